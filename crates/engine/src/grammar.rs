@@ -1,0 +1,301 @@
+//! The `/plan` text grammar, identical on every channel (DESIGN §7).
+//!
+//! Telegram and plain-text chats send the whole message (`/plan accept #a1b2`,
+//! `/plan@PlanBot status`); Slack and Discord slash commands hand over the
+//! words after `/plan`. Both end up in [`parse_args`]. Every malformed command
+//! gets an error that shows the correct usage.
+
+use crate::ids::{is_valid_agent_id, is_valid_session_id, SessionKey};
+use thiserror::Error;
+
+/// What a command applies to when a chat has more than one session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// `#a1b2c3`: a prefix (4–32 hex characters) of an approval id.
+    Approval(String),
+    /// `agent/session`
+    Session(SessionKey),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanCommand {
+    /// `/plan` alone: help plus the status of this chat's sessions.
+    Help,
+    Status,
+    List,
+    View,
+    Accept,
+    /// Approve with these steps instead of the agent's.
+    Edit(Vec<String>),
+    /// Request changes (`revise` or its alias `reject`).
+    Revise(String),
+    Cancel,
+    Answer(String),
+    On,
+    Off,
+    Auto(bool),
+    /// Post the card again (it scrolled away).
+    Restate,
+}
+
+impl PlanCommand {
+    /// Whether the command decides or changes state (so needs an approver).
+    pub fn changes_state(&self) -> bool {
+        !matches!(self, PlanCommand::Help | PlanCommand::Status | PlanCommand::List | PlanCommand::View | PlanCommand::Restate)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parsed {
+    pub command: PlanCommand,
+    pub target: Option<Target>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{message}\nUsage: {usage}")]
+pub struct GrammarError {
+    pub message: String,
+    pub usage: &'static str,
+}
+
+/// Every command with its usage, for help texts and errors.
+pub const USAGE: &[(&str, &str)] = &[
+    ("status", "/plan status [#id|agent/session]"),
+    ("list", "/plan list"),
+    ("view", "/plan view [#id|agent/session]"),
+    ("accept", "/plan accept [#id|agent/session]"),
+    ("edit", "/plan edit [#id|agent/session] <step 1>; <step 2>; …"),
+    ("revise", "/plan revise [#id|agent/session] <what should change>"),
+    ("reject", "/plan reject [#id|agent/session] <what should change>"),
+    ("cancel", "/plan cancel [#id|agent/session]"),
+    ("answer", "/plan answer [#id|agent/session] <your answer>"),
+    ("on", "/plan on [agent/session]"),
+    ("off", "/plan off [#id|agent/session]"),
+    ("auto", "/plan auto on|off [#id|agent/session]"),
+    ("restate", "/plan restate [#id|agent/session]"),
+];
+
+/// The help text shown for `/plan` and unknown commands.
+pub fn help() -> String {
+    let mut out = String::from("plangate commands:\n/plan — this help and the status of this chat's plans\n");
+    for (_, usage) in USAGE {
+        out.push_str(usage);
+        out.push('\n');
+    }
+    out.push_str("A target is needed only when this chat has more than one plan: #id (from the card) or agent/session.");
+    out
+}
+
+fn usage_of(verb: &str) -> &'static str {
+    USAGE.iter().find(|(v, _)| *v == verb).map(|(_, u)| *u).unwrap_or("/plan <command> — send /plan for the list")
+}
+
+/// Parse a whole message. `Ok(None)` when the message is not a `/plan`
+/// command at all (ordinary chat, or a command addressed to another bot).
+pub fn parse(text: &str, bot_username: Option<&str>) -> Result<Option<Parsed>, GrammarError> {
+    let text = text.trim_start();
+    let Some(first) = text.split_whitespace().next() else { return Ok(None) };
+    let (command, addressee) = match first.split_once('@') {
+        Some((c, bot)) => (c, Some(bot)),
+        None => (first, None),
+    };
+    if !command.eq_ignore_ascii_case("/plan") {
+        return Ok(None);
+    }
+    if let (Some(addressee), Some(me)) = (addressee, bot_username) {
+        if !addressee.eq_ignore_ascii_case(me.trim_start_matches('@')) {
+            return Ok(None);
+        }
+    }
+    parse_args(text[first.len()..].trim()).map(Some)
+}
+
+/// Parse the words after `/plan`.
+pub fn parse_args(args: &str) -> Result<Parsed, GrammarError> {
+    let args = args.trim();
+    if args.is_empty() {
+        return Ok(Parsed { command: PlanCommand::Help, target: None });
+    }
+    let (verb, rest) = split_word(args);
+    let verb_lower = verb.to_ascii_lowercase();
+    let usage = usage_of(&verb_lower);
+    let err = |message: String| GrammarError { message, usage };
+    let (target, rest) = take_target(rest).map_err(&err)?;
+    let no_more = |rest: &str| -> Result<(), GrammarError> {
+        if rest.is_empty() {
+            Ok(())
+        } else {
+            Err(err(format!("`/plan {verb_lower}` takes no text, but got {:?}", truncate(rest))))
+        }
+    };
+    let command = match verb_lower.as_str() {
+        "help" => {
+            no_more(rest)?;
+            PlanCommand::Help
+        }
+        "status" => {
+            no_more(rest)?;
+            PlanCommand::Status
+        }
+        "list" => {
+            no_more(rest)?;
+            if target.is_some() {
+                return Err(err("`/plan list` takes no target".to_string()));
+            }
+            PlanCommand::List
+        }
+        "view" => {
+            no_more(rest)?;
+            PlanCommand::View
+        }
+        "accept" | "approve" => {
+            no_more(rest)?;
+            PlanCommand::Accept
+        }
+        "cancel" => {
+            no_more(rest)?;
+            PlanCommand::Cancel
+        }
+        "on" => {
+            no_more(rest)?;
+            if matches!(target, Some(Target::Approval(_))) {
+                return Err(err("`/plan on` needs agent/session, not a plan id".to_string()));
+            }
+            PlanCommand::On
+        }
+        "off" => {
+            no_more(rest)?;
+            PlanCommand::Off
+        }
+        "restate" => {
+            no_more(rest)?;
+            PlanCommand::Restate
+        }
+        "revise" | "reject" => {
+            if rest.is_empty() {
+                return Err(err("say what should change, e.g. `/plan revise split step 2 into two`".to_string()));
+            }
+            PlanCommand::Revise(rest.to_string())
+        }
+        "answer" => {
+            if rest.is_empty() {
+                return Err(err("the answer is missing".to_string()));
+            }
+            PlanCommand::Answer(rest.to_string())
+        }
+        "edit" => {
+            let steps: Vec<String> = rest
+                .split(['\n', ';'])
+                .map(|s| s.trim().trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == ')' || c == '-').trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect();
+            if steps.is_empty() {
+                return Err(err("give the steps, separated by `;` or one per line".to_string()));
+            }
+            PlanCommand::Edit(steps)
+        }
+        "auto" => {
+            // `auto on|off` may come before or after the target.
+            let (word, tail) = split_word(rest);
+            let (target2, tail) = if target.is_none() { take_target(tail).map_err(&err)? } else { (None, tail) };
+            no_more(tail)?;
+            let on = match word.to_ascii_lowercase().as_str() {
+                "on" => true,
+                "off" => false,
+                "" => return Err(err("say `on` or `off`".to_string())),
+                other => return Err(err(format!("expected `on` or `off`, got {:?}", truncate(other)))),
+            };
+            return Ok(Parsed { command: PlanCommand::Auto(on), target: target.or(target2) });
+        }
+        other => {
+            return Err(GrammarError {
+                message: format!("unknown command {:?}; send /plan for the list", truncate(other)),
+                usage: "/plan <status|list|view|accept|edit|revise|reject|cancel|answer|on|off|auto|restate> …",
+            })
+        }
+    };
+    Ok(Parsed { command, target })
+}
+
+fn truncate(s: &str) -> String {
+    s.chars().take(40).collect()
+}
+
+fn split_word(s: &str) -> (&str, &str) {
+    let s = s.trim_start();
+    match s.find(char::is_whitespace) {
+        Some(i) => (&s[..i], s[i..].trim()),
+        None => (s, ""),
+    }
+}
+
+/// Take a leading `#id` or `agent/session` target, if present.
+fn take_target(rest: &str) -> Result<(Option<Target>, &str), String> {
+    let (word, tail) = split_word(rest);
+    if let Some(hex) = word.strip_prefix('#') {
+        let hex = hex.to_ascii_lowercase();
+        if !(4..=32).contains(&hex.len()) || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(format!("{:?} is not a plan id: use the #id shown on the card (at least 4 characters)", truncate(word)));
+        }
+        return Ok((Some(Target::Approval(hex)), tail));
+    }
+    if let Some((agent, session)) = word.split_once('/') {
+        if is_valid_agent_id(agent) && is_valid_session_id(session) {
+            return Ok((Some(Target::Session(SessionKey::new(agent, session))), tail));
+        }
+    }
+    Ok((None, rest.trim()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(s: &str) -> Parsed {
+        parse(s, Some("PlanBot")).unwrap().unwrap()
+    }
+
+    #[test]
+    fn every_verb() {
+        assert_eq!(ok("/plan").command, PlanCommand::Help);
+        assert_eq!(ok("/plan status").command, PlanCommand::Status);
+        assert_eq!(ok("/plan list").command, PlanCommand::List);
+        assert_eq!(ok("/plan view #a1b2").target, Some(Target::Approval("a1b2".into())));
+        assert_eq!(ok("/plan accept").command, PlanCommand::Accept);
+        assert_eq!(ok("/plan edit one; two\nthree").command, PlanCommand::Edit(vec!["one".into(), "two".into(), "three".into()]));
+        assert_eq!(ok("/plan revise #A1B2 make it smaller").command, PlanCommand::Revise("make it smaller".into()));
+        assert_eq!(ok("/plan reject too big").command, PlanCommand::Revise("too big".into()));
+        assert_eq!(ok("/plan cancel").command, PlanCommand::Cancel);
+        assert_eq!(ok("/plan answer yes please").command, PlanCommand::Answer("yes please".into()));
+        assert_eq!(ok("/plan on demo/s1").target, Some(Target::Session(SessionKey::new("demo", "s1"))));
+        assert_eq!(ok("/plan off").command, PlanCommand::Off);
+        assert_eq!(ok("/plan auto on").command, PlanCommand::Auto(true));
+        let p = ok("/plan auto demo/s1 off");
+        assert_eq!((p.command, p.target), (PlanCommand::Auto(false), Some(Target::Session(SessionKey::new("demo", "s1")))));
+        assert_eq!(ok("/plan restate").command, PlanCommand::Restate);
+    }
+
+    #[test]
+    fn bot_addressing() {
+        assert_eq!(ok("/plan@PlanBot status").command, PlanCommand::Status);
+        assert_eq!(parse("/plan@OtherBot status", Some("PlanBot")).unwrap(), None);
+        assert_eq!(parse("hello", None).unwrap(), None);
+        assert_eq!(parse("/planet", None).unwrap(), None);
+    }
+
+    #[test]
+    fn errors_show_usage() {
+        let e = parse_args("revise").unwrap_err();
+        assert!(e.to_string().contains("Usage: /plan revise"), "{e}");
+        let e = parse_args("revise #zz nope").unwrap_err();
+        assert!(e.message.contains("not a plan id"));
+        let e = parse_args("auto maybe").unwrap_err();
+        assert!(e.message.contains("expected `on` or `off`"));
+        let e = parse_args("frobnicate").unwrap_err();
+        assert!(e.message.contains("unknown command"));
+        let e = parse_args("accept now please").unwrap_err();
+        assert!(e.message.contains("takes no text"));
+        assert!(parse_args("edit #a1b2").is_err());
+        assert!(parse_args("on #a1b2").is_err());
+    }
+}

@@ -1,0 +1,94 @@
+//! The `[PLAN_DECISION]` texts an agent reads on its next turn.
+//!
+//! Everything a human or the agent wrote is passed through
+//! [`sanitize_for_injection`](crate::text::sanitize_for_injection) and quoted
+//! line by line, so it can neither close the envelope nor forge a decision.
+
+use crate::machine::Proposal;
+use crate::plan::Plan;
+use crate::text::sanitize_for_injection;
+
+fn header(status: &str) -> String {
+    format!("[PLAN_DECISION]: {status}\n")
+}
+
+const FOOTER: &str = "\n[/PLAN_DECISION]";
+
+fn quote(text: &str) -> String {
+    sanitize_for_injection(text).lines().map(|l| format!("> {l}")).collect::<Vec<_>>().join("\n")
+}
+
+fn title(p: &Proposal) -> String {
+    sanitize_for_injection(&p.plan.title).replace('\n', " ")
+}
+
+fn steps(plan: &Plan) -> String {
+    plan.steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| format!("{}. {}", i + 1, sanitize_for_injection(&s.step).replace('\n', " ")))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+pub fn approved(p: &Proposal, who: &str) -> String {
+    format!(
+        "{}Plan v{} \"{}\" (approval {}, {}) was approved by {who}. Plan mode is off: execute exactly this plan, step by step, and keep the step list current with update_plan.{FOOTER}",
+        header("approved"),
+        p.version,
+        title(p),
+        p.approval_id,
+        p.plan_hash,
+    )
+}
+
+pub fn edited(p: &Proposal, who: &str) -> String {
+    let plan = p.edited_plan.as_ref().unwrap_or(&p.plan);
+    format!(
+        "{}Plan v{} \"{}\" (approval {}) was approved with edits by {who}. Plan mode is off: execute the edited plan below ({}), not your original.\n{}{FOOTER}",
+        header("edited"),
+        p.version,
+        title(p),
+        p.approval_id,
+        p.effective_hash(),
+        steps(plan),
+    )
+}
+
+pub fn rejected(p: &Proposal, who: &str, feedback: &str, rejection_count: u32) -> String {
+    let next = if rejection_count >= 3 {
+        format!("This plan has been sent back {rejection_count} times. Before proposing again, ask the user a clarifying question (ask_user_question) instead of guessing.")
+    } else {
+        "Stay in plan mode, revise the plan to address this feedback, and propose it again.".to_string()
+    };
+    format!(
+        "{}{who} requested changes to plan v{} \"{}\":\n{}\n{next}{FOOTER}",
+        header("rejected"),
+        p.version,
+        title(p),
+        quote(feedback),
+    )
+}
+
+pub fn timed_out(p: &Proposal, waited_ms: i64) -> String {
+    format!(
+        "{}Nobody decided plan v{} \"{}\" within {}. It was NOT approved: do not execute it. Stay in plan mode; propose again or ask a question.{FOOTER}",
+        header("timed_out"),
+        p.version,
+        title(p),
+        crate::ids::humanize_ms(waited_ms),
+    )
+}
+
+pub fn cancelled(p: &Proposal, who: &str) -> String {
+    format!(
+        "{}{who} turned plan mode off and cancelled plan v{} \"{}\". Do not execute it; wait for the user's next instruction.{FOOTER}",
+        header("cancelled"),
+        p.version,
+        title(p),
+    )
+}
+
+pub fn plan_mode_off(who: &str) -> String {
+    format!("{}{who} turned plan mode off. No plan was approved; wait for the user's next instruction.{FOOTER}", header("cancelled"))
+}

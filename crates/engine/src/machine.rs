@@ -1,0 +1,859 @@
+//! The approval state machine (DESIGN §3): `apply(state, actor, command, ctx)`.
+//!
+//! One function serves every channel. The shell loads a session's [`State`],
+//! calls [`apply`], commits the returned state, records and timers in one
+//! transaction, and only then performs the [`Effect`]s. Nothing here does I/O.
+
+use crate::ids::{ApprovalId, QuestionId, SessionKey, Timestamp};
+use crate::injection;
+use crate::plan::{self, Plan, PlanError, Step};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use thiserror::Error;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    #[default]
+    Normal,
+    Plan,
+}
+
+/// The session's approval, as `Status.approval` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalState {
+    #[default]
+    None,
+    Pending,
+    Approved,
+    Edited,
+    Rejected,
+    TimedOut,
+}
+
+/// A proposal's fate, as `Decision.status` reports it. Once it leaves
+/// `Pending` it never changes again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionStatus {
+    Pending,
+    Approved,
+    Edited,
+    Rejected,
+    TimedOut,
+    Cancelled,
+    Superseded,
+}
+
+impl DecisionStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DecisionStatus::Pending => "pending",
+            DecisionStatus::Approved => "approved",
+            DecisionStatus::Edited => "edited",
+            DecisionStatus::Rejected => "rejected",
+            DecisionStatus::TimedOut => "timed_out",
+            DecisionStatus::Cancelled => "cancelled",
+            DecisionStatus::Superseded => "superseded",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimerKind {
+    /// The n-th reminder to approvers (1-based).
+    Nudge(u8),
+    Timeout,
+}
+
+/// A persisted timer. Due times are wall-clock so they survive restarts.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Timer {
+    pub due: Timestamp,
+    pub session: SessionKey,
+    pub approval_id: ApprovalId,
+    pub kind: TimerKind,
+}
+
+/// One proposal (a version of a session's plan) and its fate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Proposal {
+    pub approval_id: ApprovalId,
+    pub session: SessionKey,
+    pub version: u32,
+    pub plan: Plan,
+    /// The verbatim markdown for markdown proposals.
+    pub markdown: Option<String>,
+    /// Bound to `approval_id`: the hash of exactly what was proposed.
+    pub plan_hash: String,
+    pub created_at: Timestamp,
+    pub status: DecisionStatus,
+    pub decided_by: Option<String>,
+    pub decided_at: Option<Timestamp>,
+    pub feedback: Option<String>,
+    pub edited_plan: Option<Plan>,
+    pub injection: Option<String>,
+    pub superseded_by: Option<u32>,
+    /// Timers still scheduled for this proposal.
+    pub timers: Vec<Timer>,
+}
+
+impl Proposal {
+    /// The hash of what the agent must execute: the edited plan when an
+    /// approver edited it, else the proposal.
+    pub fn effective_hash(&self) -> String {
+        match &self.edited_plan {
+            Some(edited) => plan::plan_hash(edited, None),
+            None => self.plan_hash.clone(),
+        }
+    }
+
+    /// The markdown document: verbatim for markdown proposals, rendered otherwise.
+    pub fn document(&self) -> String {
+        match &self.markdown {
+            Some(md) => md.clone(),
+            None => plan::render_markdown(&self.plan),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QuestionStatus {
+    Pending,
+    Answered,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Question {
+    pub question_id: QuestionId,
+    pub session: SessionKey,
+    pub question: String,
+    pub options: Vec<String>,
+    pub allow_freetext: bool,
+    pub asked_at: Timestamp,
+    pub status: QuestionStatus,
+    pub answer: Option<String>,
+    pub answered_by: Option<String>,
+    pub answered_at: Option<Timestamp>,
+}
+
+/// Everything the engine knows about one session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Session {
+    pub key: SessionKey,
+    pub mode: Mode,
+    pub approval: ApprovalState,
+    pub version: u32,
+    pub rejection_count: u32,
+    pub auto_approve: bool,
+    pub steps: Vec<Step>,
+    pub open_subagents: BTreeSet<String>,
+    pub pending_question: Option<Question>,
+    /// The `[PLAN_DECISION]` text waiting for the agent's next turn.
+    pub injection: Option<String>,
+    pub latest_approval: Option<ApprovalId>,
+    pub updated_at: Timestamp,
+}
+
+impl Session {
+    /// A never-seen session: normal mode, no approval, version 0.
+    pub fn new(key: SessionKey) -> Session {
+        Session {
+            key,
+            mode: Mode::Normal,
+            approval: ApprovalState::None,
+            version: 0,
+            rejection_count: 0,
+            auto_approve: false,
+            steps: Vec::new(),
+            open_subagents: BTreeSet::new(),
+            pending_question: None,
+            injection: None,
+            latest_approval: None,
+            updated_at: Timestamp(0),
+        }
+    }
+}
+
+/// The input of [`apply`]: a session and its latest proposal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct State {
+    pub session: Session,
+    pub latest: Option<Proposal>,
+}
+
+impl State {
+    pub fn new(key: SessionKey) -> State {
+        State { session: Session::new(key), latest: None }
+    }
+}
+
+/// Who issued a command. Authorization (is this human an approver for this
+/// destination?) is the shell's job, because it depends on configuration;
+/// the engine enforces what no configuration may change: an agent never
+/// decides, edits, cancels or turns plan mode off.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Actor {
+    Agent,
+    /// A person on a chat channel: `id` is `<channel>:<user id>`, `name` how
+    /// receipts show them (`telegram:@alice`).
+    Human { id: String, name: String },
+    /// A holder of the operator token (CLI, scripts). `name` is what they claimed.
+    Operator { name: String },
+    /// The timer scheduler.
+    Scheduler,
+}
+
+impl Actor {
+    /// How receipts and the audit name this actor.
+    pub fn label(&self) -> String {
+        match self {
+            Actor::Agent => "agent".to_string(),
+            Actor::Human { name, .. } => name.clone(),
+            Actor::Operator { name } => format!("operator:{name}"),
+            Actor::Scheduler => "scheduler".to_string(),
+        }
+    }
+
+    fn is_agent(&self) -> bool {
+        matches!(self, Actor::Agent)
+    }
+
+    fn is_person(&self) -> bool {
+        matches!(self, Actor::Human { .. } | Actor::Operator { .. })
+    }
+}
+
+/// How an approver decides a pending proposal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Approve,
+    Edit(Plan),
+    /// Request changes: the agent keeps planning with this feedback.
+    Revise(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    Enter { reason: Option<String> },
+    UpdatePlan { steps: Vec<Step>, merge: bool, explanation: Option<String> },
+    Propose { plan: Plan, markdown: Option<String> },
+    Decide { approval_id: ApprovalId, verdict: Verdict },
+    /// Turn plan mode off; a pending approval is cancelled.
+    Off,
+    SetAuto(bool),
+    RegisterSubagent(String),
+    UnregisterSubagent(String),
+    Ask { question: String, options: Vec<String>, allow_freetext: bool },
+    Answer { question_id: Option<QuestionId>, answer: String },
+    TakeInjection,
+    TimerFired(Timer),
+}
+
+impl Command {
+    /// A short name for spans and the audit.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Enter { .. } => "enter",
+            Command::UpdatePlan { .. } => "update_plan",
+            Command::Propose { .. } => "propose",
+            Command::Decide { verdict: Verdict::Approve, .. } => "approve",
+            Command::Decide { verdict: Verdict::Edit(_), .. } => "edit",
+            Command::Decide { verdict: Verdict::Revise(_), .. } => "revise",
+            Command::Off => "off",
+            Command::SetAuto(_) => "auto",
+            Command::RegisterSubagent(_) => "subagent_open",
+            Command::UnregisterSubagent(_) => "subagent_close",
+            Command::Ask { .. } => "ask",
+            Command::Answer { .. } => "answer",
+            Command::TakeInjection => "take_injection",
+            Command::TimerFired(Timer { kind: TimerKind::Timeout, .. }) => "timeout",
+            Command::TimerFired(Timer { kind: TimerKind::Nudge(_), .. }) => "nudge",
+        }
+    }
+}
+
+/// When reminders and the timeout fire, relative to the proposal.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TimerPolicy {
+    pub nudges_ms: Vec<u64>,
+    pub timeout_ms: Option<u64>,
+}
+
+/// What the shell passes in besides the state: the time, fresh random bytes
+/// (used only when the command mints an id) and the agent's timer policy.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    pub now: Timestamp,
+    pub random: [u8; 16],
+    pub timers: TimerPolicy,
+}
+
+/// One append-only audit record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditEvent {
+    pub at: Timestamp,
+    pub agent: String,
+    pub session_id: String,
+    pub actor: String,
+    pub action: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_id: Option<ApprovalId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<u32>,
+    pub detail: String,
+}
+
+/// What the shell must do after committing a transition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Write the proposal's markdown document (before its cards go out).
+    WriteDocument { approval_id: ApprovalId },
+    /// Append a decision receipt to the proposal's document.
+    AppendReceipt { approval_id: ApprovalId, text: String },
+    /// Post the proposal's card (and document) to every destination.
+    PostCards { approval_id: ApprovalId },
+    /// Re-render every posted card of the proposal (decided, superseded, progress).
+    UpdateCards { approval_id: ApprovalId },
+    /// Remind approvers; the shell re-checks the approval is still pending.
+    Nudge { approval_id: ApprovalId, number: u8 },
+    Schedule(Timer),
+    Cancel(Timer),
+    /// The session's decision or question changed: release long-pollers.
+    Wake,
+    PostQuestion { question_id: QuestionId },
+    UpdateQuestion { question_id: QuestionId },
+}
+
+/// The result of [`apply`]: the new state, records to persist beside it, the
+/// effects, and whether anything changed at all (idempotent re-proposals and
+/// stale timers change nothing).
+#[derive(Debug, Clone)]
+pub struct Transition {
+    pub state: State,
+    /// A proposal that stopped being the latest (superseded) and must be persisted.
+    pub retired: Option<Proposal>,
+    /// A question that was answered and must be persisted.
+    pub answered: Option<Question>,
+    pub effects: Vec<Effect>,
+    pub audit: Vec<AuditEvent>,
+    /// For [`Command::TakeInjection`]: the injection that was taken.
+    pub taken_injection: Option<String>,
+    pub changed: bool,
+}
+
+/// Why a command was refused. Nothing changes when one is returned.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum Refusal {
+    #[error("{0}")]
+    InvalidPlan(#[from] PlanError),
+    #[error("{0}")]
+    InvalidState(String),
+    #[error("{} subagent run(s) are still open ({}); close them before the plan can be proposed or approved", .0.len(), .0.join(", "))]
+    SubagentsOpen(Vec<String>),
+    #[error("{0}")]
+    Stale(String),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
+    InvalidRequest(String),
+}
+
+/// Apply one command. Pure: the same inputs always give the same output.
+pub fn apply(state: &State, actor: &Actor, command: Command, ctx: &Ctx) -> Result<Transition, Refusal> {
+    let mut t = Transition {
+        state: state.clone(),
+        retired: None,
+        answered: None,
+        effects: Vec::new(),
+        audit: Vec::new(),
+        taken_injection: None,
+        changed: true,
+    };
+    let name = command.name();
+    match command {
+        Command::Enter { reason } => enter(&mut t, actor, reason, ctx)?,
+        Command::UpdatePlan { steps, merge, explanation } => update_plan(&mut t, actor, steps, merge, explanation, ctx)?,
+        Command::Propose { plan, markdown } => propose(&mut t, actor, plan, markdown, ctx)?,
+        Command::Decide { approval_id, verdict } => decide(&mut t, actor, approval_id, verdict, ctx)?,
+        Command::Off => off(&mut t, actor, ctx)?,
+        Command::SetAuto(on) => {
+            require_person(actor, "change auto mode")?;
+            t.state.session.auto_approve = on;
+            let detail = if on { "auto-approve on: later proposals approve themselves" } else { "auto-approve off" };
+            audit(&mut t, actor, name, None, detail.to_string(), ctx);
+        }
+        Command::RegisterSubagent(run_id) => {
+            require_agent(actor)?;
+            check_run_id(&run_id)?;
+            t.changed = t.state.session.open_subagents.insert(run_id.clone());
+            if t.changed {
+                audit(&mut t, actor, name, None, run_id, ctx);
+            }
+        }
+        Command::UnregisterSubagent(run_id) => {
+            require_agent(actor)?;
+            t.changed = t.state.session.open_subagents.remove(&run_id);
+            if t.changed {
+                audit(&mut t, actor, name, None, run_id, ctx);
+            }
+        }
+        Command::Ask { question, options, allow_freetext } => ask(&mut t, actor, question, options, allow_freetext, ctx)?,
+        Command::Answer { question_id, answer } => answer_question(&mut t, actor, question_id, answer, ctx)?,
+        Command::TakeInjection => {
+            require_agent(actor)?;
+            t.taken_injection = t.state.session.injection.take();
+            t.changed = t.taken_injection.is_some();
+        }
+        Command::TimerFired(timer) => timer_fired(&mut t, timer, ctx),
+    }
+    if t.changed {
+        t.state.session.updated_at = ctx.now;
+    }
+    Ok(t)
+}
+
+fn require_agent(actor: &Actor) -> Result<(), Refusal> {
+    if actor.is_agent() {
+        Ok(())
+    } else {
+        Err(Refusal::Forbidden("only the agent itself can do this".to_string()))
+    }
+}
+
+fn require_person(actor: &Actor, what: &str) -> Result<(), Refusal> {
+    if actor.is_person() {
+        Ok(())
+    } else {
+        Err(Refusal::Forbidden(format!("only a human approver can {what}; an agent can never {what}")))
+    }
+}
+
+fn check_run_id(run_id: &str) -> Result<(), Refusal> {
+    if run_id.trim().is_empty() || run_id.chars().count() > 128 || run_id.chars().any(char::is_control) {
+        return Err(Refusal::InvalidRequest("run_id must be 1–128 characters without control characters".to_string()));
+    }
+    Ok(())
+}
+
+fn audit(t: &mut Transition, actor: &Actor, action: &str, proposal: Option<(ApprovalId, u32)>, detail: String, ctx: &Ctx) {
+    t.audit.push(AuditEvent {
+        at: ctx.now,
+        agent: t.state.session.key.agent.clone(),
+        session_id: t.state.session.key.session_id.clone(),
+        actor: actor.label(),
+        action: action.to_string(),
+        approval_id: proposal.map(|p| p.0),
+        version: proposal.map(|p| p.1),
+        detail,
+    });
+}
+
+fn enter(t: &mut Transition, actor: &Actor, reason: Option<String>, ctx: &Ctx) -> Result<(), Refusal> {
+    if matches!(actor, Actor::Scheduler) {
+        return Err(Refusal::Forbidden("the scheduler cannot enter plan mode".to_string()));
+    }
+    if t.state.session.mode == Mode::Plan {
+        t.changed = false;
+        return Ok(());
+    }
+    let session = &mut t.state.session;
+    session.mode = Mode::Plan;
+    session.approval = ApprovalState::None;
+    session.rejection_count = 0;
+    let detail = reason.map(|r| crate::text::sanitize_for_injection(&r)).unwrap_or_default();
+    audit(t, actor, "enter", None, detail, ctx);
+    Ok(())
+}
+
+fn update_plan(
+    t: &mut Transition,
+    actor: &Actor,
+    steps: Vec<Step>,
+    merge: bool,
+    explanation: Option<String>,
+    ctx: &Ctx,
+) -> Result<(), Refusal> {
+    require_agent(actor)?;
+    let merged = plan::update_steps(&t.state.session.steps, steps, merge)?;
+    t.state.session.steps = merged;
+    let session = &t.state.session;
+    let executing = session.mode == Mode::Normal && matches!(session.approval, ApprovalState::Approved | ApprovalState::Edited);
+    let mut detail = format!("{} step(s){}", session.steps.len(), if merge { ", merged" } else { "" });
+    if let Some(e) = explanation {
+        detail.push_str(": ");
+        detail.push_str(&crate::text::sanitize_for_injection(&e));
+    }
+    let latest = t.state.latest.as_ref().map(|p| (p.approval_id, p.version));
+    // Auto-close only while executing an approved plan. In plan mode it would
+    // let the agent open its own gate by marking steps done, so there the
+    // step list is recorded and the session stays in plan mode.
+    let all_closed = !session.steps.is_empty() && session.steps.iter().all(|s| s.status.is_closed());
+    if executing {
+        if let Some((id, _)) = latest {
+            t.effects.push(Effect::UpdateCards { approval_id: id });
+        }
+        if all_closed {
+            t.state.session.approval = ApprovalState::None;
+            detail.push_str("; every step is closed, the plan is complete");
+        }
+    }
+    audit(t, actor, "update_plan", latest, detail, ctx);
+    Ok(())
+}
+
+fn propose(t: &mut Transition, actor: &Actor, plan: Plan, markdown: Option<String>, ctx: &Ctx) -> Result<(), Refusal> {
+    require_agent(actor)?;
+    if let Some(md) = &markdown {
+        let chars = md.chars().count();
+        if chars > plan::MAX_MARKDOWN_CHARS {
+            return Err(PlanError::MarkdownTooLong { chars }.into());
+        }
+    }
+    plan::validate_plan(&plan)?;
+    let session = &t.state.session;
+    if session.mode != Mode::Plan {
+        return Err(Refusal::InvalidState(
+            "the session is not in plan mode; enter plan mode (POST /v1/sessions/{id}/enter) before proposing".to_string(),
+        ));
+    }
+    if !session.open_subagents.is_empty() {
+        return Err(Refusal::SubagentsOpen(session.open_subagents.iter().cloned().collect()));
+    }
+    let hash = plan::plan_hash(&plan, markdown.as_deref());
+    if let Some(latest) = &t.state.latest {
+        if latest.status == DecisionStatus::Pending && latest.plan_hash == hash {
+            // Hooks retry: the same text while pending is the same proposal.
+            t.changed = false;
+            return Ok(());
+        }
+    }
+    let approval_id = ApprovalId(ctx.random);
+    if t.state.latest.as_ref().map(|p| p.approval_id) == Some(approval_id) {
+        return Err(Refusal::InvalidState("approval id collision; retry".to_string()));
+    }
+    let version = t.state.session.version + 1;
+    if let Some(mut old) = t.state.latest.take() {
+        if old.status == DecisionStatus::Pending {
+            old.status = DecisionStatus::Superseded;
+            old.superseded_by = Some(version);
+            old.decided_at = Some(ctx.now);
+            for timer in old.timers.drain(..) {
+                t.effects.push(Effect::Cancel(timer));
+            }
+            t.effects.push(Effect::UpdateCards { approval_id: old.approval_id });
+            t.effects.push(Effect::AppendReceipt {
+                approval_id: old.approval_id,
+                text: format!("Superseded by v{version} at {}", ctx.now.rfc3339()),
+            });
+            let who = Some((old.approval_id, old.version));
+            audit(t, actor, "superseded", who, format!("superseded by v{version}"), ctx);
+            t.retired = Some(old);
+        }
+    }
+    let mut proposal = Proposal {
+        approval_id,
+        session: t.state.session.key.clone(),
+        version,
+        plan,
+        markdown,
+        plan_hash: hash.clone(),
+        created_at: ctx.now,
+        status: DecisionStatus::Pending,
+        decided_by: None,
+        decided_at: None,
+        feedback: None,
+        edited_plan: None,
+        injection: None,
+        superseded_by: None,
+        timers: Vec::new(),
+    };
+    let session = &mut t.state.session;
+    session.version = version;
+    session.steps = proposal.plan.steps.clone();
+    session.latest_approval = Some(approval_id);
+    t.effects.push(Effect::WriteDocument { approval_id });
+    let pid = Some((approval_id, version));
+    let title = proposal.plan.title.clone();
+    if session.auto_approve {
+        proposal.status = DecisionStatus::Approved;
+        proposal.decided_by = Some("auto".to_string());
+        proposal.decided_at = Some(ctx.now);
+        let text = injection::approved(&proposal, "auto");
+        proposal.injection = Some(text.clone());
+        session.injection = Some(text);
+        session.mode = Mode::Normal;
+        session.approval = ApprovalState::Approved;
+        t.effects.push(Effect::PostCards { approval_id });
+        t.effects.push(Effect::AppendReceipt {
+            approval_id,
+            text: format!("Approved v{version} by auto at {}", ctx.now.rfc3339()),
+        });
+        t.effects.push(Effect::Wake);
+        t.state.latest = Some(proposal);
+        audit(t, actor, "propose", pid, format!("{title:?} ({hash})"), ctx);
+        audit(t, &Actor::Operator { name: "auto".into() }, "approve", pid, "auto mode".to_string(), ctx);
+        return Ok(());
+    }
+    session.approval = ApprovalState::Pending;
+    for (i, offset) in ctx.timers.nudges_ms.iter().enumerate().take(u8::MAX as usize) {
+        let timer = Timer {
+            due: ctx.now.plus_ms(*offset),
+            session: session.key.clone(),
+            approval_id,
+            kind: TimerKind::Nudge(i as u8 + 1),
+        };
+        proposal.timers.push(timer);
+    }
+    if let Some(timeout) = ctx.timers.timeout_ms {
+        proposal.timers.push(Timer {
+            due: ctx.now.plus_ms(timeout),
+            session: session.key.clone(),
+            approval_id,
+            kind: TimerKind::Timeout,
+        });
+    }
+    t.effects.extend(proposal.timers.iter().cloned().map(Effect::Schedule));
+    t.effects.push(Effect::PostCards { approval_id });
+    t.effects.push(Effect::Wake);
+    t.state.latest = Some(proposal);
+    audit(t, actor, "propose", pid, format!("{title:?} ({hash})"), ctx);
+    Ok(())
+}
+
+/// The message for a click or call on an approval that is no longer
+/// decidable: who decided it, or which version replaced it.
+pub fn describe_stale(target: &Proposal, latest_version: u32) -> String {
+    let v = target.version;
+    let by = target.decided_by.as_deref().unwrap_or("someone");
+    let at = target.decided_at.map(|t| format!(" at {} UTC", t.clock())).unwrap_or_default();
+    match target.status {
+        DecisionStatus::Pending if latest_version > v => format!("This plan was superseded by v{latest_version}."),
+        DecisionStatus::Pending => format!("Plan v{v} is still pending."),
+        DecisionStatus::Superseded => {
+            format!("This plan was superseded by v{}.", target.superseded_by.unwrap_or(latest_version))
+        }
+        DecisionStatus::Approved => format!("Plan v{v} was already approved by {by}{at}."),
+        DecisionStatus::Edited => format!("Plan v{v} was already approved with edits by {by}{at}."),
+        DecisionStatus::Rejected => format!("Changes to plan v{v} were already requested by {by}{at}."),
+        DecisionStatus::TimedOut => format!("Plan v{v} already timed out{at}."),
+        DecisionStatus::Cancelled => format!("Plan v{v} was already cancelled by {by}{at}."),
+    }
+}
+
+fn decide(t: &mut Transition, actor: &Actor, approval_id: ApprovalId, verdict: Verdict, ctx: &Ctx) -> Result<(), Refusal> {
+    require_person(actor, "decide a plan")?;
+    let latest_version = t.state.session.version;
+    let Some(proposal) = t.state.latest.as_ref().filter(|p| p.approval_id == approval_id) else {
+        return Err(Refusal::Stale(format!("This plan was superseded by v{latest_version}.")));
+    };
+    if proposal.status != DecisionStatus::Pending {
+        return Err(Refusal::Stale(describe_stale(proposal, latest_version)));
+    }
+    let open = &t.state.session.open_subagents;
+    if !matches!(verdict, Verdict::Revise(_)) && !open.is_empty() {
+        return Err(Refusal::SubagentsOpen(open.iter().cloned().collect()));
+    }
+    if let Verdict::Revise(feedback) = &verdict {
+        if feedback.trim().is_empty() {
+            return Err(Refusal::InvalidRequest(
+                "feedback is required: say what should change so the agent can revise the plan".to_string(),
+            ));
+        }
+    }
+    if let Verdict::Edit(plan) = &verdict {
+        plan::validate_plan(plan)?;
+    }
+    let who = actor.label();
+    let session = &mut t.state.session;
+    let Some(proposal) = t.state.latest.as_mut() else {
+        return Err(Refusal::Stale(format!("This plan was superseded by v{latest_version}.")));
+    };
+    proposal.decided_by = Some(who.clone());
+    proposal.decided_at = Some(ctx.now);
+    let version = proposal.version;
+    let (action, receipt) = match verdict {
+        Verdict::Approve => {
+            proposal.status = DecisionStatus::Approved;
+            session.mode = Mode::Normal;
+            session.approval = ApprovalState::Approved;
+            proposal.injection = Some(injection::approved(proposal, &who));
+            ("approve", format!("Approved v{version} by {who}"))
+        }
+        Verdict::Edit(plan) => {
+            proposal.status = DecisionStatus::Edited;
+            session.mode = Mode::Normal;
+            session.approval = ApprovalState::Edited;
+            session.steps = plan.steps.clone();
+            proposal.edited_plan = Some(plan);
+            proposal.injection = Some(injection::edited(proposal, &who));
+            ("edit", format!("Approved v{version} with edits by {who}"))
+        }
+        Verdict::Revise(feedback) => {
+            proposal.status = DecisionStatus::Rejected;
+            session.approval = ApprovalState::Rejected;
+            session.rejection_count += 1;
+            let feedback = crate::text::sanitize_for_injection(&feedback);
+            proposal.feedback = Some(feedback.clone());
+            proposal.injection = Some(injection::rejected(proposal, &who, &feedback, session.rejection_count));
+            ("revise", format!("Changes requested on v{version} by {who}: {feedback}"))
+        }
+    };
+    session.injection = proposal.injection.clone();
+    finish_decision(t, actor, action, receipt, ctx);
+    Ok(())
+}
+
+/// The effects every decision shares: timers cancelled, cards updated,
+/// receipt appended, waiters woken, audit written.
+fn finish_decision(t: &mut Transition, actor: &Actor, action: &str, receipt: String, ctx: &Ctx) {
+    let Some(proposal) = t.state.latest.as_mut() else { return };
+    let id = proposal.approval_id;
+    let pid = Some((id, proposal.version));
+    for timer in proposal.timers.drain(..) {
+        t.effects.push(Effect::Cancel(timer));
+    }
+    t.effects.push(Effect::UpdateCards { approval_id: id });
+    t.effects.push(Effect::AppendReceipt { approval_id: id, text: format!("{receipt} at {}", ctx.now.rfc3339()) });
+    t.effects.push(Effect::Wake);
+    audit(t, actor, action, pid, receipt, ctx);
+}
+
+fn off(t: &mut Transition, actor: &Actor, ctx: &Ctx) -> Result<(), Refusal> {
+    require_person(actor, "turn plan mode off")?;
+    if t.state.session.mode != Mode::Plan {
+        return Err(Refusal::InvalidState("the session is not in plan mode".to_string()));
+    }
+    let who = actor.label();
+    let session = &mut t.state.session;
+    session.mode = Mode::Normal;
+    session.approval = ApprovalState::None;
+    match t.state.latest.as_mut().filter(|p| p.status == DecisionStatus::Pending) {
+        Some(proposal) => {
+            proposal.status = DecisionStatus::Cancelled;
+            proposal.decided_by = Some(who.clone());
+            proposal.decided_at = Some(ctx.now);
+            let text = injection::cancelled(proposal, &who);
+            proposal.injection = Some(text.clone());
+            session.injection = Some(text);
+            let receipt = format!("Cancelled v{} by {who}", proposal.version);
+            finish_decision(t, actor, "cancel", receipt, ctx);
+        }
+        None => {
+            session.injection = Some(injection::plan_mode_off(&who));
+            t.effects.push(Effect::Wake);
+            audit(t, actor, "off", None, "plan mode off".to_string(), ctx);
+        }
+    }
+    Ok(())
+}
+
+fn ask(t: &mut Transition, actor: &Actor, question: String, options: Vec<String>, allow_freetext: bool, ctx: &Ctx) -> Result<(), Refusal> {
+    require_agent(actor)?;
+    if let Some(q) = &t.state.session.pending_question {
+        return Err(Refusal::InvalidState(format!(
+            "question {} is still waiting for an answer; one question at a time",
+            q.question_id
+        )));
+    }
+    let question = question.trim().to_string();
+    if question.is_empty() || question.chars().count() > 2000 {
+        return Err(Refusal::InvalidRequest("question must be 1–2000 characters".to_string()));
+    }
+    if options.len() > 10 {
+        return Err(Refusal::InvalidRequest("at most 10 options fit on a phone; use allow_freetext for more".to_string()));
+    }
+    let options: Vec<String> = options.into_iter().map(|o| o.trim().to_string()).collect();
+    if options.iter().any(|o| o.is_empty() || o.chars().count() > 100) {
+        return Err(Refusal::InvalidRequest("every option must be 1–100 characters".to_string()));
+    }
+    if options.is_empty() && !allow_freetext {
+        return Err(Refusal::InvalidRequest("give options, or allow_freetext: true, or both".to_string()));
+    }
+    let question_id = ApprovalId(ctx.random);
+    t.state.session.pending_question = Some(Question {
+        question_id,
+        session: t.state.session.key.clone(),
+        question: question.clone(),
+        options,
+        allow_freetext,
+        asked_at: ctx.now,
+        status: QuestionStatus::Pending,
+        answer: None,
+        answered_by: None,
+        answered_at: None,
+    });
+    t.effects.push(Effect::PostQuestion { question_id });
+    audit(t, actor, "ask", None, format!("{question_id}: {question}"), ctx);
+    Ok(())
+}
+
+fn answer_question(t: &mut Transition, actor: &Actor, question_id: Option<QuestionId>, answer: String, ctx: &Ctx) -> Result<(), Refusal> {
+    require_person(actor, "answer the agent's question")?;
+    let Some(question) = t.state.session.pending_question.as_ref() else {
+        return Err(Refusal::Stale("There is no open question; it may have been answered already.".to_string()));
+    };
+    if question_id.is_some_and(|id| id != question.question_id) {
+        return Err(Refusal::Stale("That question was already answered or replaced.".to_string()));
+    }
+    let answer = answer.trim().to_string();
+    if answer.is_empty() {
+        return Err(Refusal::InvalidRequest("the answer is empty".to_string()));
+    }
+    if !question.allow_freetext && !question.options.contains(&answer) {
+        return Err(Refusal::InvalidRequest(format!("choose one of: {}", question.options.join(" | "))));
+    }
+    let Some(mut question) = t.state.session.pending_question.take() else {
+        return Err(Refusal::Stale("There is no open question.".to_string()));
+    };
+    question.status = QuestionStatus::Answered;
+    question.answer = Some(answer.clone());
+    question.answered_by = Some(actor.label());
+    question.answered_at = Some(ctx.now);
+    let id = question.question_id;
+    t.answered = Some(question);
+    t.effects.push(Effect::UpdateQuestion { question_id: id });
+    t.effects.push(Effect::Wake);
+    audit(t, actor, "answer", None, format!("{id}: {answer}"), ctx);
+    Ok(())
+}
+
+fn timer_fired(t: &mut Transition, timer: Timer, ctx: &Ctx) {
+    let current = t
+        .state
+        .latest
+        .as_mut()
+        .filter(|p| p.approval_id == timer.approval_id && p.status == DecisionStatus::Pending);
+    let Some(proposal) = current else {
+        // Decided, superseded or cancelled: a stale timer does nothing.
+        t.changed = false;
+        return;
+    };
+    proposal.timers.retain(|x| *x != timer);
+    let id = proposal.approval_id;
+    match timer.kind {
+        TimerKind::Nudge(number) => {
+            t.effects.push(Effect::Nudge { approval_id: id, number });
+            let pid = Some((id, proposal.version));
+            audit(t, &Actor::Scheduler, "nudge", pid, format!("reminder {number}"), ctx);
+        }
+        TimerKind::Timeout => {
+            let waited = ctx.now.0 - proposal.created_at.0;
+            proposal.status = DecisionStatus::TimedOut;
+            proposal.decided_by = Some("timeout".to_string());
+            proposal.decided_at = Some(ctx.now);
+            let text = injection::timed_out(proposal, waited);
+            proposal.injection = Some(text.clone());
+            let version = proposal.version;
+            let session = &mut t.state.session;
+            session.approval = ApprovalState::TimedOut;
+            session.injection = Some(text);
+            let receipt = format!("Timed out v{version} after {}", crate::ids::humanize_ms(waited));
+            finish_decision(t, &Actor::Scheduler, "timeout", receipt, ctx);
+        }
+    }
+}

@@ -1,0 +1,514 @@
+//! The plan model and its rules (DESIGN §4).
+//!
+//! Every rule refusal is a [`PlanError`] whose message names the rule, so an
+//! agent that broke it can fix its call without reading our source.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::HashSet;
+use thiserror::Error;
+
+/// Markdown proposals longer than this are refused (characters, not bytes).
+pub const MAX_MARKDOWN_CHARS: usize = 60_000;
+/// Titles are shown as card headers; longer ones are refused.
+pub const MAX_TITLE_CHARS: usize = 200;
+/// A plan with more steps than this cannot be reviewed on a phone.
+pub const MAX_STEPS: usize = 200;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    #[default]
+    Pending,
+    InProgress,
+    Completed,
+    Cancelled,
+}
+
+impl StepStatus {
+    /// The mark shown before a step on a card.
+    pub fn mark(self) -> &'static str {
+        match self {
+            StepStatus::Pending => "○",
+            StepStatus::InProgress => "◐",
+            StepStatus::Completed => "●",
+            StepStatus::Cancelled => "✕",
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepStatus::Pending => "pending",
+            StepStatus::InProgress => "in_progress",
+            StepStatus::Completed => "completed",
+            StepStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// Completed and cancelled steps need no more work.
+    pub fn is_closed(self) -> bool {
+        matches!(self, StepStatus::Completed | StepStatus::Cancelled)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    pub step: String,
+    #[serde(default)]
+    pub status: StepStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_form: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acceptance_criteria: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verified_criteria: Vec<String>,
+}
+
+impl Step {
+    pub fn pending(text: impl Into<String>) -> Step {
+        Step {
+            step: text.into(),
+            status: StepStatus::Pending,
+            active_form: None,
+            acceptance_criteria: Vec::new(),
+            verified_criteria: Vec::new(),
+        }
+    }
+}
+
+/// A proposal: the plan *archetype* of DESIGN §4.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    pub title: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analysis: Option<String>,
+    #[serde(default)]
+    pub steps: Vec<Step>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub assumptions: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub risks: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verification: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub references: Vec<String>,
+}
+
+impl Plan {
+    pub fn titled(title: impl Into<String>) -> Plan {
+        Plan {
+            title: title.into(),
+            summary: None,
+            analysis: None,
+            steps: Vec::new(),
+            assumptions: Vec::new(),
+            risks: Vec::new(),
+            verification: Vec::new(),
+            references: Vec::new(),
+        }
+    }
+}
+
+/// Why a plan or a step update was refused. The message names the rule.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum PlanError {
+    #[error("rule `title_required`: a plan needs a non-empty title")]
+    TitleRequired,
+    #[error("rule `title_length`: the title has {chars} characters; at most {MAX_TITLE_CHARS} are allowed")]
+    TitleTooLong { chars: usize },
+    #[error("rule `step_text_required`: step {index} has empty text")]
+    EmptyStep { index: usize },
+    #[error("rule `single_in_progress`: at most one step may be in_progress, but {steps:?} are")]
+    MultipleInProgress { steps: Vec<String> },
+    #[error("rule `unique_steps`: step text {step:?} appears more than once in one update")]
+    DuplicateStep { step: String },
+    #[error("rule `verified_before_completed`: step {step:?} cannot be completed until its verified_criteria cover its acceptance_criteria; missing {missing:?}")]
+    UnverifiedCompletion { step: String, missing: Vec<String> },
+    #[error("rule `markdown_length`: the markdown has {chars} characters; at most {MAX_MARKDOWN_CHARS} are allowed; shorten it or attach details elsewhere")]
+    MarkdownTooLong { chars: usize },
+    #[error("rule `step_count`: the plan has {count} steps; at most {MAX_STEPS} are allowed")]
+    TooManySteps { count: usize },
+}
+
+impl PlanError {
+    /// The rule's machine name, for error details.
+    pub fn rule(&self) -> &'static str {
+        match self {
+            PlanError::TitleRequired => "title_required",
+            PlanError::TitleTooLong { .. } => "title_length",
+            PlanError::EmptyStep { .. } => "step_text_required",
+            PlanError::MultipleInProgress { .. } => "single_in_progress",
+            PlanError::DuplicateStep { .. } => "unique_steps",
+            PlanError::UnverifiedCompletion { .. } => "verified_before_completed",
+            PlanError::MarkdownTooLong { .. } => "markdown_length",
+            PlanError::TooManySteps { .. } => "step_count",
+        }
+    }
+}
+
+/// Check every step rule on a complete step list.
+pub fn validate_steps(steps: &[Step]) -> Result<(), PlanError> {
+    if steps.len() > MAX_STEPS {
+        return Err(PlanError::TooManySteps { count: steps.len() });
+    }
+    let mut seen = HashSet::new();
+    for (index, step) in steps.iter().enumerate() {
+        let text = step.step.trim();
+        if text.is_empty() {
+            return Err(PlanError::EmptyStep { index: index + 1 });
+        }
+        if !seen.insert(text) {
+            return Err(PlanError::DuplicateStep { step: text.to_string() });
+        }
+    }
+    let in_progress: Vec<String> = steps
+        .iter()
+        .filter(|s| s.status == StepStatus::InProgress)
+        .map(|s| s.step.trim().to_string())
+        .collect();
+    if in_progress.len() > 1 {
+        return Err(PlanError::MultipleInProgress { steps: in_progress });
+    }
+    for step in steps.iter().filter(|s| s.status == StepStatus::Completed) {
+        let verified: HashSet<&str> = step.verified_criteria.iter().map(|c| c.trim()).collect();
+        let missing: Vec<String> = step
+            .acceptance_criteria
+            .iter()
+            .map(|c| c.trim())
+            .filter(|c| !c.is_empty() && !verified.contains(c))
+            .map(str::to_string)
+            .collect();
+        if !missing.is_empty() {
+            return Err(PlanError::UnverifiedCompletion { step: step.step.trim().to_string(), missing });
+        }
+    }
+    Ok(())
+}
+
+/// Check a whole plan: title and steps.
+pub fn validate_plan(plan: &Plan) -> Result<(), PlanError> {
+    let title = plan.title.trim();
+    if title.is_empty() {
+        return Err(PlanError::TitleRequired);
+    }
+    let chars = title.chars().count();
+    if chars > MAX_TITLE_CHARS {
+        return Err(PlanError::TitleTooLong { chars });
+    }
+    validate_steps(&plan.steps)
+}
+
+/// Apply a step update. With `merge`, steps are joined by (trimmed) text: known
+/// steps are replaced in place, new ones appended, and the merged list is
+/// re-checked; without it the update replaces the list.
+pub fn update_steps(current: &[Step], update: Vec<Step>, merge: bool) -> Result<Vec<Step>, PlanError> {
+    // Duplicates inside one update are refused before merging, so a merge can
+    // never silently collapse two of the agent's steps into one.
+    validate_unique(&update)?;
+    let merged = if merge {
+        let mut merged = current.to_vec();
+        for step in update {
+            match merged.iter_mut().find(|s| s.step.trim() == step.step.trim()) {
+                Some(existing) => *existing = step,
+                None => merged.push(step),
+            }
+        }
+        merged
+    } else {
+        update
+    };
+    validate_steps(&merged)?;
+    Ok(merged)
+}
+
+fn validate_unique(steps: &[Step]) -> Result<(), PlanError> {
+    let mut seen = HashSet::new();
+    for step in steps {
+        if !seen.insert(step.step.trim()) {
+            return Err(PlanError::DuplicateStep { step: step.step.trim().to_string() });
+        }
+    }
+    Ok(())
+}
+
+/// `sha256:<hex>` of the canonical serialization of what is approved: the
+/// plan and, for markdown proposals, the verbatim markdown.
+///
+/// serde_json writes struct fields in declaration order and omits empty
+/// optional fields, so the same plan always hashes the same.
+pub fn plan_hash(plan: &Plan, markdown: Option<&str>) -> String {
+    #[derive(Serialize)]
+    struct Canonical<'a> {
+        plan: &'a Plan,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        markdown: Option<&'a str>,
+    }
+    let bytes = serde_json::to_vec(&Canonical { plan, markdown }).unwrap_or_default();
+    format!("sha256:{}", hex::encode(Sha256::digest(&bytes)))
+}
+
+/// Turn raw markdown (Claude Code's ExitPlanMode text, a Codex
+/// `<proposed_plan>` block) into a plan. The markdown itself is kept verbatim
+/// by the caller; this only extracts what a card can show.
+///
+/// * title: `title` if given, else the first heading, else the first
+///   non-empty line (cut at 120 characters);
+/// * steps: list items directly under a heading that mentions "step" or
+///   "plan" (other than the title heading), else every top-level numbered item;
+/// * summary: the first paragraph after the title that is not a list.
+pub fn plan_from_markdown(markdown: &str, title: Option<&str>) -> Result<Plan, PlanError> {
+    let chars = markdown.chars().count();
+    if chars > MAX_MARKDOWN_CHARS {
+        return Err(PlanError::MarkdownTooLong { chars });
+    }
+    let lines: Vec<&str> = markdown.lines().collect();
+    let heading = |line: &str| -> Option<(usize, String)> {
+        let trimmed = line.trim_start();
+        let level = trimmed.bytes().take_while(|b| *b == b'#').count();
+        if (1..=6).contains(&level) && trimmed[level..].starts_with(' ') {
+            Some((level, trimmed[level..].trim().trim_end_matches('#').trim().to_string()))
+        } else {
+            None
+        }
+    };
+    let first_heading = lines.iter().enumerate().find_map(|(i, l)| heading(l).map(|h| (i, h)));
+    let title = match title.map(str::trim).filter(|t| !t.is_empty()) {
+        Some(t) => t.to_string(),
+        None => match &first_heading {
+            Some((_, (_, text))) if !text.is_empty() => text.clone(),
+            _ => lines
+                .iter()
+                .map(|l| strip_markdown_marks(l))
+                .find(|l| !l.is_empty())
+                .map(|l| l.chars().take(120).collect())
+                .unwrap_or_default(),
+        },
+    };
+
+    // Steps under a "Steps"/"Plan" heading (not the title heading itself).
+    let title_index = first_heading.as_ref().map(|(i, _)| *i);
+    let mut steps = Vec::new();
+    let mut i = 0;
+    while i < lines.len() && steps.is_empty() {
+        if let Some((level, text)) = heading(lines[i]) {
+            let lower = text.to_lowercase();
+            if Some(i) != title_index && (lower.contains("step") || lower.contains("plan")) {
+                let mut j = i + 1;
+                while j < lines.len() {
+                    if let Some((l, _)) = heading(lines[j]) {
+                        if l <= level {
+                            break;
+                        }
+                    }
+                    if let Some(item) = list_item(lines[j], true) {
+                        steps.push(item);
+                    }
+                    j += 1;
+                }
+            }
+        }
+        i += 1;
+    }
+    if steps.is_empty() {
+        steps = lines.iter().filter_map(|l| numbered_item(l)).collect();
+    }
+    let mut unique = HashSet::new();
+    let steps: Vec<Step> = steps
+        .into_iter()
+        .filter(|s: &String| !s.is_empty() && unique.insert(s.clone()))
+        .take(MAX_STEPS)
+        .map(Step::pending)
+        .collect();
+
+    let start = title_index.map(|i| i + 1).unwrap_or(0);
+    let summary = lines[start.min(lines.len())..]
+        .iter()
+        .skip_while(|l| l.trim().is_empty())
+        .take_while(|l| !l.trim().is_empty() && heading(l).is_none() && list_item(l, false).is_none())
+        .map(|l| l.trim())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let summary = (!summary.is_empty()).then(|| summary.chars().take(500).collect());
+
+    let plan = Plan { summary, steps, ..Plan::titled(title) };
+    validate_plan(&plan)?;
+    Ok(plan)
+}
+
+fn strip_markdown_marks(line: &str) -> String {
+    line.trim().trim_start_matches(['#', '*', '-', '>', ' ']).trim().to_string()
+}
+
+/// A top-level list item's text (`1. x`, `1) x`, `- x`, `* x`, `+ x`).
+fn list_item(line: &str, allow_bullets: bool) -> Option<String> {
+    if line.starts_with(' ') && line.len() - line.trim_start().len() >= 2 {
+        return None; // nested: a detail of the step above
+    }
+    numbered_item(line).or_else(|| {
+        let t = line.trim_start();
+        let rest = t.strip_prefix("- ").or_else(|| t.strip_prefix("* ")).or_else(|| t.strip_prefix("+ "))?;
+        allow_bullets.then(|| clean_item(rest))
+    })
+}
+
+fn numbered_item(line: &str) -> Option<String> {
+    if line.starts_with("  ") {
+        return None;
+    }
+    let t = line.trim_start();
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 || digits > 3 {
+        return None;
+    }
+    let rest = t[digits..].strip_prefix(". ").or_else(|| t[digits..].strip_prefix(") "))?;
+    Some(clean_item(rest))
+}
+
+fn clean_item(text: &str) -> String {
+    let text = text.trim();
+    // Task-list checkboxes are presentation, not step text.
+    let text = text
+        .strip_prefix("[ ] ")
+        .or_else(|| text.strip_prefix("[x] "))
+        .or_else(|| text.strip_prefix("[X] "))
+        .unwrap_or(text);
+    text.trim().to_string()
+}
+
+/// Render a structured plan as the markdown document attached to cards.
+pub fn render_markdown(plan: &Plan) -> String {
+    let mut out = format!("# {}\n\n", plan.title.trim());
+    if let Some(summary) = &plan.summary {
+        out.push_str(&format!("{}\n\n", summary.trim()));
+    }
+    if let Some(analysis) = &plan.analysis {
+        out.push_str(&format!("## Analysis\n\n{}\n\n", analysis.trim()));
+    }
+    if !plan.steps.is_empty() {
+        out.push_str("## Steps\n\n");
+        for (i, step) in plan.steps.iter().enumerate() {
+            out.push_str(&format!("{}. {} _({})_\n", i + 1, step.step.trim(), step.status.as_str()));
+            for c in &step.acceptance_criteria {
+                let done = if step.verified_criteria.iter().any(|v| v.trim() == c.trim()) { "x" } else { " " };
+                out.push_str(&format!("   - [{done}] {}\n", c.trim()));
+            }
+        }
+        out.push('\n');
+    }
+    for (heading, items) in [
+        ("Assumptions", &plan.assumptions),
+        ("Risks", &plan.risks),
+        ("Verification", &plan.verification),
+        ("References", &plan.references),
+    ] {
+        if !items.is_empty() {
+            out.push_str(&format!("## {heading}\n\n"));
+            for item in items {
+                out.push_str(&format!("- {}\n", item.trim()));
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(text: &str, status: StepStatus) -> Step {
+        Step { status, ..Step::pending(text) }
+    }
+
+    #[test]
+    fn title_is_required() {
+        assert_eq!(validate_plan(&Plan::titled("  ")), Err(PlanError::TitleRequired));
+        assert!(validate_plan(&Plan::titled("x")).is_ok());
+    }
+
+    #[test]
+    fn at_most_one_in_progress() {
+        let steps = vec![step("a", StepStatus::InProgress), step("b", StepStatus::InProgress)];
+        let err = validate_steps(&steps).unwrap_err();
+        assert_eq!(err.rule(), "single_in_progress");
+        assert!(err.to_string().contains("single_in_progress"));
+    }
+
+    #[test]
+    fn duplicate_step_text_is_refused_even_with_spacing() {
+        let steps = vec![step("a", StepStatus::Pending), step(" a ", StepStatus::Pending)];
+        assert_eq!(validate_steps(&steps).unwrap_err().rule(), "unique_steps");
+    }
+
+    #[test]
+    fn completed_needs_verified_criteria() {
+        let mut s = step("a", StepStatus::Completed);
+        s.acceptance_criteria = vec!["tests pass".into(), "docs".into()];
+        s.verified_criteria = vec![" tests pass ".into()];
+        let err = validate_steps(std::slice::from_ref(&s)).unwrap_err();
+        assert_eq!(err, PlanError::UnverifiedCompletion { step: "a".into(), missing: vec!["docs".into()] });
+        s.verified_criteria.push("docs".into());
+        assert!(validate_steps(&[s]).is_ok());
+    }
+
+    #[test]
+    fn merge_joins_by_text_keeps_order_appends_and_revalidates() {
+        let current = vec![step("a", StepStatus::InProgress), step("b", StepStatus::Pending)];
+        let merged = update_steps(&current, vec![step("b ", StepStatus::Completed), step("c", StepStatus::Pending)], true).unwrap();
+        let names: Vec<_> = merged.iter().map(|s| (s.step.as_str(), s.status)).collect();
+        assert_eq!(names, vec![("a", StepStatus::InProgress), ("b ", StepStatus::Completed), ("c", StepStatus::Pending)]);
+        // Merged result must still satisfy the rules: a second in_progress is refused.
+        let err = update_steps(&current, vec![step("b", StepStatus::InProgress)], true).unwrap_err();
+        assert_eq!(err.rule(), "single_in_progress");
+        // Replace mode drops the old list.
+        assert_eq!(update_steps(&current, vec![step("z", StepStatus::Pending)], false).unwrap().len(), 1);
+        // Duplicates within one update are refused before merging.
+        let err = update_steps(&current, vec![step("x", StepStatus::Pending), step("x", StepStatus::Pending)], true).unwrap_err();
+        assert_eq!(err.rule(), "unique_steps");
+    }
+
+    #[test]
+    fn markdown_cap() {
+        let md = "x".repeat(MAX_MARKDOWN_CHARS + 1);
+        assert_eq!(plan_from_markdown(&md, None).unwrap_err().rule(), "markdown_length");
+        // Characters, not bytes.
+        let md = format!("# t\n{}", "é".repeat(MAX_MARKDOWN_CHARS - 4));
+        assert!(plan_from_markdown(&md, None).is_ok());
+    }
+
+    #[test]
+    fn markdown_extraction() {
+        let md = "# Add retries\n\nMake the client resilient.\n\n## Steps\n1. Read the client\n2. Add backoff\n   - detail\n- [ ] Test it\n\n## Risks\n- flaky\n";
+        let plan = plan_from_markdown(md, None).unwrap();
+        assert_eq!(plan.title, "Add retries");
+        assert_eq!(plan.summary.as_deref(), Some("Make the client resilient."));
+        let steps: Vec<_> = plan.steps.iter().map(|s| s.step.as_str()).collect();
+        assert_eq!(steps, vec!["Read the client", "Add backoff", "Test it"]);
+        let plan = plan_from_markdown(md, Some("Given")).unwrap();
+        assert_eq!(plan.title, "Given");
+    }
+
+    #[test]
+    fn markdown_without_heading_uses_numbered_items() {
+        let plan = plan_from_markdown("Do this:\n1) one\n2) two\n", None).unwrap();
+        assert_eq!(plan.title, "Do this:");
+        assert_eq!(plan.steps.len(), 2);
+        assert_eq!(plan_from_markdown("   \n", None).unwrap_err(), PlanError::TitleRequired);
+    }
+
+    #[test]
+    fn hash_is_stable_and_content_bound() {
+        let a = Plan { steps: vec![Step::pending("x")], ..Plan::titled("t") };
+        let b = a.clone();
+        assert_eq!(plan_hash(&a, None), plan_hash(&b, None));
+        let mut c = a.clone();
+        c.steps[0].step = "y".into();
+        assert_ne!(plan_hash(&a, None), plan_hash(&c, None));
+        assert_ne!(plan_hash(&a, None), plan_hash(&a, Some("md")));
+        assert!(plan_hash(&a, None).starts_with("sha256:"));
+    }
+}

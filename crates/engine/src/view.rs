@@ -1,0 +1,158 @@
+//! The shapes agents see (`Status`, `Decision` of API.md), built from state.
+//!
+//! The HTTP API, the MCP server, the hook and the CLI all return these, so
+//! an agent sees the same thing whichever door it knocks on.
+
+use crate::ids::ApprovalId;
+use crate::machine::{ApprovalState, DecisionStatus, Mode, Proposal, State};
+use crate::plan::{Plan, Step, StepStatus};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingQuestionView {
+    pub question_id: String,
+    pub question: String,
+    pub options: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusView {
+    pub agent: String,
+    pub session_id: String,
+    pub mode: Mode,
+    pub approval: ApprovalState,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    pub version: u32,
+    pub rejection_count: u32,
+    pub auto_approve: bool,
+    pub steps: Vec<Step>,
+    pub open_subagents: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending_question: Option<PendingQuestionView>,
+}
+
+impl StatusView {
+    pub fn of(state: &State) -> StatusView {
+        let s = &state.session;
+        StatusView {
+            agent: s.key.agent.clone(),
+            session_id: s.key.session_id.clone(),
+            mode: s.mode,
+            approval: s.approval,
+            approval_id: state.latest.as_ref().map(|p| p.approval_id.to_string()),
+            title: state.latest.as_ref().map(|p| p.plan.title.clone()),
+            version: s.version,
+            rejection_count: s.rejection_count,
+            auto_approve: s.auto_approve,
+            steps: s.steps.clone(),
+            open_subagents: s.open_subagents.iter().cloned().collect(),
+            pending_question: s.pending_question.as_ref().map(|q| PendingQuestionView {
+                question_id: q.question_id.to_string(),
+                question: q.question.clone(),
+                options: q.options.clone(),
+            }),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecisionView {
+    pub approval_id: String,
+    pub version: u32,
+    pub status: DecisionStatus,
+    pub plan_hash: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decided_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Plan>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub injection: Option<String>,
+}
+
+impl DecisionView {
+    pub fn of(p: &Proposal) -> DecisionView {
+        DecisionView {
+            approval_id: p.approval_id.to_string(),
+            version: p.version,
+            status: p.status,
+            plan_hash: p.effective_hash(),
+            decided_by: p.decided_by.clone(),
+            decided_at: p.decided_at.map(|t| t.rfc3339()),
+            feedback: p.feedback.clone(),
+            plan: p.edited_plan.clone(),
+            injection: p.injection.clone(),
+        }
+    }
+
+    pub fn is_final(&self) -> bool {
+        self.status != DecisionStatus::Pending
+    }
+}
+
+/// One line of `GET /v1/approvals`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalSummary {
+    pub approval_id: String,
+    pub agent: String,
+    pub session_id: String,
+    pub version: u32,
+    pub title: String,
+    pub status: DecisionStatus,
+    pub created_at: String,
+}
+
+impl ApprovalSummary {
+    pub fn of(p: &Proposal) -> ApprovalSummary {
+        ApprovalSummary {
+            approval_id: p.approval_id.to_string(),
+            agent: p.session.agent.clone(),
+            session_id: p.session.session_id.clone(),
+            version: p.version,
+            title: p.plan.title.clone(),
+            status: p.status,
+            created_at: p.created_at.rfc3339(),
+        }
+    }
+}
+
+/// The active steps phrased as facts, for re-injection after the agent's
+/// context was compacted. `None` when there is nothing to say.
+pub fn hydration(state: &State) -> Option<String> {
+    let s = &state.session;
+    if s.steps.is_empty() {
+        return None;
+    }
+    let mut lines = Vec::new();
+    let plan = match (&state.latest, s.approval) {
+        (Some(p), ApprovalState::Approved | ApprovalState::Edited) => {
+            format!("You are executing plan v{} \"{}\" (approval {}), approved by a human.", p.version, p.plan.title, p.approval_id)
+        }
+        (Some(p), ApprovalState::Pending) => format!("Plan v{} \"{}\" is awaiting approval; you are in plan mode (read-only).", p.version, p.plan.title),
+        _ if s.mode == Mode::Plan => "You are in plan mode (read-only) and have not proposed a plan yet.".to_string(),
+        _ => "Your current step list:".to_string(),
+    };
+    lines.push(crate::text::sanitize_for_injection(&plan));
+    for (i, step) in s.steps.iter().enumerate() {
+        let state = match step.status {
+            StepStatus::Pending => "is still to do",
+            StepStatus::InProgress => "is in progress",
+            StepStatus::Completed => "is done",
+            StepStatus::Cancelled => "was cancelled",
+        };
+        let text = crate::text::sanitize_for_injection(&step.step).replace('\n', " ");
+        lines.push(format!("Step {} \"{text}\" {state}.", i + 1));
+    }
+    Some(lines.join("\n"))
+}
+
+/// The short form people type, `#a1b2c3`.
+pub fn short_ref(id: &ApprovalId) -> String {
+    format!("#{}", id.short())
+}

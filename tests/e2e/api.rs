@@ -1,0 +1,1 @@
+//! The agent HTTP API of API.md against the real binary.

@@ -1,0 +1,1 @@
+//! Fake of the discord HTTP API (see the crate docs).

@@ -1,0 +1,13 @@
+//! Test support shared by plangate's end-to-end tests and benchmarks.
+//!
+//! * [`server`]: start the real `plangate` binary on a free loopback port with
+//!   a temporary data dir and config, and talk to it.
+//! * [`telegram`], [`slack`], [`discord`]: fakes of each platform's HTTP API
+//!   on 127.0.0.1 that record every request and let a test script inbound
+//!   events. The real client crates are pointed at them through the
+//!   configurable API base URLs; nothing here needs a network beyond loopback.
+
+pub mod discord;
+pub mod server;
+pub mod slack;
+pub mod telegram;

@@ -1,0 +1,135 @@
+//! Run the real `plangate` binary for a test.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// The agent token every harness config defines for agent `demo`.
+pub const AGENT_TOKEN: &str = "test-agent-token-0123456789";
+/// A second agent, `other`, for isolation tests.
+pub const OTHER_AGENT_TOKEN: &str = "test-other-token-0123456789";
+/// The operator token of every harness config.
+pub const OPERATOR_TOKEN: &str = "test-operator-token-0123456789";
+
+/// A running `plangate serve` on a loopback port with its own data dir.
+pub struct ServerProcess {
+    bin: PathBuf,
+    child: Option<Child>,
+    /// `http://127.0.0.1:PORT`
+    pub base: String,
+    pub data_dir: tempfile::TempDir,
+    config_path: PathBuf,
+    pub http: reqwest::Client,
+}
+
+impl ServerProcess {
+    /// Start `bin` with a config made of the harness basics followed by `extra`
+    /// (more TOML: destinations, channel sections, approval timers…).
+    pub async fn start(bin: &str, extra: &str) -> ServerProcess {
+        let data_dir = tempfile::tempdir().expect("temp dir");
+        let config_path = data_dir.path().join("test-config.toml");
+        let config = format!(
+            r#"
+[server]
+bind = "127.0.0.1:0"
+data_dir = "{data}"
+operator_token = "{OPERATOR_TOKEN}"
+
+[agents.demo]
+token = "{AGENT_TOKEN}"
+
+[agents.other]
+token = "{OTHER_AGENT_TOKEN}"
+
+{extra}
+"#,
+            data = data_dir.path().join("data").display()
+        );
+        std::fs::write(&config_path, config).expect("write config");
+        let mut server = ServerProcess {
+            bin: PathBuf::from(bin),
+            child: None,
+            base: String::new(),
+            data_dir,
+            config_path,
+            http: reqwest::Client::builder().no_proxy().build().expect("client"),
+        };
+        server.spawn().await;
+        server
+    }
+
+    async fn spawn(&mut self) {
+        let mut child = Command::new(&self.bin)
+            .args(["serve", "--config"])
+            .arg(&self.config_path)
+            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn plangate");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let base = tokio::time::timeout(Duration::from_secs(30), async {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(rest) = line.strip_prefix("plangate listening on ") {
+                    return rest.trim().to_string();
+                }
+            }
+            panic!("plangate exited before listening");
+        })
+        .await
+        .expect("plangate did not start within 30 s");
+        // Keep draining stdout so the child never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        self.base = base;
+        self.child = Some(child);
+    }
+
+    /// The data directory the server was started with.
+    pub fn data_path(&self) -> PathBuf {
+        self.data_dir.path().join("data")
+    }
+
+    pub fn config_path(&self) -> &Path {
+        &self.config_path
+    }
+
+    /// SIGKILL: no shutdown, no flush beyond what was already acknowledged.
+    pub async fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.start_kill().expect("kill");
+            let _ = child.wait().await;
+        }
+    }
+
+    /// Start again on the same data dir and config (a new port).
+    pub async fn restart(&mut self) {
+        self.kill9().await;
+        self.spawn().await;
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    /// A request with the agent token of `demo`.
+    pub fn agent(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.http.request(method, self.url(path)).bearer_auth(AGENT_TOKEN)
+    }
+
+    /// A request with the operator token.
+    pub fn operator(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.http.request(method, self.url(path)).bearer_auth(OPERATOR_TOKEN)
+    }
+
+    /// Send and return (status, JSON body or Null).
+    pub async fn send(req: reqwest::RequestBuilder) -> (u16, serde_json::Value) {
+        let resp = req.send().await.expect("request");
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap_or_default();
+        (status, serde_json::from_str(&text).unwrap_or(serde_json::Value::Null))
+    }
+}

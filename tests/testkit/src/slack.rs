@@ -1,0 +1,1 @@
+//! Fake of the slack HTTP API (see the crate docs).

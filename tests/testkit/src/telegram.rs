@@ -1,0 +1,1 @@
+//! Fake of the telegram HTTP API (see the crate docs).

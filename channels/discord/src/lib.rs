@@ -1,0 +1,1 @@
+//! plangate's discord adapter (in progress).

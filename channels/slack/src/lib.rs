@@ -1,0 +1,1 @@
+//! plangate's slack adapter (in progress).

@@ -1,0 +1,1 @@
+//! plangate's telegram adapter (in progress).

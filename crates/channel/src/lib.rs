@@ -21,6 +21,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use thiserror::Error;
 
+mod limit;
+pub use limit::{send_with_retry, RateLimiter, RetryPolicy};
+
 /// How a destination shows decisions: buttons, or the commands to type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
@@ -202,6 +205,10 @@ pub struct Adapter {
     /// The background transport (long polling, Socket Mode, gateway). Ends
     /// when `shutdown` is cancelled.
     pub task: Option<tokio::task::JoinHandle<()>>,
+    /// The Slack workspace (`team.id`) or Discord guild this adapter serves,
+    /// when configured: the server refuses (and audits) events whose
+    /// [`User::team`] is another one.
+    pub expected_team: Option<String>,
 }
 
 /// A minimal cancellation signal adapters watch for shutdown.

@@ -1,1 +1,134 @@
-//! wip
+//! Durable state for plangate: sessions, proposals, questions, timers, card
+//! deliveries, audit and idempotency keys, in one embedded sled database;
+//! plus the markdown plan documents under `<data_dir>/plans`.
+//!
+//! The server talks to the [`Store`] trait, so the same engine could run on
+//! another database; [`SledStore`] is the embedded default.
+//!
+//! **Architecture invariant:** a transition's records (state, proposals,
+//! questions, timers, audit, idempotency keys) are written in one sled
+//! transaction and flushed to disk before [`Store::commit`] returns. Nobody
+//! is told about a transition that a crash could undo. Nothing outside this
+//! crate knows sled.
+
+mod documents;
+mod sled_store;
+
+pub use documents::{append_receipt, write_document, DocumentError};
+pub use sled_store::{SledStore, SCHEMA_VERSION};
+
+use plangate_channel::Delivery;
+use plangate_engine::namespace::Namespace;
+use plangate_engine::{ApprovalId, AuditEvent, DecisionStatus, Proposal, Question, Session, SessionKey, State, Timer, Timestamp, Transition};
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum StoreError {
+    #[error("the database at {path} has schema version {found}, but this plangate needs {expected}; use a matching plangate release or move the data dir aside")]
+    SchemaMismatch { path: String, found: String, expected: String },
+    #[error("approval id {0} already exists; ids are never reused")]
+    DuplicateId(ApprovalId),
+    #[error("storage failed: {0}")]
+    Sled(#[from] sled::Error),
+    #[error("a stored record is corrupt ({what}): {source}")]
+    Corrupt { what: &'static str, source: serde_json::Error },
+}
+
+/// Everything one transition writes, atomically.
+#[derive(Debug, Default, Clone)]
+pub struct Commit {
+    pub session: Option<Session>,
+    /// Proposals to upsert (the latest and any retired one).
+    pub proposals: Vec<Proposal>,
+    /// A proposal id that must not exist yet (a new proposal).
+    pub new_proposal: Option<ApprovalId>,
+    pub questions: Vec<Question>,
+    pub timers_add: Vec<Timer>,
+    pub timers_remove: Vec<Timer>,
+    pub audit: Vec<AuditEvent>,
+    /// Keys of inbound events handled by this transition (update ids…).
+    pub idempotency: Vec<String>,
+}
+
+impl Commit {
+    /// The records a transition produced. `fired` is the timer that caused
+    /// it, removed in the same transaction so it never fires twice.
+    pub fn of(transition: &Transition, before: &State, fired: Option<&Timer>) -> Commit {
+        use plangate_engine::Effect;
+        let mut commit = Commit { session: Some(transition.state.session.clone()), ..Commit::default() };
+        if let Some(latest) = &transition.state.latest {
+            if before.latest.as_ref().map(|p| p.approval_id) != Some(latest.approval_id) {
+                commit.new_proposal = Some(latest.approval_id);
+            }
+            commit.proposals.push(latest.clone());
+        }
+        commit.proposals.extend(transition.retired.iter().cloned());
+        commit.questions.extend(transition.answered.iter().cloned());
+        if let Some(q) = &transition.state.session.pending_question {
+            commit.questions.push(q.clone());
+        }
+        for effect in &transition.effects {
+            match effect {
+                Effect::Schedule(t) => commit.timers_add.push(t.clone()),
+                Effect::Cancel(t) => commit.timers_remove.push(t.clone()),
+                _ => {}
+            }
+        }
+        commit.timers_remove.extend(fired.cloned());
+        commit.audit = transition.audit.clone();
+        commit
+    }
+}
+
+/// Filters for [`Store::audit`].
+#[derive(Debug, Default, Clone)]
+pub struct AuditQuery {
+    pub agent: Option<String>,
+    pub session_id: Option<String>,
+    pub approval_id: Option<ApprovalId>,
+    /// Newest entries, at most this many (0 = all).
+    pub limit: usize,
+}
+
+pub trait Store: Send + Sync {
+    /// The session with its latest proposal; a never-seen session is new.
+    fn load(&self, key: &SessionKey) -> Result<State, StoreError>;
+    fn proposal(&self, id: &ApprovalId) -> Result<Option<Proposal>, StoreError>;
+    /// Proposals whose id starts with `hex_prefix` (what `#a1b2` means).
+    fn proposals_by_prefix(&self, hex_prefix: &str) -> Result<Vec<Proposal>, StoreError>;
+    fn proposals(&self, status: Option<DecisionStatus>) -> Result<Vec<Proposal>, StoreError>;
+    fn sessions(&self) -> Result<Vec<Session>, StoreError>;
+    fn question(&self, id: &ApprovalId) -> Result<Option<Question>, StoreError>;
+    /// Write a transition atomically and durably.
+    fn commit(&self, commit: Commit) -> Result<(), StoreError>;
+    /// The earliest timer, if any.
+    fn next_timer(&self) -> Result<Option<Timer>, StoreError>;
+    /// Every timer due at or before `now`, earliest first.
+    fn due_timers(&self, now: Timestamp) -> Result<Vec<Timer>, StoreError>;
+    fn timers(&self) -> Result<Vec<Timer>, StoreError>;
+    /// Remove a timer outside a transition (e.g. one whose session vanished).
+    fn remove_timer(&self, timer: &Timer) -> Result<(), StoreError>;
+    fn deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError>;
+    fn add_delivery(&self, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError>;
+    /// Cards posted for questions, by question id.
+    fn question_deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError>;
+    fn add_question_delivery(&self, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError>;
+    /// Append audit records that belong to no transition (refused attempts).
+    fn append_audit(&self, events: &[AuditEvent]) -> Result<(), StoreError>;
+    fn audit(&self, query: &AuditQuery) -> Result<Vec<AuditEvent>, StoreError>;
+    /// Whether an inbound event key was already handled.
+    fn seen(&self, key: &str) -> Result<bool, StoreError>;
+    /// Record a key handled without a transition (e.g. a refused click).
+    fn mark_seen(&self, key: &str) -> Result<(), StoreError>;
+    /// Record that a side effect happened (a nudge sent), durably; `false`
+    /// when it had been recorded before.
+    fn record_once(&self, key: &str) -> Result<bool, StoreError>;
+    fn cursor(&self, key: &str) -> Result<Option<String>, StoreError>;
+    fn set_cursor(&self, key: &str, value: &str) -> Result<(), StoreError>;
+    fn document_path(&self, id: &ApprovalId) -> Result<Option<String>, StoreError>;
+    fn set_document_path(&self, id: &ApprovalId, path: &str) -> Result<(), StoreError>;
+    fn namespace(&self, name: &str) -> Result<Namespace, StoreError>;
+    fn set_namespace(&self, name: &str, ns: &Namespace) -> Result<(), StoreError>;
+    /// Make everything written so far durable.
+    fn flush(&self) -> Result<(), StoreError>;
+}

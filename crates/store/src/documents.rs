@@ -1,0 +1,141 @@
+//! Plan documents on disk: `<data_dir>/plans/<agent>/plan-YYYY-MM-DD-<slug>.md`.
+//!
+//! Agent ids and titles are agent-controlled text that ends up in a path, so
+//! both are reduced to a safe slug and the final path is checked to lie under
+//! the plans directory. Files are created 0600 (plans can be sensitive),
+//! written to a temp file and linked into place without ever clobbering an
+//! existing document (collision suffix `-2` … `-99`).
+
+use plangate_engine::card::slug;
+use plangate_engine::Timestamp;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum DocumentError {
+    #[error("cannot write plan document under {dir}: {source}")]
+    Io { dir: String, source: std::io::Error },
+    #[error("more than 99 plan documents named {0}-*.md today; rename the plan")]
+    TooManyCollisions(String),
+    #[error("refusing to write outside the plans directory: {0}")]
+    OutsideDataDir(String),
+}
+
+fn io(dir: &Path) -> impl FnOnce(std::io::Error) -> DocumentError + '_ {
+    move |source| DocumentError::Io { dir: dir.display().to_string(), source }
+}
+
+/// Write `text` as a new plan document and return its path.
+pub fn write_document(data_dir: &Path, agent: &str, title: &str, created_at: Timestamp, text: &str) -> Result<PathBuf, DocumentError> {
+    let plans = data_dir.join("plans");
+    let dir = plans.join(slug(agent));
+    create_private_dir(&dir).map_err(io(&dir))?;
+    let canonical_plans = plans.canonicalize().map_err(io(&plans))?;
+    let canonical_dir = dir.canonicalize().map_err(io(&dir))?;
+    if !canonical_dir.starts_with(&canonical_plans) {
+        return Err(DocumentError::OutsideDataDir(canonical_dir.display().to_string()));
+    }
+    let date = &created_at.rfc3339()[..10];
+    let base = format!("plan-{date}-{}", slug(title));
+    let temp = write_temp(&canonical_dir, text.as_bytes()).map_err(io(&dir))?;
+    let result = (1..=99).find_map(|n| {
+        let name = if n == 1 { format!("{base}.md") } else { format!("{base}-{n}.md") };
+        let path = canonical_dir.join(name);
+        // hard_link fails if the target exists: an atomic no-clobber rename.
+        match fs::hard_link(&temp, &path) {
+            Ok(()) => Some(Ok(path)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => None,
+            Err(e) => Some(Err(io(&dir)(e))),
+        }
+    });
+    let _ = fs::remove_file(&temp);
+    let path = result.unwrap_or(Err(DocumentError::TooManyCollisions(base)))?;
+    sync_dir(&canonical_dir);
+    Ok(path)
+}
+
+/// Append a decision receipt to a document, atomically (temp + rename).
+pub fn append_receipt(path: &Path, receipt: &str) -> Result<(), DocumentError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut text = fs::read_to_string(path).map_err(io(dir))?;
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&format!("\n---\n_{}_\n", receipt.replace(['\n', '\r'], " ")));
+    let temp = write_temp(dir, text.as_bytes()).map_err(io(dir))?;
+    fs::rename(&temp, path).map_err(io(dir))?;
+    sync_dir(dir);
+    Ok(())
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+    }
+    #[cfg(not(unix))]
+    {
+        fs::create_dir_all(dir)
+    }
+}
+
+fn write_temp(dir: &Path, bytes: &[u8]) -> std::io::Result<PathBuf> {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    for attempt in 0..100u32 {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+        let temp = dir.join(format!(".tmp-{}-{nanos}-{attempt}", std::process::id()));
+        match options.open(&temp) {
+            Ok(mut file) => {
+                file.write_all(bytes)?;
+                file.sync_all()?;
+                return Ok(temp);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other("could not create a temporary file"))
+}
+
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_private_confined_and_suffixed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let t = Timestamp(1_764_460_800_000); // 2025-11-30
+        let a = write_document(tmp.path(), "../../etc", "Add retries!", t, "one").unwrap();
+        let b = write_document(tmp.path(), "../../etc", "Add retries!", t, "two").unwrap();
+        assert!(a.ends_with("plans/etc/plan-2025-11-30-add-retries.md"), "{a:?}");
+        assert!(b.ends_with("plan-2025-11-30-add-retries-2.md"), "{b:?}");
+        assert_eq!(fs::read_to_string(&a).unwrap(), "one");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(fs::metadata(&a).unwrap().permissions().mode() & 0o777, 0o600);
+        }
+        let weird = write_document(tmp.path(), "a\u{202E}/..\\b", "..", t, "x").unwrap();
+        assert!(weird.starts_with(tmp.path().canonicalize().unwrap().join("plans")));
+        append_receipt(&a, "Approved v1 by telegram:@alice").unwrap();
+        assert!(fs::read_to_string(&a).unwrap().ends_with("_Approved v1 by telegram:@alice_\n"));
+        // No temp files left behind.
+        let leftovers = fs::read_dir(a.parent().unwrap()).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with(".tmp")).count();
+        assert_eq!(leftovers, 0);
+    }
+}

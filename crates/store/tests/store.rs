@@ -1,0 +1,85 @@
+//! The sled store against its contract: atomic commits, ordering, durability.
+
+use plangate_engine::{apply, Actor, Command, Ctx, Plan, SessionKey, Step, TimerKind, TimerPolicy, Timestamp};
+use plangate_store::{AuditQuery, Commit, SledStore, Store, StoreError};
+
+fn ctx(now: i64, r: u8) -> Ctx {
+    Ctx { now: Timestamp(now), random: [r; 16], timers: TimerPolicy { nudges_ms: vec![600_000, 1_800_000], timeout_ms: Some(86_400_000) } }
+}
+
+fn propose(store: &SledStore, key: &SessionKey, r: u8) -> plangate_engine::Proposal {
+    let before = store.load(key).unwrap();
+    let t = apply(&before, &Actor::Agent, Command::Enter { reason: None }, &ctx(1, r)).unwrap();
+    store.commit(Commit::of(&t, &before, None)).unwrap();
+    let before = store.load(key).unwrap();
+    let plan = Plan { steps: vec![Step::pending("a")], ..Plan::titled(format!("plan {r}")) };
+    let t = apply(&before, &Actor::Agent, Command::Propose { plan, markdown: None }, &ctx(1000, r)).unwrap();
+    store.commit(Commit::of(&t, &before, None)).unwrap();
+    t.state.latest.unwrap()
+}
+
+#[test]
+fn commit_then_reopen_sees_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = SessionKey::new("demo", "s1");
+    let p = {
+        let store = SledStore::open(dir.path()).unwrap();
+        propose(&store, &key, 7)
+    };
+    let store = SledStore::open(dir.path()).unwrap();
+    let state = store.load(&key).unwrap();
+    assert_eq!(state.latest.as_ref().unwrap().approval_id, p.approval_id);
+    assert_eq!(store.proposal(&p.approval_id).unwrap().unwrap(), p);
+    let timers = store.timers().unwrap();
+    assert_eq!(timers.len(), 3);
+    assert_eq!(timers[0].kind, TimerKind::Nudge(1));
+    assert_eq!(timers[2].kind, TimerKind::Timeout);
+    assert_eq!(store.next_timer().unwrap().unwrap().due, Timestamp(601_000));
+    assert_eq!(store.due_timers(Timestamp(601_000)).unwrap().len(), 1);
+    assert_eq!(store.due_timers(Timestamp(600_999)).unwrap().len(), 0);
+    let audit = store.audit(&AuditQuery::default()).unwrap();
+    let actions: Vec<_> = audit.iter().map(|e| e.action.as_str()).collect();
+    assert_eq!(actions, vec!["enter", "propose"]);
+    assert_eq!(store.proposals_by_prefix(&p.approval_id.to_string()[..5]).unwrap().len(), 1);
+}
+
+#[test]
+fn an_approval_id_is_never_reused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    propose(&store, &SessionKey::new("demo", "a"), 9);
+    let key = SessionKey::new("demo", "b");
+    let before = store.load(&key).unwrap();
+    let t = apply(&before, &Actor::Agent, Command::Enter { reason: None }, &ctx(1, 1)).unwrap();
+    store.commit(Commit::of(&t, &before, None)).unwrap();
+    let before = store.load(&key).unwrap();
+    let t = apply(&before, &Actor::Agent, Command::Propose { plan: Plan::titled("x"), markdown: None }, &ctx(2, 9)).unwrap();
+    let err = store.commit(Commit::of(&t, &before, None)).unwrap_err();
+    assert!(matches!(err, StoreError::DuplicateId(_)));
+    // Nothing of the refused transaction was written.
+    assert_eq!(store.load(&key).unwrap().session.version, 0);
+}
+
+#[test]
+fn schema_mismatch_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(SledStore::open(dir.path()).unwrap());
+    {
+        let db = sled::open(dir.path().join("db")).unwrap();
+        db.open_tree("meta").unwrap().insert("schema_version", "999").unwrap();
+        db.flush().unwrap();
+    }
+    let err = SledStore::open(dir.path()).err().unwrap();
+    assert!(err.to_string().contains("schema version 999"), "{err}");
+}
+
+#[test]
+fn record_once_and_cursors() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    assert!(store.record_once("nudge:1").unwrap());
+    assert!(!store.record_once("nudge:1").unwrap());
+    assert!(store.seen("nudge:1").unwrap());
+    store.set_cursor("telegram.offset", "42").unwrap();
+    assert_eq!(store.cursor("telegram.offset").unwrap().as_deref(), Some("42"));
+}

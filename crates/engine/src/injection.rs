@@ -18,6 +18,12 @@ fn quote(text: &str) -> String {
     sanitize_for_injection(text).lines().map(|l| format!("> {l}")).collect::<Vec<_>>().join("\n")
 }
 
+/// A decider's display name comes from a chat platform or the operator's
+/// request: text a person wrote, so it is sanitized like feedback.
+fn name(who: &str) -> String {
+    sanitize_for_injection(who).replace('\n', " ")
+}
+
 fn title(p: &Proposal) -> String {
     sanitize_for_injection(&p.plan.title).replace('\n', " ")
 }
@@ -32,6 +38,7 @@ fn steps(plan: &Plan) -> String {
 }
 
 pub fn approved(p: &Proposal, who: &str) -> String {
+    let who = name(who);
     format!(
         "{}Plan v{} \"{}\" (approval {}, {}) was approved by {who}. Plan mode is off: execute exactly this plan, step by step, and keep the step list current with update_plan.{FOOTER}",
         header("approved"),
@@ -43,6 +50,7 @@ pub fn approved(p: &Proposal, who: &str) -> String {
 }
 
 pub fn edited(p: &Proposal, who: &str) -> String {
+    let who = name(who);
     let plan = p.edited_plan.as_ref().unwrap_or(&p.plan);
     format!(
         "{}Plan v{} \"{}\" (approval {}) was approved with edits by {who}. Plan mode is off: execute the edited plan below ({}), not your original.\n{}{FOOTER}",
@@ -56,6 +64,7 @@ pub fn edited(p: &Proposal, who: &str) -> String {
 }
 
 pub fn rejected(p: &Proposal, who: &str, feedback: &str, rejection_count: u32) -> String {
+    let who = name(who);
     let next = if rejection_count >= 3 {
         format!("This plan has been sent back {rejection_count} times. Before proposing again, ask the user a clarifying question (ask_user_question) instead of guessing.")
     } else {
@@ -81,6 +90,7 @@ pub fn timed_out(p: &Proposal, waited_ms: i64) -> String {
 }
 
 pub fn cancelled(p: &Proposal, who: &str) -> String {
+    let who = name(who);
     format!(
         "{}{who} turned plan mode off and cancelled plan v{} \"{}\". Do not execute it; wait for the user's next instruction.{FOOTER}",
         header("cancelled"),
@@ -90,5 +100,6 @@ pub fn cancelled(p: &Proposal, who: &str) -> String {
 }
 
 pub fn plan_mode_off(who: &str) -> String {
+    let who = name(who);
     format!("{}{who} turned plan mode off. No plan was approved; wait for the user's next instruction.{FOOTER}", header("cancelled"))
 }

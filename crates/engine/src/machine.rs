@@ -245,6 +245,9 @@ pub enum Command {
     Decide { approval_id: ApprovalId, verdict: Verdict },
     /// Turn plan mode off; a pending approval is cancelled.
     Off,
+    /// The Cancel button / operator `cancel`: turn plan mode off, but only
+    /// while this approval is the pending one (a stale click changes nothing).
+    CancelApproval(ApprovalId),
     SetAuto(bool),
     RegisterSubagent(String),
     UnregisterSubagent(String),
@@ -265,6 +268,7 @@ impl Command {
             Command::Decide { verdict: Verdict::Edit(_), .. } => "edit",
             Command::Decide { verdict: Verdict::Revise(_), .. } => "revise",
             Command::Off => "off",
+            Command::CancelApproval(_) => "cancel",
             Command::SetAuto(_) => "auto",
             Command::RegisterSubagent(_) => "subagent_open",
             Command::UnregisterSubagent(_) => "subagent_close",
@@ -381,6 +385,11 @@ pub fn apply(state: &State, actor: &Actor, command: Command, ctx: &Ctx) -> Resul
         Command::Propose { plan, markdown } => propose(&mut t, actor, plan, markdown, ctx)?,
         Command::Decide { approval_id, verdict } => decide(&mut t, actor, approval_id, verdict, ctx)?,
         Command::Off => off(&mut t, actor, ctx)?,
+        Command::CancelApproval(approval_id) => {
+            require_person(actor, "cancel a plan")?;
+            check_decidable(&t.state, approval_id)?;
+            off(&mut t, actor, ctx)?
+        }
         Command::SetAuto(on) => {
             require_person(actor, "change auto mode")?;
             t.state.session.auto_approve = on;
@@ -645,15 +654,22 @@ pub fn describe_stale(target: &Proposal, latest_version: u32) -> String {
     }
 }
 
-fn decide(t: &mut Transition, actor: &Actor, approval_id: ApprovalId, verdict: Verdict, ctx: &Ctx) -> Result<(), Refusal> {
-    require_person(actor, "decide a plan")?;
-    let latest_version = t.state.session.version;
-    let Some(proposal) = t.state.latest.as_ref().filter(|p| p.approval_id == approval_id) else {
+/// Refuse unless `approval_id` is the session's latest proposal and still pending.
+fn check_decidable(state: &State, approval_id: ApprovalId) -> Result<(), Refusal> {
+    let latest_version = state.session.version;
+    let Some(proposal) = state.latest.as_ref().filter(|p| p.approval_id == approval_id) else {
         return Err(Refusal::Stale(format!("This plan was superseded by v{latest_version}.")));
     };
     if proposal.status != DecisionStatus::Pending {
         return Err(Refusal::Stale(describe_stale(proposal, latest_version)));
     }
+    Ok(())
+}
+
+fn decide(t: &mut Transition, actor: &Actor, approval_id: ApprovalId, verdict: Verdict, ctx: &Ctx) -> Result<(), Refusal> {
+    require_person(actor, "decide a plan")?;
+    check_decidable(&t.state, approval_id)?;
+    let latest_version = t.state.session.version;
     let open = &t.state.session.open_subagents;
     if !matches!(verdict, Verdict::Revise(_)) && !open.is_empty() {
         return Err(Refusal::SubagentsOpen(open.iter().cloned().collect()));
@@ -681,6 +697,9 @@ fn decide(t: &mut Transition, actor: &Actor, approval_id: ApprovalId, verdict: V
             proposal.status = DecisionStatus::Approved;
             session.mode = Mode::Normal;
             session.approval = ApprovalState::Approved;
+            // Execute (and show on the live card) what was approved, not a
+            // list the agent rewrote while it waited.
+            session.steps = proposal.plan.steps.clone();
             proposal.injection = Some(injection::approved(proposal, &who));
             ("approve", format!("Approved v{version} by {who}"))
         }

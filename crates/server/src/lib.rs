@@ -1,1 +1,22 @@
-//! wip
+//! The plangate server: the imperative shell around the pure engine.
+//!
+//! * [`config`]: settings, validated at start.
+//! * [`core`]: load → `engine::apply` → commit → effects, with per-session
+//!   locks, long-poll waiters and the card/nudge job queues.
+//! * [`http`]: the agent and operator HTTP API of API.md (axum).
+//! * [`hub`]: inbound chat events (buttons, `/plan` commands) → engine.
+//! * [`scheduler`]: persisted timers (nudges, timeouts).
+//! * [`cli`]: the `plangate` subcommands that talk to a running server.
+//!
+//! **Architecture invariant:** every state change goes through
+//! [`core::Core::execute`], which commits (durably) before any effect is
+//! performed or any caller is answered.
+
+pub mod channels;
+pub mod cli;
+pub mod config;
+pub mod core;
+pub mod gate;
+pub mod http;
+pub mod hub;
+pub mod scheduler;

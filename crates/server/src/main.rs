@@ -1,1 +1,260 @@
-fn main(){}
+//! `plangate`: the server and its command-line clients.
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use plangate_server::cli::{self, Client};
+use plangate_server::config::Settings;
+use plangate_server::core::Core;
+use plangate_server::hub::Hub;
+use plangate_store::SledStore;
+use serde_json::json;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(name = "plangate", version, about = "A human between an AI agent's plan and its first mutation.")]
+struct Args {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(clap::Args)]
+struct Remote {
+    /// Base URL of a running plangate.
+    #[arg(long, env = "PLANGATE_URL", default_value = "http://127.0.0.1:8787", global = true)]
+    url: String,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run the server (HTTP API, scheduler, chat channels).
+    Serve {
+        /// A config file; without it the embedded config/default.toml is used.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Validate configuration.
+    #[command(subcommand)]
+    Config(ConfigCmd),
+    /// Propose a plan (markdown, JSON Plan, or `--codex` transcript; `-` for stdin).
+    Propose {
+        file: String,
+        #[arg(long, default_value = "cli")]
+        session: String,
+        #[arg(long)]
+        title: Option<String>,
+        /// Wait for the decision; exit 0 approved/edited, 3 revised, 4 timed out/cancelled.
+        #[arg(long)]
+        wait: bool,
+        /// How long `--wait` waits, in seconds.
+        #[arg(long, default_value_t = 3600)]
+        timeout: u64,
+        /// Print the Decision as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Extract the last <proposed_plan> block of a Codex message.
+        #[arg(long)]
+        codex: bool,
+        #[arg(long, env = "PLANGATE_TOKEN", hide_env_values = true)]
+        token: String,
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// Show a session's status.
+    Status {
+        #[arg(long, default_value = "cli")]
+        session: String,
+        #[arg(long, env = "PLANGATE_TOKEN", hide_env_values = true)]
+        token: String,
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// Decide an approval as an operator.
+    Decide {
+        approval_id: String,
+        #[arg(value_parser = ["approve", "revise", "cancel"])]
+        action: String,
+        #[arg(long)]
+        feedback: Option<String>,
+        /// Who is deciding (recorded as operator:<actor>).
+        #[arg(long, env = "USER", default_value = "cli")]
+        actor: String,
+        #[arg(long, env = "PLANGATE_OPERATOR_TOKEN", hide_env_values = true)]
+        operator_token: String,
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// List approvals (pending by default).
+    List {
+        #[arg(long, default_value = "pending")]
+        status: String,
+        #[arg(long, env = "PLANGATE_OPERATOR_TOKEN", hide_env_values = true)]
+        operator_token: String,
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// Show the audit trail.
+    Audit {
+        #[arg(long)]
+        session: Option<String>,
+        #[arg(long)]
+        agent: Option<String>,
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        #[arg(long, env = "PLANGATE_OPERATOR_TOKEN", hide_env_values = true)]
+        operator_token: String,
+        #[command(flatten)]
+        remote: Remote,
+    },
+}
+
+#[derive(Subcommand)]
+enum ConfigCmd {
+    /// Validate and print the effective configuration, secrets masked.
+    Check {
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+}
+
+fn main() {
+    let args = match Args::try_parse() {
+        Ok(a) => a,
+        Err(e) => {
+            let code = if e.use_stderr() { cli::EXIT_USAGE } else { 0 };
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("plangate: cannot start the async runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    let code = runtime.block_on(run(args)).unwrap_or_else(|e| {
+        eprintln!("plangate: {e:#}");
+        1
+    });
+    std::process::exit(code);
+}
+
+async fn run(args: Args) -> Result<i32> {
+    match args.command {
+        Cmd::Serve { config } => serve(config).await.map(|()| 0),
+        Cmd::Config(ConfigCmd::Check { config }) => {
+            let settings = Settings::load(config.as_deref())?;
+            println!("{}", serde_json::to_string_pretty(&settings.masked())?);
+            eprintln!("configuration is valid");
+            Ok(0)
+        }
+        Cmd::Propose { file, session, title, wait, timeout, json, codex, token, remote } => {
+            let client = Client::new(&remote.url, Some(token))?;
+            let body = cli::read_proposal(&file, title.as_deref(), codex)?;
+            cli::propose(&client, &session, body, wait, json, Duration::from_secs(timeout)).await
+        }
+        Cmd::Status { session, token, remote } => {
+            let client = Client::new(&remote.url, Some(token))?;
+            let status = client.ok(reqwest::Method::GET, &format!("/v1/sessions/{session}"), None).await?;
+            println!("{}", serde_json::to_string_pretty(&status)?);
+            Ok(0)
+        }
+        Cmd::Decide { approval_id, action, feedback, actor, operator_token, remote } => {
+            let client = Client::new(&remote.url, Some(operator_token))?;
+            let body = json!({"action": action, "feedback": feedback, "actor": actor});
+            let decision = client.ok(reqwest::Method::POST, &format!("/v1/approvals/{approval_id}/decision"), Some(body)).await?;
+            cli::print_decision(&decision, false);
+            Ok(0)
+        }
+        Cmd::List { status, operator_token, remote } => {
+            let client = Client::new(&remote.url, Some(operator_token))?;
+            let list = client.ok(reqwest::Method::GET, &format!("/v1/approvals?status={status}"), None).await?;
+            for a in list.as_array().into_iter().flatten() {
+                println!(
+                    "{}  {}/{}  v{}  {}  {}",
+                    a["approval_id"].as_str().unwrap_or(""),
+                    a["agent"].as_str().unwrap_or(""),
+                    a["session_id"].as_str().unwrap_or(""),
+                    a["version"],
+                    a["status"].as_str().unwrap_or(""),
+                    a["title"].as_str().unwrap_or("")
+                );
+            }
+            Ok(0)
+        }
+        Cmd::Audit { session, agent, limit, operator_token, remote } => {
+            let client = Client::new(&remote.url, Some(operator_token))?;
+            let mut path = format!("/v1/audit?limit={limit}");
+            if let Some(s) = session {
+                path.push_str(&format!("&session={s}"));
+            }
+            if let Some(a) = agent {
+                path.push_str(&format!("&agent={a}"));
+            }
+            let events = client.ok(reqwest::Method::GET, &path, None).await?;
+            for e in events.as_array().into_iter().flatten() {
+                let at = plangate_engine::Timestamp(e["at"].as_i64().unwrap_or(0)).rfc3339();
+                println!(
+                    "{at}  {}/{}  {}  {}  {}",
+                    e["agent"].as_str().unwrap_or(""),
+                    e["session_id"].as_str().unwrap_or(""),
+                    e["actor"].as_str().unwrap_or(""),
+                    e["action"].as_str().unwrap_or(""),
+                    e["detail"].as_str().unwrap_or("")
+                );
+            }
+            Ok(0)
+        }
+    }
+}
+
+async fn serve(config: Option<PathBuf>) -> Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let settings = Arc::new(Settings::load(config.as_deref())?);
+    std::fs::create_dir_all(&settings.data_dir).with_context(|| format!("cannot create data_dir {}", settings.data_dir.display()))?;
+    let store = SledStore::open(&settings.data_dir)?;
+    let core = Core::new(settings.clone(), Arc::new(store));
+    let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
+    let hub = Arc::new(Hub::new(core.clone()));
+    let app = plangate_server::http::router(core.clone());
+    let app = plangate_server::channels::start_all(&core, hub, shutdown_rx.clone(), app).await?;
+    let scheduler = tokio::spawn(plangate_server::scheduler::run(core.clone(), shutdown_rx.clone()));
+
+    let listener = tokio::net::TcpListener::bind(settings.bind).await.with_context(|| format!("cannot listen on {}", settings.bind))?;
+    let addr = listener.local_addr()?;
+    println!("plangate listening on http://{addr}");
+    tracing::info!(%addr, data_dir = %settings.data_dir.display(), "serving");
+    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await?;
+    tracing::info!("shutting down: in-flight transitions have committed");
+    let _ = shutdown_tx.send(true);
+    let _ = scheduler.await;
+    core.drain().await;
+    core.store.flush()?;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+}

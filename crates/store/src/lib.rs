@@ -30,6 +30,8 @@ pub enum StoreError {
     DuplicateId(ApprovalId),
     #[error("storage failed: {0}")]
     Sled(#[from] sled::Error),
+    #[error("storage is unavailable: {0}")]
+    Unavailable(String),
     #[error("a stored record is corrupt ({what}): {source}")]
     Corrupt { what: &'static str, source: serde_json::Error },
 }

@@ -1,0 +1,478 @@
+//! The shell around the engine: load → apply → commit → effects.
+//!
+//! [`Core::execute`] is the one door every state change goes through, from
+//! HTTP, chat channels, the CLI and the scheduler alike. It serializes
+//! transitions per session (striped async locks), commits each one durably
+//! before anything else happens, then performs the effects: plan documents
+//! are written inline (their path is part of the answer), long-pollers are
+//! woken, and chat work (posting and editing cards, nudges, questions,
+//! receipts) is queued per approval so it happens in transition order
+//! without holding up the caller.
+
+use crate::config::Settings;
+use plangate_channel::{Channel, Destination, Document};
+use plangate_engine::card::{card, document_file_name, nudge_text};
+use plangate_engine::machine::describe_stale;
+use plangate_engine::{apply, Actor, ApprovalId, AuditEvent, Command, Ctx, DecisionStatus, Effect, Proposal, Refusal, SessionKey, State, Timer, Timestamp, Transition};
+use plangate_store::{Commit, Store, StoreError};
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+use thiserror::Error;
+use tokio::sync::{mpsc, watch, Notify};
+use tracing::{info_span, warn, Instrument};
+
+const LOCK_STRIPES: usize = 64;
+
+#[derive(Debug, Error)]
+pub enum CoreError {
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    #[error("storage failed, nothing was recorded: {0}")]
+    Storage(#[from] StoreError),
+    #[error("{0}")]
+    NotFound(String),
+}
+
+/// The current wall-clock time.
+pub fn now() -> Timestamp {
+    let ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0);
+    Timestamp(ms)
+}
+
+/// What `execute` gives back besides the transition.
+pub struct Executed {
+    pub before: State,
+    pub transition: Transition,
+    /// Set when the transition wrote a plan document.
+    pub document_path: Option<String>,
+}
+
+/// Extra inputs of one execution.
+#[derive(Debug, Default, Clone)]
+pub struct ExecMeta {
+    /// The inbound event key handled by this transition, recorded with it.
+    pub idempotency: Option<String>,
+    /// The timer that fired, removed in the same transaction.
+    pub fired: Option<Timer>,
+}
+
+/// Chat work queued after a commit, performed in order per approval.
+#[derive(Debug, Clone)]
+enum Job {
+    PostCards(ApprovalId),
+    UpdateCards(ApprovalId),
+    Nudge(ApprovalId, u8),
+    AppendReceipt(ApprovalId, String),
+    PostQuestion(ApprovalId),
+    UpdateQuestion(ApprovalId),
+}
+
+pub struct Core {
+    pub settings: Arc<Settings>,
+    pub store: Arc<dyn Store>,
+    locks: Vec<tokio::sync::Mutex<()>>,
+    waiters: Mutex<HashMap<SessionKey, watch::Sender<u64>>>,
+    channels: RwLock<HashMap<String, Arc<dyn Channel>>>,
+    queues: Mutex<HashMap<ApprovalId, mpsc::UnboundedSender<Job>>>,
+    /// Poked whenever a timer is scheduled, so the scheduler re-reads the earliest.
+    pub scheduler_wake: Notify,
+    /// Set when a commit failed; `/healthz` reports degraded until one succeeds.
+    degraded: AtomicBool,
+}
+
+impl Core {
+    pub fn new(settings: Arc<Settings>, store: Arc<dyn Store>) -> Arc<Core> {
+        Arc::new(Core {
+            settings,
+            store,
+            locks: (0..LOCK_STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
+            waiters: Mutex::new(HashMap::new()),
+            channels: RwLock::new(HashMap::new()),
+            queues: Mutex::new(HashMap::new()),
+            scheduler_wake: Notify::new(),
+            degraded: AtomicBool::new(false),
+        })
+    }
+
+    pub fn register_channel(&self, channel: Arc<dyn Channel>) {
+        self.channels.write().unwrap_or_else(|e| e.into_inner()).insert(channel.name().to_string(), channel);
+    }
+
+    pub fn channel(&self, name: &str) -> Option<Arc<dyn Channel>> {
+        self.channels.read().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
+    }
+
+    pub fn is_degraded(&self) -> bool {
+        self.degraded.load(Ordering::Relaxed)
+    }
+
+    fn lock_for(&self, key: &SessionKey) -> &tokio::sync::Mutex<()> {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        key.hash(&mut h);
+        &self.locks[(h.finish() as usize) % LOCK_STRIPES]
+    }
+
+    /// Run a blocking store call off the async workers.
+    pub async fn blocking<T: Send + 'static>(&self, f: impl FnOnce(&dyn Store) -> Result<T, StoreError> + Send + 'static) -> Result<T, StoreError> {
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || f(store.as_ref()))
+            .await
+            .unwrap_or_else(|e| Err(StoreError::Unavailable(format!("store task failed: {e}"))))
+    }
+
+    pub async fn load(&self, key: &SessionKey) -> Result<State, StoreError> {
+        let key = key.clone();
+        self.blocking(move |s| s.load(&key)).await
+    }
+
+    /// Apply one command to one session: the only way state changes.
+    pub async fn execute(self: &Arc<Self>, key: &SessionKey, actor: Actor, command: Command, meta: ExecMeta) -> Result<Executed, CoreError> {
+        let span = info_span!("transition", agent = %key.agent, session = %key.session_id, command = command.name(), actor = %actor.label());
+        async move {
+            let _guard = self.lock_for(key).lock().await;
+            let before = self.load(key).await?;
+            let ctx = Ctx { now: now(), random: rand::random(), timers: self.settings.timer_policy(&key.agent) };
+            let transition = apply(&before, &actor, command, &ctx)?;
+            if transition.changed || meta.fired.is_some() || meta.idempotency.is_some() {
+                let mut commit = Commit::of(&transition, &before, meta.fired.as_ref());
+                commit.idempotency.extend(meta.idempotency.clone());
+                match self.blocking(move |s| s.commit(commit)).await {
+                    Ok(()) => self.degraded.store(false, Ordering::Relaxed),
+                    Err(e) => {
+                        tracing::error!(error = %e, "commit failed; the transition is not applied");
+                        self.degraded.store(true, Ordering::Relaxed);
+                        return Err(e.into());
+                    }
+                }
+            }
+            tracing::info!(changed = transition.changed, effects = transition.effects.len(), "committed");
+            let document_path = self.perform(key, &transition).await;
+            Ok(Executed { before, transition, document_path })
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Execute a command that decides approval `id` (approve, edit, revise,
+    /// cancel): finds its session, and explains a stale id in the words of
+    /// the proposal's own fate ("already approved by …", "superseded by v3").
+    pub async fn decide(self: &Arc<Self>, id: ApprovalId, actor: Actor, command: Command, meta: ExecMeta) -> Result<Executed, CoreError> {
+        let Some(target) = self.blocking(move |s| s.proposal(&id)).await? else {
+            return Err(CoreError::NotFound(format!("no approval {id}")));
+        };
+        match self.execute(&target.session, actor, command, meta).await {
+            Err(CoreError::Refused(Refusal::Stale(_))) => {
+                let state = self.load(&target.session).await?;
+                let current = self.blocking(move |s| s.proposal(&id)).await?.unwrap_or(target);
+                Err(CoreError::Refused(Refusal::Stale(describe_stale(&current, state.session.version))))
+            }
+            other => other,
+        }
+    }
+
+    /// Run `work` while holding the lock of `key` (for read-modify-write
+    /// outside the engine, such as namespaces).
+    pub async fn with_session_lock<T>(&self, key: &SessionKey, work: impl std::future::Future<Output = T>) -> T {
+        let _guard = self.lock_for(key).lock().await;
+        work.await
+    }
+
+    /// Perform a committed transition's effects. Called under the session
+    /// lock, so jobs are queued in transition order.
+    async fn perform(self: &Arc<Self>, key: &SessionKey, t: &Transition) -> Option<String> {
+        let mut document_path = None;
+        for effect in &t.effects {
+            match effect {
+                Effect::WriteDocument { approval_id } => {
+                    if let Some(p) = t.state.latest.as_ref().filter(|p| p.approval_id == *approval_id) {
+                        document_path = self.write_document(p).await;
+                    }
+                }
+                Effect::AppendReceipt { approval_id, text } => self.enqueue(*approval_id, Job::AppendReceipt(*approval_id, text.clone())),
+                Effect::PostCards { approval_id } => self.enqueue(*approval_id, Job::PostCards(*approval_id)),
+                Effect::UpdateCards { approval_id } => self.enqueue(*approval_id, Job::UpdateCards(*approval_id)),
+                Effect::Nudge { approval_id, number } => self.enqueue(*approval_id, Job::Nudge(*approval_id, *number)),
+                Effect::PostQuestion { question_id } => self.enqueue(*question_id, Job::PostQuestion(*question_id)),
+                Effect::UpdateQuestion { question_id } => self.enqueue(*question_id, Job::UpdateQuestion(*question_id)),
+                Effect::Schedule(_) => self.scheduler_wake.notify_one(),
+                Effect::Cancel(_) => {}
+                Effect::Wake => self.wake(key),
+            }
+        }
+        document_path
+    }
+
+    async fn write_document(&self, p: &Proposal) -> Option<String> {
+        let data_dir: PathBuf = self.settings.data_dir.clone();
+        let (agent, title, created, text, id) = (p.session.agent.clone(), p.plan.title.clone(), p.created_at, p.document(), p.approval_id);
+        let written = tokio::task::spawn_blocking(move || plangate_store::write_document(&data_dir, &agent, &title, created, &text)).await;
+        match written {
+            Ok(Ok(path)) => {
+                let path = path.display().to_string();
+                let stored = path.clone();
+                if let Err(e) = self.blocking(move |s| s.set_document_path(&id, &stored)).await {
+                    warn!(error = %e, "could not record the document path");
+                }
+                Some(path)
+            }
+            Ok(Err(e)) => {
+                warn!(error = %e, "plan document not written");
+                None
+            }
+            Err(e) => {
+                warn!(error = %e, "plan document task failed");
+                None
+            }
+        }
+    }
+
+    /// A receiver that sees every later wake-up of `key`. Subscribe before
+    /// reading state, so no wake-up can slip between the read and the wait.
+    pub fn subscribe(&self, key: &SessionKey) -> watch::Receiver<u64> {
+        let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        waiters.entry(key.clone()).or_insert_with(|| watch::channel(0).0).subscribe()
+    }
+
+    fn wake(&self, key: &SessionKey) {
+        let waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(tx) = waiters.get(key) {
+            tx.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// The latest proposal of `key`, waiting up to `wait` for it to be decided.
+    pub async fn wait_decision(&self, key: &SessionKey, wait: Duration) -> Result<Option<Proposal>, StoreError> {
+        let mut rx = self.subscribe(key);
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let state = self.load(key).await?;
+            let Some(p) = state.latest else { return Ok(None) };
+            if p.status != DecisionStatus::Pending || tokio::time::Instant::now() >= deadline {
+                return Ok(Some(p));
+            }
+            if tokio::time::timeout_at(deadline, rx.changed()).await.is_err() {
+                // Deadline: answer with the state as it is now.
+                continue;
+            }
+        }
+    }
+
+    /// A question of `key`, waiting up to `wait` for its answer.
+    pub async fn wait_question(&self, key: &SessionKey, id: ApprovalId, wait: Duration) -> Result<Option<plangate_engine::Question>, StoreError> {
+        let mut rx = self.subscribe(key);
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let q = self.blocking(move |s| s.question(&id)).await?;
+            let Some(q) = q.filter(|q| q.session == *key) else { return Ok(None) };
+            if q.status == plangate_engine::QuestionStatus::Answered || tokio::time::Instant::now() >= deadline {
+                return Ok(Some(q));
+            }
+            if tokio::time::timeout_at(deadline, rx.changed()).await.is_err() {
+                continue;
+            }
+        }
+    }
+
+    /// The destinations configured for an agent.
+    pub fn destinations(&self, agent: &str) -> Vec<Destination> {
+        let raw = &self.settings.raw;
+        raw.agents
+            .get(agent)
+            .map(|a| {
+                a.destinations
+                    .iter()
+                    .filter_map(|name| {
+                        raw.destinations.get(name).map(|d| Destination { name: name.clone(), channel: d.channel.clone(), chat: d.chat.clone(), style: d.style })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Record something that happened outside a transition.
+    pub async fn audit(&self, key: &SessionKey, actor: &str, action: &str, approval: Option<(ApprovalId, u32)>, detail: String) {
+        let event = AuditEvent {
+            at: now(),
+            agent: key.agent.clone(),
+            session_id: key.session_id.clone(),
+            actor: actor.to_string(),
+            action: action.to_string(),
+            approval_id: approval.map(|a| a.0),
+            version: approval.map(|a| a.1),
+            detail,
+        };
+        if let Err(e) = self.blocking(move |s| s.append_audit(&[event])).await {
+            warn!(error = %e, "audit record lost");
+        }
+    }
+
+    fn enqueue(self: &Arc<Self>, id: ApprovalId, job: Job) {
+        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(tx) = queues.get(&id) {
+            if tx.send(job.clone()).is_ok() {
+                return;
+            }
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let _ = tx.send(job);
+        queues.insert(id, tx);
+        let core = self.clone();
+        tokio::spawn(async move { core.run_queue(id, rx).await });
+    }
+
+    async fn run_queue(self: Arc<Self>, id: ApprovalId, mut rx: mpsc::UnboundedReceiver<Job>) {
+        loop {
+            match rx.try_recv() {
+                Ok(job) => {
+                    let span = info_span!("job", approval = %id, job = ?job);
+                    self.run_job(job).instrument(span).await;
+                }
+                Err(_) => {
+                    let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+                    // Senders enqueue under this lock, so "empty" is final here.
+                    if rx.is_empty() {
+                        queues.remove(&id);
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Wait until every queued chat job has run (tests and shutdown).
+    pub async fn drain(&self) {
+        for _ in 0..2000 {
+            if self.queues.lock().unwrap_or_else(|e| e.into_inner()).is_empty() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    async fn run_job(self: &Arc<Self>, job: Job) {
+        match job {
+            Job::PostCards(id) => self.post_cards(id).await,
+            Job::UpdateCards(id) => self.update_cards(id).await,
+            Job::Nudge(id, n) => self.nudge(id, n).await,
+            Job::AppendReceipt(id, text) => {
+                let Ok(Some(path)) = self.blocking(move |s| s.document_path(&id)).await else { return };
+                let result = tokio::task::spawn_blocking(move || plangate_store::append_receipt(std::path::Path::new(&path), &text)).await;
+                if !matches!(result, Ok(Ok(()))) {
+                    warn!(approval = %id, "receipt not appended to the plan document");
+                }
+            }
+            Job::PostQuestion(id) => self.post_question(id).await,
+            Job::UpdateQuestion(id) => self.update_question(id).await,
+        }
+    }
+
+    async fn proposal_and_state(&self, id: ApprovalId) -> Option<(Proposal, State)> {
+        let p = self.blocking(move |s| s.proposal(&id)).await.ok()??;
+        let state = self.load(&p.session).await.ok()?;
+        Some((p, state))
+    }
+
+    pub fn document_of(p: &Proposal) -> Document {
+        Document { file_name: document_file_name(p), text: p.document() }
+    }
+
+    async fn post_cards(self: &Arc<Self>, id: ApprovalId) {
+        let Some((p, state)) = self.proposal_and_state(id).await else { return };
+        let destinations = self.destinations(&p.session.agent);
+        let pid = Some((id, p.version));
+        if destinations.is_empty() {
+            let detail = "no destinations configured for this agent: the card was recorded here only".to_string();
+            self.audit(&p.session, "plangate", "card_recorded", pid, detail).await;
+            return;
+        }
+        let view = card(&p, Some(&state), now());
+        let document = Self::document_of(&p);
+        for dest in destinations {
+            let Some(channel) = self.channel(&dest.channel) else {
+                let detail = format!("{}: channel {} is not running", dest.name, dest.channel);
+                self.audit(&p.session, "plangate", "card_not_delivered", pid, detail).await;
+                continue;
+            };
+            match channel.post_card(&dest, &view, &document).await {
+                Ok(delivery) => {
+                    let detail = format!("{} {} message {}", dest.name, delivery.chat, delivery.message_id);
+                    if let Err(e) = self.blocking(move |s| s.add_delivery(&id, &delivery)).await {
+                        warn!(error = %e, "delivery not recorded; this card will not be updated");
+                    }
+                    self.audit(&p.session, "plangate", "card_posted", pid, detail).await;
+                }
+                Err(e) => {
+                    warn!(destination = %dest.name, error = %e, "card not delivered");
+                    self.audit(&p.session, "plangate", "card_not_delivered", pid, format!("{}: {e}", dest.name)).await;
+                }
+            }
+        }
+    }
+
+    async fn update_cards(&self, id: ApprovalId) {
+        let Some((p, state)) = self.proposal_and_state(id).await else { return };
+        let Ok(deliveries) = self.blocking(move |s| s.deliveries(&id)).await else { return };
+        let view = card(&p, Some(&state), now());
+        for delivery in deliveries {
+            let Some(channel) = self.channel(&delivery.channel) else { continue };
+            if let Err(e) = channel.update_card(&delivery, &view).await {
+                warn!(chat = %delivery.chat, error = %e, "card not updated");
+                self.audit(&p.session, "plangate", "card_not_updated", Some((id, p.version)), format!("{}: {e}", delivery.destination)).await;
+            }
+        }
+    }
+
+    async fn nudge(&self, id: ApprovalId, number: u8) {
+        let Some((p, state)) = self.proposal_and_state(id).await else { return };
+        // Re-check: a decided, superseded or cancelled plan never gets a nudge.
+        if p.status != DecisionStatus::Pending || state.session.latest_approval != Some(id) {
+            return;
+        }
+        let Ok(deliveries) = self.blocking(move |s| s.deliveries(&id)).await else { return };
+        let now = now();
+        let view = card(&p, Some(&state), now);
+        let text = nudge_text(&p, now);
+        for delivery in deliveries {
+            let key = format!("nudge:{id}:{number}:{}:{}", delivery.destination, delivery.chat);
+            let probe = key.clone();
+            if self.blocking(move |s| s.seen(&probe)).await.unwrap_or(false) {
+                continue; // sent before a restart: never twice
+            }
+            let Some(channel) = self.channel(&delivery.channel) else { continue };
+            match channel.send_nudge(&delivery, &view, &text).await {
+                Ok(()) => {
+                    let _ = self.blocking(move |s| s.mark_seen(&key)).await;
+                }
+                Err(e) => warn!(chat = %delivery.chat, error = %e, "nudge not sent"),
+            }
+        }
+    }
+
+    async fn post_question(&self, id: ApprovalId) {
+        let Ok(Some(q)) = self.blocking(move |s| s.question(&id)).await else { return };
+        for dest in self.destinations(&q.session.agent) {
+            let Some(channel) = self.channel(&dest.channel) else { continue };
+            match channel.post_question(&dest, &q).await {
+                Ok(delivery) => {
+                    let _ = self.blocking(move |s| s.add_question_delivery(&id, &delivery)).await;
+                }
+                Err(e) => warn!(destination = %dest.name, error = %e, "question not delivered"),
+            }
+        }
+    }
+
+    async fn update_question(&self, id: ApprovalId) {
+        let Ok(Some(q)) = self.blocking(move |s| s.question(&id)).await else { return };
+        let Ok(deliveries) = self.blocking(move |s| s.question_deliveries(&id)).await else { return };
+        for delivery in deliveries {
+            let Some(channel) = self.channel(&delivery.channel) else { continue };
+            if let Err(e) = channel.update_question(&delivery, &q).await {
+                warn!(chat = %delivery.chat, error = %e, "question not updated");
+            }
+        }
+    }
+}

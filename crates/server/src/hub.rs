@@ -1,0 +1,497 @@
+//! Inbound chat events → engine commands.
+//!
+//! Every channel adapter hands its events to [`Hub::handle`]. This is where
+//! the business rules of chat live, once for all platforms: which session a
+//! `/plan` command means, who may decide (the destination's approver
+//! allowlist), foreign workspaces, duplicate events, and what to tell the
+//! user. Card edits that follow a decision are effects of the transition,
+//! performed by [`Core`] for every card of the approval on every channel.
+
+use crate::core::{now, Core, CoreError, ExecMeta};
+use async_trait::async_trait;
+use plangate_channel::{Action, Inbound, InboundHandler, Reply};
+use plangate_engine::codec::Button;
+use plangate_engine::grammar::{self, Parsed, PlanCommand, Target};
+use plangate_engine::view::short_ref;
+use plangate_engine::{Actor, ApprovalId, Command, DecisionStatus, Mode, Plan, Proposal, Refusal, SessionKey, State, Step, Verdict};
+use std::collections::HashMap;
+use std::sync::Arc;
+use tracing::Instrument;
+
+pub struct Hub {
+    core: Arc<Core>,
+    /// Per channel: the only workspace/guild whose users may act.
+    expected_teams: HashMap<String, String>,
+}
+
+/// A refusal to show the user.
+type Refused = String;
+
+impl Hub {
+    pub fn new(core: Arc<Core>) -> Hub {
+        Hub { core, expected_teams: HashMap::new() }
+    }
+
+    pub fn expect_team(&mut self, channel: &str, team: String) {
+        self.expected_teams.insert(channel.to_string(), team);
+    }
+
+    fn who(ev: &Inbound) -> String {
+        format!("{}:{}", ev.channel, ev.user.id)
+    }
+
+    fn actor(ev: &Inbound) -> Actor {
+        let name = ev.user.name.trim();
+        let name = if name.is_empty() { ev.user.id.as_str() } else { name };
+        Actor::Human { id: Self::who(ev), name: format!("{}:{}", ev.channel, name) }
+    }
+
+    /// Agents whose cards go to this chat.
+    fn chat_agents(&self, ev: &Inbound) -> Vec<String> {
+        let raw = &self.core.settings.raw;
+        raw.agents
+            .iter()
+            .filter(|(_, a)| {
+                a.destinations.iter().any(|d| raw.destinations.get(d).is_some_and(|d| d.channel == ev.channel && d.chat == ev.chat))
+            })
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    /// Whether the user may decide plans of `agent` from this chat.
+    fn authorize(&self, ev: &Inbound, agent: &str) -> Result<(), Refused> {
+        let raw = &self.core.settings.raw;
+        let who = Self::who(ev);
+        let here: Vec<_> = raw
+            .agents
+            .get(agent)
+            .map(|a| a.destinations.iter().filter_map(|d| raw.destinations.get(d)).filter(|d| d.channel == ev.channel && d.chat == ev.chat).collect())
+            .unwrap_or_default();
+        if here.is_empty() {
+            return Err(format!("This chat does not receive {agent}'s plans, so they cannot be decided here."));
+        }
+        if here.iter().any(|d| d.approvers.contains(&who)) {
+            Ok(())
+        } else {
+            Err("You are not an approver for this plan.".to_string())
+        }
+    }
+
+    async fn refuse(&self, ev: &Inbound, key: &SessionKey, approval: Option<(ApprovalId, u32)>, why: &str) {
+        let detail = format!("{} refused in {} chat {}: {why}", Self::who(ev), ev.channel, ev.chat);
+        self.core.audit(key, &Self::who(ev), "refused", approval, detail).await;
+    }
+
+    async fn route(&self, ev: Inbound) -> Reply {
+        if let Some(key) = ev.idempotency_key.clone() {
+            if self.core.blocking(move |s| s.seen(&key)).await.unwrap_or(false) {
+                return Reply::None;
+            }
+        }
+        if let Some(team) = self.expected_teams.get(ev.channel) {
+            if ev.user.team.as_ref() != Some(team) {
+                let key = SessionKey::new("-", "-");
+                self.refuse(&ev, &key, None, &format!("foreign team {:?}", ev.user.team)).await;
+                self.mark_seen(&ev).await;
+                return Reply::Notice("This workspace is not allowed to decide plans here.".to_string());
+            }
+        }
+        let reply = match ev.action.clone() {
+            Action::Command(parsed) => self.command(&ev, parsed).await,
+            Action::BadCommand(text) => Reply::Text(bad_command(&text)),
+            Action::Button(button) => self.button(&ev, button).await,
+            Action::UnknownButton(raw) => {
+                let shown: String = raw.chars().take(80).collect();
+                self.refuse(&ev, &SessionKey::new("-", "-"), None, &format!("unknown button data {shown:?}")).await;
+                Reply::Notice("Unknown button.".to_string())
+            }
+            Action::Feedback { approval_id, text } => self.decide(&ev, approval_id, Decision::Verdict(Verdict::Revise(text))).await.into_notice(),
+            Action::Edit { approval_id, steps } => self.edit(&ev, approval_id, steps).await.into_notice(),
+            Action::AnswerText { question_id, text } => self.answer(&ev, Some(question_id), None, text).await.into_notice(),
+        };
+        self.mark_seen(&ev).await;
+        reply
+    }
+
+    async fn mark_seen(&self, ev: &Inbound) {
+        if let Some(key) = ev.idempotency_key.clone() {
+            let _ = self.core.blocking(move |s| s.mark_seen(&key)).await;
+        }
+    }
+
+    async fn proposal(&self, id: ApprovalId) -> Option<Proposal> {
+        self.core.blocking(move |s| s.proposal(&id)).await.ok().flatten()
+    }
+
+    /// Load `id`, check the user may decide it, and that it is still open.
+    async fn decidable(&self, ev: &Inbound, id: ApprovalId) -> Result<Proposal, Refused> {
+        let Some(p) = self.proposal(id).await else { return Err("This plan no longer exists.".to_string()) };
+        if let Err(why) = self.authorize(ev, &p.session.agent) {
+            self.refuse(ev, &p.session, Some((id, p.version)), &why).await;
+            return Err(why);
+        }
+        if p.status != DecisionStatus::Pending {
+            let version = self.core.load(&p.session).await.map(|s| s.session.version).unwrap_or(p.version);
+            return Err(plangate_engine::machine::describe_stale(&p, version));
+        }
+        Ok(p)
+    }
+
+    async fn button(&self, ev: &Inbound, button: Button) -> Reply {
+        match button {
+            Button::Approve(id) => self.decide(ev, id, Decision::Verdict(Verdict::Approve)).await.into_notice(),
+            Button::ConfirmCancel(id) => self.decide(ev, id, Decision::Cancel).await.into_notice(),
+            Button::RequestChanges(id) => match self.decidable(ev, id).await {
+                Ok(p) => Reply::AskFeedback {
+                    approval_id: id,
+                    version: p.version,
+                    prompt: format!("Reply with what should change in v{} ({}).", p.version, short_ref(&id)),
+                },
+                Err(why) => Reply::Notice(why),
+            },
+            Button::Cancel(id) => match self.decidable(ev, id).await {
+                Ok(p) => Reply::ConfirmCancel {
+                    approval_id: id,
+                    version: p.version,
+                    prompt: format!("Cancel v{} and turn plan mode off for {}?", p.version, p.session),
+                },
+                Err(why) => Reply::Notice(why),
+            },
+            Button::Edit(id) => match self.decidable(ev, id).await {
+                Ok(p) => Reply::AskEdit { approval_id: id, version: p.version, steps: p.plan.steps.iter().map(|s| s.step.clone()).collect() },
+                Err(why) => Reply::Notice(why),
+            },
+            Button::View(id) => match self.proposal(id).await {
+                Some(p) if !self.chat_agents(ev).contains(&p.session.agent) => Reply::Notice("This plan is not shared with this chat.".to_string()),
+                Some(p) => Reply::Document { document: Core::document_of(&p), caption: format!("{} v{}", p.plan.title, p.version) },
+                None => Reply::Notice("This plan no longer exists.".to_string()),
+            },
+            Button::Answer(qid, n) => self.answer(ev, Some(qid), Some(n), String::new()).await.into_notice(),
+            Button::AnswerOther(qid) => match self.question_for(ev, qid).await {
+                Ok(q) => Reply::AskAnswer { question_id: qid, prompt: format!("Reply with your answer to: {}", q.question) },
+                Err(why) => Reply::Notice(why),
+            },
+        }
+    }
+
+    async fn question_for(&self, ev: &Inbound, qid: ApprovalId) -> Result<plangate_engine::Question, Refused> {
+        let q = self.core.blocking(move |s| s.question(&qid)).await.ok().flatten().ok_or("This question no longer exists.")?;
+        if let Err(why) = self.authorize(ev, &q.session.agent) {
+            self.refuse(ev, &q.session, None, &why).await;
+            return Err(why);
+        }
+        if q.status != plangate_engine::QuestionStatus::Pending {
+            return Err(format!("Already answered by {}.", q.answered_by.as_deref().unwrap_or("someone")));
+        }
+        Ok(q)
+    }
+
+    async fn answer(&self, ev: &Inbound, qid: Option<ApprovalId>, option: Option<u8>, text: String) -> Result<String, Refused> {
+        let Some(qid) = qid else { return Err("No question to answer.".to_string()) };
+        let q = self.question_for(ev, qid).await?;
+        let answer = match option {
+            Some(n) => q.options.get(n as usize).cloned().ok_or("Unknown option.")?,
+            None => text,
+        };
+        let command = Command::Answer { question_id: Some(qid), answer: answer.clone() };
+        self.core.execute(&q.session, Self::actor(ev), command, self.meta(ev)).await.map_err(explain)?;
+        Ok(format!("Answered: {answer}"))
+    }
+
+    fn meta(&self, ev: &Inbound) -> ExecMeta {
+        ExecMeta { idempotency: ev.idempotency_key.clone(), fired: None }
+    }
+
+    async fn decide(&self, ev: &Inbound, id: ApprovalId, decision: Decision) -> Result<String, Refused> {
+        let Some(p) = self.proposal(id).await else { return Err("This plan no longer exists.".to_string()) };
+        if let Err(why) = self.authorize(ev, &p.session.agent) {
+            self.refuse(ev, &p.session, Some((id, p.version)), &why).await;
+            return Err(why);
+        }
+        let command = match decision {
+            Decision::Verdict(verdict) => Command::Decide { approval_id: id, verdict },
+            Decision::Cancel => Command::CancelApproval(id),
+        };
+        let done = self.core.decide(id, Self::actor(ev), command, self.meta(ev)).await.map_err(explain)?;
+        let decided = done.transition.state.latest.as_ref().filter(|l| l.approval_id == id).unwrap_or(&p);
+        Ok(plangate_engine::card::receipt(decided).unwrap_or_else(|| "Done.".to_string()))
+    }
+
+    async fn edit(&self, ev: &Inbound, id: ApprovalId, steps: Vec<String>) -> Result<String, Refused> {
+        let Some(p) = self.proposal(id).await else { return Err("This plan no longer exists.".to_string()) };
+        let plan = Plan { steps: steps.into_iter().map(Step::pending).collect(), ..p.plan.clone() };
+        self.decide(ev, id, Decision::Verdict(Verdict::Edit(plan))).await
+    }
+
+    // ------------------------------------------------------------ /plan commands
+
+    /// Active sessions of this chat's agents: in plan mode or with a pending approval.
+    async fn active_sessions(&self, ev: &Inbound) -> Vec<State> {
+        let agents = self.chat_agents(ev);
+        let sessions = self.core.blocking(|s| s.sessions()).await.unwrap_or_default();
+        let mut out = Vec::new();
+        for session in sessions.into_iter().filter(|s| agents.contains(&s.key.agent) && s.mode == Mode::Plan) {
+            if let Ok(state) = self.core.load(&session.key).await {
+                out.push(state);
+            }
+        }
+        out
+    }
+
+    async fn resolve(&self, ev: &Inbound, target: Option<&Target>) -> Result<(State, Option<ApprovalId>), Refused> {
+        let agents = self.chat_agents(ev);
+        if agents.is_empty() {
+            return Err("No agent sends its plans to this chat. Add it as a destination in plangate's config.".to_string());
+        }
+        match target {
+            Some(Target::Approval(prefix)) => {
+                let prefix = prefix.clone();
+                let found = self.core.blocking(move |s| s.proposals_by_prefix(&prefix)).await.unwrap_or_default();
+                let found: Vec<_> = found.into_iter().filter(|p| agents.contains(&p.session.agent)).collect();
+                match found.as_slice() {
+                    [] => Err("No plan with that #id in this chat.".to_string()),
+                    [p] => Ok((self.core.load(&p.session).await.map_err(|e| e.to_string())?, Some(p.approval_id))),
+                    many => Err(format!(
+                        "That #id matches {} plans; use more characters: {}",
+                        many.len(),
+                        many.iter().map(|p| format!("#{}", &p.approval_id.to_string()[..8])).collect::<Vec<_>>().join(" ")
+                    )),
+                }
+            }
+            Some(Target::Session(key)) => {
+                if !agents.contains(&key.agent) {
+                    return Err(format!("Agent {} does not send its plans to this chat.", key.agent));
+                }
+                Ok((self.core.load(key).await.map_err(|e| e.to_string())?, None))
+            }
+            None => {
+                let active = self.active_sessions(ev).await;
+                match active.as_slice() {
+                    [] => Err("No plan is active in this chat. Use /plan on agent/session to start one.".to_string()),
+                    [one] => Ok((one.clone(), None)),
+                    many => Err(format!(
+                        "More than one plan is active here; add a target:\n{}",
+                        many.iter().map(summary_line).collect::<Vec<_>>().join("\n")
+                    )),
+                }
+            }
+        }
+    }
+
+    async fn command(&self, ev: &Inbound, parsed: Parsed) -> Reply {
+        let target = parsed.target.as_ref();
+        match parsed.command {
+            PlanCommand::Help => {
+                let active = self.active_sessions(ev).await;
+                let status = if active.is_empty() {
+                    "No plan is active in this chat.".to_string()
+                } else {
+                    active.iter().map(summary_line).collect::<Vec<_>>().join("\n")
+                };
+                Reply::Text(format!("{}\n\n{status}", grammar::help()))
+            }
+            PlanCommand::List => {
+                let active = self.active_sessions(ev).await;
+                if active.is_empty() {
+                    Reply::Text("No plan is active in this chat.".to_string())
+                } else {
+                    Reply::Text(active.iter().map(summary_line).collect::<Vec<_>>().join("\n"))
+                }
+            }
+            PlanCommand::Status => match self.resolve(ev, target).await {
+                Ok((state, _)) => Reply::Text(status_text(&state)),
+                Err(why) => Reply::Text(why),
+            },
+            PlanCommand::View => match self.resolve(ev, target).await {
+                Ok((state, id)) => {
+                    let p = match id {
+                        Some(id) => self.proposal(id).await,
+                        None => state.latest.clone(),
+                    };
+                    match p {
+                        Some(p) => Reply::Document { document: Core::document_of(&p), caption: format!("{} v{}", p.plan.title, p.version) },
+                        None => Reply::Text("This session has not proposed a plan yet.".to_string()),
+                    }
+                }
+                Err(why) => Reply::Text(why),
+            },
+            PlanCommand::Restate => match self.resolve(ev, target).await {
+                Ok((state, _)) => self.restate(ev, &state).await,
+                Err(why) => Reply::Text(why),
+            },
+            PlanCommand::Accept => self.decide_command(ev, target, |_| Decision::Verdict(Verdict::Approve)).await,
+            PlanCommand::Revise(feedback) => self.decide_command(ev, target, move |_| Decision::Verdict(Verdict::Revise(feedback.clone()))).await,
+            PlanCommand::Edit(steps) => self
+                .decide_command(ev, target, move |p| {
+                    Decision::Verdict(Verdict::Edit(Plan { steps: steps.iter().cloned().map(Step::pending).collect(), ..p.plan.clone() }))
+                })
+                .await,
+            PlanCommand::Cancel | PlanCommand::Off => {
+                let (state, _) = match self.resolve(ev, target).await {
+                    Ok(found) => found,
+                    Err(why) => return Reply::Text(why),
+                };
+                self.session_command(ev, &state.session.key, Command::Off, "Plan mode is off.").await
+            }
+            PlanCommand::Answer(text) => match self.resolve(ev, target).await {
+                Ok((state, _)) => {
+                    let qid = state.session.pending_question.as_ref().map(|q| q.question_id);
+                    Reply::Text(self.answer(ev, qid, None, text).await.unwrap_or_else(|e| e))
+                }
+                Err(why) => Reply::Text(why),
+            },
+            PlanCommand::On => {
+                let key = match target {
+                    Some(Target::Session(key)) => key.clone(),
+                    _ => match self.resolve(ev, target).await {
+                        Ok((state, _)) => state.session.key,
+                        Err(_) => return Reply::Text("Say which session: /plan on agent/session".to_string()),
+                    },
+                };
+                if !self.chat_agents(ev).contains(&key.agent) {
+                    return Reply::Text(format!("Agent {} does not send its plans to this chat.", key.agent));
+                }
+                self.session_command(ev, &key, Command::Enter { reason: Some(format!("/plan on by {}", Self::who(ev))) }, "Plan mode is on: the agent is read-only until a plan is approved.").await
+            }
+            PlanCommand::Auto(on) => match self.resolve(ev, target).await {
+                Ok((state, _)) => {
+                    let text = if on { "Auto-approve is on: later proposals approve themselves." } else { "Auto-approve is off." };
+                    self.session_command(ev, &state.session.key, Command::SetAuto(on), text).await
+                }
+                Err(why) => Reply::Text(why),
+            },
+        }
+    }
+
+    async fn session_command(&self, ev: &Inbound, key: &SessionKey, command: Command, ok: &str) -> Reply {
+        if let Err(why) = self.authorize(ev, &key.agent) {
+            self.refuse(ev, key, None, &why).await;
+            return Reply::Text(why);
+        }
+        match self.core.execute(key, Self::actor(ev), command, self.meta(ev)).await {
+            Ok(_) => Reply::Text(ok.to_string()),
+            Err(e) => Reply::Text(explain(e)),
+        }
+    }
+
+    async fn decide_command(&self, ev: &Inbound, target: Option<&Target>, decision: impl Fn(&Proposal) -> Decision) -> Reply {
+        let (state, id) = match self.resolve(ev, target).await {
+            Ok(found) => found,
+            Err(why) => return Reply::Text(why),
+        };
+        let proposal = match id {
+            Some(id) => self.proposal(id).await,
+            None => state.latest.clone(),
+        };
+        let Some(p) = proposal else { return Reply::Text("This session has not proposed a plan yet.".to_string()) };
+        let result = self.decide(ev, p.approval_id, decision(&p)).await;
+        Reply::Text(result.unwrap_or_else(|e| e))
+    }
+
+    async fn restate(&self, ev: &Inbound, state: &State) -> Reply {
+        let Some(p) = state.latest.clone() else { return Reply::Text("This session has not proposed a plan yet.".to_string()) };
+        let Some(dest) = self.core.destinations(&p.session.agent).into_iter().find(|d| d.channel == ev.channel && d.chat == ev.chat) else {
+            return Reply::Text("This chat is not a destination of that agent.".to_string());
+        };
+        let Some(channel) = self.core.channel(ev.channel) else { return Reply::Text("This channel is not running.".to_string()) };
+        let view = plangate_engine::card::card(&p, Some(state), now());
+        match channel.post_card(&dest, &view, &Core::document_of(&p)).await {
+            Ok(delivery) => {
+                let id = p.approval_id;
+                let _ = self.core.blocking(move |s| s.add_delivery(&id, &delivery)).await;
+                Reply::None
+            }
+            Err(e) => Reply::Text(format!("Could not post the card again: {e}")),
+        }
+    }
+}
+
+enum Decision {
+    Verdict(Verdict),
+    Cancel,
+}
+
+trait IntoNotice {
+    fn into_notice(self) -> Reply;
+}
+
+impl IntoNotice for Result<String, Refused> {
+    fn into_notice(self) -> Reply {
+        Reply::Notice(self.unwrap_or_else(|e| e))
+    }
+}
+
+/// The user-facing sentence for a failed execution.
+fn explain(e: CoreError) -> String {
+    match e {
+        CoreError::Refused(Refusal::Forbidden(m) | Refusal::Stale(m) | Refusal::InvalidState(m) | Refusal::InvalidRequest(m)) => m,
+        CoreError::Refused(r) => r.to_string(),
+        CoreError::Storage(_) => "plangate could not record that (storage trouble); nothing changed, try again shortly.".to_string(),
+        CoreError::NotFound(m) => m,
+    }
+}
+
+fn bad_command(text: &str) -> String {
+    let result = match grammar::parse(text, None) {
+        Ok(None) => grammar::parse_args(text).map(|_| ()),
+        other => other.map(|_| ()),
+    };
+    match result {
+        Err(e) => e.to_string(),
+        Ok(()) => grammar::help(),
+    }
+}
+
+fn summary_line(state: &State) -> String {
+    let s = &state.session;
+    match &state.latest {
+        Some(p) if p.status == DecisionStatus::Pending => {
+            format!("{} {} · v{} pending · {}", short_ref(&p.approval_id), s.key, p.version, p.plan.title)
+        }
+        _ => format!("{} · plan mode, no pending plan", s.key),
+    }
+}
+
+fn status_text(state: &State) -> String {
+    let s = &state.session;
+    let mut out = format!(
+        "{} · {} mode · approval {}",
+        s.key,
+        if s.mode == Mode::Plan { "plan" } else { "normal" },
+        serde_json::to_value(s.approval).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+    );
+    if let Some(p) = &state.latest {
+        out.push_str(&format!("\nv{} {} {} ({})", p.version, short_ref(&p.approval_id), p.plan.title, p.status.as_str()));
+    }
+    for (i, step) in s.steps.iter().enumerate() {
+        out.push_str(&format!("\n{}. {} {}", i + 1, step.status.mark(), step.step));
+    }
+    if s.auto_approve {
+        out.push_str("\nauto-approve is on");
+    }
+    out
+}
+
+#[async_trait]
+impl InboundHandler for Hub {
+    async fn handle(&self, event: Inbound) -> Reply {
+        let span = tracing::info_span!("inbound", channel = event.channel, chat = %event.chat, user = %event.user.id);
+        async move {
+            let reply = self.route(event).await;
+            tracing::info!(reply = ?std::mem::discriminant(&reply), "handled");
+            reply
+        }
+        .instrument(span)
+        .await
+    }
+
+    fn load_cursor(&self, key: &str) -> Option<String> {
+        self.core.store.cursor(key).ok().flatten()
+    }
+
+    fn save_cursor(&self, key: &str, value: &str) {
+        if let Err(e) = self.core.store.set_cursor(key, value) {
+            tracing::warn!(key, error = %e, "cursor not saved");
+        }
+    }
+}

@@ -62,7 +62,8 @@ async fn walkthrough_propose_decide_decision() {
     // A long-poll is released by the decision itself.
     let waiter = tokio::spawn(call(s.agent(Method::GET, "/v1/sessions/s1/decision?wait=30")));
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    let (st, dec) = call(s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "approve", "actor": "alice"}))).await;
+    let (st, dec) =
+        call(s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "approve", "actor": "alice"}))).await;
     assert_eq!(st, 200, "{dec}");
     assert_eq!(dec["status"], "approved");
     assert_eq!(dec["decided_by"], "operator:alice");
@@ -102,25 +103,34 @@ async fn revise_supersede_steps_subagents_questions() {
     let d1 = propose(&s, "s2", "v1 plan").await;
     let id1 = d1["approval_id"].as_str().unwrap().to_string();
     // Revise needs feedback.
-    let (st, e) = call(s.operator(Method::POST, &format!("/v1/approvals/{id1}/decision")).json(&json!({"action": "revise", "actor": "bob"}))).await;
+    let (st, e) =
+        call(s.operator(Method::POST, &format!("/v1/approvals/{id1}/decision")).json(&json!({"action": "revise", "actor": "bob"}))).await;
     assert_eq!((st, code(&e)), (422, "invalid_request"));
-    let (st, dec) =
-        call(s.operator(Method::POST, &format!("/v1/approvals/{id1}/decision")).json(&json!({"action": "revise", "feedback": "smaller", "actor": "bob"}))).await;
+    let (st, dec) = call(
+        s.operator(Method::POST, &format!("/v1/approvals/{id1}/decision"))
+            .json(&json!({"action": "revise", "feedback": "smaller", "actor": "bob"})),
+    )
+    .await;
     assert_eq!(st, 200);
     assert_eq!((dec["status"].as_str(), dec["feedback"].as_str()), (Some("rejected"), Some("smaller")));
     let (_, status) = call(s.agent(Method::GET, "/v1/sessions/s2")).await;
-    assert_eq!((status["mode"].as_str(), status["approval"].as_str(), status["rejection_count"].as_u64()), (Some("plan"), Some("rejected"), Some(1)));
+    assert_eq!(
+        (status["mode"].as_str(), status["approval"].as_str(), status["rejection_count"].as_u64()),
+        (Some("plan"), Some("rejected"), Some(1))
+    );
 
     // v2, then v3 supersedes v2; a decision on v2 is stale.
     let (_, d2) = call(s.agent(Method::POST, "/v1/sessions/s2/proposals").json(&plan("v2 plan"))).await;
     let (_, d3) = call(s.agent(Method::POST, "/v1/sessions/s2/proposals").json(&plan("v3 plan"))).await;
     assert_eq!((d2["version"].as_u64(), d3["version"].as_u64()), (Some(2), Some(3)));
     let id2 = d2["approval_id"].as_str().unwrap();
-    let (st, e) = call(s.operator(Method::POST, &format!("/v1/approvals/{id2}/decision")).json(&json!({"action": "approve", "actor": "a"}))).await;
+    let (st, e) =
+        call(s.operator(Method::POST, &format!("/v1/approvals/{id2}/decision")).json(&json!({"action": "approve", "actor": "a"}))).await;
     assert_eq!((st, code(&e)), (409, "stale_approval"));
     assert!(e["error"]["message"].as_str().unwrap().contains("superseded by v3"), "{e}");
     // A decided approval: "already …".
-    let (st, e) = call(s.operator(Method::POST, &format!("/v1/approvals/{id1}/decision")).json(&json!({"action": "approve", "actor": "a"}))).await;
+    let (st, e) =
+        call(s.operator(Method::POST, &format!("/v1/approvals/{id1}/decision")).json(&json!({"action": "approve", "actor": "a"}))).await;
     assert_eq!((st, code(&e)), (409, "stale_approval"));
 
     // Steps: rules refused with their name; merge works.
@@ -139,7 +149,8 @@ async fn revise_supersede_steps_subagents_questions() {
     let (st, _) = call(s.agent(Method::POST, "/v1/sessions/s2/subagents").json(&json!({"run_id": "r1"}))).await;
     assert_eq!(st, 204);
     let id3 = d3["approval_id"].as_str().unwrap();
-    let (st, e) = call(s.operator(Method::POST, &format!("/v1/approvals/{id3}/decision")).json(&json!({"action": "approve", "actor": "a"}))).await;
+    let (st, e) =
+        call(s.operator(Method::POST, &format!("/v1/approvals/{id3}/decision")).json(&json!({"action": "approve", "actor": "a"}))).await;
     assert_eq!((st, code(&e)), (409, "subagents_open"));
     assert_eq!(e["error"]["details"]["open_subagents"], json!(["r1"]));
     let (st, e) = call(s.agent(Method::POST, "/v1/sessions/s2/proposals").json(&plan("v4"))).await;
@@ -148,10 +159,12 @@ async fn revise_supersede_steps_subagents_questions() {
     assert_eq!(st, 204);
 
     // Questions: ask, one at a time, answered by a human (operator here via chat is covered elsewhere).
-    let (st, q) = call(s.agent(Method::POST, "/v1/sessions/s2/questions").json(&json!({"question": "Which DB?", "options": ["pg", "sqlite"]}))).await;
+    let (st, q) =
+        call(s.agent(Method::POST, "/v1/sessions/s2/questions").json(&json!({"question": "Which DB?", "options": ["pg", "sqlite"]}))).await;
     assert_eq!(st, 201);
     let qid = q["question_id"].as_str().unwrap().to_string();
-    let (st, e) = call(s.agent(Method::POST, "/v1/sessions/s2/questions").json(&json!({"question": "Another?", "allow_freetext": true}))).await;
+    let (st, e) =
+        call(s.agent(Method::POST, "/v1/sessions/s2/questions").json(&json!({"question": "Another?", "allow_freetext": true}))).await;
     assert_eq!((st, code(&e)), (409, "invalid_state"));
     let (st, a) = call(s.agent(Method::GET, &format!("/v1/sessions/s2/questions/{qid}?wait=0"))).await;
     assert_eq!((st, a), (200, json!({"status": "pending"})));
@@ -159,7 +172,8 @@ async fn revise_supersede_steps_subagents_questions() {
     assert_eq!(status["pending_question"]["options"], json!(["pg", "sqlite"]));
 
     // Cancel by the operator turns plan mode off.
-    let (st, dec) = call(s.operator(Method::POST, &format!("/v1/approvals/{id3}/decision")).json(&json!({"action": "cancel", "actor": "a"}))).await;
+    let (st, dec) =
+        call(s.operator(Method::POST, &format!("/v1/approvals/{id3}/decision")).json(&json!({"action": "cancel", "actor": "a"}))).await;
     assert_eq!((st, dec["status"].as_str()), (200, Some("cancelled")));
     let (_, status) = call(s.agent(Method::GET, "/v1/sessions/s2")).await;
     assert_eq!(status["mode"], "normal");
@@ -179,12 +193,19 @@ async fn bad_input_gets_the_contract_errors_and_changes_nothing() {
         (post("/v1/sessions/bad/proposals", "[1,2]"), 422, "invalid_request"),
         (post("/v1/sessions/bad/proposals", "{\"title\": \"  \"}"), 422, "invalid_plan"),
         (
-            post("/v1/sessions/bad/proposals", &json!({"title": "t", "steps": [{"step": "a", "status": "in_progress"}, {"step": "b", "status": "in_progress"}]}).to_string()),
+            post(
+                "/v1/sessions/bad/proposals",
+                &json!({"title": "t", "steps": [{"step": "a", "status": "in_progress"}, {"step": "b", "status": "in_progress"}]})
+                    .to_string(),
+            ),
             422,
             "invalid_plan",
         ),
         (
-            post("/v1/sessions/bad/proposals", &json!({"title": "t", "steps": [{"step": "a", "status": "completed", "acceptance_criteria": ["x"]}]}).to_string()),
+            post(
+                "/v1/sessions/bad/proposals",
+                &json!({"title": "t", "steps": [{"step": "a", "status": "completed", "acceptance_criteria": ["x"]}]}).to_string(),
+            ),
             422,
             "invalid_plan",
         ),
@@ -195,11 +216,24 @@ async fn bad_input_gets_the_contract_errors_and_changes_nothing() {
         (s.agent(Method::GET, "/v1/sessions/bad/decision?wait=301"), 422, "invalid_request"),
         (s.agent(Method::GET, "/v1/sessions/bad/decision?wait=abc"), 422, "invalid_request"),
         (s.agent(Method::GET, "/v1/sessions/never/decision"), 404, "not_found"),
-        (s.operator(Method::POST, &format!("/v1/approvals/{}/decision", "0".repeat(32))).json(&json!({"action": "approve", "actor": "a"})), 404, "not_found"),
+        (
+            s.operator(Method::POST, &format!("/v1/approvals/{}/decision", "0".repeat(32)))
+                .json(&json!({"action": "approve", "actor": "a"})),
+            404,
+            "not_found",
+        ),
         (s.operator(Method::POST, "/v1/approvals/zzz/decision").json(&json!({"action": "approve", "actor": "a"})), 404, "not_found"),
         (s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "approve"})), 422, "invalid_request"),
-        (s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "yolo", "actor": "a"})), 422, "invalid_request"),
-        (s.agent(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "approve", "actor": "agent"})), 403, "forbidden"),
+        (
+            s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "yolo", "actor": "a"})),
+            422,
+            "invalid_request",
+        ),
+        (
+            s.agent(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "approve", "actor": "agent"})),
+            403,
+            "forbidden",
+        ),
         (s.agent(Method::GET, "/v1/approvals"), 403, "forbidden"),
         (s.operator(Method::GET, "/v1/sessions/bad"), 403, "forbidden"),
         (s.http.get(s.url("/v1/sessions/bad")), 401, "unauthorized"),
@@ -219,7 +253,10 @@ async fn bad_input_gets_the_contract_errors_and_changes_nothing() {
     assert_eq!(other["version"], 0);
     // Decision on an already-decided approval.
     call(s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "approve", "actor": "a"}))).await;
-    let (st, e) = call(s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "revise", "feedback": "x", "actor": "b"}))).await;
+    let (st, e) = call(
+        s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "revise", "feedback": "x", "actor": "b"})),
+    )
+    .await;
     assert_eq!((st, code(&e)), (409, "stale_approval"));
     assert!(e["error"]["message"].as_str().unwrap().contains("already approved by operator:a"), "{e}");
 }
@@ -231,7 +268,9 @@ async fn thirty_two_concurrent_deciders_exactly_one_wins() {
     let id = d["approval_id"].as_str().unwrap().to_string();
     let mut tasks = Vec::new();
     for i in 0..32 {
-        let req = s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "approve", "actor": format!("op{i}")}));
+        let req = s
+            .operator(Method::POST, &format!("/v1/approvals/{id}/decision"))
+            .json(&json!({"action": "approve", "actor": format!("op{i}")}));
         tasks.push(tokio::spawn(call(req)));
     }
     let mut wins = 0;
@@ -268,7 +307,10 @@ async fn kill_9_keeps_the_pending_approval_and_a_restart_releases_waiters() {
     assert_eq!((dec["approval_id"].as_str(), dec["status"].as_str()), (Some(id.as_str()), Some("pending")));
     let waiter = tokio::spawn(call(s.agent(Method::GET, "/v1/sessions/durable/decision?wait=30")));
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    let (st, _) = call(s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "approve", "actor": "after-restart"}))).await;
+    let (st, _) = call(
+        s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "approve", "actor": "after-restart"})),
+    )
+    .await;
     assert_eq!(st, 200);
     let (st, waited) = waiter.await.unwrap();
     assert_eq!((st, waited["status"].as_str()), (200, Some("approved")));

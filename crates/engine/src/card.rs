@@ -83,7 +83,9 @@ pub fn receipt(p: &Proposal) -> Option<String> {
         }
         DecisionStatus::TimedOut => format!("⌛ Timed out v{v}{at}: not approved"),
         DecisionStatus::Cancelled => format!("✖ Cancelled v{v} by {by}{at}"),
-        DecisionStatus::Superseded => format!("↪ Superseded by v{}", p.superseded_by.map(|n| n.to_string()).unwrap_or_else(|| "a newer plan".into())),
+        DecisionStatus::Superseded => {
+            format!("↪ Superseded by v{}", p.superseded_by.map(|n| n.to_string()).unwrap_or_else(|| "a newer plan".into()))
+        }
     })
 }
 
@@ -98,7 +100,10 @@ pub fn card(proposal: &Proposal, state: Option<&State>, now: Timestamp) -> Card 
     };
     let plan = proposal.edited_plan.as_ref().unwrap_or(&proposal.plan);
     let live: &[Step] = match state {
-        Some(st) if st.session.latest_approval == Some(proposal.approval_id) && matches!(proposal.status, DecisionStatus::Approved | DecisionStatus::Edited) => {
+        Some(st)
+            if st.session.latest_approval == Some(proposal.approval_id)
+                && matches!(proposal.status, DecisionStatus::Approved | DecisionStatus::Edited) =>
+        {
             &st.session.steps
         }
         _ => &plan.steps,
@@ -115,11 +120,7 @@ pub fn card(proposal: &Proposal, state: Option<&State>, now: Timestamp) -> Card 
         }
     );
     let summary = plan.summary.as_deref().map(&mut show).filter(|s| !s.is_empty());
-    let steps = live
-        .iter()
-        .enumerate()
-        .map(|(i, s)| CardStep { number: i + 1, mark: s.status.mark(), text: show(&s.step) })
-        .collect();
+    let steps = live.iter().enumerate().map(|(i, s)| CardStep { number: i + 1, mark: s.status.mark(), text: show(&s.step) }).collect();
     let risks = plan.risks.iter().map(|s| show(s)).collect();
     let assumptions = plan.assumptions.iter().map(|s| show(s)).collect();
     let verification = plan.verification.iter().map(|s| show(s)).collect();

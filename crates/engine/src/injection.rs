@@ -70,13 +70,7 @@ pub fn rejected(p: &Proposal, who: &str, feedback: &str, rejection_count: u32) -
     } else {
         "Stay in plan mode, revise the plan to address this feedback, and propose it again.".to_string()
     };
-    format!(
-        "{}{who} requested changes to plan v{} \"{}\":\n{}\n{next}{FOOTER}",
-        header("rejected"),
-        p.version,
-        title(p),
-        quote(feedback),
-    )
+    format!("{}{who} requested changes to plan v{} \"{}\":\n{}\n{next}{FOOTER}", header("rejected"), p.version, title(p), quote(feedback),)
 }
 
 pub fn timed_out(p: &Proposal, waited_ms: i64) -> String {

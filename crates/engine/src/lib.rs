@@ -26,8 +26,7 @@ pub mod view;
 
 pub use ids::{ApprovalId, QuestionId, SessionKey, Timestamp};
 pub use machine::{
-    apply, Actor, ApprovalState, AuditEvent, Command, Ctx, DecisionStatus, Effect, Mode, Proposal, Question,
-    QuestionStatus, Refusal, Session, State, Timer, TimerKind, TimerPolicy, Transition, Verdict,
+    apply, Actor, ApprovalState, AuditEvent, Command, Ctx, DecisionStatus, Effect, Mode, Proposal, Question, QuestionStatus, Refusal,
+    Session, State, Timer, TimerKind, TimerPolicy, Transition, Verdict,
 };
 pub use plan::{Plan, PlanError, Step, StepStatus};
-

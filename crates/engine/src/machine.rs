@@ -201,9 +201,14 @@ pub enum Actor {
     Agent,
     /// A person on a chat channel: `id` is `<channel>:<user id>`, `name` how
     /// receipts show them (`telegram:@alice`).
-    Human { id: String, name: String },
+    Human {
+        id: String,
+        name: String,
+    },
     /// A holder of the operator token (CLI, scripts). `name` is what they claimed.
-    Operator { name: String },
+    Operator {
+        name: String,
+    },
     /// The timer scheduler.
     Scheduler,
 }
@@ -239,10 +244,22 @@ pub enum Verdict {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
-    Enter { reason: Option<String> },
-    UpdatePlan { steps: Vec<Step>, merge: bool, explanation: Option<String> },
-    Propose { plan: Plan, markdown: Option<String> },
-    Decide { approval_id: ApprovalId, verdict: Verdict },
+    Enter {
+        reason: Option<String>,
+    },
+    UpdatePlan {
+        steps: Vec<Step>,
+        merge: bool,
+        explanation: Option<String>,
+    },
+    Propose {
+        plan: Plan,
+        markdown: Option<String>,
+    },
+    Decide {
+        approval_id: ApprovalId,
+        verdict: Verdict,
+    },
     /// Turn plan mode off; a pending approval is cancelled.
     Off,
     /// The Cancel button / operator `cancel`: turn plan mode off, but only
@@ -251,8 +268,15 @@ pub enum Command {
     SetAuto(bool),
     RegisterSubagent(String),
     UnregisterSubagent(String),
-    Ask { question: String, options: Vec<String>, allow_freetext: bool },
-    Answer { question_id: Option<QuestionId>, answer: String },
+    Ask {
+        question: String,
+        options: Vec<String>,
+        allow_freetext: bool,
+    },
+    Answer {
+        question_id: Option<QuestionId>,
+        answer: String,
+    },
     TakeInjection,
     TimerFired(Timer),
 }
@@ -316,21 +340,37 @@ pub struct AuditEvent {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {
     /// Write the proposal's markdown document (before its cards go out).
-    WriteDocument { approval_id: ApprovalId },
+    WriteDocument {
+        approval_id: ApprovalId,
+    },
     /// Append a decision receipt to the proposal's document.
-    AppendReceipt { approval_id: ApprovalId, text: String },
+    AppendReceipt {
+        approval_id: ApprovalId,
+        text: String,
+    },
     /// Post the proposal's card (and document) to every destination.
-    PostCards { approval_id: ApprovalId },
+    PostCards {
+        approval_id: ApprovalId,
+    },
     /// Re-render every posted card of the proposal (decided, superseded, progress).
-    UpdateCards { approval_id: ApprovalId },
+    UpdateCards {
+        approval_id: ApprovalId,
+    },
     /// Remind approvers; the shell re-checks the approval is still pending.
-    Nudge { approval_id: ApprovalId, number: u8 },
+    Nudge {
+        approval_id: ApprovalId,
+        number: u8,
+    },
     Schedule(Timer),
     Cancel(Timer),
     /// The session's decision or question changed: release long-pollers.
     Wake,
-    PostQuestion { question_id: QuestionId },
-    UpdateQuestion { question_id: QuestionId },
+    PostQuestion {
+        question_id: QuestionId,
+    },
+    UpdateQuestion {
+        question_id: QuestionId,
+    },
 }
 
 /// The result of [`apply`]: the new state, records to persist beside it, the
@@ -598,10 +638,7 @@ fn propose(t: &mut Transition, actor: &Actor, plan: Plan, markdown: Option<Strin
         session.mode = Mode::Normal;
         session.approval = ApprovalState::Approved;
         t.effects.push(Effect::PostCards { approval_id });
-        t.effects.push(Effect::AppendReceipt {
-            approval_id,
-            text: format!("Approved v{version} by auto at {}", ctx.now.rfc3339()),
-        });
+        t.effects.push(Effect::AppendReceipt { approval_id, text: format!("Approved v{version} by auto at {}", ctx.now.rfc3339()) });
         t.effects.push(Effect::Wake);
         t.state.latest = Some(proposal);
         audit(t, actor, "propose", pid, format!("{title:?} ({hash})"), ctx);
@@ -610,21 +647,11 @@ fn propose(t: &mut Transition, actor: &Actor, plan: Plan, markdown: Option<Strin
     }
     session.approval = ApprovalState::Pending;
     for (i, offset) in ctx.timers.nudges_ms.iter().enumerate().take(u8::MAX as usize) {
-        let timer = Timer {
-            due: ctx.now.plus_ms(*offset),
-            session: session.key.clone(),
-            approval_id,
-            kind: TimerKind::Nudge(i as u8 + 1),
-        };
+        let timer = Timer { due: ctx.now.plus_ms(*offset), session: session.key.clone(), approval_id, kind: TimerKind::Nudge(i as u8 + 1) };
         proposal.timers.push(timer);
     }
     if let Some(timeout) = ctx.timers.timeout_ms {
-        proposal.timers.push(Timer {
-            due: ctx.now.plus_ms(timeout),
-            session: session.key.clone(),
-            approval_id,
-            kind: TimerKind::Timeout,
-        });
+        proposal.timers.push(Timer { due: ctx.now.plus_ms(timeout), session: session.key.clone(), approval_id, kind: TimerKind::Timeout });
     }
     t.effects.extend(proposal.timers.iter().cloned().map(Effect::Schedule));
     t.effects.push(Effect::PostCards { approval_id });
@@ -774,10 +801,7 @@ fn off(t: &mut Transition, actor: &Actor, ctx: &Ctx) -> Result<(), Refusal> {
 fn ask(t: &mut Transition, actor: &Actor, question: String, options: Vec<String>, allow_freetext: bool, ctx: &Ctx) -> Result<(), Refusal> {
     require_agent(actor)?;
     if let Some(q) = &t.state.session.pending_question {
-        return Err(Refusal::InvalidState(format!(
-            "question {} is still waiting for an answer; one question at a time",
-            q.question_id
-        )));
+        return Err(Refusal::InvalidState(format!("question {} is still waiting for an answer; one question at a time", q.question_id)));
     }
     let question = question.trim().to_string();
     if question.is_empty() || question.chars().count() > 2000 {
@@ -842,11 +866,7 @@ fn answer_question(t: &mut Transition, actor: &Actor, question_id: Option<Questi
 }
 
 fn timer_fired(t: &mut Transition, timer: Timer, ctx: &Ctx) {
-    let current = t
-        .state
-        .latest
-        .as_mut()
-        .filter(|p| p.approval_id == timer.approval_id && p.status == DecisionStatus::Pending);
+    let current = t.state.latest.as_mut().filter(|p| p.approval_id == timer.approval_id && p.status == DecisionStatus::Pending);
     let Some(proposal) = current else {
         // Decided, superseded or cancelled: a stale timer does nothing.
         t.changed = false;

@@ -165,11 +165,7 @@ pub fn validate_steps(steps: &[Step]) -> Result<(), PlanError> {
             return Err(PlanError::DuplicateStep { step: text.to_string() });
         }
     }
-    let in_progress: Vec<String> = steps
-        .iter()
-        .filter(|s| s.status == StepStatus::InProgress)
-        .map(|s| s.step.trim().to_string())
-        .collect();
+    let in_progress: Vec<String> = steps.iter().filter(|s| s.status == StepStatus::InProgress).map(|s| s.step.trim().to_string()).collect();
     if in_progress.len() > 1 {
         return Err(PlanError::MultipleInProgress { steps: in_progress });
     }
@@ -317,12 +313,8 @@ pub fn plan_from_markdown(markdown: &str, title: Option<&str>) -> Result<Plan, P
         steps = lines.iter().filter_map(|l| numbered_item(l)).collect();
     }
     let mut unique = HashSet::new();
-    let steps: Vec<Step> = steps
-        .into_iter()
-        .filter(|s: &String| !s.is_empty() && unique.insert(s.clone()))
-        .take(MAX_STEPS)
-        .map(Step::pending)
-        .collect();
+    let steps: Vec<Step> =
+        steps.into_iter().filter(|s: &String| !s.is_empty() && unique.insert(s.clone())).take(MAX_STEPS).map(Step::pending).collect();
 
     let start = title_index.map(|i| i + 1).unwrap_or(0);
     let summary = lines[start.min(lines.len())..]
@@ -371,11 +363,7 @@ fn numbered_item(line: &str) -> Option<String> {
 fn clean_item(text: &str) -> String {
     let text = text.trim();
     // Task-list checkboxes are presentation, not step text.
-    let text = text
-        .strip_prefix("[ ] ")
-        .or_else(|| text.strip_prefix("[x] "))
-        .or_else(|| text.strip_prefix("[X] "))
-        .unwrap_or(text);
+    let text = text.strip_prefix("[ ] ").or_else(|| text.strip_prefix("[x] ")).or_else(|| text.strip_prefix("[X] ")).unwrap_or(text);
     text.trim().to_string()
 }
 
@@ -399,12 +387,9 @@ pub fn render_markdown(plan: &Plan) -> String {
         }
         out.push('\n');
     }
-    for (heading, items) in [
-        ("Assumptions", &plan.assumptions),
-        ("Risks", &plan.risks),
-        ("Verification", &plan.verification),
-        ("References", &plan.references),
-    ] {
+    for (heading, items) in
+        [("Assumptions", &plan.assumptions), ("Risks", &plan.risks), ("Verification", &plan.verification), ("References", &plan.references)]
+    {
         if !items.is_empty() {
             out.push_str(&format!("## {heading}\n\n"));
             for item in items {

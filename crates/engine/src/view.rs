@@ -134,7 +134,9 @@ pub fn hydration(state: &State) -> Option<String> {
         (Some(p), ApprovalState::Approved | ApprovalState::Edited) => {
             format!("You are executing plan v{} \"{}\" (approval {}), approved by a human.", p.version, p.plan.title, p.approval_id)
         }
-        (Some(p), ApprovalState::Pending) => format!("Plan v{} \"{}\" is awaiting approval; you are in plan mode (read-only).", p.version, p.plan.title),
+        (Some(p), ApprovalState::Pending) => {
+            format!("Plan v{} \"{}\" is awaiting approval; you are in plan mode (read-only).", p.version, p.plan.title)
+        }
         _ if s.mode == Mode::Plan => "You are in plan mode (read-only) and have not proposed a plan yet.".to_string(),
         _ => "Your current step list:".to_string(),
     };

@@ -113,12 +113,8 @@ impl ApprovalsConfig {
                 .map(|d| d.as_millis() as u64)
                 .map_err(|e| invalid(k, format!("expected a duration like \"10m\" or \"24h\", got {v:?} ({e})")))
         };
-        let nudges_ms = self
-            .nudges
-            .iter()
-            .enumerate()
-            .map(|(i, n)| parse(format!("{key}.nudges[{i}]"), n))
-            .collect::<Result<Vec<_>, _>>()?;
+        let nudges_ms =
+            self.nudges.iter().enumerate().map(|(i, n)| parse(format!("{key}.nudges[{i}]"), n)).collect::<Result<Vec<_>, _>>()?;
         let timeout_ms = match self.timeout.trim() {
             "off" => None,
             t => Some(parse(format!("{key}.timeout"), t)?),
@@ -127,7 +123,10 @@ impl ApprovalsConfig {
             if let Some(late) = nudges_ms.iter().position(|n| *n >= timeout) {
                 return Err(invalid(
                     format!("{key}.nudges[{late}]"),
-                    format!("the nudge at {} comes at or after the timeout of {}; nudges must fall before the timeout", self.nudges[late], self.timeout),
+                    format!(
+                        "the nudge at {} comes at or after the timeout of {}; nudges must fall before the timeout",
+                        self.nudges[late], self.timeout
+                    ),
                 ));
             }
         }
@@ -185,7 +184,10 @@ impl Settings {
             tokens.push((&agent.token, format!("agents.{id}.token")));
             for d in &agent.destinations {
                 if !raw.destinations.contains_key(d) {
-                    return Err(invalid(format!("agents.{id}.destinations"), format!("names {d:?}, which is not a [destinations.{d}] section")));
+                    return Err(invalid(
+                        format!("agents.{id}.destinations"),
+                        format!("names {d:?}, which is not a [destinations.{d}] section"),
+                    ));
                 }
             }
         }
@@ -194,7 +196,10 @@ impl Settings {
                 return Err(invalid("server.bind", "a non-loopback address needs server.operator_token and at least one agent token"));
             }
             if let Some((_, key)) = tokens.iter().find(|(t, _)| DEV_TOKENS.contains(t)) {
-                return Err(invalid(key.clone(), "still has the public development value from default.toml; set a real secret before listening beyond loopback"));
+                return Err(invalid(
+                    key.clone(),
+                    "still has the public development value from default.toml; set a real secret before listening beyond loopback",
+                ));
             }
         }
         for (name, d) in &raw.destinations {
@@ -202,10 +207,18 @@ impl Settings {
                 "telegram" => raw.telegram.is_some(),
                 "slack" => raw.slack.is_some(),
                 "discord" => raw.discord.is_some(),
-                other => return Err(invalid(format!("destinations.{name}.channel"), format!("expected telegram, slack or discord, got {other:?}"))),
+                other => {
+                    return Err(invalid(
+                        format!("destinations.{name}.channel"),
+                        format!("expected telegram, slack or discord, got {other:?}"),
+                    ))
+                }
             };
             if !configured {
-                return Err(invalid(format!("destinations.{name}.channel"), format!("uses {} but there is no [{}] section", d.channel, d.channel)));
+                return Err(invalid(
+                    format!("destinations.{name}.channel"),
+                    format!("uses {} but there is no [{}] section", d.channel, d.channel),
+                ));
             }
             if d.chat.trim().is_empty() {
                 return Err(invalid(format!("destinations.{name}.chat"), "must be the chat or channel id"));
@@ -273,10 +286,8 @@ mod tests {
     use super::*;
 
     fn parse(toml: &str) -> Result<Settings, ConfigError> {
-        let raw: Config = config::Config::builder()
-            .add_source(config::File::from_str(toml, config::FileFormat::Toml))
-            .build()?
-            .try_deserialize()?;
+        let raw: Config =
+            config::Config::builder().add_source(config::File::from_str(toml, config::FileFormat::Toml)).build()?.try_deserialize()?;
         Settings::validate(raw)
     }
 

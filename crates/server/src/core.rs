@@ -13,7 +13,10 @@ use crate::config::Settings;
 use plangate_channel::{Channel, Destination, Document};
 use plangate_engine::card::{card, document_file_name, nudge_text};
 use plangate_engine::machine::describe_stale;
-use plangate_engine::{apply, Actor, ApprovalId, AuditEvent, Command, Ctx, DecisionStatus, Effect, Proposal, Refusal, SessionKey, State, Timer, Timestamp, Transition};
+use plangate_engine::{
+    apply, Actor, ApprovalId, AuditEvent, Command, Ctx, DecisionStatus, Effect, Proposal, Refusal, SessionKey, State, Timer, Timestamp,
+    Transition,
+};
 use plangate_store::{Commit, Store, StoreError};
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -117,7 +120,10 @@ impl Core {
     }
 
     /// Run a blocking store call off the async workers.
-    pub async fn blocking<T: Send + 'static>(&self, f: impl FnOnce(&dyn Store) -> Result<T, StoreError> + Send + 'static) -> Result<T, StoreError> {
+    pub async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&dyn Store) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
         let store = self.store.clone();
         tokio::task::spawn_blocking(move || f(store.as_ref()))
             .await
@@ -130,8 +136,15 @@ impl Core {
     }
 
     /// Apply one command to one session: the only way state changes.
-    pub async fn execute(self: &Arc<Self>, key: &SessionKey, actor: Actor, command: Command, meta: ExecMeta) -> Result<Executed, CoreError> {
-        let span = info_span!("transition", agent = %key.agent, session = %key.session_id, command = command.name(), actor = %actor.label());
+    pub async fn execute(
+        self: &Arc<Self>,
+        key: &SessionKey,
+        actor: Actor,
+        command: Command,
+        meta: ExecMeta,
+    ) -> Result<Executed, CoreError> {
+        let span =
+            info_span!("transition", agent = %key.agent, session = %key.session_id, command = command.name(), actor = %actor.label());
         async move {
             let _guard = self.lock_for(key).lock().await;
             let before = self.load(key).await?;
@@ -262,7 +275,12 @@ impl Core {
     }
 
     /// A question of `key`, waiting up to `wait` for its answer.
-    pub async fn wait_question(&self, key: &SessionKey, id: ApprovalId, wait: Duration) -> Result<Option<plangate_engine::Question>, StoreError> {
+    pub async fn wait_question(
+        &self,
+        key: &SessionKey,
+        id: ApprovalId,
+        wait: Duration,
+    ) -> Result<Option<plangate_engine::Question>, StoreError> {
         let mut rx = self.subscribe(key);
         let deadline = tokio::time::Instant::now() + wait;
         loop {
@@ -286,7 +304,12 @@ impl Core {
                 a.destinations
                     .iter()
                     .filter_map(|name| {
-                        raw.destinations.get(name).map(|d| Destination { name: name.clone(), channel: d.channel.clone(), chat: d.chat.clone(), style: d.style })
+                        raw.destinations.get(name).map(|d| Destination {
+                            name: name.clone(),
+                            channel: d.channel.clone(),
+                            chat: d.chat.clone(),
+                            style: d.style,
+                        })
                     })
                     .collect()
             })
@@ -421,7 +444,8 @@ impl Core {
             let Some(channel) = self.channel(&delivery.channel) else { continue };
             if let Err(e) = channel.update_card(&delivery, &view).await {
                 warn!(chat = %delivery.chat, error = %e, "card not updated");
-                self.audit(&p.session, "plangate", "card_not_updated", Some((id, p.version)), format!("{}: {e}", delivery.destination)).await;
+                self.audit(&p.session, "plangate", "card_not_updated", Some((id, p.version)), format!("{}: {e}", delivery.destination))
+                    .await;
             }
         }
     }

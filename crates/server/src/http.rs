@@ -156,7 +156,11 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
         let bytes = axum::body::Bytes::from_request(req, state).await.map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", format!("request bodies are limited to {MAX_BODY_BYTES} bytes"))
+                ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "payload_too_large",
+                    format!("request bodies are limited to {MAX_BODY_BYTES} bytes"),
+                )
             } else {
                 ApiError::invalid_request(format!("could not read the request body: {rejection}"))
             }
@@ -218,7 +222,9 @@ impl FromRequestParts<AppState> for AgentAuth {
     async fn from_request_parts(parts: &mut Parts, core: &AppState) -> Result<Self, ApiError> {
         match identify(core, &parts.headers)? {
             Caller::Agent(id) => Ok(AgentAuth(id)),
-            Caller::Operator => Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", "this endpoint needs an agent token, not the operator token")),
+            Caller::Operator => {
+                Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", "this endpoint needs an agent token, not the operator token"))
+            }
         }
     }
 }
@@ -231,7 +237,9 @@ impl FromRequestParts<AppState> for OperatorAuth {
     async fn from_request_parts(parts: &mut Parts, core: &AppState) -> Result<Self, ApiError> {
         match identify(core, &parts.headers)? {
             Caller::Operator => Ok(OperatorAuth),
-            Caller::Agent(_) => Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", "this endpoint needs the operator token; agents cannot decide")),
+            Caller::Agent(_) => {
+                Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", "this endpoint needs the operator token; agents cannot decide"))
+            }
         }
     }
 }
@@ -244,7 +252,8 @@ fn session_key(agent: String, session_id: &str) -> Result<SessionKey, ApiError> 
 }
 
 fn parse_approval_id(text: &str) -> Result<ApprovalId, ApiError> {
-    ApprovalId::parse(text).ok_or_else(|| ApiError::not_found(format!("no approval {text:?}: approval ids are 32 lowercase hex characters")))
+    ApprovalId::parse(text)
+        .ok_or_else(|| ApiError::not_found(format!("no approval {text:?}: approval ids are 32 lowercase hex characters")))
 }
 
 #[derive(Deserialize)]
@@ -287,7 +296,12 @@ struct EnterBody {
     reason: Option<String>,
 }
 
-async fn enter(State(core): State<AppState>, AgentAuth(agent): AgentAuth, Path(sid): Path<String>, ApiJson(body): ApiJson<EnterBody>) -> Result<Json<StatusView>, ApiError> {
+async fn enter(
+    State(core): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    Path(sid): Path<String>,
+    ApiJson(body): ApiJson<EnterBody>,
+) -> Result<Json<StatusView>, ApiError> {
     let key = session_key(agent, &sid)?;
     let done = core.execute(&key, Actor::Agent, Command::Enter { reason: body.reason }, ExecMeta::default()).await?;
     Ok(Json(StatusView::of(&done.transition.state)))
@@ -302,7 +316,12 @@ struct StepsBody {
     explanation: Option<String>,
 }
 
-async fn steps(State(core): State<AppState>, AgentAuth(agent): AgentAuth, Path(sid): Path<String>, ApiJson(body): ApiJson<StepsBody>) -> Result<Json<Value>, ApiError> {
+async fn steps(
+    State(core): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    Path(sid): Path<String>,
+    ApiJson(body): ApiJson<StepsBody>,
+) -> Result<Json<Value>, ApiError> {
     let key = session_key(agent, &sid)?;
     let command = Command::UpdatePlan { steps: body.steps, merge: body.merge, explanation: body.explanation };
     let done = core.execute(&key, Actor::Agent, command, ExecMeta::default()).await?;
@@ -328,7 +347,12 @@ pub fn parse_proposal(body: Value) -> Result<(Plan, Option<String>), ApiError> {
     }
 }
 
-async fn propose(State(core): State<AppState>, AgentAuth(agent): AgentAuth, Path(sid): Path<String>, ApiJson(body): ApiJson<Value>) -> Result<Response, ApiError> {
+async fn propose(
+    State(core): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    Path(sid): Path<String>,
+    ApiJson(body): ApiJson<Value>,
+) -> Result<Response, ApiError> {
     let key = session_key(agent, &sid)?;
     if !body.is_object() {
         return Err(ApiError::invalid_request("the body must be a Plan object or {\"markdown\": …}"));
@@ -370,13 +394,22 @@ struct SubagentBody {
     run_id: String,
 }
 
-async fn subagent_open(State(core): State<AppState>, AgentAuth(agent): AgentAuth, Path(sid): Path<String>, ApiJson(body): ApiJson<SubagentBody>) -> Result<StatusCode, ApiError> {
+async fn subagent_open(
+    State(core): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    Path(sid): Path<String>,
+    ApiJson(body): ApiJson<SubagentBody>,
+) -> Result<StatusCode, ApiError> {
     let key = session_key(agent, &sid)?;
     core.execute(&key, Actor::Agent, Command::RegisterSubagent(body.run_id), ExecMeta::default()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
-async fn subagent_close(State(core): State<AppState>, AgentAuth(agent): AgentAuth, Path((sid, run_id)): Path<(String, String)>) -> Result<StatusCode, ApiError> {
+async fn subagent_close(
+    State(core): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    Path((sid, run_id)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
     let key = session_key(agent, &sid)?;
     core.execute(&key, Actor::Agent, Command::UnregisterSubagent(run_id), ExecMeta::default()).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -392,7 +425,12 @@ struct AskBody {
     allow_freetext: bool,
 }
 
-async fn ask(State(core): State<AppState>, AgentAuth(agent): AgentAuth, Path(sid): Path<String>, ApiJson(body): ApiJson<AskBody>) -> Result<Response, ApiError> {
+async fn ask(
+    State(core): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    Path(sid): Path<String>,
+    ApiJson(body): ApiJson<AskBody>,
+) -> Result<Response, ApiError> {
     let key = session_key(agent, &sid)?;
     let command = Command::Ask { question: body.question, options: body.options, allow_freetext: body.allow_freetext };
     let done = core.execute(&key, Actor::Agent, command, ExecMeta::default()).await?;
@@ -422,13 +460,21 @@ async fn question(
     Ok(Json(out))
 }
 
-async fn take_injection(State(core): State<AppState>, AgentAuth(agent): AgentAuth, Path(sid): Path<String>) -> Result<Json<Value>, ApiError> {
+async fn take_injection(
+    State(core): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    Path(sid): Path<String>,
+) -> Result<Json<Value>, ApiError> {
     let key = session_key(agent, &sid)?;
     let done = core.execute(&key, Actor::Agent, Command::TakeInjection, ExecMeta::default()).await?;
     Ok(Json(json!({"injection": done.transition.taken_injection})))
 }
 
-async fn get_hydration(State(core): State<AppState>, AgentAuth(agent): AgentAuth, Path(sid): Path<String>) -> Result<Json<Value>, ApiError> {
+async fn get_hydration(
+    State(core): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    Path(sid): Path<String>,
+) -> Result<Json<Value>, ApiError> {
     let key = session_key(agent, &sid)?;
     Ok(Json(json!({"text": hydration(&core.load(&key).await?)})))
 }
@@ -442,7 +488,11 @@ struct GateBody {
     input: Value,
 }
 
-async fn gate(State(core): State<AppState>, AgentAuth(agent): AgentAuth, ApiJson(body): ApiJson<GateBody>) -> Result<Json<Value>, ApiError> {
+async fn gate(
+    State(core): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    ApiJson(body): ApiJson<GateBody>,
+) -> Result<Json<Value>, ApiError> {
     let key = session_key(agent.clone(), &body.session_id)?;
     let state = core.load(&key).await?;
     let verdict = crate::gate::check(&core.settings, &agent, &state.session, &body.tool, &body.input);
@@ -461,14 +511,23 @@ struct NamespaceBody {
     session_id: String,
 }
 
-async fn namespace_get(State(core): State<AppState>, AgentAuth(agent): AgentAuth, Path(name): Path<String>) -> Result<Json<Value>, ApiError> {
+async fn namespace_get(
+    State(core): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
     plangate_engine::namespace::validate_name(&name).map_err(|e| ApiError::invalid_request(e.to_string()))?;
     let scoped = format!("{agent}:{name}");
     let ns = core.blocking(move |s| s.namespace(&scoped)).await?;
     Ok(Json(json!({"name": name, "steps": ns.steps})))
 }
 
-async fn namespace_steps(State(core): State<AppState>, AgentAuth(agent): AgentAuth, Path(name): Path<String>, ApiJson(body): ApiJson<NamespaceBody>) -> Result<Json<Value>, ApiError> {
+async fn namespace_steps(
+    State(core): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    Path(name): Path<String>,
+    ApiJson(body): ApiJson<NamespaceBody>,
+) -> Result<Json<Value>, ApiError> {
     plangate_engine::namespace::validate_name(&name).map_err(|e| ApiError::invalid_request(e.to_string()))?;
     session_key(agent.clone(), &body.session_id)?;
     // Namespaces are per agent, and merges of one namespace are serialized
@@ -499,14 +558,19 @@ struct ApprovalsQuery {
     status: Option<String>,
 }
 
-async fn approvals(State(core): State<AppState>, _op: OperatorAuth, q: Result<Query<ApprovalsQuery>, axum::extract::rejection::QueryRejection>) -> Result<Json<Vec<ApprovalSummary>>, ApiError> {
+async fn approvals(
+    State(core): State<AppState>,
+    _op: OperatorAuth,
+    q: Result<Query<ApprovalsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Vec<ApprovalSummary>>, ApiError> {
     let q = query(q)?;
     let status = match q.status.as_deref().unwrap_or("pending") {
         "all" => None,
-        s => Some(
-            serde_json::from_value::<DecisionStatus>(json!(s))
-                .map_err(|_| ApiError::invalid_request(format!("unknown status {s:?}; use pending, approved, edited, rejected, timed_out, cancelled, superseded or all")))?,
-        ),
+        s => Some(serde_json::from_value::<DecisionStatus>(json!(s)).map_err(|_| {
+            ApiError::invalid_request(format!(
+                "unknown status {s:?}; use pending, approved, edited, rejected, timed_out, cancelled, superseded or all"
+            ))
+        })?),
     };
     let list = core.blocking(move |s| s.proposals(status)).await?;
     Ok(Json(list.iter().map(ApprovalSummary::of).collect()))
@@ -539,7 +603,12 @@ struct OperatorDecisionBody {
     actor: String,
 }
 
-async fn operator_decision(State(core): State<AppState>, _op: OperatorAuth, Path(id): Path<String>, ApiJson(body): ApiJson<OperatorDecisionBody>) -> Result<Json<DecisionView>, ApiError> {
+async fn operator_decision(
+    State(core): State<AppState>,
+    _op: OperatorAuth,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<OperatorDecisionBody>,
+) -> Result<Json<DecisionView>, ApiError> {
     let id = parse_approval_id(&id)?;
     let actor_name = body.actor.trim();
     if actor_name.is_empty() || actor_name.chars().count() > 100 || actor_name.chars().any(char::is_control) {
@@ -570,7 +639,11 @@ struct AuditParams {
     limit: Option<usize>,
 }
 
-async fn audit(State(core): State<AppState>, _op: OperatorAuth, q: Result<Query<AuditParams>, axum::extract::rejection::QueryRejection>) -> Result<Json<Value>, ApiError> {
+async fn audit(
+    State(core): State<AppState>,
+    _op: OperatorAuth,
+    q: Result<Query<AuditParams>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
     let q = query(q)?;
     let approval_id = match q.approval.as_deref() {
         Some(a) => Some(parse_approval_id(a)?),

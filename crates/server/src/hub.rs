@@ -65,7 +65,13 @@ impl Hub {
         let here: Vec<_> = raw
             .agents
             .get(agent)
-            .map(|a| a.destinations.iter().filter_map(|d| raw.destinations.get(d)).filter(|d| d.channel == ev.channel && d.chat == ev.chat).collect())
+            .map(|a| {
+                a.destinations
+                    .iter()
+                    .filter_map(|d| raw.destinations.get(d))
+                    .filter(|d| d.channel == ev.channel && d.chat == ev.chat)
+                    .collect()
+            })
             .unwrap_or_default();
         if here.is_empty() {
             return Err(format!("This chat does not receive {agent}'s plans, so they cannot be decided here."));
@@ -105,7 +111,9 @@ impl Hub {
                 self.refuse(&ev, &SessionKey::new("-", "-"), None, &format!("unknown button data {shown:?}")).await;
                 Reply::Notice("Unknown button.".to_string())
             }
-            Action::Feedback { approval_id, text } => self.decide(&ev, approval_id, Decision::Verdict(Verdict::Revise(text))).await.into_notice(),
+            Action::Feedback { approval_id, text } => {
+                self.decide(&ev, approval_id, Decision::Verdict(Verdict::Revise(text))).await.into_notice()
+            }
             Action::Edit { approval_id, steps } => self.edit(&ev, approval_id, steps).await.into_notice(),
             Action::AnswerText { question_id, text } => self.answer(&ev, Some(question_id), None, text).await.into_notice(),
         };
@@ -158,11 +166,15 @@ impl Hub {
                 Err(why) => Reply::Notice(why),
             },
             Button::Edit(id) => match self.decidable(ev, id).await {
-                Ok(p) => Reply::AskEdit { approval_id: id, version: p.version, steps: p.plan.steps.iter().map(|s| s.step.clone()).collect() },
+                Ok(p) => {
+                    Reply::AskEdit { approval_id: id, version: p.version, steps: p.plan.steps.iter().map(|s| s.step.clone()).collect() }
+                }
                 Err(why) => Reply::Notice(why),
             },
             Button::View(id) => match self.proposal(id).await {
-                Some(p) if !self.chat_agents(ev).contains(&p.session.agent) => Reply::Notice("This plan is not shared with this chat.".to_string()),
+                Some(p) if !self.chat_agents(ev).contains(&p.session.agent) => {
+                    Reply::Notice("This plan is not shared with this chat.".to_string())
+                }
                 Some(p) => Reply::Document { document: Core::document_of(&p), caption: format!("{} v{}", p.plan.title, p.version) },
                 None => Reply::Notice("This plan no longer exists.".to_string()),
             },
@@ -320,12 +332,15 @@ impl Hub {
                 Err(why) => Reply::Text(why),
             },
             PlanCommand::Accept => self.decide_command(ev, target, |_| Decision::Verdict(Verdict::Approve)).await,
-            PlanCommand::Revise(feedback) => self.decide_command(ev, target, move |_| Decision::Verdict(Verdict::Revise(feedback.clone()))).await,
-            PlanCommand::Edit(steps) => self
-                .decide_command(ev, target, move |p| {
+            PlanCommand::Revise(feedback) => {
+                self.decide_command(ev, target, move |_| Decision::Verdict(Verdict::Revise(feedback.clone()))).await
+            }
+            PlanCommand::Edit(steps) => {
+                self.decide_command(ev, target, move |p| {
                     Decision::Verdict(Verdict::Edit(Plan { steps: steps.iter().cloned().map(Step::pending).collect(), ..p.plan.clone() }))
                 })
-                .await,
+                .await
+            }
             PlanCommand::Cancel | PlanCommand::Off => {
                 let (state, _) = match self.resolve(ev, target).await {
                     Ok(found) => found,
@@ -351,7 +366,13 @@ impl Hub {
                 if !self.chat_agents(ev).contains(&key.agent) {
                     return Reply::Text(format!("Agent {} does not send its plans to this chat.", key.agent));
                 }
-                self.session_command(ev, &key, Command::Enter { reason: Some(format!("/plan on by {}", Self::who(ev))) }, "Plan mode is on: the agent is read-only until a plan is approved.").await
+                self.session_command(
+                    ev,
+                    &key,
+                    Command::Enter { reason: Some(format!("/plan on by {}", Self::who(ev))) },
+                    "Plan mode is on: the agent is read-only until a plan is approved.",
+                )
+                .await
             }
             PlanCommand::Auto(on) => match self.resolve(ev, target).await {
                 Ok((state, _)) => {

@@ -135,7 +135,10 @@ mod tests {
         append_receipt(&a, "Approved v1 by telegram:@alice").unwrap();
         assert!(fs::read_to_string(&a).unwrap().ends_with("_Approved v1 by telegram:@alice_\n"));
         // No temp files left behind.
-        let leftovers = fs::read_dir(a.parent().unwrap()).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with(".tmp")).count();
+        let leftovers = fs::read_dir(a.parent().unwrap())
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with(".tmp"))
+            .count();
         assert_eq!(leftovers, 0);
     }
 }

@@ -19,7 +19,9 @@ pub use sled_store::{SledStore, SCHEMA_VERSION};
 
 use plangate_channel::Delivery;
 use plangate_engine::namespace::Namespace;
-use plangate_engine::{ApprovalId, AuditEvent, DecisionStatus, Proposal, Question, Session, SessionKey, State, Timer, Timestamp, Transition};
+use plangate_engine::{
+    ApprovalId, AuditEvent, DecisionStatus, Proposal, Question, Session, SessionKey, State, Timer, Timestamp, Transition,
+};
 use thiserror::Error;
 
 #[derive(Debug, Error)]

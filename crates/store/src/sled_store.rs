@@ -19,7 +19,9 @@
 use crate::{AuditQuery, Commit, Store, StoreError};
 use plangate_channel::Delivery;
 use plangate_engine::namespace::Namespace;
-use plangate_engine::{ApprovalId, AuditEvent, DecisionStatus, Proposal, Question, Session, SessionKey, State, Timer, TimerKind, Timestamp};
+use plangate_engine::{
+    ApprovalId, AuditEvent, DecisionStatus, Proposal, Question, Session, SessionKey, State, Timer, TimerKind, Timestamp,
+};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use sled::transaction::{ConflictableTransactionError, TransactionError};

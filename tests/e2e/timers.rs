@@ -1,0 +1,67 @@
+//! Nudges and timeouts, persisted and fired by the real binary's scheduler.
+
+use plangate_testkit::server::ServerProcess;
+use reqwest::Method;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_plangate");
+
+async fn call(req: reqwest::RequestBuilder) -> (u16, Value) {
+    ServerProcess::send(req).await
+}
+
+async fn propose(s: &ServerProcess, session: &str) -> String {
+    call(s.agent(Method::POST, &format!("/v1/sessions/{session}/enter"))).await;
+    let (st, d) = call(s.agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&json!({"title": "Timed", "steps": [{"step": "x"}]}))).await;
+    assert_eq!(st, 201, "{d}");
+    d["approval_id"].as_str().unwrap().to_string()
+}
+
+async fn audit_actions(s: &ServerProcess, session: &str) -> Vec<String> {
+    let (_, audit) = call(s.operator(Method::GET, &format!("/v1/audit?session={session}"))).await;
+    audit.as_array().unwrap().iter().map(|e| e["action"].as_str().unwrap().to_string()).collect()
+}
+
+#[tokio::test]
+async fn a_waiting_plan_is_nudged_then_times_out_fail_closed() {
+    let s = ServerProcess::start(BIN, "[approvals]\nnudges = [\"1s\"]\ntimeout = \"2s\"\n").await;
+    let id = propose(&s, "t1").await;
+    let started = Instant::now();
+    // The long-poll is released by the timeout itself.
+    let (st, d) = call(s.agent(Method::GET, "/v1/sessions/t1/decision?wait=20")).await;
+    assert_eq!(st, 200);
+    assert_eq!((d["approval_id"].as_str(), d["status"].as_str()), (Some(id.as_str()), Some("timed_out")));
+    assert!(started.elapsed() < Duration::from_secs(10), "timed out late: {:?}", started.elapsed());
+    assert!(d["injection"].as_str().unwrap().starts_with("[PLAN_DECISION]: timed_out"));
+    let actions = audit_actions(&s, "t1").await;
+    assert!(actions.contains(&"nudge".to_string()) && actions.contains(&"timeout".to_string()), "{actions:?}");
+    // Fail closed: the session stays in plan mode and the gate stays shut.
+    let (_, status) = call(s.agent(Method::GET, "/v1/sessions/t1")).await;
+    assert_eq!((status["mode"].as_str(), status["approval"].as_str()), (Some("plan"), Some("timed_out")));
+    let (_, g) = call(s.agent(Method::POST, "/v1/gate").json(&json!({"session_id": "t1", "tool": "Write", "input": {}}))).await;
+    assert_eq!(g["decision"], "deny");
+    // A late decision on the timed-out approval is refused.
+    let (st, e) = call(s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "approve", "actor": "late"}))).await;
+    assert_eq!((st, e["error"]["code"].as_str()), (409, Some("stale_approval")));
+}
+
+#[tokio::test]
+async fn decided_plans_are_never_nudged_and_timers_survive_restart() {
+    let mut s = ServerProcess::start(BIN, "[approvals]\nnudges = [\"1s\", \"2s\"]\ntimeout = \"3s\"\n").await;
+    // Decided at once: its timers are cancelled in the same transaction.
+    let id = propose(&s, "decided").await;
+    call(s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "approve", "actor": "a"}))).await;
+    // Pending across a kill -9: the timeout still fires after the restart,
+    // and the two missed nudges collapse into one.
+    propose(&s, "pending").await;
+    s.kill9().await;
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    s.restart().await;
+    let (_, d) = call(s.agent(Method::GET, "/v1/sessions/pending/decision?wait=10")).await;
+    assert_eq!(d["status"], "timed_out");
+    let pending = audit_actions(&s, "pending").await;
+    assert_eq!(pending.iter().filter(|a| *a == "nudge").count(), 1, "{pending:?}");
+    let decided = audit_actions(&s, "decided").await;
+    assert!(!decided.iter().any(|a| a == "nudge" || a == "timeout"), "{decided:?}");
+}

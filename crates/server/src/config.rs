@@ -158,6 +158,13 @@ impl Settings {
         Settings::validate(raw)
     }
 
+    /// Parse and validate a TOML text (tests, `config check` of snippets).
+    pub fn from_toml(toml: &str) -> Result<Settings, ConfigError> {
+        let raw: Config =
+            config::Config::builder().add_source(config::File::from_str(toml, config::FileFormat::Toml)).build()?.try_deserialize()?;
+        Settings::validate(raw)
+    }
+
     pub fn validate(raw: Config) -> Result<Settings, ConfigError> {
         let bind: SocketAddr = raw
             .server
@@ -286,9 +293,7 @@ mod tests {
     use super::*;
 
     fn parse(toml: &str) -> Result<Settings, ConfigError> {
-        let raw: Config =
-            config::Config::builder().add_source(config::File::from_str(toml, config::FileFormat::Toml)).build()?.try_deserialize()?;
-        Settings::validate(raw)
+        Settings::from_toml(toml)
     }
 
     #[test]

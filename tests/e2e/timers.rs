@@ -13,7 +13,10 @@ async fn call(req: reqwest::RequestBuilder) -> (u16, Value) {
 
 async fn propose(s: &ServerProcess, session: &str) -> String {
     call(s.agent(Method::POST, &format!("/v1/sessions/{session}/enter"))).await;
-    let (st, d) = call(s.agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&json!({"title": "Timed", "steps": [{"step": "x"}]}))).await;
+    let (st, d) = call(
+        s.agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&json!({"title": "Timed", "steps": [{"step": "x"}]})),
+    )
+    .await;
     assert_eq!(st, 201, "{d}");
     d["approval_id"].as_str().unwrap().to_string()
 }
@@ -42,7 +45,8 @@ async fn a_waiting_plan_is_nudged_then_times_out_fail_closed() {
     let (_, g) = call(s.agent(Method::POST, "/v1/gate").json(&json!({"session_id": "t1", "tool": "Write", "input": {}}))).await;
     assert_eq!(g["decision"], "deny");
     // A late decision on the timed-out approval is refused.
-    let (st, e) = call(s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "approve", "actor": "late"}))).await;
+    let (st, e) =
+        call(s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "approve", "actor": "late"}))).await;
     assert_eq!((st, e["error"]["code"].as_str()), (409, Some("stale_approval")));
 }
 

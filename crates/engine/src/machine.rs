@@ -458,7 +458,12 @@ pub fn apply(state: &State, actor: &Actor, command: Command, ctx: &Ctx) -> Resul
             t.taken_injection = t.state.session.injection.take();
             t.changed = t.taken_injection.is_some();
         }
-        Command::TimerFired(timer) => timer_fired(&mut t, timer, ctx),
+        Command::TimerFired(timer) => {
+            if !matches!(actor, Actor::Scheduler) {
+                return Err(Refusal::Forbidden("only the scheduler fires timers".to_string()));
+            }
+            timer_fired(&mut t, timer, ctx)
+        }
     }
     if t.changed {
         t.state.session.updated_at = ctx.now;
@@ -514,6 +519,9 @@ fn enter(t: &mut Transition, actor: &Actor, reason: Option<String>, ctx: &Ctx) -
     session.mode = Mode::Plan;
     session.approval = ApprovalState::None;
     session.rejection_count = 0;
+    // A new planning round: an untaken injection about the previous plan
+    // ("approved, plan mode is off") would now be false.
+    session.injection = None;
     let detail = reason.map(|r| crate::text::sanitize_for_injection(&r)).unwrap_or_default();
     audit(t, actor, "enter", None, detail, ctx);
     Ok(())
@@ -642,7 +650,10 @@ fn propose(t: &mut Transition, actor: &Actor, plan: Plan, markdown: Option<Strin
         t.effects.push(Effect::Wake);
         t.state.latest = Some(proposal);
         audit(t, actor, "propose", pid, format!("{title:?} ({hash})"), ctx);
-        audit(t, &Actor::Operator { name: "auto".into() }, "approve", pid, "auto mode".to_string(), ctx);
+        audit(t, actor, "approve", pid, "auto mode: approved without a human decision".to_string(), ctx);
+        if let Some(last) = t.audit.last_mut() {
+            last.actor = "auto".to_string();
+        }
         return Ok(());
     }
     session.approval = ApprovalState::Pending;
@@ -778,6 +789,9 @@ fn off(t: &mut Transition, actor: &Actor, ctx: &Ctx) -> Result<(), Refusal> {
     let session = &mut t.state.session;
     session.mode = Mode::Normal;
     session.approval = ApprovalState::None;
+    // Nothing was approved: the steps must not survive into normal mode,
+    // where hydration would present them as work to do.
+    session.steps.clear();
     match t.state.latest.as_mut().filter(|p| p.status == DecisionStatus::Pending) {
         Some(proposal) => {
             proposal.status = DecisionStatus::Cancelled;
@@ -866,9 +880,9 @@ fn answer_question(t: &mut Transition, actor: &Actor, question_id: Option<Questi
 }
 
 fn timer_fired(t: &mut Transition, timer: Timer, ctx: &Ctx) {
-    let current = t.state.latest.as_mut().filter(|p| p.approval_id == timer.approval_id && p.status == DecisionStatus::Pending);
+    let current = t.state.latest.as_mut().filter(|p| p.approval_id == timer.approval_id && p.status == DecisionStatus::Pending && p.timers.contains(&timer));
     let Some(proposal) = current else {
-        // Decided, superseded or cancelled: a stale timer does nothing.
+        // Decided, superseded, cancelled, or already fired: a stale timer does nothing.
         t.changed = false;
         return;
     };

@@ -43,7 +43,7 @@ impl StatusView {
             mode: s.mode,
             approval: s.approval,
             approval_id: state.latest.as_ref().map(|p| p.approval_id.to_string()),
-            title: state.latest.as_ref().map(|p| p.plan.title.clone()),
+            title: state.latest.as_ref().map(|p| p.edited_plan.as_ref().unwrap_or(&p.plan).title.clone()),
             version: s.version,
             rejection_count: s.rejection_count,
             auto_approve: s.auto_approve,
@@ -134,6 +134,14 @@ pub fn hydration(state: &State) -> Option<String> {
         (Some(p), ApprovalState::Approved | ApprovalState::Edited) => {
             format!("You are executing plan v{} \"{}\" (approval {}), approved by a human.", p.version, p.plan.title, p.approval_id)
         }
+        (Some(p), ApprovalState::Rejected) => format!(
+            "Changes were requested to plan v{} \"{}\"; you are in plan mode (read-only): revise it and propose again.",
+            p.version, p.plan.title
+        ),
+        (Some(p), ApprovalState::TimedOut) => format!(
+            "Plan v{} \"{}\" timed out without approval; you are in plan mode (read-only): do not execute it.",
+            p.version, p.plan.title
+        ),
         (Some(p), ApprovalState::Pending) => {
             format!("Plan v{} \"{}\" is awaiting approval; you are in plan mode (read-only).", p.version, p.plan.title)
         }

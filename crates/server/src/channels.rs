@@ -1,14 +1,57 @@
 //! Starting the configured chat adapters and plugging them into the core.
+//!
+//! Each adapter gets its own config section (deserialized by the adapter's
+//! own type, so unknown keys fail at start with the adapter's message), the
+//! hub as its inbound handler, and the shutdown signal. Its outbound half is
+//! registered with the core; its HTTP routes (webhooks, signed interaction
+//! endpoints) are merged into plangate's axum router.
 
 use crate::core::Core;
 use crate::hub::Hub;
+use anyhow::{Context, Result};
 use axum::Router;
-use plangate_channel::Shutdown;
+use plangate_channel::{Adapter, InboundHandler, Shutdown};
 use std::sync::Arc;
+use tokio::task::JoinHandle;
 
-/// Start every adapter whose section is configured; register its outbound
-/// half with the core and mount its HTTP routes (webhooks) on `app`.
-pub async fn start_all(core: &Arc<Core>, hub: Arc<Hub>, _shutdown: Shutdown, app: Router) -> anyhow::Result<Router> {
-    let _ = (core, hub);
-    Ok(app)
+/// Background transports to await on shutdown.
+pub struct Running {
+    pub tasks: Vec<JoinHandle<()>>,
+}
+
+impl Running {
+    pub async fn stop(self) {
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+}
+
+fn section<T: serde::de::DeserializeOwned>(value: &serde_json::Value, name: &str) -> Result<T> {
+    serde_json::from_value(value.clone()).with_context(|| format!("invalid [{name}] section"))
+}
+
+/// Start every adapter whose section is configured.
+pub async fn start_all(core: &Arc<Core>, hub: Arc<Hub>, shutdown: Shutdown, mut app: Router) -> Result<(Router, Running)> {
+    let raw = core.settings.raw.clone();
+    let mut adapters: Vec<(&'static str, Adapter)> = Vec::new();
+    let handler: Arc<dyn InboundHandler> = hub.clone();
+    if let Some(value) = &raw.telegram {
+        let config: plangate_telegram::TelegramConfig = section(value, "telegram")?;
+        let adapter = plangate_telegram::start(config, handler.clone(), shutdown.clone()).await.context("cannot start the Telegram adapter")?;
+        adapters.push(("telegram", adapter));
+    }
+    let mut tasks = Vec::new();
+    for (name, adapter) in adapters {
+        tracing::info!(channel = name, "channel started");
+        core.register_channel(adapter.channel.clone());
+        if let Some(team) = adapter.expected_team {
+            hub.expect_team(name, team);
+        }
+        if let Some(routes) = adapter.routes {
+            app = app.merge(routes);
+        }
+        tasks.extend(adapter.task);
+    }
+    Ok((app, Running { tasks }))
 }

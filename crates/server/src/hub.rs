@@ -20,8 +20,9 @@ use tracing::Instrument;
 
 pub struct Hub {
     core: Arc<Core>,
-    /// Per channel: the only workspace/guild whose users may act.
-    expected_teams: HashMap<String, String>,
+    /// Per channel: the only workspace/guild whose users may act. Filled
+    /// as adapters start, which is after the hub is handed to them.
+    expected_teams: std::sync::RwLock<HashMap<String, String>>,
 }
 
 /// A refusal to show the user.
@@ -29,11 +30,11 @@ type Refused = String;
 
 impl Hub {
     pub fn new(core: Arc<Core>) -> Hub {
-        Hub { core, expected_teams: HashMap::new() }
+        Hub { core, expected_teams: std::sync::RwLock::new(HashMap::new()) }
     }
 
-    pub fn expect_team(&mut self, channel: &str, team: String) {
-        self.expected_teams.insert(channel.to_string(), team);
+    pub fn expect_team(&self, channel: &str, team: String) {
+        self.expected_teams.write().unwrap_or_else(|e| e.into_inner()).insert(channel.to_string(), team);
     }
 
     fn who(ev: &Inbound) -> String {
@@ -94,8 +95,9 @@ impl Hub {
                 return Reply::None;
             }
         }
-        if let Some(team) = self.expected_teams.get(ev.channel) {
-            if ev.user.team.as_ref() != Some(team) {
+        let expected = self.expected_teams.read().unwrap_or_else(|e| e.into_inner()).get(ev.channel).cloned();
+        if let Some(team) = expected {
+            if ev.user.team.as_ref() != Some(&team) {
                 let key = SessionKey::new("-", "-");
                 self.refuse(&ev, &key, None, &format!("foreign team {:?}", ev.user.team)).await;
                 self.mark_seen(&ev).await;

@@ -222,7 +222,7 @@ async fn serve(config: Option<PathBuf>) -> Result<()> {
     let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
     let hub = Arc::new(Hub::new(core.clone()));
     let app = plangate_server::http::router(core.clone());
-    let app = plangate_server::channels::start_all(&core, hub, shutdown_rx.clone(), app).await?;
+    let (app, channels) = plangate_server::channels::start_all(&core, hub, shutdown_rx.clone(), app).await?;
     let scheduler = tokio::spawn(plangate_server::scheduler::run(core.clone(), shutdown_rx.clone()));
 
     let listener = tokio::net::TcpListener::bind(settings.bind).await.with_context(|| format!("cannot listen on {}", settings.bind))?;
@@ -233,6 +233,7 @@ async fn serve(config: Option<PathBuf>) -> Result<()> {
     tracing::info!("shutting down: in-flight transitions have committed");
     let _ = shutdown_tx.send(true);
     let _ = scheduler.await;
+    channels.stop().await;
     core.drain().await;
     core.store.flush()?;
     Ok(())

@@ -127,7 +127,7 @@ async fn fixture() -> Fixture {
     let core = Core::new(Arc::new(settings), Arc::new(store));
     let chan = Arc::new(Recorder::default());
     core.register_channel(chan.clone());
-    let mut hub = Hub::new(core.clone());
+    let hub = Hub::new(core.clone());
     hub.expect_team("slack", "T1".into());
     Fixture { hub, core, chan, _dir: dir }
 }

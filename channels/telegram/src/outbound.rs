@@ -1,0 +1,284 @@
+//! The outbound half: [`Channel`] for Telegram, and the few sends the
+//! inbound side needs (prompts, toasts), all through one rate limiter.
+
+use crate::render::{self, CAPTION_LIMIT, TEXT_LIMIT};
+use async_trait::async_trait;
+use plangate_channel::{send_with_retry, Channel, ChannelError, Delivery, Destination, Document, RateLimiter, RetryPolicy, Style};
+use plangate_engine::card::Card;
+use plangate_engine::Question;
+use std::time::Duration;
+use teloxide::payloads::{AnswerCallbackQuerySetters, EditMessageTextSetters, SendDocumentSetters, SendMessageSetters};
+use teloxide::prelude::Requester;
+use teloxide::types::{
+    CallbackQueryId, ChatId, InlineKeyboardMarkup, InputFile, LinkPreviewOptions, Message, MessageId, ParseMode, Recipient, ReplyMarkup,
+    ReplyParameters,
+};
+use teloxide::{Bot, RequestError};
+use tracing::Instrument;
+
+pub(crate) const PLATFORM: &str = "telegram";
+
+/// Telegram's side of the [`Channel`] contract. Cheap to share: the server
+/// holds it as `Arc<dyn Channel>`, the inbound side sends replies through it.
+pub struct TelegramChannel {
+    bot: Bot,
+    limiter: RateLimiter,
+    policy: RetryPolicy,
+    /// Scrubbed from every error message, in case one ever carries it.
+    token: String,
+}
+
+/// Map teloxide's errors onto the contract: 429 → `RateLimited` (retried by
+/// `send_with_retry` after `retry_after`), network trouble and non-API
+/// answers (a proxy's HTML 502) → `Transport` (retried), refusals → `Api`.
+pub(crate) fn map_error(error: RequestError, token: &str) -> ChannelError {
+    let scrub = |s: String| {
+        if token.is_empty() {
+            s
+        } else {
+            s.replace(token, "<token>")
+        }
+    };
+    match error {
+        RequestError::RetryAfter(after) => ChannelError::RateLimited { platform: PLATFORM, retry_after: after.duration() },
+        RequestError::Network(e) => ChannelError::Transport { platform: PLATFORM, message: scrub(e.to_string()) },
+        RequestError::Io(e) => ChannelError::Transport { platform: PLATFORM, message: scrub(e.to_string()) },
+        RequestError::InvalidJson { .. } => {
+            ChannelError::Transport { platform: PLATFORM, message: "the Bot API answered something that is not a Bot API response".into() }
+        }
+        RequestError::MigrateToChatId(id) => {
+            ChannelError::Api { platform: PLATFORM, message: format!("the group became a supergroup: use chat id {id} in the destination") }
+        }
+        RequestError::Api(e) => ChannelError::Api { platform: PLATFORM, message: scrub(e.to_string()) },
+    }
+}
+
+/// An edit that changes nothing is what we wanted anyway.
+fn is_not_modified(error: &ChannelError) -> bool {
+    matches!(error, ChannelError::Api { message, .. } if message.contains("message is not modified"))
+}
+
+fn not_modified_ok(result: Result<(), ChannelError>) -> Result<(), ChannelError> {
+    match result {
+        Err(e) if is_not_modified(&e) => Ok(()),
+        other => other,
+    }
+}
+
+/// `-1001234567890` or `@channelname`.
+pub(crate) fn recipient(chat: &str) -> Result<Recipient, ChannelError> {
+    let chat = chat.trim();
+    if let Ok(id) = chat.parse::<i64>() {
+        return Ok(Recipient::Id(ChatId(id)));
+    }
+    if chat.len() > 1 && chat.starts_with('@') {
+        return Ok(Recipient::ChannelUsername(chat.to_string()));
+    }
+    Err(ChannelError::Api {
+        platform: PLATFORM,
+        message: format!("{chat:?} is not a Telegram chat id (a number such as -1001234567890, or @channel)"),
+    })
+}
+
+pub(crate) fn message_id(id: &str) -> Result<MessageId, ChannelError> {
+    id.trim()
+        .parse::<i32>()
+        .map(MessageId)
+        .map_err(|_| ChannelError::Api { platform: PLATFORM, message: format!("{id:?} is not a Telegram message id") })
+}
+
+fn reply_to(id: MessageId) -> ReplyParameters {
+    // A deleted card must not make the reminder or document fail.
+    ReplyParameters::new(id).allow_sending_without_reply()
+}
+
+fn no_preview() -> LinkPreviewOptions {
+    LinkPreviewOptions { is_disabled: true, url: None, prefer_small_media: false, prefer_large_media: false, show_above_text: false }
+}
+
+impl TelegramChannel {
+    pub(crate) fn new(bot: Bot, token: String, per_chat_per_second: u32, global_per_second: u32) -> TelegramChannel {
+        let second = Duration::from_secs(1);
+        TelegramChannel {
+            bot,
+            limiter: RateLimiter::new((per_chat_per_second as usize, second), (global_per_second as usize, second)),
+            policy: RetryPolicy::default(),
+            token,
+        }
+    }
+
+    fn err(&self, e: RequestError) -> ChannelError {
+        map_error(e, &self.token)
+    }
+
+    /// `sendMessage` in HTML parse mode, rate limited and retried.
+    pub(crate) async fn send_html(
+        &self,
+        chat: &str,
+        html: String,
+        reply: Option<MessageId>,
+        markup: Option<ReplyMarkup>,
+    ) -> Result<Message, ChannelError> {
+        let to = recipient(chat)?;
+        let span = tracing::info_span!("telegram.send", method = "sendMessage", chat, reply_to = reply.map(|m| m.0));
+        send_with_retry(&self.limiter, chat, self.policy, || {
+            let mut request =
+                self.bot.send_message(to.clone(), html.clone()).parse_mode(ParseMode::Html).link_preview_options(no_preview());
+            if let Some(id) = reply {
+                request = request.reply_parameters(reply_to(id));
+            }
+            if let Some(markup) = markup.clone() {
+                request = request.reply_markup(markup);
+            }
+            async move { request.await.map_err(|e| self.err(e)) }
+        })
+        .instrument(span)
+        .await
+    }
+
+    /// `sendDocument` (multipart), optionally as a reply, with a caption.
+    pub(crate) async fn send_file(
+        &self,
+        chat: &str,
+        reply: Option<MessageId>,
+        document: &Document,
+        caption: Option<&str>,
+    ) -> Result<Message, ChannelError> {
+        let to = recipient(chat)?;
+        let caption = caption.map(|c| render::text_html(c, CAPTION_LIMIT));
+        let span =
+            tracing::info_span!("telegram.send", method = "sendDocument", chat, file = %document.file_name, bytes = document.text.len());
+        send_with_retry(&self.limiter, chat, self.policy, || {
+            let file = InputFile::memory(document.text.clone().into_bytes()).file_name(document.file_name.clone());
+            let mut request = self.bot.send_document(to.clone(), file);
+            if let Some(id) = reply {
+                request = request.reply_parameters(reply_to(id));
+            }
+            if let Some(caption) = caption.clone() {
+                request = request.caption(caption).parse_mode(ParseMode::Html);
+            }
+            async move { request.await.map_err(|e| self.err(e)) }
+        })
+        .instrument(span)
+        .await
+    }
+
+    /// `editMessageText`; `markup` replaces the keyboard (empty removes it).
+    pub(crate) async fn edit_html(
+        &self,
+        chat: &str,
+        message: &str,
+        html: String,
+        markup: InlineKeyboardMarkup,
+    ) -> Result<(), ChannelError> {
+        let to = recipient(chat)?;
+        let id = message_id(message)?;
+        let span = tracing::info_span!("telegram.send", method = "editMessageText", chat, message_id = id.0);
+        let result = send_with_retry(&self.limiter, chat, self.policy, || {
+            let request = self
+                .bot
+                .edit_message_text(to.clone(), id, html.clone())
+                .parse_mode(ParseMode::Html)
+                .link_preview_options(no_preview())
+                .reply_markup(markup.clone());
+            async move { request.await.map(|_| ()).map_err(|e| self.err(e)) }
+        })
+        .instrument(span)
+        .await;
+        not_modified_ok(result)
+    }
+
+    /// Answer a callback query (stops the client's spinner). Not rate
+    /// limited: it is not a chat message, and Telegram wants it fast.
+    pub(crate) async fn answer_callback(&self, id: CallbackQueryId, text: Option<String>) -> Result<(), ChannelError> {
+        let span = tracing::info_span!("telegram.send", method = "answerCallbackQuery", toast = text.is_some());
+        async {
+            let mut request = self.bot.answer_callback_query(id);
+            if let Some(text) = text {
+                request = request.text(render::toast(&text));
+            }
+            request.await.map(|_| ()).map_err(|e| self.err(e))
+        }
+        .instrument(span)
+        .await
+    }
+}
+
+#[async_trait]
+impl Channel for TelegramChannel {
+    fn name(&self) -> &'static str {
+        PLATFORM
+    }
+
+    /// The card (HTML, buttons or commands), then the whole plan as a
+    /// document replying to it. A failed document is logged, not returned:
+    /// the card is out and its delivery must be kept so it can be edited.
+    async fn post_card(&self, destination: &Destination, card: &Card, document: &Document) -> Result<Delivery, ChannelError> {
+        let html = render::card_html(card, destination.style);
+        let markup =
+            (destination.style == Style::Buttons && card.is_open()).then(|| ReplyMarkup::from(render::card_keyboard(card.approval_id)));
+        let message = self.send_html(&destination.chat, html, None, markup).await?;
+        if let Err(error) = self.send_file(&destination.chat, Some(message.id), document, None).await {
+            tracing::warn!(chat = %destination.chat, %error, "the plan document could not be attached to the card");
+        }
+        Ok(Delivery {
+            destination: destination.name.clone(),
+            channel: PLATFORM.to_string(),
+            chat: destination.chat.clone(),
+            message_id: message.id.0.to_string(),
+            thread: None,
+            style: destination.style,
+        })
+    }
+
+    /// Edit in place. An open card keeps its buttons (live refresh); a
+    /// decided one shows its receipt and loses them.
+    async fn update_card(&self, delivery: &Delivery, card: &Card) -> Result<(), ChannelError> {
+        let html = render::card_html(card, delivery.style);
+        let markup = if delivery.style == Style::Buttons && card.is_open() {
+            render::card_keyboard(card.approval_id)
+        } else {
+            InlineKeyboardMarkup::default()
+        };
+        self.edit_html(&delivery.chat, &delivery.message_id, html, markup).await
+    }
+
+    async fn send_nudge(&self, delivery: &Delivery, card: &Card, text: &str) -> Result<(), ChannelError> {
+        let card_message = message_id(&delivery.message_id)?;
+        let html = render::nudge_html(text, card, delivery.style);
+        let markup =
+            (delivery.style == Style::Buttons && card.is_open()).then(|| ReplyMarkup::from(render::card_keyboard(card.approval_id)));
+        self.send_html(&delivery.chat, html, Some(card_message), markup).await.map(|_| ())
+    }
+
+    async fn send_document(&self, chat: &str, reply_to: Option<&str>, document: &Document) -> Result<(), ChannelError> {
+        let reply = reply_to.map(message_id).transpose()?;
+        self.send_file(chat, reply, document, None).await.map(|_| ())
+    }
+
+    async fn send_text(&self, chat: &str, text: &str) -> Result<(), ChannelError> {
+        self.send_html(chat, render::text_html(text, TEXT_LIMIT), None, None).await.map(|_| ())
+    }
+
+    async fn post_question(&self, destination: &Destination, question: &Question) -> Result<Delivery, ChannelError> {
+        if question.options.len() > 10 {
+            tracing::warn!(options = question.options.len(), "only the first 10 options get buttons (the codec's single digit)");
+        }
+        let html = render::question_html(question, destination.style);
+        let markup = (destination.style == Style::Buttons).then(|| ReplyMarkup::from(render::question_keyboard(question)));
+        let message = self.send_html(&destination.chat, html, None, markup).await?;
+        Ok(Delivery {
+            destination: destination.name.clone(),
+            channel: PLATFORM.to_string(),
+            chat: destination.chat.clone(),
+            message_id: message.id.0.to_string(),
+            thread: None,
+            style: destination.style,
+        })
+    }
+
+    async fn update_question(&self, delivery: &Delivery, question: &Question) -> Result<(), ChannelError> {
+        let html = render::question_html(question, delivery.style);
+        self.edit_html(&delivery.chat, &delivery.message_id, html, InlineKeyboardMarkup::default()).await
+    }
+}

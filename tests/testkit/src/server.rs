@@ -28,6 +28,13 @@ impl ServerProcess {
     /// Start `bin` with a config made of the harness basics followed by `extra`
     /// (more TOML: destinations, channel sections, approval timers…).
     pub async fn start(bin: &str, extra: &str) -> ServerProcess {
+        ServerProcess::start_with(bin, &[], extra).await
+    }
+
+    /// Like [`start`](Self::start), with agent `demo` sending its cards to
+    /// `destinations` (sections that `extra` defines).
+    pub async fn start_with(bin: &str, destinations: &[&str], extra: &str) -> ServerProcess {
+        let destinations = serde_json::to_string(destinations).expect("names");
         let data_dir = tempfile::tempdir().expect("temp dir");
         let config_path = data_dir.path().join("test-config.toml");
         let config = format!(
@@ -39,6 +46,7 @@ operator_token = "{OPERATOR_TOKEN}"
 
 [agents.demo]
 token = "{AGENT_TOKEN}"
+destinations = {destinations}
 
 [agents.other]
 token = "{OTHER_AGENT_TOKEN}"

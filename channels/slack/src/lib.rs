@@ -1,1 +1,125 @@
-//! plangate's slack adapter (in progress).
+//! plangate's Slack adapter.
+//!
+//! It does two things and nothing else (see `plangate-channel`):
+//!
+//! * **Outbound** ([`SlackChannel`]): renders the engine's [`Card`] as a Block
+//!   Kit message (header, context, summary, numbered steps, risks,
+//!   assumptions, verification, hidden-character warning, and the buttons
+//!   Approve · Request changes · Cancel · View plan · Edit, or the `/plan`
+//!   commands for text-style destinations), uploads the plan document into the
+//!   card's thread with the external upload flow
+//!   (`files.getUploadURLExternal` → upload → `files.completeUploadExternal`),
+//!   edits the card into its receipt, nudges in the thread, and posts agent
+//!   questions with one button per option.
+//! * **Inbound**: turns `block_actions`, `view_submission` of its own modals
+//!   and the `/plan` slash command into one [`Inbound`] each, calls the
+//!   server's [`InboundHandler`], and renders the [`Reply`] the Slack way:
+//!   ephemeral messages, modals (`views.open`), a confirm button, a document.
+//!
+//! **Transports.** Socket Mode (the default: `apps.connections.open` with the
+//! app-level token, then a websocket; no public URL needed) or signed HTTP
+//! (`transport = "http"`): [`Adapter::routes`] then carries
+//! `POST /slack/interactivity` and `POST /slack/commands`, which verify
+//! `X-Slack-Signature` (HMAC-SHA256 with the signing secret, constant-time) and
+//! a ±300 s `X-Slack-Request-Timestamp` *before* anything is parsed.
+//!
+//! **Limits handled.** Slack wants an ack within 3 s, so the handler always
+//! runs after the ack (spawned) and answers through `response_url`,
+//! `chat.postEphemeral` or `views.open`. Duplicates (Slack retries, replays,
+//! double clicks) carry the same idempotency key (`slack:action:<action_ts>`,
+//! `slack:command:<trigger_id>`, `slack:view:<view id>:<hash>`) and are dropped
+//! in-process; the server dedupes them durably too. Sections are split at 3,000
+//! characters and a card never exceeds 50 blocks (cut with "… full plan in the
+//! attached document"); button texts stay under 75 characters. Every
+//! agent-written string is mrkdwn-escaped (`& < >`), which also neutralizes
+//! `<!channel>`, `<!here>` and `<@U…>` mentions. Outbound messages go through the
+//! shared [`RateLimiter`] (1/s per channel, 20/s overall by default) and a 429's
+//! `Retry-After` is honoured.
+//!
+//! **Architecture invariant:** this crate depends on the channel contract and
+//! the engine only; business rules (who may approve, which session a command
+//! targets) are the server's.
+//!
+//! [`Card`]: plangate_engine::card::Card
+//! [`Inbound`]: plangate_channel::Inbound
+//! [`InboundHandler`]: plangate_channel::InboundHandler
+//! [`Reply`]: plangate_channel::Reply
+//! [`Adapter::routes`]: plangate_channel::Adapter::routes
+//! [`RateLimiter`]: plangate_channel::RateLimiter
+
+mod config;
+mod http;
+mod inbound;
+mod outbound;
+pub mod render;
+mod socket;
+pub mod verify;
+
+pub use config::{SlackConfig, Transport, DEFAULT_API_URL};
+pub use outbound::SlackChannel;
+pub use verify::{Clock, Verifier};
+
+use plangate_channel::{Adapter, InboundHandler, Shutdown};
+use std::sync::Arc;
+use thiserror::Error;
+
+/// Why the adapter could not start.
+#[derive(Debug, Error)]
+pub enum SlackError {
+    /// A `[slack]` key is missing or invalid.
+    #[error("invalid setting {key}: expected {expected}")]
+    Config { key: &'static str, expected: &'static str },
+    /// The HTTPS connector could not load the system's root certificates.
+    #[error("cannot load TLS root certificates: {0}")]
+    Tls(String),
+    /// Socket Mode could not be set up.
+    #[error("Slack Socket Mode: {0}")]
+    Socket(String),
+}
+
+/// Knobs tests need and deployments do not.
+#[derive(Clone)]
+pub struct StartOptions {
+    /// Wall clock (Unix seconds) for the signed-request timestamp window.
+    pub clock: Clock,
+}
+
+impl Default for StartOptions {
+    fn default() -> Self {
+        StartOptions { clock: verify::system_clock() }
+    }
+}
+
+/// Start the Slack adapter: build the Web API client, and either connect
+/// Socket Mode (the returned task ends when `shutdown` becomes true) or hand
+/// back the signed HTTP routes for the server to mount.
+pub async fn start(config: SlackConfig, handler: Arc<dyn InboundHandler>, shutdown: Shutdown) -> Result<Adapter, SlackError> {
+    start_with(config, handler, shutdown, StartOptions::default()).await
+}
+
+/// [`start`] with an injected clock (tests of the timestamp window).
+pub async fn start_with(
+    config: SlackConfig,
+    handler: Arc<dyn InboundHandler>,
+    shutdown: Shutdown,
+    options: StartOptions,
+) -> Result<Adapter, SlackError> {
+    config.validate()?;
+    tracing::info!(config = ?config, "starting the Slack adapter");
+    let api = Arc::new(outbound::Api::new(&config)?);
+    let channel = Arc::new(SlackChannel::new(api.clone()));
+    let dispatcher = Arc::new(inbound::Dispatcher::new(handler, api.clone()));
+    let expected_team = config.expected_team();
+    match config.transport {
+        Transport::Socket => {
+            let app_token = config::non_empty(&config.app_token).unwrap_or_default().to_string();
+            let task = socket::spawn(api, dispatcher, app_token, shutdown).await?;
+            Ok(Adapter { channel, routes: None, task: Some(task), expected_team })
+        }
+        Transport::Http => {
+            let secret = config::non_empty(&config.signing_secret).unwrap_or_default();
+            let verifier = Arc::new(Verifier::new(secret.as_bytes(), options.clock));
+            Ok(Adapter { channel, routes: Some(http::routes(dispatcher, verifier)), task: None, expected_team })
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! The `[discord]` settings and their validation.
+
+use crate::endpoint::Verifier;
+use crate::DiscordError;
+use serde::{Deserialize, Deserializer};
+use serenity::model::id::{ApplicationId, GuildId};
+use std::fmt;
+use std::time::Duration;
+
+/// How interactions reach plangate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// serenity's gateway client; needs no public URL.
+    #[default]
+    Gateway,
+    /// The Ed25519-signed interactions endpoint at `/discord/interactions`.
+    Http,
+}
+
+/// `[discord]` in plangate's config.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiscordConfig {
+    /// Bot token (without or with the `Bot ` prefix). Secret: never logged.
+    pub bot_token: String,
+    /// The application (client) id; a snowflake, as text or number.
+    #[serde(deserialize_with = "snowflake_text")]
+    pub application_id: String,
+    /// Hex Ed25519 public key of the application; required for `transport = "http"`.
+    #[serde(default)]
+    pub application_public_key: Option<String>,
+    /// REST base; `/api/v10` is appended. Tests point it at a loopback fake.
+    #[serde(default = "default_api_url")]
+    pub api_url: String,
+    #[serde(default)]
+    pub transport: Transport,
+    /// Register `/plan` in this guild (instant) instead of globally, and
+    /// refuse events from other guilds (the server does, via `expected_team`).
+    #[serde(default, deserialize_with = "optional_snowflake_text")]
+    pub guild_id: Option<String>,
+    /// Messages per channel per window (Discord allows 5 per 5 s).
+    #[serde(default = "default_per_channel")]
+    pub per_channel: usize,
+    #[serde(default = "default_per_channel_window_secs")]
+    pub per_channel_window_secs: u64,
+    /// How far `X-Signature-Timestamp` may be from now (HTTP transport).
+    #[serde(default = "default_interaction_window_secs")]
+    pub interaction_window_secs: u64,
+    /// How long the handler may take before the interaction is deferred
+    /// (Discord wants an answer within 3 s).
+    #[serde(default = "default_defer_after_ms")]
+    pub defer_after_ms: u64,
+    /// Create/overwrite the `/plan` command at start.
+    #[serde(default = "default_true")]
+    pub register_commands: bool,
+}
+
+impl fmt::Debug for DiscordConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DiscordConfig")
+            .field("bot_token", &"<redacted>")
+            .field("application_id", &self.application_id)
+            .field("application_public_key", &self.application_public_key)
+            .field("api_url", &self.api_url)
+            .field("transport", &self.transport)
+            .field("guild_id", &self.guild_id)
+            .field("per_channel", &self.per_channel)
+            .field("per_channel_window_secs", &self.per_channel_window_secs)
+            .field("interaction_window_secs", &self.interaction_window_secs)
+            .field("defer_after_ms", &self.defer_after_ms)
+            .field("register_commands", &self.register_commands)
+            .finish()
+    }
+}
+
+impl DiscordConfig {
+    /// A config with the defaults for everything but the required keys.
+    pub fn new(bot_token: impl Into<String>, application_id: impl Into<String>) -> DiscordConfig {
+        DiscordConfig {
+            bot_token: bot_token.into(),
+            application_id: application_id.into(),
+            application_public_key: None,
+            api_url: default_api_url(),
+            transport: Transport::Gateway,
+            guild_id: None,
+            per_channel: default_per_channel(),
+            per_channel_window_secs: default_per_channel_window_secs(),
+            interaction_window_secs: default_interaction_window_secs(),
+            defer_after_ms: default_defer_after_ms(),
+            register_commands: true,
+        }
+    }
+
+    pub(crate) fn validate(self) -> Result<Settings, DiscordError> {
+        let err = |key: &'static str, message: &str| DiscordError::Config { key, message: message.to_string() };
+        let token = self.bot_token.trim();
+        let token = token.strip_prefix("Bot ").unwrap_or(token).trim();
+        if token.is_empty() || token.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(err("bot_token", "a bot token from the Discord developer portal is required"));
+        }
+        let application_id = parse_snowflake(&self.application_id)
+            .map(ApplicationId::new)
+            .ok_or_else(|| err("application_id", "expected the numeric application id"))?;
+        let guild_id = match self.guild_id.as_deref().map(str::trim).filter(|g| !g.is_empty()) {
+            None => None,
+            Some(g) => Some(parse_snowflake(g).map(GuildId::new).ok_or_else(|| err("guild_id", "expected a numeric guild id"))?),
+        };
+        let public_key = match self.application_public_key.as_deref().map(str::trim).filter(|k| !k.is_empty()) {
+            None => None,
+            Some(k) => Some(Verifier::new(k).map_err(|m| err("application_public_key", &m))?),
+        };
+        if self.transport == Transport::Http && public_key.is_none() {
+            return Err(err("application_public_key", "required when transport = \"http\""));
+        }
+        let api_url = self.api_url.trim().trim_end_matches('/').to_string();
+        let parsed = reqwest::Url::parse(&api_url).map_err(|e| err("api_url", &format!("not a URL: {e}")))?;
+        if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() || parsed.path() != "/" || parsed.query().is_some() {
+            return Err(err("api_url", "expected a base like https://discord.com (no path; /api/v10 is appended)"));
+        }
+        if self.per_channel == 0 {
+            return Err(err("per_channel", "must be at least 1"));
+        }
+        if self.per_channel_window_secs == 0 {
+            return Err(err("per_channel_window_secs", "must be at least 1"));
+        }
+        if self.interaction_window_secs == 0 {
+            return Err(err("interaction_window_secs", "must be at least 1"));
+        }
+        if !(1..=2900).contains(&self.defer_after_ms) {
+            return Err(err("defer_after_ms", "must be between 1 and 2900 (Discord wants an answer within 3 s)"));
+        }
+        Ok(Settings {
+            token: format!("Bot {token}"),
+            application_id,
+            public_key,
+            api_url,
+            transport: self.transport,
+            guild_id,
+            per_channel: (self.per_channel, Duration::from_secs(self.per_channel_window_secs)),
+            interaction_window_secs: self.interaction_window_secs,
+            defer_after: Duration::from_millis(self.defer_after_ms),
+            register_commands: self.register_commands,
+        })
+    }
+}
+
+/// Validated settings.
+#[derive(Clone)]
+pub(crate) struct Settings {
+    /// `Bot <token>`
+    pub token: String,
+    pub application_id: ApplicationId,
+    pub public_key: Option<Verifier>,
+    /// Without trailing slash.
+    pub api_url: String,
+    pub transport: Transport,
+    pub guild_id: Option<GuildId>,
+    pub per_channel: (usize, Duration),
+    pub interaction_window_secs: u64,
+    pub defer_after: Duration,
+    pub register_commands: bool,
+}
+
+fn parse_snowflake(text: &str) -> Option<u64> {
+    let text = text.trim();
+    if text.is_empty() || text.len() > 20 || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok().filter(|n| *n != 0)
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum TextOrNumber {
+    Text(String),
+    Number(u64),
+}
+
+impl TextOrNumber {
+    fn into_string(self) -> String {
+        match self {
+            TextOrNumber::Text(s) => s,
+            TextOrNumber::Number(n) => n.to_string(),
+        }
+    }
+}
+
+fn snowflake_text<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    TextOrNumber::deserialize(d).map(TextOrNumber::into_string)
+}
+
+fn optional_snowflake_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Option::<TextOrNumber>::deserialize(d).map(|v| v.map(TextOrNumber::into_string))
+}
+
+fn default_api_url() -> String {
+    "https://discord.com".to_string()
+}
+fn default_per_channel() -> usize {
+    5
+}
+fn default_per_channel_window_secs() -> u64 {
+    5
+}
+fn default_interaction_window_secs() -> u64 {
+    300
+}
+fn default_defer_after_ms() -> u64 {
+    2000
+}
+fn default_true() -> bool {
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_numbers() {
+        let c: DiscordConfig =
+            serde_json::from_value(serde_json::json!({"bot_token": "t", "application_id": 42, "guild_id": "7"})).unwrap();
+        assert_eq!(c.api_url, "https://discord.com");
+        assert_eq!(c.transport, Transport::Gateway);
+        assert_eq!((c.per_channel, c.per_channel_window_secs, c.interaction_window_secs), (5, 5, 300));
+        let s = c.validate().unwrap();
+        assert_eq!(s.application_id.get(), 42);
+        assert_eq!(s.guild_id.map(|g| g.get()), Some(7));
+        assert_eq!(s.token, "Bot t");
+    }
+
+    #[test]
+    fn bad_settings_name_their_key() {
+        let bad = |patch: serde_json::Value| {
+            let mut v = serde_json::json!({"bot_token": "t", "application_id": "42"});
+            for (k, val) in patch.as_object().unwrap() {
+                v[k] = val.clone();
+            }
+            let c: DiscordConfig = serde_json::from_value(v).unwrap();
+            match c.validate() {
+                Err(DiscordError::Config { key, .. }) => key,
+                other => panic!("expected a config error, got {:?}", other.err()),
+            }
+        };
+        assert_eq!(bad(serde_json::json!({"application_id": "abc"})), "application_id");
+        assert_eq!(bad(serde_json::json!({"transport": "http"})), "application_public_key");
+        assert_eq!(bad(serde_json::json!({"application_public_key": "zz"})), "application_public_key");
+        assert_eq!(bad(serde_json::json!({"api_url": "https://discord.com/api/v10"})), "api_url");
+        assert_eq!(bad(serde_json::json!({"per_channel": 0})), "per_channel");
+        assert_eq!(bad(serde_json::json!({"bot_token": " "})), "bot_token");
+        let unknown: Result<DiscordConfig, _> =
+            serde_json::from_value(serde_json::json!({"bot_token": "t", "application_id": "1", "tokn": "x"}));
+        assert!(unknown.is_err());
+    }
+
+    #[test]
+    fn debug_hides_the_token() {
+        let c = DiscordConfig::new("super-secret-token", "1");
+        assert!(!format!("{c:?}").contains("super-secret"));
+    }
+}

@@ -1,0 +1,392 @@
+//! Interactions → `Inbound`, and the server's `Reply` → interaction response.
+//!
+//! Shared by both transports: each hands an already-authenticated
+//! [`Interaction`] to [`Inbox::process`] and delivers the initial response it
+//! returns (REST callback for the gateway, HTTP body for the endpoint).
+
+use crate::config::Settings;
+use crate::render::{self, Answer, Context, INPUT_ID};
+use crate::rest::Rest;
+use plangate_channel::{Action, Inbound, InboundHandler, Reply, User};
+use plangate_engine::codec::{decode, Button};
+use plangate_engine::grammar::{parse_args, Parsed};
+use serenity::all::{ActionRowComponent, CommandDataOption, CommandDataOptionValue, ComponentInteractionDataKind, Interaction};
+use serenity::builder::CreateInteractionResponse;
+use serenity::model::id::{ApplicationId, GuildId, InteractionId};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+/// Discord allows 100 characters of `custom_id`; anything longer is forged.
+const CUSTOM_ID_MAX: usize = 100;
+
+/// Interaction ids already handled in this process, remembered long enough
+/// that a replay is either caught here or refused for its timestamp.
+pub(crate) struct Seen {
+    ttl: Duration,
+    ids: Mutex<HashMap<u64, Instant>>,
+}
+
+impl Seen {
+    pub fn new(ttl: Duration) -> Seen {
+        Seen { ttl, ids: Mutex::new(HashMap::new()) }
+    }
+
+    /// `true` the first time `id` is offered.
+    pub fn first_time(&self, id: InteractionId) -> bool {
+        let now = Instant::now();
+        let mut ids = self.ids.lock().unwrap_or_else(|e| e.into_inner());
+        if ids.len() > 1024 {
+            let ttl = self.ttl;
+            ids.retain(|_, at| now.duration_since(*at) < ttl);
+        }
+        match ids.get(&id.get()) {
+            Some(at) if now.duration_since(*at) < self.ttl => false,
+            _ => {
+                ids.insert(id.get(), now);
+                true
+            }
+        }
+    }
+}
+
+/// What the transport must send first, and how to tell the follow-up that
+/// it has been sent.
+pub(crate) struct Outcome {
+    /// `None`: nothing to answer (a replay, or an interaction for another app).
+    pub initial: Option<CreateInteractionResponse>,
+    /// Fire once `initial` has been delivered; a deferred reply waits for it.
+    pub sent: Option<oneshot::Sender<()>>,
+}
+
+pub(crate) struct Inbox {
+    handler: Arc<dyn InboundHandler>,
+    rest: Arc<Rest>,
+    application_id: ApplicationId,
+    defer_after: Duration,
+    seen: Seen,
+}
+
+impl Inbox {
+    pub fn new(handler: Arc<dyn InboundHandler>, rest: Arc<Rest>, settings: &Settings) -> Inbox {
+        Inbox {
+            handler,
+            rest,
+            application_id: settings.application_id,
+            defer_after: settings.defer_after,
+            seen: Seen::new(Duration::from_secs(settings.interaction_window_secs * 2 + 60)),
+        }
+    }
+
+    /// Route one interaction: translate, ask the handler (deferring if it is
+    /// slow), render its reply.
+    pub async fn process(self: &Arc<Self>, interaction: Interaction) -> Outcome {
+        let none = Outcome { initial: None, sent: None };
+        if let Interaction::Ping(_) = interaction {
+            return Outcome { initial: Some(CreateInteractionResponse::Pong), sent: None };
+        }
+        let id = interaction.id();
+        let span = tracing::info_span!("discord.interaction", id = %id, kind = ?interaction.kind());
+        async move {
+            if interaction.application_id() != self.application_id {
+                tracing::warn!(app = %interaction.application_id(), "interaction for another application; ignored");
+                return none;
+            }
+            if !self.seen.first_time(id) {
+                tracing::warn!("interaction id seen before; replay ignored");
+                return none;
+            }
+            let ctx = context(&interaction);
+            let token = interaction.token().to_string();
+            let Some(inbound) = to_inbound(&interaction) else {
+                let answer = render::render_reply(&Reply::Notice("This interaction is not one of plangate's.".into()), ctx, false);
+                return self.finish(answer, token);
+            };
+            tracing::info!(chat = %inbound.chat, user = %inbound.user.id, action = ?action_kind(&inbound.action), "discord: inbound");
+            let handler = self.handler.clone();
+            let mut task = tokio::spawn(async move { handler.handle(inbound).await });
+            match tokio::time::timeout(self.defer_after, &mut task).await {
+                Ok(reply) => self.finish(render::render_reply(&reply_or_error(reply), ctx, false), token),
+                Err(_) => {
+                    tracing::info!(after = ?self.defer_after, "handler is slow; deferring the response");
+                    let (sent, delivered) = oneshot::channel();
+                    let inbox = self.clone();
+                    tokio::spawn(
+                        async move {
+                            let reply = reply_or_error(task.await);
+                            if delivered.await.is_err() {
+                                return;
+                            }
+                            if let Answer::Later(edit, file) = render::render_reply(&reply, ctx, true) {
+                                inbox.edit_original(&token, edit, file).await;
+                            }
+                        }
+                        .in_current_span(),
+                    );
+                    Outcome { initial: Some(render::defer()), sent: Some(sent) }
+                }
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    fn finish(self: &Arc<Self>, answer: Answer, token: String) -> Outcome {
+        match answer {
+            Answer::Now(response) => Outcome { initial: Some(response), sent: None },
+            Answer::Later(edit, file) => {
+                let (sent, delivered) = oneshot::channel();
+                let inbox = self.clone();
+                tokio::spawn(
+                    async move {
+                        if delivered.await.is_ok() {
+                            inbox.edit_original(&token, edit, file).await;
+                        }
+                    }
+                    .in_current_span(),
+                );
+                Outcome { initial: Some(render::defer()), sent: Some(sent) }
+            }
+        }
+    }
+
+    /// Replace the deferred response. Over HTTP, Discord may not have
+    /// processed our deferral yet when this runs: a 404 is retried briefly.
+    async fn edit_original(
+        &self,
+        token: &str,
+        edit: serenity::builder::EditInteractionResponse,
+        file: Option<serenity::builder::CreateAttachment>,
+    ) {
+        let mut delay = Duration::from_millis(250);
+        for attempt in 1..=4 {
+            match self.rest.edit_original(token, &edit, file.clone()).await {
+                Ok(()) => return,
+                Err(plangate_channel::ChannelError::RateLimited { retry_after, .. })
+                    if attempt < 4 && retry_after < Duration::from_secs(10) =>
+                {
+                    tokio::time::sleep(retry_after).await;
+                }
+                Err(plangate_channel::ChannelError::Api { message, .. }) if attempt < 4 && message.contains("404") => {
+                    tokio::time::sleep(delay).await;
+                    delay *= 2;
+                }
+                Err(plangate_channel::ChannelError::Transport { .. }) if attempt < 4 => {
+                    tokio::time::sleep(delay).await;
+                    delay *= 2;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "discord: could not deliver the deferred reply");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn reply_or_error(result: Result<Reply, tokio::task::JoinError>) -> Reply {
+    result.unwrap_or_else(|e| {
+        tracing::error!(error = %e, "inbound handler failed");
+        Reply::Notice("Something went wrong on plangate's side; nothing was decided. Try again.".into())
+    })
+}
+
+fn action_kind(action: &Action) -> &'static str {
+    match action {
+        Action::Command(_) => "command",
+        Action::BadCommand(_) => "bad_command",
+        Action::Button(_) => "button",
+        Action::UnknownButton(_) => "unknown_button",
+        Action::Feedback { .. } => "feedback",
+        Action::Edit { .. } => "edit",
+        Action::AnswerText { .. } => "answer_text",
+    }
+}
+
+fn context(interaction: &Interaction) -> Context {
+    match interaction {
+        Interaction::Component(_) => Context { has_message: true, is_modal_submit: false },
+        Interaction::Modal(m) => Context { has_message: m.message.is_some(), is_modal_submit: true },
+        _ => Context { has_message: false, is_modal_submit: false },
+    }
+}
+
+fn user(user: &serenity::model::user::User, guild: Option<GuildId>) -> User {
+    User { id: user.id.to_string(), name: format!("@{}", user.name), team: guild.map(|g| g.to_string()) }
+}
+
+fn idempotency_key(id: InteractionId) -> Option<String> {
+    Some(format!("discord:interaction:{id}"))
+}
+
+fn clip(custom_id: &str) -> String {
+    custom_id.chars().take(CUSTOM_ID_MAX).collect()
+}
+
+/// One interaction as plangate sees it; `None` for what is not plangate's
+/// (another command, autocomplete, pings).
+pub(crate) fn to_inbound(interaction: &Interaction) -> Option<Inbound> {
+    let (chat, who, action, id) = match interaction {
+        Interaction::Component(c) => {
+            let action = match (&c.data.kind, c.data.custom_id.len() <= CUSTOM_ID_MAX) {
+                (ComponentInteractionDataKind::Button, true) => {
+                    decode(&c.data.custom_id).map(Action::Button).unwrap_or_else(|_| Action::UnknownButton(clip(&c.data.custom_id)))
+                }
+                _ => Action::UnknownButton(clip(&c.data.custom_id)),
+            };
+            (c.channel_id, user(&c.user, c.guild_id), action, c.id)
+        }
+        Interaction::Command(c) if c.data.name == "plan" => {
+            (c.channel_id, user(&c.user, c.guild_id), command_action(&c.data.options), c.id)
+        }
+        Interaction::Modal(m) => {
+            let text = m
+                .data
+                .components
+                .iter()
+                .flat_map(|row| row.components.iter())
+                .find_map(|component| match component {
+                    ActionRowComponent::InputText(input) if input.custom_id == INPUT_ID => Some(input.value.clone().unwrap_or_default()),
+                    _ => None,
+                })
+                .unwrap_or_default();
+            let text = text.trim().to_string();
+            let action = match decode(&m.data.custom_id) {
+                Ok(Button::RequestChanges(approval_id)) => Action::Feedback { approval_id, text },
+                Ok(Button::Edit(approval_id)) => Action::Edit { approval_id, steps: steps_from_lines(&text) },
+                Ok(Button::AnswerOther(question_id)) => Action::AnswerText { question_id, text },
+                _ => Action::UnknownButton(clip(&m.data.custom_id)),
+            };
+            (m.channel_id, user(&m.user, m.guild_id), action, m.id)
+        }
+        _ => return None,
+    };
+    Some(Inbound { channel: "discord", chat: chat.to_string(), user: who, action, idempotency_key: idempotency_key(id) })
+}
+
+/// The edit modal's text: one step per line; list numbering and bullets are
+/// dropped, blank lines ignored.
+fn steps_from_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|line| {
+            let line = line.trim();
+            let unnumbered = line.trim_start_matches(|c: char| c.is_ascii_digit());
+            let unnumbered = if unnumbered.len() < line.len() { unnumbered.strip_prefix(['.', ')']).unwrap_or(line) } else { line };
+            unnumbered.trim_start_matches(['-', '*', '•']).trim().to_string()
+        })
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+fn string_option<'a>(options: &'a [CommandDataOption], name: &str) -> Option<&'a str> {
+    options.iter().find(|o| o.name == name).and_then(|o| match &o.value {
+        CommandDataOptionValue::String(s) => Some(s.trim()),
+        _ => None,
+    })
+}
+
+/// `/plan <sub> [text] [target]` → the words after `/plan`, parsed by the
+/// shared grammar. Free text (feedback, answer, steps) is never read as a
+/// target: the grammar would take a leading `#abcd` or `a/b` for one.
+pub(crate) fn command_action(options: &[CommandDataOption]) -> Action {
+    let Some(sub) = options.first() else {
+        return parsed_or_bad(parse_args(""), String::new());
+    };
+    let CommandDataOptionValue::SubCommand(args) = &sub.value else {
+        return Action::BadCommand(sub.name.clone());
+    };
+    let verb = sub.name.as_str();
+    let target = string_option(args, "target").filter(|t| !t.is_empty());
+    let text = match verb {
+        "revise" | "reject" => string_option(args, "feedback"),
+        "answer" => string_option(args, "text"),
+        "edit" => string_option(args, "steps"),
+        "auto" => string_option(args, "state"),
+        _ => None,
+    }
+    .filter(|t| !t.is_empty());
+    let words = [Some(verb), target, text].into_iter().flatten().collect::<Vec<_>>().join(" ");
+    if let Some(target) = target {
+        // The target option must be a target on its own, not the start of the text.
+        let valid = matches!(parse_args(&format!("status {target}")), Ok(Parsed { target: Some(_), .. }));
+        if !valid {
+            return Action::BadCommand(words);
+        }
+        return parsed_or_bad(parse_args(&words), words);
+    }
+    match (verb, text) {
+        ("revise" | "reject" | "answer" | "edit", Some(text)) => {
+            // A placeholder target makes the grammar take all of `text` as text.
+            let parsed = parse_args(&format!("{verb} #0000 {text}")).map(|p| Parsed { target: None, ..p });
+            parsed_or_bad(parsed, words)
+        }
+        _ => parsed_or_bad(parse_args(&words), words),
+    }
+}
+
+fn parsed_or_bad(parsed: Result<Parsed, plangate_engine::grammar::GrammarError>, words: String) -> Action {
+    match parsed {
+        Ok(p) => Action::Command(p),
+        Err(_) => Action::BadCommand(words),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plangate_engine::grammar::{PlanCommand, Target};
+    use plangate_engine::SessionKey;
+
+    fn options(sub: &str, args: &[(&str, &str)]) -> Vec<CommandDataOption> {
+        let json = serde_json::json!([{
+            "name": sub, "type": 1,
+            "options": args.iter().map(|(n, v)| serde_json::json!({"name": n, "type": 3, "value": v})).collect::<Vec<_>>()
+        }]);
+        serde_json::from_value(json).unwrap()
+    }
+
+    fn cmd(sub: &str, args: &[(&str, &str)]) -> Action {
+        command_action(&options(sub, args))
+    }
+
+    #[test]
+    fn free_text_is_never_a_target() {
+        assert_eq!(
+            cmd("revise", &[("feedback", "#abcd is wrong, and demo/s1 too")]),
+            Action::Command(Parsed { command: PlanCommand::Revise("#abcd is wrong, and demo/s1 too".into()), target: None })
+        );
+        assert_eq!(
+            cmd("revise", &[("feedback", "smaller"), ("target", "demo/s1")]),
+            Action::Command(Parsed {
+                command: PlanCommand::Revise("smaller".into()),
+                target: Some(Target::Session(SessionKey::new("demo", "s1")))
+            })
+        );
+        // An invalid target is refused, not folded into the feedback.
+        assert_eq!(cmd("revise", &[("feedback", "smaller"), ("target", "nope")]), Action::BadCommand("revise nope smaller".into()));
+    }
+
+    #[test]
+    fn auto_and_edit() {
+        assert_eq!(
+            cmd("auto", &[("state", "off"), ("target", "#a1b2")]),
+            Action::Command(Parsed { command: PlanCommand::Auto(false), target: Some(Target::Approval("a1b2".into())) })
+        );
+        assert_eq!(
+            cmd("edit", &[("steps", "one; two")]),
+            Action::Command(Parsed { command: PlanCommand::Edit(vec!["one".into(), "two".into()]), target: None })
+        );
+        assert_eq!(cmd("list", &[("target", "#a1b2")]), Action::BadCommand("list #a1b2".into()));
+    }
+
+    #[test]
+    fn modal_steps_one_per_line() {
+        assert_eq!(
+            steps_from_lines("1. first\n\n2) second; still second\n- third\n2024 plan"),
+            vec!["first", "second; still second", "third", "2024 plan"]
+        );
+    }
+}

@@ -1,0 +1,596 @@
+//! Engine values → Discord payloads. Pure functions, no I/O.
+//!
+//! Every agent-written string is markdown-escaped and every size limit is
+//! respected here, so the transport code never has to think about either.
+
+use plangate_channel::{Document, Reply};
+use plangate_engine::card::{render_text, Card, CardAction};
+use plangate_engine::codec::{encode, Button};
+use plangate_engine::{DecisionStatus, Question, QuestionStatus};
+use serenity::all::{ButtonStyle, CommandOptionType, InputTextStyle};
+use serenity::builder::{
+    CreateActionRow, CreateAllowedMentions, CreateAttachment, CreateButton, CreateCommand, CreateCommandOption, CreateEmbed,
+    CreateEmbedFooter, CreateInputText, CreateInteractionResponse, CreateInteractionResponseMessage, CreateModal, EditInteractionResponse,
+};
+
+/// What a cut says; the attached document always carries everything.
+pub(crate) const CUT_NOTE: &str = "… full plan in the attached document";
+/// Cut note for text that has no attached document.
+pub(crate) const CUT_SHORT: &str = "…";
+
+pub(crate) const CONTENT_MAX: usize = 2000;
+pub(crate) const TITLE_MAX: usize = 256;
+pub(crate) const DESCRIPTION_MAX: usize = 4096;
+pub(crate) const FIELD_MAX: usize = 1024;
+pub(crate) const FIELDS_MAX: usize = 25;
+pub(crate) const FOOTER_MAX: usize = 2048;
+pub(crate) const EMBED_TOTAL_MAX: usize = 6000;
+pub(crate) const LABEL_MAX: usize = 80;
+pub(crate) const MODAL_TITLE_MAX: usize = 45;
+pub(crate) const PLACEHOLDER_MAX: usize = 100;
+pub(crate) const INPUT_MAX: usize = 4000;
+/// Button rows per message and buttons per row.
+const ROWS_MAX: usize = 5;
+const ROW_WIDTH: usize = 5;
+/// The codec encodes option numbers as one digit.
+const OPTIONS_MAX: usize = 10;
+
+/// The text input every plangate modal carries.
+pub(crate) const INPUT_ID: &str = "text";
+
+fn count(s: &str) -> usize {
+    s.chars().count()
+}
+
+/// Escape Discord markdown so agent text shows literally: `\ * _ ~ ` | < > [ ] @`
+/// everywhere, and `#`, `-`, `+` where they would start a header or list.
+pub(crate) fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut line_start = true;
+    for c in text.chars() {
+        let special =
+            matches!(c, '\\' | '*' | '_' | '~' | '`' | '|' | '<' | '>' | '[' | ']' | '@') || (line_start && matches!(c, '#' | '-' | '+'));
+        if special {
+            out.push('\\');
+        }
+        out.push(c);
+        if c == '\n' {
+            line_start = true;
+        } else if !c.is_whitespace() {
+            line_start = false;
+        }
+    }
+    out
+}
+
+/// At most `max` characters: cut with "…" and never leave a dangling escape.
+pub(crate) fn cut_chars(text: &str, max: usize) -> String {
+    if count(text) <= max {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    let trailing = out.chars().rev().take_while(|c| *c == '\\').count();
+    if trailing % 2 == 1 {
+        out.pop();
+    }
+    out.push('…');
+    out
+}
+
+/// Join as many whole lines as fit in `cap` characters; a first line longer
+/// than `cap` is cut. Returns the text and how many lines it used.
+fn pack_prefix(lines: &[String], cap: usize) -> (String, usize) {
+    let mut out = String::new();
+    let mut used = 0;
+    for line in lines {
+        let extra = count(line) + usize::from(used > 0);
+        if count(&out) + extra > cap {
+            break;
+        }
+        if used > 0 {
+            out.push('\n');
+        }
+        out.push_str(line);
+        used += 1;
+    }
+    if used == 0 && cap >= 2 {
+        if let Some(first) = lines.first() {
+            return (cut_chars(first, cap), 1);
+        }
+    }
+    (out, used)
+}
+
+/// `lines` joined, or as many as fit in `max` followed by `note` on its own line.
+pub(crate) fn fit_lines(lines: &[String], max: usize, note: &str) -> String {
+    let all = lines.join("\n");
+    if count(&all) <= max {
+        return all;
+    }
+    let (mut text, _) = pack_prefix(lines, max.saturating_sub(count(note) + 1));
+    if !text.is_empty() {
+        text.push('\n');
+    }
+    text.push_str(note);
+    text
+}
+
+/// Escape each line of plain text and fit it into a message.
+pub(crate) fn message_text(text: &str, max: usize, note: &str) -> String {
+    let lines: Vec<String> = text.lines().map(escape).collect();
+    fit_lines(&lines, max, note)
+}
+
+/// No pings, whatever the text says.
+pub(crate) fn no_mentions() -> CreateAllowedMentions {
+    CreateAllowedMentions::new().everyone(false).all_users(false).all_roles(false).replied_user(false)
+}
+
+fn status_colour(status: DecisionStatus) -> u32 {
+    match status {
+        DecisionStatus::Pending => 0x5865F2,
+        DecisionStatus::Approved | DecisionStatus::Edited => 0x57F287,
+        DecisionStatus::Rejected => 0xFEE75C,
+        DecisionStatus::TimedOut | DecisionStatus::Cancelled => 0xED4245,
+        DecisionStatus::Superseded => 0x99AAB5,
+    }
+}
+
+/// The parts of a card embed, before they become serenity's builder (kept
+/// separate so the limits can be checked in unit tests).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct EmbedParts {
+    pub title: String,
+    pub description: String,
+    pub fields: Vec<(String, String)>,
+    pub footer: Option<String>,
+    pub colour: u32,
+}
+
+impl EmbedParts {
+    #[cfg(test)]
+    pub fn total(&self) -> usize {
+        count(&self.title)
+            + count(&self.description)
+            + self.fields.iter().map(|(n, v)| count(n) + count(v)).sum::<usize>()
+            + self.footer.as_deref().map_or(0, count)
+    }
+
+    pub fn build(self) -> CreateEmbed {
+        let mut embed = CreateEmbed::new().title(self.title).description(self.description).colour(self.colour);
+        for (name, value) in self.fields {
+            embed = embed.field(name, value, false);
+        }
+        if let Some(footer) = self.footer {
+            embed = embed.footer(CreateEmbedFooter::new(footer));
+        }
+        embed
+    }
+}
+
+/// The card as one embed: title, context and summary in the description,
+/// a field per section (continued in more fields past 1024 characters), the
+/// receipt as the footer. Everything within Discord's limits; the first
+/// thing that does not fit ends the embed with [`CUT_NOTE`].
+pub(crate) fn card_embed_parts(card: &Card) -> EmbedParts {
+    let reserve = count(CUT_NOTE) + 1;
+    let title = cut_chars(&escape(&format!("📋 {}", card.title)), TITLE_MAX);
+    let footer = card.receipt.as_deref().map(|r| cut_chars(&escape(r), FOOTER_MAX));
+    let mut budget = EMBED_TOTAL_MAX - count(&title) - footer.as_deref().map_or(0, count);
+
+    let mut description_lines = Vec::new();
+    if let Some(warning) = &card.warning {
+        description_lines.extend(warning.lines().map(escape));
+        description_lines.push(String::new());
+    }
+    description_lines.push(escape(&format!("{} · {}", card.context, card.short_ref)));
+    if let Some(summary) = &card.summary {
+        description_lines.push(String::new());
+        description_lines.extend(summary.lines().map(escape));
+    }
+    let cap = DESCRIPTION_MAX.min(budget).saturating_sub(reserve);
+    let (mut description, used) = pack_prefix(&description_lines, cap);
+    let mut truncated = used < description_lines.len();
+    budget -= count(&description);
+
+    let sections: [(&str, Vec<String>); 4] = [
+        ("Steps", card.steps.iter().map(|s| format!("{}. {} {}", s.number, s.mark, escape(&s.text))).collect()),
+        ("Risks", card.risks.iter().map(|r| format!("• {}", escape(r))).collect()),
+        ("Assumptions", card.assumptions.iter().map(|a| format!("• {}", escape(a))).collect()),
+        ("Verification", card.verification.iter().map(|v| format!("• {}", escape(v))).collect()),
+    ];
+    let mut fields: Vec<(String, String)> = Vec::new();
+    'sections: for (heading, lines) in sections.iter() {
+        if truncated {
+            break;
+        }
+        let mut rest = &lines[..];
+        let mut name = heading.to_string();
+        while !rest.is_empty() {
+            let name_len = count(&name);
+            // Room for this field's name, a useful value, and the cut note.
+            if fields.len() >= FIELDS_MAX || budget < name_len + reserve + 16 {
+                truncated = true;
+                break 'sections;
+            }
+            let cap = FIELD_MAX.min(budget - name_len).saturating_sub(reserve);
+            let (value, used) = pack_prefix(rest, cap);
+            if used == 0 {
+                truncated = true;
+                break 'sections;
+            }
+            budget -= name_len + count(&value);
+            fields.push((name.clone(), value));
+            rest = &rest[used..];
+            name = format!("{heading} (cont.)");
+        }
+    }
+    if truncated {
+        match fields.last_mut() {
+            Some((_, value)) => {
+                value.push('\n');
+                value.push_str(CUT_NOTE);
+            }
+            None => {
+                description.push('\n');
+                description.push_str(CUT_NOTE);
+            }
+        }
+    }
+    EmbedParts { title, description, fields, footer, colour: status_colour(card.status) }
+}
+
+fn button(label: &str, style: ButtonStyle, data: Button) -> CreateButton {
+    CreateButton::new(encode(data)).label(cut_chars(label, LABEL_MAX)).style(style)
+}
+
+/// Approve · Request changes · Cancel · View plan · Edit, while the card is open.
+pub(crate) fn card_buttons(card: &Card) -> Vec<CreateActionRow> {
+    if !card.is_open() {
+        return Vec::new();
+    }
+    let id = card.approval_id;
+    let mut row: Vec<CreateButton> = CardAction::ALL
+        .iter()
+        .map(|action| match action {
+            CardAction::Approve => button(action.label(), ButtonStyle::Success, Button::Approve(id)),
+            CardAction::RequestChanges => button(action.label(), ButtonStyle::Primary, Button::RequestChanges(id)),
+            CardAction::Cancel => button(action.label(), ButtonStyle::Danger, Button::Cancel(id)),
+            CardAction::View => button(action.label(), ButtonStyle::Secondary, Button::View(id)),
+        })
+        .collect();
+    row.push(button("Edit", ButtonStyle::Secondary, Button::Edit(id)));
+    vec![CreateActionRow::Buttons(row)]
+}
+
+/// A text-style card: the plain-text card with the commands to type, no embed,
+/// no components. The commands always survive the cut.
+pub(crate) fn text_card_content(card: &Card) -> String {
+    let mut commands = String::new();
+    if card.is_open() && !card.commands.is_empty() {
+        commands.push_str("\n\nReply with one of:");
+        for command in &card.commands {
+            commands.push_str(&format!("\n`{}`", command.replace('`', "'")));
+        }
+    }
+    let body = message_text(render_text(card, false).trim_end(), CONTENT_MAX - count(&commands), CUT_NOTE);
+    format!("{body}{commands}")
+}
+
+/// A nudge's content (the commands again for text-style destinations).
+pub(crate) fn nudge_content(text: &str, card: &Card, with_commands: bool) -> String {
+    let mut commands = String::new();
+    if with_commands && card.is_open() {
+        for command in &card.commands {
+            commands.push_str(&format!("\n`{}`", command.replace('`', "'")));
+        }
+    }
+    let body = message_text(text, CONTENT_MAX - count(&commands), CUT_SHORT);
+    format!("{body}{commands}")
+}
+
+/// A question: who asks, the question, the numbered options, and once
+/// answered who answered what.
+pub(crate) fn question_content(question: &Question, text_style: bool) -> String {
+    let mut lines = vec![format!("❓ **{} asks:**", escape(&question.session.to_string()))];
+    lines.extend(question.question.lines().map(escape));
+    if !question.options.is_empty() {
+        lines.push(String::new());
+        lines.extend(question.options.iter().enumerate().map(|(i, o)| format!("{}. {}", i + 1, escape(o))));
+    }
+    let mut tail = String::new();
+    if question.status == QuestionStatus::Answered {
+        let by = question.answered_by.as_deref().unwrap_or("someone");
+        let answer = question.answer.as_deref().unwrap_or("");
+        tail = format!("\n\n✅ Answered by {}: {}", escape(by), cut_chars(&escape(answer), 900));
+    } else if text_style {
+        tail = format!("\n\nReply with `/plan answer {} <your answer>`", question.session.to_string().replace('`', "'"));
+    }
+    let body = fit_lines(&lines, CONTENT_MAX - count(&tail), CUT_SHORT);
+    format!("{body}{tail}")
+}
+
+/// One button per option (at most ten, the codec's digits) and "Other…" when
+/// free text is allowed; none once answered.
+pub(crate) fn question_buttons(question: &Question) -> Vec<CreateActionRow> {
+    if question.status == QuestionStatus::Answered {
+        return Vec::new();
+    }
+    let mut buttons: Vec<CreateButton> = question
+        .options
+        .iter()
+        .take(OPTIONS_MAX)
+        .enumerate()
+        .map(|(i, option)| button(option, ButtonStyle::Primary, Button::Answer(question.question_id, i as u8)))
+        .collect();
+    if question.allow_freetext {
+        buttons.push(button("Other…", ButtonStyle::Secondary, Button::AnswerOther(question.question_id)));
+    }
+    buttons.chunks(ROW_WIDTH).take(ROWS_MAX).map(|row| CreateActionRow::Buttons(row.to_vec())).collect()
+}
+
+pub(crate) fn attachment(document: &Document) -> CreateAttachment {
+    CreateAttachment::bytes(document.text.clone().into_bytes(), document.file_name.clone())
+}
+
+/// `/plan` with one subcommand per verb of the grammar, each with an
+/// optional `target` (`#id` or `agent/session`).
+pub(crate) fn plan_command() -> CreateCommand {
+    let target = |what: &str| CreateCommandOption::new(CommandOptionType::String, "target", what).required(false).max_length(100);
+    let plan_target = || target("#id from the card, or agent/session (when this channel has several plans)");
+    let text = |name: &str, what: &str| CreateCommandOption::new(CommandOptionType::String, name, what).required(true).max_length(4000);
+    let sub = |name: &str, what: &str, options: Vec<CreateCommandOption>| {
+        options.into_iter().fold(CreateCommandOption::new(CommandOptionType::SubCommand, name, what), |s, o| s.add_sub_option(o))
+    };
+    CreateCommand::new("plan")
+        .description("Review and decide AI agents' plans (plangate)")
+        .add_option(sub("help", "The commands and this channel's plans", vec![]))
+        .add_option(sub("status", "Status of the plans in this channel", vec![plan_target()]))
+        .add_option(sub("list", "List the sessions in this channel", vec![]))
+        .add_option(sub("view", "Send the full plan document", vec![plan_target()]))
+        .add_option(sub("accept", "Approve the pending plan", vec![plan_target()]))
+        .add_option(sub("revise", "Request changes: the agent keeps planning", vec![text("feedback", "What should change"), plan_target()]))
+        .add_option(sub("reject", "Same as revise", vec![text("feedback", "What should change"), plan_target()]))
+        .add_option(sub("edit", "Approve with these steps instead", vec![text("steps", "The steps, separated by ;"), plan_target()]))
+        .add_option(sub("cancel", "Cancel the pending plan and turn plan mode off", vec![plan_target()]))
+        .add_option(sub("answer", "Answer the agent's question", vec![text("text", "Your answer"), plan_target()]))
+        .add_option(sub("on", "Turn plan mode on", vec![target("agent/session")]))
+        .add_option(sub("off", "Turn plan mode off", vec![plan_target()]))
+        .add_option(sub(
+            "auto",
+            "Approve later plans automatically (on) or not (off)",
+            vec![
+                CreateCommandOption::new(CommandOptionType::String, "state", "on or off")
+                    .required(true)
+                    .add_string_choice("on", "on")
+                    .add_string_choice("off", "off"),
+                plan_target(),
+            ],
+        ))
+        .add_option(sub("restate", "Post the plan card again", vec![plan_target()]))
+}
+
+/// How an interaction is answered.
+pub(crate) enum Answer {
+    /// The initial response, nothing after it.
+    Now(CreateInteractionResponse),
+    /// Defer (ephemeral "thinking…"), then replace it with this (and the file).
+    Later(EditInteractionResponse, Option<CreateAttachment>),
+}
+
+/// What kind of interaction a reply answers; decides which responses are valid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Context {
+    /// A component click, or a modal opened from one: `DEFERRED_UPDATE_MESSAGE` is valid.
+    pub has_message: bool,
+    /// A modal submission cannot be answered with another modal.
+    pub is_modal_submit: bool,
+}
+
+/// The initial response that defers a reply (ephemeral loading state).
+pub(crate) fn defer() -> CreateInteractionResponse {
+    CreateInteractionResponse::Defer(CreateInteractionResponseMessage::new().ephemeral(true))
+}
+
+fn ephemeral(content: String) -> CreateInteractionResponseMessage {
+    CreateInteractionResponseMessage::new().content(content).ephemeral(true).allowed_mentions(no_mentions())
+}
+
+fn modal(custom_id: Button, title: String, label: &str, placeholder: Option<&str>, value: Option<String>) -> CreateModal {
+    let mut input = CreateInputText::new(InputTextStyle::Paragraph, label, INPUT_ID).required(true).max_length(INPUT_MAX as u16);
+    if let Some(p) = placeholder.map(|p| cut_chars(p.trim(), PLACEHOLDER_MAX)).filter(|p| !p.is_empty()) {
+        input = input.placeholder(p);
+    }
+    if let Some(v) = value {
+        input = input.value(v);
+    }
+    CreateModal::new(encode(custom_id), cut_chars(&title, MODAL_TITLE_MAX)).components(vec![CreateActionRow::InputText(input)])
+}
+
+/// The text a late or modal-less `Ask*` reply shows instead of a modal.
+fn ask_as_text(reply: &Reply) -> Option<String> {
+    Some(match reply {
+        Reply::AskFeedback { approval_id, prompt, .. } => {
+            format!("{prompt}\nSend `/plan revise #{} <what should change>`", approval_id.short())
+        }
+        Reply::AskEdit { approval_id, .. } => format!("Send `/plan edit #{} <step 1>; <step 2>; …`", approval_id.short()),
+        Reply::AskAnswer { prompt, .. } => format!("{prompt}\nSend `/plan answer <your answer>`"),
+        _ => return None,
+    })
+}
+
+/// Text that contains commands in backticks: escape only the prompt part.
+fn escape_prompt_with_command(text: &str) -> String {
+    match text.split_once("\nSend `") {
+        Some((prompt, command)) => format!("{}\nSend `{command}", message_text(prompt, CONTENT_MAX - 200, CUT_SHORT)),
+        None => text.to_string(),
+    }
+}
+
+fn confirm_row(approval_id: plangate_engine::ApprovalId, version: u32) -> Vec<CreateActionRow> {
+    vec![CreateActionRow::Buttons(vec![button(
+        &format!("Yes, cancel v{version}"),
+        ButtonStyle::Danger,
+        Button::ConfirmCancel(approval_id),
+    )])]
+}
+
+/// Render `reply` as the interaction's answer. `late`: the interaction was
+/// already deferred, so only an edit of that response is possible.
+pub(crate) fn render_reply(reply: &Reply, ctx: Context, late: bool) -> Answer {
+    let text = |t: &str| message_text(t, CONTENT_MAX, CUT_SHORT);
+    let later = |content: String| Answer::Later(EditInteractionResponse::new().content(content).allowed_mentions(no_mentions()), None);
+    match reply {
+        Reply::Document { document, caption } => {
+            let file = attachment(document);
+            let edit = EditInteractionResponse::new().content(text(caption)).allowed_mentions(no_mentions()).new_attachment(file.clone());
+            Answer::Later(edit, Some(file))
+        }
+        _ if late => match reply {
+            Reply::None => later("✓".into()),
+            Reply::Notice(t) | Reply::Text(t) => later(text(t)),
+            Reply::ConfirmCancel { approval_id, version, prompt } => Answer::Later(
+                EditInteractionResponse::new()
+                    .content(text(prompt))
+                    .components(confirm_row(*approval_id, *version))
+                    .allowed_mentions(no_mentions()),
+                None,
+            ),
+            other => later(ask_as_text(other).map(|t| escape_prompt_with_command(&t)).unwrap_or_default()),
+        },
+        Reply::None if ctx.has_message => Answer::Now(CreateInteractionResponse::Acknowledge),
+        Reply::None => Answer::Now(CreateInteractionResponse::Message(ephemeral("✓".into()))),
+        Reply::Notice(t) | Reply::Text(t) => Answer::Now(CreateInteractionResponse::Message(ephemeral(text(t)))),
+        Reply::ConfirmCancel { approval_id, version, prompt } => {
+            Answer::Now(CreateInteractionResponse::Message(ephemeral(text(prompt)).components(confirm_row(*approval_id, *version))))
+        }
+        other if ctx.is_modal_submit => Answer::Now(CreateInteractionResponse::Message(ephemeral(
+            ask_as_text(other).map(|t| escape_prompt_with_command(&t)).unwrap_or_default(),
+        ))),
+        Reply::AskFeedback { approval_id, version, prompt } => Answer::Now(CreateInteractionResponse::Modal(modal(
+            Button::RequestChanges(*approval_id),
+            format!("Request changes to v{version}"),
+            "What should change?",
+            Some(prompt),
+            None,
+        ))),
+        Reply::AskEdit { approval_id, version, steps } => {
+            let steps: Vec<String> = steps.iter().map(|s| s.replace('\n', " ")).collect();
+            let (value, _) = pack_prefix(&steps, INPUT_MAX);
+            Answer::Now(CreateInteractionResponse::Modal(modal(
+                Button::Edit(*approval_id),
+                format!("Edit the steps of v{version}"),
+                "Steps, one per line",
+                None,
+                Some(value),
+            )))
+        }
+        Reply::AskAnswer { question_id, prompt } => Answer::Now(CreateInteractionResponse::Modal(modal(
+            Button::AnswerOther(*question_id),
+            "Answer the agent".into(),
+            "Your answer",
+            Some(prompt),
+            None,
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plangate_engine::card::CardStep;
+    use plangate_engine::ApprovalId;
+
+    pub(crate) fn card(steps: usize, step_len: usize) -> Card {
+        Card {
+            approval_id: ApprovalId([0xab; 16]),
+            short_ref: "#ababab".into(),
+            title: "Add retries".into(),
+            context: "demo/s1 · v2 · just now".into(),
+            summary: Some("Make the client retry.".into()),
+            steps: (1..=steps).map(|n| CardStep { number: n, mark: "⏳", text: format!("step {n} {}", "x".repeat(step_len)) }).collect(),
+            risks: vec!["none".into()],
+            assumptions: vec![],
+            verification: vec!["cargo test".into()],
+            warning: None,
+            receipt: None,
+            commands: vec!["/plan accept #ababab".into()],
+            version: 2,
+            status: DecisionStatus::Pending,
+        }
+    }
+
+    #[test]
+    fn escaping_neutralises_markdown_and_mentions() {
+        assert_eq!(
+            escape("@everyone *bold* _x_ `c` <@123> [a](b) ||s||"),
+            "\\@everyone \\*bold\\* \\_x\\_ \\`c\\` \\<\\@123\\> \\[a\\](b) \\|\\|s\\|\\|"
+        );
+        assert_eq!(escape("# head\n- item\nx-y #1"), "\\# head\n\\- item\nx-y #1");
+        assert_eq!(escape("a\\b"), "a\\\\b");
+    }
+
+    #[test]
+    fn cut_never_leaves_a_dangling_escape() {
+        let s = escape("****");
+        let cut = cut_chars(&s, 4);
+        assert_eq!(cut, "\\*…");
+        assert!(count(&cut) <= 4);
+    }
+
+    #[test]
+    fn small_card_fits_whole() {
+        let parts = card_embed_parts(&card(3, 5));
+        assert_eq!(parts.title, "📋 Add retries");
+        assert_eq!(parts.description, "demo/s1 · v2 · just now · #ababab\n\nMake the client retry.");
+        assert_eq!(parts.fields.len(), 3);
+        assert_eq!(parts.fields[0].1, "1. ⏳ step 1 xxxxx\n2. ⏳ step 2 xxxxx\n3. ⏳ step 3 xxxxx");
+        assert!(!parts.fields.iter().any(|(_, v)| v.contains(CUT_NOTE)));
+    }
+
+    #[test]
+    fn every_limit_holds_for_huge_cards() {
+        for (steps, len) in [(200, 50), (40, 2000), (1, 9000), (30, 100)] {
+            let mut c = card(steps, len);
+            c.summary = Some("s ".repeat(len * 3));
+            c.risks = (0..50).map(|i| format!("risk {i} {}", "r".repeat(len / 2))).collect();
+            c.receipt = Some("✅ Approved v2 by discord:@alice · 14:02 UTC".into());
+            let parts = card_embed_parts(&c);
+            assert!(parts.total() <= EMBED_TOTAL_MAX, "{} > 6000 for {steps}×{len}", parts.total());
+            assert!(count(&parts.description) <= DESCRIPTION_MAX);
+            assert!(count(&parts.title) <= TITLE_MAX);
+            assert!(parts.fields.len() <= FIELDS_MAX);
+            for (name, value) in &parts.fields {
+                assert!(count(value) <= FIELD_MAX, "{name}: {}", count(value));
+                assert!(!value.is_empty());
+            }
+            let all = format!("{}{}", parts.description, parts.fields.iter().map(|f| f.1.clone()).collect::<String>());
+            assert!(all.ends_with(CUT_NOTE), "{steps}×{len} was cut without the note");
+            assert_eq!(parts.footer.as_deref(), Some("✅ Approved v2 by discord:\\@alice · 14:02 UTC"));
+        }
+    }
+
+    #[test]
+    fn text_card_keeps_commands_past_the_cut() {
+        let c = card(100, 60);
+        let content = text_card_content(&c);
+        assert!(count(&content) <= CONTENT_MAX);
+        assert!(content.contains(CUT_NOTE));
+        assert!(content.ends_with("Reply with one of:\n`/plan accept #ababab`"));
+    }
+
+    #[test]
+    fn buttons_fit_discord() {
+        let c = card(1, 1);
+        let rows = serde_json::to_value(card_buttons(&c)).unwrap();
+        let buttons = rows[0]["components"].as_array().unwrap();
+        assert_eq!(buttons.len(), 5);
+        for b in buttons {
+            assert!(b["custom_id"].as_str().unwrap().len() <= 100);
+            assert!(b["label"].as_str().unwrap().chars().count() <= LABEL_MAX);
+        }
+        let mut decided = c.clone();
+        decided.receipt = Some("done".into());
+        assert!(card_buttons(&decided).is_empty());
+    }
+}

@@ -1,0 +1,187 @@
+//! Executing serenity-built REST requests against `api_url`.
+//!
+//! serenity builds each request (route, `Bot` auth, user agent, JSON or
+//! multipart with `payload_json`) and rewrites `https://discord.com` to the
+//! configured base; this module sends it and reads the answer itself, because
+//! serenity's error type drops a 429's `retry_after` and its own ratelimiter
+//! (which would read it) ignores the base URL.
+
+use crate::config::Settings;
+use plangate_channel::ChannelError;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serenity::builder::{CreateAttachment, CreateCommand, CreateInteractionResponse, CreateMessage, EditInteractionResponse, EditMessage};
+use serenity::http::{LightMethod, Multipart, MultipartUpload, Request, Route};
+use serenity::model::id::{ApplicationId, ChannelId, GuildId, InteractionId, MessageId};
+use std::fmt;
+use std::time::Duration;
+
+const PLATFORM: &str = "discord";
+
+pub(crate) struct Rest {
+    client: reqwest::Client,
+    /// `Bot <token>`
+    token: String,
+    base: String,
+    pub application_id: ApplicationId,
+}
+
+impl fmt::Debug for Rest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Rest").field("base", &self.base).field("application_id", &self.application_id).finish_non_exhaustive()
+    }
+}
+
+/// Just the id of a created message: all plangate needs, and lenient about
+/// whatever else Discord adds to message objects.
+#[derive(Deserialize)]
+struct Created {
+    id: MessageId,
+}
+
+impl Rest {
+    pub fn new(settings: &Settings) -> Result<Rest, reqwest::Error> {
+        let client = reqwest::Client::builder().use_rustls_tls().timeout(Duration::from_secs(30)).build()?;
+        Ok(Rest { client, token: settings.token.clone(), base: settings.api_url.clone(), application_id: settings.application_id })
+    }
+
+    /// The serenity `Http` for the gateway client: same base, ratelimiter off
+    /// (serenity ignores the base while its ratelimiter is on).
+    pub fn serenity_http(&self) -> serenity::http::Http {
+        serenity::http::HttpBuilder::new(&self.token)
+            .client(self.client.clone())
+            .proxy(self.base.clone())
+            .ratelimiter_disabled(true)
+            .application_id(self.application_id)
+            .build()
+    }
+
+    /// Send `request`; map the status to `ChannelError` (429 → `RateLimited`
+    /// with Discord's `retry_after`, 5xx → `Transport`, other 4xx → `Api`).
+    /// `route` names the call in errors and logs (never the interaction token).
+    async fn send(&self, route: &str, request: Request<'_>) -> Result<reqwest::Response, ChannelError> {
+        let builder = request
+            .build(&self.client, &self.token, Some(&self.base))
+            .map_err(|e| ChannelError::Other(format!("building {route}: {e}")))?;
+        let response = builder
+            .send()
+            .await
+            .map_err(|e| ChannelError::Transport { platform: PLATFORM, message: format!("{route}: {}", without_url(&e)) })?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let header_retry = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<f64>().ok());
+        let body: serde_json::Value = response.json().await.unwrap_or(serde_json::Value::Null);
+        let message = body.get("message").and_then(|m| m.as_str()).unwrap_or("").chars().take(300).collect::<String>();
+        if status.as_u16() == 429 {
+            let seconds = body.get("retry_after").and_then(|v| v.as_f64()).or(header_retry).unwrap_or(1.0);
+            let retry_after = Duration::try_from_secs_f64(seconds.max(0.0)).unwrap_or(Duration::from_secs(3600));
+            tracing::warn!(%route, ?retry_after, global = body.get("global").and_then(|g| g.as_bool()).unwrap_or(false), "discord: 429");
+            return Err(ChannelError::RateLimited { platform: PLATFORM, retry_after });
+        }
+        if status.is_server_error() {
+            return Err(ChannelError::Transport { platform: PLATFORM, message: format!("{route}: HTTP {status} {message}") });
+        }
+        Err(ChannelError::Api { platform: PLATFORM, message: format!("{route}: HTTP {status} {message}") })
+    }
+
+    async fn send_json<T: DeserializeOwned>(&self, route: &str, request: Request<'_>) -> Result<T, ChannelError> {
+        let response = self.send(route, request).await?;
+        response
+            .json::<T>()
+            .await
+            .map_err(|e| ChannelError::Transport { platform: PLATFORM, message: format!("unreadable answer: {}", without_url(&e)) })
+    }
+
+    fn body<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, ChannelError> {
+        serde_json::to_vec(value).map_err(|e| ChannelError::Other(format!("serializing a discord payload: {e}")))
+    }
+
+    /// JSON body, or multipart with `payload_json` and `files[0]` when a file rides along.
+    fn with_body<'a, T: serde::Serialize>(
+        request: Request<'a>,
+        value: &T,
+        file: Option<CreateAttachment>,
+    ) -> Result<Request<'a>, ChannelError> {
+        Ok(match file {
+            None => request.body(Some(Self::body(value)?)),
+            Some(file) => request.multipart(Some(Multipart {
+                upload: MultipartUpload::Attachments(vec![file]),
+                fields: Vec::new(),
+                payload_json: Some(String::from_utf8(Self::body(value)?).map_err(|e| ChannelError::Other(e.to_string()))?),
+            })),
+        })
+    }
+
+    /// `POST /channels/{id}/messages`. `file` must also be added to `message`
+    /// (`add_file`), so its `attachments` entry (id 0) names the `files[0]` part.
+    pub async fn create_message(
+        &self,
+        channel_id: ChannelId,
+        message: &CreateMessage,
+        file: Option<CreateAttachment>,
+    ) -> Result<MessageId, ChannelError> {
+        let request = Self::with_body(Request::new(Route::ChannelMessages { channel_id }, LightMethod::Post), message, file)?;
+        Ok(self.send_json::<Created>("create message", request).await?.id)
+    }
+
+    /// `PATCH /channels/{id}/messages/{id}`.
+    pub async fn edit_message(&self, channel_id: ChannelId, message_id: MessageId, edit: &EditMessage) -> Result<(), ChannelError> {
+        let request = Request::new(Route::ChannelMessage { channel_id, message_id }, LightMethod::Patch).body(Some(Self::body(edit)?));
+        self.send("edit message", request).await.map(drop)
+    }
+
+    /// `POST /interactions/{id}/{token}/callback`: the initial response.
+    pub async fn interaction_callback(
+        &self,
+        interaction_id: InteractionId,
+        token: &str,
+        response: &CreateInteractionResponse,
+    ) -> Result<(), ChannelError> {
+        let request =
+            Request::new(Route::InteractionResponse { interaction_id, token }, LightMethod::Post).body(Some(Self::body(response)?));
+        self.send("interaction callback", request).await.map(drop)
+    }
+
+    /// `PATCH /webhooks/{app}/{token}/messages/@original`: replace a deferred response.
+    pub async fn edit_original(
+        &self,
+        token: &str,
+        edit: &EditInteractionResponse,
+        file: Option<CreateAttachment>,
+    ) -> Result<(), ChannelError> {
+        let route = Route::WebhookOriginalInteractionResponse { application_id: self.application_id, token };
+        let request = Self::with_body(Request::new(route, LightMethod::Patch), edit, file)?;
+        self.send("edit interaction response", request).await.map(drop)
+    }
+
+    /// `POST /applications/{app}/commands` (or the guild's): create or
+    /// overwrite `/plan` by name.
+    pub async fn register_plan_command(&self, guild: Option<GuildId>) -> Result<(), ChannelError> {
+        let command: CreateCommand = crate::render::plan_command();
+        let application_id = self.application_id;
+        let route = match guild {
+            Some(guild_id) => Route::GuildCommands { application_id, guild_id },
+            None => Route::Commands { application_id },
+        };
+        let request = Request::new(route, LightMethod::Post).body(Some(Self::body(&command)?));
+        self.send("register /plan", request).await.map(drop)
+    }
+}
+
+/// reqwest errors print the URL, which for interaction webhooks contains the
+/// interaction token: keep it out of logs.
+fn without_url(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    if let Some(url) = e.url() {
+        text = text.replace(url.as_str(), "<url>");
+    }
+    if e.is_timeout() {
+        "timed out".into()
+    } else if e.is_connect() {
+        format!("connection failed ({text})")
+    } else {
+        text
+    }
+}

@@ -1,0 +1,168 @@
+//! The `[slack]` section of plangate's configuration.
+
+use serde::Deserialize;
+use std::fmt;
+use url::Url;
+
+/// How Slack delivers clicks, modal submissions and slash commands to us.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Transport {
+    /// Socket Mode: we open a websocket to Slack with the app-level token.
+    /// Needs no public URL, which is why it is the default.
+    #[default]
+    Socket,
+    /// Slack POSTs signed requests to `/slack/interactivity` and
+    /// `/slack/commands` on plangate's own HTTP server.
+    Http,
+}
+
+/// `[slack]`: keys of DESIGN §10 plus the adapter's limits.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlackConfig {
+    /// Bot token (`xoxb-…`): every Web API call.
+    pub bot_token: String,
+    /// App-level token (`xapp-…`) with `connections:write`: Socket Mode only.
+    #[serde(default)]
+    pub app_token: Option<String>,
+    /// Signing secret of the Slack app: HTTP mode only.
+    #[serde(default)]
+    pub signing_secret: Option<String>,
+    /// Web API base URL; tests point it at a loopback fake (http or https).
+    #[serde(default = "default_api_url")]
+    pub api_url: String,
+    #[serde(default)]
+    pub transport: Transport,
+    /// The workspace (`T…`) this adapter serves; events from any other team
+    /// are refused by the server. Unset: any team.
+    #[serde(default)]
+    pub team_id: Option<String>,
+    /// Messages per second into one channel (Slack allows about 1).
+    #[serde(default = "default_per_channel")]
+    pub per_channel_per_second: u32,
+    /// Messages per second overall.
+    #[serde(default = "default_global")]
+    pub global_per_second: u32,
+}
+
+pub const DEFAULT_API_URL: &str = "https://slack.com/api";
+
+fn default_api_url() -> String {
+    DEFAULT_API_URL.to_string()
+}
+
+fn default_per_channel() -> u32 {
+    1
+}
+
+fn default_global() -> u32 {
+    20
+}
+
+impl SlackConfig {
+    /// A config with every default, for the given bot token.
+    pub fn new(bot_token: impl Into<String>) -> SlackConfig {
+        SlackConfig {
+            bot_token: bot_token.into(),
+            app_token: None,
+            signing_secret: None,
+            api_url: default_api_url(),
+            transport: Transport::default(),
+            team_id: None,
+            per_channel_per_second: default_per_channel(),
+            global_per_second: default_global(),
+        }
+    }
+
+    /// Check every key the chosen transport needs, naming the key and what
+    /// was expected, so a bad deployment fails at start and not at the first click.
+    pub fn validate(&self) -> Result<(), crate::SlackError> {
+        let bad = |key: &'static str, expected: &'static str| Err(crate::SlackError::Config { key, expected });
+        if self.bot_token.trim().is_empty() {
+            return bad("slack.bot_token", "the bot token (xoxb-…)");
+        }
+        match Url::parse(&self.api_url) {
+            Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => {}
+            _ => return bad("slack.api_url", "an http(s) URL such as https://slack.com/api"),
+        }
+        match self.transport {
+            Transport::Socket if non_empty(&self.app_token).is_none() => {
+                return bad("slack.app_token", "an app-level token (xapp-…) for transport = \"socket\"");
+            }
+            Transport::Http if non_empty(&self.signing_secret).is_none() => {
+                return bad("slack.signing_secret", "the app's signing secret for transport = \"http\"");
+            }
+            _ => {}
+        }
+        if self.per_channel_per_second == 0 {
+            return bad("slack.per_channel_per_second", "a whole number of messages per second, at least 1");
+        }
+        if self.global_per_second == 0 {
+            return bad("slack.global_per_second", "a whole number of messages per second, at least 1");
+        }
+        Ok(())
+    }
+
+    /// The configured team, ignoring an empty value (an unset environment override).
+    pub fn expected_team(&self) -> Option<String> {
+        non_empty(&self.team_id).map(str::to_string)
+    }
+}
+
+pub(crate) fn non_empty(value: &Option<String>) -> Option<&str> {
+    value.as_deref().map(str::trim).filter(|v| !v.is_empty())
+}
+
+/// Secrets are never printed, only whether they are set.
+impl fmt::Debug for SlackConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let set = |v: bool| if v { "<set>" } else { "<unset>" };
+        f.debug_struct("SlackConfig")
+            .field("bot_token", &set(!self.bot_token.is_empty()))
+            .field("app_token", &set(non_empty(&self.app_token).is_some()))
+            .field("signing_secret", &set(non_empty(&self.signing_secret).is_some()))
+            .field("api_url", &self.api_url)
+            .field("transport", &self.transport)
+            .field("team_id", &self.team_id)
+            .field("per_channel_per_second", &self.per_channel_per_second)
+            .field("global_per_second", &self.global_per_second)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_validation() {
+        let cfg: SlackConfig = serde_json::from_value(serde_json::json!({"bot_token": "xoxb-1", "app_token": "xapp-1"})).unwrap();
+        assert_eq!(cfg.api_url, DEFAULT_API_URL);
+        assert_eq!(cfg.transport, Transport::Socket);
+        assert_eq!((cfg.per_channel_per_second, cfg.global_per_second), (1, 20));
+        assert!(cfg.validate().is_ok());
+
+        let mut http = cfg.clone();
+        http.transport = Transport::Http;
+        assert!(matches!(http.validate(), Err(crate::SlackError::Config { key: "slack.signing_secret", .. })));
+        let mut no_app = cfg.clone();
+        no_app.app_token = Some(" ".into());
+        assert!(matches!(no_app.validate(), Err(crate::SlackError::Config { key: "slack.app_token", .. })));
+        let mut bad_url = cfg.clone();
+        bad_url.api_url = "ftp://x".into();
+        assert!(matches!(bad_url.validate(), Err(crate::SlackError::Config { key: "slack.api_url", .. })));
+        let unknown = serde_json::from_value::<SlackConfig>(serde_json::json!({"bot_token": "x", "tokn": "y"}));
+        assert!(unknown.is_err());
+    }
+
+    #[test]
+    fn debug_hides_secrets() {
+        let mut cfg = SlackConfig::new("xoxb-secret-bot");
+        cfg.app_token = Some("xapp-secret-app".into());
+        cfg.signing_secret = Some("signing-secret-value".into());
+        let shown = format!("{cfg:?}");
+        assert!(!shown.contains("secret-bot") && !shown.contains("secret-app") && !shown.contains("signing-secret-value"), "{shown}");
+        assert!(shown.contains("<set>"));
+    }
+}

@@ -1,0 +1,303 @@
+//! Outbound half: the Web API calls, rate limited and retried, and the
+//! [`Channel`] implementation built on them.
+
+use crate::render;
+use crate::{SlackConfig, SlackError};
+use async_trait::async_trait;
+use plangate_channel::{send_with_retry, Channel, ChannelError, Delivery, Destination, Document, RateLimiter, RetryPolicy};
+use plangate_engine::card::Card;
+use plangate_engine::Question;
+use serde::Serialize;
+use slack_morphism::errors::SlackClientError;
+use slack_morphism::prelude::*;
+use std::sync::Arc;
+use std::time::Duration;
+use tracing::Instrument;
+use url::Url;
+
+pub(crate) type Client = SlackClient<SlackClientHyperHttpsConnector>;
+
+const PLATFORM: &str = "slack";
+
+/// The Slack Web API as plangate uses it: one client, the bot token, the
+/// shared limiter. Every call is one `tracing` span named after the method.
+pub(crate) struct Api {
+    pub(crate) client: Arc<Client>,
+    token: SlackApiToken,
+    limiter: RateLimiter,
+    retry: RetryPolicy,
+    /// A `response_url` must start with one of these: Slack's hooks host, or
+    /// the configured API origin (a fake in tests). Anything else is not
+    /// trusted with a request, even from a verified payload.
+    response_origins: Vec<String>,
+}
+
+impl Api {
+    pub(crate) fn new(config: &SlackConfig) -> Result<Api, SlackError> {
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_native_roots()
+            .map_err(|e| SlackError::Tls(e.to_string()))?
+            .https_or_http()
+            .enable_http1()
+            .enable_http2()
+            .build();
+        let api_url = config.api_url.trim_end_matches('/');
+        let connector = SlackClientHyperConnector::with_connector(https).with_slack_api_url(api_url);
+        let mut response_origins = vec!["https://hooks.slack.com/".to_string()];
+        if let Ok(url) = Url::parse(api_url) {
+            response_origins.push(format!("{}/", url.origin().ascii_serialization()));
+        }
+        Ok(Api {
+            client: Arc::new(SlackClient::new(connector)),
+            token: SlackApiToken::new(SlackApiTokenValue::new(config.bot_token.clone())),
+            limiter: RateLimiter::new(
+                (config.per_channel_per_second as usize, Duration::from_secs(1)),
+                (config.global_per_second as usize, Duration::from_secs(1)),
+            ),
+            retry: RetryPolicy::default(),
+            response_origins,
+        })
+    }
+
+    /// Run one rate-limited, retried API call for `key` (a channel id).
+    async fn call<T, F, Fut>(&self, method: &'static str, key: &str, send: F) -> Result<T, ChannelError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, SlackClientError>>,
+    {
+        let mut send = send;
+        let span = tracing::info_span!("slack_api", method, channel = key);
+        async {
+            let result = send_with_retry(&self.limiter, key, self.retry, || {
+                let fut = send();
+                async move { fut.await.map_err(map_error) }
+            })
+            .await;
+            if let Err(e) = &result {
+                tracing::warn!(error = %e, "Slack call failed");
+            }
+            result
+        }
+        .instrument(span)
+        .await
+    }
+
+    pub(crate) async fn post_message(
+        &self,
+        channel: &str,
+        thread: Option<&str>,
+        text: String,
+        blocks: Vec<SlackBlock>,
+    ) -> Result<(String, String), ChannelError> {
+        let req = SlackApiChatPostMessageRequest::new(channel.into(), SlackMessageContent::new().with_text(text).with_blocks(blocks))
+            .opt_thread_ts(thread.map(SlackTs::from))
+            .with_unfurl_links(false)
+            .with_unfurl_media(false);
+        let res = self
+            .call("chat.postMessage", channel, || async { self.client.open_session(&self.token).chat_post_message(&req).await })
+            .await?;
+        Ok((res.channel.to_string(), res.ts.to_string()))
+    }
+
+    pub(crate) async fn update(&self, channel: &str, ts: &str, text: String, blocks: Vec<SlackBlock>) -> Result<(), ChannelError> {
+        let req = SlackApiChatUpdateRequest::new(channel.into(), SlackMessageContent::new().with_text(text).with_blocks(blocks), ts.into());
+        self.call("chat.update", channel, || async { self.client.open_session(&self.token).chat_update(&req).await }).await.map(|_| ())
+    }
+
+    pub(crate) async fn post_ephemeral(
+        &self,
+        channel: &str,
+        user: &str,
+        thread: Option<&str>,
+        text: String,
+        blocks: Option<Vec<SlackBlock>>,
+    ) -> Result<(), ChannelError> {
+        let req = SlackApiChatPostEphemeralRequest::new(
+            channel.into(),
+            user.into(),
+            SlackMessageContent::new().with_text(text).opt_blocks(blocks),
+        )
+        .opt_thread_ts(thread.map(SlackTs::from));
+        self.call("chat.postEphemeral", channel, || async { self.client.open_session(&self.token).chat_post_ephemeral(&req).await })
+            .await
+            .map(|_| ())
+    }
+
+    /// Whether a `response_url` may be used (see `response_origins`).
+    pub(crate) fn response_url_allowed(&self, url: &str) -> bool {
+        self.response_origins.iter().any(|origin| url.starts_with(origin.as_str()))
+    }
+
+    /// An ephemeral answer through the interaction's `response_url`, which
+    /// works even where the bot is not a member of the channel.
+    /// `replace_original` swaps out the ephemeral message the user clicked
+    /// (the cancel confirmation), so its button cannot be clicked twice.
+    pub(crate) async fn respond(
+        &self,
+        channel: &str,
+        response_url: &str,
+        replace_original: bool,
+        text: String,
+        blocks: Option<Vec<SlackBlock>>,
+    ) -> Result<(), ChannelError> {
+        #[derive(Serialize)]
+        struct Respond {
+            response_type: &'static str,
+            replace_original: bool,
+            text: String,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            blocks: Option<Vec<SlackBlock>>,
+        }
+        let url = Url::parse(response_url).map_err(|e| ChannelError::Other(format!("bad response_url: {e}")))?;
+        let body = Respond { response_type: "ephemeral", replace_original, text, blocks };
+        let connector = self.client.http_api.connector.clone();
+        self.call("response_url", channel, || {
+            let connector = connector.clone();
+            let url = url.clone();
+            let body = &body;
+            async move {
+                let span = tracing::Span::current();
+                let context =
+                    SlackClientApiCallContext { rate_control_params: None, token: None, tracing_span: &span, is_sensitive_url: true };
+                connector.http_post_uri::<_, serde_json::Value>(url, body, context).await
+            }
+        })
+        .await
+        .map(|_| ())
+    }
+
+    pub(crate) async fn views_open(&self, user: &str, trigger_id: &str, view: SlackView) -> Result<(), ChannelError> {
+        let req = SlackApiViewsOpenRequest::new(trigger_id.into(), view);
+        // Not a channel message: keyed by user, so a busy channel cannot make
+        // the 3 s trigger expire.
+        self.call("views.open", &format!("views:{user}"), || async { self.client.open_session(&self.token).views_open(&req).await })
+            .await
+            .map(|_| ())
+    }
+
+    /// The external upload flow: get an upload URL, send the bytes there,
+    /// then share the file into `channel` (and the thread of `thread`).
+    pub(crate) async fn upload(
+        &self,
+        channel: &str,
+        thread: Option<&str>,
+        document: &Document,
+        comment: Option<String>,
+    ) -> Result<(), ChannelError> {
+        let bytes = document.text.as_bytes().to_vec();
+        let get = SlackApiFilesGetUploadUrlExternalRequest::new(document.file_name.clone(), bytes.len());
+        let upload_key = format!("{channel}:files");
+        let target = self
+            .call("files.getUploadURLExternal", &upload_key, || async {
+                self.client.open_session(&self.token).get_upload_url_external(&get).await
+            })
+            .await?;
+        let put = SlackApiFilesUploadViaUrlRequest::new(target.upload_url.clone(), bytes, "text/markdown".to_string());
+        self.call("files.upload_via_url", &upload_key, || async { self.client.open_session(&self.token).files_upload_via_url(&put).await })
+            .await?;
+        let complete = SlackApiFilesCompleteUploadExternalRequest::new(vec![
+            SlackApiFilesComplete::new(target.file_id.clone()).with_title(document.file_name.clone())
+        ])
+        .with_channel_id(channel.into())
+        .opt_thread_ts(thread.map(SlackTs::from))
+        .opt_initial_comment(comment);
+        self.call("files.completeUploadExternal", channel, || async {
+            self.client.open_session(&self.token).files_complete_upload_external(&complete).await
+        })
+        .await
+        .map(|_| ())
+    }
+}
+
+/// slack-morphism's errors in the contract's terms: 429 → `RateLimited` (so
+/// `send_with_retry` waits as asked), 5xx and network trouble → `Transport`
+/// (retried), refusals → `Api` (not retried).
+pub(crate) fn map_error(error: SlackClientError) -> ChannelError {
+    match error {
+        SlackClientError::RateLimitError(e) => {
+            ChannelError::RateLimited { platform: PLATFORM, retry_after: e.retry_after.unwrap_or(Duration::from_secs(1)) }
+        }
+        SlackClientError::ApiError(e) => ChannelError::Api { platform: PLATFORM, message: e.code },
+        SlackClientError::HttpError(e) if e.status_code.is_server_error() => {
+            ChannelError::Transport { platform: PLATFORM, message: format!("HTTP {}", e.status_code) }
+        }
+        SlackClientError::HttpError(e) => ChannelError::Api { platform: PLATFORM, message: format!("HTTP {}", e.status_code) },
+        SlackClientError::HttpProtocolError(_) | SlackClientError::EndOfStream(_) => {
+            ChannelError::Transport { platform: PLATFORM, message: error.to_string() }
+        }
+        other => ChannelError::Other(format!("slack: {other}")),
+    }
+}
+
+/// The outbound half of the adapter, given to the server as `Arc<dyn Channel>`.
+pub struct SlackChannel {
+    api: Arc<Api>,
+}
+
+impl SlackChannel {
+    pub(crate) fn new(api: Arc<Api>) -> SlackChannel {
+        SlackChannel { api }
+    }
+}
+
+#[async_trait]
+impl Channel for SlackChannel {
+    fn name(&self) -> &'static str {
+        PLATFORM
+    }
+
+    async fn post_card(&self, destination: &Destination, card: &Card, document: &Document) -> Result<Delivery, ChannelError> {
+        let blocks = render::card_blocks(card, destination.style);
+        let (chat, ts) = self.api.post_message(&destination.chat, None, render::card_fallback(card), blocks).await?;
+        // The card is posted; a failed upload must not make the server post
+        // it again. "View plan" re-sends the document on demand.
+        if let Err(e) = self.api.upload(&chat, Some(&ts), document, None).await {
+            tracing::warn!(error = %e, chat, ts, "plan document upload failed; the card is posted without it");
+        }
+        Ok(Delivery {
+            destination: destination.name.clone(),
+            channel: PLATFORM.to_string(),
+            chat,
+            message_id: ts,
+            thread: None,
+            style: destination.style,
+        })
+    }
+
+    async fn update_card(&self, delivery: &Delivery, card: &Card) -> Result<(), ChannelError> {
+        let blocks = render::card_blocks(card, delivery.style);
+        self.api.update(&delivery.chat, &delivery.message_id, render::card_fallback(card), blocks).await
+    }
+
+    async fn send_nudge(&self, delivery: &Delivery, card: &Card, text: &str) -> Result<(), ChannelError> {
+        let thread = delivery.thread.as_deref().unwrap_or(&delivery.message_id);
+        let blocks = render::nudge_blocks(card, delivery.style, text);
+        self.api.post_message(&delivery.chat, Some(thread), render::escape(text), blocks).await.map(|_| ())
+    }
+
+    async fn send_document(&self, chat: &str, reply_to: Option<&str>, document: &Document) -> Result<(), ChannelError> {
+        self.api.upload(chat, reply_to, document, None).await
+    }
+
+    async fn send_text(&self, chat: &str, text: &str) -> Result<(), ChannelError> {
+        self.api.post_message(chat, None, render::truncate(&render::escape(text), 3000), render::text_blocks(text)).await.map(|_| ())
+    }
+
+    async fn post_question(&self, destination: &Destination, question: &Question) -> Result<Delivery, ChannelError> {
+        let blocks = render::question_blocks(question, destination.style);
+        let (chat, ts) = self.api.post_message(&destination.chat, None, render::question_fallback(question), blocks).await?;
+        Ok(Delivery {
+            destination: destination.name.clone(),
+            channel: PLATFORM.to_string(),
+            chat,
+            message_id: ts,
+            thread: None,
+            style: destination.style,
+        })
+    }
+
+    async fn update_question(&self, delivery: &Delivery, question: &Question) -> Result<(), ChannelError> {
+        let blocks = render::question_blocks(question, delivery.style);
+        self.api.update(&delivery.chat, &delivery.message_id, render::question_fallback(question), blocks).await
+    }
+}

@@ -1,0 +1,110 @@
+//! Socket Mode: `apps.connections.open` with the app-level token, then a
+//! websocket on which Slack delivers interactions and slash commands as
+//! envelopes that we acknowledge with their `envelope_id`.
+//!
+//! slack-morphism runs the connection (reconnects, pings). Its callbacks are
+//! plain function pointers, so the [`Dispatcher`] travels in the listener's
+//! user state. The ack is sent when a callback returns, so callbacks only
+//! translate and spawn (see [`Dispatcher`]); a `view_submission` that fails
+//! validation is answered in the ack itself (`response_action: errors`).
+
+use crate::inbound::{Ack, Dispatcher, Interaction, SlashCommand};
+use crate::outbound::Api;
+use crate::SlackError;
+use plangate_channel::Shutdown;
+use slack_morphism::prelude::*;
+use std::sync::Arc;
+use tokio::task::JoinHandle;
+
+type Client = SlackClient<SlackClientHyperHttpsConnector>;
+
+/// Returned by the command callback so slack-morphism sends a bare ack
+/// (no payload): the answer comes later, ephemerally, from the handler task.
+#[derive(Debug)]
+struct AckedWithoutPayload;
+
+impl std::fmt::Display for AckedWithoutPayload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("acknowledged without payload")
+    }
+}
+
+impl std::error::Error for AckedWithoutPayload {}
+
+pub(crate) async fn spawn(
+    api: Arc<Api>,
+    dispatcher: Arc<Dispatcher>,
+    app_token: String,
+    mut shutdown: Shutdown,
+) -> Result<JoinHandle<()>, SlackError> {
+    let callbacks = SlackSocketModeListenerCallbacks::new().with_command_events(on_command).with_interaction_events(on_interaction);
+    let environment =
+        Arc::new(SlackClientEventsListenerEnvironment::new(api.client.clone()).with_error_handler(on_error).with_user_state(dispatcher));
+    // One connection; slack-morphism reconnects it when it drops.
+    let config = SlackClientSocketModeConfig::new().with_max_connections_count(1).with_reconnect_timeout_in_seconds(5);
+    let listener = SlackClientSocketModeListener::new(&config, environment, callbacks);
+    let token = SlackApiToken::new(SlackApiTokenValue::new(app_token)).with_token_type(SlackApiTokenType::App);
+    listener.listen_for(&token).await.map_err(|e| SlackError::Socket(e.to_string()))?;
+    Ok(tokio::spawn(async move {
+        listener.start().await;
+        tracing::info!("Slack Socket Mode started");
+        while !*shutdown.borrow_and_update() {
+            if shutdown.changed().await.is_err() {
+                break;
+            }
+        }
+        listener.shutdown().await;
+        tracing::info!("Slack Socket Mode stopped");
+    }))
+}
+
+async fn dispatcher_of(state: &SlackClientEventsUserState) -> Option<Arc<Dispatcher>> {
+    state.read().await.get_user_state::<Arc<Dispatcher>>().cloned()
+}
+
+async fn on_interaction(
+    event: SlackInteractionEvent,
+    _client: Arc<Client>,
+    state: SlackClientEventsUserState,
+) -> UserCallbackResult<SlackInteractionResponse> {
+    let Some(dispatcher) = dispatcher_of(&state).await else {
+        return Ok(SlackInteractionResponse::Empty);
+    };
+    // Re-read through plangate's own minimal model, shared with HTTP mode.
+    let payload = match serde_json::to_value(&event).and_then(serde_json::from_value::<Interaction>) {
+        Ok(payload) => payload,
+        Err(e) => {
+            tracing::warn!(error = %e, "unreadable Socket Mode interaction; acknowledged and ignored");
+            return Ok(SlackInteractionResponse::Empty);
+        }
+    };
+    Ok(match dispatcher.interaction(payload) {
+        Ack::Empty => SlackInteractionResponse::Empty,
+        Ack::ViewErrors(errors) => SlackViewSubmissionResponse::Errors(SlackViewSubmissionErrorsResponse::new(errors)).into(),
+    })
+}
+
+async fn on_command(
+    event: SlackCommandEvent,
+    _client: Arc<Client>,
+    state: SlackClientEventsUserState,
+) -> UserCallbackResult<SlackCommandEventResponse> {
+    if let Some(dispatcher) = dispatcher_of(&state).await {
+        match serde_json::to_value(&event).and_then(serde_json::from_value::<SlashCommand>) {
+            Ok(command) => {
+                dispatcher.command(command);
+            }
+            Err(e) => tracing::warn!(error = %e, "unreadable Socket Mode slash command; acknowledged and ignored"),
+        }
+    }
+    Err(Box::new(AckedWithoutPayload))
+}
+
+/// Everything is acknowledged: an envelope we cannot use does not get better
+/// by being redelivered.
+fn on_error(error: Box<dyn std::error::Error + Send + Sync>, _client: Arc<Client>, _state: SlackClientEventsUserState) -> HttpStatusCode {
+    if !error.is::<AckedWithoutPayload>() {
+        tracing::warn!(error = %error, "Slack Socket Mode error");
+    }
+    HttpStatusCode::OK
+}

@@ -38,8 +38,19 @@ pub async fn start_all(core: &Arc<Core>, hub: Arc<Hub>, shutdown: Shutdown, mut 
     let handler: Arc<dyn InboundHandler> = hub.clone();
     if let Some(value) = &raw.telegram {
         let config: plangate_telegram::TelegramConfig = section(value, "telegram")?;
-        let adapter = plangate_telegram::start(config, handler.clone(), shutdown.clone()).await.context("cannot start the Telegram adapter")?;
+        let adapter =
+            plangate_telegram::start(config, handler.clone(), shutdown.clone()).await.context("cannot start the Telegram adapter")?;
         adapters.push(("telegram", adapter));
+    }
+    if let Some(value) = &raw.slack {
+        let config: plangate_slack::SlackConfig = section(value, "slack")?;
+        let adapter = plangate_slack::start(config, handler.clone(), shutdown.clone()).await.context("cannot start the Slack adapter")?;
+        adapters.push(("slack", adapter));
+    }
+    if let Some(value) = &raw.discord {
+        let config: plangate_discord::DiscordConfig = section(value, "discord")?;
+        let adapter = plangate_discord::start(config, handler.clone(), shutdown.clone()).await.context("cannot start the Discord adapter")?;
+        adapters.push(("discord", adapter));
     }
     let mut tasks = Vec::new();
     for (name, adapter) in adapters {

@@ -51,7 +51,9 @@ async fn call(req: reqwest::RequestBuilder) -> (u16, Value) {
 
 async fn propose(s: &ServerProcess, session: &str, title: &str) -> ApprovalId {
     call(s.agent(Method::POST, &format!("/v1/sessions/{session}/enter"))).await;
-    let (st, d) = call(s.agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&json!({"title": title, "steps": [{"step": "x"}]}))).await;
+    let (st, d) =
+        call(s.agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&json!({"title": title, "steps": [{"step": "x"}]})))
+            .await;
     assert_eq!(st, 201, "{d}");
     ApprovalId::parse(d["approval_id"].as_str().unwrap()).unwrap()
 }
@@ -100,7 +102,10 @@ async fn approve_in_slack_and_sync_a_telegram_decision_to_the_slack_card() {
     slack.send_envelope("interactive", foreign);
     // The approver in Slack approves.
     let waiter = tokio::spawn(call(s.agent(Method::GET, "/v1/sessions/s1/decision?wait=30")));
-    slack.send_envelope("interactive", block_actions("U1", "alice", "C1", &ts, &encode(Button::Approve(id)), "1.000002", &slack.response_url("r1")));
+    slack.send_envelope(
+        "interactive",
+        block_actions("U1", "alice", "C1", &ts, &encode(Button::Approve(id)), "1.000002", &slack.response_url("r1")),
+    );
     let (_, d) = waiter.await.unwrap();
     assert_eq!((d["status"].as_str(), d["decided_by"].as_str()), (Some("approved"), Some("slack:@alice")));
     // Both cards show the receipt.
@@ -117,6 +122,8 @@ async fn approve_in_slack_and_sync_a_telegram_decision_to_the_slack_card() {
     let tg_card = cards.iter().filter(|r| r.keyboard().is_some()).nth(1).unwrap().message_id_sent().unwrap();
     tg.push_update(tg.callback_update(TG_CHAT, tg_card, FakeTelegram::user(111, Some("bob"), "Bob"), &encode(Button::Approve(id2))));
     slack
-        .wait_for(WAIT, |reqs| reqs.iter().any(|r| r.path.ends_with("chat.update") && r.json().to_string().contains("Approved v1 by telegram:@bob")))
+        .wait_for(WAIT, |reqs| {
+            reqs.iter().any(|r| r.path.ends_with("chat.update") && r.json().to_string().contains("Approved v1 by telegram:@bob"))
+        })
         .await;
 }

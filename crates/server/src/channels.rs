@@ -49,7 +49,8 @@ pub async fn start_all(core: &Arc<Core>, hub: Arc<Hub>, shutdown: Shutdown, mut 
     }
     if let Some(value) = &raw.discord {
         let config: plangate_discord::DiscordConfig = section(value, "discord")?;
-        let adapter = plangate_discord::start(config, handler.clone(), shutdown.clone()).await.context("cannot start the Discord adapter")?;
+        let adapter =
+            plangate_discord::start(config, handler.clone(), shutdown.clone()).await.context("cannot start the Discord adapter")?;
         adapters.push(("discord", adapter));
     }
     let mut tasks = Vec::new();

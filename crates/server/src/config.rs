@@ -306,7 +306,13 @@ mod tests {
     #[test]
     fn example_config_is_valid() {
         let example = include_str!("../../../config/example.toml");
-        parse(example).unwrap();
+        let s = parse(example).unwrap();
+        // Every channel section must also satisfy its adapter's own config type.
+        let raw = &s.raw;
+        serde_json::from_value::<plangate_telegram::TelegramConfig>(raw.telegram.clone().unwrap()).unwrap();
+        serde_json::from_value::<plangate_slack::SlackConfig>(raw.slack.clone().unwrap()).unwrap();
+        serde_json::from_value::<plangate_discord::DiscordConfig>(raw.discord.clone().unwrap()).unwrap();
+        assert!(!raw.agents["claude"].gate.allow_commands.is_empty());
     }
 
     #[test]

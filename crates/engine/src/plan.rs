@@ -15,6 +15,7 @@ pub const MAX_TITLE_CHARS: usize = 200;
 /// A plan with more steps than this cannot be reviewed on a phone.
 pub const MAX_STEPS: usize = 200;
 
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum StepStatus {
@@ -51,6 +52,7 @@ impl StepStatus {
     }
 }
 
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Step {
@@ -78,6 +80,7 @@ impl Step {
 }
 
 /// A proposal: the plan *archetype* of DESIGN §4.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Plan {

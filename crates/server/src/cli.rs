@@ -1,13 +1,20 @@
 //! The `plangate` subcommands that talk to a running server over HTTP.
 //!
-//! They are clients of the same API as every agent, so what the CLI shows is
-//! what an agent would see.
+//! They are clients of the same API as every agent (through
+//! [`plangate_agent::Client`]), so what the CLI shows is what an agent would
+//! see.
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::Result;
+use plangate_agent::codex::extract_proposed_plan;
+use plangate_agent::{session, submit, NoRecall, ProposalBody};
+use plangate_engine::view::DecisionView;
+use plangate_engine::{DecisionStatus, Plan};
 use serde_json::{json, Value};
 use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
+
+pub use plangate_agent::Client;
 
 /// Exit codes of `propose --wait`.
 pub const EXIT_APPROVED: i32 = 0;
@@ -15,120 +22,137 @@ pub const EXIT_USAGE: i32 = 2;
 pub const EXIT_REVISED: i32 = 3;
 pub const EXIT_NOT_APPROVED: i32 = 4;
 
-pub struct Client {
-    base: String,
-    token: Option<String>,
-    http: reqwest::Client,
+/// `plangate propose`'s arguments.
+pub struct ProposeArgs {
+    pub file: String,
+    pub session: String,
+    pub title: Option<String>,
+    pub wait: bool,
+    pub timeout: Duration,
+    pub json: bool,
+    pub codex: bool,
+    pub token: String,
+    pub url: String,
 }
 
-impl Client {
-    pub fn new(base: &str, token: Option<String>) -> Result<Client> {
-        let http = reqwest::Client::builder().no_proxy().connect_timeout(Duration::from_secs(5)).build()?;
-        Ok(Client { base: base.trim_end_matches('/').to_string(), token, http })
+/// `plangate propose`: read, propose, optionally wait; returns the exit code.
+/// Input that cannot be proposed (unreadable file, no Codex block, a JSON
+/// plan that does not parse, a bad session id) is a usage error (2).
+pub async fn propose_command(args: ProposeArgs) -> Result<i32> {
+    if !session::is_valid(&args.session) {
+        eprintln!("plangate: --session {:?} is invalid: use 1–128 characters of A-Z a-z 0-9 . _ : -", args.session);
+        return Ok(EXIT_USAGE);
     }
-
-    pub async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Result<(u16, Value)> {
-        let mut req = self.http.request(method, format!("{}{}", self.base, path));
-        if let Some(t) = &self.token {
-            req = req.bearer_auth(t);
+    let body = match read_proposal(&args.file, args.title.as_deref(), args.codex) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("plangate: {e}");
+            return Ok(EXIT_USAGE);
         }
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let resp = req.send().await.with_context(|| format!("cannot reach plangate at {}; is `plangate serve` running?", self.base))?;
-        let status = resp.status().as_u16();
-        let text = resp.text().await.unwrap_or_default();
-        Ok((status, serde_json::from_str(&text).unwrap_or(Value::Null)))
-    }
-
-    /// Call and turn an API error into a readable message.
-    pub async fn ok(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Result<Value> {
-        let (status, value) = self.call(method, path, body).await?;
-        if (200..300).contains(&status) {
-            Ok(value)
-        } else {
-            let code = value["error"]["code"].as_str().unwrap_or("error");
-            let message = value["error"]["message"].as_str().unwrap_or("");
-            bail!("{code} ({status}): {message}")
-        }
-    }
+    };
+    let client = Client::new(&args.url, Some(args.token))?;
+    propose(&client, &args.session, body, args.wait, args.json, args.timeout).await
 }
 
-/// Read a proposal file: markdown, a JSON Plan, or a Codex transcript.
-pub fn read_proposal(file: &str, title: Option<&str>, codex: bool) -> Result<Value> {
+/// Read a proposal file: markdown, a JSON Plan, or a Codex message (`-` for
+/// stdin), whose last `<proposed_plan>` block is the plan
+/// ([`plangate_agent::codex`]).
+pub fn read_proposal(file: &str, title: Option<&str>, codex: bool) -> Result<ProposalBody, String> {
+    let name = if file == "-" { "stdin" } else { file };
     let text = if file == "-" {
         let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s)?;
+        std::io::stdin().read_to_string(&mut s).map_err(|e| format!("cannot read stdin: {e}"))?;
         s
     } else {
-        std::fs::read_to_string(file).with_context(|| format!("cannot read {file}"))?
+        std::fs::read_to_string(file).map_err(|e| format!("cannot read {file}: {e}"))?
     };
     if codex {
-        let block = extract_codex_plan(&text).ok_or_else(|| anyhow!("no <proposed_plan>…</proposed_plan> block found in {file}"))?;
-        return Ok(json!({"markdown": block, "title": title}));
+        let plan = extract_proposed_plan(&text).map_err(|e| format!("{name}: {e}"))?;
+        return Ok(ProposalBody::markdown(plan.markdown, title.map(str::to_string)));
     }
     let is_json = Path::new(file).extension().is_some_and(|e| e == "json") || text.trim_start().starts_with('{');
     if is_json {
-        let mut plan: Value = serde_json::from_str(&text).with_context(|| format!("{file} is not valid JSON"))?;
-        if let (Some(t), Some(obj)) = (title, plan.as_object_mut()) {
-            obj.insert("title".into(), json!(t));
-        }
-        Ok(plan)
-    } else {
-        let mut body = json!({"markdown": text});
+        let mut plan: Plan = serde_json::from_str(&text).map_err(|e| format!("{name} is not a valid JSON Plan: {e}"))?;
         if let Some(t) = title {
-            body["title"] = json!(t);
+            plan.title = t.to_string();
         }
-        Ok(body)
+        Ok(ProposalBody::Plan(plan))
+    } else {
+        Ok(ProposalBody::markdown(text, title.map(str::to_string)))
     }
-}
-
-/// The last `<proposed_plan>…</proposed_plan>` block of a Codex message; the
-/// text outside it is not part of the plan.
-pub fn extract_codex_plan(text: &str) -> Option<String> {
-    let start = text.rfind("<proposed_plan>")?;
-    let rest = &text[start + "<proposed_plan>".len()..];
-    let end = rest.find("</proposed_plan>")?;
-    let block = rest[..end].trim();
-    (!block.is_empty()).then(|| block.to_string())
 }
 
 /// Propose, optionally wait, and return the process exit code.
-pub async fn propose(client: &Client, session: &str, body: Value, wait: bool, json_out: bool, timeout: Duration) -> Result<i32> {
-    client.ok(reqwest::Method::POST, &format!("/v1/sessions/{session}/enter"), Some(json!({"reason": "plangate propose"}))).await?;
-    let decision = client.ok(reqwest::Method::POST, &format!("/v1/sessions/{session}/proposals"), Some(body)).await?;
-    if !wait {
-        print_decision(&decision, json_out);
-        return Ok(exit_code(&decision));
-    }
-    let tty = std::io::stderr().is_terminal() && !json_out;
-    let started = Instant::now();
-    let mut current = decision;
-    while current["status"] == "pending" && started.elapsed() < timeout {
-        if tty {
-            eprint!(
-                "\r⏳ v{} {} pending for {}s  ",
-                current["version"],
-                current["approval_id"].as_str().unwrap_or("").get(..6).unwrap_or(""),
-                started.elapsed().as_secs()
-            );
-            let _ = std::io::stderr().flush();
+///
+/// On a terminal, `--wait` keeps one live status line on stderr (version,
+/// short id, elapsed time) and replaces it with the outcome; elsewhere it
+/// prints nothing until the decision. The decision goes to stdout (the
+/// Decision JSON with `--json`).
+pub async fn propose(client: &Client, session: &str, body: ProposalBody, wait: bool, json_out: bool, timeout: Duration) -> Result<i32> {
+    let submitted = submit(client, &NoRecall, session, &body, "plangate propose").await?;
+    let mut current = submitted.decision;
+    if wait && !current.is_final() {
+        let tty = std::io::stderr().is_terminal() && !json_out;
+        let started = Instant::now();
+        let waiting = client.wait_decision(session, timeout);
+        tokio::pin!(waiting);
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        let outcome = loop {
+            tokio::select! {
+                outcome = &mut waiting => break outcome,
+                _ = tick.tick(), if tty => status_line(&format!(
+                    "⏳ plan v{} (#{}) awaiting approval · {}s",
+                    current.version,
+                    current.approval_id.get(..6).unwrap_or(""),
+                    started.elapsed().as_secs()
+                )),
+            }
+        };
+        if let Some(d) = outcome? {
+            current = d;
         }
-        let left = timeout.saturating_sub(started.elapsed()).as_secs().clamp(1, 60);
-        current = client.ok(reqwest::Method::GET, &format!("/v1/sessions/{session}/decision?wait={left}"), None).await?;
+        if tty {
+            status_line(&outcome_line(&current, started.elapsed()));
+            eprintln!();
+        } else if !current.is_final() {
+            eprintln!("plangate: still pending after {}s; not approved", started.elapsed().as_secs());
+        }
     }
-    if tty {
-        eprintln!();
+    let mut value = serde_json::to_value(&current)?;
+    if let Some(p) = submitted.document_path {
+        value["document_path"] = json!(p);
     }
-    print_decision(&current, json_out);
-    Ok(exit_code(&current))
+    print_decision(&value, json_out);
+    Ok(exit_code(&current, wait))
 }
 
-fn exit_code(decision: &Value) -> i32 {
-    match decision["status"].as_str() {
-        Some("approved" | "edited") => EXIT_APPROVED,
-        Some("rejected") => EXIT_REVISED,
-        Some("pending") => EXIT_APPROVED,
+fn status_line(text: &str) {
+    // Carriage return and erase-line: one line, redrawn in place.
+    eprint!("\r\x1b[2K{text}");
+    let _ = std::io::stderr().flush();
+}
+
+fn outcome_line(d: &DecisionView, elapsed: Duration) -> String {
+    let by = d.decided_by.as_deref().unwrap_or("someone");
+    let secs = elapsed.as_secs();
+    match d.status {
+        DecisionStatus::Pending => format!("⌛ plan v{} still pending after {secs}s; not approved", d.version),
+        DecisionStatus::Approved => format!("✓ plan v{} approved by {by} after {secs}s", d.version),
+        DecisionStatus::Edited => format!("✓ plan v{} approved with edits by {by} after {secs}s", d.version),
+        DecisionStatus::Rejected => format!("↩ plan v{}: changes requested by {by} after {secs}s", d.version),
+        DecisionStatus::TimedOut => format!("⌛ plan v{} timed out after {secs}s; not approved", d.version),
+        DecisionStatus::Cancelled => format!("✗ plan v{} cancelled by {by} after {secs}s", d.version),
+        DecisionStatus::Superseded => format!("✗ plan v{} superseded after {secs}s", d.version),
+    }
+}
+
+/// 0 approved/edited (or proposed, without `--wait`), 3 changes requested,
+/// 4 not approved (timed out, cancelled, superseded, still pending after the wait).
+fn exit_code(decision: &DecisionView, waited: bool) -> i32 {
+    match decision.status {
+        DecisionStatus::Approved | DecisionStatus::Edited => EXIT_APPROVED,
+        DecisionStatus::Rejected => EXIT_REVISED,
+        DecisionStatus::Pending if !waited => EXIT_APPROVED,
         _ => EXIT_NOT_APPROVED,
     }
 }

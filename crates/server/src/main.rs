@@ -107,6 +107,36 @@ enum Cmd {
         #[command(flatten)]
         remote: Remote,
     },
+    /// Harness hooks: `hook claude` answers one Claude Code hook event.
+    #[command(subcommand)]
+    Hook(HookCmd),
+    /// An MCP server on stdio (PLANGATE_URL, PLANGATE_TOKEN, PLANGATE_SESSION).
+    Mcp,
+}
+
+#[derive(Subcommand)]
+enum HookCmd {
+    /// Answer one Claude Code hook event (JSON on stdin, answer on stdout; always exits 0).
+    Claude,
+    /// Install a hook into a harness's settings.
+    #[command(subcommand)]
+    Install(HookInstallCmd),
+}
+
+#[derive(Subcommand)]
+enum HookInstallCmd {
+    /// Merge the plangate hooks into Claude Code's settings.json.
+    Claude {
+        /// `project` (./.claude/settings.json) or `user` (~/.claude/settings.json).
+        #[arg(long, default_value = "project", value_parser = ["project", "user"])]
+        scope: String,
+        /// Print the resulting settings instead of writing them.
+        #[arg(long)]
+        dry_run: bool,
+        /// Seconds ExitPlanMode waits for a decision (the hook timeout is this plus 10).
+        #[arg(long, env = "PLANGATE_HOOK_WAIT", default_value_t = plangate_agent::claude::install::default_wait_secs())]
+        wait: u64,
+    },
 }
 
 #[derive(Subcommand)]
@@ -151,9 +181,8 @@ async fn run(args: Args) -> Result<i32> {
             Ok(0)
         }
         Cmd::Propose { file, session, title, wait, timeout, json, codex, token, remote } => {
-            let client = Client::new(&remote.url, Some(token))?;
-            let body = cli::read_proposal(&file, title.as_deref(), codex)?;
-            cli::propose(&client, &session, body, wait, json, Duration::from_secs(timeout)).await
+            let timeout = Duration::from_secs(timeout);
+            cli::propose_command(cli::ProposeArgs { file, session, title, wait, timeout, json, codex, token, url: remote.url }).await
         }
         Cmd::Status { session, token, remote } => {
             let client = Client::new(&remote.url, Some(token))?;
@@ -207,6 +236,32 @@ async fn run(args: Args) -> Result<i32> {
             }
             Ok(0)
         }
+        Cmd::Hook(HookCmd::Claude) => {
+            print!("{}", plangate_agent::claude::run().await);
+            Ok(0)
+        }
+        Cmd::Hook(HookCmd::Install(HookInstallCmd::Claude { scope, dry_run, wait })) => {
+            let scope = scope.parse()?;
+            let installed = plangate_agent::claude::install::install(scope, &std::env::current_dir()?, wait, dry_run)?;
+            let path = installed.path.display();
+            if installed.dry_run {
+                println!("{}", serde_json::to_string_pretty(&installed.settings)?);
+                eprintln!("dry run: {path} was not changed");
+            } else if !installed.changed {
+                eprintln!("{path} already has the plangate hooks; nothing to do");
+            } else {
+                let backup = installed.backup.map(|b| format!(" (previous file kept as {})", b.display())).unwrap_or_default();
+                eprintln!("installed the plangate hooks in {path}{backup}");
+            }
+            Ok(0)
+        }
+        Cmd::Mcp => match plangate_agent::mcp::serve_stdio().await {
+            Ok(()) => Ok(0),
+            Err(e) => {
+                eprintln!("plangate mcp: {e}");
+                Ok(1)
+            }
+        },
     }
 }
 

@@ -1,0 +1,343 @@
+//! A typed client of plangate's agent API (API.md).
+//!
+//! Answers come back as the engine's own view types, so an integration sees
+//! exactly what the HTTP API returns. Every request has a connect and a total
+//! timeout: a hook must answer its harness in time even when the server
+//! hangs, and a long-poll's timeout is its `wait` plus the usual margin.
+
+use crate::proposal::ProposalBody;
+use crate::session;
+use plangate_engine::view::{DecisionView, StatusView};
+use plangate_engine::{QuestionStatus, Step};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::time::Duration;
+use thiserror::Error;
+
+/// Where `plangate serve` listens unless `PLANGATE_URL` says otherwise.
+pub const DEFAULT_URL: &str = "http://127.0.0.1:8787";
+/// The longest `wait` the server holds one request (API.md).
+pub const MAX_WAIT: Duration = Duration::from_secs(300);
+
+/// Why a call to plangate failed. The messages tell a person what to do next.
+#[derive(Debug, Error)]
+pub enum AgentError {
+    #[error("cannot reach plangate at {url} ({reason}); is `plangate serve` running there?")]
+    Unreachable { url: String, reason: String },
+    #[error("plangate at {url} did not answer within {secs} s")]
+    Timeout { url: String, secs: u64 },
+    /// The server refused the call: `code` is API.md's error code.
+    #[error("{code} ({status}): {message}")]
+    Api { status: u16, code: String, message: String, details: Value },
+    #[error("plangate answered {status} with a body this client does not understand: {reason}")]
+    Protocol { status: u16, reason: String },
+    /// The caller's own input or environment is wrong (no token, a bad id…).
+    #[error("{0}")]
+    Usage(String),
+}
+
+impl AgentError {
+    /// The API error code, when the server refused the call.
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            AgentError::Api { code, .. } => Some(code),
+            _ => None,
+        }
+    }
+}
+
+/// Connect and per-request timeouts.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    pub connect: Duration,
+    pub request: Duration,
+}
+
+impl Timeouts {
+    /// For people at a terminal: patient.
+    pub const CLI: Timeouts = Timeouts { connect: Duration::from_secs(5), request: Duration::from_secs(30) };
+    /// For a harness hook that must answer within a couple of seconds.
+    pub const HOOK: Timeouts = Timeouts { connect: Duration::from_millis(500), request: Duration::from_millis(1500) };
+    /// For a long-running tool server.
+    pub const SERVER: Timeouts = Timeouts { connect: Duration::from_secs(2), request: Duration::from_secs(10) };
+}
+
+/// A step-list update (`POST /v1/sessions/{id}/steps`).
+#[derive(Debug, Clone, Serialize)]
+pub struct StepsUpdate {
+    pub steps: Vec<Step>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub merge: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<String>,
+}
+
+/// A question for the human (`POST /v1/sessions/{id}/questions`).
+#[derive(Debug, Clone, Serialize)]
+pub struct QuestionBody {
+    pub question: String,
+    pub options: Vec<String>,
+    pub allow_freetext: bool,
+}
+
+/// A question's state (`GET /v1/sessions/{id}/questions/{qid}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuestionAnswer {
+    pub status: QuestionStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<String>,
+}
+
+/// What `POST …/proposals` answers: the Decision plus where the plan was written.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Proposed {
+    #[serde(flatten)]
+    pub decision: DecisionView,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub document_path: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateDecision {
+    Allow,
+    Deny,
+}
+
+/// The mutation gate's verdict on one tool call (`POST /v1/gate`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GateAnswer {
+    pub decision: GateDecision,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Client {
+    base: String,
+    token: Option<String>,
+    http: reqwest::Client,
+    timeouts: Timeouts,
+}
+
+impl Client {
+    /// A client with the CLI's timeouts.
+    pub fn new(base: &str, token: Option<String>) -> Result<Client, AgentError> {
+        Client::with_timeouts(base, token, Timeouts::CLI)
+    }
+
+    pub fn with_timeouts(base: &str, token: Option<String>, timeouts: Timeouts) -> Result<Client, AgentError> {
+        let base = base.trim().trim_end_matches('/').to_string();
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(AgentError::Usage(format!("PLANGATE_URL must be an http:// or https:// URL, got {base:?}")));
+        }
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .connect_timeout(timeouts.connect)
+            .build()
+            .map_err(|e| AgentError::Usage(format!("cannot build an HTTP client: {e}")))?;
+        Ok(Client { base, token, http, timeouts })
+    }
+
+    /// An agent client from `PLANGATE_URL` (default [`DEFAULT_URL`]) and
+    /// `PLANGATE_TOKEN` (required).
+    pub fn from_env(timeouts: Timeouts) -> Result<Client, AgentError> {
+        let base = std::env::var("PLANGATE_URL").ok().filter(|u| !u.trim().is_empty()).unwrap_or_else(|| DEFAULT_URL.to_string());
+        let token = std::env::var("PLANGATE_TOKEN").ok().filter(|t| !t.trim().is_empty()).ok_or_else(|| {
+            AgentError::Usage("PLANGATE_TOKEN is not set: export the agent's bearer token from the plangate config".to_string())
+        })?;
+        Client::with_timeouts(&base, Some(token), timeouts)
+    }
+
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// Send a request and return `(status, JSON body or Null)`.
+    pub async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Result<(u16, Value), AgentError> {
+        self.call_within(method, path, body, self.timeouts.request).await
+    }
+
+    async fn call_within(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+        timeout: Duration,
+    ) -> Result<(u16, Value), AgentError> {
+        let mut req = self.http.request(method, format!("{}{}", self.base, path)).timeout(timeout);
+        if let Some(t) = &self.token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.map_err(|e| self.transport_error(e, timeout))?;
+        let status = resp.status().as_u16();
+        let text = resp.text().await.map_err(|e| self.transport_error(e, timeout))?;
+        Ok((status, serde_json::from_str(&text).unwrap_or(Value::Null)))
+    }
+
+    fn transport_error(&self, e: reqwest::Error, timeout: Duration) -> AgentError {
+        if e.is_timeout() {
+            return AgentError::Timeout { url: self.base.clone(), secs: timeout.as_secs_f64().ceil() as u64 };
+        }
+        let mut reason = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            reason.push_str(": ");
+            reason.push_str(&s.to_string());
+            source = s.source();
+        }
+        AgentError::Unreachable { url: self.base.clone(), reason }
+    }
+
+    /// Call and turn an API error (non-2xx) into [`AgentError::Api`].
+    pub async fn ok(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Result<Value, AgentError> {
+        self.ok_within(method, path, body, self.timeouts.request).await
+    }
+
+    async fn ok_within(&self, method: reqwest::Method, path: &str, body: Option<Value>, timeout: Duration) -> Result<Value, AgentError> {
+        let (status, value) = self.call_within(method, path, body, timeout).await?;
+        if (200..300).contains(&status) {
+            return Ok(value);
+        }
+        let error = &value["error"];
+        Err(AgentError::Api {
+            status,
+            code: error["code"].as_str().unwrap_or("error").to_string(),
+            message: error["message"].as_str().unwrap_or("(no message)").to_string(),
+            details: error.get("details").cloned().unwrap_or(Value::Null),
+        })
+    }
+
+    async fn typed<T: DeserializeOwned>(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+        timeout: Duration,
+    ) -> Result<T, AgentError> {
+        let value = self.ok_within(method, path, body, timeout).await?;
+        serde_json::from_value(value).map_err(|e| AgentError::Protocol { status: 200, reason: e.to_string() })
+    }
+
+    fn session_path(session_id: &str, rest: &str) -> Result<String, AgentError> {
+        if !session::is_valid(session_id) {
+            return Err(AgentError::Usage(format!("session_id {session_id:?} is invalid: use 1–128 characters of A-Z a-z 0-9 . _ : -")));
+        }
+        Ok(format!("/v1/sessions/{session_id}{rest}"))
+    }
+
+    fn wait_query(wait: Duration) -> (u64, Duration) {
+        let secs = wait.min(MAX_WAIT).as_secs();
+        (secs, Duration::from_secs(secs))
+    }
+
+    pub async fn status(&self, session_id: &str) -> Result<StatusView, AgentError> {
+        let path = Self::session_path(session_id, "")?;
+        self.typed(reqwest::Method::GET, &path, None, self.timeouts.request).await
+    }
+
+    /// Enter plan mode (a no-op when already in it).
+    pub async fn enter(&self, session_id: &str, reason: Option<&str>) -> Result<StatusView, AgentError> {
+        let path = Self::session_path(session_id, "/enter")?;
+        let body = match reason {
+            Some(r) => json!({"reason": r}),
+            None => json!({}),
+        };
+        self.typed(reqwest::Method::POST, &path, Some(body), self.timeouts.request).await
+    }
+
+    pub async fn update_steps(&self, session_id: &str, update: &StepsUpdate) -> Result<Vec<Step>, AgentError> {
+        #[derive(Deserialize)]
+        struct Steps {
+            steps: Vec<Step>,
+        }
+        let path = Self::session_path(session_id, "/steps")?;
+        let body = serde_json::to_value(update).map_err(|e| AgentError::Usage(e.to_string()))?;
+        let steps: Steps = self.typed(reqwest::Method::POST, &path, Some(body), self.timeouts.request).await?;
+        Ok(steps.steps)
+    }
+
+    /// Propose a plan. Outside plan mode the server refuses (`invalid_state`);
+    /// [`crate::proposal::submit`] enters first.
+    pub async fn propose(&self, session_id: &str, body: &ProposalBody) -> Result<Proposed, AgentError> {
+        let path = Self::session_path(session_id, "/proposals")?;
+        let body = serde_json::to_value(body).map_err(|e| AgentError::Usage(e.to_string()))?;
+        self.typed(reqwest::Method::POST, &path, Some(body), self.timeouts.request).await
+    }
+
+    /// The latest proposal's Decision, holding up to `wait` (at most 300 s)
+    /// while it is pending. `None` when the session has no proposal.
+    pub async fn decision(&self, session_id: &str, wait: Duration) -> Result<Option<DecisionView>, AgentError> {
+        let (secs, wait) = Self::wait_query(wait);
+        let path = Self::session_path(session_id, &format!("/decision?wait={secs}"))?;
+        match self.typed(reqwest::Method::GET, &path, None, wait + self.timeouts.request).await {
+            Ok(d) => Ok(Some(d)),
+            Err(AgentError::Api { status: 404, .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Long-poll until the latest proposal is decided or `total` has passed,
+    /// in requests of at most 300 s. `None` when there is no proposal.
+    pub async fn wait_decision(&self, session_id: &str, total: Duration) -> Result<Option<DecisionView>, AgentError> {
+        let deadline = tokio::time::Instant::now() + total;
+        loop {
+            // Whole seconds, rounded up: the server's `wait` is in seconds.
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let secs = left.as_millis().div_ceil(1000) as u64;
+            let decision = self.decision(session_id, Duration::from_secs(secs)).await?;
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match decision {
+                Some(d) if !d.is_final() && left > Duration::from_millis(100) => continue,
+                other => return Ok(other),
+            }
+        }
+    }
+
+    /// Ask the human a question; returns its id.
+    pub async fn ask(&self, session_id: &str, question: &QuestionBody) -> Result<String, AgentError> {
+        #[derive(Deserialize)]
+        struct Asked {
+            question_id: String,
+        }
+        let path = Self::session_path(session_id, "/questions")?;
+        let body = serde_json::to_value(question).map_err(|e| AgentError::Usage(e.to_string()))?;
+        let asked: Asked = self.typed(reqwest::Method::POST, &path, Some(body), self.timeouts.request).await?;
+        Ok(asked.question_id)
+    }
+
+    /// A question's state, holding up to `wait` while it is unanswered.
+    pub async fn question(&self, session_id: &str, question_id: &str, wait: Duration) -> Result<QuestionAnswer, AgentError> {
+        if question_id.is_empty() || question_id.len() > 64 || !question_id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(AgentError::Usage(format!("question_id {question_id:?} is invalid: it is the hex id ask returned")));
+        }
+        let (secs, wait) = Self::wait_query(wait);
+        let path = Self::session_path(session_id, &format!("/questions/{question_id}?wait={secs}"))?;
+        self.typed(reqwest::Method::GET, &path, None, wait + self.timeouts.request).await
+    }
+
+    /// Read and clear the `[PLAN_DECISION]` text waiting for the agent.
+    pub async fn take_injection(&self, session_id: &str) -> Result<Option<String>, AgentError> {
+        #[derive(Deserialize)]
+        struct Taken {
+            injection: Option<String>,
+        }
+        let path = Self::session_path(session_id, "/injection/take")?;
+        let taken: Taken = self.typed(reqwest::Method::POST, &path, None, self.timeouts.request).await?;
+        Ok(taken.injection)
+    }
+
+    /// Ask the mutation gate about one tool call.
+    pub async fn gate(&self, session_id: &str, tool: &str, input: &Value) -> Result<GateAnswer, AgentError> {
+        if !session::is_valid(session_id) {
+            return Err(AgentError::Usage(format!("session_id {session_id:?} is invalid")));
+        }
+        let body = json!({"session_id": session_id, "tool": tool, "input": input});
+        self.typed(reqwest::Method::POST, "/v1/gate", Some(body), self.timeouts.request).await
+    }
+}

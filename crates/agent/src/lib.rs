@@ -1,0 +1,37 @@
+//! The agent side of plangate: everything that runs next to an AI agent and
+//! talks to a running `plangate serve` over its HTTP API (API.md).
+//!
+//! Read this crate when you wire a harness to plangate. It owns no state and
+//! decides nothing: the server decides, and every integration here is a thin
+//! client that turns the harness's own protocol into API calls and the API's
+//! answers back into what that harness expects.
+//!
+//! * [`client`]: a typed client of the agent endpoints, returning the engine's
+//!   own view types ([`plangate_engine::view::StatusView`],
+//!   [`plangate_engine::view::DecisionView`]).
+//! * [`proposal`]: [`submit`] a plan: enter plan mode if needed, propose, and
+//!   recognise a re-sent plan that was already decided (the server is
+//!   idempotent only while a proposal is pending), then wait for the human.
+//! * [`claude`]: `plangate hook claude`, Claude Code's `PreToolUse` /
+//!   `PermissionRequest` hook (the mutation gate, and `ExitPlanMode` turned
+//!   into a proposal), and `plangate hook install claude`, which merges the
+//!   hook into Claude Code's `settings.json`.
+//! * [`mcp`]: `plangate mcp`, an MCP server over stdio (rmcp) exposing plan
+//!   mode as tools whose input schemas are derived from the engine's types.
+//! * [`codex`]: the `<proposed_plan>` block of a Codex plan-mode message.
+//! * [`session`]: session ids in the API's charset.
+//!
+//! **Architecture invariant:** this crate never fails open. Whatever goes
+//! wrong on the agent's side — the server is down, an answer is late, the
+//! input is malformed — the answer an integration gives its harness is a
+//! refusal with a reason, never a silent allow.
+
+pub mod claude;
+pub mod client;
+pub mod codex;
+pub mod mcp;
+pub mod proposal;
+pub mod session;
+
+pub use client::{AgentError, Client};
+pub use proposal::{submit, FileRecall, MemoryRecall, NoRecall, ProposalBody, Recall, Submitted};

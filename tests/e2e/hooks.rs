@@ -1,0 +1,444 @@
+//! `plangate hook claude` and `plangate hook install claude` against the real
+//! binary, fed the sample Claude Code events in tests/fixtures/claude/.
+
+use plangate_testkit::server::{ServerProcess, AGENT_TOKEN};
+use reqwest::Method;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use tokio::io::AsyncWriteExt;
+
+const BIN: &str = env!("CARGO_BIN_EXE_plangate");
+
+fn fixture(name: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/claude").join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).expect("fixture is JSON")
+}
+
+/// A fixture with its session id replaced, so tests never share state.
+fn event(name: &str, session: &str) -> Value {
+    let mut v = fixture(name);
+    v["session_id"] = json!(session);
+    v
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    took: Duration,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {:?}", self.stdout))
+    }
+    fn pre_tool_use_denial(&self) -> String {
+        let v = self.json();
+        assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PreToolUse", "{v}");
+        assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v}");
+        v["hookSpecificOutput"]["permissionDecisionReason"].as_str().expect("reason").to_string()
+    }
+    fn permission_denial(&self) -> String {
+        let v = self.json();
+        assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PermissionRequest", "{v}");
+        assert_eq!(v["hookSpecificOutput"]["decision"]["behavior"], "deny", "{v}");
+        v["hookSpecificOutput"]["decision"]["message"].as_str().expect("message").to_string()
+    }
+}
+
+/// Run `plangate hook claude` with `input` on stdin.
+async fn hook_raw(url: &str, input: &[u8], env: &[(&str, &str)], state: &Path) -> Run {
+    let started = Instant::now();
+    let mut cmd = tokio::process::Command::new(BIN);
+    cmd.args(["hook", "claude"])
+        .env("PLANGATE_URL", url)
+        .env("PLANGATE_TOKEN", AGENT_TOKEN)
+        .env("PLANGATE_STATE_DIR", state)
+        .env_remove("PLANGATE_HOOK_WAIT")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("spawn hook");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(input).await.expect("write stdin");
+    drop(stdin);
+    let out = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output()).await.expect("hook finished").expect("hook output");
+    let run =
+        Run { code: out.status.code().unwrap_or(-1), stdout: String::from_utf8_lossy(&out.stdout).into_owned(), took: started.elapsed() };
+    eprintln!("hook -> exit {} in {:?}: {}", run.code, run.took, run.stdout.trim());
+    run
+}
+
+async fn hook(s: &ServerProcess, input: &Value, env: &[(&str, &str)], state: &Path) -> Run {
+    hook_raw(&s.base, input.to_string().as_bytes(), env, state).await
+}
+
+async fn status(s: &ServerProcess, session: &str) -> Value {
+    let (st, v) = ServerProcess::send(s.agent(Method::GET, &format!("/v1/sessions/{session}"))).await;
+    assert_eq!(st, 200, "{v}");
+    v
+}
+
+/// The pending approval of `session`, once it exists.
+async fn pending_approval(s: &ServerProcess, session: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let (_, list) = ServerProcess::send(s.operator(Method::GET, "/v1/approvals?status=pending")).await;
+        if let Some(a) = list.as_array().into_iter().flatten().find(|a| a["session_id"] == session) {
+            return a["approval_id"].as_str().expect("id").to_string();
+        }
+        assert!(Instant::now() < deadline, "no pending approval for {session}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// As an approver would: wait for the proposal, then decide it over the operator API.
+async fn decide_when_pending(s: &ServerProcess, session: &str, body: Value) -> Value {
+    let id = pending_approval(s, session).await;
+    let (st, d) = ServerProcess::send(s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&body)).await;
+    assert_eq!(st, 200, "{d}");
+    d
+}
+
+fn plan_of(v: &Value) -> String {
+    v["tool_input"]["plan"].as_str().expect("plan").to_string()
+}
+
+#[tokio::test]
+async fn gate_denies_writes_in_plan_mode_and_stays_silent_otherwise() {
+    let s = ServerProcess::start(BIN, "").await;
+    let state = tempfile::tempdir().expect("state dir");
+    let sid = "gate-1";
+
+    // Normal mode: no opinion at all, for writes too.
+    let run = hook(&s, &event("pre_tool_use_bash_write.json", sid), &[], state.path()).await;
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""));
+
+    let (st, _) = ServerProcess::send(s.agent(Method::POST, &format!("/v1/sessions/{sid}/enter"))).await;
+    assert_eq!(st, 200);
+    for name in ["pre_tool_use_bash_write.json", "pre_tool_use_edit.json"] {
+        let run = hook(&s, &event(name, sid), &[], state.path()).await;
+        assert_eq!(run.code, 0);
+        let reason = run.pre_tool_use_denial();
+        assert!(reason.starts_with("plangate: "), "{reason}");
+    }
+    // Reads pass with no decision (never "allow": Claude's own rules still apply).
+    let run = hook(&s, &event("pre_tool_use_read.json", sid), &[], state.path()).await;
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""));
+    // A permission dialog for a write while planning is denied in that event's terms.
+    let run = hook(&s, &event("permission_request_bash.json", sid), &[], state.path()).await;
+    assert!(!run.permission_denial().is_empty());
+    assert!(run.took < Duration::from_secs(2), "{:?}", run.took);
+}
+
+#[tokio::test]
+async fn exit_plan_mode_approved_then_permission_allowed_without_a_second_round() {
+    let s = ServerProcess::start(BIN, "").await;
+    let state = tempfile::tempdir().expect("state dir");
+    let sid = "approve-1";
+    let pre = event("pre_tool_use_exit_plan_mode.json", sid);
+
+    let approver = async { decide_when_pending(&s, sid, json!({"action": "approve", "actor": "alice"})).await };
+    let (run, decided) = tokio::join!(hook(&s, &pre, &[("PLANGATE_HOOK_WAIT", "30")], state.path()), approver);
+    assert_eq!(decided["status"], "approved");
+    // Approved through PreToolUse: no decision, exit 0.
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""));
+    let st = status(&s, sid).await;
+    assert_eq!((st["mode"].as_str(), st["approval"].as_str(), st["version"].as_u64()), (Some("normal"), Some("approved"), Some(1)));
+    assert_eq!(st["title"], "Add retries to the payment client");
+
+    // Claude then shows its plan dialog: PermissionRequest for the same plan is
+    // allowed at once from the same approval, with the tool input to run.
+    let perm = event("permission_request_exit_plan_mode.json", sid);
+    let run = hook(&s, &perm, &[], state.path()).await;
+    let v = run.json();
+    assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PermissionRequest");
+    assert_eq!(v["hookSpecificOutput"]["decision"]["behavior"], "allow");
+    assert_eq!(v["hookSpecificOutput"]["decision"]["updatedInput"], perm["tool_input"]);
+    assert!(run.took < Duration::from_secs(2), "{:?}", run.took);
+    let st = status(&s, sid).await;
+    assert_eq!((st["mode"].as_str(), st["version"].as_u64()), (Some("normal"), Some(1)), "no second proposal");
+
+    // The plan is the proposal, verbatim, with its hash bound to the approval.
+    let (_, d) = ServerProcess::send(s.agent(Method::GET, &format!("/v1/sessions/{sid}/decision"))).await;
+    let body = plangate_agent::ProposalBody::markdown(plan_of(&pre), None);
+    assert_eq!(d["plan_hash"].as_str(), body.plan_hash().ok().as_deref());
+    // Executing: writes pass the gate again.
+    let run = hook(&s, &event("pre_tool_use_bash_write.json", sid), &[], state.path()).await;
+    assert_eq!(run.stdout, "");
+}
+
+#[tokio::test]
+async fn exit_plan_mode_revised_is_denied_with_the_feedback() {
+    let s = ServerProcess::start(BIN, "").await;
+    let state = tempfile::tempdir().expect("state dir");
+    let sid = "revise-1";
+    let perm = event("permission_request_exit_plan_mode.json", sid);
+
+    let feedback = "Split step 2: refunds need their own idempotency check";
+    let approver = async { decide_when_pending(&s, sid, json!({"action": "revise", "feedback": feedback, "actor": "bob"})).await };
+    let (run, decided) = tokio::join!(hook(&s, &perm, &[("PLANGATE_HOOK_WAIT", "30")], state.path()), approver);
+    assert_eq!(decided["status"], "rejected");
+    assert_eq!(run.code, 0);
+    let message = run.permission_denial();
+    assert!(message.contains(feedback), "{message}");
+    assert!(message.contains("[PLAN_DECISION]: rejected"), "{message}");
+    let st = status(&s, sid).await;
+    assert_eq!((st["mode"].as_str(), st["approval"].as_str()), (Some("plan"), Some("rejected")));
+    // Still planning: writes stay blocked.
+    let run = hook(&s, &event("pre_tool_use_bash_write.json", sid), &[], state.path()).await;
+    run.pre_tool_use_denial();
+
+    // The same plan again is sent back again, at once, without a new round.
+    let run = hook(&s, &event("pre_tool_use_exit_plan_mode.json", sid), &[], state.path()).await;
+    let reason = run.pre_tool_use_denial();
+    assert!(reason.contains("same plan") && reason.contains(feedback), "{reason}");
+    assert_eq!(status(&s, sid).await["version"], 1);
+
+    // A revised plan is a new proposal (v2), pending until someone decides.
+    let mut revised = event("pre_tool_use_exit_plan_mode.json", sid);
+    revised["tool_input"]["plan"] = json!(plan_of(&revised).replace("Wrap `charge` and `refund`", "Wrap `charge`"));
+    let run = hook(&s, &revised, &[("PLANGATE_HOOK_WAIT", "1")], state.path()).await;
+    let reason = run.pre_tool_use_denial();
+    assert!(reason.contains("plan v2 is awaiting approval"), "{reason}");
+}
+
+#[tokio::test]
+async fn pending_plan_is_rechecked_by_calling_again_with_the_same_plan() {
+    let s = ServerProcess::start(BIN, "").await;
+    let state = tempfile::tempdir().expect("state dir");
+    let sid = "pending-1";
+    let pre = event("pre_tool_use_exit_plan_mode.json", sid);
+
+    let run = hook(&s, &pre, &[("PLANGATE_HOOK_WAIT", "1")], state.path()).await;
+    let first = run.pre_tool_use_denial();
+    let id = pending_approval(&s, sid).await;
+    assert_eq!(first, format!("plangate: plan v1 is awaiting approval (id {id}); call ExitPlanMode again with the same plan to check"));
+    assert!(run.took < Duration::from_secs(4), "{:?}", run.took);
+    // Calling again returns the same approval, not a v2.
+    let again = hook(&s, &pre, &[("PLANGATE_HOOK_WAIT", "0")], state.path()).await;
+    assert_eq!(again.pre_tool_use_denial(), first);
+    let (st, _) = ServerProcess::send(
+        s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "approve", "actor": "carol"})),
+    )
+    .await;
+    assert_eq!(st, 200);
+    let done = hook(&s, &pre, &[("PLANGATE_HOOK_WAIT", "0")], state.path()).await;
+    assert_eq!((done.code, done.stdout.as_str()), (0, ""));
+    assert_eq!(status(&s, sid).await["version"], 1);
+}
+
+#[tokio::test]
+async fn edited_plan_reaches_claude() {
+    let s = ServerProcess::start(BIN, "").await;
+    let state = tempfile::tempdir().expect("state dir");
+    let sid = "edit-1";
+    let edited =
+        json!({"title": "Add retries (charge only)", "steps": [{"step": "Retry charge on 503 only"}, {"step": "Test with the fake"}]});
+    let approver = async { decide_when_pending(&s, sid, json!({"action": "edit", "plan": edited, "actor": "dana"})).await };
+    let pre = event("pre_tool_use_exit_plan_mode.json", sid);
+    let (run, decided) = tokio::join!(hook(&s, &pre, &[("PLANGATE_HOOK_WAIT", "30")], state.path()), approver);
+    assert_eq!(decided["status"], "edited");
+    let v = run.json();
+    assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PreToolUse");
+    assert!(v["hookSpecificOutput"].get("permissionDecision").is_none(), "an edited plan is not an allow: {v}");
+    let context = v["hookSpecificOutput"]["additionalContext"].as_str().expect("context");
+    assert!(context.contains("[PLAN_DECISION]: edited") && context.contains("Retry charge on 503 only"), "{context}");
+
+    let perm = event("permission_request_exit_plan_mode.json", sid);
+    let run = hook(&s, &perm, &[], state.path()).await;
+    let v = run.json();
+    assert_eq!(v["hookSpecificOutput"]["decision"]["behavior"], "allow");
+    let plan = v["hookSpecificOutput"]["decision"]["updatedInput"]["plan"].as_str().expect("plan");
+    assert!(plan.starts_with("# Add retries (charge only)") && plan.contains("Retry charge on 503 only"), "{plan}");
+    assert_eq!(status(&s, sid).await["version"], 1);
+}
+
+#[tokio::test]
+async fn a_plan_left_in_claudes_plan_file_is_read_from_there_only() {
+    let s = ServerProcess::start(BIN, "").await;
+    let state = tempfile::tempdir().expect("state dir");
+    let home = tempfile::tempdir().expect("home");
+    let plans = home.path().join(".claude/plans");
+    std::fs::create_dir_all(&plans).expect("mkdir");
+    let file = plans.join("rotate-keys.md");
+    std::fs::write(&file, "# Rotate the keys\n\n1. Create\n2. Revoke\n").expect("write plan");
+    let home_str = home.path().to_string_lossy().into_owned();
+    let env = [("HOME", home_str.as_str()), ("PLANGATE_HOOK_WAIT", "0")];
+
+    // Claude Code versions that leave `plan` out name the file instead.
+    let mut no_plan = event("pre_tool_use_exit_plan_mode_no_plan.json", "file-1");
+    no_plan["tool_input"] = json!({"planFilePath": file.to_string_lossy()});
+    let run = hook(&s, &no_plan, &env, state.path()).await;
+    assert!(run.pre_tool_use_denial().contains("plan v1 is awaiting approval"), "{}", run.stdout);
+    assert_eq!(status(&s, "file-1").await["title"], "Rotate the keys");
+
+    // Any other file is refused: its text would go to the approvers' chats.
+    let secret = home.path().join("secret.md");
+    std::fs::write(&secret, "# not a plan").expect("write");
+    for path in
+        [secret.to_string_lossy().into_owned(), "/etc/passwd".to_string(), plans.join("../secret.md").to_string_lossy().into_owned()]
+    {
+        let mut outside = event("pre_tool_use_exit_plan_mode_no_plan.json", "file-2");
+        outside["tool_input"] = json!({"planFilePath": path});
+        let run = hook(&s, &outside, &env, state.path()).await;
+        assert!(run.pre_tool_use_denial().contains("blocked"), "{}", run.stdout);
+    }
+    assert_eq!(status(&s, "file-2").await["version"], 0);
+}
+
+/// A port with nothing listening.
+fn closed_port_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    drop(listener);
+    format!("http://127.0.0.1:{port}")
+}
+
+#[tokio::test]
+async fn every_failure_is_a_denial_within_two_seconds() {
+    let s = ServerProcess::start(BIN, "").await;
+    let state = tempfile::tempdir().expect("state dir");
+    let write = event("pre_tool_use_bash_write.json", "fail-1");
+    let exit = event("pre_tool_use_exit_plan_mode.json", "fail-1");
+
+    // The server is down.
+    let run = hook_raw(&closed_port_url(), write.to_string().as_bytes(), &[], state.path()).await;
+    assert!(run.pre_tool_use_denial().contains("cannot reach plangate"));
+    let run = hook_raw(&closed_port_url(), exit.to_string().as_bytes(), &[], state.path()).await;
+    assert!(run.pre_tool_use_denial().contains("could not submit"));
+
+    // The server accepts and never answers.
+    let hung = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let hung_url = format!("http://{}", hung.local_addr().expect("addr"));
+    let _holder = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((sock, _)) = hung.accept().await {
+            held.push(sock);
+        }
+    });
+    let run = hook_raw(&hung_url, write.to_string().as_bytes(), &[], state.path()).await;
+    let reason = run.pre_tool_use_denial();
+    assert!(reason.contains("did not answer") || reason.contains("blocked"), "{reason}");
+    assert!(run.took < Duration::from_millis(2_600), "{:?}", run.took);
+
+    // Malformed input of every kind.
+    let run = hook_raw(&s.base, b"{\"hook_event_name\": \"PreToolUse\", ", &[], state.path()).await;
+    assert!(run.pre_tool_use_denial().contains("not valid JSON"));
+    let run = hook(&s, &event("pre_tool_use_no_tool_name.json", "fail-1"), &[], state.path()).await;
+    assert!(run.pre_tool_use_denial().contains("tool_name"));
+    let run = hook(&s, &event("pre_tool_use_exit_plan_mode_no_plan.json", "fail-1"), &[], state.path()).await;
+    assert!(run.pre_tool_use_denial().contains("no plan"));
+    let mut huge = exit.clone();
+    huge["tool_input"]["plan"] = json!(format!("# Huge\n\n{}", "x".repeat(60_000)));
+    let run = hook(&s, &huge, &[], state.path()).await;
+    assert!(run.pre_tool_use_denial().contains("60000"), "{}", run.stdout);
+    // An event the hook does not handle stops Claude rather than passing.
+    let run = hook(&s, &event("post_tool_use_write.json", "fail-1"), &[], state.path()).await;
+    let v = run.json();
+    assert_eq!(v["continue"], false);
+    assert!(v["stopReason"].as_str().unwrap_or("").contains("PostToolUse"));
+    // Misconfiguration: no token, a bad token, a bad wait.
+    let run = hook(&s, &write, &[("PLANGATE_TOKEN", "")], state.path()).await;
+    assert!(run.pre_tool_use_denial().contains("PLANGATE_TOKEN"));
+    let run = hook(&s, &write, &[("PLANGATE_TOKEN", "not-a-token-at-all")], state.path()).await;
+    assert!(run.pre_tool_use_denial().contains("unauthorized"));
+    let run = hook(&s, &exit, &[("PLANGATE_HOOK_WAIT", "soon")], state.path()).await;
+    assert!(run.pre_tool_use_denial().contains("PLANGATE_HOOK_WAIT"));
+    // None of it left a proposal behind.
+    assert_eq!(status(&s, "fail-1").await["version"], 0);
+}
+
+fn settings_in(dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join(".claude/settings.json")).expect("settings")).expect("settings JSON")
+}
+
+fn backups(dir: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir.join(".claude"))
+        .expect("dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("settings.json.bak-")))
+        .collect();
+    found.sort();
+    found
+}
+
+async fn install(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut cmd = tokio::process::Command::new(BIN);
+    cmd.args(["hook", "install", "claude"]).args(args).current_dir(cwd).env_remove("PLANGATE_HOOK_WAIT").env_remove("CLAUDE_CONFIG_DIR");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().await.expect("run install");
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[tokio::test]
+async fn installer_merges_idempotently_and_keeps_a_backup() {
+    let project = tempfile::tempdir().expect("project");
+    let dir = project.path();
+    std::fs::create_dir_all(dir.join(".claude")).expect("mkdir");
+    let original = json!({
+        "model": "claude-opus-4",
+        "permissions": {"allow": ["Bash(cargo test:*)"], "deny": ["Read(./.env)"]},
+        "env": {"RUST_LOG": "info"},
+        "hooks": {"PostToolUse": [{"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "cargo fmt"}]}]}
+    });
+    let original_text = serde_json::to_string_pretty(&original).expect("json");
+    std::fs::write(dir.join(".claude/settings.json"), &original_text).expect("write");
+
+    let (code, _, err) = install(dir, &[], &[]).await;
+    assert_eq!(code, 0, "{err}");
+    let after = settings_in(dir);
+    for key in ["model", "permissions", "env"] {
+        assert_eq!(after[key], original[key], "{key} kept");
+    }
+    assert_eq!(after["hooks"]["PostToolUse"], original["hooks"]["PostToolUse"]);
+    let handler = json!({"type": "command", "command": "plangate hook claude", "timeout": 60});
+    assert_eq!(after["hooks"]["PreToolUse"], json!([{"matcher": "*", "hooks": [handler]}]));
+    assert_eq!(after["hooks"]["PermissionRequest"], json!([{"matcher": "ExitPlanMode", "hooks": [handler]}]));
+    let saved = backups(dir);
+    assert_eq!(saved.len(), 1);
+    assert_eq!(std::fs::read_to_string(&saved[0]).expect("backup"), original_text);
+
+    // Again: nothing to do, no new backup.
+    let (code, _, err) = install(dir, &[], &[]).await;
+    assert_eq!(code, 0);
+    assert!(err.contains("already"), "{err}");
+    assert_eq!(settings_in(dir), after);
+    assert_eq!(backups(dir).len(), 1);
+
+    // A longer wait moves the timeout with it, in place.
+    let (code, _, _) = install(dir, &["--wait", "120"], &[]).await;
+    assert_eq!(code, 0);
+    assert_eq!(settings_in(dir)["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"], 130);
+    assert_eq!(settings_in(dir)["hooks"]["PreToolUse"].as_array().map(Vec::len), Some(1));
+
+    // Dry run: prints, writes nothing.
+    let fresh = tempfile::tempdir().expect("fresh");
+    let (code, out, _) = install(fresh.path(), &["--dry-run"], &[]).await;
+    assert_eq!(code, 0);
+    let printed: Value = serde_json::from_str(&out).expect("dry run prints JSON");
+    assert_eq!(printed["hooks"]["PermissionRequest"][0]["matcher"], "ExitPlanMode");
+    assert!(!fresh.path().join(".claude").exists());
+
+    // User scope writes under HOME; invalid JSON is refused untouched.
+    let home = tempfile::tempdir().expect("home");
+    let home_str = home.path().to_string_lossy().into_owned();
+    let (code, _, err) = install(fresh.path(), &["--scope", "user"], &[("HOME", &home_str)]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(settings_in(home.path())["hooks"]["PreToolUse"][0]["matcher"], "*");
+    std::fs::write(home.path().join(".claude/settings.json"), "{ not json").expect("write");
+    let (code, _, err) = install(fresh.path(), &["--scope", "user"], &[("HOME", &home_str)]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("not valid JSON"), "{err}");
+    assert_eq!(std::fs::read_to_string(home.path().join(".claude/settings.json")).expect("read"), "{ not json");
+    let (code, _, _) = install(fresh.path(), &["--scope", "team"], &[]).await;
+    assert_eq!(code, 2);
+}

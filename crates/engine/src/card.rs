@@ -192,13 +192,17 @@ pub fn render_text(card: &Card, text_commands: bool) -> String {
     out
 }
 
-/// The reminder line for the n-th nudge, e.g. `⏰ Plan 'X' v2 has waited 30 min for your approval`.
-pub fn nudge_text(proposal: &Proposal, now: Timestamp) -> String {
+/// The reminder line for the n-th nudge, e.g.
+/// `⏰ Plan 'X' v2 has waited 30 min for your approval (#a1b2c3, reminder 2)`.
+pub fn nudge_text(proposal: &Proposal, number: u8, now: Timestamp) -> String {
     let (title, _) = reveal(proposal.plan.title.trim());
+    let waited = match humanize_ms(now.0 - proposal.created_at.0).as_str() {
+        "just now" => "under a minute".to_string(),
+        other => other.to_string(),
+    };
     format!(
-        "⏰ Plan '{title}' v{} has waited {} for your approval ({})",
+        "⏰ Plan '{title}' v{} has waited {waited} for your approval ({}, reminder {number})",
         proposal.version,
-        humanize_ms(now.0 - proposal.created_at.0),
         crate::view::short_ref(&proposal.approval_id)
     )
 }

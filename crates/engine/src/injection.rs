@@ -97,3 +97,12 @@ pub fn plan_mode_off(who: &str) -> String {
     let who = name(who);
     format!("{}{who} turned plan mode off. No plan was approved; wait for the user's next instruction.{FOOTER}", header("cancelled"))
 }
+
+/// The reminder an agent gets when it sits in plan mode without proposing.
+/// Not a decision, so it has its own tag.
+pub fn plan_nudge(waited_ms: u64) -> String {
+    format!(
+        "[PLAN_NUDGE]\nYou have been in plan mode for {} without proposing a plan. Propose one (exit_plan_mode, or POST …/proposals), or ask the user a question (ask_user_question). Do not change anything until a plan is approved.\n[/PLAN_NUDGE]",
+        crate::ids::humanize_ms(i64::try_from(waited_ms).unwrap_or(i64::MAX))
+    )
+}

@@ -66,6 +66,10 @@ pub enum TimerKind {
     /// The n-th reminder to approvers (1-based).
     Nudge(u8),
     Timeout,
+    /// Post the card to the escalation destinations (after the last nudge).
+    Escalate,
+    /// The n-th reminder to the *agent* that it sits in plan mode without a proposal.
+    AgentNudge(u8),
 }
 
 /// A persisted timer. Due times are wall-clock so they survive restarts.
@@ -156,6 +160,9 @@ pub struct Session {
     pub injection: Option<String>,
     pub latest_approval: Option<ApprovalId>,
     pub updated_at: Timestamp,
+    /// Reminders to the agent while it plans without proposing.
+    #[serde(default)]
+    pub agent_timers: Vec<Timer>,
 }
 
 impl Session {
@@ -174,6 +181,7 @@ impl Session {
             injection: None,
             latest_approval: None,
             updated_at: Timestamp(0),
+            agent_timers: Vec::new(),
         }
     }
 }
@@ -301,6 +309,8 @@ impl Command {
             Command::TakeInjection => "take_injection",
             Command::TimerFired(Timer { kind: TimerKind::Timeout, .. }) => "timeout",
             Command::TimerFired(Timer { kind: TimerKind::Nudge(_), .. }) => "nudge",
+            Command::TimerFired(Timer { kind: TimerKind::Escalate, .. }) => "escalate",
+            Command::TimerFired(Timer { kind: TimerKind::AgentNudge(_), .. }) => "agent_nudge",
         }
     }
 }
@@ -310,6 +320,8 @@ impl Command {
 pub struct TimerPolicy {
     pub nudges_ms: Vec<u64>,
     pub timeout_ms: Option<u64>,
+    /// When to escalate an undecided proposal; `None`: no escalation ladder.
+    pub escalate_ms: Option<u64>,
 }
 
 /// What the shell passes in besides the state: the time, fresh random bytes
@@ -360,6 +372,10 @@ pub enum Effect {
     Nudge {
         approval_id: ApprovalId,
         number: u8,
+    },
+    /// Post the card to the agent's escalation destinations.
+    Escalate {
+        approval_id: ApprovalId,
     },
     Schedule(Timer),
     Cancel(Timer),
@@ -522,6 +538,13 @@ fn enter(t: &mut Transition, actor: &Actor, reason: Option<String>, ctx: &Ctx) -
     // A new planning round: an untaken injection about the previous plan
     // ("approved, plan mode is off") would now be false.
     session.injection = None;
+    // Remind the agent (not the humans) if it plans without proposing.
+    for (i, offset) in ctx.timers.nudges_ms.iter().enumerate().take(u8::MAX as usize) {
+        let kind = TimerKind::AgentNudge(i as u8 + 1);
+        let timer = Timer { due: ctx.now.plus_ms(*offset), session: session.key.clone(), approval_id: ApprovalId(ctx.random), kind };
+        session.agent_timers.push(timer.clone());
+        t.effects.push(Effect::Schedule(timer));
+    }
     let detail = reason.map(|r| crate::text::sanitize_for_injection(&r)).unwrap_or_default();
     audit(t, actor, "enter", None, detail, ctx);
     Ok(())
@@ -594,6 +617,9 @@ fn propose(t: &mut Transition, actor: &Actor, plan: Plan, markdown: Option<Strin
         return Err(Refusal::InvalidState("approval id collision; retry".to_string()));
     }
     let version = t.state.session.version + 1;
+    for timer in t.state.session.agent_timers.drain(..) {
+        t.effects.push(Effect::Cancel(timer));
+    }
     if let Some(mut old) = t.state.latest.take() {
         if old.status == DecisionStatus::Pending {
             old.status = DecisionStatus::Superseded;
@@ -660,6 +686,14 @@ fn propose(t: &mut Transition, actor: &Actor, plan: Plan, markdown: Option<Strin
     for (i, offset) in ctx.timers.nudges_ms.iter().enumerate().take(u8::MAX as usize) {
         let timer = Timer { due: ctx.now.plus_ms(*offset), session: session.key.clone(), approval_id, kind: TimerKind::Nudge(i as u8 + 1) };
         proposal.timers.push(timer);
+    }
+    if let Some(escalate) = ctx.timers.escalate_ms {
+        proposal.timers.push(Timer {
+            due: ctx.now.plus_ms(escalate),
+            session: session.key.clone(),
+            approval_id,
+            kind: TimerKind::Escalate,
+        });
     }
     if let Some(timeout) = ctx.timers.timeout_ms {
         proposal.timers.push(Timer { due: ctx.now.plus_ms(timeout), session: session.key.clone(), approval_id, kind: TimerKind::Timeout });
@@ -792,6 +826,9 @@ fn off(t: &mut Transition, actor: &Actor, ctx: &Ctx) -> Result<(), Refusal> {
     // Nothing was approved: the steps must not survive into normal mode,
     // where hydration would present them as work to do.
     session.steps.clear();
+    for timer in session.agent_timers.drain(..) {
+        t.effects.push(Effect::Cancel(timer));
+    }
     match t.state.latest.as_mut().filter(|p| p.status == DecisionStatus::Pending) {
         Some(proposal) => {
             proposal.status = DecisionStatus::Cancelled;
@@ -880,7 +917,26 @@ fn answer_question(t: &mut Transition, actor: &Actor, question_id: Option<Questi
 }
 
 fn timer_fired(t: &mut Transition, timer: Timer, ctx: &Ctx) {
-    let current = t.state.latest.as_mut().filter(|p| p.approval_id == timer.approval_id && p.status == DecisionStatus::Pending && p.timers.contains(&timer));
+    if let TimerKind::AgentNudge(number) = timer.kind {
+        let session = &mut t.state.session;
+        if session.mode != Mode::Plan || !session.agent_timers.contains(&timer) {
+            t.changed = false;
+            return;
+        }
+        session.agent_timers.retain(|x| *x != timer);
+        // One message at a time: a pending decision text matters more.
+        if session.injection.is_none() {
+            let waited = ctx.timers.nudges_ms.get(usize::from(number).saturating_sub(1)).copied().unwrap_or(0);
+            session.injection = Some(injection::plan_nudge(waited));
+        }
+        audit(t, &Actor::Scheduler, "agent_nudge", None, format!("reminder {number} to propose a plan"), ctx);
+        return;
+    }
+    let current = t
+        .state
+        .latest
+        .as_mut()
+        .filter(|p| p.approval_id == timer.approval_id && p.status == DecisionStatus::Pending && p.timers.contains(&timer));
     let Some(proposal) = current else {
         // Decided, superseded, cancelled, or already fired: a stale timer does nothing.
         t.changed = false;
@@ -894,6 +950,13 @@ fn timer_fired(t: &mut Transition, timer: Timer, ctx: &Ctx) {
             let pid = Some((id, proposal.version));
             audit(t, &Actor::Scheduler, "nudge", pid, format!("reminder {number}"), ctx);
         }
+        TimerKind::Escalate => {
+            t.effects.push(Effect::Escalate { approval_id: id });
+            let pid = Some((id, proposal.version));
+            let waited = crate::ids::humanize_ms(ctx.now.0 - proposal.created_at.0);
+            audit(t, &Actor::Scheduler, "escalate", pid, format!("no decision after {waited}"), ctx);
+        }
+        TimerKind::AgentNudge(_) => t.changed = false,
         TimerKind::Timeout => {
             let waited = ctx.now.0 - proposal.created_at.0;
             proposal.status = DecisionStatus::TimedOut;

@@ -24,7 +24,7 @@ fn key(s: usize) -> SessionKey {
 }
 
 fn policy() -> TimerPolicy {
-    TimerPolicy { nudges_ms: vec![10 * 60_000, 30 * 60_000], timeout_ms: Some(60 * 60_000) }
+    TimerPolicy { nudges_ms: vec![10 * 60_000, 30 * 60_000], timeout_ms: Some(60 * 60_000), escalate_ms: Some(30 * 60_000) }
 }
 
 // ------------------------------------------------------------------ inputs
@@ -495,7 +495,12 @@ impl World {
         for e in &t.effects {
             match e {
                 Effect::Schedule(timer) => {
-                    assert!(new_ids.contains(&timer.approval_id), "timer for an old proposal");
+                    if let TimerKind::AgentNudge(_) = timer.kind {
+                        // Reminders to the agent start with a planning round.
+                        assert!(matches!(command, Command::Enter { .. }), "agent nudge scheduled by {command:?}");
+                    } else {
+                        assert!(new_ids.contains(&timer.approval_id), "timer for an old proposal");
+                    }
                     assert!(timer.due >= ctx_now);
                     assert_eq!(timer.session, key(s));
                     if self.scheduled.insert(timer.clone()) {
@@ -504,10 +509,11 @@ impl World {
                 }
                 Effect::Cancel(timer) => {
                     assert!(self.scheduled.contains(timer), "cancelled a timer never scheduled");
-                    let still_pending = latest.is_some_and(|p| p.approval_id == timer.approval_id && p.status == DecisionStatus::Pending);
+                    let still_pending = !matches!(timer.kind, TimerKind::AgentNudge(_))
+                        && latest.is_some_and(|p| p.approval_id == timer.approval_id && p.status == DecisionStatus::Pending);
                     assert!(!still_pending, "cancelled a timer of a pending proposal");
                 }
-                Effect::Nudge { approval_id, .. } => {
+                Effect::Nudge { approval_id, .. } | Effect::Escalate { approval_id } => {
                     assert_eq!(who, Who::Scheduler);
                     assert!(latest.is_some_and(|p| p.approval_id == *approval_id && p.status == DecisionStatus::Pending));
                 }
@@ -738,10 +744,14 @@ impl World {
                 let timer = if *recent { self.timers[n - 1 - index % n.min(6)].clone() } else { self.timers[index % n].clone() };
                 let s = (0..SESSIONS).find(|s| key(*s) == timer.session).expect("a timer of a known session");
                 self.now = self.now.max(timer.due.0);
+                let current = match timer.kind {
+                    // Agent nudges belong to the planning round, not a proposal.
+                    TimerKind::AgentNudge(_) => self.states[s].session.agent_timers.contains(&timer),
+                    _ => self.states[s].latest.as_ref().map(|p| p.approval_id) == Some(timer.approval_id),
+                };
                 let random = self.fresh();
                 let result = self.apply(s, Who::Scheduler, Command::TimerFired(timer.clone()), random);
                 let t = result.expect("the scheduler's timers are never refused");
-                let current = self.states[s].latest.as_ref().map(|p| p.approval_id) == Some(timer.approval_id);
                 if !current {
                     assert!(!t.changed, "a stale timer changed something");
                 }

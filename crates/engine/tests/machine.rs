@@ -21,7 +21,7 @@ fn key() -> SessionKey {
 }
 
 fn policy() -> TimerPolicy {
-    TimerPolicy { nudges_ms: NUDGES.to_vec(), timeout_ms: Some(TIMEOUT) }
+    TimerPolicy { nudges_ms: NUDGES.to_vec(), timeout_ms: Some(TIMEOUT), escalate_ms: None }
 }
 
 fn ctx_at(now: i64, seed: u8) -> Ctx {
@@ -118,8 +118,17 @@ fn enter(state: &State) -> State {
     ok(state, &Actor::Agent, Command::Enter { reason: None }, &ctx(0)).state
 }
 
+/// A session in plan mode, without the agent reminders entering schedules
+/// (they are covered by their own tests), so effect lists stay about the row.
 fn in_plan() -> State {
-    enter(&State::new(key()))
+    let mut s = enter(&State::new(key()));
+    s.session.agent_timers.clear();
+    s
+}
+
+/// Enter schedules exactly one agent reminder per nudge offset.
+fn only_agent_nudges(effects: &[Effect]) -> bool {
+    effects.len() == NUDGES.len() && effects.iter().all(|e| matches!(e, Effect::Schedule(Timer { kind: TimerKind::AgentNudge(_), .. })))
 }
 
 fn propose_cmd(plan: Plan) -> Command {
@@ -187,7 +196,7 @@ fn row_enter_by_agent_from_normal_goes_to_plan_none() {
     assert_eq!(t.state.session.approval, ApprovalState::None);
     assert_eq!(t.state.session.version, 0);
     assert_eq!(t.state.session.updated_at, Timestamp(T0));
-    assert!(t.effects.is_empty(), "{:?}", t.effects);
+    assert!(only_agent_nudges(&t.effects), "{:?}", t.effects);
     assert_eq!(audit(&t), vec![("agent".into(), "enter".into(), None, None, "explore the retry code".into())]);
     assert!(t.retired.is_none() && t.answered.is_none() && t.taken_injection.is_none());
 }
@@ -196,7 +205,7 @@ fn row_enter_by_agent_from_normal_goes_to_plan_none() {
 fn row_enter_by_human_plan_on() {
     let t = ok(&State::new(key()), &alice(), Command::Enter { reason: None }, &ctx(0));
     assert_eq!((t.state.session.mode, t.state.session.approval), (Mode::Plan, ApprovalState::None));
-    assert!(t.effects.is_empty());
+    assert!(only_agent_nudges(&t.effects));
     assert_eq!(audit(&t), vec![("telegram:@alice".into(), "enter".into(), None, None, String::new())]);
     let t = ok(&State::new(key()), &operator(), Command::Enter { reason: None }, &ctx(0));
     assert_eq!(actions(&t), vec![pair("operator:ci", "enter")]);
@@ -367,7 +376,8 @@ fn row_propose_from_none_posts_cards_and_schedules_timers() {
 
 #[test]
 fn row_propose_schedules_exactly_what_the_timer_policy_says() {
-    let c = Ctx { now: Timestamp(T0), random: [1; 16], timers: TimerPolicy { nudges_ms: vec![300_000], timeout_ms: None } };
+    let c =
+        Ctx { now: Timestamp(T0), random: [1; 16], timers: TimerPolicy { nudges_ms: vec![300_000], timeout_ms: None, escalate_ms: None } };
     let t = ok(&in_plan(), &Actor::Agent, propose_cmd(plan()), &c);
     let id = ApprovalId([1; 16]);
     let nudge = Timer { due: Timestamp(T0 + 5 * MIN), session: key(), approval_id: id, kind: TimerKind::Nudge(1) };
@@ -1448,4 +1458,38 @@ fn only_scheduled_timers_fire_and_only_for_the_scheduler() {
     // The same nudge again (a replay) does nothing.
     let twice = ok(&once.state, &Actor::Scheduler, Command::TimerFired(timer), &ctx(3));
     assert!(!twice.changed && twice.effects.is_empty());
+}
+
+#[test]
+fn agent_nudges_remind_the_agent_once_each_and_stop_at_the_proposal() {
+    let s = enter(&State::new(key()));
+    let timers = s.session.agent_timers.clone();
+    assert_eq!(timers.len(), NUDGES.len());
+    let t = ok(&s, &Actor::Scheduler, Command::TimerFired(timers[0].clone()), &ctx_at(T0 + 10 * MIN, 2));
+    let text = t.state.session.injection.clone().unwrap();
+    assert!(text.starts_with("[PLAN_NUDGE]") && text.contains("10 min"), "{text}");
+    assert_eq!(actions(&t), vec![pair("scheduler", "agent_nudge")]);
+    // Fired once: a replay does nothing.
+    assert!(!ok(&t.state, &Actor::Scheduler, Command::TimerFired(timers[0].clone()), &ctx(3)).changed);
+    // A proposal cancels the rest.
+    let p = ok(&t.state, &Actor::Agent, propose_cmd(plan()), &ctx(4));
+    let cancelled: Vec<_> =
+        p.effects.iter().filter(|e| matches!(e, Effect::Cancel(Timer { kind: TimerKind::AgentNudge(_), .. }))).collect();
+    assert_eq!(cancelled.len(), NUDGES.len() - 1);
+    assert!(!ok(&p.state, &Actor::Scheduler, Command::TimerFired(timers[1].clone()), &ctx(5)).changed);
+}
+
+#[test]
+fn escalation_fires_after_the_last_nudge_only_while_pending() {
+    let mut policy = policy();
+    policy.escalate_ms = Some(*NUDGES.last().unwrap());
+    let c = Ctx { now: Timestamp(T0), random: [1; 16], timers: policy };
+    let s = ok(&in_plan(), &Actor::Agent, propose_cmd(plan()), &c).state;
+    let escalate = latest(&s).timers.iter().find(|t| t.kind == TimerKind::Escalate).cloned().unwrap();
+    assert_eq!(escalate.due, Timestamp(T0 + 60 * MIN));
+    let t = ok(&s, &Actor::Scheduler, Command::TimerFired(escalate.clone()), &ctx_at(T0 + 60 * MIN, 2));
+    assert_eq!(t.effects, vec![Effect::Escalate { approval_id: ApprovalId([1; 16]) }]);
+    // Decided first: no escalation.
+    let decided = ok(&s, &alice(), Command::Decide { approval_id: ApprovalId([1; 16]), verdict: Verdict::Approve }, &ctx(3)).state;
+    assert!(!ok(&decided, &Actor::Scheduler, Command::TimerFired(escalate), &ctx(4)).changed);
 }

@@ -90,6 +90,9 @@ pub struct ApprovalsConfig {
     pub nudges: Vec<String>,
     #[serde(default = "default_timeout")]
     pub timeout: String,
+    /// Destinations that get the card when the last nudge found nobody.
+    #[serde(default)]
+    pub escalate_to: Vec<String>,
 }
 
 fn default_nudges() -> Vec<String> {
@@ -102,7 +105,7 @@ fn default_timeout() -> String {
 
 impl Default for ApprovalsConfig {
     fn default() -> Self {
-        ApprovalsConfig { nudges: default_nudges(), timeout: default_timeout() }
+        ApprovalsConfig { nudges: default_nudges(), timeout: default_timeout(), escalate_to: Vec::new() }
     }
 }
 
@@ -130,7 +133,14 @@ impl ApprovalsConfig {
                 ));
             }
         }
-        Ok(TimerPolicy { nudges_ms, timeout_ms })
+        let escalate_ms = match (self.escalate_to.is_empty(), nudges_ms.last()) {
+            (true, _) => None,
+            (false, Some(last)) => Some(*last),
+            (false, None) => {
+                return Err(invalid(format!("{key}.escalate_to"), "escalation follows the last nudge; configure at least one nudge"))
+            }
+        };
+        Ok(TimerPolicy { nudges_ms, timeout_ms, escalate_ms })
     }
 }
 
@@ -141,6 +151,8 @@ pub struct Settings {
     pub bind: SocketAddr,
     pub data_dir: PathBuf,
     pub policies: BTreeMap<String, TimerPolicy>,
+    /// Per agent: the escalation destinations (names).
+    pub escalations: BTreeMap<String, Vec<String>>,
 }
 
 impl Settings {
@@ -243,15 +255,22 @@ impl Settings {
             }
         }
         let mut policies = BTreeMap::new();
+        let mut escalations = BTreeMap::new();
         let default_policy = raw.approvals.policy("approvals")?;
         for (id, agent) in &raw.agents {
-            let policy = match &agent.approvals {
-                Some(a) => a.policy(&format!("agents.{id}.approvals"))?,
-                None => default_policy.clone(),
+            let (policy, approvals, key) = match &agent.approvals {
+                Some(a) => (a.policy(&format!("agents.{id}.approvals"))?, a, format!("agents.{id}.approvals")),
+                None => (default_policy.clone(), &raw.approvals, "approvals".to_string()),
             };
+            for d in &approvals.escalate_to {
+                if !raw.destinations.contains_key(d) {
+                    return Err(invalid(format!("{key}.escalate_to"), format!("names {d:?}, which is not a [destinations.{d}] section")));
+                }
+            }
             policies.insert(id.clone(), policy);
+            escalations.insert(id.clone(), approvals.escalate_to.clone());
         }
-        Ok(Settings { data_dir: raw.server.data_dir.clone(), bind, policies, raw })
+        Ok(Settings { data_dir: raw.server.data_dir.clone(), bind, policies, escalations, raw })
     }
 
     /// The effective configuration as TOML-ish JSON with every secret masked.

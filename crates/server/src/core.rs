@@ -69,6 +69,7 @@ enum Job {
     PostCards(ApprovalId),
     UpdateCards(ApprovalId),
     Nudge(ApprovalId, u8),
+    Escalate(ApprovalId),
     AppendReceipt(ApprovalId, String),
     PostQuestion(ApprovalId),
     UpdateQuestion(ApprovalId),
@@ -209,6 +210,7 @@ impl Core {
                 Effect::PostCards { approval_id } => self.enqueue(*approval_id, Job::PostCards(*approval_id)),
                 Effect::UpdateCards { approval_id } => self.enqueue(*approval_id, Job::UpdateCards(*approval_id)),
                 Effect::Nudge { approval_id, number } => self.enqueue(*approval_id, Job::Nudge(*approval_id, *number)),
+                Effect::Escalate { approval_id } => self.enqueue(*approval_id, Job::Escalate(*approval_id)),
                 Effect::PostQuestion { question_id } => self.enqueue(*question_id, Job::PostQuestion(*question_id)),
                 Effect::UpdateQuestion { question_id } => self.enqueue(*question_id, Job::UpdateQuestion(*question_id)),
                 Effect::Schedule(_) => self.scheduler_wake.notify_one(),
@@ -297,23 +299,25 @@ impl Core {
 
     /// The destinations configured for an agent.
     pub fn destinations(&self, agent: &str) -> Vec<Destination> {
+        let names = self.settings.raw.agents.get(agent).map(|a| a.destinations.clone()).unwrap_or_default();
+        self.named_destinations(&names)
+    }
+
+    /// The escalation destinations of an agent.
+    pub fn escalation_destinations(&self, agent: &str) -> Vec<Destination> {
+        let names = self.settings.escalations.get(agent).cloned().unwrap_or_default();
+        self.named_destinations(&names)
+    }
+
+    fn named_destinations(&self, names: &[String]) -> Vec<Destination> {
         let raw = &self.settings.raw;
-        raw.agents
-            .get(agent)
-            .map(|a| {
-                a.destinations
-                    .iter()
-                    .filter_map(|name| {
-                        raw.destinations.get(name).map(|d| Destination {
-                            name: name.clone(),
-                            channel: d.channel.clone(),
-                            chat: d.chat.clone(),
-                            style: d.style,
-                        })
-                    })
-                    .collect()
+        names
+            .iter()
+            .filter_map(|name| {
+                let d = raw.destinations.get(name)?;
+                Some(Destination { name: name.clone(), channel: d.channel.clone(), chat: d.chat.clone(), style: d.style })
             })
-            .unwrap_or_default()
+            .collect()
     }
 
     /// Record something that happened outside a transition.
@@ -381,6 +385,7 @@ impl Core {
             Job::PostCards(id) => self.post_cards(id).await,
             Job::UpdateCards(id) => self.update_cards(id).await,
             Job::Nudge(id, n) => self.nudge(id, n).await,
+            Job::Escalate(id) => self.escalate(id).await,
             Job::AppendReceipt(id, text) => {
                 let Ok(Some(path)) = self.blocking(move |s| s.document_path(&id)).await else { return };
                 let result = tokio::task::spawn_blocking(move || plangate_store::append_receipt(std::path::Path::new(&path), &text)).await;
@@ -459,7 +464,7 @@ impl Core {
         let Ok(deliveries) = self.blocking(move |s| s.deliveries(&id)).await else { return };
         let now = now();
         let view = card(&p, Some(&state), now);
-        let text = nudge_text(&p, now);
+        let text = nudge_text(&p, number, now);
         for delivery in deliveries {
             let key = format!("nudge:{id}:{number}:{}:{}", delivery.destination, delivery.chat);
             let probe = key.clone();
@@ -472,6 +477,29 @@ impl Core {
                     let _ = self.blocking(move |s| s.mark_seen(&key)).await;
                 }
                 Err(e) => warn!(chat = %delivery.chat, error = %e, "nudge not sent"),
+            }
+        }
+    }
+
+    /// Post the card to the escalation destinations; their deliveries are
+    /// recorded like any other, so later decisions edit them too.
+    async fn escalate(&self, id: ApprovalId) {
+        let Some((p, state)) = self.proposal_and_state(id).await else { return };
+        if p.status != DecisionStatus::Pending {
+            return;
+        }
+        let mut view = card(&p, Some(&state), now());
+        let waited = plangate_engine::ids::humanize_ms(now().0 - p.created_at.0);
+        view.context = format!("⚠ escalated: no decision after {waited} · {}", view.context);
+        let document = Self::document_of(&p);
+        for dest in self.escalation_destinations(&p.session.agent) {
+            let Some(channel) = self.channel(&dest.channel) else { continue };
+            match channel.post_card(&dest, &view, &document).await {
+                Ok(delivery) => {
+                    let _ = self.blocking(move |s| s.add_delivery(&id, &delivery)).await;
+                    self.audit(&p.session, "plangate", "card_escalated", Some((id, p.version)), dest.name.clone()).await;
+                }
+                Err(e) => warn!(destination = %dest.name, error = %e, "escalation not delivered"),
             }
         }
     }

@@ -582,6 +582,7 @@ async fn approval(State(core): State<AppState>, _op: OperatorAuth, Path(id): Pat
     let mut value = serde_json::to_value(ApprovalSummary::of(&p)).unwrap_or_default();
     value["decision"] = serde_json::to_value(DecisionView::of(&p)).unwrap_or_default();
     value["plan"] = serde_json::to_value(&p.plan).unwrap_or_default();
+    value["timers"] = json!(p.timers.iter().map(|t| json!({"due": t.due.rfc3339(), "kind": t.kind})).collect::<Vec<_>>());
     Ok(Json(value))
 }
 

@@ -49,31 +49,25 @@ impl Hub {
 
     /// Agents whose cards go to this chat.
     fn chat_agents(&self, ev: &Inbound) -> Vec<String> {
+        self.core.settings.raw.agents.keys().filter(|agent| !self.destinations_here(ev, agent).is_empty()).cloned().collect()
+    }
+
+    /// The agent's destinations (its own and its escalation ones) that are this chat.
+    fn destinations_here(&self, ev: &Inbound, agent: &str) -> Vec<&crate::config::DestinationConfig> {
         let raw = &self.core.settings.raw;
-        raw.agents
-            .iter()
-            .filter(|(_, a)| {
-                a.destinations.iter().any(|d| raw.destinations.get(d).is_some_and(|d| d.channel == ev.channel && d.chat == ev.chat))
-            })
-            .map(|(id, _)| id.clone())
+        let own = raw.agents.get(agent).map(|a| a.destinations.as_slice()).unwrap_or_default();
+        let escalation = self.core.settings.escalations.get(agent).map(Vec::as_slice).unwrap_or_default();
+        own.iter()
+            .chain(escalation)
+            .filter_map(|name| raw.destinations.get(name))
+            .filter(|d| d.channel == ev.channel && d.chat == ev.chat)
             .collect()
     }
 
     /// Whether the user may decide plans of `agent` from this chat.
     fn authorize(&self, ev: &Inbound, agent: &str) -> Result<(), Refused> {
-        let raw = &self.core.settings.raw;
         let who = Self::who(ev);
-        let here: Vec<_> = raw
-            .agents
-            .get(agent)
-            .map(|a| {
-                a.destinations
-                    .iter()
-                    .filter_map(|d| raw.destinations.get(d))
-                    .filter(|d| d.channel == ev.channel && d.chat == ev.chat)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let here = self.destinations_here(ev, agent);
         if here.is_empty() {
             return Err(format!("This chat does not receive {agent}'s plans, so they cannot be decided here."));
         }

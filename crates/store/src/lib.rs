@@ -6,16 +6,22 @@
 //! another database; [`SledStore`] is the embedded default.
 //!
 //! **Architecture invariant:** a transition's records (state, proposals,
-//! questions, timers, audit, idempotency keys) are written in one sled
-//! transaction and flushed to disk before [`Store::commit`] returns. Nobody
-//! is told about a transition that a crash could undo. Nothing outside this
-//! crate knows sled.
+//! questions, timers, audit, idempotency keys) are written atomically (all
+//! or none survive a crash: one redo record, replayed on open) and flushed
+//! to disk before [`Store::commit`] returns. Nobody is told about a
+//! transition that a crash could undo. Concurrent commits share their flush
+//! (group commit), so durable throughput grows with concurrency instead of
+//! being capped at one disk sync per transition. Nothing outside this crate
+//! knows sled.
 
 mod documents;
+mod group;
+mod redo;
 mod sled_store;
 
 pub use documents::{append_receipt, write_document, DocumentError};
-pub use sled_store::{SledStore, SCHEMA_VERSION};
+pub use group::FlushStats;
+pub use sled_store::{Durability, SledStore, SCHEMA_VERSION};
 
 use plangate_channel::Delivery;
 use plangate_engine::namespace::Namespace;

@@ -15,7 +15,14 @@
 //! | `idempotency` | event key | time handled (ms) |
 //! | `documents` | approval id | document path |
 //! | `namespaces` | name | JSON [`Namespace`] |
+//! | `redo` | u64 big-endian | the writes of a commit in flight (see `redo`) |
+//!
+//! A commit is atomic through a redo record rather than a sled transaction,
+//! and durable through a flush shared with concurrent commits (group
+//! commit): see the `redo` and `group` modules for why and how.
 
+use crate::group::{FlushGroup, FlushStats};
+use crate::redo::{self, Op, TreeId};
 use crate::{AuditQuery, Commit, Store, StoreError};
 use plangate_channel::Delivery;
 use plangate_engine::namespace::Namespace;
@@ -26,13 +33,38 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use sled::transaction::{ConflictableTransactionError, TransactionError};
 use sled::Transactional;
+use std::hash::{Hash, Hasher};
 use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
 
 /// Bumped whenever the on-disk layout changes incompatibly.
 pub const SCHEMA_VERSION: &str = "1";
 
+/// Commits of different sessions proceed in parallel; commits and loads of
+/// one session take turns on one of these locks.
+const SESSION_STRIPES: usize = 128;
+
+/// How [`SledStore`] makes a commit atomic and durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// A redo record and plain writes, then a flush shared with every
+    /// concurrent commit (group commit). The default, and what plangate runs.
+    #[default]
+    Grouped,
+    /// One sled transaction and one flush per commit: how this store worked
+    /// before group commit. Kept so the benchmarks (`crates/bench`) can
+    /// compare both in one run. Note that one sled transaction anywhere in a
+    /// process switches sled's global lock to a slower mode for every
+    /// database in that process, for good.
+    TransactionPerCommit,
+}
+
 pub struct SledStore {
     db: sled::Db,
+    durability: Durability,
+    group: FlushGroup,
+    stripes: Vec<Mutex<()>>,
+    redo: sled::Tree,
     meta: sled::Tree,
     sessions: sled::Tree,
     proposals: sled::Tree,
@@ -69,6 +101,8 @@ pub(crate) fn timer_key(timer: &Timer) -> Vec<u8> {
     match timer.kind {
         TimerKind::Nudge(n) => k.extend_from_slice(&[0, n]),
         TimerKind::Timeout => k.extend_from_slice(&[1, 0]),
+        TimerKind::Escalate => k.extend_from_slice(&[2, 0]),
+        TimerKind::AgentNudge(n) => k.extend_from_slice(&[3, n]),
     }
     k
 }
@@ -87,8 +121,14 @@ fn delivery_key(id: &ApprovalId, d: &Delivery) -> Vec<u8> {
 }
 
 impl SledStore {
-    /// Open (or create) the database under `data_dir/db`, checking its schema version.
+    /// Open (or create) the database under `data_dir/db`, checking its
+    /// schema version and finishing any commit a crash interrupted.
     pub fn open(data_dir: &Path) -> Result<SledStore, StoreError> {
+        SledStore::open_with(data_dir, Durability::default())
+    }
+
+    /// [`open`](Self::open) with an explicit [`Durability`].
+    pub fn open_with(data_dir: &Path, durability: Durability) -> Result<SledStore, StoreError> {
         let path = data_dir.join("db");
         let db = sled::Config::new().path(&path).mode(sled::Mode::HighThroughput).open()?;
         let meta = db.open_tree("meta")?;
@@ -106,7 +146,11 @@ impl SledStore {
                 })
             }
         }
-        Ok(SledStore {
+        let store = SledStore {
+            durability,
+            group: FlushGroup::new(durability == Durability::Grouped),
+            stripes: (0..SESSION_STRIPES).map(|_| Mutex::new(())).collect(),
+            redo: db.open_tree("redo")?,
             sessions: db.open_tree("sessions")?,
             proposals: db.open_tree("proposals")?,
             questions: db.open_tree("questions")?,
@@ -119,21 +163,175 @@ impl SledStore {
             namespaces: db.open_tree("namespaces")?,
             meta,
             db,
-        })
+        };
+        store.replay()?;
+        Ok(store)
+    }
+
+    /// Finish the commits a crash interrupted (see `redo`).
+    fn replay(&self) -> Result<(), StoreError> {
+        let mut replayed = 0;
+        for record in self.redo.iter() {
+            let (seq, bytes) = record?;
+            let ops = redo::decode(&bytes).ok_or_else(|| {
+                StoreError::Unavailable(format!(
+                    "redo record {} is unreadable (written by a newer plangate?); use a matching plangate release",
+                    hex::encode(&seq)
+                ))
+            })?;
+            self.apply_ops(&ops)?;
+            self.redo.remove(&seq)?;
+            replayed += 1;
+        }
+        if replayed > 0 {
+            tracing::warn!(replayed, "finished commits that a crash interrupted");
+            self.db.flush()?;
+        }
+        Ok(())
+    }
+
+    fn tree(&self, id: TreeId) -> &sled::Tree {
+        match id {
+            TreeId::Sessions => &self.sessions,
+            TreeId::Proposals => &self.proposals,
+            TreeId::Questions => &self.questions,
+            TreeId::Timers => &self.timers,
+            TreeId::Audit => &self.audit,
+            TreeId::Idempotency => &self.idempotency,
+        }
+    }
+
+    fn apply_ops(&self, ops: &[Op]) -> Result<(), StoreError> {
+        for op in ops {
+            let tree = self.tree(op.tree);
+            match &op.value {
+                Some(v) => tree.insert(&op.key, v.as_slice())?,
+                None => tree.remove(&op.key)?,
+            };
+        }
+        Ok(())
+    }
+
+    /// The writes of a commit, in the order they are applied: the session
+    /// last, so a reader that looks a session up never finds it pointing at
+    /// records that are not there yet.
+    fn ops_of(&self, commit: &Commit) -> Result<Vec<Op>, StoreError> {
+        let insert = |tree, key: Vec<u8>, value: Vec<u8>| Op { tree, key, value: Some(value) };
+        let mut ops = Vec::new();
+        for p in &commit.proposals {
+            ops.push(insert(TreeId::Proposals, p.approval_id.0.to_vec(), encode(p)));
+        }
+        for q in &commit.questions {
+            ops.push(insert(TreeId::Questions, q.question_id.0.to_vec(), encode(q)));
+        }
+        for t in &commit.timers_remove {
+            ops.push(Op { tree: TreeId::Timers, key: timer_key(t), value: None });
+        }
+        for t in &commit.timers_add {
+            ops.push(insert(TreeId::Timers, timer_key(t), encode(t)));
+        }
+        for event in &commit.audit {
+            let id = self.db.generate_id()?;
+            ops.push(insert(TreeId::Audit, id.to_be_bytes().to_vec(), encode(event)));
+        }
+        for key in &commit.idempotency {
+            ops.push(insert(TreeId::Idempotency, key.as_bytes().to_vec(), vec![1u8]));
+        }
+        if let Some(session) = &commit.session {
+            ops.push(insert(TreeId::Sessions, session_key(&session.key), encode(session)));
+        }
+        Ok(ops)
+    }
+
+    fn stripe(&self, key: Option<&SessionKey>) -> MutexGuard<'_, ()> {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        key.hash(&mut h);
+        self.stripes[(h.finish() as usize) % SESSION_STRIPES].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Record, apply, clear the redo record; then the shared flush.
+    fn commit_grouped(&self, commit: Commit) -> Result<(), StoreError> {
+        {
+            let _session = self.stripe(commit.session.as_ref().map(|s| &s.key));
+            if let Some(id) = &commit.new_proposal {
+                // Ids are 128 random bits; this guards the invariant, not a race.
+                if self.proposals.contains_key(id.0)? {
+                    return Err(StoreError::DuplicateId(*id));
+                }
+            }
+            let ops = self.ops_of(&commit)?;
+            let seq = self.db.generate_id()?.to_be_bytes();
+            self.redo.insert(seq, redo::encode(&ops))?;
+            // A failure from here on leaves the record, and the next open
+            // finishes the commit: all or nothing, as a transaction would.
+            self.apply_ops(&ops)?;
+            self.redo.remove(seq)?;
+        }
+        self.flushed(())
+    }
+
+    /// The store as it was before group commit (see [`Durability`]).
+    fn commit_transaction(&self, commit: Commit) -> Result<(), StoreError> {
+        let trees = (&self.sessions, &self.proposals, &self.questions, &self.timers, &self.audit, &self.idempotency);
+        let result = trees.transaction(|(sessions, proposals, questions, timers, audit, idempotency)| {
+            if let Some(id) = &commit.new_proposal {
+                if proposals.get(id.0)?.is_some() {
+                    return Err(ConflictableTransactionError::Abort(StoreError::DuplicateId(*id)));
+                }
+            }
+            if let Some(session) = &commit.session {
+                sessions.insert(session_key(&session.key), encode(session))?;
+            }
+            for p in &commit.proposals {
+                proposals.insert(&p.approval_id.0, encode(p))?;
+            }
+            for q in &commit.questions {
+                questions.insert(&q.question_id.0, encode(q))?;
+            }
+            for t in &commit.timers_remove {
+                timers.remove(timer_key(t))?;
+            }
+            for t in &commit.timers_add {
+                timers.insert(timer_key(t), encode(t))?;
+            }
+            for event in &commit.audit {
+                let id = audit.generate_id()?;
+                audit.insert(&id.to_be_bytes(), encode(event))?;
+            }
+            for key in &commit.idempotency {
+                idempotency.insert(key.as_bytes(), &[1u8])?;
+            }
+            Ok(())
+        });
+        match result {
+            Ok(()) => self.flushed(()),
+            Err(TransactionError::Abort(e)) => Err(e),
+            Err(TransactionError::Storage(e)) => Err(StoreError::Sled(e)),
+        }
     }
 
     fn list<T: DeserializeOwned>(tree: &sled::Tree, prefix: &[u8], what: &'static str) -> Result<Vec<T>, StoreError> {
         tree.scan_prefix(prefix).values().map(|v| decode(&v?, what)).collect()
     }
 
+    /// Return `value` once every write made before this call is durable.
     fn flushed<T>(&self, value: T) -> Result<T, StoreError> {
-        self.db.flush()?;
+        self.group.make_durable(|| {
+            self.db.flush()?;
+            Ok(())
+        })?;
         Ok(value)
+    }
+
+    /// How many durable writes this store served with how many flushes.
+    pub fn flush_stats(&self) -> FlushStats {
+        self.group.stats()
     }
 }
 
 impl Store for SledStore {
     fn load(&self, key: &SessionKey) -> Result<State, StoreError> {
+        let _session = self.stripe(Some(key));
         let Some(bytes) = self.sessions.get(session_key(key))? else {
             return Ok(State::new(key.clone()));
         };
@@ -173,41 +371,9 @@ impl Store for SledStore {
     }
 
     fn commit(&self, commit: Commit) -> Result<(), StoreError> {
-        let trees = (&self.sessions, &self.proposals, &self.questions, &self.timers, &self.audit, &self.idempotency);
-        let result = trees.transaction(|(sessions, proposals, questions, timers, audit, idempotency)| {
-            if let Some(id) = &commit.new_proposal {
-                if proposals.get(id.0)?.is_some() {
-                    return Err(ConflictableTransactionError::Abort(StoreError::DuplicateId(*id)));
-                }
-            }
-            if let Some(session) = &commit.session {
-                sessions.insert(session_key(&session.key), encode(session))?;
-            }
-            for p in &commit.proposals {
-                proposals.insert(&p.approval_id.0, encode(p))?;
-            }
-            for q in &commit.questions {
-                questions.insert(&q.question_id.0, encode(q))?;
-            }
-            for t in &commit.timers_remove {
-                timers.remove(timer_key(t))?;
-            }
-            for t in &commit.timers_add {
-                timers.insert(timer_key(t), encode(t))?;
-            }
-            for event in &commit.audit {
-                let id = audit.generate_id()?;
-                audit.insert(&id.to_be_bytes(), encode(event))?;
-            }
-            for key in &commit.idempotency {
-                idempotency.insert(key.as_bytes(), &[1u8])?;
-            }
-            Ok(())
-        });
-        match result {
-            Ok(()) => self.flushed(()),
-            Err(TransactionError::Abort(e)) => Err(e),
-            Err(TransactionError::Storage(e)) => Err(StoreError::Sled(e)),
+        match self.durability {
+            Durability::Grouped => self.commit_grouped(commit),
+            Durability::TransactionPerCommit => self.commit_transaction(commit),
         }
     }
 
@@ -315,7 +481,86 @@ impl Store for SledStore {
     }
 
     fn flush(&self) -> Result<(), StoreError> {
-        self.db.flush()?;
-        Ok(())
+        self.flushed(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plangate_engine::{apply, Actor, Command, Ctx, Plan, TimerPolicy, Verdict};
+
+    fn ctx(now: i64, r: u8) -> Ctx {
+        Ctx {
+            now: Timestamp(now),
+            random: [r; 16],
+            timers: TimerPolicy { nudges_ms: vec![600_000], timeout_ms: Some(86_400_000), ..TimerPolicy::default() },
+        }
+    }
+
+    fn step(store: &SledStore, key: &SessionKey, actor: &Actor, command: Command, r: u8) -> Commit {
+        let before = store.load(key).unwrap();
+        let t = apply(&before, actor, command, &ctx(1000 + i64::from(r), r)).unwrap();
+        Commit::of(&t, &before, None)
+    }
+
+    #[test]
+    fn a_commit_cut_short_by_a_crash_is_finished_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = SessionKey::new("demo", "s1");
+        let alice = Actor::Human { id: "telegram:1".into(), name: "telegram:@alice".into() };
+        let id = {
+            let store = SledStore::open(dir.path()).unwrap();
+            let c = step(&store, &key, &Actor::Agent, Command::Enter { reason: None }, 1);
+            store.commit(c).unwrap();
+            let c = step(&store, &key, &Actor::Agent, Command::Propose { plan: Plan::titled("p"), markdown: None }, 2);
+            store.commit(c).unwrap();
+            let id = store.load(&key).unwrap().latest.unwrap().approval_id;
+            // The approve commit dies after its record and its first write
+            // (the proposal): the session and the timer removals never land.
+            let c = step(&store, &key, &alice, Command::Decide { approval_id: id, verdict: Verdict::Approve }, 3);
+            let ops = store.ops_of(&c).unwrap();
+            assert!(ops.len() > 2 && ops.last().unwrap().tree == TreeId::Sessions);
+            store.redo.insert(7u64.to_be_bytes(), redo::encode(&ops)).unwrap();
+            store.apply_ops(&ops[..1]).unwrap();
+            store.db.flush().unwrap();
+            assert_eq!(store.proposal(&id).unwrap().unwrap().status, DecisionStatus::Approved);
+            assert_eq!(store.load(&key).unwrap().session.approval, plangate_engine::ApprovalState::Pending);
+            id
+        };
+        let store = SledStore::open(dir.path()).unwrap();
+        let state = store.load(&key).unwrap();
+        assert_eq!(state.session.approval, plangate_engine::ApprovalState::Approved);
+        assert_eq!(state.latest.unwrap().approval_id, id);
+        assert!(store.timers().unwrap().is_empty(), "the approval's timers were cancelled");
+        assert_eq!(store.redo.len(), 0);
+        let actions: Vec<String> = store.audit(&AuditQuery::default()).unwrap().into_iter().map(|e| e.action).collect();
+        assert_eq!(actions, vec!["enter", "propose", "approve"]);
+    }
+
+    #[test]
+    fn concurrent_commits_share_flushes_and_all_land() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(dir.path()).unwrap();
+        std::thread::scope(|s| {
+            for i in 0..16u8 {
+                let store = &store;
+                s.spawn(move || {
+                    let key = SessionKey::new("demo", format!("s{i}"));
+                    let c = step(store, &key, &Actor::Agent, Command::Enter { reason: None }, i);
+                    store.commit(c).unwrap();
+                    let plan = Plan::titled(format!("plan {i}"));
+                    let c = step(store, &key, &Actor::Agent, Command::Propose { plan, markdown: None }, 100 + i);
+                    store.commit(c).unwrap();
+                });
+            }
+        });
+        let stats = store.flush_stats();
+        assert_eq!(stats.writes, 32);
+        assert!(stats.flushes <= stats.writes);
+        drop(store);
+        let store = SledStore::open(dir.path()).unwrap();
+        assert_eq!(store.proposals(Some(DecisionStatus::Pending)).unwrap().len(), 16);
+        assert_eq!(store.sessions().unwrap().len(), 16);
     }
 }

@@ -4,7 +4,11 @@ use plangate_engine::{apply, Actor, Command, Ctx, Plan, SessionKey, Step, TimerK
 use plangate_store::{AuditQuery, Commit, SledStore, Store, StoreError};
 
 fn ctx(now: i64, r: u8) -> Ctx {
-    Ctx { now: Timestamp(now), random: [r; 16], timers: TimerPolicy { nudges_ms: vec![600_000, 1_800_000], timeout_ms: Some(86_400_000) } }
+    Ctx {
+        now: Timestamp(now),
+        random: [r; 16],
+        timers: TimerPolicy { nudges_ms: vec![600_000, 1_800_000], timeout_ms: Some(86_400_000), escalate_ms: None },
+    }
 }
 
 fn propose(store: &SledStore, key: &SessionKey, r: u8) -> plangate_engine::Proposal {

@@ -1,0 +1,168 @@
+//! Crash safety, tested the way sled tests itself: run the real binary under
+//! load (proposals, decisions, nudges and timeouts on second-scale timers,
+//! cards to the Telegram fake), SIGKILL it at random moments, restart, and
+//! check the invariants every time.
+
+use plangate_testkit::server::ServerProcess;
+use plangate_testkit::telegram::{FakeTelegram, TOKEN};
+use reqwest::Method;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_plangate");
+const CYCLES: usize = 20;
+
+#[derive(Default)]
+struct Acknowledged {
+    /// Every proposal the server answered 201 for.
+    proposals: Vec<String>,
+    /// Every decision the server answered 200 for: id → (status, decided_by).
+    decisions: HashMap<String, (String, String)>,
+}
+
+/// A tiny deterministic PRNG so a failure can be replayed from its seed.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+async fn call(req: reqwest::RequestBuilder) -> Option<(u16, Value)> {
+    let resp = req.timeout(Duration::from_secs(5)).send().await.ok()?;
+    let status = resp.status().as_u16();
+    let body = resp.json().await.unwrap_or(Value::Null);
+    Some((status, body))
+}
+
+/// One client's worth of load until `stop`: propose, and decide some.
+async fn load(base: String, worker: u64, seed: u64, acked: Arc<Mutex<Acknowledged>>, stop: Arc<std::sync::atomic::AtomicBool>) {
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let agent = |m: Method, p: &str| http.request(m, format!("{base}{p}")).bearer_auth(plangate_testkit::server::AGENT_TOKEN);
+    let op = |m: Method, p: &str| http.request(m, format!("{base}{p}")).bearer_auth(plangate_testkit::server::OPERATOR_TOKEN);
+    let mut rng = Rng(seed | 1);
+    let mut n = 0;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        n += 1;
+        let session = format!("w{worker}-{}", rng.below(4));
+        let _ = call(agent(Method::POST, &format!("/v1/sessions/{session}/enter"))).await;
+        let body = json!({"title": format!("plan {worker}-{n}"), "steps": [{"step": format!("s{n}")}]});
+        let Some((201, d)) = call(agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&body)).await else { continue };
+        let id = d["approval_id"].as_str().unwrap_or_default().to_string();
+        acked.lock().unwrap().proposals.push(id.clone());
+        let action = match rng.below(4) {
+            0 => "approve",
+            1 => "revise",
+            2 => "cancel",
+            _ => continue, // leave it pending: nudges and the timeout take over
+        };
+        let body = json!({"action": action, "feedback": "change it", "actor": format!("w{worker}")});
+        if let Some((200, dec)) = call(op(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&body)).await {
+            let entry =
+                (dec["status"].as_str().unwrap_or_default().to_string(), dec["decided_by"].as_str().unwrap_or_default().to_string());
+            acked.lock().unwrap().decisions.insert(id, entry);
+        }
+    }
+}
+
+async fn approval(s: &ServerProcess, id: &str) -> Value {
+    let (st, v) = ServerProcess::send(s.operator(Method::GET, &format!("/v1/approvals/{id}"))).await;
+    assert_eq!(st, 200, "approval {id} lost: {v}");
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sigkill_at_random_moments_never_breaks_the_invariants() {
+    let seed = std::env::var("PLANGATE_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5eed_u64);
+    let fake = FakeTelegram::start().await;
+    let extra = format!(
+        "[approvals]\nnudges = [\"1s\", \"2s\"]\ntimeout = \"3s\"\n\n[telegram]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\npoll_timeout_secs = 1\nper_chat_per_second = 1000\nglobal_per_second = 1000\n\n[destinations.tg]\nchannel = \"telegram\"\nchat = \"-100\"\napprovers = [\"telegram:1\"]\n",
+        fake.api_url()
+    );
+    let mut s = ServerProcess::start_with(BIN, &["tg"], &extra).await;
+    let acked = Arc::new(Mutex::new(Acknowledged::default()));
+    let mut rng = Rng(seed);
+    let mut settled: HashMap<String, Value> = HashMap::new();
+    for cycle in 0..CYCLES {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let workers: Vec<_> = (0..4)
+            .map(|w| {
+                tokio::spawn(load(
+                    s.base.clone(),
+                    w,
+                    seed.wrapping_mul(31).wrapping_add((cycle * 4) as u64 + w),
+                    acked.clone(),
+                    stop.clone(),
+                ))
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(150 + rng.below(600))).await;
+        s.kill9().await;
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for w in workers {
+            let _ = w.await;
+        }
+        s.restart().await;
+
+        let acked = acked.lock().unwrap();
+        let proposals = acked.proposals.clone();
+        let decisions = acked.decisions.clone();
+        drop(acked);
+        // No acknowledged proposal lost; no acknowledged decision missing.
+        for id in &proposals {
+            let v = approval(&s, id).await;
+            let d = &v["decision"];
+            if let Some((status, by)) = decisions.get(id) {
+                assert_eq!(
+                    (d["status"].as_str(), d["decided_by"].as_str()),
+                    (Some(status.as_str()), Some(by.as_str())),
+                    "cycle {cycle}: {id}"
+                );
+            }
+            // No approved plan without its hash.
+            if d["status"] == "approved" || d["status"] == "edited" {
+                assert!(d["plan_hash"].as_str().is_some_and(|h| h.starts_with("sha256:")), "{v}");
+            }
+            // Every pending approval still has its timeout.
+            if d["status"] == "pending" {
+                let timers = v["timers"].as_array().unwrap();
+                assert!(timers.iter().any(|t| t["kind"] == "timeout"), "cycle {cycle}: pending {id} lost its timers: {v}");
+            }
+            // A decided approval never changes.
+            if d["status"] != "pending" {
+                if let Some(before) = settled.get(id) {
+                    assert_eq!(before, d, "cycle {cycle}: decided approval {id} changed");
+                }
+                settled.insert(id.clone(), d.clone());
+            }
+        }
+    }
+    // Let the last timers fire, then check the nudges: at most one per
+    // (approval, nudge number) — the send key is recorded after the send, so a
+    // crash in between may repeat one (at-least-once); count those.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let nudges: Vec<String> = fake.calls("sendMessage").iter().map(|r| r.str("text")).filter(|t| t.contains("⏰")).collect();
+    let mut per_text: HashMap<&str, usize> = HashMap::new();
+    for t in &nudges {
+        *per_text.entry(t.as_str()).or_default() += 1;
+    }
+    let repeats: usize = per_text.values().map(|n| n - 1).sum();
+    let (proposals, decisions) = {
+        let acked = acked.lock().unwrap();
+        (acked.proposals.len(), acked.decisions.len())
+    };
+    println!(
+        "{CYCLES} kill -9 cycles: {proposals} proposals, {decisions} acknowledged decisions, {} nudges sent, {repeats} repeated",
+        nudges.len()
+    );
+    assert!(repeats <= CYCLES, "{repeats} nudges repeated across {CYCLES} crashes");
+    assert!(proposals > 0 && decisions > 0);
+}

@@ -69,3 +69,80 @@ async fn decided_plans_are_never_nudged_and_timers_survive_restart() {
     let decided = audit_actions(&s, "decided").await;
     assert!(!decided.iter().any(|a| a == "nudge" || a == "timeout"), "{decided:?}");
 }
+
+#[tokio::test]
+async fn after_the_last_nudge_the_card_escalates_and_the_escalation_chat_can_decide() {
+    use plangate_engine::codec::{encode, Button};
+    use plangate_testkit::telegram::{FakeTelegram, TOKEN};
+    let fake = FakeTelegram::start().await;
+    let extra = format!(
+        r#"
+[approvals]
+nudges = ["1s"]
+timeout = "30s"
+escalate_to = ["leads"]
+
+[telegram]
+token = "{TOKEN}"
+api_url = "{}"
+poll_timeout_secs = 1
+
+[destinations.team]
+channel = "telegram"
+chat = "-100"
+approvers = ["telegram:1"]
+
+[destinations.leads]
+channel = "telegram"
+chat = "-200"
+approvers = ["telegram:2"]
+"#,
+        fake.api_url()
+    );
+    let s = ServerProcess::start_with(BIN, &["team"], &extra).await;
+    let id = propose(&s, "esc").await;
+    let wait = Duration::from_secs(15);
+    // The team gets the card, then a nudge; then the leads get the escalated card.
+    let escalated = fake.wait_request("sendMessage", wait, |r| r.chat_id() == Some(-200) && r.keyboard().is_some()).await;
+    assert!(escalated.str("text").contains("escalated: no decision after"), "{}", escalated.str("text"));
+    let nudge = fake.wait_request("sendMessage", wait, |r| r.chat_id() == Some(-100) && r.str("text").contains("⏰")).await;
+    assert!(nudge.str("text").contains("reminder 1"));
+    // A lead decides from the escalation chat; both cards get the receipt.
+    let card = escalated.message_id_sent().unwrap();
+    let waiter = tokio::spawn(call(s.agent(Method::GET, "/v1/sessions/esc/decision?wait=20")));
+    fake.push_update(fake.callback_update(
+        -200,
+        card,
+        FakeTelegram::user(2, Some("lead"), "Lead"),
+        &encode(Button::Approve(plangate_engine::ApprovalId::parse(&id).unwrap())),
+    ));
+    let (_, d) = waiter.await.unwrap();
+    assert_eq!((d["status"].as_str(), d["decided_by"].as_str()), (Some("approved"), Some("telegram:@lead")));
+    fake.wait_request("editMessageText", wait, |r| r.field("chat_id") == &json!(-100) && r.str("text").contains("Approved v1")).await;
+    fake.wait_request("editMessageText", wait, |r| r.field("chat_id") == &json!(-200) && r.str("text").contains("Approved v1")).await;
+    let actions = audit_actions(&s, "esc").await;
+    assert!(actions.contains(&"escalate".to_string()) && actions.contains(&"card_escalated".to_string()), "{actions:?}");
+}
+
+#[tokio::test]
+async fn an_agent_that_plans_without_proposing_is_reminded() {
+    let s = ServerProcess::start(BIN, "[approvals]\nnudges = [\"1s\", \"2s\"]\ntimeout = \"10s\"\n").await;
+    call(s.agent(Method::POST, "/v1/sessions/idle/enter")).await;
+    let started = Instant::now();
+    let text = loop {
+        let (_, v) = call(s.agent(Method::POST, "/v1/sessions/idle/injection/take")).await;
+        if let Some(t) = v["injection"].as_str() {
+            break t.to_string();
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "no reminder");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(text.starts_with("[PLAN_NUDGE]"), "{text}");
+    // Once the agent proposes, the reminders stop.
+    call(s.agent(Method::POST, "/v1/sessions/idle/proposals").json(&json!({"title": "Now a plan"}))).await;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let (_, v) = call(s.agent(Method::POST, "/v1/sessions/idle/injection/take")).await;
+    assert_eq!(v["injection"], Value::Null);
+    let actions = audit_actions(&s, "idle").await;
+    assert_eq!(actions.iter().filter(|a| *a == "agent_nudge").count(), 1, "{actions:?}");
+}

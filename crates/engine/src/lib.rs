@@ -30,3 +30,13 @@ pub use machine::{
     Session, State, Timer, TimerKind, TimerPolicy, Transition, Verdict,
 };
 pub use plan::{Plan, PlanError, Step, StepStatus};
+
+/// The mutation gate for a session (DESIGN §5): normal mode (approved,
+/// edited, or never in plan mode) allows; plan mode, pending included, is
+/// default-deny under `policy` (see `plangate-gate`).
+pub fn gate(session: &Session, policy: &plangate_gate::Policy, tool: &str, input: &serde_json::Value) -> plangate_gate::Verdict {
+    match session.mode {
+        Mode::Normal => plangate_gate::Verdict::Allow("not in plan mode: the plan was approved or plan mode is off".to_string()),
+        Mode::Plan => plangate_gate::check_plan_mode(policy, tool, input),
+    }
+}

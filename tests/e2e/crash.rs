@@ -112,10 +112,10 @@ async fn sigkill_at_random_moments_never_breaks_the_invariants() {
         }
         s.restart().await;
 
-        let acked = acked.lock().unwrap();
-        let proposals = acked.proposals.clone();
-        let decisions = acked.decisions.clone();
-        drop(acked);
+        let (proposals, decisions) = {
+            let acked = acked.lock().unwrap();
+            (acked.proposals.clone(), acked.decisions.clone())
+        };
         // No acknowledged proposal lost; no acknowledged decision missing.
         for id in &proposals {
             let v = approval(&s, id).await;

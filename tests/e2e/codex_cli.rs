@@ -49,25 +49,6 @@ async fn plangate(s: &ServerProcess, args: &[&str], stdin: Option<&str>) -> Out 
     out
 }
 
-async fn pending_approval(s: &ServerProcess, session: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let (_, list) = ServerProcess::send(s.operator(Method::GET, "/v1/approvals?status=pending")).await;
-        if let Some(a) = list.as_array().into_iter().flatten().find(|a| a["session_id"] == session) {
-            return a["approval_id"].as_str().expect("id").to_string();
-        }
-        assert!(Instant::now() < deadline, "no pending approval for {session}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-async fn decide_when_pending(s: &ServerProcess, session: &str, body: Value) -> Value {
-    let id = pending_approval(s, session).await;
-    let (st, d) = ServerProcess::send(s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&body)).await;
-    assert_eq!(st, 200, "{d}");
-    d
-}
-
 fn document_of(stdout: &str) -> String {
     let path = stdout.lines().find_map(|l| l.strip_prefix("document: ")).expect("document line");
     std::fs::read_to_string(path).expect("document")
@@ -78,7 +59,7 @@ async fn codex_plan_approved_exits_0_and_only_the_block_is_proposed() {
     let s = ServerProcess::start(BIN, "").await;
     let file = fixture("final_message.md");
     let args = ["propose", "--codex", file.to_str().expect("path"), "--session", "codex-1", "--wait", "--timeout", "30"];
-    let approver = async { decide_when_pending(&s, "codex-1", json!({"action": "approve", "actor": "alice"})).await };
+    let approver = async { s.decide_when_pending("codex-1", json!({"action": "approve", "actor": "alice"})).await };
     let (out, decided) = tokio::join!(plangate(&s, &args, None), approver);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let id = decided["approval_id"].as_str().expect("id");
@@ -100,7 +81,7 @@ async fn changes_requested_exit_3_with_the_feedback_and_the_last_block_wins() {
     let file = fixture("two_blocks.md");
     let args = ["propose", "--codex", file.to_str().expect("path"), "--session", "codex-2", "--wait", "--timeout", "30"];
     let feedback = "Add a limit on total retry time";
-    let approver = async { decide_when_pending(&s, "codex-2", json!({"action": "revise", "feedback": feedback, "actor": "bob"})).await };
+    let approver = async { s.decide_when_pending("codex-2", json!({"action": "revise", "feedback": feedback, "actor": "bob"})).await };
     let (out, _) = tokio::join!(plangate(&s, &args, None), approver);
     assert_eq!(out.code, 3, "{}", out.stderr);
     assert!(out.stdout.contains("rejected by operator:bob"), "{}", out.stdout);
@@ -115,7 +96,7 @@ async fn json_from_stdin_with_crlf_and_cancel_or_timeout_exit_4() {
     // CRLF on stdin: the plan comes out with LF.
     let crlf = fixture_text("final_message.md").replace('\n', "\r\n");
     let args = ["propose", "--codex", "-", "--session", "codex-3", "--wait", "--timeout", "30", "--json"];
-    let approver = async { decide_when_pending(&s, "codex-3", json!({"action": "approve", "actor": "alice"})).await };
+    let approver = async { s.decide_when_pending("codex-3", json!({"action": "approve", "actor": "alice"})).await };
     let (out, _) = tokio::join!(plangate(&s, &args, Some(&crlf)), approver);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let d: Value = serde_json::from_str(&out.stdout).expect("--json prints the Decision");
@@ -131,7 +112,7 @@ async fn json_from_stdin_with_crlf_and_cancel_or_timeout_exit_4() {
     // Cancelled by a human: 4.
     let file = fixture("fenced_example.md");
     let args = ["propose", "--codex", file.to_str().expect("path"), "--session", "codex-4", "--wait", "--timeout", "30"];
-    let canceller = async { decide_when_pending(&s, "codex-4", json!({"action": "cancel", "actor": "carol"})).await };
+    let canceller = async { s.decide_when_pending("codex-4", json!({"action": "cancel", "actor": "carol"})).await };
     let (out, _) = tokio::join!(plangate(&s, &args, None), canceller);
     assert_eq!(out.code, 4, "{}", out.stderr);
     assert!(out.stdout.contains("cancelled by operator:carol"), "{}", out.stdout);
@@ -198,7 +179,7 @@ async fn a_terminal_gets_one_live_status_line() {
         (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
     };
     let approver = async {
-        let id = pending_approval(&s, "codex-tty").await;
+        let id = s.pending_approval("codex-tty").await;
         // Let the line tick at least once more.
         tokio::time::sleep(Duration::from_millis(1_200)).await;
         let (st, _) = ServerProcess::send(

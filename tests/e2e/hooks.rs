@@ -85,27 +85,6 @@ async fn status(s: &ServerProcess, session: &str) -> Value {
     v
 }
 
-/// The pending approval of `session`, once it exists.
-async fn pending_approval(s: &ServerProcess, session: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let (_, list) = ServerProcess::send(s.operator(Method::GET, "/v1/approvals?status=pending")).await;
-        if let Some(a) = list.as_array().into_iter().flatten().find(|a| a["session_id"] == session) {
-            return a["approval_id"].as_str().expect("id").to_string();
-        }
-        assert!(Instant::now() < deadline, "no pending approval for {session}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// As an approver would: wait for the proposal, then decide it over the operator API.
-async fn decide_when_pending(s: &ServerProcess, session: &str, body: Value) -> Value {
-    let id = pending_approval(s, session).await;
-    let (st, d) = ServerProcess::send(s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&body)).await;
-    assert_eq!(st, 200, "{d}");
-    d
-}
-
 fn plan_of(v: &Value) -> String {
     v["tool_input"]["plan"].as_str().expect("plan").to_string()
 }
@@ -144,7 +123,7 @@ async fn exit_plan_mode_approved_then_permission_allowed_without_a_second_round(
     let sid = "approve-1";
     let pre = event("pre_tool_use_exit_plan_mode.json", sid);
 
-    let approver = async { decide_when_pending(&s, sid, json!({"action": "approve", "actor": "alice"})).await };
+    let approver = async { s.decide_when_pending(sid, json!({"action": "approve", "actor": "alice"})).await };
     let (run, decided) = tokio::join!(hook(&s, &pre, &[("PLANGATE_HOOK_WAIT", "30")], state.path()), approver);
     assert_eq!(decided["status"], "approved");
     // Approved through PreToolUse: no decision, exit 0.
@@ -182,7 +161,7 @@ async fn exit_plan_mode_revised_is_denied_with_the_feedback() {
     let perm = event("permission_request_exit_plan_mode.json", sid);
 
     let feedback = "Split step 2: refunds need their own idempotency check";
-    let approver = async { decide_when_pending(&s, sid, json!({"action": "revise", "feedback": feedback, "actor": "bob"})).await };
+    let approver = async { s.decide_when_pending(sid, json!({"action": "revise", "feedback": feedback, "actor": "bob"})).await };
     let (run, decided) = tokio::join!(hook(&s, &perm, &[("PLANGATE_HOOK_WAIT", "30")], state.path()), approver);
     assert_eq!(decided["status"], "rejected");
     assert_eq!(run.code, 0);
@@ -218,7 +197,7 @@ async fn pending_plan_is_rechecked_by_calling_again_with_the_same_plan() {
 
     let run = hook(&s, &pre, &[("PLANGATE_HOOK_WAIT", "1")], state.path()).await;
     let first = run.pre_tool_use_denial();
-    let id = pending_approval(&s, sid).await;
+    let id = s.pending_approval(sid).await;
     assert_eq!(first, format!("plangate: plan v1 is awaiting approval (id {id}); call ExitPlanMode again with the same plan to check"));
     assert!(run.took < Duration::from_secs(4), "{:?}", run.took);
     // Calling again returns the same approval, not a v2.
@@ -241,7 +220,7 @@ async fn edited_plan_reaches_claude() {
     let sid = "edit-1";
     let edited =
         json!({"title": "Add retries (charge only)", "steps": [{"step": "Retry charge on 503 only"}, {"step": "Test with the fake"}]});
-    let approver = async { decide_when_pending(&s, sid, json!({"action": "edit", "plan": edited, "actor": "dana"})).await };
+    let approver = async { s.decide_when_pending(sid, json!({"action": "edit", "plan": edited, "actor": "dana"})).await };
     let pre = event("pre_tool_use_exit_plan_mode.json", sid);
     let (run, decided) = tokio::join!(hook(&s, &pre, &[("PLANGATE_HOOK_WAIT", "30")], state.path()), approver);
     assert_eq!(decided["status"], "edited");

@@ -10,7 +10,7 @@ use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::ServiceExt;
 use serde_json::{json, Value};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
 
@@ -58,25 +58,6 @@ async fn invalid(mcp: &Mcp, tool: &'static str, args: Value) -> String {
         Ok(r) if r.is_error == Some(true) => texts(&r),
         other => panic!("{tool}: expected a tool error, got {other:?}"),
     }
-}
-
-async fn pending_approval(s: &ServerProcess, session: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let (_, list) = ServerProcess::send(s.operator(Method::GET, "/v1/approvals?status=pending")).await;
-        if let Some(a) = list.as_array().into_iter().flatten().find(|a| a["session_id"] == session) {
-            return a["approval_id"].as_str().expect("id").to_string();
-        }
-        assert!(Instant::now() < deadline, "no pending approval for {session}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-async fn decide_when_pending(s: &ServerProcess, session: &str, body: Value) -> Value {
-    let id = pending_approval(s, session).await;
-    let (st, d) = ServerProcess::send(s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&body)).await;
-    assert_eq!(st, 200, "{d}");
-    d
 }
 
 fn plan() -> Value {
@@ -132,7 +113,7 @@ async fn enter_update_propose_and_an_approver_approves() {
     let verdict = ok(&mcp, "check_tool", json!({"tool": "Bash", "input": {"command": "ls secrets"}})).await;
     assert_eq!(verdict["decision"], "allow");
 
-    let approver = async { decide_when_pending(&s, sid, json!({"action": "approve", "actor": "alice"})).await };
+    let approver = async { s.decide_when_pending(sid, json!({"action": "approve", "actor": "alice"})).await };
     let (result, decided) = tokio::join!(call(&mcp, "exit_plan_mode", json!({"plan": plan(), "wait_seconds": 30})), approver);
     assert_eq!(decided["status"], "approved");
     let result = result.expect("exit_plan_mode");
@@ -168,7 +149,7 @@ async fn revise_round_trip_then_pending_and_call_again() {
     ok(&mcp, "enter_plan_mode", json!({"session_id": sid})).await;
     let markdown = "# Rotate the API keys\n\n1. Create new keys\n2. Revoke the old keys\n";
     let approver = async {
-        decide_when_pending(&s, sid, json!({"action": "revise", "feedback": "Deploy the new keys before revoking", "actor": "bob"})).await
+        s.decide_when_pending(sid, json!({"action": "revise", "feedback": "Deploy the new keys before revoking", "actor": "bob"})).await
     };
     let (result, _) =
         tokio::join!(call(&mcp, "exit_plan_mode", json!({"session_id": sid, "markdown": markdown, "wait_seconds": 30})), approver);
@@ -183,7 +164,7 @@ async fn revise_round_trip_then_pending_and_call_again() {
     let revised = "# Rotate the API keys\n\n1. Create new keys\n2. Deploy them\n3. Revoke the old keys\n";
     let pending = ok(&mcp, "exit_plan_mode", json!({"session_id": sid, "markdown": revised, "wait_seconds": 1})).await;
     assert_eq!((pending["status"].as_str(), pending["version"].as_u64()), (Some("pending"), Some(2)));
-    let approver = async { decide_when_pending(&s, sid, json!({"action": "approve", "actor": "bob"})).await };
+    let approver = async { s.decide_when_pending(sid, json!({"action": "approve", "actor": "bob"})).await };
     let (later, _) = tokio::join!(ok(&mcp, "exit_plan_mode", json!({"session_id": sid, "wait_seconds": 30})), approver);
     assert_eq!((later["status"].as_str(), later["approval_id"].as_str()), (Some("approved"), pending["approval_id"].as_str()));
     mcp.cancel().await.expect("close");

@@ -105,7 +105,7 @@ impl Inbox {
                 let answer = render::render_reply(&Reply::Notice("This interaction is not one of plangate's.".into()), ctx, false);
                 return self.finish(answer, token);
             };
-            tracing::info!(chat = %inbound.chat, user = %inbound.user.id, action = ?action_kind(&inbound.action), "discord: inbound");
+            tracing::info!(chat = %inbound.chat, user = %inbound.user.id, action = ?inbound.action.kind(), "discord: inbound");
             let handler = self.handler.clone();
             let mut task = tokio::spawn(async move { handler.handle(inbound).await });
             match tokio::time::timeout(self.defer_after, &mut task).await {
@@ -192,18 +192,6 @@ fn reply_or_error(result: Result<Reply, tokio::task::JoinError>) -> Reply {
         tracing::error!(error = %e, "inbound handler failed");
         Reply::Notice("Something went wrong on plangate's side; nothing was decided. Try again.".into())
     })
-}
-
-fn action_kind(action: &Action) -> &'static str {
-    match action {
-        Action::Command(_) => "command",
-        Action::BadCommand(_) => "bad_command",
-        Action::Button(_) => "button",
-        Action::UnknownButton(_) => "unknown_button",
-        Action::Feedback { .. } => "feedback",
-        Action::Edit { .. } => "edit",
-        Action::AnswerText { .. } => "answer_text",
-    }
 }
 
 fn context(interaction: &Interaction) -> Context {

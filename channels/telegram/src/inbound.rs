@@ -80,18 +80,6 @@ fn command_args(text: &str) -> String {
     }
 }
 
-fn action_kind(action: &Action) -> &'static str {
-    match action {
-        Action::Command(_) => "command",
-        Action::BadCommand(_) => "bad_command",
-        Action::Button(_) => "button",
-        Action::UnknownButton(_) => "unknown_button",
-        Action::Feedback { .. } => "feedback",
-        Action::Edit { .. } => "edit",
-        Action::AnswerText { .. } => "answer_text",
-    }
-}
-
 impl Core {
     pub(crate) fn new(out: Arc<TelegramChannel>, handler: Arc<dyn InboundHandler>, me: UserId, username: Option<String>) -> Core {
         Core { out, handler, me, username, prompts: Mutex::new(Prompts::default()) }
@@ -187,7 +175,7 @@ impl Core {
         } else {
             return;
         };
-        tracing::debug!(action = action_kind(&action), "inbound");
+        tracing::debug!(action = action.kind(), "inbound");
         let inbound = Inbound { channel: PLATFORM, chat: chat.0.to_string(), user: user_of(from), action, idempotency_key: Some(key) };
         let reply = self.handler.handle(inbound).await;
         self.render(origin, reply).await;

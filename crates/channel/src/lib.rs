@@ -146,6 +146,21 @@ pub enum Action {
     AnswerText { question_id: QuestionId, text: String },
 }
 
+impl Action {
+    /// A short name for logs and spans (never the user's text).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Action::Command(_) => "command",
+            Action::BadCommand(_) => "bad_command",
+            Action::Button(_) => "button",
+            Action::UnknownButton(_) => "unknown_button",
+            Action::Feedback { .. } => "feedback",
+            Action::Edit { .. } => "edit",
+            Action::AnswerText { .. } => "answer_text",
+        }
+    }
+}
+
 /// One event from a platform, in plangate's terms.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Inbound {

@@ -133,6 +133,29 @@ token = "{OTHER_AGENT_TOKEN}"
         self.http.request(method, self.url(path)).bearer_auth(OPERATOR_TOKEN)
     }
 
+    /// The pending approval of `session`, once it exists (waits up to 15 s):
+    /// what an approver sees before deciding.
+    pub async fn pending_approval(&self, session: &str) -> String {
+        let deadline = std::time::Instant::now() + Duration::from_secs(15);
+        loop {
+            let (_, list) = ServerProcess::send(self.operator(reqwest::Method::GET, "/v1/approvals?status=pending")).await;
+            if let Some(a) = list.as_array().into_iter().flatten().find(|a| a["session_id"] == session) {
+                return a["approval_id"].as_str().expect("id").to_string();
+            }
+            assert!(std::time::Instant::now() < deadline, "no pending approval for {session}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// As an approver would: wait for the proposal, then decide it over the
+    /// operator API (`body` is the decision request). Returns the Decision.
+    pub async fn decide_when_pending(&self, session: &str, body: serde_json::Value) -> serde_json::Value {
+        let id = self.pending_approval(session).await;
+        let (st, d) = ServerProcess::send(self.operator(reqwest::Method::POST, &format!("/v1/approvals/{id}/decision")).json(&body)).await;
+        assert_eq!(st, 200, "{d}");
+        d
+    }
+
     /// Send and return (status, JSON body or Null).
     pub async fn send(req: reqwest::RequestBuilder) -> (u16, serde_json::Value) {
         let resp = req.send().await.expect("request");

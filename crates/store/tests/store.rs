@@ -87,3 +87,35 @@ fn record_once_and_cursors() {
     store.set_cursor("telegram.offset", "42").unwrap();
     assert_eq!(store.cursor("telegram.offset").unwrap().as_deref(), Some("42"));
 }
+
+/// Wall-clock jumps: due times are wall-clock, and what fires is whatever
+/// `due_timers(now)` returns for the clock the scheduler reads. A fired timer
+/// leaves the store in the transaction of its transition, so a clock that
+/// jumps back cannot fire it again, and a clock that jumps forward fires each
+/// remaining timer exactly once.
+#[test]
+fn clock_jumps_neither_double_fire_nor_skip() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    let key = SessionKey::new("demo", "jump");
+    let p = propose(&store, &key, 3);
+    // Nudge 1 (due at 601 s) fires at its time.
+    let nudge = store.due_timers(Timestamp(601_000)).unwrap().remove(0);
+    let before = store.load(&key).unwrap();
+    let t = apply(&before, &Actor::Scheduler, Command::TimerFired(nudge.clone()), &ctx(601_000, 9)).unwrap();
+    store.commit(Commit::of(&t, &before, Some(&nudge))).unwrap();
+    // The clock jumps back an hour: nothing is due, nudge 1 cannot fire again.
+    assert!(store.due_timers(Timestamp(601_000 - 3_600_000)).unwrap().is_empty());
+    assert!(!store.timers().unwrap().contains(&nudge));
+    // The clock jumps forward two days: the rest is due, each once, in order.
+    let due = store.due_timers(Timestamp(2 * 86_400_000)).unwrap();
+    let kinds: Vec<_> = due.iter().map(|t| t.kind).collect();
+    assert_eq!(kinds, vec![TimerKind::Nudge(2), TimerKind::Timeout]);
+    for timer in due {
+        let before = store.load(&key).unwrap();
+        let t = apply(&before, &Actor::Scheduler, Command::TimerFired(timer.clone()), &ctx(2 * 86_400_000, 9)).unwrap();
+        store.commit(Commit::of(&t, &before, Some(&timer))).unwrap();
+    }
+    assert!(store.timers().unwrap().is_empty());
+    assert_eq!(store.proposal(&p.approval_id).unwrap().unwrap().status, plangate_engine::DecisionStatus::TimedOut);
+}

@@ -40,6 +40,11 @@ use std::sync::{Mutex, MutexGuard};
 /// Bumped whenever the on-disk layout changes incompatibly.
 pub const SCHEMA_VERSION: &str = "1";
 
+/// sled's page cache. Its default (1 GiB) let a server with 100,000 pending
+/// approvals grow past 900 MiB RSS once something listed them all; the
+/// working set of live sessions is far smaller (see docs/PERFORMANCE.md).
+const CACHE_BYTES: u64 = 64 * 1024 * 1024;
+
 /// Commits of different sessions proceed in parallel; commits and loads of
 /// one session take turns on one of these locks.
 const SESSION_STRIPES: usize = 128;
@@ -130,7 +135,7 @@ impl SledStore {
     /// [`open`](Self::open) with an explicit [`Durability`].
     pub fn open_with(data_dir: &Path, durability: Durability) -> Result<SledStore, StoreError> {
         let path = data_dir.join("db");
-        let db = sled::Config::new().path(&path).mode(sled::Mode::HighThroughput).open()?;
+        let db = sled::Config::new().path(&path).mode(sled::Mode::HighThroughput).cache_capacity(CACHE_BYTES).open()?;
         let meta = db.open_tree("meta")?;
         match meta.get("schema_version")? {
             None => {

@@ -1,0 +1,313 @@
+//! End to end through the real binary, the real teloxide client and the
+//! loopback fake Telegram; then the gate and memory.
+//!
+//! 1. propose → card: from just before `POST /v1/sessions/{id}/proposals`
+//!    until the fake *receives* the `sendMessage` that carries the card
+//!    (its arrival time, recorded by the fake).
+//! 2. tap → agent released: an agent long-polls `decision?wait=30`; from just
+//!    before the fake hands out the approver's callback (the pending
+//!    `getUpdates` long poll returns it at once) until the agent's HTTP answer
+//!    arrives.
+//! 3. `POST /v1/gate` (a 200-character `rg` command in plan mode), one request
+//!    at a time, and the in-process `plangate_gate::check_plan_mode` on the
+//!    same input.
+//! 4. RSS of the server process: idle, and with 10,000 pending approvals
+//!    (created over HTTP, 32 in flight, on a server with no chat channels so
+//!    that only plangate's own memory is measured).
+//!
+//! The Telegram destination's rate limits are raised (`per_chat_per_second`,
+//! `global_per_second` = 1000) so back-to-back samples measure plangate, not
+//! the deliberate 1 message/s/chat pacing of the default config.
+//!
+//! The binary is `$PLANGATE_BIN`, else `$CARGO_TARGET_DIR/release/plangate`
+//! (build it first: `cargo build --release -p plangate-server`), else the
+//! debug build; the one used is printed.
+//!
+//! Run: `CARGO_TARGET_DIR=/work/target-bench cargo run --release -p plangate-bench --bin e2e -- --samples 200`
+//! Options: `--gate-samples 2000`, `--pending 10000`.
+
+use plangate_bench::stats::{fmt, Samples};
+use plangate_bench::{plangate_bin, sys, workload};
+use plangate_engine::codec::{encode, Button};
+use plangate_engine::ApprovalId;
+use plangate_testkit::server::ServerProcess;
+use plangate_testkit::telegram::{FakeTelegram, TOKEN};
+use reqwest::Method;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const CHAT: i64 = -1001234567890;
+const ALICE: i64 = 111111;
+const WAIT: Duration = Duration::from_secs(20);
+
+/// The gate benchmark's 200-character read-only search (allowed, every word checked).
+const RG_200: &str = "rg -n --no-heading --color never -g '*.rs' -g '!target/**' -e 'fn check_command' -e 'fn check_plan_mode' --max-count 20 --context 2 --sort path crates/gate/src crates/engine/src crates/server/src docs/";
+
+fn telegram_config(fake: &FakeTelegram) -> String {
+    format!(
+        r#"
+[telegram]
+token = "{TOKEN}"
+api_url = "{}"
+poll_timeout_secs = 10
+per_chat_per_second = 1000
+global_per_second = 1000
+
+[destinations.ops]
+channel = "telegram"
+chat = "{CHAT}"
+approvers = ["telegram:{ALICE}"]
+"#,
+        fake.api_url()
+    )
+}
+
+/// The pid of the `plangate serve` started with `config` (the harness does
+/// not expose its child, so find it by its command line).
+fn server_pid(server: &ServerProcess) -> Option<u32> {
+    let needle = server.config_path().display().to_string();
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|entry| {
+        let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+        let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        (cmdline.contains("serve") && cmdline.contains(&needle)).then_some(pid)
+    })
+}
+
+fn mib(kib: Option<u64>) -> String {
+    kib.map(|k| format!("{:.1} MiB", k as f64 / 1024.0)).unwrap_or_else(|| "?".to_string())
+}
+
+async fn call(req: reqwest::RequestBuilder) -> (u16, Value) {
+    ServerProcess::send(req).await
+}
+
+async fn enter(s: &ServerProcess, session: &str) {
+    let (st, body) = call(s.agent(Method::POST, &format!("/v1/sessions/{session}/enter")).json(&json!({}))).await;
+    assert_eq!(st, 200, "enter: {body}");
+}
+
+fn plan_json(n: u64) -> Value {
+    serde_json::to_value(workload::plan(n)).expect("plan")
+}
+
+struct Telegram {
+    propose_http: Samples,
+    propose_to_card: Samples,
+    card_to_document: Samples,
+    tap_to_release: Samples,
+    tap_to_toast: Samples,
+}
+
+async fn telegram_latency(bin: &str, samples: usize) -> (Telegram, Option<u64>) {
+    let fake = FakeTelegram::start().await;
+    let s = ServerProcess::start_with(bin, &["ops"], &telegram_config(&fake)).await;
+    let pid = server_pid(&s);
+    // Let the poller settle into its long poll, then read idle RSS.
+    fake.wait_for(WAIT, |reqs| reqs.iter().any(|r| r.method == "getMe").then_some(())).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let idle = pid.and_then(sys::rss_kib);
+    let mut out = Telegram {
+        propose_http: Samples::default(),
+        propose_to_card: Samples::default(),
+        card_to_document: Samples::default(),
+        tap_to_release: Samples::default(),
+        tap_to_toast: Samples::default(),
+    };
+    let alice = FakeTelegram::user(ALICE, Some("alice"), "alice");
+    let warmup = 5;
+    for i in 0..samples + warmup {
+        let session = format!("e2e-{i}");
+        enter(&s, &session).await;
+        let t0 = Instant::now();
+        let (st, d) = call(s.agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&plan_json(i as u64))).await;
+        let http = t0.elapsed();
+        assert_eq!(st, 201, "propose: {d}");
+        let id = ApprovalId::parse(d["approval_id"].as_str().expect("approval_id")).expect("id");
+        let approve = encode(Button::Approve(id));
+        let card = fake
+            .wait_for(WAIT, |reqs| {
+                reqs.iter()
+                    .find(|r| {
+                        r.method == "sendMessage" && r.keyboard().is_some_and(|k| k.iter().flatten().any(|(_, data)| *data == approve))
+                    })
+                    .cloned()
+            })
+            .await;
+        let card_id = card.message_id_sent().expect("card message id");
+        let doc = fake.wait_request("sendDocument", WAIT, |r| r.reply_to() == Some(card_id)).await;
+
+        // The agent waits for the decision; give its request time to park.
+        let waiter = tokio::spawn(call(s.agent(Method::GET, &format!("/v1/sessions/{session}/decision?wait=30"))));
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        let toasts = fake.calls("answerCallbackQuery").len();
+        let t1 = Instant::now();
+        fake.push_update(fake.callback_update(CHAT, card_id, alice.clone(), &approve));
+        let (st, decision) = waiter.await.expect("waiter");
+        let released = t1.elapsed();
+        assert_eq!((st, decision["status"].as_str()), (200, Some("approved")), "{decision}");
+        let toast = fake.wait_call("answerCallbackQuery", toasts + 1, WAIT).await;
+        // Let the card edit finish so the next sample starts from quiet.
+        fake.wait_request("editMessageText", WAIT, |r| r.field("message_id") == &json!(card_id)).await;
+        if i >= warmup {
+            out.propose_http.push(http);
+            out.propose_to_card.push(card.at.duration_since(t0));
+            out.card_to_document.push(doc.at.duration_since(card.at));
+            out.tap_to_release.push(released);
+            out.tap_to_toast.push(toast.at.saturating_duration_since(t1));
+        }
+    }
+    (out, idle)
+}
+
+struct Gate {
+    http: Samples,
+    in_process: Samples,
+}
+
+async fn gate_latency(s: &ServerProcess, samples: usize) -> Gate {
+    enter(s, "gate").await;
+    let body = json!({"session_id": "gate", "tool": "Bash", "input": {"command": RG_200, "description": "search"}});
+    let mut http = Samples::default();
+    for i in 0..samples + 100 {
+        let t = Instant::now();
+        let (st, v) = call(s.agent(Method::POST, "/v1/gate").json(&body)).await;
+        let d = t.elapsed();
+        assert_eq!((st, v["decision"].as_str()), (200, Some("allow")), "{v}");
+        if i >= 100 {
+            http.push(d);
+        }
+    }
+    let policy = plangate_gate::Policy::default();
+    let input = json!({"command": RG_200, "description": "search"});
+    assert!(plangate_gate::check_plan_mode(&policy, "Bash", &input).is_allow());
+    let mut in_process = Samples::default();
+    for i in 0..220_000 {
+        let t = Instant::now();
+        let v = plangate_gate::check_plan_mode(std::hint::black_box(&policy), "Bash", std::hint::black_box(&input));
+        let d = t.elapsed();
+        std::hint::black_box(v);
+        if i >= 20_000 {
+            in_process.push(d);
+        }
+    }
+    Gate { http, in_process }
+}
+
+/// The plan document write that `Core::execute` does inline on propose:
+/// `plangate_store::write_document` (temp file + fsync, link, directory
+/// fsync), and the same steps without the two fsyncs, on the same disk.
+fn document_writes(n: usize) -> (Samples, Samples) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let text = workload::plan_markdown(1);
+    let mut durable = Samples::default();
+    for i in 0..n {
+        let t = Instant::now();
+        plangate_store::write_document(dir.path(), "demo", &format!("doc {i}"), workload::now(), &text).expect("write_document");
+        durable.push(t.elapsed());
+    }
+    let plain_dir = dir.path().join("plain");
+    std::fs::create_dir_all(&plain_dir).expect("dir");
+    let mut plain = Samples::default();
+    for i in 0..n {
+        let t = Instant::now();
+        let temp = plain_dir.join(format!(".tmp-{i}"));
+        std::fs::write(&temp, &text).expect("write");
+        std::fs::hard_link(&temp, plain_dir.join(format!("doc-{i}.md"))).expect("link");
+        std::fs::remove_file(&temp).expect("remove");
+        plain.push(t.elapsed());
+    }
+    (durable, plain)
+}
+
+struct Memory {
+    idle: Option<u64>,
+    pending: Option<u64>,
+    created: usize,
+    took: Duration,
+}
+
+async fn memory(s: &ServerProcess, pending: usize) -> Memory {
+    let pid = server_pid(s);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let idle = pid.and_then(sys::rss_kib);
+    let start = Instant::now();
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let workers: Vec<_> = (0..32)
+        .map(|_| {
+            let (next, http, base) = (next.clone(), s.http.clone(), s.base.clone());
+            tokio::spawn(async move {
+                let mut made = 0;
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if i >= pending {
+                        return made;
+                    }
+                    let url = |p: &str| format!("{base}/v1/sessions/mem-{i}/{p}");
+                    let auth = plangate_testkit::server::AGENT_TOKEN;
+                    let r = http.post(url("enter")).bearer_auth(auth).json(&json!({})).send().await.expect("enter");
+                    assert_eq!(r.status().as_u16(), 200);
+                    let r = http.post(url("proposals")).bearer_auth(auth).json(&plan_json(i as u64)).send().await.expect("propose");
+                    assert_eq!(r.status().as_u16(), 201);
+                    made += 1;
+                }
+            })
+        })
+        .collect();
+    let mut created = 0;
+    for w in workers {
+        created += w.await.expect("worker");
+    }
+    let took = start.elapsed();
+    // Background card jobs (here: "card recorded" audit lines) finish, then measure.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (st, list) = call(s.operator(Method::GET, "/v1/approvals?status=pending")).await;
+    assert_eq!(st, 200);
+    let listed = list.as_array().map(Vec::len).unwrap_or(0);
+    assert!(listed >= created, "{listed} pending listed, {created} created");
+    let pending_rss = pid.and_then(sys::rss_kib);
+    Memory { idle, pending: pending_rss, created, took }
+}
+
+#[tokio::main]
+async fn main() {
+    let samples: usize = plangate_bench::arg("--samples", 200);
+    let gate_samples: usize = plangate_bench::arg("--gate-samples", 2000);
+    let pending: usize = plangate_bench::arg("--pending", 10_000);
+    let bin = plangate_bin();
+    println!("{}", sys::describe_machine(&std::env::temp_dir()));
+    println!("binary: {bin}\n");
+
+    let (tg, idle_telegram) = telegram_latency(&bin, samples).await;
+    let s = ServerProcess::start(&bin, "").await;
+    let gate = gate_latency(&s, gate_samples).await;
+    drop(s);
+    let s = ServerProcess::start(&bin, "").await;
+    let mem = memory(&s, pending).await;
+    drop(s);
+    let (doc_fsync, doc_plain) = document_writes(200);
+
+    println!("| what | p50 | p99 | max | n |");
+    println!("|---|---|---|---|---|");
+    let row = |name: &str, x: &Samples| println!("| {name} | {} | {} | {} | {} |", fmt(x.p50()), fmt(x.p99()), fmt(x.max()), x.len());
+    row("propose → fake receives sendMessage (card)", &tg.propose_to_card);
+    row("propose HTTP answer (201, document written)", &tg.propose_http);
+    row("card → sendDocument received", &tg.card_to_document);
+    row("callback handed out → agent's decision?wait returns", &tg.tap_to_release);
+    row("callback handed out → answerCallbackQuery received", &tg.tap_to_toast);
+    row("POST /v1/gate (plan mode, 200-char rg)", &gate.http);
+    row("plangate_gate::check_plan_mode in process (same input)", &gate.in_process);
+    row("plan document: write_document (2 fsyncs), in process", &doc_fsync);
+    row("plan document: same steps without fsync (bench emulation)", &doc_plain);
+    println!();
+    println!("RSS idle, Telegram channel polling the fake: {}", mib(idle_telegram));
+    println!("RSS idle, no channels: {}", mib(mem.idle));
+    println!(
+        "RSS with {} pending approvals (no channels): {} (created over HTTP in {:.1} s, {:.0} proposals/s incl. enter)",
+        mem.created,
+        mib(mem.pending),
+        mem.took.as_secs_f64(),
+        mem.created as f64 / mem.took.as_secs_f64()
+    );
+}

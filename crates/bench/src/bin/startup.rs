@@ -1,0 +1,202 @@
+//! Startup with 100,000 pending approvals on disk.
+//!
+//! Writes `--approvals` sessions, each in plan mode with one pending proposal
+//! that has three nudges and a timeout scheduled, straight through the store
+//! API (`SledStore::commit` of what `engine::apply` returned, so the records
+//! are exactly the server's), then starts the real binary on that data dir
+//! and reports the time until `/healthz` answers and the server's RSS.
+//!
+//! `--age-mins M` backdates the proposals by M minutes, as if the server had
+//! been down that long: with M = 120 every approval has three missed nudges,
+//! which the scheduler collapses to one and sends on start. The report then
+//! also gives the time until the scheduler has caught up (no due timers
+//! left: read from the audit trail's last `nudge` record).
+//!
+//! Run: `CARGO_TARGET_DIR=/work/target-bench cargo run --release -p plangate-bench --bin startup -- --approvals 100000`
+//! Options: `--age-mins 120`, `--threads 32`, `--dir PATH`.
+
+use plangate_bench::stats::rate;
+use plangate_bench::{plangate_bin, sys, workload};
+use plangate_engine::{apply, Actor, Ctx, State, Timestamp};
+use plangate_store::{Commit, SledStore, Store};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+const AGENT_TOKEN: &str = "bench-agent-token-0123456789";
+const OPERATOR_TOKEN: &str = "bench-operator-token-0123456789";
+
+/// Enter + propose for sessions `0..n`, one commit per session, `threads` writers.
+fn populate(data_dir: &Path, n: usize, threads: usize, age_ms: i64) -> Duration {
+    let store = SledStore::open(data_dir).expect("store");
+    let next = AtomicUsize::new(0);
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    return;
+                }
+                let key = workload::key(i);
+                let at = Timestamp(workload::now().0 - age_ms);
+                let ctx = |at: Timestamp| Ctx { now: at, random: workload::fresh_random(), timers: workload::policy() };
+                let before = State::new(key.clone());
+                let entered = apply(&before, &Actor::Agent, workload::enter(), &ctx(at)).expect("enter");
+                let proposed = apply(&entered.state, &Actor::Agent, workload::propose(i as u64), &ctx(at)).expect("propose");
+                let mut commit = Commit::of(&proposed, &entered.state, None);
+                commit.audit = entered.audit.iter().chain(&proposed.audit).cloned().collect();
+                store.commit(commit).expect("commit");
+            });
+        }
+    });
+    let took = start.elapsed();
+    let stats = store.flush_stats();
+    println!(
+        "populated {n} pending approvals ({} timers) in {:.1} s ({:.0} commits/s, {:.1} commits per flush)",
+        store.timers().map(|t| t.len()).unwrap_or(0),
+        took.as_secs_f64(),
+        rate(n as u64, took),
+        stats.writes as f64 / stats.flushes.max(1) as f64
+    );
+    took
+}
+
+fn config(dir: &Path) -> String {
+    format!(
+        r#"
+[server]
+bind = "127.0.0.1:0"
+data_dir = "{}"
+operator_token = "{OPERATOR_TOKEN}"
+
+[agents.demo]
+token = "{AGENT_TOKEN}"
+destinations = []
+
+[approvals]
+nudges = ["10m", "30m", "60m"]
+timeout = "24h"
+"#,
+        dir.join("data").display()
+    )
+}
+
+struct Started {
+    child: Child,
+    base: String,
+    ready: Duration,
+    listening: Duration,
+}
+
+/// Spawn `plangate serve` and wait until `/healthz` answers 200.
+async fn start(bin: &str, config_path: &Path, http: &reqwest::Client) -> Started {
+    let t0 = Instant::now();
+    let mut child = Command::new(bin)
+        .args(["serve", "--config"])
+        .arg(config_path)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn plangate");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some(rest) = line.strip_prefix("plangate listening on ") {
+                let _ = tx.send(rest.trim().to_string());
+            }
+        }
+    });
+    let base = rx.recv_timeout(Duration::from_secs(300)).expect("plangate did not listen within 300 s");
+    let listening = t0.elapsed();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(r) = http.get(format!("{base}/healthz")).send().await {
+            if r.status().is_success() {
+                break;
+            }
+        }
+        assert!(Instant::now() < deadline, "/healthz never answered 200");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    Started { child, base, ready: t0.elapsed(), listening }
+}
+
+fn mib(kib: Option<u64>) -> String {
+    kib.map(|k| format!("{:.1} MiB", k as f64 / 1024.0)).unwrap_or_else(|| "?".to_string())
+}
+
+/// After the server stopped: timers due by now still in the store, and
+/// `nudge` audit records (one per nudge sent).
+fn catch_up(data: &Path) -> (usize, usize) {
+    let store = SledStore::open(data).expect("reopen store");
+    let due = store.due_timers(workload::now()).map(|t| t.len()).unwrap_or(0);
+    let nudges = store.audit(&plangate_store::AuditQuery::default()).map(|a| a.iter().filter(|e| e.action == "nudge").count()).unwrap_or(0);
+    (due, nudges)
+}
+
+#[tokio::main]
+async fn main() {
+    let n: usize = plangate_bench::arg("--approvals", 100_000);
+    let threads: usize = plangate_bench::arg("--threads", 32);
+    let age_mins: i64 = plangate_bench::arg("--age-mins", 0);
+    let dir: String = plangate_bench::arg("--dir", std::env::temp_dir().display().to_string());
+    let bin = plangate_bin();
+    println!("{}", sys::describe_machine(Path::new(&dir)));
+    println!("binary: {bin}\n");
+    let root = tempfile::tempdir_in(&dir).expect("temp dir");
+    let data = root.path().join("data");
+    std::fs::create_dir_all(&data).expect("data dir");
+    populate(&data, n, threads, age_mins * 60_000);
+    let du = std::process::Command::new("du")
+        .args(["-sh"])
+        .arg(data.join("db"))
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    println!("database size: {}", du.unwrap_or_default());
+    let config_path = root.path().join("config.toml");
+    std::fs::write(&config_path, config(root.path())).expect("config");
+
+    let http = reqwest::Client::builder().no_proxy().build().expect("client");
+    let mut started = start(&bin, &config_path, &http).await;
+    let pid = started.child.id();
+    let rss_ready = sys::rss_kib(pid);
+    println!(
+        "ready: stdout 'listening' after {:.0} ms, /healthz 200 after {:.0} ms; RSS at ready {}",
+        started.listening.as_secs_f64() * 1e3,
+        started.ready.as_secs_f64() * 1e3,
+        mib(rss_ready)
+    );
+    let mut peak = rss_ready.unwrap_or(0);
+    let watch: u64 = plangate_bench::arg("--watch-secs", if age_mins > 0 { 60 } else { 5 });
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(watch) {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let rss = sys::rss_kib(pid);
+        peak = peak.max(rss.unwrap_or(0));
+        if age_mins > 0 && t0.elapsed().as_secs().is_multiple_of(10) {
+            println!("  {:>3.0} s after ready: RSS {}", t0.elapsed().as_secs_f64(), mib(rss));
+        }
+    }
+    let listing = Instant::now();
+    let r = http.get(format!("{}/v1/approvals?status=pending", started.base)).bearer_auth(OPERATOR_TOKEN).send().await;
+    let listed = match r {
+        Ok(r) => r.json::<serde_json::Value>().await.ok().and_then(|v| v.as_array().map(Vec::len)).unwrap_or(0),
+        Err(_) => 0,
+    };
+    let rss_after_list = sys::rss_kib(pid);
+    println!(
+        "RSS peak over the first seconds: {}; GET /v1/approvals?status=pending listed {listed} in {:.0} ms, RSS after {}",
+        mib(Some(peak)),
+        listing.elapsed().as_secs_f64() * 1e3,
+        mib(rss_after_list)
+    );
+    let _ = started.child.kill();
+    let _ = started.child.wait();
+    let (due, nudges) = catch_up(&data);
+    println!("after {watch} s of running (then SIGKILL): {due} timers still due, {nudges} nudges sent");
+}

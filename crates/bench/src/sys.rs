@@ -1,0 +1,84 @@
+//! The machine: what it is, how much memory a process holds, and how fast
+//! its disk makes one small append durable.
+
+use crate::stats::{rate, Samples};
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// `VmRSS` of a process, in KiB (from `/proc/<pid>/status`).
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// `nproc`, `uname -r`, the CPU model and the disk under `dir`, one line each.
+pub fn describe_machine(dir: &Path) -> String {
+    let run = |cmd: &str, args: &[&str]| {
+        std::process::Command::new(cmd)
+            .args(args)
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_else(|e| format!("({cmd}: {e})"))
+    };
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| c.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split(':').nth(1)).map(|m| m.trim().to_string()))
+        .unwrap_or_default();
+    let dir = dir.display().to_string();
+    let df = run("df", &["-hT", &dir]);
+    let disk = df.lines().last().unwrap_or_default().split_whitespace().collect::<Vec<_>>().join(" ");
+    format!("nproc: {}\nuname -r: {}\ncpu: {model}\ndisk (df -hT {dir}): {disk}", run("nproc", &[]), run("uname", &["-r"]))
+}
+
+/// What the disk did in one timed loop.
+#[derive(Debug, Clone)]
+pub struct SyncRate {
+    pub ops_per_sec: f64,
+    pub latency: Samples,
+}
+
+/// Append `record` bytes and `fsync` (`File::sync_all`), one at a time on
+/// one thread, for `secs`: the "single-fsync rate" of this disk.
+pub fn append_fsync(dir: &Path, secs: f64, record: usize) -> std::io::Result<SyncRate> {
+    let mut file = OpenOptions::new().create(true).append(true).open(dir.join("append-fsync.log"))?;
+    let data = vec![b'x'; record];
+    timed(secs, || {
+        file.write_all(&data)?;
+        file.sync_all()
+    })
+}
+
+/// Append and `sync_file_range(WAIT_BEFORE|WRITE|WAIT_AFTER)` over the new
+/// bytes: what sled 0.34's flush does on Linux (it does not call fsync).
+pub fn append_sync_file_range(dir: &Path, secs: f64, record: usize) -> std::io::Result<SyncRate> {
+    use std::os::unix::io::AsRawFd;
+    let mut file = OpenOptions::new().create(true).append(true).open(dir.join("append-sfr.log"))?;
+    let data = vec![b'x'; record];
+    let mut offset: i64 = 0;
+    timed(secs, || {
+        file.write_all(&data)?;
+        let flags = libc::SYNC_FILE_RANGE_WAIT_BEFORE | libc::SYNC_FILE_RANGE_WRITE | libc::SYNC_FILE_RANGE_WAIT_AFTER;
+        // SAFETY: a plain system call on a file descriptor we own.
+        let ret = unsafe { libc::sync_file_range(file.as_raw_fd(), offset, record as i64, flags) };
+        offset += record as i64;
+        if ret < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    })
+}
+
+fn timed(secs: f64, mut op: impl FnMut() -> std::io::Result<()>) -> std::io::Result<SyncRate> {
+    let mut latency = Samples::default();
+    let start = Instant::now();
+    let deadline = start + Duration::from_secs_f64(secs);
+    while Instant::now() < deadline {
+        let t = Instant::now();
+        op()?;
+        latency.push(t.elapsed());
+    }
+    Ok(SyncRate { ops_per_sec: rate(latency.len() as u64, start.elapsed()), latency })
+}

@@ -40,9 +40,9 @@ use std::sync::{Mutex, MutexGuard};
 /// Bumped whenever the on-disk layout changes incompatibly.
 pub const SCHEMA_VERSION: &str = "1";
 
-/// sled's page cache. Its default (1 GiB) let a server with 100,000 pending
-/// approvals grow past 900 MiB RSS once something listed them all; the
-/// working set of live sessions is far smaller (see docs/PERFORMANCE.md).
+/// sled's page cache (its default is 1 GiB). Pages read once by a scan of a
+/// big backlog (a catch-up after downtime, a full listing) need not stay
+/// resident; the working set of live sessions is far smaller.
 const CACHE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Commits of different sessions proceed in parallel; commits and loads of

@@ -8,12 +8,12 @@
 //!
 //! `--age-mins M` backdates the proposals by M minutes, as if the server had
 //! been down that long: with M = 120 every approval has three missed nudges,
-//! which the scheduler collapses to one and sends on start. The report then
-//! also gives the time until the scheduler has caught up (no due timers
-//! left: read from the audit trail's last `nudge` record).
+//! which the scheduler collapses to one and sends on start. The server then
+//! runs for `--watch-secs` (RSS sampled every second), is killed, and the
+//! store is reopened to count the timers still due and the nudges sent.
 //!
 //! Run: `CARGO_TARGET_DIR=/work/target-bench cargo run --release -p plangate-bench --bin startup -- --approvals 100000`
-//! Options: `--age-mins 120`, `--threads 32`, `--dir PATH`.
+//! Options: `--age-mins 120`, `--watch-secs 30` (default 60 with `--age-mins`, else 5), `--threads 32`, `--dir PATH`.
 
 use plangate_bench::stats::rate;
 use plangate_bench::{plangate_bin, sys, workload};

@@ -95,14 +95,7 @@ impl Channel for DiscordChannel {
                 Style::Text => CreateMessage::new().content(render::text_card_content(card)),
             };
             let id = self.create(&destination.chat, message, Some(render::attachment(document))).await?;
-            Ok(Delivery {
-                destination: destination.name.clone(),
-                channel: NAME.to_string(),
-                chat: destination.chat.clone(),
-                message_id: id.to_string(),
-                thread: None,
-                style: destination.style,
-            })
+            Ok(Delivery::posted(destination, destination.chat.clone(), id.to_string()))
         }
         .instrument(span)
         .await
@@ -174,14 +167,7 @@ impl Channel for DiscordChannel {
                 message = message.components(render::question_buttons(question));
             }
             let id = self.create(&destination.chat, message, None).await?;
-            Ok(Delivery {
-                destination: destination.name.clone(),
-                channel: NAME.to_string(),
-                chat: destination.chat.clone(),
-                message_id: id.to_string(),
-                thread: None,
-                style: destination.style,
-            })
+            Ok(Delivery::posted(destination, destination.chat.clone(), id.to_string()))
         }
         .instrument(span)
         .await

@@ -254,14 +254,7 @@ impl Channel for SlackChannel {
         if let Err(e) = self.api.upload(&chat, Some(&ts), document, None).await {
             tracing::warn!(error = %e, chat, ts, "plan document upload failed; the card is posted without it");
         }
-        Ok(Delivery {
-            destination: destination.name.clone(),
-            channel: PLATFORM.to_string(),
-            chat,
-            message_id: ts,
-            thread: None,
-            style: destination.style,
-        })
+        Ok(Delivery::posted(destination, chat, ts))
     }
 
     async fn update_card(&self, delivery: &Delivery, card: &Card) -> Result<(), ChannelError> {
@@ -286,14 +279,7 @@ impl Channel for SlackChannel {
     async fn post_question(&self, destination: &Destination, question: &Question) -> Result<Delivery, ChannelError> {
         let blocks = render::question_blocks(question, destination.style);
         let (chat, ts) = self.api.post_message(&destination.chat, None, render::question_fallback(question), blocks).await?;
-        Ok(Delivery {
-            destination: destination.name.clone(),
-            channel: PLATFORM.to_string(),
-            chat,
-            message_id: ts,
-            thread: None,
-            style: destination.style,
-        })
+        Ok(Delivery::posted(destination, chat, ts))
     }
 
     async fn update_question(&self, delivery: &Delivery, question: &Question) -> Result<(), ChannelError> {

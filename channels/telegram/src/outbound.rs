@@ -221,14 +221,7 @@ impl Channel for TelegramChannel {
         if let Err(error) = self.send_file(&destination.chat, Some(message.id), document, None).await {
             tracing::warn!(chat = %destination.chat, %error, "the plan document could not be attached to the card");
         }
-        Ok(Delivery {
-            destination: destination.name.clone(),
-            channel: PLATFORM.to_string(),
-            chat: destination.chat.clone(),
-            message_id: message.id.0.to_string(),
-            thread: None,
-            style: destination.style,
-        })
+        Ok(Delivery::posted(destination, destination.chat.clone(), message.id.0.to_string()))
     }
 
     /// Edit in place. An open card keeps its buttons (live refresh); a
@@ -267,14 +260,7 @@ impl Channel for TelegramChannel {
         let html = render::question_html(question, destination.style);
         let markup = (destination.style == Style::Buttons).then(|| ReplyMarkup::from(render::question_keyboard(question)));
         let message = self.send_html(&destination.chat, html, None, markup).await?;
-        Ok(Delivery {
-            destination: destination.name.clone(),
-            channel: PLATFORM.to_string(),
-            chat: destination.chat.clone(),
-            message_id: message.id.0.to_string(),
-            thread: None,
-            style: destination.style,
-        })
+        Ok(Delivery::posted(destination, destination.chat.clone(), message.id.0.to_string()))
     }
 
     async fn update_question(&self, delivery: &Delivery, question: &Question) -> Result<(), ChannelError> {

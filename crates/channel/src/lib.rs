@@ -59,6 +59,21 @@ pub struct Delivery {
     pub style: Style,
 }
 
+impl Delivery {
+    /// Where a message just posted to `destination` lives. `chat` is the id
+    /// the platform answered with (normally `destination.chat`).
+    pub fn posted(destination: &Destination, chat: impl Into<String>, message_id: impl Into<String>) -> Delivery {
+        Delivery {
+            destination: destination.name.clone(),
+            channel: destination.channel.clone(),
+            chat: chat.into(),
+            message_id: message_id.into(),
+            thread: None,
+            style: destination.style,
+        }
+    }
+}
+
 /// The plan as an attached markdown file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Document {

@@ -146,3 +146,54 @@ async fn an_agent_that_plans_without_proposing_is_reminded() {
     let actions = audit_actions(&s, "idle").await;
     assert_eq!(actions.iter().filter(|a| *a == "agent_nudge").count(), 1, "{actions:?}");
 }
+
+#[tokio::test]
+async fn a_burst_of_cards_and_nudges_stays_within_the_platform_limits() {
+    use plangate_testkit::limits::Limits;
+    use plangate_testkit::telegram::{FakeTelegram, TOKEN};
+    let fake = FakeTelegram::start().await;
+    // Telegram's own shape, scaled down so the test binds on both windows:
+    // 1 message per second per chat, 3 per second overall.
+    fake.enforce_limits(Limits { per_chat: (1, Duration::from_secs(1)), global: (3, Duration::from_secs(1)) });
+    let extra = format!(
+        r#"
+[approvals]
+nudges = ["1s"]
+timeout = "60s"
+
+[telegram]
+token = "{TOKEN}"
+api_url = "{}"
+poll_timeout_secs = 1
+per_chat_per_second = 1
+global_per_second = 3
+
+[destinations.a]
+channel = "telegram"
+chat = "-100"
+approvers = ["telegram:1"]
+
+[destinations.b]
+channel = "telegram"
+chat = "-200"
+approvers = ["telegram:1"]
+"#,
+        fake.api_url()
+    );
+    let s = ServerProcess::start_with(BIN, &["a", "b"], &extra).await;
+    let (one, two) = tokio::join!(propose(&s, "burst-1"), propose(&s, "burst-2"));
+    assert_ne!(one, two);
+    // Two cards (message + document) and one nudge per approval and chat.
+    let nudges = fake
+        .wait_for(Duration::from_secs(30), |reqs| {
+            let nudges: Vec<_> = reqs.iter().filter(|r| r.status == 200 && r.str("text").contains("⏰")).cloned().collect();
+            (nudges.len() >= 4).then_some(nudges)
+        })
+        .await;
+    let stats = fake.rate_stats();
+    assert_eq!(stats.refused, 0, "plangate stayed under the limits: {stats:?}");
+    let mut targets: Vec<_> = nudges.iter().map(|r| (r.chat_id(), r.reply_to())).collect();
+    targets.sort();
+    targets.dedup();
+    assert_eq!(targets.len(), 4, "one nudge per card: {targets:?}");
+}

@@ -11,12 +11,17 @@
 //!   client against the loopback fake Telegram: propose → card, tap → agent
 //!   released, `POST /v1/gate`, the in-process gate, and memory.
 //! * `src/bin/startup.rs`: 100,000 pending approvals on disk, time to ready.
+//! * `src/bin/storm.rs`: a 10,000-nudge storm drained through the real
+//!   Telegram, Slack and Discord clients against loopback fakes that enforce
+//!   each platform's send limits (429s counted).
 //!
 //! The shared pieces: [`workload`] (the plans and commands every benchmark
-//! uses), [`baseline`], [`stats`] (percentiles and rates) and [`sys`]
-//! (machine description, RSS, raw sync rates).
+//! uses), [`baseline`], [`stats`] (percentiles and rates), [`sys`]
+//! (machine description, RSS, raw sync rates) and [`server`] (start the
+//! binary, wait for ready).
 
 pub mod baseline;
+pub mod server;
 pub mod stats;
 pub mod sys;
 pub mod workload;

@@ -22,7 +22,7 @@ use std::time::Duration;
 use thiserror::Error;
 
 mod limit;
-pub use limit::{send_with_retry, RateLimiter, RetryPolicy};
+pub use limit::{send_with_retry, RateLimiter, RetryPolicy, Slot};
 
 /// How a destination shows decisions: buttons, or the commands to type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]

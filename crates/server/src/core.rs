@@ -7,9 +7,12 @@
 //! are written inline (their path is part of the answer), long-pollers are
 //! woken, and chat work (posting and editing cards, nudges, questions,
 //! receipts) is queued per approval so it happens in transition order
-//! without holding up the caller.
+//! without holding up the caller. Within one job the destinations are served
+//! side by side: each platform has its own rate limiter, and a slow one
+//! (Slack's 20/s) must not pace the others.
 
 use crate::config::Settings;
+use futures_util::future::join_all;
 use plangate_channel::{Channel, Destination, Document};
 use plangate_engine::card::{card, document_file_name, nudge_text};
 use plangate_engine::machine::describe_stale;
@@ -21,14 +24,24 @@ use plangate_store::{Commit, Store, StoreError};
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 use thiserror::Error;
-use tokio::sync::{mpsc, watch, Notify};
+use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit, Semaphore};
 use tracing::{info_span, warn, Instrument};
 
 const LOCK_STRIPES: usize = 64;
+
+/// Chat jobs queued at once beyond which the scheduler leaves due nudges
+/// in the store (see `scheduler`): a backlog costs disk, not memory.
+pub const CHAT_BACKLOG: usize = 4096;
+
+/// Nudge sends per platform that may be loaded and rendered at once; the
+/// rest wait for a place, holding nothing but their delivery record. Wider
+/// than any platform's per-second limit, so the limiter, not the lane, sets
+/// the pace.
+const LANE_WIDTH: usize = 256;
 
 #[derive(Debug, Error)]
 pub enum CoreError {
@@ -82,6 +95,14 @@ pub struct Core {
     waiters: Mutex<HashMap<SessionKey, watch::Sender<u64>>>,
     channels: RwLock<HashMap<String, Arc<dyn Channel>>>,
     queues: Mutex<HashMap<ApprovalId, mpsc::UnboundedSender<Job>>>,
+    /// Chat jobs queued or running, so the scheduler can leave reminders in
+    /// the store while the platforms work through a backlog.
+    chat_backlog: AtomicUsize,
+    /// Chat jobs queued at once beyond which due nudges stay in the store.
+    chat_backlog_limit: AtomicUsize,
+    /// Poked when a chat job finishes.
+    pub chat_progress: Notify,
+    lanes: Mutex<HashMap<String, Arc<Semaphore>>>,
     /// Poked whenever a timer is scheduled, so the scheduler re-reads the earliest.
     pub scheduler_wake: Notify,
     /// Set when a commit failed; `/healthz` reports degraded until one succeeds.
@@ -97,6 +118,10 @@ impl Core {
             waiters: Mutex::new(HashMap::new()),
             channels: RwLock::new(HashMap::new()),
             queues: Mutex::new(HashMap::new()),
+            chat_backlog: AtomicUsize::new(0),
+            chat_backlog_limit: AtomicUsize::new(CHAT_BACKLOG),
+            chat_progress: Notify::new(),
+            lanes: Mutex::new(HashMap::new()),
             scheduler_wake: Notify::new(),
             degraded: AtomicBool::new(false),
         })
@@ -108,6 +133,35 @@ impl Core {
 
     pub fn channel(&self, name: &str) -> Option<Arc<dyn Channel>> {
         self.channels.read().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
+    }
+
+    /// Chat jobs queued or running.
+    pub fn chat_backlog(&self) -> usize {
+        self.chat_backlog.load(Ordering::Relaxed)
+    }
+
+    /// Whether the chat backlog is full: due nudges then wait in the store.
+    pub fn chat_backlog_full(&self) -> bool {
+        self.chat_backlog() >= self.chat_backlog_limit.load(Ordering::Relaxed)
+    }
+
+    /// Whether the chat backlog has drained to half its limit.
+    pub fn chat_backlog_halved(&self) -> bool {
+        self.chat_backlog() <= self.chat_backlog_limit.load(Ordering::Relaxed) / 2
+    }
+
+    /// Change the backlog limit (default [`CHAT_BACKLOG`]; tests use small ones).
+    pub fn set_chat_backlog_limit(&self, limit: usize) {
+        self.chat_backlog_limit.store(limit.max(1), Ordering::Relaxed);
+    }
+
+    /// A place in `channel`'s lane (see [`LANE_WIDTH`]).
+    async fn lane(&self, channel: &str) -> Option<OwnedSemaphorePermit> {
+        let lane = {
+            let mut lanes = self.lanes.lock().unwrap_or_else(|e| e.into_inner());
+            lanes.entry(channel.to_string()).or_insert_with(|| Arc::new(Semaphore::new(LANE_WIDTH))).clone()
+        };
+        lane.acquire_owned().await.ok()
     }
 
     pub fn is_degraded(&self) -> bool {
@@ -338,6 +392,7 @@ impl Core {
     }
 
     fn enqueue(self: &Arc<Self>, id: ApprovalId, job: Job) {
+        self.chat_backlog.fetch_add(1, Ordering::Relaxed);
         let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(tx) = queues.get(&id) {
             if tx.send(job.clone()).is_ok() {
@@ -357,6 +412,8 @@ impl Core {
                 Ok(job) => {
                     let span = info_span!("job", approval = %id, job = ?job);
                     self.run_job(job).instrument(span).await;
+                    self.chat_backlog.fetch_sub(1, Ordering::Relaxed);
+                    self.chat_progress.notify_one();
                 }
                 Err(_) => {
                     let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
@@ -419,13 +476,16 @@ impl Core {
         }
         let view = card(&p, Some(&state), now());
         let document = Self::document_of(&p);
-        for dest in destinations {
+        // Side by side: each platform has its own limiter, so a slow one must
+        // not pace the others.
+        let (p, view, document) = (&p, &view, &document);
+        join_all(destinations.into_iter().map(|dest| async move {
             let Some(channel) = self.channel(&dest.channel) else {
                 let detail = format!("{}: channel {} is not running", dest.name, dest.channel);
                 self.audit(&p.session, "plangate", "card_not_delivered", pid, detail).await;
-                continue;
+                return;
             };
-            match channel.post_card(&dest, &view, &document).await {
+            match channel.post_card(&dest, view, document).await {
                 Ok(delivery) => {
                     let detail = format!("{} {} message {}", dest.name, delivery.chat, delivery.message_id);
                     if let Err(e) = self.blocking(move |s| s.add_delivery(&id, &delivery)).await {
@@ -438,47 +498,56 @@ impl Core {
                     self.audit(&p.session, "plangate", "card_not_delivered", pid, format!("{}: {e}", dest.name)).await;
                 }
             }
-        }
+        }))
+        .await;
     }
 
     async fn update_cards(&self, id: ApprovalId) {
         let Some((p, state)) = self.proposal_and_state(id).await else { return };
         let Ok(deliveries) = self.blocking(move |s| s.deliveries(&id)).await else { return };
         let view = card(&p, Some(&state), now());
-        for delivery in deliveries {
-            let Some(channel) = self.channel(&delivery.channel) else { continue };
-            if let Err(e) = channel.update_card(&delivery, &view).await {
+        let (p, view) = (&p, &view);
+        join_all(deliveries.into_iter().map(|delivery| async move {
+            let Some(channel) = self.channel(&delivery.channel) else { return };
+            if let Err(e) = channel.update_card(&delivery, view).await {
                 warn!(chat = %delivery.chat, error = %e, "card not updated");
                 self.audit(&p.session, "plangate", "card_not_updated", Some((id, p.version)), format!("{}: {e}", delivery.destination))
                     .await;
             }
-        }
+        }))
+        .await;
     }
 
+    /// Remind every destination of a pending approval. Each send first takes
+    /// a place in its platform's lane and only then loads, re-checks and
+    /// renders: a storm of reminders waits as a few hundred bytes each, not
+    /// as rendered messages, and a plan decided while its reminder waited is
+    /// never nudged.
     async fn nudge(&self, id: ApprovalId, number: u8) {
-        let Some((p, state)) = self.proposal_and_state(id).await else { return };
-        // Re-check: a decided, superseded or cancelled plan never gets a nudge.
-        if p.status != DecisionStatus::Pending || state.session.latest_approval != Some(id) {
-            return;
-        }
         let Ok(deliveries) = self.blocking(move |s| s.deliveries(&id)).await else { return };
-        let now = now();
-        let view = card(&p, Some(&state), now);
-        let text = nudge_text(&p, number, now);
-        for delivery in deliveries {
+        join_all(deliveries.into_iter().map(|delivery| async move {
+            let Some(channel) = self.channel(&delivery.channel) else { return };
+            let _lane = self.lane(&delivery.channel).await;
+            let Some((p, state)) = self.proposal_and_state(id).await else { return };
+            // Re-check: a decided, superseded or cancelled plan never gets a nudge.
+            if p.status != DecisionStatus::Pending || state.session.latest_approval != Some(id) {
+                return;
+            }
             let key = format!("nudge:{id}:{number}:{}:{}", delivery.destination, delivery.chat);
             let probe = key.clone();
             if self.blocking(move |s| s.seen(&probe)).await.unwrap_or(false) {
-                continue; // sent before a restart: never twice
+                return; // sent before a restart: never twice
             }
-            let Some(channel) = self.channel(&delivery.channel) else { continue };
+            let now = now();
+            let (view, text) = (card(&p, Some(&state), now), nudge_text(&p, number, now));
             match channel.send_nudge(&delivery, &view, &text).await {
                 Ok(()) => {
                     let _ = self.blocking(move |s| s.mark_seen(&key)).await;
                 }
                 Err(e) => warn!(chat = %delivery.chat, error = %e, "nudge not sent"),
             }
-        }
+        }))
+        .await;
     }
 
     /// Post the card to the escalation destinations; their deliveries are

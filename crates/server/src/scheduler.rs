@@ -5,6 +5,12 @@
 //! transition schedules a new timer, and re-computes its sleep on every wake
 //! so wall-clock jumps neither double-fire (a fired timer is removed in the
 //! same transaction as its transition) nor delay what is due.
+//!
+//! Reminders wait in the store while the chat platforms work through a
+//! backlog: a nudge fires only while fewer than
+//! [`CHAT_BACKLOG`](crate::core::CHAT_BACKLOG) chat jobs are queued, so 100,000 overdue reminders after downtime cost disk, not
+//! memory, and go out at the platforms' pace. Timeouts, escalations and
+//! agent nudges never wait.
 
 use crate::core::{now, Core, ExecMeta};
 use plangate_engine::{Actor, Command, TimerKind};
@@ -17,13 +23,30 @@ use tracing::{debug, info, warn};
 /// Missed-nudge removals in flight at once on startup.
 const COLLAPSE_CONCURRENCY: usize = 64;
 
+/// While nudges wait for the backlog, how often timeouts are looked for.
+const BACKLOG_RECHECK: Duration = Duration::from_secs(5);
+
 /// The longest single sleep: bounds the damage of a wall-clock jump.
 const MAX_SLEEP: Duration = Duration::from_secs(60);
 
 pub async fn run(core: Arc<Core>, mut shutdown: watch::Receiver<bool>) {
     collapse_missed_nudges(&core).await;
     loop {
-        fire_due(&core).await;
+        if fire_due(&core).await {
+            // Nudges were left due: look again when half the backlog is sent
+            // (so a pass over the due timers fires thousands, not one), or
+            // after BACKLOG_RECHECK at the latest, for timeouts falling due.
+            let recheck = tokio::time::sleep(BACKLOG_RECHECK);
+            tokio::pin!(recheck);
+            while !core.chat_backlog_halved() {
+                tokio::select! {
+                    _ = core.chat_progress.notified() => {}
+                    _ = &mut recheck => break,
+                    _ = shutdown.changed() => return,
+                }
+            }
+            continue;
+        }
         let next = core.blocking(|s| s.next_timer()).await;
         let sleep = match next {
             Ok(Some(t)) => Duration::from_millis(u64::try_from(t.due.0 - now().0).unwrap_or(0)).min(MAX_SLEEP),
@@ -41,22 +64,32 @@ pub async fn run(core: Arc<Core>, mut shutdown: watch::Receiver<bool>) {
     }
 }
 
-/// Fire every timer that is due now, earliest first.
-pub async fn fire_due(core: &Arc<Core>) {
+/// Fire every timer that is due now, earliest first, except nudges while
+/// the chat backlog is full. Returns whether nudges were left due.
+pub async fn fire_due(core: &Arc<Core>) -> bool {
     let due = match core.blocking(|s| s.due_timers(now())).await {
         Ok(due) => due,
         Err(e) => {
             warn!(error = %e, "cannot read due timers");
-            return;
+            return false;
         }
     };
+    let mut deferred = false;
     for timer in due {
+        if matches!(timer.kind, TimerKind::Nudge(_)) && core.chat_backlog_full() {
+            deferred = true;
+            continue;
+        }
         let key = timer.session.clone();
         let meta = ExecMeta { idempotency: None, fired: Some(timer.clone()) };
         if let Err(e) = core.execute(&key, Actor::Scheduler, Command::TimerFired(timer.clone()), meta).await {
             warn!(error = %e, ?timer, "timer transition failed; it stays scheduled");
         }
     }
+    if deferred {
+        debug!(backlog = core.chat_backlog(), "nudges left due until the chat backlog drains");
+    }
+    deferred
 }
 
 /// After downtime, several nudges of one approval may be overdue: keep only

@@ -17,6 +17,7 @@
 //!
 //! Tests wait with [`DiscordFake::wait_for`] instead of sleeping.
 
+use crate::limits::{whole_seconds, Enforcer, Limits, RateStats};
 use axum::extract::ws::{Message as WsMessage, WebSocket, WebSocketUpgrade};
 use axum::extract::{FromRequest, Multipart, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode};
@@ -116,6 +117,7 @@ struct Inner {
     events_tx: mpsc::UnboundedSender<(String, Value)>,
     events_rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<(String, Value)>>,
     application_id: u64,
+    limits: Mutex<Enforcer>,
 }
 
 impl Inner {
@@ -160,12 +162,25 @@ impl DiscordFake {
             events_tx,
             events_rx: tokio::sync::Mutex::new(events_rx),
             application_id,
+            limits: Mutex::new(Enforcer::default()),
         });
         let app = Router::new().route("/gateway", any(gateway)).fallback(rest).with_state(inner.clone());
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
         DiscordFake { base: format!("http://{addr}"), gateway_url: format!("ws://{addr}/gateway"), inner, task }
+    }
+
+    /// From now on, refuse channel message creates and edits beyond `limits`
+    /// (per channel and overall) with Discord's 429: `retry_after` seconds
+    /// as a float in the body, whole seconds in `Retry-After`.
+    pub fn enforce_limits(&self, limits: Limits) {
+        self.inner.limits.lock().unwrap().enforce(limits);
+    }
+
+    /// Message creates and edits admitted and refused since [`enforce_limits`](Self::enforce_limits).
+    pub fn rate_stats(&self) -> RateStats {
+        self.inner.limits.lock().unwrap().stats()
     }
 
     /// Answer the next `method path` request with `status`, `headers` and `body`.
@@ -321,6 +336,7 @@ async fn run_gateway(inner: Arc<Inner>, mut socket: WebSocket) {
 }
 
 async fn rest(State(inner): State<Arc<Inner>>, request: Request) -> Response {
+    let arrived = Instant::now();
     let method = request.method().clone();
     let uri = request.uri().clone();
     let headers = request.headers().clone();
@@ -358,6 +374,22 @@ async fn rest(State(inner): State<Arc<Inner>>, request: Request) -> Response {
         body,
         at: Instant::now(),
     };
+    let segments: Vec<&str> = recorded.path.trim_start_matches("/api/v10/").split('/').collect();
+    let refused = match (recorded.method.as_str(), segments.as_slice()) {
+        ("POST", ["channels", channel, "messages"]) | ("PATCH", ["channels", channel, "messages", _]) => {
+            inner.limits.lock().unwrap().admit(channel, arrived).err()
+        }
+        _ => None,
+    };
+    if let Some(wait) = refused {
+        let secs = whole_seconds(wait).to_string();
+        let headers = [("retry-after", secs.as_str()), ("x-ratelimit-scope", "user")];
+        let body = json!({"message": "You are being rate limited.", "retry_after": wait.as_secs_f64(), "global": false});
+        let response = (StatusCode::TOO_MANY_REQUESTS, headers_of(&headers), axum::Json(body)).into_response();
+        inner.requests.lock().unwrap().push(recorded);
+        inner.bump();
+        return response;
+    }
     let scripted = {
         let mut queue = inner.scripted.lock().unwrap();
         let position = queue.iter().position(|s| s.method == recorded.method && s.path == recorded.path);
@@ -365,12 +397,8 @@ async fn rest(State(inner): State<Arc<Inner>>, request: Request) -> Response {
     };
     let response = match scripted {
         Some(s) => {
-            let mut headers = HeaderMap::new();
-            for (k, v) in &s.headers {
-                if let (Ok(k), Ok(v)) = (k.parse::<axum::http::HeaderName>(), v.parse()) {
-                    headers.insert(k, v);
-                }
-            }
+            let pairs: Vec<(&str, &str)> = s.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            let headers = headers_of(&pairs);
             (StatusCode::from_u16(s.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), headers, axum::Json(s.body)).into_response()
         }
         None => default_answer(&inner, &method, &recorded),
@@ -378,6 +406,16 @@ async fn rest(State(inner): State<Arc<Inner>>, request: Request) -> Response {
     inner.requests.lock().unwrap().push(recorded);
     inner.bump();
     response
+}
+
+fn headers_of(pairs: &[(&str, &str)]) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    for (k, v) in pairs {
+        if let (Ok(k), Ok(v)) = (k.parse::<axum::http::HeaderName>(), v.parse()) {
+            headers.insert(k, v);
+        }
+    }
+    headers
 }
 
 fn default_answer(inner: &Inner, method: &Method, r: &Recorded) -> Response {

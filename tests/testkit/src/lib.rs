@@ -6,8 +6,11 @@
 //!   on 127.0.0.1 that record every request and let a test script inbound
 //!   events. The real client crates are pointed at them through the
 //!   configurable API base URLs; nothing here needs a network beyond loopback.
+//! * [`limits`]: the platforms' send limits, which a fake enforces (429s
+//!   included) once told to.
 
 pub mod discord;
+pub mod limits;
 pub mod server;
 pub mod slack;
 pub mod telegram;

@@ -18,6 +18,7 @@
 //! [`SlackFake::wait_connected`] and [`SlackFake::wait_for_ack`] wake on each
 //! recorded request or frame.
 
+use crate::limits::{whole_seconds, Enforcer, Limits, RateStats};
 use axum::body::Bytes;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{FromRequest, Multipart, Request, State};
@@ -142,6 +143,7 @@ struct FakeState {
     sockets: Mutex<Vec<mpsc::UnboundedSender<String>>>,
     frames: Mutex<Vec<Value>>,
     connections: AtomicU64,
+    limits: Mutex<Enforcer>,
     /// Bumped on every recorded request, frame and connection.
     version: watch::Sender<u64>,
 }
@@ -182,6 +184,7 @@ impl SlackFake {
             sockets: Mutex::new(Vec::new()),
             frames: Mutex::new(Vec::new()),
             connections: AtomicU64::new(0),
+            limits: Mutex::new(Enforcer::default()),
             version,
         });
         let app = Router::new().route("/socket", get(socket)).fallback(any_request).with_state(state.clone());
@@ -189,6 +192,19 @@ impl SlackFake {
             let _ = axum::serve(listener, app).await;
         });
         SlackFake { addr, state, task }
+    }
+
+    /// From now on, refuse message posts and edits (`chat.postMessage`,
+    /// `chat.update`, `chat.postEphemeral`, `files.completeUploadExternal`)
+    /// beyond `limits` per channel and overall, with Slack's HTTP 429 and
+    /// `Retry-After` in whole seconds.
+    pub fn enforce_limits(&self, limits: Limits) {
+        lock(&self.state.limits).enforce(limits);
+    }
+
+    /// Posts and edits admitted and refused since [`enforce_limits`](Self::enforce_limits).
+    pub fn rate_stats(&self) -> RateStats {
+        lock(&self.state.limits).stats()
     }
 
     /// `http://127.0.0.1:PORT`
@@ -366,6 +382,7 @@ fn percent_decode(s: &str) -> String {
 }
 
 async fn any_request(State(state): State<Arc<FakeState>>, request: Request) -> Response {
+    let arrived = tokio::time::Instant::now();
     let http_method = request.method().to_string();
     let path = request.uri().path().to_string();
     let query = request.uri().query().map(parse_form).unwrap_or_default();
@@ -405,7 +422,12 @@ async fn any_request(State(state): State<Arc<FakeState>>, request: Request) -> R
         (path.clone(), "unknown")
     };
     let recorded = Recorded { http_method, path: path.clone(), api: api.clone(), query, headers, body };
-    let scripted = lock(&state.scripts).get_mut(&api).and_then(|q| q.pop_front());
+    let sends = ["chat.postMessage", "chat.update", "chat.postEphemeral", "files.completeUploadExternal"];
+    let refused = match sends.contains(&api.as_str()) {
+        true => lock(&state.limits).admit(&channel_of(&recorded), arrived).err().map(|wait| Scripted::rate_limited(whole_seconds(wait))),
+        false => None,
+    };
+    let scripted = refused.or_else(|| lock(&state.scripts).get_mut(&api).and_then(|q| q.pop_front()));
     let response = match scripted {
         Some(s) => respond(s.status, &s.headers, &s.body),
         None => match kind {
@@ -421,6 +443,18 @@ async fn any_request(State(state): State<Arc<FakeState>>, request: Request) -> R
     lock(&state.log).push(recorded);
     state.bump();
     response
+}
+
+/// The channel a Web API call addresses (`channel`, or `channel_id` for uploads), JSON or form.
+fn channel_of(request: &Recorded) -> String {
+    let from_form = |name: &str| match &request.body {
+        Body::Form(fields) => fields.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()),
+        _ => None,
+    };
+    ["channel", "channel_id"]
+        .iter()
+        .find_map(|name| request.json()[*name].as_str().map(str::to_string).or_else(|| from_form(name)))
+        .unwrap_or_default()
 }
 
 fn respond(status: u16, headers: &[(String, String)], body: &Value) -> Response {

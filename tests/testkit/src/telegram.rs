@@ -20,6 +20,7 @@
 //!
 //! The fake never answers 5xx on its own (teloxide sleeps 10 s after one).
 
+use crate::limits::{whole_seconds, Enforcer, Limits, RateStats};
 use axum::extract::{FromRequest, Multipart, Path, Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -140,6 +141,7 @@ struct FakeState {
     next_message_id: i64,
     next_callback_id: i64,
     messages: HashMap<(i64, i64), Value>,
+    limits: Enforcer,
 }
 
 struct Inner {
@@ -210,6 +212,17 @@ impl FakeTelegram {
     /// Answer the next call of `method` with `answer` (queued per method).
     pub fn script(&self, method: &str, answer: Scripted) {
         self.inner.lock().scripted.entry(method.to_ascii_lowercase()).or_default().push_back(answer);
+    }
+
+    /// From now on, refuse sends and edits beyond `limits` with Telegram's 429
+    /// (`parameters.retry_after` in whole seconds), as the real API does.
+    pub fn enforce_limits(&self, limits: Limits) {
+        self.inner.lock().limits.enforce(limits);
+    }
+
+    /// Sends and edits admitted and refused since [`enforce_limits`](Self::enforce_limits).
+    pub fn rate_stats(&self) -> RateStats {
+        self.inner.lock().limits.stats()
     }
 
     /// A message the fake has sent on the bot's behalf (or been told about).
@@ -401,7 +414,19 @@ async fn api(State(inner): State<Arc<Inner>>, Path((bot, method)): Path<(String,
     let (content_type, body) = parse_body(request).await;
     let token = bot.strip_prefix("bot").unwrap_or_default().to_string();
     let method = canonical(&method);
-    let scripted = inner.lock().scripted.get_mut(&method.to_ascii_lowercase()).and_then(VecDeque::pop_front);
+    let scripted = {
+        let mut state = inner.lock();
+        let sends = ["sendmessage", "senddocument", "editmessagetext", "editmessagereplymarkup"];
+        match sends.contains(&method.to_ascii_lowercase().as_str()) {
+            true => state
+                .limits
+                .admit(&chat_of(&body).to_string(), at.into())
+                .err()
+                .map(|wait| Scripted::RetryAfter(whole_seconds(wait) as u32)),
+            false => None,
+        }
+        .or_else(|| state.scripted.get_mut(&method.to_ascii_lowercase()).and_then(VecDeque::pop_front))
+    };
     let (status, response) = answer(&inner, &token, &method, &body, scripted).await;
     // Recorded once answered, so a test that sees a request also sees what
     // the client got back (long polls appear when they return).

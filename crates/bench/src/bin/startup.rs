@@ -15,13 +15,12 @@
 //! Run: `CARGO_TARGET_DIR=/work/target-bench cargo run --release -p plangate-bench --bin startup -- --approvals 100000`
 //! Options: `--age-mins 120`, `--watch-secs 30` (default 60 with `--age-mins`, else 5), `--threads 32`, `--dir PATH`.
 
+use plangate_bench::server::{mib, start};
 use plangate_bench::stats::rate;
 use plangate_bench::{plangate_bin, sys, workload};
 use plangate_engine::{apply, Actor, Ctx, State, Timestamp};
 use plangate_store::{Commit, SledStore, Store};
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -82,52 +81,6 @@ timeout = "24h"
 "#,
         dir.join("data").display()
     )
-}
-
-struct Started {
-    child: Child,
-    base: String,
-    ready: Duration,
-    listening: Duration,
-}
-
-/// Spawn `plangate serve` and wait until `/healthz` answers 200.
-async fn start(bin: &str, config_path: &Path, http: &reqwest::Client) -> Started {
-    let t0 = Instant::now();
-    let mut child = Command::new(bin)
-        .args(["serve", "--config"])
-        .arg(config_path)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn plangate");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Some(rest) = line.strip_prefix("plangate listening on ") {
-                let _ = tx.send(rest.trim().to_string());
-            }
-        }
-    });
-    let base = rx.recv_timeout(Duration::from_secs(300)).expect("plangate did not listen within 300 s");
-    let listening = t0.elapsed();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Ok(r) = http.get(format!("{base}/healthz")).send().await {
-            if r.status().is_success() {
-                break;
-            }
-        }
-        assert!(Instant::now() < deadline, "/healthz never answered 200");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    Started { child, base, ready: t0.elapsed(), listening }
-}
-
-fn mib(kib: Option<u64>) -> String {
-    kib.map(|k| format!("{:.1} MiB", k as f64 / 1024.0)).unwrap_or_else(|| "?".to_string())
 }
 
 /// After the server stopped: timers due by now still in the store, and
@@ -195,8 +148,7 @@ async fn main() {
         listing.elapsed().as_secs_f64() * 1e3,
         mib(rss_after_list)
     );
-    let _ = started.child.kill();
-    let _ = started.child.wait();
+    started.kill();
     let (due, nudges) = catch_up(&data);
     println!("after {watch} s of running (then SIGKILL): {due} timers still due, {nudges} nudges sent");
 }

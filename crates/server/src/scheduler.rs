@@ -13,15 +13,16 @@
 //! agent nudges never wait.
 
 use crate::core::{now, Core, ExecMeta};
-use plangate_engine::{Actor, Command, TimerKind};
+use plangate_engine::{Actor, ApprovalId, Command, Timer, TimerKind, Timestamp};
+use plangate_store::StoreError;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
-/// Missed-nudge removals in flight at once on startup.
-const COLLAPSE_CONCURRENCY: usize = 64;
+/// Due timers read from the store at once.
+const PAGE: usize = 1024;
 
 /// While nudges wait for the backlog, how often timeouts are looked for.
 const BACKLOG_RECHECK: Duration = Duration::from_secs(5);
@@ -67,23 +68,32 @@ pub async fn run(core: Arc<Core>, mut shutdown: watch::Receiver<bool>) {
 /// Fire every timer that is due now, earliest first, except nudges while
 /// the chat backlog is full. Returns whether nudges were left due.
 pub async fn fire_due(core: &Arc<Core>) -> bool {
-    let due = match core.blocking(|s| s.due_timers(now())).await {
-        Ok(due) => due,
-        Err(e) => {
-            warn!(error = %e, "cannot read due timers");
-            return false;
-        }
-    };
+    let now = now();
     let mut deferred = false;
-    for timer in due {
-        if matches!(timer.kind, TimerKind::Nudge(_)) && core.chat_backlog_full() {
-            deferred = true;
-            continue;
+    let mut after: Option<Timer> = None;
+    loop {
+        let page = match due_page(core, now, after.take()).await {
+            Ok(page) => page,
+            Err(e) => {
+                warn!(error = %e, "cannot read due timers");
+                return false;
+            }
+        };
+        let last_page = page.len() < PAGE;
+        after = page.last().cloned();
+        for timer in page {
+            if matches!(timer.kind, TimerKind::Nudge(_)) && core.chat_backlog_full() {
+                deferred = true;
+                continue;
+            }
+            let key = timer.session.clone();
+            let meta = ExecMeta { idempotency: None, fired: Some(timer.clone()) };
+            if let Err(e) = core.execute(&key, Actor::Scheduler, Command::TimerFired(timer.clone()), meta).await {
+                warn!(error = %e, ?timer, "timer transition failed; it stays scheduled");
+            }
         }
-        let key = timer.session.clone();
-        let meta = ExecMeta { idempotency: None, fired: Some(timer.clone()) };
-        if let Err(e) = core.execute(&key, Actor::Scheduler, Command::TimerFired(timer.clone()), meta).await {
-            warn!(error = %e, ?timer, "timer transition failed; it stays scheduled");
+        if last_page {
+            break;
         }
     }
     if deferred {
@@ -92,37 +102,55 @@ pub async fn fire_due(core: &Arc<Core>) -> bool {
     deferred
 }
 
+/// One page of the timers due at `now`, after `after`.
+async fn due_page(core: &Arc<Core>, now: Timestamp, after: Option<Timer>) -> Result<Vec<Timer>, StoreError> {
+    core.blocking(move |s| s.due_timers_page(now, after.as_ref(), PAGE)).await
+}
+
 /// After downtime, several nudges of one approval may be overdue: keep only
 /// the latest (people want one reminder, not a burst of three). Timeouts
-/// always fire.
+/// always fire. Two passes over the due timers, a page at a time: the first
+/// finds each approval's latest overdue nudge, the second removes the
+/// others, one durable batch per page (100,000 approvals down for an hour
+/// are 200,000 removals: one flush each took minutes).
 async fn collapse_missed_nudges(core: &Arc<Core>) {
-    let Ok(due) = core.blocking(|s| s.due_timers(now())).await else { return };
-    let mut latest: HashMap<_, u8> = HashMap::new();
-    for t in &due {
-        if let TimerKind::Nudge(n) = t.kind {
-            let e = latest.entry(t.approval_id).or_insert(n);
-            *e = (*e).max(n);
+    let now = now();
+    let mut latest: HashMap<ApprovalId, u8> = HashMap::new();
+    let mut after: Option<Timer> = None;
+    loop {
+        let Ok(page) = due_page(core, now, after.take()).await else { return };
+        for t in &page {
+            if let TimerKind::Nudge(n) = t.kind {
+                let e = latest.entry(t.approval_id).or_insert(n);
+                *e = (*e).max(n);
+            }
         }
-    }
-    let missed: Vec<_> = due
-        .into_iter()
-        .filter(|t| matches!(t.kind, TimerKind::Nudge(n) if latest.get(&t.approval_id).is_some_and(|max| n < *max)))
-        .collect();
-    if missed.is_empty() {
-        return;
-    }
-    info!(count = missed.len(), "skipping nudges missed while down (keeping the latest of each approval)");
-    // Each removal is durable on its own; run them side by side so the
-    // store's group commit shares flushes (one at a time, 100,000 approvals
-    // down for an hour cost 200,000 sequential flushes before any nudge).
-    let mut running = tokio::task::JoinSet::new();
-    for timer in missed {
-        while running.len() >= COLLAPSE_CONCURRENCY {
-            running.join_next().await;
+        if page.len() < PAGE {
+            break;
         }
-        debug!(approval = %timer.approval_id, kind = ?timer.kind, "skipping a nudge missed while down");
-        let core = core.clone();
-        running.spawn(async move { core.blocking(move |s| s.remove_timer(&timer)).await });
+        after = page.last().cloned();
     }
-    while running.join_next().await.is_some() {}
+    let mut skipped = 0;
+    loop {
+        let Ok(page) = due_page(core, now, after.take()).await else { return };
+        let missed: Vec<Timer> = page
+            .iter()
+            .filter(|t| matches!(t.kind, TimerKind::Nudge(n) if latest.get(&t.approval_id).is_some_and(|max| n < *max)))
+            .cloned()
+            .collect();
+        if !missed.is_empty() {
+            skipped += missed.len();
+            if let Err(e) = core.blocking(move |s| s.remove_timers(&missed)).await {
+                warn!(error = %e, "cannot skip missed nudges; they will be sent");
+                return;
+            }
+        }
+        if page.len() < PAGE {
+            break;
+        }
+        after = page.last().cloned();
+    }
+    if skipped > 0 {
+        info!(count = skipped, "skipped nudges missed while down (kept the latest of each approval)");
+    }
 }

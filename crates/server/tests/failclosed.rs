@@ -54,8 +54,8 @@ impl Store for Flaky {
     fn next_timer(&self) -> Result<Option<Timer>, StoreError> {
         self.inner.next_timer()
     }
-    fn due_timers(&self, now: Timestamp) -> Result<Vec<Timer>, StoreError> {
-        self.inner.due_timers(now)
+    fn due_timers_page(&self, now: Timestamp, after: Option<&Timer>, limit: usize) -> Result<Vec<Timer>, StoreError> {
+        self.inner.due_timers_page(now, after, limit)
     }
     fn timers(&self) -> Result<Vec<Timer>, StoreError> {
         self.inner.timers()

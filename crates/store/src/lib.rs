@@ -113,11 +113,21 @@ pub trait Store: Send + Sync {
     fn commit(&self, commit: Commit) -> Result<(), StoreError>;
     /// The earliest timer, if any.
     fn next_timer(&self) -> Result<Option<Timer>, StoreError>;
+    /// At most `limit` timers due at or before `now`, earliest first,
+    /// starting after `after` (exclusive). The scheduler pages through a
+    /// backlog this way, so 100,000 overdue timers never sit in memory at once.
+    fn due_timers_page(&self, now: Timestamp, after: Option<&Timer>, limit: usize) -> Result<Vec<Timer>, StoreError>;
     /// Every timer due at or before `now`, earliest first.
-    fn due_timers(&self, now: Timestamp) -> Result<Vec<Timer>, StoreError>;
+    fn due_timers(&self, now: Timestamp) -> Result<Vec<Timer>, StoreError> {
+        self.due_timers_page(now, None, usize::MAX)
+    }
     fn timers(&self) -> Result<Vec<Timer>, StoreError>;
     /// Remove a timer outside a transition (e.g. one whose session vanished).
     fn remove_timer(&self, timer: &Timer) -> Result<(), StoreError>;
+    /// Remove several timers outside a transition, durably, all or none.
+    fn remove_timers(&self, timers: &[Timer]) -> Result<(), StoreError> {
+        timers.iter().try_for_each(|t| self.remove_timer(t))
+    }
     fn deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError>;
     fn add_delivery(&self, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError>;
     /// Cards posted for questions, by question id.

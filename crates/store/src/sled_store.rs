@@ -386,9 +386,11 @@ impl Store for SledStore {
         self.timers.first()?.map(|(_, v)| decode(&v, "timer")).transpose()
     }
 
-    fn due_timers(&self, now: Timestamp) -> Result<Vec<Timer>, StoreError> {
-        let end = due_prefix(now.plus_ms(1));
-        self.timers.range(..end).values().map(|v| decode(&v?, "timer")).collect()
+    fn due_timers_page(&self, now: Timestamp, after: Option<&Timer>, limit: usize) -> Result<Vec<Timer>, StoreError> {
+        use std::ops::Bound;
+        let end = Bound::Excluded(due_prefix(now.plus_ms(1)));
+        let start = after.map_or(Bound::Unbounded, |t| Bound::Excluded(timer_key(t)));
+        self.timers.range::<Vec<u8>, _>((start, end)).values().take(limit).map(|v| decode(&v?, "timer")).collect()
     }
 
     fn timers(&self) -> Result<Vec<Timer>, StoreError> {
@@ -397,6 +399,13 @@ impl Store for SledStore {
 
     fn remove_timer(&self, timer: &Timer) -> Result<(), StoreError> {
         self.timers.remove(timer_key(timer))?;
+        self.flushed(())
+    }
+
+    fn remove_timers(&self, timers: &[Timer]) -> Result<(), StoreError> {
+        let mut batch = sled::Batch::default();
+        timers.iter().for_each(|t| batch.remove(timer_key(t)));
+        self.timers.apply_batch(batch)?;
         self.flushed(())
     }
 

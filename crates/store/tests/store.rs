@@ -119,3 +119,42 @@ fn clock_jumps_neither_double_fire_nor_skip() {
     assert!(store.timers().unwrap().is_empty());
     assert_eq!(store.proposal(&p.approval_id).unwrap().unwrap().status, plangate_engine::DecisionStatus::TimedOut);
 }
+
+/// The scheduler pages through a backlog of due timers: pages are disjoint,
+/// in due order, cover exactly what `due_timers` returns, and a batch
+/// removal takes exactly the timers it names.
+#[test]
+fn due_timers_page_through_a_backlog_and_remove_in_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    for r in 1..=5u8 {
+        propose(&store, &SessionKey::new("demo", format!("s{r}")), r);
+    }
+    // Both nudges of all five approvals are due; the timeouts are not.
+    let now = Timestamp(1_801_000);
+    let all = store.due_timers(now).unwrap();
+    assert_eq!(all.len(), 10);
+    let mut paged = Vec::new();
+    let mut after = None;
+    loop {
+        let page = store.due_timers_page(now, after.as_ref(), 3).unwrap();
+        assert!(page.len() <= 3);
+        let last = page.len() < 3;
+        after = page.last().cloned();
+        paged.extend(page);
+        if last {
+            break;
+        }
+    }
+    assert_eq!(paged, all, "pages cover the due timers once each, in order");
+    assert!(paged.windows(2).all(|w| w[0].due <= w[1].due));
+
+    let first_nudges: Vec<_> = all.iter().filter(|t| t.kind == TimerKind::Nudge(1)).cloned().collect();
+    store.remove_timers(&first_nudges).unwrap();
+    drop(store);
+    let store = SledStore::open(dir.path()).unwrap();
+    let left = store.due_timers(now).unwrap();
+    assert_eq!(left.len(), 5, "durably removed");
+    assert!(left.iter().all(|t| t.kind == TimerKind::Nudge(2)));
+    assert_eq!(store.timers().unwrap().len(), 10, "the timeouts are untouched");
+}

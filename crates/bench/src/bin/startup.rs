@@ -13,7 +13,8 @@
 //! store is reopened to count the timers still due and the nudges sent.
 //!
 //! Run: `CARGO_TARGET_DIR=/work/target-bench cargo run --release -p plangate-bench --bin startup -- --approvals 100000`
-//! Options: `--age-mins 120`, `--watch-secs 30` (default 60 with `--age-mins`, else 5), `--threads 32`, `--dir PATH`.
+//! Options: `--age-mins 120`, `--watch-secs 30` (default 60 with `--age-mins`, else 5), `--threads 32`, `--dir PATH`,
+//! `--no-list` (skip the final `GET /v1/approvals?status=pending`, whose answer dwarfs everything else in memory).
 
 use plangate_bench::server::{mib, start};
 use plangate_bench::stats::rate;
@@ -135,19 +136,23 @@ async fn main() {
             println!("  {:>3.0} s after ready: RSS {}", t0.elapsed().as_secs_f64(), mib(rss));
         }
     }
-    let listing = Instant::now();
-    let r = http.get(format!("{}/v1/approvals?status=pending", started.base)).bearer_auth(OPERATOR_TOKEN).send().await;
-    let listed = match r {
-        Ok(r) => r.json::<serde_json::Value>().await.ok().and_then(|v| v.as_array().map(Vec::len)).unwrap_or(0),
-        Err(_) => 0,
-    };
-    let rss_after_list = sys::rss_kib(pid);
-    println!(
-        "RSS peak over the first seconds: {}; GET /v1/approvals?status=pending listed {listed} in {:.0} ms, RSS after {}",
-        mib(Some(peak)),
-        listing.elapsed().as_secs_f64() * 1e3,
-        mib(rss_after_list)
-    );
+    if plangate_bench::flag("--no-list") {
+        println!("RSS peak over the first seconds: {}", mib(Some(peak)));
+    } else {
+        let listing = Instant::now();
+        let r = http.get(format!("{}/v1/approvals?status=pending", started.base)).bearer_auth(OPERATOR_TOKEN).send().await;
+        let listed = match r {
+            Ok(r) => r.json::<serde_json::Value>().await.ok().and_then(|v| v.as_array().map(Vec::len)).unwrap_or(0),
+            Err(_) => 0,
+        };
+        let rss_after_list = sys::rss_kib(pid);
+        println!(
+            "RSS peak over the first seconds: {}; GET /v1/approvals?status=pending listed {listed} in {:.0} ms, RSS after {}",
+            mib(Some(peak)),
+            listing.elapsed().as_secs_f64() * 1e3,
+            mib(rss_after_list)
+        );
+    }
     started.kill();
     let (due, nudges) = catch_up(&data);
     println!("after {watch} s of running (then SIGKILL): {due} timers still due, {nudges} nudges sent");

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every plangate benchmark, one after the other, offline, in about five
+# Every plangate benchmark, one after the other, offline, in about eight
 # minutes on a 2-core machine (builds not included). Output: bench-results/.
 #
 #   bash crates/bench/run-all.sh
@@ -28,4 +28,5 @@ step engine cargo bench -p plangate-bench --bench engine -- --warm-up-time 1 --m
 step durable "$bin/durable" --secs 2 --rounds 2
 step e2e "$bin/e2e" --samples 200
 step startup "$bin/startup" --approvals 100000
-step startup-overdue "$bin/startup" --approvals 100000 --age-mins 120 --watch-secs 30
+step startup-overdue "$bin/startup" --approvals 100000 --age-mins 120 --watch-secs 40 --no-list
+step storm "$bin/storm"

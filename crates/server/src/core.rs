@@ -76,6 +76,34 @@ pub struct ExecMeta {
     pub fired: Option<Timer>,
 }
 
+/// The count of chat jobs queued or running.
+#[derive(Default)]
+struct Backlog {
+    count: AtomicUsize,
+    /// Poked whenever a job leaves the count.
+    progress: Notify,
+}
+
+/// One job's place in the [`Backlog`]. It travels with the job and leaves
+/// the count when dropped: after the job ran, or with a queue whose task
+/// panicked. So a crashing adapter can never leave the count high and the
+/// nudges waiting on it stuck.
+struct Ticket(Arc<Backlog>);
+
+impl Ticket {
+    fn new(backlog: &Arc<Backlog>) -> Ticket {
+        backlog.count.fetch_add(1, Ordering::Relaxed);
+        Ticket(backlog.clone())
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.0.count.fetch_sub(1, Ordering::Relaxed);
+        self.0.progress.notify_one();
+    }
+}
+
 /// Chat work queued after a commit, performed in order per approval.
 #[derive(Debug, Clone)]
 enum Job {
@@ -94,14 +122,12 @@ pub struct Core {
     locks: Vec<tokio::sync::Mutex<()>>,
     waiters: Mutex<HashMap<SessionKey, watch::Sender<u64>>>,
     channels: RwLock<HashMap<String, Arc<dyn Channel>>>,
-    queues: Mutex<HashMap<ApprovalId, mpsc::UnboundedSender<Job>>>,
+    queues: Mutex<HashMap<ApprovalId, mpsc::UnboundedSender<(Job, Ticket)>>>,
     /// Chat jobs queued or running, so the scheduler can leave reminders in
     /// the store while the platforms work through a backlog.
-    chat_backlog: AtomicUsize,
+    backlog: Arc<Backlog>,
     /// Chat jobs queued at once beyond which due nudges stay in the store.
     chat_backlog_limit: AtomicUsize,
-    /// Poked when a chat job finishes.
-    pub chat_progress: Notify,
     lanes: Mutex<HashMap<String, Arc<Semaphore>>>,
     /// Poked whenever a timer is scheduled, so the scheduler re-reads the earliest.
     pub scheduler_wake: Notify,
@@ -118,9 +144,8 @@ impl Core {
             waiters: Mutex::new(HashMap::new()),
             channels: RwLock::new(HashMap::new()),
             queues: Mutex::new(HashMap::new()),
-            chat_backlog: AtomicUsize::new(0),
+            backlog: Arc::new(Backlog::default()),
             chat_backlog_limit: AtomicUsize::new(CHAT_BACKLOG),
-            chat_progress: Notify::new(),
             lanes: Mutex::new(HashMap::new()),
             scheduler_wake: Notify::new(),
             degraded: AtomicBool::new(false),
@@ -137,7 +162,12 @@ impl Core {
 
     /// Chat jobs queued or running.
     pub fn chat_backlog(&self) -> usize {
-        self.chat_backlog.load(Ordering::Relaxed)
+        self.backlog.count.load(Ordering::Relaxed)
+    }
+
+    /// Resolves when a chat job has finished since the last call.
+    pub async fn chat_progressed(&self) {
+        self.backlog.progress.notified().await;
     }
 
     /// Whether the chat backlog is full: due nudges then wait in the store.
@@ -392,28 +422,28 @@ impl Core {
     }
 
     fn enqueue(self: &Arc<Self>, id: ApprovalId, job: Job) {
-        self.chat_backlog.fetch_add(1, Ordering::Relaxed);
+        let mut item = (job, Ticket::new(&self.backlog));
         let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(tx) = queues.get(&id) {
-            if tx.send(job.clone()).is_ok() {
-                return;
+            match tx.send(item) {
+                Ok(()) => return,
+                Err(mpsc::error::SendError(back)) => item = back,
             }
         }
         let (tx, rx) = mpsc::unbounded_channel();
-        let _ = tx.send(job);
+        let _ = tx.send(item);
         queues.insert(id, tx);
         let core = self.clone();
         tokio::spawn(async move { core.run_queue(id, rx).await });
     }
 
-    async fn run_queue(self: Arc<Self>, id: ApprovalId, mut rx: mpsc::UnboundedReceiver<Job>) {
+    async fn run_queue(self: Arc<Self>, id: ApprovalId, mut rx: mpsc::UnboundedReceiver<(Job, Ticket)>) {
         loop {
             match rx.try_recv() {
-                Ok(job) => {
+                Ok((job, ticket)) => {
                     let span = info_span!("job", approval = %id, job = ?job);
                     self.run_job(job).instrument(span).await;
-                    self.chat_backlog.fetch_sub(1, Ordering::Relaxed);
-                    self.chat_progress.notify_one();
+                    drop(ticket);
                 }
                 Err(_) => {
                     let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
@@ -430,7 +460,7 @@ impl Core {
     /// Wait until every queued chat job has run (tests and shutdown).
     pub async fn drain(&self) {
         for _ in 0..2000 {
-            if self.queues.lock().unwrap_or_else(|e| e.into_inner()).is_empty() {
+            if self.chat_backlog() == 0 {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(5)).await;

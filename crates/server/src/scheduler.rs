@@ -41,7 +41,7 @@ pub async fn run(core: Arc<Core>, mut shutdown: watch::Receiver<bool>) {
             tokio::pin!(recheck);
             while !core.chat_backlog_halved() {
                 tokio::select! {
-                    _ = core.chat_progress.notified() => {}
+                    _ = core.chat_progressed() => {}
                     _ = &mut recheck => break,
                     _ = shutdown.changed() => return,
                 }

@@ -19,6 +19,8 @@ use tokio::sync::Semaphore;
 struct Gated {
     nudged: Mutex<Vec<String>>,
     gate: Semaphore,
+    /// A buggy adapter: nudges panic.
+    panics: bool,
 }
 
 #[async_trait]
@@ -34,6 +36,7 @@ impl Channel for Gated {
     }
     async fn send_nudge(&self, d: &Delivery, _card: &Card, _text: &str) -> Result<(), ChannelError> {
         self.gate.acquire().await.expect("gate open").forget();
+        assert!(!self.panics, "adapter bug");
         self.nudged.lock().unwrap().push(d.message_id.clone());
         Ok(())
     }
@@ -88,12 +91,16 @@ struct Harness {
 
 /// Five sessions with a pending proposal each, cards posted, backlog limit 2.
 async fn harness(timeout: &str) -> Harness {
+    harness_with(timeout, false).await
+}
+
+async fn harness_with(timeout: &str, panics: bool) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let mut settings = Settings::from_toml(&config(timeout)).unwrap();
     settings.data_dir = dir.path().to_path_buf();
     let store = Arc::new(SledStore::open(dir.path()).unwrap());
     let core = Core::new(Arc::new(settings), store.clone());
-    let channel = Arc::new(Gated { nudged: Mutex::new(Vec::new()), gate: Semaphore::new(0) });
+    let channel = Arc::new(Gated { nudged: Mutex::new(Vec::new()), gate: Semaphore::new(0), panics });
     core.register_channel(channel.clone());
     core.set_chat_backlog_limit(2);
     let mut sessions = Vec::new();
@@ -163,4 +170,24 @@ async fn timeouts_fire_through_a_full_backlog_and_waiting_nudges_of_decided_plan
     fire_due(&h.core).await;
     h.core.drain().await;
     assert_eq!(h.channel.nudged.lock().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_panicking_adapter_does_not_leave_the_backlog_stuck() {
+    let h = harness_with("off", true).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert!(fire_due(&h.core).await);
+    assert_eq!(h.core.chat_backlog(), 2);
+    h.channel.gate.add_permits(100);
+    // Both jobs panic inside the adapter; their places are given back anyway,
+    // so the other three nudges still fire.
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while h.core.chat_backlog() > 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the backlog drains even though every job panicked");
+    assert!(fire_due(&h.core).await, "room for two more");
+    assert_eq!(nudge_timers(&h.store), 1);
 }

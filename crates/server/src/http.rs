@@ -572,8 +572,16 @@ async fn approvals(
             ))
         })?),
     };
-    let list = core.blocking(move |s| s.proposals(status)).await?;
-    Ok(Json(list.iter().map(ApprovalSummary::of).collect()))
+    // One proposal decoded at a time; only the summaries are kept.
+    let mut list = core
+        .blocking(move |s| {
+            let mut out = Vec::new();
+            s.visit_proposals(status, &mut |p| out.push((p.created_at, ApprovalSummary::of(p))))?;
+            Ok(out)
+        })
+        .await?;
+    list.sort_by_key(|(created_at, _)| *created_at);
+    Ok(Json(list.into_iter().map(|(_, summary)| summary).collect()))
 }
 
 async fn approval(State(core): State<AppState>, _op: OperatorAuth, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {

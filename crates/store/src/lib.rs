@@ -107,6 +107,13 @@ pub trait Store: Send + Sync {
     /// Proposals whose id starts with `hex_prefix` (what `#a1b2` means).
     fn proposals_by_prefix(&self, hex_prefix: &str) -> Result<Vec<Proposal>, StoreError>;
     fn proposals(&self, status: Option<DecisionStatus>) -> Result<Vec<Proposal>, StoreError>;
+    /// Visit every proposal with `status` (all when `None`) one at a time,
+    /// in no particular order: a listing of 100,000 approvals never holds
+    /// 100,000 decoded plans at once.
+    fn visit_proposals(&self, status: Option<DecisionStatus>, visit: &mut dyn FnMut(&Proposal)) -> Result<(), StoreError> {
+        self.proposals(status)?.iter().for_each(visit);
+        Ok(())
+    }
     fn sessions(&self) -> Result<Vec<Session>, StoreError>;
     fn question(&self, id: &ApprovalId) -> Result<Option<Question>, StoreError>;
     /// Write a transition atomically and durably.

@@ -367,6 +367,16 @@ impl Store for SledStore {
         Ok(all)
     }
 
+    fn visit_proposals(&self, status: Option<DecisionStatus>, visit: &mut dyn FnMut(&Proposal)) -> Result<(), StoreError> {
+        for value in self.proposals.iter().values() {
+            let p: Proposal = decode(&value?, "proposal")?;
+            if status.is_none_or(|s| p.status == s) {
+                visit(&p);
+            }
+        }
+        Ok(())
+    }
+
     fn sessions(&self) -> Result<Vec<Session>, StoreError> {
         Self::list(&self.sessions, &[], "session")
     }

@@ -13,6 +13,7 @@
 
 use crate::config::Settings;
 use futures_util::future::join_all;
+use futures_util::FutureExt;
 use plangate_channel::{Channel, Destination, Document};
 use plangate_engine::card::{card, document_file_name, nudge_text};
 use plangate_engine::machine::describe_stale;
@@ -21,14 +22,15 @@ use plangate_engine::{
     Transition,
 };
 use plangate_store::{Commit, Store, StoreError};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{Hash, Hasher};
+use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 use thiserror::Error;
-use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{watch, Notify, OwnedSemaphorePermit, Semaphore};
 use tracing::{info_span, warn, Instrument};
 
 const LOCK_STRIPES: usize = 64;
@@ -36,6 +38,11 @@ const LOCK_STRIPES: usize = 64;
 /// Chat jobs queued at once beyond which the scheduler leaves due nudges
 /// in the store (see `scheduler`): a backlog costs disk, not memory.
 pub const CHAT_BACKLOG: usize = 4096;
+
+/// Approvals whose chat jobs run at once. As large as the nudge backlog, so
+/// every queued nudge is at its platform's limiter and a slow platform does
+/// not pace the others; each costs a few KB while it waits there.
+const CHAT_WORKERS: usize = CHAT_BACKLOG;
 
 /// Nudge sends per platform that may be loaded and rendered at once; the
 /// rest wait for a place, holding nothing but their delivery record. Wider
@@ -74,6 +81,21 @@ pub struct ExecMeta {
     pub idempotency: Option<String>,
     /// The timer that fired, removed in the same transaction.
     pub fired: Option<Timer>,
+}
+
+/// Chat jobs waiting, per approval, and the approvals ready for a worker.
+/// Jobs wait here as data (a few dozen bytes each), not as tasks: at most
+/// [`CHAT_WORKERS`] approvals are worked on at once.
+#[derive(Default)]
+struct JobQueues {
+    /// Jobs not yet started, per approval, in transition order.
+    waiting: HashMap<ApprovalId, VecDeque<(Job, Ticket)>>,
+    /// Approvals with waiting jobs and no worker on them, oldest first.
+    ready: VecDeque<ApprovalId>,
+    /// Approvals a worker is on.
+    busy: HashSet<ApprovalId>,
+    /// Workers running.
+    workers: usize,
 }
 
 /// The count of chat jobs queued or running.
@@ -122,7 +144,7 @@ pub struct Core {
     locks: Vec<tokio::sync::Mutex<()>>,
     waiters: Mutex<HashMap<SessionKey, watch::Sender<u64>>>,
     channels: RwLock<HashMap<String, Arc<dyn Channel>>>,
-    queues: Mutex<HashMap<ApprovalId, mpsc::UnboundedSender<(Job, Ticket)>>>,
+    queues: Mutex<JobQueues>,
     /// Chat jobs queued or running, so the scheduler can leave reminders in
     /// the store while the platforms work through a backlog.
     backlog: Arc<Backlog>,
@@ -143,7 +165,7 @@ impl Core {
             locks: (0..LOCK_STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
             waiters: Mutex::new(HashMap::new()),
             channels: RwLock::new(HashMap::new()),
-            queues: Mutex::new(HashMap::new()),
+            queues: Mutex::new(JobQueues::default()),
             backlog: Arc::new(Backlog::default()),
             chat_backlog_limit: AtomicUsize::new(CHAT_BACKLOG),
             lanes: Mutex::new(HashMap::new()),
@@ -421,38 +443,58 @@ impl Core {
         }
     }
 
+    /// Queue a chat job behind the earlier jobs of the same approval, and
+    /// start a worker if one is free to take it.
     fn enqueue(self: &Arc<Self>, id: ApprovalId, job: Job) {
-        let mut item = (job, Ticket::new(&self.backlog));
+        let item = (job, Ticket::new(&self.backlog));
         let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(tx) = queues.get(&id) {
-            match tx.send(item) {
-                Ok(()) => return,
-                Err(mpsc::error::SendError(back)) => item = back,
-            }
+        let waiting = queues.waiting.entry(id).or_default();
+        waiting.push_back(item);
+        if waiting.len() == 1 && !queues.busy.contains(&id) {
+            queues.ready.push_back(id);
         }
-        let (tx, rx) = mpsc::unbounded_channel();
-        let _ = tx.send(item);
-        queues.insert(id, tx);
-        let core = self.clone();
-        tokio::spawn(async move { core.run_queue(id, rx).await });
+        if queues.workers < CHAT_WORKERS && !queues.ready.is_empty() {
+            queues.workers += 1;
+            let core = self.clone();
+            tokio::spawn(async move { core.work().await });
+        }
     }
 
-    async fn run_queue(self: Arc<Self>, id: ApprovalId, mut rx: mpsc::UnboundedReceiver<(Job, Ticket)>) {
+    /// A chat worker: takes the approval that has waited longest, runs its
+    /// jobs in order until none are left, and stops when no approval is ready.
+    async fn work(self: Arc<Self>) {
         loop {
-            match rx.try_recv() {
-                Ok((job, ticket)) => {
-                    let span = info_span!("job", approval = %id, job = ?job);
-                    self.run_job(job).instrument(span).await;
-                    drop(ticket);
-                }
-                Err(_) => {
+            let id = {
+                let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+                let Some(id) = queues.ready.pop_front() else {
+                    queues.workers -= 1;
+                    return;
+                };
+                queues.busy.insert(id);
+                id
+            };
+            loop {
+                let next = {
                     let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
-                    // Senders enqueue under this lock, so "empty" is final here.
-                    if rx.is_empty() {
-                        queues.remove(&id);
-                        return;
+                    match queues.waiting.get_mut(&id).and_then(VecDeque::pop_front) {
+                        Some(item) => item,
+                        None => {
+                            // Enqueue looks at `busy` under this lock, so a job
+                            // arriving after this makes the approval ready again.
+                            queues.waiting.remove(&id);
+                            queues.busy.remove(&id);
+                            break;
+                        }
                     }
+                };
+                let (job, ticket) = next;
+                let span = info_span!("job", approval = %id, job = ?job);
+                // A bug in an adapter must not take the worker (and the
+                // approval's later jobs) down with it.
+                if AssertUnwindSafe(self.run_job(job).instrument(span)).catch_unwind().await.is_err() {
+                    tracing::error!(approval = %id, "a chat job panicked; carrying on with the next");
                 }
+                drop(ticket);
             }
         }
     }

@@ -179,8 +179,8 @@ async fn a_panicking_adapter_does_not_leave_the_backlog_stuck() {
     assert!(fire_due(&h.core).await);
     assert_eq!(h.core.chat_backlog(), 2);
     h.channel.gate.add_permits(100);
-    // Both jobs panic inside the adapter; their places are given back anyway,
-    // so the other three nudges still fire.
+    // Both jobs panic inside the adapter; the workers carry on and the places
+    // are given back, so the other three nudges still fire.
     tokio::time::timeout(Duration::from_secs(5), async {
         while h.core.chat_backlog() > 0 {
             tokio::time::sleep(Duration::from_millis(10)).await;

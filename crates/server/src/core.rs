@@ -21,7 +21,8 @@ use plangate_engine::{
     apply, Actor, ApprovalId, AuditEvent, Command, Ctx, DecisionStatus, Effect, Proposal, Refusal, SessionKey, State, Timer, Timestamp,
     Transition,
 };
-use plangate_store::{Commit, Store, StoreError};
+use plangate_store::{Commit, OutboxEntry, Store, StoreError};
+use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::panic::AssertUnwindSafe;
@@ -83,13 +84,33 @@ pub struct ExecMeta {
     pub fired: Option<Timer>,
 }
 
+/// The chat jobs a transition asks for, in effect order, each with the
+/// approval (or question) whose queue it joins.
+fn jobs_of(t: &Transition) -> Vec<(ApprovalId, Job)> {
+    t.effects
+        .iter()
+        .filter_map(|effect| {
+            Some(match effect {
+                Effect::AppendReceipt { approval_id, text } => (*approval_id, Job::AppendReceipt(*approval_id, text.clone())),
+                Effect::PostCards { approval_id } => (*approval_id, Job::PostCards(*approval_id)),
+                Effect::UpdateCards { approval_id } => (*approval_id, Job::UpdateCards(*approval_id)),
+                Effect::Nudge { approval_id, number } => (*approval_id, Job::Nudge(*approval_id, *number)),
+                Effect::Escalate { approval_id } => (*approval_id, Job::Escalate(*approval_id)),
+                Effect::PostQuestion { question_id } => (*question_id, Job::PostQuestion(*question_id)),
+                Effect::UpdateQuestion { question_id } => (*question_id, Job::UpdateQuestion(*question_id)),
+                Effect::WriteDocument { .. } | Effect::Schedule(_) | Effect::Cancel(_) | Effect::Wake => return None,
+            })
+        })
+        .collect()
+}
+
 /// Chat jobs waiting, per approval, and the approvals ready for a worker.
 /// Jobs wait here as data (a few dozen bytes each), not as tasks: at most
 /// [`CHAT_WORKERS`] approvals are worked on at once.
 #[derive(Default)]
 struct JobQueues {
     /// Jobs not yet started, per approval, in transition order.
-    waiting: HashMap<ApprovalId, VecDeque<(Job, Ticket)>>,
+    waiting: HashMap<ApprovalId, VecDeque<(Job, Option<u64>, Ticket)>>,
     /// Approvals with waiting jobs and no worker on them, oldest first.
     ready: VecDeque<ApprovalId>,
     /// Approvals a worker is on.
@@ -127,7 +148,10 @@ impl Drop for Ticket {
 }
 
 /// Chat work queued after a commit, performed in order per approval.
-#[derive(Debug, Clone)]
+/// Written to the store's outbox in the transition's own commit and removed
+/// once done, so a crash in between resumes it on the next start (at least
+/// once: every job is safe to repeat).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 enum Job {
     PostCards(ApprovalId),
     UpdateCards(ApprovalId),
@@ -257,11 +281,27 @@ impl Core {
             let before = self.load(key).await?;
             let ctx = Ctx { now: now(), random: rand::random(), timers: self.settings.timer_policy(&key.agent) };
             let transition = apply(&before, &actor, command, &ctx)?;
+            let jobs = jobs_of(&transition);
+            let mut seqs = vec![None; jobs.len()];
             if transition.changed || meta.fired.is_some() || meta.idempotency.is_some() {
                 let mut commit = Commit::of(&transition, &before, meta.fired.as_ref());
                 commit.idempotency.extend(meta.idempotency.clone());
-                match self.blocking(move |s| s.commit(commit)).await {
-                    Ok(()) => self.degraded.store(false, Ordering::Relaxed),
+                let work: Vec<Vec<u8>> = jobs.iter().map(|job| serde_json::to_vec(job).unwrap_or_default()).collect();
+                let committed = self
+                    .blocking(move |s| {
+                        for work in work {
+                            commit.outbox.push(OutboxEntry { seq: s.generate_seq()?, work });
+                        }
+                        let seqs: Vec<Option<u64>> = commit.outbox.iter().map(|e| Some(e.seq)).collect();
+                        s.commit(commit)?;
+                        Ok(seqs)
+                    })
+                    .await;
+                match committed {
+                    Ok(committed) => {
+                        seqs = committed;
+                        self.degraded.store(false, Ordering::Relaxed);
+                    }
                     Err(e) => {
                         tracing::error!(error = %e, "commit failed; the transition is not applied");
                         self.degraded.store(true, Ordering::Relaxed);
@@ -271,6 +311,9 @@ impl Core {
             }
             tracing::info!(changed = transition.changed, effects = transition.effects.len(), "committed");
             let document_path = self.perform(key, &transition).await;
+            for ((id, job), seq) in jobs.into_iter().zip(seqs) {
+                self.enqueue(id, job, seq);
+            }
             Ok(Executed { before, transition, document_path })
         }
         .instrument(span)
@@ -301,8 +344,8 @@ impl Core {
         work.await
     }
 
-    /// Perform a committed transition's effects. Called under the session
-    /// lock, so jobs are queued in transition order.
+    /// Perform a committed transition's effects other than chat jobs (see
+    /// [`jobs_of`]). Called under the session lock.
     async fn perform(self: &Arc<Self>, key: &SessionKey, t: &Transition) -> Option<String> {
         let mut document_path = None;
         for effect in &t.effects {
@@ -312,16 +355,16 @@ impl Core {
                         document_path = self.write_document(p).await;
                     }
                 }
-                Effect::AppendReceipt { approval_id, text } => self.enqueue(*approval_id, Job::AppendReceipt(*approval_id, text.clone())),
-                Effect::PostCards { approval_id } => self.enqueue(*approval_id, Job::PostCards(*approval_id)),
-                Effect::UpdateCards { approval_id } => self.enqueue(*approval_id, Job::UpdateCards(*approval_id)),
-                Effect::Nudge { approval_id, number } => self.enqueue(*approval_id, Job::Nudge(*approval_id, *number)),
-                Effect::Escalate { approval_id } => self.enqueue(*approval_id, Job::Escalate(*approval_id)),
-                Effect::PostQuestion { question_id } => self.enqueue(*question_id, Job::PostQuestion(*question_id)),
-                Effect::UpdateQuestion { question_id } => self.enqueue(*question_id, Job::UpdateQuestion(*question_id)),
                 Effect::Schedule(_) => self.scheduler_wake.notify_one(),
-                Effect::Cancel(_) => {}
                 Effect::Wake => self.wake(key),
+                Effect::Cancel(_)
+                | Effect::AppendReceipt { .. }
+                | Effect::PostCards { .. }
+                | Effect::UpdateCards { .. }
+                | Effect::Nudge { .. }
+                | Effect::Escalate { .. }
+                | Effect::PostQuestion { .. }
+                | Effect::UpdateQuestion { .. } => {}
             }
         }
         document_path
@@ -443,10 +486,36 @@ impl Core {
         }
     }
 
+    /// Re-queue the chat work committed but not done before the last stop
+    /// (a crash between a decision's commit and its card edits, say). Call
+    /// once at start, after the channels are registered. Returns how many
+    /// jobs were queued (unreadable entries are logged and dropped).
+    pub async fn resume_outbox(self: &Arc<Self>) -> Result<usize, StoreError> {
+        let entries = self.blocking(|s| s.outbox()).await?;
+        let mut count = 0;
+        for entry in entries {
+            match serde_json::from_slice::<(ApprovalId, Job)>(&entry.work) {
+                Ok((id, job)) => {
+                    self.enqueue(id, job, Some(entry.seq));
+                    count += 1;
+                }
+                Err(e) => {
+                    warn!(seq = entry.seq, error = %e, "unreadable outbox entry dropped");
+                    let seq = entry.seq;
+                    let _ = self.blocking(move |s| s.remove_outbox(seq)).await;
+                }
+            }
+        }
+        if count > 0 {
+            tracing::info!(count, "resumed chat work left over from the last run");
+        }
+        Ok(count)
+    }
+
     /// Queue a chat job behind the earlier jobs of the same approval, and
-    /// start a worker if one is free to take it.
-    fn enqueue(self: &Arc<Self>, id: ApprovalId, job: Job) {
-        let item = (job, Ticket::new(&self.backlog));
+    /// start a worker if one is free to take it. `seq` is its outbox entry.
+    fn enqueue(self: &Arc<Self>, id: ApprovalId, job: Job, seq: Option<u64>) {
+        let item = (job, seq, Ticket::new(&self.backlog));
         let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
         let waiting = queues.waiting.entry(id).or_default();
         waiting.push_back(item);
@@ -487,12 +556,17 @@ impl Core {
                         }
                     }
                 };
-                let (job, ticket) = next;
+                let (job, seq, ticket) = next;
                 let span = info_span!("job", approval = %id, job = ?job);
                 // A bug in an adapter must not take the worker (and the
                 // approval's later jobs) down with it.
                 if AssertUnwindSafe(self.run_job(job).instrument(span)).catch_unwind().await.is_err() {
                     tracing::error!(approval = %id, "a chat job panicked; carrying on with the next");
+                }
+                if let Some(seq) = seq {
+                    if let Err(e) = self.blocking(move |s| s.remove_outbox(seq)).await {
+                        warn!(seq, error = %e, "outbox entry not removed; the job will run again after a restart");
+                    }
                 }
                 drop(ticket);
             }
@@ -539,8 +613,16 @@ impl Core {
 
     async fn post_cards(self: &Arc<Self>, id: ApprovalId) {
         let Some((p, state)) = self.proposal_and_state(id).await else { return };
-        let destinations = self.destinations(&p.session.agent);
+        let mut destinations = self.destinations(&p.session.agent);
         let pid = Some((id, p.version));
+        // Resumed after a crash: the cards already out stay, the rest go.
+        let posted = self.blocking(move |s| s.deliveries(&id)).await.unwrap_or_default();
+        if !posted.is_empty() {
+            destinations.retain(|d| !posted.iter().any(|delivered| delivered.destination == d.name));
+            if destinations.is_empty() {
+                return;
+            }
+        }
         if destinations.is_empty() {
             let detail = "no destinations configured for this agent: the card was recorded here only".to_string();
             self.audit(&p.session, "plangate", "card_recorded", pid, detail).await;
@@ -633,7 +715,11 @@ impl Core {
         let waited = plangate_engine::ids::humanize_ms(now().0 - p.created_at.0);
         view.context = format!("⚠ escalated: no decision after {waited} · {}", view.context);
         let document = Self::document_of(&p);
+        let posted = self.blocking(move |s| s.deliveries(&id)).await.unwrap_or_default();
         for dest in self.escalation_destinations(&p.session.agent) {
+            if posted.iter().any(|delivered| delivered.destination == dest.name) {
+                continue; // resumed after a crash: already escalated there
+            }
             let Some(channel) = self.channel(&dest.channel) else { continue };
             match channel.post_card(&dest, &view, &document).await {
                 Ok(delivery) => {
@@ -647,7 +733,11 @@ impl Core {
 
     async fn post_question(&self, id: ApprovalId) {
         let Ok(Some(q)) = self.blocking(move |s| s.question(&id)).await else { return };
+        let posted = self.blocking(move |s| s.question_deliveries(&id)).await.unwrap_or_default();
         for dest in self.destinations(&q.session.agent) {
+            if posted.iter().any(|delivered| delivered.destination == dest.name) {
+                continue; // resumed after a crash: already asked there
+            }
             let Some(channel) = self.channel(&dest.channel) else { continue };
             match channel.post_question(&dest, &q).await {
                 Ok(delivery) => {

@@ -278,6 +278,7 @@ async fn serve(config: Option<PathBuf>) -> Result<()> {
     let hub = Arc::new(Hub::new(core.clone()));
     let app = plangate_server::http::router(core.clone());
     let (app, channels) = plangate_server::channels::start_all(&core, hub, shutdown_rx.clone(), app).await?;
+    core.resume_outbox().await.context("cannot read the outbox of chat work left from the last run")?;
     let scheduler = tokio::spawn(plangate_server::scheduler::run(core.clone(), shutdown_rx.clone()));
 
     let listener = tokio::net::TcpListener::bind(settings.bind).await.with_context(|| format!("cannot listen on {}", settings.bind))?;

@@ -1,7 +1,9 @@
-//! The chat backlog: while the platforms work through queued chat jobs, due
-//! nudges stay in the store (disk, not memory) and fire once the backlog
-//! drains; timeouts never wait; a reminder that waited is re-checked before
-//! it is sent.
+//! Chat work after a commit. The backlog: while the platforms work through
+//! queued chat jobs, due nudges stay in the store (disk, not memory) and
+//! fire once the backlog drains; timeouts never wait; a reminder that waited
+//! is re-checked before it is sent. The outbox: chat work committed with a
+//! transition but not done when the process died is resumed on the next
+//! start, once.
 
 use async_trait::async_trait;
 use plangate_channel::{Channel, ChannelError, Delivery, Destination, Document};
@@ -15,12 +17,36 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Semaphore;
 
-/// A channel whose nudges wait until the test lets them through.
+/// A channel whose nudges (and, when held, card posts and edits) wait until
+/// the test lets them through.
 struct Gated {
     nudged: Mutex<Vec<String>>,
     gate: Semaphore,
     /// A buggy adapter: nudges panic.
     panics: bool,
+    /// Card posts and edits wait here while `Some` (a platform that hangs).
+    cards_held: Option<Semaphore>,
+    /// `post <approval>` / `update <approval> <receipt>`, in order.
+    cards: Mutex<Vec<String>>,
+}
+
+impl Gated {
+    fn new(panics: bool, hold_cards: bool) -> Gated {
+        Gated {
+            nudged: Mutex::new(Vec::new()),
+            gate: Semaphore::new(0),
+            panics,
+            cards_held: hold_cards.then(|| Semaphore::new(0)),
+            cards: Mutex::new(Vec::new()),
+        }
+    }
+
+    async fn card_call(&self, line: String) {
+        if let Some(held) = &self.cards_held {
+            held.acquire().await.expect("held").forget();
+        }
+        self.cards.lock().unwrap().push(line);
+    }
 }
 
 #[async_trait]
@@ -29,9 +55,11 @@ impl Channel for Gated {
         "telegram"
     }
     async fn post_card(&self, d: &Destination, card: &Card, _doc: &Document) -> Result<Delivery, ChannelError> {
+        self.card_call(format!("post {}", card.approval_id)).await;
         Ok(Delivery::posted(d, d.chat.clone(), format!("card-{}", card.approval_id)))
     }
-    async fn update_card(&self, _d: &Delivery, _card: &Card) -> Result<(), ChannelError> {
+    async fn update_card(&self, _d: &Delivery, card: &Card) -> Result<(), ChannelError> {
+        self.card_call(format!("update {} {}", card.approval_id, card.receipt.clone().unwrap_or_default())).await;
         Ok(())
     }
     async fn send_nudge(&self, d: &Delivery, _card: &Card, _text: &str) -> Result<(), ChannelError> {
@@ -100,7 +128,7 @@ async fn harness_with(timeout: &str, panics: bool) -> Harness {
     settings.data_dir = dir.path().to_path_buf();
     let store = Arc::new(SledStore::open(dir.path()).unwrap());
     let core = Core::new(Arc::new(settings), store.clone());
-    let channel = Arc::new(Gated { nudged: Mutex::new(Vec::new()), gate: Semaphore::new(0), panics });
+    let channel = Arc::new(Gated::new(panics, false));
     core.register_channel(channel.clone());
     core.set_chat_backlog_limit(2);
     let mut sessions = Vec::new();
@@ -133,10 +161,12 @@ async fn due_nudges_wait_in_the_store_while_the_backlog_is_full_then_each_goes_o
     assert_eq!(h.core.chat_backlog(), 2, "only as many nudge jobs as the limit");
     assert_eq!(nudge_timers(&h.store), 3, "the rest stay in the store");
 
-    h.channel.gate.add_permits(100);
+    // The platform takes the two; the next two then wait at it in turn.
+    h.channel.gate.add_permits(2);
     h.core.drain().await;
     assert!(fire_due(&h.core).await, "room for two more; the last still waits");
     assert_eq!(nudge_timers(&h.store), 1);
+    h.channel.gate.add_permits(100);
     h.core.drain().await;
     assert!(!fire_due(&h.core).await, "the last one fires");
     h.core.drain().await;
@@ -178,9 +208,10 @@ async fn a_panicking_adapter_does_not_leave_the_backlog_stuck() {
     tokio::time::sleep(Duration::from_millis(1100)).await;
     assert!(fire_due(&h.core).await);
     assert_eq!(h.core.chat_backlog(), 2);
-    h.channel.gate.add_permits(100);
+    h.channel.gate.add_permits(2);
     // Both jobs panic inside the adapter; the workers carry on and the places
-    // are given back, so the other three nudges still fire.
+    // are given back, so the other three nudges still fire (the next two then
+    // wait at the closed gate again).
     tokio::time::timeout(Duration::from_secs(5), async {
         while h.core.chat_backlog() > 0 {
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -190,4 +221,71 @@ async fn a_panicking_adapter_does_not_leave_the_backlog_stuck() {
     .expect("the backlog drains even though every job panicked");
     assert!(fire_due(&h.core).await, "room for two more");
     assert_eq!(nudge_timers(&h.store), 1);
+}
+
+/// What a restart does: a new core on the same store, a fresh channel.
+async fn restart(h: &Harness, timeout: &str) -> (Arc<Core>, Arc<Gated>, usize) {
+    let mut settings = Settings::from_toml(&config(timeout)).unwrap();
+    settings.data_dir = h._dir.path().to_path_buf();
+    let core = Core::new(Arc::new(settings), h.store.clone());
+    let channel = Arc::new(Gated::new(false, false));
+    core.register_channel(channel.clone());
+    let resumed = core.resume_outbox().await.unwrap();
+    core.drain().await;
+    (core, channel, resumed)
+}
+
+#[tokio::test]
+async fn card_edits_committed_before_a_crash_are_resumed_on_start_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = Settings::from_toml(&config("off")).unwrap();
+    settings.data_dir = dir.path().to_path_buf();
+    let store = Arc::new(SledStore::open(dir.path()).unwrap());
+    let core = Core::new(Arc::new(settings), store.clone());
+    // The platform hangs: nothing this process sends ever completes.
+    let hung = Arc::new(Gated::new(false, true));
+    core.register_channel(hung.clone());
+    let key = SessionKey::new("demo", "crash");
+    core.execute(&key, Actor::Agent, Command::Enter { reason: None }, ExecMeta::default()).await.unwrap();
+    let propose = Command::Propose { plan: Plan::titled("survives"), markdown: None };
+    let id = core.execute(&key, Actor::Agent, propose, ExecMeta::default()).await.unwrap().transition.state.latest.unwrap().approval_id;
+    let approver = Actor::Human { id: "telegram:1".into(), name: "telegram:@alice".into() };
+    let approve = Command::Decide { approval_id: id, verdict: plangate_engine::Verdict::Approve };
+    core.decide(id, approver, approve, ExecMeta::default()).await.unwrap();
+    assert!(!store.outbox().unwrap().is_empty(), "the card work is in the outbox with the commits");
+    assert!(hung.cards.lock().unwrap().is_empty(), "and none of it happened");
+
+    // The process dies here. The next one resumes the work, in order.
+    let h = Harness { core, store: store.clone(), channel: hung, sessions: vec![key], _dir: dir };
+    let (_core, channel, resumed) = restart(&h, "off").await;
+    assert!(resumed >= 2, "post and edit at least: {resumed}");
+    let cards = channel.cards.lock().unwrap().clone();
+    assert_eq!(cards.len(), 2, "{cards:?}");
+    assert_eq!(cards[0], format!("post {id}"));
+    assert!(cards[1].starts_with(&format!("update {id} ")) && cards[1].contains("Approved"), "{cards:?}");
+    assert!(store.outbox().unwrap().is_empty(), "done work leaves the outbox");
+
+    // A second restart has nothing left to do, and posts nothing twice.
+    let (_core, channel, resumed) = restart(&h, "off").await;
+    assert_eq!(resumed, 0);
+    assert!(channel.cards.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_resumed_post_skips_the_destinations_already_posted() {
+    let h = harness("off").await;
+    // Work the first process did but could not mark done before dying:
+    // re-queue every approval's card post as an outbox entry would.
+    for key in &h.sessions {
+        let id = h.core.load(key).await.unwrap().latest.unwrap().approval_id;
+        let work = serde_json::to_vec(&(id, serde_json::json!({"PostCards": id}))).unwrap();
+        let seq = h.store.generate_seq().unwrap();
+        let mut commit = plangate_store::Commit::default();
+        commit.outbox.push(plangate_store::OutboxEntry { seq, work });
+        h.store.commit(commit).unwrap();
+    }
+    let (_core, channel, resumed) = restart(&h, "off").await;
+    assert_eq!(resumed, 5, "all five read back as card posts");
+    assert!(channel.cards.lock().unwrap().is_empty(), "every card was out already: {:?}", channel.cards.lock().unwrap());
+    assert!(h.store.outbox().unwrap().is_empty());
 }

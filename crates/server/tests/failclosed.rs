@@ -7,7 +7,7 @@ use plangate_engine::namespace::Namespace;
 use plangate_engine::{ApprovalId, AuditEvent, DecisionStatus, Proposal, Question, Session, SessionKey, State, Timer, Timestamp};
 use plangate_server::config::Settings;
 use plangate_server::core::Core;
-use plangate_store::{AuditQuery, Commit, SledStore, Store, StoreError};
+use plangate_store::{AuditQuery, Commit, OutboxEntry, SledStore, Store, StoreError};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -59,6 +59,15 @@ impl Store for Flaky {
     }
     fn timers(&self) -> Result<Vec<Timer>, StoreError> {
         self.inner.timers()
+    }
+    fn generate_seq(&self) -> Result<u64, StoreError> {
+        self.inner.generate_seq()
+    }
+    fn outbox(&self) -> Result<Vec<OutboxEntry>, StoreError> {
+        self.inner.outbox()
+    }
+    fn remove_outbox(&self, seq: u64) -> Result<(), StoreError> {
+        self.inner.remove_outbox(seq)
     }
     fn remove_timer(&self, t: &Timer) -> Result<(), StoreError> {
         self.check()?;

@@ -60,10 +60,16 @@ pub fn write_document(data_dir: &Path, agent: &str, title: &str, created_at: Tim
 pub fn append_receipt(path: &Path, receipt: &str) -> Result<(), DocumentError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut text = fs::read_to_string(path).map_err(io(dir))?;
+    let block = format!("\n---\n_{}_\n", receipt.replace(['\n', '\r'], " "));
+    // Receipts name who decided what and when, so the same one twice is a
+    // repeat (chat work resumed after a crash), not news.
+    if text.contains(&block) {
+        return Ok(());
+    }
     if !text.ends_with('\n') {
         text.push('\n');
     }
-    text.push_str(&format!("\n---\n_{}_\n", receipt.replace(['\n', '\r'], " ")));
+    text.push_str(&block);
     let temp = write_temp(dir, text.as_bytes()).map_err(io(dir))?;
     fs::rename(&temp, path).map_err(io(dir))?;
     sync_dir(dir);

@@ -58,6 +58,18 @@ pub struct Commit {
     pub audit: Vec<AuditEvent>,
     /// Keys of inbound events handled by this transition (update ids…).
     pub idempotency: Vec<String>,
+    /// Work to do after the commit (chat jobs), opaque to the store. Written
+    /// with the transition, so a crash between the commit and the work
+    /// leaves the work to be resumed, never lost.
+    pub outbox: Vec<OutboxEntry>,
+}
+
+/// One piece of after-commit work in the outbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxEntry {
+    /// From [`Store::generate_seq`]: entries resume in this order.
+    pub seq: u64,
+    pub work: Vec<u8>,
 }
 
 impl Commit {
@@ -131,6 +143,13 @@ pub trait Store: Send + Sync {
     fn timers(&self) -> Result<Vec<Timer>, StoreError>;
     /// Remove a timer outside a transition (e.g. one whose session vanished).
     fn remove_timer(&self, timer: &Timer) -> Result<(), StoreError>;
+    /// A number greater than any this store returned before, across restarts.
+    fn generate_seq(&self) -> Result<u64, StoreError>;
+    /// Every outbox entry not yet done, in `seq` order.
+    fn outbox(&self) -> Result<Vec<OutboxEntry>, StoreError>;
+    /// Mark an outbox entry done. Not flushed: after a crash the work may be
+    /// done again (at least once), so it must be safe to repeat.
+    fn remove_outbox(&self, seq: u64) -> Result<(), StoreError>;
     /// Remove several timers outside a transition, durably, all or none.
     fn remove_timers(&self, timers: &[Timer]) -> Result<(), StoreError> {
         timers.iter().try_for_each(|t| self.remove_timer(t))

@@ -30,6 +30,7 @@ pub(crate) enum TreeId {
     Timers = 3,
     Audit = 4,
     Idempotency = 5,
+    Outbox = 6,
 }
 
 impl TreeId {
@@ -41,6 +42,7 @@ impl TreeId {
             3 => TreeId::Timers,
             4 => TreeId::Audit,
             5 => TreeId::Idempotency,
+            6 => TreeId::Outbox,
             _ => return None,
         })
     }

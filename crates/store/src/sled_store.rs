@@ -16,6 +16,7 @@
 //! | `documents` | approval id | document path |
 //! | `namespaces` | name | JSON [`Namespace`] |
 //! | `redo` | u64 big-endian | the writes of a commit in flight (see `redo`) |
+//! | `outbox` | u64 big-endian seq | after-commit work not done yet (opaque) |
 //!
 //! A commit is atomic through a redo record rather than a sled transaction,
 //! and durable through a flush shared with concurrent commits (group
@@ -23,7 +24,7 @@
 
 use crate::group::{FlushGroup, FlushStats};
 use crate::redo::{self, Op, TreeId};
-use crate::{AuditQuery, Commit, Store, StoreError};
+use crate::{AuditQuery, Commit, OutboxEntry, Store, StoreError};
 use plangate_channel::Delivery;
 use plangate_engine::namespace::Namespace;
 use plangate_engine::{
@@ -79,6 +80,7 @@ pub struct SledStore {
     question_deliveries: sled::Tree,
     audit: sled::Tree,
     idempotency: sled::Tree,
+    outbox: sled::Tree,
     documents: sled::Tree,
     namespaces: sled::Tree,
 }
@@ -164,6 +166,7 @@ impl SledStore {
             question_deliveries: db.open_tree("question_deliveries")?,
             audit: db.open_tree("audit")?,
             idempotency: db.open_tree("idempotency")?,
+            outbox: db.open_tree("outbox")?,
             documents: db.open_tree("documents")?,
             namespaces: db.open_tree("namespaces")?,
             meta,
@@ -203,6 +206,7 @@ impl SledStore {
             TreeId::Timers => &self.timers,
             TreeId::Audit => &self.audit,
             TreeId::Idempotency => &self.idempotency,
+            TreeId::Outbox => &self.outbox,
         }
     }
 
@@ -242,6 +246,9 @@ impl SledStore {
         for key in &commit.idempotency {
             ops.push(insert(TreeId::Idempotency, key.as_bytes().to_vec(), vec![1u8]));
         }
+        for entry in &commit.outbox {
+            ops.push(insert(TreeId::Outbox, entry.seq.to_be_bytes().to_vec(), entry.work.clone()));
+        }
         if let Some(session) = &commit.session {
             ops.push(insert(TreeId::Sessions, session_key(&session.key), encode(session)));
         }
@@ -277,8 +284,8 @@ impl SledStore {
 
     /// The store as it was before group commit (see [`Durability`]).
     fn commit_transaction(&self, commit: Commit) -> Result<(), StoreError> {
-        let trees = (&self.sessions, &self.proposals, &self.questions, &self.timers, &self.audit, &self.idempotency);
-        let result = trees.transaction(|(sessions, proposals, questions, timers, audit, idempotency)| {
+        let trees = (&self.sessions, &self.proposals, &self.questions, &self.timers, &self.audit, &self.idempotency, &self.outbox);
+        let result = trees.transaction(|(sessions, proposals, questions, timers, audit, idempotency, outbox)| {
             if let Some(id) = &commit.new_proposal {
                 if proposals.get(id.0)?.is_some() {
                     return Err(ConflictableTransactionError::Abort(StoreError::DuplicateId(*id)));
@@ -305,6 +312,9 @@ impl SledStore {
             }
             for key in &commit.idempotency {
                 idempotency.insert(key.as_bytes(), &[1u8])?;
+            }
+            for entry in &commit.outbox {
+                outbox.insert(&entry.seq.to_be_bytes(), entry.work.as_slice())?;
             }
             Ok(())
         });
@@ -410,6 +420,30 @@ impl Store for SledStore {
     fn remove_timer(&self, timer: &Timer) -> Result<(), StoreError> {
         self.timers.remove(timer_key(timer))?;
         self.flushed(())
+    }
+
+    fn generate_seq(&self) -> Result<u64, StoreError> {
+        Ok(self.db.generate_id()?)
+    }
+
+    fn outbox(&self) -> Result<Vec<OutboxEntry>, StoreError> {
+        self.outbox
+            .iter()
+            .map(|entry| {
+                let (key, work) = entry?;
+                let seq = key
+                    .as_ref()
+                    .try_into()
+                    .map(u64::from_be_bytes)
+                    .map_err(|_| StoreError::Unavailable(format!("outbox key of {} bytes", key.len())))?;
+                Ok(OutboxEntry { seq, work: work.to_vec() })
+            })
+            .collect()
+    }
+
+    fn remove_outbox(&self, seq: u64) -> Result<(), StoreError> {
+        self.outbox.remove(seq.to_be_bytes())?;
+        Ok(())
     }
 
     fn remove_timers(&self, timers: &[Timer]) -> Result<(), StoreError> {

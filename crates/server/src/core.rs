@@ -128,9 +128,9 @@ struct Backlog {
 }
 
 /// One job's place in the [`Backlog`]. It travels with the job and leaves
-/// the count when dropped: after the job ran, or with a queue whose task
-/// panicked. So a crashing adapter can never leave the count high and the
-/// nudges waiting on it stuck.
+/// the count when dropped, however the job ended (done, failed, panicked,
+/// or its worker cancelled at shutdown), so the count, and the nudges that
+/// wait on it, can never stick.
 struct Ticket(Arc<Backlog>);
 
 impl Ticket {

@@ -5,24 +5,13 @@
 //! feedback or an agent's step text forging the `[PLAN_DECISION]` envelope the
 //! agent trusts. [`reveal`] defends the first, [`sanitize_for_injection`] the second.
 
-/// Whether `c` changes how text reads without being visible itself.
-pub fn is_hidden_char(c: char) -> bool {
-    matches!(c,
-        '\u{00AD}'                      // soft hyphen
-        | '\u{034F}'                    // combining grapheme joiner
-        | '\u{061C}'                    // arabic letter mark
-        | '\u{115F}' | '\u{1160}' | '\u{3164}' | '\u{FFA0}' // hangul fillers
-        | '\u{180E}'                    // mongolian vowel separator
-        | '\u{200B}'..='\u{200F}'       // zero-width, LRM/RLM
-        | '\u{202A}'..='\u{202E}'       // bidi embeddings/overrides
-        | '\u{2060}'..='\u{2064}'       // word joiner, invisible operators
-        | '\u{2066}'..='\u{2069}'       // bidi isolates
-        | '\u{206A}'..='\u{206F}'       // deprecated format chars
-        | '\u{FEFF}'                    // BOM / zero-width no-break space
-        | '\u{FFF9}'..='\u{FFFB}'       // interlinear annotations
-        | '\u{E0000}'..='\u{E007F}'     // tag characters
-    ) || (c.is_control() && c != '\n' && c != '\t')
-}
+/// Whether `c` changes how text reads without being visible itself (zero-width,
+/// bidi, format and tag characters, variation selectors, fillers, line and
+/// paragraph separators, controls other than newline and tab).
+///
+/// This is the gate's list, [`plangate_gate::text::is_hidden_char`], so what
+/// a card reveals and what the gate refuses in a command cannot drift apart.
+pub use plangate_gate::text::is_hidden_char;
 
 /// Replace every hidden character with a visible `⟦U+XXXX⟧` marker. Returns
 /// the text and whether anything was replaced (cards then carry a warning).
@@ -107,6 +96,56 @@ mod tests {
         assert!(hidden);
         assert_eq!(text, "rm⟦U+202E⟧fdp.exe⟦U+200B⟧");
         assert_eq!(reveal("plain\nline"), ("plain\nline".to_string(), false));
+    }
+
+    /// Every hidden range the security issue names (both ends and a middle
+    /// point), plus the other invisible and format characters: revealed on
+    /// cards, dropped from injections, and refused by the gate inside quotes.
+    /// The gate crate has the same table for its own checks.
+    #[test]
+    fn hidden_table_is_revealed_on_cards_and_refused_by_the_gate() {
+        const HIDDEN: &[(char, char, &str)] = &[
+            ('\u{2028}', '\u{2029}', "line and paragraph separators"),
+            ('\u{FE00}', '\u{FE0F}', "variation selectors"),
+            ('\u{2065}', '\u{2065}', "unassigned, in the invisible-operator block"),
+            ('\u{180B}', '\u{180E}', "mongolian selectors and vowel separator"),
+            ('\u{E0000}', '\u{E007F}', "tag characters"),
+            ('\u{00AD}', '\u{00AD}', "soft hyphen"),
+            ('\u{034F}', '\u{034F}', "combining grapheme joiner"),
+            ('\u{061C}', '\u{061C}', "arabic letter mark"),
+            ('\u{115F}', '\u{1160}', "hangul choseong/jungseong fillers"),
+            ('\u{3164}', '\u{3164}', "hangul filler"),
+            ('\u{FFA0}', '\u{FFA0}', "halfwidth hangul filler"),
+            ('\u{FFF9}', '\u{FFFB}', "interlinear annotations"),
+            ('\u{1D173}', '\u{1D17A}', "musical format controls"),
+            ('\u{200B}', '\u{200F}', "zero-width characters, LRM/RLM"),
+            ('\u{202A}', '\u{202E}', "bidi embeddings and overrides"),
+            ('\u{2060}', '\u{206F}', "word joiner, invisible operators, isolates"),
+            ('\u{FEFF}', '\u{FEFF}', "BOM"),
+            ('\u{17B4}', '\u{17B5}', "khmer inherent vowels"),
+            ('\u{1BCA0}', '\u{1BCA3}', "shorthand format controls"),
+            ('\u{E0100}', '\u{E01EF}', "variation selectors supplement"),
+            ('\u{2800}', '\u{2800}', "braille pattern blank"),
+            ('\u{0000}', '\u{0008}', "C0 controls"),
+            ('\u{007F}', '\u{009F}', "DEL and C1 controls"),
+        ];
+        let policy = plangate_gate::Policy::default();
+        for &(lo, hi, what) in HIDDEN {
+            let mid = char::from_u32((lo as u32 + hi as u32) / 2).unwrap_or(lo);
+            for c in [lo, mid, hi] {
+                let marker = format!("⟦U+{:04X}⟧", c as u32);
+                let (text, hidden) = reveal(&format!("rm -rf /tmp/x{c}y"));
+                assert!(hidden, "{what}: {marker} not revealed");
+                assert_eq!(text, format!("rm -rf /tmp/x{marker}y"), "{what}");
+                assert!(!sanitize_for_injection(&format!("a{c}b")).contains(c), "{what}: {marker} reaches an injection");
+                let verdict = plangate_gate::check_command(&policy, &format!("echo 'a{c}b'"));
+                assert!(!verdict.is_allow(), "{what}: the gate allows {marker} inside quotes");
+            }
+        }
+        // Visible text, newlines and tabs are left alone.
+        for text in ["plain\nline\tcol", "é 中 😀 ß", "a\u{00A0}b", "a\u{3000}b"] {
+            assert_eq!(reveal(text), (text.to_string(), false), "{text:?}");
+        }
     }
 
     #[test]

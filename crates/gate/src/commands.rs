@@ -123,25 +123,67 @@ fn resolve(raw: &str) -> Result<&str, String> {
 
 /// Commands that run other code given as arguments: allowing any of them
 /// would allow everything, so not even `allow_commands` can add them.
+///
+/// A versioned name counts as its base (`python3.12` is `python`, `bash5` is
+/// `bash`): an operator's `allow_commands` entry names a program, and a
+/// versioned copy of a runner is still a runner.
 fn never_allowed(name: &str) -> Option<&'static str> {
+    runner(name).or_else(|| {
+        let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || matches!(c, '.' | '-' | '_'));
+        (base.len() < name.len() && !base.is_empty()).then(|| runner(base)).flatten()
+    })
+}
+
+fn runner(name: &str) -> Option<&'static str> {
     Some(match name {
-        "env" | "timeout" | "nohup" | "nice" | "stdbuf" | "setsid" | "xargs" | "sudo" | "doas" | "su" | "runuser" | "pkexec"
-        | "command" | "builtin" | "exec" | "eval" | "source" | "." | "time" | "watch" | "chroot" | "unshare" | "nsenter" | "flock"
-        | "ionice" | "chrt" | "taskset" | "strace" | "ltrace" | "parallel" | "script" | "expect" | "fakeroot" | "caffeinate" | "coproc"
-        | "trap" | "alias" | "function" | "run0" | "systemd-run" | "firejail" | "bwrap" | "proot" | "npx" | "pnpx" | "bunx" | "uvx"
-        | "pipx" | "fc" | "r" | "enable" | "gdb" | "lldb" => "runs another command the gate cannot see (a wrapper)",
+        "env" | "timeout" | "nohup" | "nice" | "stdbuf" | "setsid" | "xargs" | "sudo" | "sudoedit" | "doas" | "su" | "ksu" | "runuser"
+        | "pkexec" | "sg" | "newgrp" | "command" | "builtin" | "exec" | "eval" | "source" | "." | "time" | "watch" | "chroot"
+        | "fakechroot" | "schroot" | "unshare" | "nsenter" | "flock" | "lckdo" | "setlock" | "ionice" | "chrt" | "taskset"
+        | "prlimit" | "cpulimit" | "numactl" | "faketime" | "nocache" | "eatmydata" | "unbuffer" | "strace" | "ltrace" | "valgrind"
+        | "perf" | "catchsegv" | "parallel" | "script" | "expect" | "fakeroot" | "caffeinate" | "coproc" | "trap" | "alias"
+        | "function" | "run0" | "systemd-run" | "systemd-inhibit" | "systemd-nspawn" | "machinectl" | "setpriv" | "capsh"
+        | "firejail" | "bwrap" | "proot" | "nsjail" | "minijail0" | "sandbox-exec" | "cgexec" | "chpst" | "softlimit" | "envdir"
+        | "setuidgid" | "daemonize" | "start-stop-daemon" | "logsave" | "chronic" | "ifne" | "pee" | "vipe" | "torsocks"
+        | "torify" | "proxychains" | "proxychains4" | "tsocks" | "dbus-run-session" | "dbus-launch" | "xvfb-run" | "ssh-agent"
+        | "sshpass" | "socat" | "nix-shell" | "direnv" | "entr" | "watchexec" | "hyperfine" | "rlwrap" | "winpty" | "tmux"
+        | "screen" | "dtach" | "abduco" | "nq" | "tsp" | "at" | "batch" | "run-parts" | "mpirun" | "mpiexec" | "srun"
+        | "flatpak-spawn" | "npx" | "pnpx" | "bunx" | "uvx" | "pipx" | "fc" | "r" | "enable" | "gdb" | "lldb"
+        // `setarch` and its per-architecture names.
+        | "setarch" | "linux32" | "linux64" | "uname26" | "i386" | "i486" | "i586" | "i686" | "x86_64" | "ia64" | "ppc" | "ppc32"
+        | "ppc64" | "ppc64le" | "s390" | "s390x" | "sparc" | "sparc32" | "sparc32bash" | "sparc64" | "mips" | "mips32" | "mips64"
+        | "parisc" | "parisc32" | "parisc64" | "arm" | "armv7l" | "armv8l" | "aarch64"
+        // zsh precommand modifiers and builtins that run code.
+        | "noglob" | "nocorrect" | "emulate" | "sched" | "zpty" | "zmodload" | "autoload" | "zle" => {
+            "runs another command the gate cannot see (a wrapper)"
+        }
+        // Builtins that run a command (`compgen -C`, `mapfile -C`, `bind -x`,
+        // `hash -p` rebinding a name) or evaluate an array subscript, which
+        // runs `$(...)` inside it: `printf -v 'a[$(id)]'`, `test -v`,
+        // `read`, `declare`, `unset`, `let`, ...
+        "compgen" | "complete" | "compopt" | "mapfile" | "readarray" | "hash" | "bind" | "printf" | "print" | "test" | "[" | "[["
+        | "declare" | "typeset" | "local" | "export" | "readonly" | "unset" | "read" | "let" | "getopts" | "wait" | "vared" => {
+            "is a shell builtin that can run code (a command option, or an array subscript like `a[$(cmd)]` that the shell evaluates)"
+        }
         // Shell keywords: never a simple command, and `allow_commands = ["if"]`
         // must not open a compound one.
         "if" | "then" | "else" | "elif" | "fi" | "for" | "while" | "until" | "do" | "done" | "case" | "esac" | "select" | "in"
-        | "repeat" | "foreach" | "end" | "not" | "and" | "or" | "begin" => "is a shell keyword that starts or joins compound commands",
-        "sh" | "bash" | "zsh" | "dash" | "ksh" | "mksh" | "fish" | "csh" | "tcsh" | "busybox" | "pwsh" | "powershell" => {
-            "runs a shell, which can do anything"
+        | "repeat" | "foreach" | "end" | "not" | "and" | "or" | "begin" | "always" | "]]" => {
+            "is a shell keyword that starts or joins compound commands"
         }
-        "python" | "python2" | "python3" | "node" | "nodejs" | "deno" | "bun" | "perl" | "ruby" | "php" | "lua" | "awk" | "gawk"
-        | "mawk" | "nawk" | "tclsh" | "osascript" | "Rscript" => "runs arbitrary code (e.g. `awk 'BEGIN{system(...)}'`)",
-        "less" | "more" | "most" | "man" | "vi" | "vim" | "nvim" | "nano" | "emacs" | "ed" | "ex" | "pico" => {
-            "is interactive and can run commands or write files"
+        "sh" | "bash" | "rbash" | "zsh" | "dash" | "ash" | "ksh" | "mksh" | "oksh" | "loksh" | "yash" | "posh" | "fish" | "csh"
+        | "tcsh" | "xonsh" | "elvish" | "nu" | "busybox" | "toybox" | "pwsh" | "powershell" => "runs a shell, which can do anything",
+        "python" | "python2" | "python3" | "pypy" | "pypy3" | "node" | "nodejs" | "deno" | "bun" | "perl" | "ruby" | "php" | "lua"
+        | "luajit" | "awk" | "gawk" | "mawk" | "nawk" | "tclsh" | "wish" | "osascript" | "Rscript" | "R" | "julia" | "java"
+        | "jshell" | "jrunscript" | "jjs" | "groovy" | "scala" | "kotlin" | "guile" | "racket" | "sbcl" | "clisp" | "ocaml"
+        | "ghci" | "runghc" | "runhaskell" | "elixir" | "iex" | "erl" | "escript" | "m4" | "dc" | "sqlite3" => {
+            "runs arbitrary code (e.g. `awk 'BEGIN{system(...)}'`)"
         }
+        "less" | "more" | "most" | "pg" | "pager" | "sensible-pager" | "man" | "vi" | "vim" | "view" | "vimdiff" | "rvim" | "gvim"
+        | "nvim" | "nvi" | "nano" | "emacs" | "emacsclient" | "ed" | "ex" | "pico" | "micro" | "mcedit" | "joe" | "jed" | "kak"
+        | "hx" | "editor" | "sensible-editor" | "tig" | "w3m" | "lynx" | "links" | "elinks" | "xdg-open" | "open"
+        | "sensible-browser" | "www-browser" | "x-www-browser" | "run-mailcap" => "is interactive and can run commands or write files",
+        "bat" | "batcat" => "starts a pager, which can run commands (`--pager`)",
+        "fd" | "fdfind" => "runs a command for every file it finds (`-x`, `--exec`)",
         _ => return None,
     })
 }
@@ -157,7 +199,7 @@ fn known_writer(name: &str) -> Option<&'static str> {
         "kill" | "pkill" | "killall" => "stops processes",
         "history" => "writes or rewrites the shell history file (`-a`, `-w`, `-s`)",
         "cd" | "pushd" | "popd" => "changes the shell's directory; pass the path to the command instead",
-        "export" | "unset" | "set" | "declare" | "local" | "readonly" | "shopt" => "changes the shell's state",
+        "set" | "shopt" | "umask" | "ulimit" => "changes the shell's state",
         _ => return None,
     })
 }

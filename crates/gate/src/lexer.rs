@@ -23,7 +23,8 @@ pub(crate) struct Word<'a> {
     pub text: Cow<'a, str>,
     /// Some piece of the word was quoted.
     pub quoted: bool,
-    /// The word has an unquoted `*` or `?` and will be glob-expanded.
+    /// The word has an unquoted `*`, `?` or (zsh) `^` and may be
+    /// glob-expanded.
     pub glob: bool,
 }
 
@@ -42,10 +43,19 @@ pub(crate) fn split(src: &str) -> Result<Vec<Word<'_>>, String> {
         }
         let mut text = Pieces::new(src);
         let mut quoted = false;
-        let mut glob = false;
-        // Unquoted `~` or `^` inside the word: zsh's extended-glob operators,
-        // harmless alone (`HEAD~1`, `HEAD^`) but refused next to a glob.
-        let mut zsh_ops = false;
+        // An unquoted `*` or `?`, or zsh's `dir/^x`: a glob like `dir/*`.
+        let mut star = false;
+        // An unquoted `^` inside the word. zsh with EXTENDED_GLOB (a common
+        // setting) reads it as a glob operator wherever it stands, "anything
+        // but": `-^x` matches a file named `-delete`, and `refnam^q` both
+        // `refname` and `refnamx`. Every expansion still starts with the
+        // literal text before the `^`, so the word is treated like a `*`
+        // glob: refused when it starts with `-`, or in a command checked by
+        // position, allowed otherwise (`git log HEAD^`).
+        let mut caret = false;
+        // An unquoted `~` inside the word: zsh's extended-glob exclusion,
+        // harmless alone (`HEAD~1`) but refused next to a glob.
+        let mut tilde = false;
         while i < b.len() && !matches!(b[i], b' ' | b'\t') {
             match b[i] {
                 q @ (b'\'' | b'"') => {
@@ -80,11 +90,11 @@ pub(crate) fn split(src: &str) -> Result<Vec<Word<'_>>, String> {
                                 return Err("a word starting with `^` (history substitution, or a zsh glob); quote it".to_string())
                             }
                             b'^' => {
-                                zsh_ops = true;
-                                // zsh EXTENDED_GLOB: `dir/^x` is "every file in
-                                // dir but x", a glob like `dir/*`.
+                                caret = true;
+                                // `dir/^x` is "every file in dir but x", as
+                                // open as `dir/*`.
                                 if i > start && b[i - 1] == b'/' {
-                                    glob = true;
+                                    star = true;
                                 }
                             }
                             b'~' => {
@@ -98,7 +108,7 @@ pub(crate) fn split(src: &str) -> Result<Vec<Word<'_>>, String> {
                                         ));
                                     }
                                 } else {
-                                    zsh_ops = true;
+                                    tilde = true;
                                 }
                             }
                             b'*' | b'?' => {
@@ -108,7 +118,7 @@ pub(crate) fn split(src: &str) -> Result<Vec<Word<'_>>, String> {
                                             .to_string(),
                                     );
                                 }
-                                glob = true;
+                                star = true;
                             }
                             _ => return Err(unquoted_reason(src, i)),
                         }
@@ -119,13 +129,19 @@ pub(crate) fn split(src: &str) -> Result<Vec<Word<'_>>, String> {
             }
         }
         let text = text.finish();
-        if glob {
-            if text.starts_with('-') {
-                return Err(format!("the glob `{}` starts with `-` and can expand to an option; quote it", crate::text::shown(&text)));
-            }
-            if zsh_ops {
-                return Err(format!("the glob `{}` also has `~` or `^` (zsh glob operators); quote it", crate::text::shown(&text)));
-            }
+        let glob = star || caret;
+        if glob && text.starts_with('-') {
+            return Err(if star {
+                format!("the glob `{}` starts with `-` and can expand to an option; quote it", crate::text::shown(&text))
+            } else {
+                format!(
+                    "the glob `{}` starts with `-` and can expand to an option (zsh reads an unquoted `^` as a glob: `-^x` matches a file named `-delete`); quote it",
+                    crate::text::shown(&text)
+                )
+            });
+        }
+        if star && (caret || tilde) {
+            return Err(format!("the glob `{}` also has `~` or `^` (zsh glob operators); quote it", crate::text::shown(&text)));
         }
         words.push(Word { text, quoted, glob });
     }
@@ -288,6 +304,16 @@ mod tests {
         assert!(split("git log HEAD^ x^y").is_ok());
         assert!(split("rg -/^x").is_err());
         assert!(split("ls src/^x").is_err());
+    }
+
+    #[test]
+    fn every_unquoted_caret_is_a_glob() {
+        let w = split("git log HEAD^ HEAD~1^2 'x^y' a^b").expect("ok");
+        assert_eq!(w.iter().map(|w| w.glob).collect::<Vec<_>>(), [false, false, true, true, false, true]);
+        for bad in ["find . -^x", "rg -^x foo", "ls --^x", "ls -a^", "ls x^y*", "ls x*^y", "ls a~b^c*"] {
+            assert!(split(bad).is_err(), "{bad}");
+        }
+        assert!(split("rg -e '-^x' foo").is_ok());
     }
 
     #[test]

@@ -49,11 +49,14 @@
 //! characters) and no invisible or bidi characters anywhere. Globs `*` and `?`
 //! are allowed unquoted only after a literal first character that is not `-`
 //! (`src/*.rs`, `./*.md`): a glob that could match a file named `--pre=sh`
-//! or `-delete` would hand the command an option the gate never saw. zsh's
-//! `dir/^x` counts as a glob, and a glob next to zsh's `~`/`^` operators is
-//! refused. Commands checked by position (`date`, `hostname`, `git branch`)
-//! take no globs at all: one that expands to several words, or to none, would
-//! move a value into an operand (`git branch --sort x*` creating branch `xb`).
+//! or `-delete` would hand the command an option the gate never saw. zsh with
+//! `EXTENDED_GLOB` reads an unquoted `^` anywhere in a word as a glob
+//! ("anything but"), so such a word is a glob too: `HEAD^` is fine where a
+//! glob is, `-^x` (a file named `-delete`) is not; and a `*`/`?` glob next to
+//! zsh's `~`/`^` operators, or `dir/^x`, is refused. Commands checked by
+//! position (`date`, `hostname`, `git branch`) take no globs at all: one that
+//! expands to several words, or to none, would move a value into an operand
+//! (`git branch --sort x*` or `--sort refnam^q` creating a branch).
 //!
 //! The first word must be a plain command name (or `/bin/`, `/usr/bin/`,
 //! `/usr/local/bin/` plus a name); then a per-command checker decides on the
@@ -84,7 +87,7 @@
 
 mod commands;
 mod lexer;
-mod text;
+pub mod text;
 mod tools;
 
 use serde::{Deserialize, Serialize};

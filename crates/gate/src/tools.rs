@@ -44,9 +44,12 @@ pub const READ_ONLY_TOOLS: &[&str] = &[
     "mcp__plangate__ask_user_question",
     "mcp__plangate__plan_mode_status",
     "mcp__plangate__check_tool",
-    // Claude Code. `Task` starts a subagent whose own tool calls reach the
-    // same hook and are gated one by one; `TodoWrite` only edits the agent's
-    // to-do list.
+    // Claude Code. `Agent` (called `Task` by older versions) starts a
+    // subagent whose own tool calls reach the same hook and are gated one by
+    // one (but not in another directory or worktree: see
+    // `BUILTIN_WRITE_ARGUMENTS`); `AskUserQuestion` asks the human, which
+    // plan mode is for; `TodoWrite` only edits the agent's to-do list. `LS`,
+    // `NotebookRead` and `Task` are older names, kept for older versions.
     "Read",
     "Glob",
     "Grep",
@@ -56,12 +59,18 @@ pub const READ_ONLY_TOOLS: &[&str] = &[
     "TodoWrite",
     "ExitPlanMode",
     "NotebookRead",
+    "Agent",
     "Task",
+    "AskUserQuestion",
 ];
 
 /// `(tool, argument)` pairs that always make a read-only tool a write:
-/// OpenClaw's `session_status` given a `model` switches the session's model.
-pub const BUILTIN_WRITE_ARGUMENTS: &[(&str, &str)] = &[("session_status", "model")];
+/// OpenClaw's `session_status` given a `model` switches the session's model;
+/// Claude Code's `Agent` (`Task`) given `isolation` creates a git worktree,
+/// and given `cwd` runs the subagent in another directory, where a plain
+/// `git diff` obeys that directory's git config (the shell `workdir` hole).
+pub const BUILTIN_WRITE_ARGUMENTS: &[(&str, &str)] =
+    &[("session_status", "model"), ("Agent", "isolation"), ("Agent", "cwd"), ("Task", "isolation"), ("Task", "cwd")];
 
 /// Well-known writing tools, for a clearer reason than "unknown tool".
 const WRITE_TOOLS: &[(&str, &str)] = &[
@@ -76,13 +85,38 @@ const WRITE_TOOLS: &[(&str, &str)] = &[
     ("message", "sends messages"),
     ("cron", "schedules jobs"),
     ("gateway", "changes the gateway"),
+    // Claude Code tools that write or run something.
+    ("PowerShell", "runs PowerShell commands, which the gate does not check"),
+    ("Monitor", "runs a command in the background"),
+    ("EnterWorktree", "creates a git worktree"),
+    ("ExitWorktree", "can remove a git worktree"),
+    ("SendMessage", "sends messages to other agents or sessions"),
+    ("TeamCreate", "starts other agents"),
+    ("TeamDelete", "stops other agents"),
+    ("TaskStop", "stops a background task"),
+    ("CronCreate", "schedules prompts"),
+    ("CronDelete", "deletes scheduled prompts"),
+    ("Skill", "runs a skill, which can run commands the gate does not see"),
+    // Codex.
+    ("write_stdin", "writes to a running process"),
 ];
 
 /// Shell-tool input fields that do not change what the command does.
-/// Anything else (OpenClaw's `env`, `elevated`, `host`; Claude Code's
+/// Anything else (OpenClaw's `env`, `elevated`, `host`, `pty`; Claude Code's
 /// `dangerouslyDisableSandbox`) could, so it is refused unless null or false.
-const SHELL_INPUT_FIELDS: &[&str] =
-    &["command", "cmd", "description", "timeout", "workdir", "cwd", "run_in_background", "background", "yieldMs", "pty"];
+const SHELL_INPUT_FIELDS: &[&str] = &["command", "cmd", "description", "timeout", "run_in_background", "background", "yieldMs"];
+
+/// Shell-tool input fields naming the directory the command runs in. They
+/// act like `git -C`, which the gate refuses: the gate cannot see that
+/// directory's git config (a committed bare repository's `diff.external`,
+/// `core.pager`, `core.fsmonitor` run programs on a plain `git diff`), so a
+/// directory is refused rather than resolved. Null or empty is fine.
+const SHELL_DIRECTORY_FIELDS: &[&str] = &["workdir", "cwd"];
+
+/// Shell-tool input fields that give the command a terminal: on a terminal
+/// `git log` and `git diff` start a pager, which can run commands. Null or
+/// false is fine.
+const SHELL_TERMINAL_FIELDS: &[&str] = &["pty", "tty"];
 
 /// First words of a read-only MCP or dotted tool.
 const READ_VERBS: &[&str] = &["read", "search", "list", "get", "view", "find"];
@@ -157,6 +191,27 @@ const WRITE_VERBS: &[&str] = &[
     "assign",
     "mark",
     "unlock",
+    "merge",
+    "lock",
+    "lease",
+    "acquire",
+    "renew",
+    "rebase",
+    "squash",
+    "dismiss",
+    "reopen",
+    "subscribe",
+    "unsubscribe",
+    "unfollow",
+    "unstar",
+    "unpin",
+    "unarchive",
+    "unmute",
+    "unban",
+    "enqueue",
+    "dequeue",
+    "spawn",
+    "rerun",
 ];
 
 /// Words that join two actions in one name (`list_and_delete`).
@@ -223,6 +278,24 @@ fn check_shell(policy: &Policy, input: &Value) -> Result<String, String> {
     for (key, value) in fields {
         if SHELL_INPUT_FIELDS.contains(&key.as_str()) {
             continue;
+        }
+        if SHELL_DIRECTORY_FIELDS.contains(&key.as_str()) {
+            if matches!(value, Value::Null) || value.as_str() == Some("") {
+                continue;
+            }
+            return Err(deny_tool(&format!(
+                "the shell input field `{}` runs the command in another directory, like `git -C`: the gate cannot see that directory's git config (which can name programs that `git diff` or `git status` run); drop it and pass paths as arguments",
+                shown(key)
+            )));
+        }
+        if SHELL_TERMINAL_FIELDS.contains(&key.as_str()) {
+            if matches!(value, Value::Null | Value::Bool(false)) {
+                continue;
+            }
+            return Err(deny_tool(&format!(
+                "the shell input field `{}` runs the command on a terminal, where `git log` and `git diff` start a pager that can run commands; drop it",
+                shown(key)
+            )));
         }
         if !matches!(value, Value::Null | Value::Bool(false)) {
             return Err(deny_tool(&format!(

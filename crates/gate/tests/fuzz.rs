@@ -181,8 +181,24 @@ fn json_value() -> impl Strategy<Value = Value> {
             .prop_map(|(b, ins)| json!(mutate(b, &ins))),
     ];
     let key = prop_oneof![
-        prop::sample::select(&["command", "cmd", "model", "description", "env", "timeout", "dangerouslyDisableSandbox", "path"][..])
-            .prop_map(String::from),
+        prop::sample::select(
+            &[
+                "command",
+                "cmd",
+                "model",
+                "description",
+                "env",
+                "timeout",
+                "dangerouslyDisableSandbox",
+                "path",
+                "workdir",
+                "cwd",
+                "pty",
+                "tty",
+                "isolation",
+            ][..]
+        )
+        .prop_map(String::from),
         any::<String>(),
     ];
     leaf.prop_recursive(4, 64, 8, move |inner| {
@@ -195,8 +211,10 @@ fn json_value() -> impl Strategy<Value = Value> {
 
 fn tool_name() -> impl Strategy<Value = String> {
     prop_oneof![
-        prop::sample::select(&["exec", "bash", "Bash", "shell", "terminal", "Read", "Write", "session_status", "Edit", "Task"][..])
-            .prop_map(String::from),
+        prop::sample::select(
+            &["exec", "bash", "Bash", "shell", "terminal", "Read", "Write", "session_status", "Edit", "Task", "Agent", "AskUserQuestion"][..]
+        )
+        .prop_map(String::from),
         "mcp__[a-z_-]{0,6}__[a-zA-Z_-]{0,14}",
         "[a-z]{0,5}\\.[a-zA-Z_]{0,10}",
         any::<String>(),
@@ -291,6 +309,13 @@ proptest! {
             let command = input.get("command").or_else(|| input.get("cmd")).and_then(Value::as_str);
             prop_assert!(command.is_some(), "{:?} allowed without a command: {}", tool, input);
             prop_assert!(check_command(&policy, command.unwrap_or_default()).is_allow());
+            // No other directory (its git config could run programs), no terminal (a pager).
+            for dir in ["workdir", "cwd"] {
+                prop_assert!(input.get(dir).is_none_or(|v| v.is_null() || v == ""), "{} allowed: {}", dir, input);
+            }
+            for tty in ["pty", "tty"] {
+                prop_assert!(input.get(tty).is_none_or(|v| v.is_null() || v == false), "{} allowed: {}", tty, input);
+            }
         } else {
             prop_assert!(
                 READ_ONLY_TOOLS.contains(&tool.as_str()) || tool.starts_with("mcp__") || tool.contains('.'),
@@ -300,6 +325,11 @@ proptest! {
         }
         if tool == "session_status" {
             prop_assert!(input.get("model").is_none_or(Value::is_null), "model switch allowed: {}", input);
+        }
+        if tool == "Agent" || tool == "Task" {
+            for arg in ["cwd", "isolation"] {
+                prop_assert!(input.get(arg).is_none_or(Value::is_null), "subagent {} allowed: {}", arg, input);
+            }
         }
     }
 }

@@ -63,7 +63,20 @@ fn issue_read_only_tools_are_allowed() {
         "ask_user_question",
         "plan_mode_status",
     ];
-    let claude = ["Read", "Glob", "Grep", "LS", "WebFetch", "WebSearch", "TodoWrite", "ExitPlanMode", "NotebookRead", "Task"];
+    let claude = [
+        "Read",
+        "Glob",
+        "Grep",
+        "LS",
+        "WebFetch",
+        "WebSearch",
+        "TodoWrite",
+        "ExitPlanMode",
+        "NotebookRead",
+        "Agent",
+        "Task",
+        "AskUserQuestion",
+    ];
     for tool in openclaw.into_iter().chain(claude) {
         assert!(READ_ONLY_TOOLS.contains(&tool), "{tool} missing from READ_ONLY_TOOLS");
         assert_allowed(&Policy::default(), tool, json!({"path": "src/lib.rs"}));
@@ -71,6 +84,112 @@ fn issue_read_only_tools_are_allowed() {
     }
     for tool in READ_ONLY_TOOLS {
         assert_allowed(&Policy::default(), tool, json!({}));
+    }
+}
+
+/// How the gate classifies every tool name of the harnesses it serves, so a
+/// rename upstream shows up here and not as a silently denied (or allowed)
+/// tool.
+///
+/// Claude Code: the tool table of <https://code.claude.com/docs/en/tools-reference>
+/// (Claude Code 2.1.x; checked on 2026-12-01 against the page as then
+/// published, with `Agent` in place of `Task` and `AskUserQuestion` listed),
+/// plus names older versions used (`Task`, `LS`, `NotebookRead`,
+/// `MultiEdit`, `KillShell`, `BashOutput`). Codex (CLI 0.124+, checked the
+/// same day): its function tools (`shell`, `apply_patch`, `update_plan`,
+/// `exec_command`, `write_stdin`, `view_image`, `web_search`) and the names
+/// its PreToolUse hook reports (`Bash`, `apply_patch`, `mcp__<server>__<tool>`).
+/// Everything not listed as read or shell is denied, most of it as an
+/// unknown tool.
+#[test]
+fn harness_tool_names_the_gate_knows() {
+    #[derive(Debug, PartialEq)]
+    enum Kind {
+        /// Allowed in plan mode.
+        Read,
+        /// A shell tool: allowed only for a read-only command.
+        Shell,
+        /// Denied in plan mode (writes, runs something, or is not known to
+        /// be read-only).
+        Deny,
+    }
+    use Kind::*;
+    let claude_code = [
+        ("Agent", Read),
+        ("Artifact", Deny),
+        ("AskUserQuestion", Read),
+        ("Bash", Shell),
+        ("CronCreate", Deny),
+        ("CronDelete", Deny),
+        ("CronList", Deny),
+        ("Edit", Deny),
+        ("EnterPlanMode", Deny),
+        ("EnterWorktree", Deny),
+        ("ExitPlanMode", Read),
+        ("ExitWorktree", Deny),
+        ("Glob", Read),
+        ("Grep", Read),
+        ("ListMcpResourcesTool", Deny),
+        ("LSP", Deny),
+        ("Monitor", Deny),
+        ("NotebookEdit", Deny),
+        ("PowerShell", Deny),
+        ("Read", Read),
+        ("ReadMcpResourceTool", Deny),
+        ("SendMessage", Deny),
+        ("Skill", Deny),
+        ("TaskCreate", Deny),
+        ("TaskGet", Deny),
+        ("TaskList", Deny),
+        ("TaskOutput", Deny),
+        ("TaskStop", Deny),
+        ("TaskUpdate", Deny),
+        ("TeamCreate", Deny),
+        ("TeamDelete", Deny),
+        ("TodoWrite", Read),
+        ("ToolSearch", Deny),
+        ("WebFetch", Read),
+        ("WebSearch", Read),
+        ("Write", Deny),
+        // Older names.
+        ("Task", Read),
+        ("LS", Read),
+        ("NotebookRead", Read),
+        ("MultiEdit", Deny),
+        ("KillShell", Deny),
+        ("BashOutput", Deny),
+    ];
+    let codex = [
+        ("shell", Shell),
+        ("Bash", Shell),
+        ("apply_patch", Deny),
+        ("update_plan", Read),
+        ("exec_command", Deny),
+        ("write_stdin", Deny),
+        ("view_image", Deny),
+        ("web_search", Read),
+    ];
+    for (tool, kind) in claude_code.into_iter().chain(codex) {
+        let known = if is_shell_tool(tool) {
+            Shell
+        } else if READ_ONLY_TOOLS.contains(&tool) {
+            Read
+        } else {
+            Deny
+        };
+        assert_eq!(known, kind, "{tool}");
+        let input = if kind == Shell { json!({"command": "ls"}) } else { json!({}) };
+        assert_eq!(gate(tool, input).is_allow(), kind != Deny, "{tool}");
+    }
+}
+
+/// A subagent in another directory or a new worktree is not a read.
+#[test]
+fn agent_in_another_directory_or_worktree_is_denied() {
+    for tool in ["Agent", "Task"] {
+        assert_allowed(&Policy::default(), tool, json!({"description": "d", "prompt": "p", "subagent_type": "Explore", "cwd": null}));
+        assert_denied(&Policy::default(), tool, json!({"description": "d", "prompt": "p", "cwd": "/tmp/evil.git"}), "`cwd`");
+        assert_denied(&Policy::default(), tool, json!({"description": "d", "prompt": "p", "isolation": "worktree"}), "`isolation`");
     }
 }
 
@@ -188,6 +307,17 @@ fn mcp_tools_that_may_write_are_denied() {
         ("mcp__kv__put_item", "write verb `put`"),
         ("mcp__fs__remove", "write verb `remove`"),
         ("mcp__fs__edit_file", "write verb `edit`"),
+        ("mcp__git__get_merge_branch", "write verb `merge`"),
+        ("mcp__gitlab__list_merge", "write verb `merge`"),
+        ("mcp__fs__read_lock_file", "write verb `lock`"),
+        ("mcp__fs__getLock", "write verb `lock`"),
+        ("mcp__locks__get_lease", "write verb `lease`"),
+        ("locks.get_lease", "write verb `lease`"),
+        ("mcp__locks__get_and_acquire", "`and`"),
+        ("mcp__locks__find_acquire_slot", "write verb `acquire`"),
+        ("mcp__todo__view_mark_done", "write verb `mark`"),
+        ("mcp__x__get_renew_token", "write verb `renew`"),
+        ("mcp__q__read_dequeue", "write verb `dequeue`"),
         // A read verb first does not excuse a write verb later.
         ("mcp__x__list_and_delete", "`and`"),
         ("mcp__x__get_or_create", "`or`"),
@@ -385,6 +515,102 @@ fn allow_commands_cannot_add_runners_or_loosen_listed_commands() {
     }
 }
 
+/// Programs and builtins that run another command, or evaluate an array
+/// subscript (which runs `$(...)`), stay denied whatever the operator adds.
+#[test]
+fn allow_commands_cannot_add_command_runners() {
+    let cases = [
+        "prlimit --nofile=1 rm -rf x",
+        "setarch x86_64 rm -rf x",
+        "linux32 rm -rf x",
+        "linux64 rm -rf x",
+        "i386 rm -rf x",
+        "x86_64 rm -rf x",
+        "aarch64 rm -rf x",
+        "uname26 rm -rf x",
+        "sg wheel -c id",
+        "newgrp wheel",
+        "unbuffer rm -rf x",
+        "numactl -C 0 rm -rf x",
+        "faketime 2020-01-01 rm -rf x",
+        "noglob rm -rf x",
+        "nocorrect rm -rf x",
+        "emulate sh -c id",
+        "compgen -C id x",
+        "compgen -F f x",
+        "complete -C id x",
+        "mapfile -C id -c 1 a",
+        "readarray -C id -c 1 a",
+        "hash -p /bin/sh ls",
+        "bind -x '\"a\":id'",
+        "printf -v 'a[$(id)]' x",
+        "test -v 'a[$(id)]'",
+        "declare 'a[$(id)]=1'",
+        "typeset 'a[$(id)]=1'",
+        "local 'a[$(id)]=1'",
+        "export 'a[$(id)]=1'",
+        "readonly 'a[$(id)]=1'",
+        "unset 'a[$(id)]'",
+        "read 'a[$(id)]'",
+        "let 'a[$(id)]'",
+        "getopts a 'a[$(id)]'",
+        "wait -p 'a[$(id)]'",
+        "chroot / rm -rf x",
+        "taskset 1 rm -rf x",
+        "ionice -c3 rm -rf x",
+        "chrt 1 rm -rf x",
+        "flock x rm -rf x",
+        "setsid rm -rf x",
+        "stdbuf -o0 rm -rf x",
+        "timeout 5 rm -rf x",
+        "nohup rm -rf x",
+        "xargs rm",
+        "parallel rm ::: x",
+        "watch rm -rf x",
+        "script -c id",
+        "strace rm -rf x",
+        "ltrace rm -rf x",
+        "gdb -ex run rm",
+        "valgrind rm -rf x",
+        "firejail rm -rf x",
+        "bwrap rm -rf x",
+        "unshare rm -rf x",
+        "nsenter rm -rf x",
+        "runuser -u x rm",
+        "su -c id",
+        "sudo rm -rf x",
+        "doas rm -rf x",
+        "env rm -rf x",
+        "setpriv rm -rf x",
+        "systemd-run rm -rf x",
+        "cpulimit -l 5 rm",
+        "eatmydata rm -rf x",
+        "torsocks curl x",
+        "entr rm",
+        "tmux new rm",
+        "at now",
+        "fd -x rm",
+        "bat --paging=always --pager=id x",
+        "python3.12 -c 'import os'",
+        "perl5.36 -e 1",
+        "bash5 -c id",
+        "lua5.4 -e 1",
+        "node18 -e 1",
+        "sqlite3 x '.shell id'",
+        "m4 x",
+        "dc -e '!id'",
+        "print -v 'a[$(id)]' x",
+    ];
+    let names: Vec<String> = cases.iter().map(|c| c.split(' ').next().unwrap_or(c).to_string()).collect();
+    let p = policy(|p| p.allow_commands = names.clone());
+    for (command, name) in cases.iter().zip(&names) {
+        assert_denied(&p, "Bash", json!({ "command": command }), &format!("`{name}`"));
+    }
+    // The policy is in force: an ordinary added command runs.
+    let p = policy(|p| p.allow_commands = [names.clone(), vec!["jq".into()]].concat());
+    assert_allowed(&p, "Bash", json!({"command": "jq -r .name package.json"}));
+}
+
 #[test]
 fn shell_tools_read_command_or_cmd() {
     assert_eq!(SHELL_TOOLS, ["exec", "bash", "Bash", "shell", "terminal"]);
@@ -423,10 +649,32 @@ fn malformed_shell_inputs_are_denied() {
 #[test]
 fn shell_input_fields_that_change_the_command_are_denied() {
     let ok = json!({
-        "command": "ls", "description": "list", "timeout": 1000, "workdir": "src",
-        "cwd": "src", "run_in_background": false, "yieldMs": 10, "pty": false,
+        "command": "ls", "description": "list", "timeout": 1000, "workdir": "",
+        "cwd": null, "run_in_background": false, "yieldMs": 10, "pty": false, "tty": null,
     });
     assert_allowed(&Policy::default(), "exec", ok);
+    // A directory acts like `git -C` (its git config runs programs), a
+    // terminal starts a pager.
+    for (field, value, names) in [
+        ("workdir", json!("src"), "another directory"),
+        ("workdir", json!("/tmp/evil.git"), "another directory"),
+        ("cwd", json!("."), "another directory"),
+        ("cwd", json!(["x"]), "another directory"),
+        ("workdir", json!(false), "another directory"),
+        ("pty", json!(true), "pager"),
+        ("tty", json!(true), "pager"),
+        ("pty", json!(1), "pager"),
+        ("pty", json!("yes"), "pager"),
+    ] {
+        for tool in ["exec", "Bash", "shell"] {
+            let mut input = json!({"command": "git diff"});
+            input[field] = value.clone();
+            assert_denied(&Policy::default(), tool, input, &format!("`{field}`"));
+            let mut input = json!({"command": "git log"});
+            input[field] = value.clone();
+            assert_denied(&Policy::default(), tool, input, names);
+        }
+    }
     assert_allowed(&Policy::default(), "Bash", json!({"command": "ls", "dangerouslyDisableSandbox": false, "env": null}));
     for (field, value) in [
         ("dangerouslyDisableSandbox", json!(true)),

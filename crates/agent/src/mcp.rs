@@ -3,7 +3,17 @@
 //! The server is a client of a running `plangate serve` (`PLANGATE_URL`,
 //! `PLANGATE_TOKEN`), so any number of agents share one plangate. Each tool
 //! takes an optional `session_id`; without it the session is
-//! `PLANGATE_SESSION`, or else an id made fresh for this process.
+//! `PLANGATE_SESSION`, and without that the call is refused — never a session
+//! made up for the process, which no gate would check.
+//!
+//! Inside Claude Code the session must be the one the hook gates, Claude's
+//! `session_id`, which Claude Code does not tell MCP servers (and which
+//! changes under a running server on `/clear` or `--resume`; several Claude
+//! sessions in one project each run their own server). So the hook supplies
+//! it: it sees every call of these tools as `mcp__plangate__<tool>` together
+//! with Claude's session and answers with the input plus `session_id`
+//! (see [`crate::claude::hook`]). Register this server under the name
+//! `plangate`, so the hook and the gate recognise its tools.
 //!
 //! Tool inputs are deserialized from the same engine types as the HTTP API
 //! (`Plan`, `Step`), and their JSON Schemas are derived from those types.
@@ -37,6 +47,14 @@ use std::time::Duration;
 
 /// How long `exit_plan_mode` and `ask_user_question` wait by default.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(50);
+
+/// Every tool this server offers.
+pub const TOOLS: [&str; 7] =
+    ["enter_plan_mode", "update_plan", "exit_plan_mode", "ask_user_question", "plan_mode_status", "check_tool", "take_decision_injection"];
+
+/// How Claude Code names these tools when the server is registered as
+/// `plangate`: `mcp__plangate__<tool>`.
+pub const CLAUDE_TOOL_PREFIX: &str = "mcp__plangate__";
 
 /// Tool arguments: deserialized through `serde_path_to_error` so that a bad
 /// argument is reported with its path; the schema is `T`'s own.
@@ -73,7 +91,9 @@ impl<T: JsonSchema> JsonSchema for Args<T> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SessionArgs {
-    /// The plangate session (1–128 of `A-Z a-z 0-9 . _ : -`); defaults to `PLANGATE_SESSION`.
+    /// The plangate session (1–128 of `A-Z a-z 0-9 . _ : -`); defaults to
+    /// `PLANGATE_SESSION`. Inside Claude Code, plangate's hook sets it to
+    /// Claude's session: leave it out.
     #[serde(default)]
     pub session_id: Option<String>,
 }
@@ -157,7 +177,7 @@ pub struct CheckToolArgs {
 
 struct Inner {
     client: Client,
-    default_session: String,
+    default_session: Option<String>,
     wait: Duration,
     recall: MemoryRecall,
 }
@@ -169,6 +189,13 @@ pub struct PlangateMcp {
     #[allow(dead_code)] // read by the code `#[tool_handler]` generates
     tool_router: ToolRouter<PlangateMcp>,
 }
+
+/// Why a call without a session is refused, and what to do.
+pub const NO_SESSION: &str = "required: this call names no plangate session and PLANGATE_SESSION is not set, so it is refused \
+     (a session nobody gates would let your changes through). Inside Claude Code, plangate's PreToolUse hook adds Claude's \
+     session to every call of this server's tools: install it with `plangate hook install claude --scope local` and register \
+     this server under the name `plangate` (tools mcp__plangate__*). Any other MCP client: set PLANGATE_SESSION in this \
+     server's environment, or pass session_id.";
 
 fn invalid(field: &str, problem: impl std::fmt::Display) -> McpError {
     McpError::invalid_params(format!("`{field}`: {problem}"), None)
@@ -235,7 +262,9 @@ fn decision_note(d: &DecisionView) -> String {
 }
 
 impl PlangateMcp {
-    pub fn new(client: Client, default_session: String, wait: Duration) -> PlangateMcp {
+    /// `default_session` is the session of calls that name none (`PLANGATE_SESSION`);
+    /// without it such calls are refused.
+    pub fn new(client: Client, default_session: Option<String>, wait: Duration) -> PlangateMcp {
         let inner = Inner { client, default_session, wait, recall: MemoryRecall::default() };
         PlangateMcp { inner: Arc::new(inner), tool_router: Self::tool_router() }
     }
@@ -243,11 +272,7 @@ impl PlangateMcp {
     /// From `PLANGATE_URL`, `PLANGATE_TOKEN`, `PLANGATE_SESSION`, `PLANGATE_MCP_WAIT`.
     pub fn from_env() -> Result<PlangateMcp, AgentError> {
         let client = Client::from_env(Timeouts::SERVER)?;
-        let session = std::env::var("PLANGATE_SESSION")
-            .ok()
-            .filter(|s| !s.trim().is_empty())
-            .map(|s| crate::session::sanitize(s.trim()))
-            .unwrap_or_else(|| crate::session::fresh("mcp"));
+        let session = std::env::var("PLANGATE_SESSION").ok().filter(|s| !s.trim().is_empty()).map(|s| crate::session::sanitize(s.trim()));
         let wait = match std::env::var("PLANGATE_MCP_WAIT") {
             Ok(v) if !v.trim().is_empty() => match v.trim().parse::<u64>() {
                 Ok(n) if n <= crate::client::MAX_WAIT.as_secs() => Duration::from_secs(n),
@@ -259,13 +284,13 @@ impl PlangateMcp {
     }
 
     /// The session this process uses when a call names none.
-    pub fn default_session(&self) -> &str {
-        &self.inner.default_session
+    pub fn default_session(&self) -> Option<&str> {
+        self.inner.default_session.as_deref()
     }
 
     fn session(&self, arg: Option<String>) -> Result<String, McpError> {
         match arg {
-            None => Ok(self.inner.default_session.clone()),
+            None => self.inner.default_session.clone().ok_or_else(|| invalid("session_id", NO_SESSION)),
             Some(s) if crate::session::is_valid(&s) => Ok(s),
             Some(s) => Err(invalid("session_id", format!("{s:?} is not 1–128 characters of A-Z a-z 0-9 . _ : -"))),
         }
@@ -473,4 +498,18 @@ pub async fn serve_stdio() -> Result<(), String> {
     let running = server.serve(rmcp::transport::stdio()).await.map_err(|e| format!("MCP handshake failed: {e}"))?;
     running.waiting().await.map_err(|e| format!("MCP server stopped: {e}"))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tools_lists_every_tool_the_router_serves() {
+        let mut served: Vec<String> = PlangateMcp::tool_router().list_all().into_iter().map(|t| t.name.to_string()).collect();
+        served.sort();
+        let mut listed: Vec<String> = TOOLS.iter().map(|t| t.to_string()).collect();
+        listed.sort();
+        assert_eq!(served, listed);
+    }
 }

@@ -110,13 +110,13 @@ enum Cmd {
     /// Harness hooks: `hook claude` answers one Claude Code hook event.
     #[command(subcommand)]
     Hook(HookCmd),
-    /// An MCP server on stdio (PLANGATE_URL, PLANGATE_TOKEN, PLANGATE_SESSION).
+    /// An MCP server on stdio (PLANGATE_URL, PLANGATE_TOKEN, PLANGATE_SESSION; inside Claude Code the hook supplies the session).
     Mcp,
 }
 
 #[derive(Subcommand)]
 enum HookCmd {
-    /// Answer one Claude Code hook event (JSON on stdin, answer on stdout; always exits 0).
+    /// Answer one Claude Code hook event (JSON on stdin, answer on stdout; exits 0, or 2 to block if it cannot answer).
     Claude,
     /// Install a hook into a harness's settings.
     #[command(subcommand)]
@@ -127,8 +127,9 @@ enum HookCmd {
 enum HookInstallCmd {
     /// Merge the plangate hooks into Claude Code's settings.json.
     Claude {
-        /// `project` (./.claude/settings.json) or `user` (~/.claude/settings.json).
-        #[arg(long, default_value = "project", value_parser = ["project", "user"])]
+        /// `local` (./.claude/settings.local.json, only for you: the choice for a personal install),
+        /// `project` (./.claude/settings.json, shared through the repository) or `user` (~/.claude/settings.json).
+        #[arg(long, default_value = "project", value_parser = ["local", "project", "user"])]
         scope: String,
         /// Print the resulting settings instead of writing them.
         #[arg(long)]
@@ -157,8 +158,16 @@ fn main() {
             std::process::exit(code);
         }
     };
+    // The hook never fails open: a panic blocks the call (exit 2), not 101.
+    let hook = matches!(args.command, Cmd::Hook(HookCmd::Claude));
+    if hook {
+        plangate_agent::claude::hook::fail_closed_on_panic();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
+        Err(e) if hook => {
+            plangate_agent::claude::hook::block_and_exit(&format!("plangate: cannot start the hook ({e}), so this call is blocked"))
+        }
         Err(e) => {
             eprintln!("plangate: cannot start the async runtime: {e}");
             std::process::exit(1);
@@ -177,6 +186,7 @@ async fn run(args: Args) -> Result<i32> {
         Cmd::Config(ConfigCmd::Check { config }) => {
             let settings = Settings::load(config.as_deref())?;
             println!("{}", serde_json::to_string_pretty(&settings.masked())?);
+            eprintln!("data_dir: {} (a relative data_dir is resolved against the current directory)", settings.data_dir.display());
             eprintln!("configuration is valid");
             Ok(0)
         }
@@ -242,7 +252,17 @@ async fn run(args: Args) -> Result<i32> {
         }
         Cmd::Hook(HookCmd::Install(HookInstallCmd::Claude { scope, dry_run, wait })) => {
             let scope = scope.parse()?;
-            let installed = plangate_agent::claude::install::install(scope, &std::env::current_dir()?, wait, dry_run)?;
+            let exe = plangate_agent::claude::install::current_binary()?;
+            let installed = plangate_agent::claude::install::install(scope, &std::env::current_dir()?, &exe, wait, dry_run)?;
+            if let Some(warning) = installed.warning() {
+                eprintln!("{warning}");
+            }
+            for other in &installed.also_in {
+                eprintln!(
+                    "note: {} also has plangate hooks; Claude Code runs both, so remove them from the file you do not want",
+                    other.display()
+                );
+            }
             let path = installed.path.display();
             if installed.dry_run {
                 println!("{}", serde_json::to_string_pretty(&installed.settings)?);
@@ -271,6 +291,7 @@ async fn serve(config: Option<PathBuf>) -> Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let settings = Arc::new(Settings::load(config.as_deref())?);
+    tracing::info!(data_dir = %settings.data_dir.display(), "data_dir (absolute; a relative one is resolved against the current directory)");
     std::fs::create_dir_all(&settings.data_dir).with_context(|| format!("cannot create data_dir {}", settings.data_dir.display()))?;
     let store = SledStore::open(&settings.data_dir)?;
     let core = Core::new(settings.clone(), Arc::new(store));

@@ -19,9 +19,25 @@
 //! | still pending | `deny`: "awaiting approval …; call ExitPlanMode again with the same plan" | same |
 //! | timed out, cancelled, superseded | `deny` with what happened | same |
 //!
+//! plangate's own MCP tools (`mcp__plangate__<tool>`, [`crate::mcp::TOOLS`])
+//! are where the hook and `plangate mcp` meet: the MCP server cannot know
+//! which Claude session calls it (one server process serves a Claude Code
+//! process, whose session changes on `/clear` or `--resume`), so once the gate
+//! lets such a call through, the hook answers `permissionDecision: "allow"`
+//! with `updatedInput` = the tool input plus `session_id` = Claude's session
+//! (the one this hook gates). Claude Code's hooks reference, "PreToolUse
+//! decision control": `updatedInput` "modifies the tool's input parameters
+//! before execution. Replaces the entire input object … Combine with "allow"
+//! to auto-approve"; added in Claude Code 2.0.10 ("PreToolUse hooks can now
+//! modify tool inputs"). Auto-approving these is safe: they change nothing but
+//! plangate's own state, and deny and ask rules still apply. If `updatedInput`
+//! is lost on the way, the MCP server gets no session and refuses the call.
+//!
 //! Never fail open: a server that is down or slow, malformed input, a missing
 //! `session_id` or `tool_name`, a plan over the 60,000-character cap — each is
 //! a deny with the reason, and the process exits 0 so Claude Code reads it.
+//! A panic prints a deny and exits 2 ([`fail_closed_on_panic`]); the installed
+//! command adds `|| exit 2` for everything that happens before this code runs.
 //! An event this hook does not handle is answered `{"continue": false}` with
 //! a `stopReason`: it can only be there by mistake, and stopping is the one
 //! answer every event understands. Outside the decision wait the hook answers
@@ -71,6 +87,11 @@ pub enum Answer {
     Allow {
         updated_input: Value,
     },
+    /// `PreToolUse` allow with the tool input to run: plangate's own MCP
+    /// tools, given Claude's session.
+    AllowInput {
+        updated_input: Value,
+    },
     /// `{"continue": false}`: for events this hook does not know.
     Stop(String),
 }
@@ -91,6 +112,8 @@ impl Answer {
                 "hookEventName": "PermissionRequest", "decision": {"behavior": "deny", "message": reason}}}),
             Answer::Allow { updated_input } => json!({"hookSpecificOutput": {
                 "hookEventName": "PermissionRequest", "decision": {"behavior": "allow", "updatedInput": updated_input}}}),
+            Answer::AllowInput { updated_input } => json!({"hookSpecificOutput": {
+                "hookEventName": "PreToolUse", "permissionDecision": "allow", "updatedInput": updated_input}}),
             Answer::Stop(reason) => json!({"continue": false, "stopReason": reason}),
         };
         format!("{value}\n")
@@ -127,6 +150,31 @@ pub fn wait_from_env() -> Result<Duration, AgentError> {
             _ => Err(AgentError::Usage(format!("PLANGATE_HOOK_WAIT must be whole seconds from 0 to {MAX_WAIT_SECS}, got {v:?}"))),
         },
     }
+}
+
+/// The exit code that makes Claude Code block the tool (or deny the
+/// permission) whatever the event: every other non-zero code lets it run.
+pub const EXIT_BLOCK: i32 = 2;
+
+/// Block this call and exit: the reason on stderr (what Claude Code shows
+/// Claude on exit 2), a `PreToolUse` deny on stdout for anything that reads
+/// it, and exit code 2. Write errors are ignored: the exit code is the answer.
+pub fn block_and_exit(reason: &str) -> ! {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{reason}");
+    let mut out = std::io::stdout();
+    let _ = out.write_all(Answer::deny(Event::PreToolUse, reason).render().as_bytes());
+    let _ = out.flush();
+    std::process::exit(EXIT_BLOCK)
+}
+
+/// From now on a panic anywhere in the process (any thread) blocks the call
+/// ([`block_and_exit`]) instead of exiting 101, which Claude Code would take
+/// for a non-blocking error and run the tool.
+pub fn fail_closed_on_panic() {
+    std::panic::set_hook(Box::new(|info| {
+        block_and_exit(&format!("plangate: the hook crashed ({info}), so this call is blocked"));
+    }));
 }
 
 /// Read one event from stdin and answer it: what `plangate hook claude` prints.
@@ -208,8 +256,33 @@ pub async fn answer(bytes: &[u8], settings: impl FnOnce() -> Result<Settings, Ag
     }
 }
 
+/// The tool of plangate's own MCP server that `tool_name` calls, if any.
+fn own_mcp_tool(tool_name: &str) -> Option<&'static str> {
+    let tool = tool_name.strip_prefix(crate::mcp::CLAUDE_TOOL_PREFIX)?;
+    crate::mcp::TOOLS.iter().copied().find(|t| *t == tool)
+}
+
+/// A call of plangate's own MCP tool, allowed with Claude's session id in
+/// its input (overriding any the model put there).
+fn with_session(input: &Input) -> Answer {
+    let mut updated = match &input.tool_input {
+        Value::Object(map) => map.clone(),
+        Value::Null => serde_json::Map::new(),
+        _ => {
+            return Answer::deny(input.event, format!("plangate: the input of {} is not a JSON object, so it is blocked", input.tool_name))
+        }
+    };
+    updated.insert("session_id".to_string(), json!(input.session_id));
+    Answer::AllowInput { updated_input: Value::Object(updated) }
+}
+
 async fn gate(input: &Input, settings: &Settings) -> Answer {
     match settings.client.gate(&input.session_id, &input.tool_name, &input.tool_input).await {
+        Ok(verdict)
+            if verdict.decision == GateDecision::Allow && input.event == Event::PreToolUse && own_mcp_tool(&input.tool_name).is_some() =>
+        {
+            with_session(input)
+        }
         // Allow is no decision: Claude Code's own permission rules still apply.
         Ok(verdict) if verdict.decision == GateDecision::Allow => Answer::NoDecision,
         Ok(verdict) => Answer::deny(input.event, format!("plangate: {}", verdict.reason)),
@@ -385,6 +458,25 @@ mod tests {
     #[test]
     fn no_decision_is_empty_output() {
         assert_eq!(Answer::NoDecision.render(), "");
+    }
+
+    #[test]
+    fn own_mcp_tools_get_claudes_session() {
+        assert_eq!(own_mcp_tool("mcp__plangate__enter_plan_mode"), Some("enter_plan_mode"));
+        assert_eq!(own_mcp_tool("mcp__plangate__nope"), None);
+        assert_eq!(own_mcp_tool("mcp__other__enter_plan_mode"), None);
+        let input = |tool_input: Value| Input {
+            event: Event::PreToolUse,
+            session_id: "claude-abc".into(),
+            tool_name: "mcp__plangate__update_plan".into(),
+            tool_input,
+        };
+        let answer = with_session(&input(json!({"steps": [], "session_id": "elsewhere"})));
+        let v = rendered(&answer);
+        assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "allow");
+        assert_eq!(v["hookSpecificOutput"]["updatedInput"], json!({"steps": [], "session_id": "claude-abc"}));
+        assert_eq!(rendered(&with_session(&input(Value::Null)))["hookSpecificOutput"]["updatedInput"], json!({"session_id": "claude-abc"}));
+        assert_eq!(rendered(&with_session(&input(json!([1]))))["hookSpecificOutput"]["permissionDecision"], "deny");
     }
 
     #[test]

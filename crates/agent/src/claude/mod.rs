@@ -20,5 +20,118 @@ pub mod install;
 
 pub use hook::{answer, run, Answer, Event};
 
-/// The command the installer writes and Claude Code runs.
-pub const HOOK_COMMAND: &str = "plangate hook claude";
+use std::path::Path;
+
+/// The command older installers wrote: it depends on `PATH`, and a `plangate`
+/// that is not found exits 127, which Claude Code treats as a non-blocking
+/// error, so the tool runs. Still recognised, so re-installing replaces it.
+pub const LEGACY_HOOK_COMMAND: &str = "plangate hook claude";
+
+/// What follows the binary in the installed command.
+const HOOK_ARGS: &str = " hook claude";
+/// Turns every failure of the command into a block.
+const FAIL_CLOSED: &str = " || exit 2";
+
+/// The command the installer writes for the binary at `exe` (absolute):
+/// `'/abs/plangate' hook claude || exit 2`.
+///
+/// Claude Code runs a `command` hook through a shell and blocks the tool
+/// only on a JSON deny (exit 0) or on exit code 2; every other exit code —
+/// 127 for a binary that is not there, 126 when it cannot run, 101 for a
+/// panic, 1, a kill by a signal — is a "non-blocking error" and the tool
+/// runs. (Claude Code hooks reference, code.claude.com/docs/en/hooks, "Exit
+/// code output": "Exit code 2: Blocking error … Other exit codes:
+/// Non-blocking error"; checked against Claude Code 2.1.x.) So the binary is
+/// named by its absolute path, shell-quoted, and any non-zero exit becomes 2;
+/// the shell's own message (e.g. "not found") goes to stderr, which Claude
+/// Code shows Claude as the reason.
+pub fn hook_command(exe: &Path) -> Result<String, String> {
+    let text = exe.to_str().ok_or_else(|| format!("the path of this binary ({}) is not UTF-8", exe.display()))?;
+    if !exe.is_absolute() {
+        return Err(format!("the path of this binary ({text}) is not absolute"));
+    }
+    Ok(format!("{}{HOOK_ARGS}{FAIL_CLOSED}", shell_quote(text)))
+}
+
+/// `text` as one POSIX shell word: in single quotes, each `'` as `'\''`.
+pub fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// Whether `command` is a plangate hook command: the legacy bare one, or
+/// `<quoted path to a binary named plangate> hook claude [|| exit 2]`.
+pub fn is_hook_command(command: &str) -> bool {
+    let c = command.trim();
+    if c == LEGACY_HOOK_COMMAND {
+        return true;
+    }
+    let c = c.strip_suffix(FAIL_CLOSED).unwrap_or(c);
+    let Some(program) = c.strip_suffix(HOOK_ARGS) else {
+        return false;
+    };
+    let Some(path) = shell_unquote(program.trim()) else {
+        return false;
+    };
+    Path::new(&path).file_stem().is_some_and(|n| n == "plangate")
+}
+
+/// The inverse of [`shell_quote`] (and a bare word without quotes or spaces).
+fn shell_unquote(word: &str) -> Option<String> {
+    if !word.starts_with('\'') {
+        let plain = !word.is_empty() && !word.contains(|c: char| c.is_whitespace() || "'\"\\$`;&|<>(){}*?[]#~".contains(c));
+        return plain.then(|| word.to_string());
+    }
+    let mut out = String::new();
+    let mut rest = word;
+    loop {
+        let inner = rest.strip_prefix('\'')?;
+        let end = inner.find('\'')?;
+        out.push_str(&inner[..end]);
+        rest = &inner[end + 1..];
+        if rest.is_empty() {
+            return Some(out);
+        }
+        rest = rest.strip_prefix("\\'")?;
+        out.push('\'');
+        if rest.is_empty() {
+            return Some(out);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_names_the_quoted_binary_and_fails_closed() {
+        let cmd = hook_command(Path::new("/opt/my tools/it's/plangate")).unwrap_or_default();
+        assert_eq!(cmd, r"'/opt/my tools/it'\''s/plangate' hook claude || exit 2");
+        assert!(is_hook_command(&cmd));
+        assert!(hook_command(Path::new("plangate")).is_err());
+    }
+
+    #[test]
+    fn recognises_every_form_it_ever_wrote_and_nothing_else() {
+        for ours in [
+            "plangate hook claude",
+            " plangate hook claude ",
+            "'/usr/local/bin/plangate' hook claude || exit 2",
+            "'/a/b/plangate' hook claude",
+            "/usr/bin/plangate hook claude || exit 2",
+            r"'/x/it'\''s/plangate' hook claude || exit 2",
+        ] {
+            assert!(is_hook_command(ours), "{ours}");
+        }
+        for theirs in [
+            "audit.sh",
+            "'/usr/bin/other' hook claude || exit 2",
+            "plangate hook codex",
+            "'/a/plangate' hook claude; rm -rf /",
+            "'/a/plangate hook claude",
+            "$(evil)/plangate hook claude",
+        ] {
+            assert!(!is_hook_command(theirs), "{theirs}");
+        }
+    }
+}

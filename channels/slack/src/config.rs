@@ -34,10 +34,18 @@ pub struct SlackConfig {
     pub api_url: String,
     #[serde(default)]
     pub transport: Transport,
-    /// The workspace (`T…`) this adapter serves; events from any other team
-    /// are refused by the server. Unset: any team.
+    /// The workspace (`T…`) this adapter serves: the server refuses (and
+    /// audits) clicks, modal submissions and commands from any other team.
+    /// Unset: the bot's own workspace, learned from `auth.test` at start (the
+    /// adapter does not start when that fails; see [`crate::start`]).
     #[serde(default)]
     pub team_id: Option<String>,
+    /// Other workspaces whose users may also decide (Slack Connect partners,
+    /// other installs of a multi-workspace app), on top of the home one above.
+    /// Empty (the default): nobody outside the home workspace. The approver
+    /// allowlists still apply to every user.
+    #[serde(default)]
+    pub allow_other_teams: Vec<String>,
     /// Messages per second into one channel (Slack allows about 1).
     #[serde(default = "default_per_channel")]
     pub per_channel_per_second: u32,
@@ -70,6 +78,7 @@ impl SlackConfig {
             api_url: default_api_url(),
             transport: Transport::default(),
             team_id: None,
+            allow_other_teams: Vec::new(),
             per_channel_per_second: default_per_channel(),
             global_per_second: default_global(),
         }
@@ -95,6 +104,9 @@ impl SlackConfig {
             }
             _ => {}
         }
+        if self.allow_other_teams.iter().any(|t| !is_team_id(t)) {
+            return bad("slack.allow_other_teams", "a list of workspace ids such as [\"T0123456789\"]");
+        }
         if self.per_channel_per_second == 0 {
             return bad("slack.per_channel_per_second", "a whole number of messages per second, at least 1");
         }
@@ -108,6 +120,27 @@ impl SlackConfig {
     pub fn expected_team(&self) -> Option<String> {
         non_empty(&self.team_id).map(str::to_string)
     }
+
+    /// Every workspace the configuration names as allowed: `team_id` (when
+    /// set) and `allow_other_teams`. The server registers these (and the
+    /// workspace the adapter learned, [`plangate_channel::Adapter::expected_team`])
+    /// with its foreign-team check.
+    pub fn allowed_teams(&self) -> Vec<String> {
+        let mut teams: Vec<String> = self.expected_team().into_iter().collect();
+        for team in &self.allow_other_teams {
+            let team = team.trim().to_string();
+            if !teams.contains(&team) {
+                teams.push(team);
+            }
+        }
+        teams
+    }
+}
+
+/// A Slack workspace (`T…`) or Enterprise Grid organization (`E…`) id.
+fn is_team_id(id: &str) -> bool {
+    let id = id.trim();
+    id.len() >= 2 && id.len() <= 32 && id.bytes().all(|b| b.is_ascii_alphanumeric())
 }
 
 pub(crate) fn non_empty(value: &Option<String>) -> Option<&str> {
@@ -125,6 +158,7 @@ impl fmt::Debug for SlackConfig {
             .field("api_url", &self.api_url)
             .field("transport", &self.transport)
             .field("team_id", &self.team_id)
+            .field("allow_other_teams", &self.allow_other_teams)
             .field("per_channel_per_second", &self.per_channel_per_second)
             .field("global_per_second", &self.global_per_second)
             .finish()
@@ -154,6 +188,25 @@ mod tests {
         assert!(matches!(bad_url.validate(), Err(crate::SlackError::Config { key: "slack.api_url", .. })));
         let unknown = serde_json::from_value::<SlackConfig>(serde_json::json!({"bot_token": "x", "tokn": "y"}));
         assert!(unknown.is_err());
+        let mut bad_team = cfg.clone();
+        bad_team.allow_other_teams = vec!["T1".into(), "T 2".into()];
+        assert!(matches!(bad_team.validate(), Err(crate::SlackError::Config { key: "slack.allow_other_teams", .. })));
+        bad_team.allow_other_teams = vec![String::new()];
+        assert!(bad_team.validate().is_err());
+    }
+
+    #[test]
+    fn allowed_teams_are_the_home_team_and_the_listed_ones() {
+        let mut cfg = SlackConfig::new("xoxb-1");
+        assert!(cfg.allowed_teams().is_empty(), "unset: learned from auth.test at start");
+        cfg.team_id = Some(" ".into());
+        assert!(cfg.allowed_teams().is_empty(), "an empty override is unset");
+        cfg.team_id = Some("T1".into());
+        cfg.allow_other_teams = vec!["T2".into(), "T1".into(), " E3 ".into()];
+        assert!(cfg.validate().is_err(), "no app token");
+        assert_eq!(cfg.allowed_teams(), ["T1", "T2", "E3"]);
+        let parsed: SlackConfig = serde_json::from_value(serde_json::json!({"bot_token": "x", "allow_other_teams": ["T2"]})).unwrap();
+        assert_eq!((parsed.expected_team(), parsed.allowed_teams()), (None, vec!["T2".to_string()]));
     }
 
     #[test]

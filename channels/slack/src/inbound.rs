@@ -257,7 +257,7 @@ impl Dispatcher {
             tracing::warn!("block_actions outside a channel; ignored");
             return;
         };
-        let team = event.team.map(|t| t.id).or(slack_user.team_id.clone());
+        let team = team_of(event.team, &slack_user);
         // Uploads and modal follow-ups go to the card's thread; an ephemeral
         // message (the cancel confirmation) has no thread of its own.
         let from_ephemeral = container.is_ephemeral == Some(true);
@@ -314,7 +314,7 @@ impl Dispatcher {
             ModalKind::Answer if text.is_empty() => return refuse("Type your answer."),
             ModalKind::Answer => Action::AnswerText { question_id: meta.id, text },
         };
-        let team = event.team.map(|t| t.id).or(event.user.team_id.clone());
+        let team = team_of(event.team, &event.user);
         let key = Some(format!("slack:view:{}:{}", view.id, view.hash.as_deref().unwrap_or("")));
         let ctx = ReplyCtx {
             channel: meta.channel.clone(),
@@ -379,25 +379,26 @@ impl Dispatcher {
     }
 
     async fn render(&self, reply: Reply, ctx: &ReplyCtx) {
+        // Server text quotes agents and users (titles, feedback, answers), so
+        // it is shown as plain_text blocks; `text` is only the notification.
         let result = match reply {
             Reply::None => Ok(()),
-            Reply::Notice(text) | Reply::Text(text) => self.ephemeral(ctx, reply_text(&text), None).await,
+            Reply::Notice(text) | Reply::Text(text) => self.ephemeral(ctx, reply_text(&text), Some(render::text_blocks(&text))).await,
             Reply::AskFeedback { approval_id, prompt, .. } => {
-                let fallback = format!("{prompt}\nOr type `/plan revise #{} <what should change>`", approval_id.short());
-                self.open_modal(ctx, ModalKind::Feedback, approval_id, &prompt, None, &fallback).await
+                let hint = format!("Or type `/plan revise #{} <what should change>`", approval_id.short());
+                self.open_modal(ctx, ModalKind::Feedback, approval_id, &prompt, None, &hint).await
             }
             Reply::AskEdit { approval_id, steps, .. } => {
                 let initial = steps.join("\n");
-                let fallback = format!("Type `/plan edit #{} <step 1>; <step 2>; …`", approval_id.short());
+                let hint = format!("Type `/plan edit #{} <step 1>; <step 2>; …`", approval_id.short());
                 if initial.chars().count() > render::INPUT_LIMIT {
-                    self.ephemeral(ctx, reply_text(&format!("This plan is too long to edit in a form. {fallback}")), None).await
+                    self.hint(ctx, "This plan is too long to edit in a form.", &hint).await
                 } else {
-                    self.open_modal(ctx, ModalKind::Edit, approval_id, "", Some(initial), &fallback).await
+                    self.open_modal(ctx, ModalKind::Edit, approval_id, "", Some(initial), &hint).await
                 }
             }
             Reply::AskAnswer { question_id, prompt } => {
-                let fallback = format!("{prompt}\nType `/plan answer <your answer>`");
-                self.open_modal(ctx, ModalKind::Answer, question_id, &prompt, None, &fallback).await
+                self.open_modal(ctx, ModalKind::Answer, question_id, &prompt, None, "Type `/plan answer <your answer>`").await
             }
             Reply::ConfirmCancel { approval_id, prompt, .. } => {
                 self.ephemeral(ctx, reply_text(&prompt), Some(render::confirm_cancel_blocks(approval_id, &prompt))).await
@@ -411,6 +412,7 @@ impl Dispatcher {
         }
     }
 
+    /// A modal, or when it cannot be opened, `prompt` and a command `hint` in text.
     async fn open_modal(
         &self,
         ctx: &ReplyCtx,
@@ -418,7 +420,7 @@ impl Dispatcher {
         id: plangate_engine::ApprovalId,
         prompt: &str,
         initial: Option<String>,
-        fallback: &str,
+        hint: &str,
     ) -> Result<(), plangate_channel::ChannelError> {
         if let Some(trigger) = &ctx.trigger_id {
             let meta = ModalMeta { id, channel: ctx.channel.clone(), thread: ctx.thread.clone() };
@@ -428,7 +430,13 @@ impl Dispatcher {
                 Err(e) => tracing::warn!(error = %e, "views.open failed; answering in text"),
             }
         }
-        self.ephemeral(ctx, reply_text(fallback), None).await
+        self.hint(ctx, prompt, hint).await
+    }
+
+    /// `text` (verbatim) and one of plangate's command hints (mrkdwn code).
+    async fn hint(&self, ctx: &ReplyCtx, text: &str, hint: &str) -> Result<(), plangate_channel::ChannelError> {
+        let fallback = if text.trim().is_empty() { hint.to_string() } else { format!("{text}\n{hint}") };
+        self.ephemeral(ctx, reply_text(&fallback), Some(render::hint_blocks(text, hint))).await
     }
 
     /// A message only the user sees: through `response_url` when the event
@@ -454,8 +462,9 @@ impl Dispatcher {
     }
 }
 
-/// Server text for Slack: escaped, and cut (at a line boundary) to a size
-/// Slack shows in full.
+/// Server text as a message's mrkdwn `text` (the notification; the blocks
+/// show it verbatim): escaped ([`escape`]), and cut (at a line boundary) to a
+/// size Slack shows in full.
 fn reply_text(text: &str) -> String {
     let escaped = escape(text);
     if escaped.chars().count() <= MAX_REPLY_TEXT {
@@ -464,6 +473,21 @@ fn reply_text(text: &str) -> String {
     let lines: Vec<String> = escaped.lines().map(str::to_string).collect();
     let first = render::chunk_lines(None, &lines, MAX_REPLY_TEXT - 2).into_iter().next().unwrap_or_default();
     format!("{first}\n…")
+}
+
+/// The workspace the server checks an interaction against. The user's own
+/// team (`user.team_id`) comes first when it is a workspace id (`T…`): in a
+/// Slack Connect channel it names the clicker's home, where `team` may name
+/// the channel's. On Enterprise Grid `user.team_id` is the organization
+/// (`E…`), so the payload's `team.id` (the workspace) is used instead, and the
+/// organization only when there is nothing else. `None` is refused by the
+/// server as any unknown team is.
+fn team_of(team: Option<Team>, user: &SlackUser) -> Option<String> {
+    let own = user.team_id.as_deref().map(str::trim).filter(|t| !t.is_empty());
+    match own {
+        Some(own) if own.starts_with('T') => Some(own.to_string()),
+        _ => team.map(|t| t.id).filter(|t| !t.trim().is_empty()).or(own.map(str::to_string)),
+    }
 }
 
 fn user_of(user: &SlackUser, team: Option<String>) -> User {
@@ -493,6 +517,21 @@ mod tests {
         assert!(seen.keys.len() <= SEEN_CAP + 1);
         // "a" was evicted by the cap, so it is new again.
         assert!(seen.first_time("a"));
+    }
+
+    #[test]
+    fn the_users_own_workspace_is_the_one_checked() {
+        let user = |team: Option<&str>| SlackUser { id: "U1".into(), username: None, name: None, team_id: team.map(str::to_string) };
+        let team = |id: &str| Some(Team { id: id.into() });
+        // Slack Connect: a partner's user in the host's channel.
+        assert_eq!(team_of(team("THOST"), &user(Some("TPARTNER"))).as_deref(), Some("TPARTNER"));
+        assert_eq!(team_of(team("T1"), &user(Some("T1"))).as_deref(), Some("T1"));
+        // Enterprise Grid: the user's team is the organization.
+        assert_eq!(team_of(team("T1"), &user(Some("E1"))).as_deref(), Some("T1"));
+        assert_eq!(team_of(None, &user(Some("E1"))).as_deref(), Some("E1"));
+        assert_eq!(team_of(team("T1"), &user(None)).as_deref(), Some("T1"));
+        assert_eq!(team_of(None, &user(Some(" "))), None);
+        assert_eq!(team_of(team(""), &user(None)), None);
     }
 
     #[test]

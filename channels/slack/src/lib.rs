@@ -30,11 +30,25 @@
 //! `slack:command:<trigger_id>`, `slack:view:<view id>:<hash>`) and are dropped
 //! in-process; the server dedupes them durably too. Sections are split at 3,000
 //! characters and a card never exceeds 50 blocks (cut with "… full plan in the
-//! attached document"); button texts stay under 75 characters. Every
-//! agent-written string is mrkdwn-escaped (`& < >`), which also neutralizes
-//! `<!channel>`, `<!here>` and `<@U…>` mentions. Outbound messages go through the
-//! shared [`RateLimiter`] (1/s per channel, 20/s overall by default) and a 429's
-//! `Retry-After` is honoured.
+//! attached document"); button texts stay under 75 characters. Outbound
+//! messages go through the shared [`RateLimiter`] (1/s per channel, 20/s
+//! overall by default) and a 429's `Retry-After` is honoured.
+//!
+//! **Agent text is never markup.** Whatever an agent or a chat user wrote
+//! (titles, summaries, steps, risks, questions, options, receipts with their
+//! feedback, command output) is shown in `plain_text` text objects with
+//! `emoji: false`, which Slack renders verbatim: no bold, no links, no
+//! `<!channel>`. The few mrkdwn strings that must carry such text (a message's
+//! notification `text`, an upload's comment) go through [`render::escape`].
+//! See [`render`] for why this and not character escapes.
+//!
+//! **Workspaces.** Every event carries the team it came from
+//! ([`User::team`](plangate_channel::User::team)); the server refuses and
+//! audits any team that is not allowed. Allowed are the home workspace —
+//! `team_id`, or when it is unset the bot's own workspace from `auth.test` at
+//! start — plus the explicit opt-in `allow_other_teams`. If `team_id` is unset
+//! and `auth.test` fails, [`start`] fails: the adapter cannot tell its users
+//! from strangers, so it refuses to run rather than accept everyone.
 //!
 //! **Architecture invariant:** this crate depends on the channel contract and
 //! the engine only; business rules (who may approve, which session a command
@@ -75,6 +89,14 @@ pub enum SlackError {
     /// Socket Mode could not be set up.
     #[error("Slack Socket Mode: {0}")]
     Socket(String),
+    /// `team_id` is unset and `auth.test` could not say which workspace the
+    /// bot belongs to.
+    #[error(
+        "cannot learn the Slack workspace: auth.test failed ({0}). Without it, clicks from other workspaces could not be \
+         refused, so the Slack adapter does not start. Check slack.bot_token and slack.api_url, or set slack.team_id to \
+         your workspace id (T…) to start without asking Slack"
+    )]
+    Workspace(String),
 }
 
 /// Knobs tests need and deployments do not.
@@ -90,9 +112,14 @@ impl Default for StartOptions {
     }
 }
 
-/// Start the Slack adapter: build the Web API client, and either connect
+/// Start the Slack adapter: build the Web API client, learn the home
+/// workspace from `auth.test` when `team_id` is unset (failing closed: an
+/// error, not an adapter that accepts every workspace), and either connect
 /// Socket Mode (the returned task ends when `shutdown` becomes true) or hand
 /// back the signed HTTP routes for the server to mount.
+///
+/// [`Adapter::expected_team`] is always set: the home workspace. The server
+/// allows it and [`SlackConfig::allowed_teams`], and refuses every other team.
 pub async fn start(config: SlackConfig, handler: Arc<dyn InboundHandler>, shutdown: Shutdown) -> Result<Adapter, SlackError> {
     start_with(config, handler, shutdown, StartOptions::default()).await
 }
@@ -108,8 +135,22 @@ pub async fn start_with(
     tracing::info!(config = ?config, "starting the Slack adapter");
     let api = Arc::new(outbound::Api::new(&config)?);
     let channel = Arc::new(SlackChannel::new(api.clone()));
+    let home = match config.expected_team() {
+        Some(team) => team,
+        None => match api.auth_team().await {
+            Ok(team) => {
+                tracing::info!(team, "Slack workspace learned from auth.test; users of other workspaces are refused");
+                team
+            }
+            Err(e) => {
+                let error = SlackError::Workspace(e.to_string());
+                tracing::error!(%error, "the Slack adapter cannot start");
+                return Err(error);
+            }
+        },
+    };
+    let expected_team = Some(home);
     let dispatcher = Arc::new(inbound::Dispatcher::new(handler, api.clone()));
-    let expected_team = config.expected_team();
     match config.transport {
         Transport::Socket => {
             let app_token = config::non_empty(&config.app_token).unwrap_or_default().to_string();

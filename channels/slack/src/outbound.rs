@@ -59,6 +59,16 @@ impl Api {
         })
     }
 
+    /// The workspace (`team_id`) the bot token belongs to, from `auth.test`.
+    pub(crate) async fn auth_team(&self) -> Result<String, ChannelError> {
+        let res = self.call("auth.test", "auth.test", || async { self.client.open_session(&self.token).auth_test().await }).await?;
+        let team = res.team_id.to_string();
+        if team.trim().is_empty() {
+            return Err(ChannelError::Api { platform: PLATFORM, message: "auth.test returned no team_id".to_string() });
+        }
+        Ok(team)
+    }
+
     /// Run one rate-limited, retried API call for `key` (a channel id).
     async fn call<T, F, Fut>(&self, method: &'static str, key: &str, send: F) -> Result<T, ChannelError>
     where

@@ -2,10 +2,35 @@
 //!
 //! Pure functions, no I/O: everything here is what the tests compare with the
 //! requests the fake Slack records. The words come from the engine's
-//! [`Card`]; this module only escapes them for mrkdwn, arranges them in
-//! blocks and keeps within Slack's limits (which the client crate does not
-//! check): 3,000 characters per section, 50 blocks per message, 150 per
-//! header, 75 per button text.
+//! [`Card`]; this module only arranges them in blocks, keeps them inert, and
+//! keeps within Slack's limits (which the client crate does not check): 3,000
+//! characters per section, 50 blocks per message, 150 per header, 75 per
+//! button text.
+//!
+//! # Agent text is shown, never interpreted
+//!
+//! Titles, summaries, steps, risks, assumptions, verification, questions and
+//! their options come from the agent; receipts carry chat users' names and
+//! their feedback; command output and prompts quote all of these. Were any of
+//! it mrkdwn, an agent could draw a bold "*Approved by @alice*" line on its
+//! own card, ping `<!channel>`, or label a link `<https://evil.example|Approve>`.
+//!
+//! Slack has no escape for its formatting characters: only `&`, `<` and `>`
+//! have entities (`&amp;` `&lt;` `&gt;`); any other entity such as `&#x2a;` is
+//! shown as typed, so is a backslash, and a zero-width space next to `*` or
+//! `_` counts as a word break, which *enables* formatting inside words. So
+//! that text goes into **`plain_text` text objects with `emoji: false`**
+//! ([`literal`], [`plain_section`]): Block Kit takes them in headers,
+//! sections, context blocks, button labels and confirm dialogs, and Slack
+//! renders them verbatim — no bold, italics, strike, code, quotes, links,
+//! mentions or `:emoji:` codes — so approvers read exactly what the agent
+//! sent. Headings ("Steps", "Risks"…) are plain words in the same block as
+//! their list, so the layout keeps its block count.
+//!
+//! mrkdwn remains for plangate's own words only (the `/plan` command hints,
+//! the "cut" note), and for the two strings that are mrkdwn by definition: a
+//! message's top-level `text` (notifications, clients without blocks) and an
+//! upload's comment. Agent text there goes through [`escape`].
 
 use plangate_channel::Style;
 use plangate_engine::card::{Card, CardAction};
@@ -17,6 +42,8 @@ pub const SECTION_LIMIT: usize = 3000;
 pub const MAX_BLOCKS: usize = 50;
 pub const HEADER_LIMIT: usize = 150;
 pub const BUTTON_TEXT_LIMIT: usize = 75;
+/// A confirm dialog's text.
+pub const CONFIRM_TEXT_LIMIT: usize = 300;
 /// `plain_text_input` accepts at most this many characters.
 pub const INPUT_LIMIT: usize = 3000;
 /// Question buttons: the codec carries one decimal digit.
@@ -34,11 +61,55 @@ pub const INPUT_ACTION: &str = "plangate_text";
 
 pub const ACTIONS_BLOCK: &str = "plangate_actions";
 
-/// Escape the three characters Slack's mrkdwn treats specially. Because every
-/// mention, channel link and special command (`<!channel>`, `<!here>`,
-/// `<@U123>`, `<#C1>`, `<https://…|label>`) starts with `<`, this also makes
-/// all of them inert text.
+/// Agent or user text for a mrkdwn string (a message's notification `text`,
+/// an upload's comment): shown as written, interpreted as nothing.
+///
+/// * `&`, `<`, `>` become `&amp;`, `&lt;`, `&gt;`, the escapes Slack
+///   documents. Every mention, channel link, special command and link
+///   (`<!channel>`, `<!here>`, `<@U123>`, `<#C1>`, `<https://…|label>`)
+///   starts with `<`, so all of them become inert text.
+/// * `*`, `_`, `~` and `` ` `` (bold, italics, strike, code) and the
+///   full-width `＊ ＿ ｀` have no escape in mrkdwn, so they are replaced by
+///   look-alikes Slack does not parse: `∗` (U+2217), `ˍ` (U+02CD), `∼`
+///   (U+223C), `ˋ` (U+02CB), `﹡` (U+FE61), `⸏` (U+2E0F).
+/// * A line starting with `>` or `＞` would be a quote (`&gt;` is one too), so
+///   an invisible soft hyphen (U+00AD) goes in front of it.
+///
+/// Look-alikes change the characters (a copied `snake_case` name would not
+/// match), which is why blocks show agent text as `plain_text` ([`literal`])
+/// and this is kept for what has to be mrkdwn.
 pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let body = line.trim_start();
+        out.push_str(&line[..line.len() - body.len()]);
+        if body.starts_with(['>', '＞']) {
+            out.push('\u{AD}');
+        }
+        for c in body.chars() {
+            match c {
+                '&' => out.push_str("&amp;"),
+                '<' => out.push_str("&lt;"),
+                '>' => out.push_str("&gt;"),
+                '*' => out.push('\u{2217}'),
+                '_' => out.push('\u{02CD}'),
+                '~' => out.push('\u{223C}'),
+                '`' | '｀' => out.push('\u{02CB}'),
+                '＊' => out.push('\u{FE61}'),
+                '＿' => out.push('\u{2E0F}'),
+                c => out.push(c),
+            }
+        }
+    }
+    out
+}
+
+/// plangate's own words for mrkdwn (command hints, whose `` ` `` are meant):
+/// only `& < >` are escaped.
+pub fn escape_entities(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -65,23 +136,41 @@ fn mrkdwn(text: impl Into<String>) -> SlackBlockText {
     SlackBlockText::MarkDown(SlackBlockMarkDownText::new(text.into()))
 }
 
+/// plangate's own label (buttons, modal titles).
 fn plain(text: &str) -> SlackBlockPlainTextOnly {
     SlackBlockPlainTextOnly::from(text)
 }
 
-/// A section of already-escaped mrkdwn (at most [`SECTION_LIMIT`] characters).
+/// Agent or user text, shown verbatim: `plain_text` with `emoji: false`.
+fn literal_text(text: &str) -> SlackBlockPlainText {
+    SlackBlockPlainText::new(text.to_string()).with_emoji(false)
+}
+
+/// Agent or user text as a text object: `plain_text`, `emoji: false`, which
+/// Slack never parses (see the module documentation).
+pub fn literal(text: &str) -> SlackBlockText {
+    SlackBlockText::Plain(literal_text(text))
+}
+
+/// A section of plangate's own, already-escaped mrkdwn (at most
+/// [`SECTION_LIMIT`] characters). Never for agent text: see [`plain_section`].
 pub fn section(text: impl Into<String>) -> SlackBlock {
     SlackSectionBlock::new().with_text(mrkdwn(truncate(&text.into(), SECTION_LIMIT))).into()
 }
 
-fn context(text: impl Into<String>) -> SlackBlock {
-    SlackContextBlock::new(vec![SlackContextBlockElement::MarkDown(SlackBlockMarkDownText::new(truncate(&text.into(), SECTION_LIMIT)))])
-        .into()
+/// A section of agent or user text, shown verbatim ([`literal`]), at most
+/// [`SECTION_LIMIT`] characters.
+pub fn plain_section(text: impl Into<String>) -> SlackBlock {
+    SlackSectionBlock::new().with_text(literal(&truncate(&text.into(), SECTION_LIMIT))).into()
 }
 
-/// Group escaped lines into section texts of at most `limit` characters,
-/// breaking only between lines; `heading` starts the first one. A single
-/// line longer than a section is cut.
+fn context(text: impl Into<String>) -> SlackBlock {
+    SlackContextBlock::new(vec![SlackContextBlockElement::Plain(literal_text(&truncate(&text.into(), SECTION_LIMIT)))]).into()
+}
+
+/// Group lines into section texts of at most `limit` characters, breaking
+/// only between lines; `heading` starts the first one. A single line longer
+/// than a section is cut.
 pub fn chunk_lines(heading: Option<&str>, lines: &[String], limit: usize) -> Vec<String> {
     let mut chunks = Vec::new();
     let mut current = heading.map(str::to_string).unwrap_or_default();
@@ -106,18 +195,20 @@ pub fn chunk_lines(heading: Option<&str>, lines: &[String], limit: usize) -> Vec
     chunks
 }
 
-/// One line of agent text: escaped, and flattened so a newline inside a step
-/// cannot fake another numbered step.
+/// One line of agent text, flattened so a newline inside a step cannot fake
+/// another numbered step (or a heading).
 fn line(text: &str) -> String {
-    escape(&text.replace(['\r', '\n'], " "))
+    text.replace(['\r', '\n'], " ")
 }
 
 /// A button whose `action_id` and `value` are both the codec's callback data.
 pub fn button(label: &str, data: Button) -> SlackBlockButtonElement {
+    button_labelled(plain(&truncate(label, BUTTON_TEXT_LIMIT)), data)
+}
+
+fn button_labelled(label: SlackBlockPlainTextOnly, data: Button) -> SlackBlockButtonElement {
     let encoded = encode(data);
-    SlackBlockButtonElement::new(plain(&truncate(label, BUTTON_TEXT_LIMIT)))
-        .with_action_id(SlackActionId::new(encoded.clone()))
-        .with_value(encoded)
+    SlackBlockButtonElement::new(label).with_action_id(SlackActionId::new(encoded.clone())).with_value(encoded)
 }
 
 /// The card's buttons in the engine's order, plus Edit (Slack has modals).
@@ -141,13 +232,13 @@ pub fn card_actions(card: &Card) -> SlackBlock {
     SlackActionsBlock::new(elements).with_block_id(SlackBlockId::new(ACTIONS_BLOCK.to_string())).into()
 }
 
-/// Slack's own "are you sure?" dialog on Cancel.
+/// Slack's own "are you sure?" dialog on Cancel; it names the plan in plain text.
 fn cancel_confirm(card: &Card) -> SlackBlockConfirmItem {
     SlackBlockConfirmItem::new(
         plain("Cancel this plan?"),
-        mrkdwn(truncate(
-            &format!("This cancels *{}* {} and turns plan mode off for its session.", escape(&card.title), card.short_ref),
-            300,
+        literal(&truncate(
+            &format!("This cancels “{}” {} and turns plan mode off for its session.", card.title, card.short_ref),
+            CONFIRM_TEXT_LIMIT,
         )),
         plain("Yes, cancel"),
         plain("Keep it"),
@@ -155,42 +246,44 @@ fn cancel_confirm(card: &Card) -> SlackBlockConfirmItem {
     .with_style("danger".to_string())
 }
 
-/// What a text-style destination shows instead of buttons.
+/// What a text-style destination shows instead of buttons: plangate's own
+/// commands, as code.
 fn commands_block(commands: &[String]) -> SlackBlock {
     let mut text = String::from("Reply with one of:");
     for c in commands {
-        text.push_str(&format!("\n`{}`", escape(c)));
+        text.push_str(&format!("\n`{}`", escape_entities(c)));
     }
     section(text)
 }
 
 /// The card as Block Kit blocks: body (cut to fit) then the fixed tail
 /// (warning, receipt or buttons/commands), never more than [`MAX_BLOCKS`].
+/// Every text that came from the agent or a chat user is [`literal`].
 pub fn card_blocks(card: &Card, style: Style) -> Vec<SlackBlock> {
     let mut body: Vec<SlackBlock> = vec![
-        SlackHeaderBlock::new(plain(&truncate(&card.title, HEADER_LIMIT))).into(),
-        context(format!("{} · {}", escape(&card.context), card.short_ref)),
+        SlackHeaderBlock::new(literal_text(&truncate(&card.title, HEADER_LIMIT)).into()).into(),
+        context(format!("{} · {}", card.context, card.short_ref)),
     ];
     if let Some(summary) = &card.summary {
-        let lines: Vec<String> = summary.lines().map(escape).collect();
-        body.extend(chunk_lines(None, &lines, SECTION_LIMIT).into_iter().map(section));
+        let lines: Vec<String> = summary.lines().map(str::to_string).collect();
+        body.extend(chunk_lines(None, &lines, SECTION_LIMIT).into_iter().map(plain_section));
     }
     if !card.steps.is_empty() {
         let lines: Vec<String> = card.steps.iter().map(|s| format!("{}. {} {}", s.number, s.mark, line(&s.text))).collect();
-        body.extend(chunk_lines(Some("*Steps*"), &lines, SECTION_LIMIT).into_iter().map(section));
+        body.extend(chunk_lines(Some("Steps"), &lines, SECTION_LIMIT).into_iter().map(plain_section));
     }
-    for (heading, items) in [("*Risks*", &card.risks), ("*Assumptions*", &card.assumptions), ("*Verification*", &card.verification)] {
+    for (heading, items) in [("Risks", &card.risks), ("Assumptions", &card.assumptions), ("Verification", &card.verification)] {
         if !items.is_empty() {
             let lines: Vec<String> = items.iter().map(|i| format!("• {}", line(i))).collect();
-            body.extend(chunk_lines(Some(heading), &lines, SECTION_LIMIT).into_iter().map(section));
+            body.extend(chunk_lines(Some(heading), &lines, SECTION_LIMIT).into_iter().map(plain_section));
         }
     }
     let mut tail = Vec::new();
     if let Some(warning) = &card.warning {
-        tail.push(section(format!(":warning: {}", escape(warning))));
+        tail.push(plain_section(warning.clone()));
     }
     match &card.receipt {
-        Some(receipt) => tail.push(section(escape(receipt))),
+        Some(receipt) => tail.push(plain_section(receipt.clone())),
         None if style == Style::Text => tail.push(commands_block(&card.commands)),
         None => tail.push(card_actions(card)),
     }
@@ -208,12 +301,21 @@ fn fit(mut body: Vec<SlackBlock>, tail: Vec<SlackBlock>) -> Vec<SlackBlock> {
     body
 }
 
-/// Free text (command output, notices) as escaped sections, split at line
-/// boundaries and cut to fit one message.
+/// Free text (command output, notices, prompts) as verbatim sections, split
+/// at line boundaries and cut to fit one message.
 pub fn text_blocks(text: &str) -> Vec<SlackBlock> {
-    let lines: Vec<String> = text.lines().map(escape).collect();
-    let sections: Vec<SlackBlock> = chunk_lines(None, &lines, SECTION_LIMIT).into_iter().map(section).collect();
+    let lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let sections: Vec<SlackBlock> = chunk_lines(None, &lines, SECTION_LIMIT).into_iter().map(plain_section).collect();
     fit(sections, Vec::new())
+}
+
+/// Free text followed by one of plangate's command hints (mrkdwn, so its
+/// `` `/plan …` `` shows as code; escaped here).
+pub fn hint_blocks(text: &str, hint: &str) -> Vec<SlackBlock> {
+    let mut blocks = if text.trim().is_empty() { Vec::new() } else { text_blocks(text) };
+    blocks.truncate(MAX_BLOCKS - 1);
+    blocks.push(section(escape_entities(hint)));
+    blocks
 }
 
 /// The notification text of a card message (shown in push notifications and
@@ -227,7 +329,7 @@ pub fn card_fallback(card: &Card) -> String {
 
 /// A reminder in the card's thread, with the buttons again while the card is open.
 pub fn nudge_blocks(card: &Card, style: Style, text: &str) -> Vec<SlackBlock> {
-    let mut blocks = vec![section(escape(text))];
+    let mut blocks = vec![plain_section(text)];
     if card.is_open() {
         blocks.push(if style == Style::Text { commands_block(&card.commands) } else { card_actions(card) });
     }
@@ -235,26 +337,32 @@ pub fn nudge_blocks(card: &Card, style: Style, text: &str) -> Vec<SlackBlock> {
 }
 
 /// An agent's question: one button per option (codec `Answer`), plus
-/// "Other…" when free text is allowed; after the answer, no buttons.
+/// "Other…" when free text is allowed; after the answer, no buttons. The
+/// question, its options, the answer and who gave it are all [`literal`].
 pub fn question_blocks(question: &Question, style: Style) -> Vec<SlackBlock> {
-    let who = escape(&format!("{}/{}", question.session.agent, question.session.session_id));
-    let mut blocks = vec![section(format!("❓ *{who}* asks:\n{}", escape(&question.question)))];
+    let who = format!("{}/{}", question.session.agent, question.session.session_id);
+    let mut blocks = vec![plain_section(format!("❓ {who} asks:\n{}", question.question))];
     let answered = question.status == QuestionStatus::Answered || question.answer.is_some();
     if answered {
-        let by = question.answered_by.as_deref().map(|b| format!(" by {}", escape(b))).unwrap_or_default();
-        let answer = question.answer.as_deref().map(escape).unwrap_or_default();
-        blocks.push(section(format!("✅ Answered{by}: {answer}")));
+        let by = question.answered_by.as_deref().map(|b| format!(" by {b}")).unwrap_or_default();
+        let answer = question.answer.as_deref().unwrap_or_default();
+        blocks.push(plain_section(format!("✅ Answered{by}: {answer}")));
         return blocks;
     }
     let shown: Vec<(usize, &String)> = question.options.iter().enumerate().take(MAX_OPTIONS).collect();
     if style == Style::Text {
-        let mut lines: Vec<String> = shown.iter().map(|(i, o)| format!("{}. {}", i + 1, line(o))).collect();
-        lines.push(format!("Reply with `/plan answer {who} &lt;your answer&gt;`"));
-        blocks.extend(chunk_lines(None, &lines, SECTION_LIMIT).into_iter().map(section));
+        let lines: Vec<String> = shown.iter().map(|(i, o)| format!("{}. {}", i + 1, line(o))).collect();
+        blocks.extend(chunk_lines(None, &lines, SECTION_LIMIT).into_iter().map(plain_section));
+        blocks.push(section(escape_entities(&format!("Reply with `/plan answer {who} <your answer>`"))));
         return blocks;
     }
-    let mut elements: Vec<SlackActionBlockElement> =
-        shown.iter().map(|(i, o)| button(o, Button::Answer(question.question_id, *i as u8)).into()).collect();
+    let mut elements: Vec<SlackActionBlockElement> = shown
+        .iter()
+        .map(|(i, o)| {
+            let label = literal_text(&truncate(o, BUTTON_TEXT_LIMIT)).into();
+            button_labelled(label, Button::Answer(question.question_id, *i as u8)).into()
+        })
+        .collect();
     if question.allow_freetext {
         elements.push(button("Other…", Button::AnswerOther(question.question_id)).into());
     }
@@ -271,7 +379,7 @@ pub fn question_fallback(question: &Question) -> String {
 /// The ephemeral "really cancel?" message with its one confirm button.
 pub fn confirm_cancel_blocks(approval_id: ApprovalId, prompt: &str) -> Vec<SlackBlock> {
     vec![
-        section(escape(prompt)),
+        plain_section(prompt),
         SlackActionsBlock::new(vec![button("Yes, cancel the plan", Button::ConfirmCancel(approval_id))
             .with_style(SlackBlockButtonStyle::Danger)
             .into()])
@@ -334,7 +442,8 @@ impl ModalMeta {
     }
 }
 
-/// A modal with one multiline input. `prompt` is shown above it.
+/// A modal with one multiline input. `prompt` (which may quote the agent) is
+/// shown above it, verbatim.
 pub fn modal(kind: ModalKind, meta: &ModalMeta, prompt: &str, initial: Option<String>) -> SlackView {
     let (title, label, submit) = match kind {
         ModalKind::Feedback => ("Request changes", "What should change?", "Send"),
@@ -343,7 +452,7 @@ pub fn modal(kind: ModalKind, meta: &ModalMeta, prompt: &str, initial: Option<St
     };
     let mut blocks = Vec::new();
     if !prompt.trim().is_empty() {
-        blocks.push(section(escape(prompt)));
+        blocks.push(plain_section(prompt));
     }
     let input = SlackBlockPlainTextInputElement::new()
         .with_action_id(SlackActionId::new(INPUT_ACTION.to_string()))
@@ -392,6 +501,36 @@ mod tests {
             "a &amp; b &lt;!channel&gt; &lt;@U123&gt; &lt;!here|here&gt; x&gt;y"
         );
         assert_eq!(escape("&amp;"), "&amp;amp;");
+        assert_eq!(escape_entities("`/plan revise #a <what>` & *x*"), "`/plan revise #a &lt;what&gt;` &amp; *x*");
+    }
+
+    #[test]
+    fn escaping_neutralizes_formatting() {
+        assert_eq!(escape("*Approved by @alice*"), "∗Approved by @alice∗");
+        assert_eq!(escape("_it_ ~gone~ `code` ```block```"), "ˍitˍ ∼gone∼ ˋcodeˋ ˋˋˋblockˋˋˋ");
+        assert_eq!(escape("＊b＊ ＿i＿ ｀c｀"), "﹡b﹡ ⸏i⸏ ˋcˋ");
+        assert_eq!(escape("<https://evil.example|Approve>"), "&lt;https://evil.example|Approve&gt;");
+        // A quote only at the start of a line (after any indentation).
+        assert_eq!(escape("> quoted\n  > indented\n＞ wide\na > b"), "\u{AD}&gt; quoted\n  \u{AD}&gt; indented\n\u{AD}＞ wide\na &gt; b");
+        assert_eq!(escape("plain words, 1.5 · ✅"), "plain words, 1.5 · ✅");
+        for c in ['*', '_', '~', '`', '<', '>'] {
+            assert!(!escape(&format!("{c}x{c} \n{c}")).contains(c), "{c}");
+        }
+    }
+
+    #[test]
+    fn agent_text_is_plain_text_without_emoji_codes() {
+        let json = |b: &SlackBlock| serde_json::to_value(b).unwrap();
+        assert_eq!(
+            json(&plain_section("*b* <!channel> :tada:")),
+            serde_json::json!({"type": "section", "text": {"type": "plain_text", "text": "*b* <!channel> :tada:", "emoji": false}})
+        );
+        assert_eq!(json(&section("*Steps*")), serde_json::json!({"type": "section", "text": {"type": "mrkdwn", "text": "*Steps*"}}));
+        assert_eq!(
+            json(&hint_blocks("Answer *this*", "Type `/plan answer <text>`")[1]),
+            serde_json::json!({"type": "section", "text": {"type": "mrkdwn", "text": "Type `/plan answer &lt;text&gt;`"}})
+        );
+        assert_eq!(hint_blocks(" ", "x").len(), 1);
     }
 
     #[test]

@@ -11,7 +11,9 @@ use plangate_engine::codec::{encode, Button};
 use plangate_engine::grammar::parse_args;
 use plangate_engine::{ApprovalId, DecisionStatus, Question, QuestionStatus, SessionKey, Timestamp};
 use plangate_slack::{start, start_with, SlackConfig, StartOptions, Transport};
-use plangate_testkit::slack::{block_actions, slash_command, text_input, view_submission, Body, Scripted, SlackFake, TEAM};
+use plangate_testkit::slack::{
+    block_actions, from_team, slash_command, text_input, view_submission, Body, Scripted, SlackFake, OTHER_TEAM, TEAM,
+};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -211,6 +213,13 @@ fn button_json(label: &str, data: Button) -> Value {
     json!({"type": "button", "action_id": d, "value": d, "text": {"type": "plain_text", "text": label}})
 }
 
+/// A question option: the agent's words as the label.
+fn option_json(label: &str, data: Button) -> Value {
+    let mut b = button_json(label, data);
+    b["text"] = literal(label);
+    b
+}
+
 fn card_actions_json(id: ApprovalId) -> Value {
     let mut approve = button_json("Approve", Button::Approve(id));
     approve["style"] = json!("primary");
@@ -218,7 +227,7 @@ fn card_actions_json(id: ApprovalId) -> Value {
     cancel["style"] = json!("danger");
     cancel["confirm"] = json!({
         "title": {"type": "plain_text", "text": "Cancel this plan?"},
-        "text": {"type": "mrkdwn", "text": format!("This cancels *Add retries* #{} and turns plan mode off for its session.", id.short())},
+        "text": literal(&format!("This cancels “Add retries” #{} and turns plan mode off for its session.", id.short())),
         "confirm": {"type": "plain_text", "text": "Yes, cancel"},
         "deny": {"type": "plain_text", "text": "Keep it"},
         "style": "danger",
@@ -235,8 +244,34 @@ fn input(text: &str) -> Value {
     text_input("plangate_input", "plangate_text", text)
 }
 
+/// plangate's own mrkdwn.
 fn section(text: &str) -> Value {
     json!({"type": "section", "text": {"type": "mrkdwn", "text": text}})
+}
+
+/// Agent or user text: plain_text, verbatim, no emoji codes.
+fn literal(text: &str) -> Value {
+    json!({"type": "plain_text", "text": text, "emoji": false})
+}
+
+fn plain(text: &str) -> Value {
+    json!({"type": "section", "text": literal(text)})
+}
+
+/// Every text object (mrkdwn and plain_text) in a JSON tree.
+fn all_texts(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(map) => {
+            if matches!(map.get("type").and_then(Value::as_str), Some("mrkdwn" | "plain_text")) {
+                if let Some(Value::String(t)) = map.get("text") {
+                    out.push(t.clone());
+                }
+            }
+            map.values().for_each(|v| all_texts(v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| all_texts(v, out)),
+        _ => {}
+    }
 }
 
 /// Every mrkdwn text in a JSON tree.
@@ -300,12 +335,12 @@ async fn proposal_posts_the_block_kit_card_then_uploads_the_document_into_its_th
             "unfurl_links": false,
             "unfurl_media": false,
             "blocks": [
-                {"type": "header", "text": {"type": "plain_text", "text": "Add retries"}},
-                {"type": "context", "elements": [{"type": "mrkdwn", "text": "demo/s1 · v1 · just now · #ababab"}]},
-                section("Make the client resilient."),
-                section("*Steps*\n1. ○ Read the client\n2. ○ Add backoff"),
-                section("*Risks*\n• flaky tests"),
-                section("*Verification*\n• cargo test"),
+                {"type": "header", "text": literal("Add retries")},
+                {"type": "context", "elements": [literal("demo/s1 · v1 · just now · #ababab")]},
+                plain("Make the client resilient."),
+                plain("Steps\n1. ○ Read the client\n2. ○ Add backoff"),
+                plain("Risks\n• flaky tests"),
+                plain("Verification\n• cargo test"),
                 card_actions_json(id),
             ],
         })
@@ -374,7 +409,7 @@ async fn update_card_turns_the_card_into_its_receipt_without_buttons() {
     assert_eq!(update.json()["text"], format!("Add retries #020202: {receipt}"));
     let blocks = update.json()["blocks"].as_array().unwrap();
     assert!(blocks.iter().all(|b| b["type"] != "actions"));
-    assert_eq!(blocks.last().unwrap(), &section(receipt));
+    assert_eq!(blocks.last().unwrap(), &plain(receipt));
     assert_eq!(blocks[0]["type"], "header");
 }
 
@@ -388,10 +423,10 @@ async fn nudges_go_into_the_cards_thread_with_the_buttons_while_open() {
     let nudge = &h.fake.calls("chat.postMessage")[1];
     assert_eq!(nudge.json()["thread_ts"], delivery.message_id.as_str());
     assert_eq!(nudge.json()["channel"], "C1");
-    assert_eq!(nudge.json()["blocks"], json!([section(text), card_actions_json(aid(3))]));
+    assert_eq!(nudge.json()["blocks"], json!([plain(text), card_actions_json(aid(3))]));
     // A decided card is nudged without buttons.
     h.channel().send_nudge(&delivery, &decided(&card, DecisionStatus::Approved, "done"), text).await.unwrap();
-    assert_eq!(h.fake.calls("chat.postMessage")[2].json()["blocks"], json!([section(text)]));
+    assert_eq!(h.fake.calls("chat.postMessage")[2].json()["blocks"], json!([plain(text)]));
 }
 
 #[tokio::test]
@@ -405,7 +440,7 @@ async fn a_long_plan_is_split_into_sections_and_cut_at_fifty_blocks() {
     let step_sections: Vec<&str> = blocks.iter().filter_map(|b| b["text"]["text"].as_str()).filter(|t| t.contains("○ step")).collect();
     assert_eq!(step_sections.len(), 2, "{step_sections:#?}");
     assert!(step_sections.iter().all(|t| t.chars().count() <= 3000));
-    let lines: Vec<&str> = step_sections.iter().flat_map(|t| t.lines()).filter(|l| *l != "*Steps*").collect();
+    let lines: Vec<&str> = step_sections.iter().flat_map(|t| t.lines()).filter(|l| *l != "Steps").collect();
     assert_eq!(lines.len(), 40, "every step is shown, each line whole");
     assert!(lines.iter().enumerate().all(|(i, l)| l.starts_with(&format!("{}. ○ step {i} ", i + 1))));
     assert!(!blocks.iter().any(|b| b["text"]["text"].as_str().is_some_and(|t| t.contains("full plan"))));
@@ -419,7 +454,7 @@ async fn a_long_plan_is_split_into_sections_and_cut_at_fifty_blocks() {
     assert_eq!(blocks[48], section("_… full plan in the attached document_"));
     assert_eq!(blocks[49], card_actions_json(aid(5)));
     let mut texts = Vec::new();
-    mrkdwn_texts(&Value::Array(blocks.clone()), &mut texts);
+    all_texts(&Value::Array(blocks.clone()), &mut texts);
     assert!(texts.iter().all(|t| t.chars().count() <= 3000));
     // The document still goes with it.
     assert_eq!(h.fake.calls("files.completeUploadExternal").len(), 2);
@@ -434,18 +469,71 @@ async fn mentions_in_agent_text_are_neutralized() {
     card.warning = Some("⚠ hidden <!channel>".into());
     h.channel().post_card(&destination(Style::Buttons), &card, &document()).await.unwrap();
     let post = h.fake.calls("chat.postMessage")[0].json().clone();
+    // No mrkdwn text (nor the notification text) carries a mention or link.
     let mut texts = vec![post["text"].as_str().unwrap().to_string()];
     mrkdwn_texts(&post["blocks"], &mut texts);
     for t in &texts {
         for raw in ["<!channel>", "<!here>", "<!everyone>", "<@U999>", "<#C42>", "<https://"] {
-            assert!(!t.contains(raw), "{raw} reached Slack unescaped in {t:?}");
+            assert!(!t.contains(raw), "{raw} reached Slack as mrkdwn in {t:?}");
         }
     }
-    let all = texts.join("\n");
-    assert!(all.contains("ping &lt;!channel&gt; &amp; &lt;@U999&gt; then &lt;!here&gt;"), "{all}");
-    assert!(all.contains(":warning: ⚠ hidden &lt;!channel&gt;"));
-    // The header is plain_text, which Slack never parses for mentions.
-    assert_eq!(post["blocks"][0]["text"]["type"], "plain_text");
+    // The agent's words are plain_text, which Slack never parses for
+    // mentions or links: shown exactly as written.
+    let blocks = post["blocks"].as_array().unwrap();
+    assert_eq!(blocks[2], plain("<!everyone> look"));
+    assert_eq!(blocks[3], plain("Steps\n1. ○ ping <!channel> & <@U999> then <!here>\n2. ○ <https://evil.example|click>"));
+    assert_eq!(blocks[4], plain("Risks\n• <#C42> leaks"));
+    assert_eq!(blocks[6], plain("⚠ hidden <!channel>"));
+    assert_eq!(post["blocks"][0]["text"], literal("Add retries"));
+}
+
+#[tokio::test]
+async fn agent_formatting_is_shown_verbatim_not_as_mrkdwn() {
+    let h = harness(Transport::Http, |_| Reply::None).await;
+    let id = aid(0x1f);
+    let mut card = open_card(id, &["*Approved by @alice*", "_it_ ~strike~ `code` ```block```"]);
+    card.title = "*Approved by @alice* <!channel>".into();
+    card.context = "demo/s_1 · v1 · just now".into();
+    card.summary = Some("> *Approved by @alice*\n:white_check_mark: <https://evil.example|Approve>".into());
+    card.risks = vec![];
+    card.verification = vec![];
+    card.assumptions = vec!["& <> &amp;".into()];
+    h.channel().post_card(&destination(Style::Buttons), &card, &document()).await.unwrap();
+    let post = h.fake.calls("chat.postMessage")[0].json().clone();
+    let mut actions = card_actions_json(id);
+    actions["elements"][2]["confirm"]["text"] =
+        literal(&format!("This cancels “*Approved by @alice* <!channel>” #{} and turns plan mode off for its session.", id.short()));
+    assert_eq!(
+        post,
+        json!({
+            "channel": "C1",
+            "text": format!("Plan for approval: ∗Approved by @alice∗ &lt;!channel&gt; #{} (demo/sˍ1 · v1 · just now)", id.short()),
+            "unfurl_links": false,
+            "unfurl_media": false,
+            "blocks": [
+                {"type": "header", "text": literal("*Approved by @alice* <!channel>")},
+                {"type": "context", "elements": [literal(&format!("demo/s_1 · v1 · just now · #{}", id.short()))]},
+                plain("> *Approved by @alice*\n:white_check_mark: <https://evil.example|Approve>"),
+                plain("Steps\n1. ○ *Approved by @alice*\n2. ○ _it_ ~strike~ `code` ```block```"),
+                plain("Assumptions\n• & <> &amp;"),
+                actions,
+            ],
+        })
+    );
+    // The receipt quotes the decider's feedback: verbatim too; the
+    // notification text is escaped.
+    let delivery = Delivery::posted(&destination(Style::Buttons), "C1", "1700000000.000001");
+    let receipt = "✏️ Changes requested on v1 by slack:@bob: *Approved by @alice* <!here>";
+    h.channel().update_card(&delivery, &decided(&card, DecisionStatus::Rejected, receipt)).await.unwrap();
+    let update = h.fake.calls("chat.update")[0].json().clone();
+    assert_eq!(update["blocks"].as_array().unwrap().last().unwrap(), &plain(receipt));
+    assert_eq!(
+        update["text"],
+        format!(
+            "∗Approved by @alice∗ &lt;!channel&gt; #{}: ✏️ Changes requested on v1 by slack:@bob: ∗Approved by @alice∗ &lt;!here&gt;",
+            id.short()
+        )
+    );
 }
 
 #[tokio::test]
@@ -507,10 +595,10 @@ async fn questions_get_one_button_per_option_and_show_the_answer_afterwards() {
     assert_eq!(
         post["blocks"],
         json!([
-            section("❓ *demo/s1* asks:\nWhich DB &lt;!here&gt;?"),
+            plain("❓ demo/s1 asks:\nWhich DB <!here>?"),
             {"type": "actions", "block_id": "plangate_actions", "elements": [
-                button_json("sled", Button::Answer(qid, 0)),
-                button_json("postgres", Button::Answer(qid, 1)),
+                option_json("sled", Button::Answer(qid, 0)),
+                option_json("postgres", Button::Answer(qid, 1)),
                 button_json("Other…", Button::AnswerOther(qid)),
             ]},
         ])
@@ -521,10 +609,7 @@ async fn questions_get_one_button_per_option_and_show_the_answer_afterwards() {
     h.channel().update_question(&delivery, &q).await.unwrap();
     let update = h.fake.calls("chat.update")[0].json().clone();
     assert_eq!(update["ts"], delivery.message_id.as_str());
-    assert_eq!(
-        update["blocks"],
-        json!([section("❓ *demo/s1* asks:\nWhich DB &lt;!here&gt;?"), section("✅ Answered by slack:@alice: sled")])
-    );
+    assert_eq!(update["blocks"], json!([plain("❓ demo/s1 asks:\nWhich DB <!here>?"), plain("✅ Answered by slack:@alice: sled")]));
 }
 
 // ---------------------------------------------------------------- inbound: Socket Mode
@@ -569,7 +654,10 @@ async fn approve_round_trip_over_socket_mode() {
         }
     );
     let notice = h.fake.wait_calls("response_url", 1, T).await;
-    assert_eq!(notice[0].json(), &json!({"response_type": "ephemeral", "replace_original": false, "text": "Approved v1 ✅"}));
+    assert_eq!(
+        notice[0].json(),
+        &json!({"response_type": "ephemeral", "replace_original": false, "text": "Approved v1 ✅", "blocks": [plain("Approved v1 ✅")]})
+    );
 
     // The server edits the card into its receipt.
     h.channel()
@@ -632,7 +720,7 @@ async fn revise_round_trip_over_socket_mode_with_the_feedback_modal() {
                 "callback_id": "plangate_feedback",
                 "private_metadata": meta,
                 "blocks": [
-                    section("What should change in 'Add retries' v1?"),
+                    plain("What should change in 'Add retries' v1?"),
                     {"type": "input", "block_id": "plangate_input", "label": {"type": "plain_text", "text": "What should change?"},
                      "element": {"type": "plain_text_input", "action_id": "plangate_text", "multiline": true, "max_length": 3000}},
                 ],
@@ -667,7 +755,10 @@ async fn revise_round_trip_over_socket_mode_with_the_feedback_modal() {
     );
     // No response_url on a view submission: the notice is a chat.postEphemeral in the thread.
     let eph = h.fake.wait_calls("chat.postEphemeral", 1, T).await;
-    assert_eq!(eph[0].json(), &json!({"channel": "C1", "user": "U1", "text": "Changes requested on v1", "thread_ts": ts}));
+    assert_eq!(
+        eph[0].json(),
+        &json!({"channel": "C1", "user": "U1", "text": "Changes requested on v1", "blocks": [plain("Changes requested on v1")], "thread_ts": ts})
+    );
 
     h.channel()
         .update_card(
@@ -679,7 +770,7 @@ async fn revise_round_trip_over_socket_mode_with_the_feedback_modal() {
     let update = &h.fake.calls("chat.update")[0];
     assert_eq!(
         update.json()["blocks"].as_array().unwrap().last().unwrap(),
-        &section("✏️ Changes requested on v1 by slack:@alice · 14:05 UTC: Split step 2 &lt;!channel&gt;")
+        &plain("✏️ Changes requested on v1 by slack:@alice · 14:05 UTC: Split step 2 <!channel>")
     );
 
     let seq = h.fake.sequence();
@@ -854,7 +945,10 @@ async fn approve_round_trip_over_signed_http() {
         }
     );
     let notice = h.fake.wait_calls("response_url", 1, T).await;
-    assert_eq!(notice[0].json(), &json!({"response_type": "ephemeral", "replace_original": false, "text": "Approved v1 ✅"}));
+    assert_eq!(
+        notice[0].json(),
+        &json!({"response_type": "ephemeral", "replace_original": false, "text": "Approved v1 ✅", "blocks": [plain("Approved v1 ✅")]})
+    );
     h.channel()
         .update_card(&delivery, &decided(&card, DecisionStatus::Approved, "✅ Approved v1 by slack:@alice · 14:02 UTC"))
         .await
@@ -1126,7 +1220,7 @@ async fn replies_are_rendered_the_slack_way() {
             "response_type": "ephemeral",
             "replace_original": false,
             "text": "Cancel 'Add retries' v1? Plan mode goes off.",
-            "blocks": [section("Cancel 'Add retries' v1? Plan mode goes off."), {"type": "actions", "block_id": "plangate_actions", "elements": [confirm]}],
+            "blocks": [plain("Cancel 'Add retries' v1? Plan mode goes off."), {"type": "actions", "block_id": "plangate_actions", "elements": [confirm]}],
         })
     );
 
@@ -1144,7 +1238,10 @@ async fn replies_are_rendered_the_slack_way() {
     h.post_interaction(&yes).await;
     let r = h.fake.wait_calls("response_url", 2, T).await;
     assert_eq!(r[1].path, "/response/yes");
-    assert_eq!(r[1].json(), &json!({"response_type": "ephemeral", "replace_original": true, "text": "Cancelled v1"}));
+    assert_eq!(
+        r[1].json(),
+        &json!({"response_type": "ephemeral", "replace_original": true, "text": "Cancelled v1", "blocks": [plain("Cancelled v1")]})
+    );
     assert_eq!(h.handler.events()[1].action, Action::Button(Button::ConfirmCancel(id)));
 
     // View plan: the document goes into the card's thread with the caption.
@@ -1177,8 +1274,104 @@ async fn replies_are_rendered_the_slack_way() {
     let eph = h.fake.wait_calls("chat.postEphemeral", 1, T).await;
     assert_eq!(
         eph[0].json(),
-        &json!({"channel": "C1", "user": "U1", "text": "status: &lt;@U2&gt; &amp; co", "thread_ts": "1700000000.000001"})
+        &json!({
+            "channel": "C1",
+            "user": "U1",
+            "text": "status: &lt;@U2&gt; &amp; co",
+            "blocks": [plain("status: <@U2> & co")],
+            "thread_ts": "1700000000.000001"
+        })
     );
     assert_eq!(h.fake.calls("response_url").len(), 2);
-    assert!(h.fake.requests().iter().all(|r| !matches!(&r.body, Body::Json(v) if v.to_string().contains("<@U2>"))));
+    // The mention only ever reached Slack inert: escaped, or in plain_text.
+    for r in h.fake.requests() {
+        let mut texts = Vec::new();
+        mrkdwn_texts(r.json(), &mut texts);
+        texts.extend(r.json()["text"].as_str().map(str::to_string));
+        assert!(texts.iter().all(|t| !t.contains("<@U2>")), "{texts:?}");
+    }
+}
+
+// ---------------------------------------------------------------- workspaces
+
+#[tokio::test]
+async fn without_team_id_the_home_workspace_is_learned_from_auth_test() {
+    for transport in [Transport::Socket, Transport::Http] {
+        let h = harness_with(
+            transport,
+            |c| {
+                c.team_id = None;
+                c.allow_other_teams = vec![OTHER_TEAM.into()];
+            },
+            |_| Reply::None,
+        )
+        .await;
+        let auth = h.fake.calls("auth.test");
+        assert_eq!(auth.len(), 1, "{transport:?}");
+        assert_eq!(auth[0].header("authorization"), Some("Bearer xoxb-test-bot"), "auth.test asks with the bot token");
+        assert_eq!(h.adapter.expected_team.as_deref(), Some(TEAM), "{transport:?}");
+    }
+    // A configured team is trusted as it is: no call at start.
+    let h = harness(Transport::Http, |_| Reply::None).await;
+    assert!(h.fake.calls("auth.test").is_empty());
+    assert_eq!(h.adapter.expected_team.as_deref(), Some(TEAM));
+}
+
+#[tokio::test]
+async fn without_team_id_a_failed_auth_test_stops_the_start() {
+    for (transport, failure) in [
+        (Transport::Http, Scripted::error("invalid_auth")),
+        (Transport::Socket, Scripted::error("account_inactive")),
+        (Transport::Http, Scripted::ok(json!({"team_id": ""}))),
+    ] {
+        let fake = SlackFake::start().await;
+        fake.script("auth.test", failure.clone());
+        let mut cfg = config(&fake, transport);
+        cfg.team_id = Some(" ".into());
+        let (_tx, rx) = watch::channel(false);
+        let handler = Recorder::new(|_| Reply::None);
+        let error = match start(cfg, handler, rx).await {
+            Err(e) => e,
+            Ok(_) => panic!("started without knowing its workspace ({failure:?})"),
+        };
+        assert!(matches!(error, plangate_slack::SlackError::Workspace(_)), "{error}");
+        let message = error.to_string();
+        assert!(message.contains("auth.test failed") && message.contains("slack.team_id"), "{message}");
+        // Nothing else was tried: no Socket Mode connection, no message.
+        assert_eq!(fake.sequence(), ["auth.test"], "{failure:?}");
+    }
+}
+
+#[tokio::test]
+async fn every_inbound_path_reports_the_workspace_it_came_from() {
+    let h = harness(Transport::Socket, |_| Reply::None).await;
+    h.fake.wait_connected(T).await;
+    let id = aid(0x21);
+    let meta = format!("{id}|C1|");
+    let click = block_actions("UX", "x", "C1", "1.0", &encode(Button::Approve(id)), "1700000900.000001", &h.fake.response_url("a"));
+    let modal = view_submission("UX", "x", "V9", "h9", "plangate_feedback", &meta, input("no"));
+    let command = slash_command("UX", "x", "C1", "accept", "trig-x", &h.fake.response_url("c"));
+    for (kind, payload) in [("interactive", click.clone()), ("interactive", modal.clone()), ("slash_commands", command.clone())] {
+        let env = h.fake.send_envelope(kind, from_team(payload, OTHER_TEAM));
+        h.fake.wait_for_ack(&env, T).await;
+    }
+    // Slack Connect: the host's team in `team`, the clicker's own in `user.team_id`.
+    let mut connect = click.clone();
+    connect["user"]["team_id"] = json!(OTHER_TEAM);
+    connect["actions"][0]["action_ts"] = json!("1700000900.000002");
+    h.fake.wait_for_ack(&h.fake.send_envelope("interactive", connect), T).await;
+    let events = h.handler.wait_events(4).await;
+    assert!(events.iter().all(|e| e.user.team.as_deref() == Some(OTHER_TEAM)), "{events:#?}");
+
+    // The same over signed HTTP.
+    let h = harness(Transport::Http, |_| Reply::None).await;
+    h.post_interaction(&from_team(click, OTHER_TEAM)).await;
+    h.post_interaction(&from_team(modal, OTHER_TEAM)).await;
+    let form = format!(
+        "team_id={OTHER_TEAM}&channel_id=C1&user_id=UX&user_name=x&command=%2Fplan&text=accept&trigger_id=trig-h&response_url={}",
+        h.fake.response_url("h")
+    );
+    assert_eq!(h.post_signed("/slack/commands", &form, h.clock.load(Ordering::SeqCst), &[]).await.status(), 200);
+    let events = h.handler.wait_events(3).await;
+    assert!(events.iter().all(|e| e.user.team.as_deref() == Some(OTHER_TEAM)), "{events:#?}");
 }

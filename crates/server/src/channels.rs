@@ -44,7 +44,13 @@ pub async fn start_all(core: &Arc<Core>, hub: Arc<Hub>, shutdown: Shutdown, mut 
     }
     if let Some(value) = &raw.slack {
         let config: plangate_slack::SlackConfig = section(value, "slack")?;
+        let allowed = config.allowed_teams();
         let adapter = plangate_slack::start(config, handler.clone(), shutdown.clone()).await.context("cannot start the Slack adapter")?;
+        // The home workspace (configured, or learned from auth.test) and the
+        // opted-in others, registered as soon as the adapter is up.
+        for team in adapter.expected_team.iter().cloned().chain(allowed) {
+            hub.expect_team("slack", team);
+        }
         adapters.push(("slack", adapter));
     }
     if let Some(value) = &raw.discord {

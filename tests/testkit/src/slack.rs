@@ -35,8 +35,12 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-/// The team every default response and helper payload uses.
+/// The team every default response and helper payload uses, and the one
+/// `auth.test` reports: the bot's own workspace.
 pub const TEAM: &str = "T0FAKE";
+/// Another workspace (a Slack Connect partner, another install of the app):
+/// see [`from_team`].
+pub const OTHER_TEAM: &str = "T0OTHER";
 
 /// A request body as the fake understood it.
 #[derive(Debug, Clone, PartialEq)]
@@ -642,4 +646,23 @@ pub fn slash_command(user: &str, username: &str, channel: &str, text: &str, trig
         "response_url": response_url,
         "trigger_id": trigger_id,
     })
+}
+
+/// The same payload as sent from workspace `team`: every team field the
+/// helpers above fill (`team.id`, `user.team_id`, a slash command's
+/// `team_id`, a view's `team_id`) is set to it.
+pub fn from_team(mut payload: Value, team: &str) -> Value {
+    if payload["team"].is_object() {
+        payload["team"]["id"] = json!(team);
+    }
+    if payload["user"].is_object() {
+        payload["user"]["team_id"] = json!(team);
+    }
+    if payload["view"].is_object() {
+        payload["view"]["team_id"] = json!(team);
+    }
+    if payload.get("team_id").is_some() {
+        payload["team_id"] = json!(team);
+    }
+    payload
 }

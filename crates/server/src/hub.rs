@@ -20,9 +20,9 @@ use tracing::Instrument;
 
 pub struct Hub {
     core: Arc<Core>,
-    /// Per channel: the only workspace/guild whose users may act. Filled
+    /// Per channel: the only workspaces/guilds whose users may act. Filled
     /// as adapters start, which is after the hub is handed to them.
-    expected_teams: std::sync::RwLock<HashMap<String, String>>,
+    expected_teams: std::sync::RwLock<HashMap<String, Vec<String>>>,
 }
 
 /// A refusal to show the user.
@@ -33,8 +33,14 @@ impl Hub {
         Hub { core, expected_teams: std::sync::RwLock::new(HashMap::new()) }
     }
 
+    /// Allow `team` on `channel` (in addition to any allowed before): from
+    /// the first call on, users of every other team are refused there.
     pub fn expect_team(&self, channel: &str, team: String) {
-        self.expected_teams.write().unwrap_or_else(|e| e.into_inner()).insert(channel.to_string(), team);
+        let mut expected = self.expected_teams.write().unwrap_or_else(|e| e.into_inner());
+        let teams = expected.entry(channel.to_string()).or_default();
+        if !teams.contains(&team) {
+            teams.push(team);
+        }
     }
 
     fn who(ev: &Inbound) -> String {
@@ -90,8 +96,8 @@ impl Hub {
             }
         }
         let expected = self.expected_teams.read().unwrap_or_else(|e| e.into_inner()).get(ev.channel).cloned();
-        if let Some(team) = expected {
-            if ev.user.team.as_ref() != Some(&team) {
+        if let Some(teams) = expected {
+            if !ev.user.team.as_ref().is_some_and(|team| teams.contains(team)) {
                 let key = SessionKey::new("-", "-");
                 self.refuse(&ev, &key, None, &format!("foreign team {:?}", ev.user.team)).await;
                 self.mark_seen(&ev).await;

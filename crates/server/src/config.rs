@@ -15,8 +15,10 @@ use thiserror::Error;
 /// The embedded defaults, used when no `--config` is given.
 pub const DEFAULT_TOML: &str = include_str!("../../../config/default.toml");
 
-/// Tokens shipped in `config/default.toml`: fine on loopback, refused elsewhere.
-const DEV_TOKENS: &[&str] = &["dev-operator-token", "dev-agent-token"];
+/// The example configuration. Embedded (like [`DEFAULT_TOML`]) so that the
+/// secrets shipped in `config/` are read from the files themselves and the
+/// list of refused values cannot drift from them.
+pub const EXAMPLE_TOML: &str = include_str!("../../../config/example.toml");
 
 #[derive(Debug, Error)]
 pub enum ConfigError {
@@ -183,6 +185,11 @@ impl Settings {
             .bind
             .parse()
             .map_err(|_| invalid("server.bind", format!("expected an address like 127.0.0.1:8787, got {:?}", raw.server.bind)))?;
+        // Relative to the current directory, as it always was; absolute from
+        // here on, so the logs and `config check` say where the data is.
+        let data_dir = std::path::absolute(&raw.server.data_dir).map_err(|e| {
+            invalid("server.data_dir", format!("cannot make {:?} an absolute path ({e}); give a directory path", raw.server.data_dir))
+        })?;
         let mut tokens: Vec<(&str, String)> = Vec::new();
         if let Some(op) = &raw.server.operator_token {
             if op.trim().len() < 12 {
@@ -210,17 +217,10 @@ impl Settings {
                 }
             }
         }
-        if !bind.ip().is_loopback() {
-            if raw.server.operator_token.is_none() || raw.agents.is_empty() {
-                return Err(invalid("server.bind", "a non-loopback address needs server.operator_token and at least one agent token"));
-            }
-            if let Some((_, key)) = tokens.iter().find(|(t, _)| DEV_TOKENS.contains(t)) {
-                return Err(invalid(
-                    key.clone(),
-                    "still has the public development value from default.toml; set a real secret before listening beyond loopback",
-                ));
-            }
+        if !bind.ip().is_loopback() && (raw.server.operator_token.is_none() || raw.agents.is_empty()) {
+            return Err(invalid("server.bind", "a non-loopback address needs server.operator_token and at least one agent token"));
         }
+        check_secrets(&raw, &bind)?;
         for (name, d) in &raw.destinations {
             let configured = match d.channel.as_str() {
                 "telegram" => raw.telegram.is_some(),
@@ -270,7 +270,9 @@ impl Settings {
             policies.insert(id.clone(), policy);
             escalations.insert(id.clone(), approvals.escalate_to.clone());
         }
-        Ok(Settings { data_dir: raw.server.data_dir.clone(), bind, policies, escalations, raw })
+        let mut raw = raw;
+        raw.server.data_dir = data_dir.clone();
+        Ok(Settings { data_dir, bind, policies, escalations, raw })
     }
 
     /// The effective configuration as TOML-ish JSON with every secret masked.
@@ -289,11 +291,126 @@ impl Settings {
     }
 }
 
+/// Whether a setting named `key` holds a secret (tokens, secrets, keys).
+fn is_secret_key(key: &str) -> bool {
+    key.contains("token") || key.contains("secret") || key.ends_with("_key")
+}
+
+/// Every string under a secret key of `value`, with its key path
+/// (`agents.claude.token`, `slack.signing_secret`).
+fn secrets(value: &serde_json::Value, path: &str, secret: bool, out: &mut Vec<(String, String)>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                let key = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                secrets(v, &key, secret || is_secret_key(k), out);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                secrets(v, &format!("{path}[{i}]"), secret, out);
+            }
+        }
+        serde_json::Value::String(text) if secret && !text.trim().is_empty() => out.push((path.to_string(), text.clone())),
+        _ => {}
+    }
+}
+
+/// Which shipped file a secret value comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shipped {
+    /// `config/default.toml`: public development values, fine on a loopback
+    /// server nothing else can reach.
+    Default,
+    /// `config/example.toml`: placeholders, never valid.
+    Example,
+}
+
+/// The secret values of the files in `config/`, read from the embedded files.
+fn shipped_secrets() -> Result<&'static [(String, Shipped)], ConfigError> {
+    static SHIPPED: std::sync::OnceLock<Result<Vec<(String, Shipped)>, String>> = std::sync::OnceLock::new();
+    let read = |text: &str, name: &str, kind: Shipped| -> Result<Vec<(String, Shipped)>, String> {
+        let value: serde_json::Value = config::Config::builder()
+            .add_source(config::File::from_str(text, config::FileFormat::Toml))
+            .build()
+            .and_then(|c| c.try_deserialize())
+            .map_err(|e| format!("the embedded config/{name} does not parse ({e})"))?;
+        let mut found = Vec::new();
+        secrets(&value, "", false, &mut found);
+        Ok(found.into_iter().map(|(_, v)| (v, kind)).collect())
+    };
+    let shipped = SHIPPED.get_or_init(|| {
+        let mut all = read(EXAMPLE_TOML, "example.toml", Shipped::Example)?;
+        all.extend(read(DEFAULT_TOML, "default.toml", Shipped::Default)?);
+        Ok(all)
+    });
+    shipped.as_deref().map_err(|e| invalid("(built-in)", e.clone()))
+}
+
+/// The webhook or HTTP endpoint a platform calls, if one is configured: a
+/// server with one is reachable from outside, whatever `server.bind` says.
+fn public_endpoint(raw: &Config) -> Option<&'static str> {
+    let transport = |section: &Option<serde_json::Value>| -> Option<String> {
+        section.as_ref()?.get("transport")?.as_str().map(|t| t.trim().to_ascii_lowercase())
+    };
+    if transport(&raw.telegram).as_deref() == Some("webhook") {
+        return Some("telegram.transport = \"webhook\"");
+    }
+    if transport(&raw.slack).as_deref() == Some("http") {
+        return Some("slack.transport = \"http\"");
+    }
+    if transport(&raw.discord).as_deref() == Some("http") {
+        return Some("discord.transport = \"http\"");
+    }
+    None
+}
+
+/// Refuse every secret that is a shipped or placeholder value: anything that
+/// starts with `change-me`, any value of `config/example.toml`, and the public
+/// development values of `config/default.toml` unless the server listens on
+/// loopback only and no platform calls it (webhook or HTTP transport).
+fn check_secrets(raw: &Config, bind: &SocketAddr) -> Result<(), ConfigError> {
+    let shipped = shipped_secrets()?;
+    let exposed = if !bind.ip().is_loopback() {
+        Some(format!("server.bind = \"{bind}\" is not loopback"))
+    } else {
+        public_endpoint(raw).map(|e| format!("{e} lets a platform reach this server"))
+    };
+    let mut found = Vec::new();
+    secrets(&serde_json::to_value(raw).unwrap_or_default(), "", false, &mut found);
+    let mut refused: Vec<(String, String)> = Vec::new();
+    for (key, value) in found {
+        let env = format!("PLANGATE__{}", key.replace('.', "__").to_ascii_uppercase());
+        let fix = format!("set a real secret (e.g. `openssl rand -hex 32` for a token of plangate's own) in the file or in {env}");
+        let normalized: String = value.trim().to_ascii_lowercase().chars().filter(|c| !matches!(c, '-' | '_')).collect();
+        let kind = shipped.iter().filter(|(v, _)| *v == value).map(|(_, k)| *k).min_by_key(|k| *k != Shipped::Example);
+        let problem = match (kind, &exposed) {
+            _ if normalized.starts_with("changeme") => format!("is a placeholder (\"change-me…\"); {fix}"),
+            (Some(Shipped::Example), _) => format!("is the example value from config/example.toml, public to anyone; {fix}"),
+            (Some(Shipped::Default), Some(why)) => format!(
+                "still has the public development value from config/default.toml, accepted only on a loopback bind \
+                 without webhook or HTTP transports, but {why}; {fix}"
+            ),
+            _ => continue,
+        };
+        refused.push((key, problem));
+    }
+    let mut refused = refused.into_iter();
+    let Some((key, mut problem)) = refused.next() else {
+        return Ok(());
+    };
+    let others: Vec<String> = refused.map(|(k, _)| format!("`{k}`")).collect();
+    if !others.is_empty() {
+        problem.push_str(&format!(" (the same goes for {})", others.join(", ")));
+    }
+    Err(invalid(key, problem))
+}
+
 fn mask(value: &mut serde_json::Value) {
     match value {
         serde_json::Value::Object(map) => {
             for (k, v) in map.iter_mut() {
-                let secret = k.contains("token") || k.contains("secret") || k.ends_with("_key");
+                let secret = is_secret_key(k);
                 if secret && v.is_string() {
                     let text = v.as_str().unwrap_or_default();
                     *v = serde_json::Value::String(if text.is_empty() { String::new() } else { "********".into() });
@@ -322,10 +439,79 @@ mod tests {
         assert_eq!(s.timer_policy("demo").nudges_ms, vec![600_000, 1_800_000, 3_600_000]);
     }
 
+    /// `toml` with every secret value shipped in `config/` replaced by a real-looking one.
+    fn with_real_secrets(toml: &str) -> String {
+        let mut out = toml.to_string();
+        for (i, (value, _)) in shipped_secrets().unwrap().iter().enumerate() {
+            out = out.replace(&format!("\"{value}\""), &format!("\"real-secret-{i}-5f2c9a7e01b3d4\""));
+        }
+        out
+    }
+
     #[test]
-    fn example_config_is_valid() {
-        let example = include_str!("../../../config/example.toml");
-        let s = parse(example).unwrap();
+    fn shipped_secrets_are_read_from_both_files() {
+        let shipped = shipped_secrets().unwrap();
+        for (value, kind) in [
+            ("dev-agent-token", Shipped::Default),
+            ("dev-operator-token", Shipped::Default),
+            ("change-me-claude-token", Shipped::Example),
+            ("a-long-random-secret-16-256-chars", Shipped::Example),
+            ("123456:bot-token-from-botfather", Shipped::Example),
+            ("xoxb-…", Shipped::Example),
+            ("…hex…", Shipped::Example),
+        ] {
+            assert!(shipped.contains(&(value.to_string(), kind)), "{value} missing from {shipped:?}");
+        }
+    }
+
+    #[test]
+    fn the_example_as_shipped_is_refused_naming_the_key() {
+        let err = parse(EXAMPLE_TOML).unwrap_err().to_string();
+        assert!(err.starts_with("invalid setting `agents.claude.token`: is a placeholder"), "{err}");
+        assert!(err.contains("PLANGATE__AGENTS__CLAUDE__TOKEN"), "{err}");
+        for other in ["server.operator_token", "telegram.token", "telegram.webhook_secret", "slack.signing_secret", "discord.bot_token"] {
+            assert!(err.contains(&format!("`{other}`")), "{other}: {err}");
+        }
+        let public = EXAMPLE_TOML.replace("127.0.0.1:8787", "0.0.0.0:8787");
+        assert!(parse(&public).is_err());
+        // Only the webhook secret left as shipped: still refused, by name.
+        let real = with_real_secrets(EXAMPLE_TOML);
+        let webhook = real.replace(
+            &real.lines().find(|l| l.starts_with("webhook_secret")).unwrap().to_string(),
+            "webhook_secret = \"a-long-random-secret-16-256-chars\"",
+        );
+        let err = parse(&webhook).unwrap_err().to_string();
+        assert!(err.contains("telegram.webhook_secret") && err.contains("config/example.toml"), "{err}");
+        let err = parse(&real.replace("real-secret-", "CHANGE_ME-")).unwrap_err().to_string();
+        assert!(err.contains("placeholder"), "{err}");
+    }
+
+    #[test]
+    fn dev_tokens_refused_with_a_webhook_or_http_transport_even_on_loopback() {
+        let polling = format!("{DEFAULT_TOML}\n[telegram]\ntoken = \"1:real-bot-token\"\n");
+        parse(&polling).unwrap();
+        for section in [
+            "[telegram]\ntoken = \"1:real-bot-token\"\ntransport = \"webhook\"\n",
+            "[slack]\nbot_token = \"xoxb-real\"\ntransport = \"http\"\n",
+            "[discord]\nbot_token = \"real\"\napplication_id = \"1\"\ntransport = \"http\"\n",
+        ] {
+            let err = parse(&format!("{DEFAULT_TOML}\n{section}")).unwrap_err().to_string();
+            assert!(err.contains("public development value") && err.contains("transport"), "{err}");
+        }
+    }
+
+    #[test]
+    fn data_dir_is_made_absolute() {
+        let s = parse(DEFAULT_TOML).unwrap();
+        assert!(s.data_dir.is_absolute());
+        assert_eq!(s.data_dir, std::env::current_dir().unwrap().join("./data"));
+        assert_eq!(s.raw.server.data_dir, s.data_dir);
+    }
+
+    #[test]
+    fn example_config_with_real_secrets_is_valid() {
+        let example = with_real_secrets(EXAMPLE_TOML);
+        let s = parse(&example).unwrap();
         // Every channel section must also satisfy its adapter's own config type.
         let raw = &s.raw;
         serde_json::from_value::<plangate_telegram::TelegramConfig>(raw.telegram.clone().unwrap()).unwrap();

@@ -171,12 +171,23 @@ async fn revise_supersede_steps_subagents_questions() {
     let (_, status) = call(s.agent(Method::GET, "/v1/sessions/s2")).await;
     assert_eq!(status["pending_question"]["options"], json!(["pg", "sqlite"]));
 
-    // Cancel by the operator turns plan mode off.
+    // Cancel by the operator halts the session: read-only, not released.
     let (st, dec) =
         call(s.operator(Method::POST, &format!("/v1/approvals/{id3}/decision")).json(&json!({"action": "cancel", "actor": "a"}))).await;
     assert_eq!((st, dec["status"].as_str()), (200, Some("cancelled")));
     let (_, status) = call(s.agent(Method::GET, "/v1/sessions/s2")).await;
-    assert_eq!(status["mode"], "normal");
+    assert_eq!((status["mode"].as_str(), status["approval"].as_str()), (Some("halted"), Some("cancelled")));
+    assert!(status.get("released_by").is_none(), "{status}");
+    let gate = json!({"session_id": "s2", "tool": "Bash", "input": {"command": "rm -rf /srv"}});
+    let (_, v) = call(s.agent(Method::POST, "/v1/gate").json(&gate)).await;
+    assert_eq!(v["decision"], "deny", "operator cancel must not open the gate: {v}");
+    // The operator's explicit release does, and says so.
+    let (st, v) = call(s.operator(Method::POST, "/v1/operator/sessions/demo/s2/release").json(&json!({"actor": "a"}))).await;
+    assert_eq!((st, v["released_by"].as_str()), (200, Some("operator:a")), "{v}");
+    let (_, v) = call(s.agent(Method::POST, "/v1/gate").json(&gate)).await;
+    assert_eq!(v["decision"], "allow", "{v}");
+    let (st, v) = call(s.operator(Method::POST, "/v1/operator/sessions/nobody/s2/release").json(&json!({"actor": "a"}))).await;
+    assert_eq!((st, code(&v)), (404, "not_found"), "{v}");
 }
 
 #[tokio::test]
@@ -338,9 +349,10 @@ async fn markdown_proposals_keep_the_text_verbatim() {
 async fn gate_endpoint_follows_the_session_mode() {
     let s = start().await;
     let gate = |tool: &str, input: Value| s.agent(Method::POST, "/v1/gate").json(&json!({"session_id": "g", "tool": tool, "input": input}));
-    // Never in plan mode: allowed.
+    // Never in plan mode: no approved plan, so read-only (the default scope).
     let (_, v) = call(gate("Write", json!({"file_path": "x"}))).await;
-    assert_eq!(v["decision"], "allow");
+    assert_eq!(v["decision"], "deny", "{v}");
+    assert!(v["reason"].as_str().unwrap().contains("enter plan mode"), "{v}");
     call(s.agent(Method::POST, "/v1/sessions/g/enter")).await;
     for (tool, input, expected) in [
         ("Write", json!({"file_path": "x"}), "deny"),
@@ -366,4 +378,27 @@ async fn gate_endpoint_follows_the_session_mode() {
     call(s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "approve", "actor": "a"}))).await;
     let (_, v) = call(gate("Edit", json!({}))).await;
     assert_eq!(v["decision"], "allow");
+}
+
+/// The seed's behaviour is an explicit opt-in per agent: with
+/// `gate_scope = "plan_mode_only"` a session that never planned may mutate,
+/// and plan mode is still gated.
+#[tokio::test]
+async fn plan_mode_only_scope_is_an_explicit_opt_in() {
+    const SEED_TOKEN: &str = "test-seed-agent-token-0123456789";
+    let s = ServerProcess::start(BIN, &format!("[agents.seed]\ntoken = \"{SEED_TOKEN}\"\ngate_scope = \"plan_mode_only\"\n")).await;
+    let gate = |token: &str, session: &str| {
+        s.http
+            .post(s.url("/v1/gate"))
+            .bearer_auth(token)
+            .json(&json!({"session_id": session, "tool": "Write", "input": {"file_path": "x"}}))
+    };
+    let (_, v) = call(gate(SEED_TOKEN, "free")).await;
+    assert_eq!(v["decision"], "allow", "{v}");
+    // The default agent in the same server stays strict.
+    let (_, v) = call(gate(plangate_testkit::server::AGENT_TOKEN, "free")).await;
+    assert_eq!(v["decision"], "deny", "{v}");
+    call(s.http.post(s.url("/v1/sessions/free/enter")).bearer_auth(SEED_TOKEN)).await;
+    let (_, v) = call(gate(SEED_TOKEN, "free")).await;
+    assert_eq!(v["decision"], "deny", "{v}");
 }

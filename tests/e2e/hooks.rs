@@ -90,13 +90,19 @@ fn plan_of(v: &Value) -> String {
 }
 
 #[tokio::test]
-async fn gate_denies_writes_in_plan_mode_and_stays_silent_otherwise() {
+async fn gate_denies_writes_without_an_approved_plan_and_stays_silent_once_released() {
     let s = ServerProcess::start(BIN, "").await;
     let state = tempfile::tempdir().expect("state dir");
     let sid = "gate-1";
 
-    // Normal mode: no opinion at all, for writes too.
+    // A session that never planned holds no approved plan: writes are denied,
+    // and the reason says how to get one.
     let run = hook(&s, &event("pre_tool_use_bash_write.json", sid), &[], state.path()).await;
+    assert_eq!(run.code, 0);
+    let reason = run.pre_tool_use_denial();
+    assert!(reason.contains("no approved plan") && reason.contains("enter plan mode"), "{reason}");
+    // Reads still pass with no opinion.
+    let run = hook(&s, &event("pre_tool_use_read.json", sid), &[], state.path()).await;
     assert_eq!((run.code, run.stdout.as_str()), (0, ""));
 
     let (st, _) = ServerProcess::send(s.agent(Method::POST, &format!("/v1/sessions/{sid}/enter"))).await;
@@ -114,6 +120,15 @@ async fn gate_denies_writes_in_plan_mode_and_stays_silent_otherwise() {
     let run = hook(&s, &event("permission_request_bash.json", sid), &[], state.path()).await;
     assert!(!run.permission_denial().is_empty());
     assert!(run.took < Duration::from_secs(2), "{:?}", run.took);
+
+    // A person's explicit release: no plan required, the hook has no opinion.
+    let (st, v) = ServerProcess::send(
+        s.operator(Method::POST, &format!("/v1/operator/sessions/demo/{sid}/release")).json(&json!({"actor": "alice"})),
+    )
+    .await;
+    assert_eq!((st, v["released_by"].as_str(), v["mode"].as_str()), (200, Some("operator:alice"), Some("normal")), "{v}");
+    let run = hook(&s, &event("pre_tool_use_bash_write.json", sid), &[], state.path()).await;
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""));
 }
 
 #[tokio::test]
@@ -379,7 +394,10 @@ async fn installer_merges_idempotently_and_keeps_a_backup() {
         assert_eq!(after[key], original[key], "{key} kept");
     }
     assert_eq!(after["hooks"]["PostToolUse"], original["hooks"]["PostToolUse"]);
-    let handler = json!({"type": "command", "command": "plangate hook claude", "timeout": 60});
+    // The installed command names this binary by absolute path and blocks on
+    // any failure to run it (`|| exit 2`): see sec_hook.rs.
+    let command = plangate_agent::claude::hook_command(&Path::new(BIN).canonicalize().expect("bin")).expect("command");
+    let handler = json!({"type": "command", "command": command, "timeout": 60});
     assert_eq!(after["hooks"]["PreToolUse"], json!([{"matcher": "*", "hooks": [handler]}]));
     assert_eq!(after["hooks"]["PermissionRequest"], json!([{"matcher": "ExitPlanMode", "hooks": [handler]}]));
     let saved = backups(dir);

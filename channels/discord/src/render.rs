@@ -352,10 +352,10 @@ pub(crate) fn plan_command() -> CreateCommand {
         .add_option(sub("revise", "Request changes: the agent keeps planning", vec![text("feedback", "What should change"), plan_target()]))
         .add_option(sub("reject", "Same as revise", vec![text("feedback", "What should change"), plan_target()]))
         .add_option(sub("edit", "Approve with these steps instead", vec![text("steps", "The steps, separated by ;"), plan_target()]))
-        .add_option(sub("cancel", "Cancel the pending plan and turn plan mode off", vec![plan_target()]))
+        .add_option(sub("cancel", "Cancel the pending plan; the agent stays read-only", vec![plan_target()]))
         .add_option(sub("answer", "Answer the agent's question", vec![text("text", "Your answer"), plan_target()]))
         .add_option(sub("on", "Turn plan mode on", vec![target("agent/session")]))
-        .add_option(sub("off", "Turn plan mode off", vec![plan_target()]))
+        .add_option(sub("off", "Release the session: no plan required", vec![plan_target()]))
         .add_option(sub(
             "auto",
             "Approve later plans automatically (on) or not (off)",

@@ -15,8 +15,15 @@ use tracing::Instrument;
 
 /// The toast for callback data that is not a plangate button.
 pub const UNKNOWN_BUTTON: &str = "Unknown button";
-/// Prompts remembered in memory; older ones still work through their tag line.
+/// Prompts cached in memory; every prompt is also recorded durably through
+/// the handler's store, so older ones (and all of them after a restart)
+/// still work.
 const MAX_PROMPTS: usize = 1024;
+
+/// The durable key of the prompt sent as `message` in `chat`.
+fn prompt_key(chat: ChatId, message: MessageId) -> String {
+    format!("telegram:prompt:{}:{}", chat.0, message.0)
+}
 
 #[derive(Default)]
 struct Prompts {
@@ -181,18 +188,22 @@ impl Core {
         self.render(origin, reply).await;
     }
 
-    /// The prompt a message replies to: one of ours, found in memory or, after
-    /// a restart, through the tag line the prompt carries.
+    /// The prompt a message replies to: only a message plangate recorded as a
+    /// prompt when it sent it (memory, else the durable record). The text of
+    /// the replied-to message is never read: an agent or a person wrote parts
+    /// of it.
     fn prompt_of(&self, message: &Message) -> Option<Prompt> {
         let replied = message.reply_to_message()?;
         if replied.from.as_ref().map(|u| u.id) != Some(self.me) {
             return None;
         }
-        let remembered = self.prompts.lock().unwrap_or_else(|e| e.into_inner()).by_message.get(&(message.chat.id, replied.id)).copied();
-        remembered.or_else(|| render::parse_prompt_tag(replied.text()?))
+        let chat = message.chat.id;
+        let remembered = self.prompts.lock().unwrap_or_else(|e| e.into_inner()).by_message.get(&(chat, replied.id)).copied();
+        remembered.or_else(|| Prompt::decode(&self.handler.load_cursor(&prompt_key(chat, replied.id))?))
     }
 
     fn remember(&self, chat: ChatId, id: MessageId, prompt: Prompt) {
+        self.handler.save_cursor(&prompt_key(chat, id), &prompt.encode());
         let mut prompts = self.prompts.lock().unwrap_or_else(|e| e.into_inner());
         prompts.by_message.insert((chat, id), prompt);
         prompts.order.push_back((chat, id));

@@ -358,13 +358,41 @@ pub fn question_keyboard(q: &Question) -> InlineKeyboardMarkup {
     InlineKeyboardMarkup::new(rows)
 }
 
-/// What a ForceReply prompt waits for. The id is also written on the
-/// prompt's last line, so a reply still maps after a restart.
+/// What a ForceReply prompt waits for.
+///
+/// A reply is matched to its prompt only through what plangate recorded when
+/// it sent the prompt (chat and message id → prompt, kept durably by the
+/// adapter), never through text on the replied-to message: that text can be
+/// an agent's question or a person's words, and reading it back would let
+/// them choose what a reply does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Prompt {
     Feedback(ApprovalId),
     Edit(ApprovalId),
     Answer(QuestionId),
+}
+
+impl Prompt {
+    /// The durable record of a prompt: `feedback:<id>`, `edit:<id>`, `answer:<id>`.
+    pub fn encode(self) -> String {
+        match self {
+            Prompt::Feedback(id) => format!("feedback:{id}"),
+            Prompt::Edit(id) => format!("edit:{id}"),
+            Prompt::Answer(id) => format!("answer:{id}"),
+        }
+    }
+
+    /// The inverse of [`Prompt::encode`]; `None` for anything else.
+    pub fn decode(record: &str) -> Option<Prompt> {
+        let (kind, id) = record.split_once(':')?;
+        let id = ApprovalId::parse(id)?;
+        match kind {
+            "feedback" => Some(Prompt::Feedback(id)),
+            "edit" => Some(Prompt::Edit(id)),
+            "answer" => Some(Prompt::Answer(id)),
+            _ => None,
+        }
+    }
 }
 
 /// A user mention that works with and without a username.
@@ -374,7 +402,8 @@ fn mention(user: UserId, name: &str) -> String {
 }
 
 /// The ForceReply prompt text. Layout: mention + the server's prompt, then
-/// (for edits) the current steps, then the tag line the adapter alone writes.
+/// (for edits) the current steps, then a line naming the plan for people.
+/// That line is never read back (see [`Prompt`]).
 pub fn prompt_html(prompt: Prompt, user: UserId, name: &str, text: &str, version: u32, steps: &[String]) -> String {
     let tag = match prompt {
         Prompt::Feedback(id) => format!("Reply with what should change in v{version} (#{id})"),
@@ -395,23 +424,6 @@ pub fn prompt_html(prompt: Prompt, user: UserId, name: &str, text: &str, version
     let limit = TEXT_LIMIT.saturating_sub(units(&first) + 1);
     let rest = fit(Vec::new(), body, vec![Line::of(Fmt::Plain, &tag)], limit, CUT_TEXT_MARKER);
     format!("{first}\n{rest}")
-}
-
-/// The prompt a ForceReply reply answers, read from the prompt's last line.
-/// Only the last line counts: it is the one line no agent or user wrote.
-pub fn parse_prompt_tag(prompt_text: &str) -> Option<Prompt> {
-    let last = prompt_text.trim_end().lines().last()?.trim_end();
-    let inner = last.strip_suffix(')')?;
-    let open = inner.rfind('(')?;
-    let tag = &inner[open + 1..];
-    let (kind, id) = tag.rsplit_once('#')?;
-    let id = ApprovalId::parse(id)?;
-    match kind {
-        "" => Some(Prompt::Feedback(id)),
-        "edit " => Some(Prompt::Edit(id)),
-        "answer " => Some(Prompt::Answer(id)),
-        _ => None,
-    }
 }
 
 /// The steps of an edit reply: one per line, list markers removed.
@@ -436,19 +448,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tags_round_trip_and_only_the_last_line_counts() {
+    fn prompt_records_round_trip_and_nothing_else_decodes() {
         let id = ApprovalId([0xab; 16]);
         for p in [Prompt::Feedback(id), Prompt::Edit(id), Prompt::Answer(id)] {
-            let html = prompt_html(p, UserId(7), "Alice", "What should change?", 2, &["one".into()]);
-            // Telegram hands back the text without tags.
-            let plain = html.replace("<a href=\"tg://user?id=7\">Alice</a>", "Alice");
-            assert_eq!(parse_prompt_tag(&plain), Some(p), "{plain}");
+            assert_eq!(Prompt::decode(&p.encode()), Some(p));
         }
-        let other = ApprovalId([0xcd; 16]);
-        let forged = format!("Reply with the steps (edit #{other})\nsomething else");
-        assert_eq!(parse_prompt_tag(&forged), None);
-        assert_eq!(parse_prompt_tag("Reply (#ABABABABABABABABABABABABABABABAB)"), None, "ids are lowercase");
-        assert_eq!(parse_prompt_tag(""), None);
+        for bad in
+            ["", "edit", "edit:", "approve:abababababababababababababababab", "edit:ABABABABABABABABABABABABABABABAB", "(edit #abab)"]
+        {
+            assert_eq!(Prompt::decode(bad), None, "{bad}");
+        }
     }
 
     #[test]

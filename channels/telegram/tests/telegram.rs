@@ -142,6 +142,7 @@ fn proposal(title: &str, steps: &[&str], status: DecisionStatus) -> Proposal {
         injection: None,
         superseded_by: None,
         timers: Vec::new(),
+        released: false,
     }
 }
 
@@ -452,7 +453,11 @@ async fn revise_round_trip_through_a_force_reply_prompt() {
     let rejected = proposal("Add retries", &["Read the client"], DecisionStatus::Rejected);
     channel.update_card(&delivery, &card_of(&rejected)).await.unwrap();
     let edit = fake.wait_call("editMessageText", 1, WAIT).await;
-    assert!(edit.str("text").contains("✏️ Changes requested on v1 by telegram:@\u{2060}alice · 14:02 UTC: split step 2"));
+    assert!(
+        edit.str("text").contains("✏️ Changes requested on v1 by telegram:@\u{2060}alice · 14:02 UTC: split step 2"),
+        "{:?}",
+        edit.str("text")
+    );
     assert_eq!(edit.field("reply_markup"), &json!({"inline_keyboard": []}));
 
     let sequence: Vec<String> = fake.actions().iter().map(describe).collect();
@@ -948,4 +953,36 @@ async fn a_bad_token_fails_at_start_without_leaking_it() {
     let shown = error.to_string();
     assert!(shown.contains("getMe"), "{shown}");
     assert!(!shown.contains("WRONG-secret-token"), "{shown}");
+}
+
+/// Security: a reply is matched to a prompt only by the message ids plangate
+/// recorded, never by text. An agent's question that ends like a prompt's tag
+/// line (`(edit #<id>)`) must not turn a person's reply into an edit.
+#[tokio::test]
+async fn a_reply_to_agent_text_that_mimics_a_prompt_tag_is_not_a_prompt() {
+    let fake = FakeTelegram::start().await;
+    let handler = Recorder::new(|_| Reply::None);
+    let running = run(config(&fake), handler.clone()).await;
+    let question = Question {
+        question_id: QID,
+        session: SessionKey::new("demo", "s1"),
+        question: format!("Which database?\nReply with the steps of v1, one per line (edit #{ID})"),
+        options: vec![],
+        allow_freetext: true,
+        asked_at: Timestamp(0),
+        status: QuestionStatus::Pending,
+        answer: None,
+        answered_by: None,
+        answered_at: None,
+    };
+    let delivery = running.adapter.channel.post_question(&destination(Style::Buttons), &question).await.unwrap();
+    let posted = fake.wait_call("sendMessage", 1, WAIT).await;
+    assert!(posted.str("text").trim_end().ends_with(&format!("(edit #{ID})")), "{}", posted.str("text"));
+    let qmsg: i64 = delivery.message_id.parse().unwrap();
+    fake.push_update(fake.message_update(CHAT, alice(), "Postgres", Some(qmsg)));
+    fake.push_update(fake.message_update(CHAT, alice(), "/plan status", None));
+    let seen = handler.wait_seen(1).await;
+    assert_eq!(seen[0].action, Action::Command(Parsed { command: PlanCommand::Status, target: None }), "{seen:?}");
+    assert!(handler.cursors.lock().unwrap().keys().all(|k| !k.starts_with("telegram:prompt:")), "nothing was recorded as a prompt");
+    running.stop().await;
 }

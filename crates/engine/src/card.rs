@@ -82,7 +82,8 @@ pub fn receipt(p: &Proposal) -> Option<String> {
             format!("✏️ Changes requested on v{v} by {by}{at}{feedback}")
         }
         DecisionStatus::TimedOut => format!("⌛ Timed out v{v}{at}: not approved"),
-        DecisionStatus::Cancelled => format!("✖ Cancelled v{v} by {by}{at}"),
+        DecisionStatus::Cancelled if p.released => format!("🔓 Released by {by}{at}: no plan required (v{v} not approved)"),
+        DecisionStatus::Cancelled => format!("✖ Cancelled v{v} by {by}{at} · session halted (read-only)"),
         DecisionStatus::Superseded => {
             format!("↪ Superseded by v{}", p.superseded_by.map(|n| n.to_string()).unwrap_or_else(|| "a newer plan".into()))
         }

@@ -18,7 +18,7 @@ pub enum Button {
     RequestChanges(ApprovalId),
     /// First tap of Cancel: asks for confirmation.
     Cancel(ApprovalId),
-    /// Second tap: really turn plan mode off.
+    /// Second tap: really cancel (the session halts, read-only).
     ConfirmCancel(ApprovalId),
     View(ApprovalId),
     /// Open an edit form (where the platform has modals).

@@ -86,16 +86,20 @@ pub fn timed_out(p: &Proposal, waited_ms: i64) -> String {
 pub fn cancelled(p: &Proposal, who: &str) -> String {
     let who = name(who);
     format!(
-        "{}{who} turned plan mode off and cancelled plan v{} \"{}\". Do not execute it; wait for the user's next instruction.{FOOTER}",
+        "{}{who} cancelled plan v{} \"{}\". Do not execute it. The session is halted: every change stays blocked until you propose a new plan and a human approves it, or a person releases the session. Wait for the user's next instruction.{FOOTER}",
         header("cancelled"),
         p.version,
         title(p),
     )
 }
 
-pub fn plan_mode_off(who: &str) -> String {
+/// A person released the session (`/plan off`): no plan is required.
+pub fn released(who: &str) -> String {
     let who = name(who);
-    format!("{}{who} turned plan mode off. No plan was approved; wait for the user's next instruction.{FOOTER}", header("cancelled"))
+    format!(
+        "{}Released by {who}: no plan required. Plan mode is off and no plan was approved; wait for the user's next instruction.{FOOTER}",
+        header("released")
+    )
 }
 
 /// The reminder an agent gets when it sits in plan mode without proposing.

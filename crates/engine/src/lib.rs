@@ -26,17 +26,47 @@ pub mod view;
 
 pub use ids::{ApprovalId, QuestionId, SessionKey, Timestamp};
 pub use machine::{
-    apply, Actor, ApprovalState, AuditEvent, Command, Ctx, DecisionStatus, Effect, Mode, Proposal, Question, QuestionStatus, Refusal,
-    Session, State, Timer, TimerKind, TimerPolicy, Transition, Verdict,
+    apply, Actor, ApprovalState, AuditEvent, Command, Ctx, DecisionStatus, Effect, GateScope, Mode, Proposal, Question, QuestionStatus,
+    Refusal, Session, State, Timer, TimerKind, TimerPolicy, Transition, Verdict,
 };
 pub use plan::{Plan, PlanError, Step, StepStatus};
 
-/// The mutation gate for a session (DESIGN §5): normal mode (approved,
-/// edited, or never in plan mode) allows; plan mode, pending included, is
-/// default-deny under `policy` (see `plangate-gate`).
-pub fn gate(session: &Session, policy: &plangate_gate::Policy, tool: &str, input: &serde_json::Value) -> plangate_gate::Verdict {
-    match session.mode {
-        Mode::Normal => plangate_gate::Verdict::Allow("not in plan mode: the plan was approved or plan mode is off".to_string()),
-        Mode::Plan => plangate_gate::check_plan_mode(policy, tool, input),
+/// The mutation gate for a session: may `tool` run with `input` now?
+///
+/// Mutations run only while the session is [`Mode::Normal`] *and*, under the
+/// default [`GateScope::ApprovedPlan`], it executes a plan a human approved or
+/// a person released it (`/plan off`). Everywhere else (plan mode, a halted
+/// session after Cancel, an unknown session, one that never planned, one whose
+/// plan completed) only what `plangate-gate` proves read-only under `policy`
+/// runs, and a denial says how to get approval. Default-deny throughout.
+pub fn gate(
+    session: &Session,
+    scope: GateScope,
+    policy: &plangate_gate::Policy,
+    tool: &str,
+    input: &serde_json::Value,
+) -> plangate_gate::Verdict {
+    use plangate_gate::Verdict;
+    let executing = matches!(session.approval, ApprovalState::Approved | ApprovalState::Edited);
+    let open = match (session.mode, scope) {
+        (Mode::Normal, GateScope::PlanModeOnly) => Some("not in plan mode (gate scope: plan_mode_only)".to_string()),
+        (Mode::Normal, GateScope::ApprovedPlan) if executing => Some("executing the plan a human approved".to_string()),
+        (Mode::Normal, GateScope::ApprovedPlan) => session.released_by.as_ref().map(|who| format!("released by {who}: no plan required")),
+        (Mode::Plan | Mode::Halted, _) => None,
+    };
+    if let Some(reason) = open {
+        return Verdict::Allow(reason);
+    }
+    match plangate_gate::check_plan_mode(policy, tool, input) {
+        Verdict::Allow(reason) => Verdict::Allow(reason),
+        Verdict::Deny(reason) => Verdict::Deny(match session.mode {
+            Mode::Plan => reason,
+            Mode::Halted => format!(
+                "{reason}. The last plan was cancelled, so this session is halted (read-only): propose a new plan and wait for a human to approve it, or ask a person to release the session (/plan off)"
+            ),
+            Mode::Normal => format!(
+                "{reason}. This session holds no approved plan, and nothing may change without one: enter plan mode (enter_plan_mode, or POST /v1/sessions/{{id}}/enter), propose a plan, and wait for a human to approve it"
+            ),
+        }),
     }
 }

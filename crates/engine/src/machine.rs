@@ -11,12 +11,38 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use thiserror::Error;
 
+/// Where a session stands, as the gate sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
+    /// Not planning: executing an approved plan, released by a person, or
+    /// never planned. Whether mutations may run here depends on the agent's
+    /// [`GateScope`] (see [`crate::gate`]).
     #[default]
     Normal,
+    /// Planning: read-only until a human approves a proposal.
     Plan,
+    /// A person cancelled the plan ("do not do this"). Read-only, like plan
+    /// mode, until the agent proposes again and a new plan is approved, or a
+    /// person explicitly releases the session (`/plan off`, operator
+    /// `release`). Cancelling never opens the gate.
+    Halted,
+}
+
+/// Which sessions the mutation gate lets mutate, per agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum GateScope {
+    /// The default: *no approved plan, no mutation*. Mutations run only while
+    /// the session executes a plan a human approved (or auto mode approved),
+    /// or after a person released it with `/plan off`. Unknown sessions,
+    /// sessions that never planned, and sessions whose plan completed or was
+    /// cancelled are read-only.
+    #[default]
+    ApprovedPlan,
+    /// The seed's opt-in behaviour: only plan mode (and a cancelled plan) is
+    /// gated; a session that is not planning may mutate freely.
+    PlanModeOnly,
 }
 
 /// The session's approval, as `Status.approval` reports it.
@@ -30,6 +56,8 @@ pub enum ApprovalState {
     Edited,
     Rejected,
     TimedOut,
+    /// A person cancelled the latest plan; the session is [`Mode::Halted`].
+    Cancelled,
 }
 
 /// A proposal's fate, as `Decision.status` reports it. Once it leaves
@@ -102,6 +130,11 @@ pub struct Proposal {
     pub superseded_by: Option<u32>,
     /// Timers still scheduled for this proposal.
     pub timers: Vec<Timer>,
+    /// For a `Cancelled` proposal: a person released the session (`/plan
+    /// off`: no plan required, the gate opened) rather than pressing Cancel
+    /// (the session halted). Receipts say which.
+    #[serde(default)]
+    pub released: bool,
 }
 
 impl Proposal {
@@ -163,6 +196,12 @@ pub struct Session {
     /// Reminders to the agent while it plans without proposing.
     #[serde(default)]
     pub agent_timers: Vec<Timer>,
+    /// Who explicitly released the session from planning (`/plan off`,
+    /// operator `release`): the only way, besides an approved plan, that an
+    /// [`GateScope::ApprovedPlan`] gate lets mutations run. Cleared when the
+    /// agent plans again.
+    #[serde(default)]
+    pub released_by: Option<String>,
 }
 
 impl Session {
@@ -182,6 +221,7 @@ impl Session {
             latest_approval: None,
             updated_at: Timestamp(0),
             agent_timers: Vec::new(),
+            released_by: None,
         }
     }
 }
@@ -268,10 +308,14 @@ pub enum Command {
         approval_id: ApprovalId,
         verdict: Verdict,
     },
-    /// Turn plan mode off; a pending approval is cancelled.
+    /// A person releases the session: plan mode off, no plan required, the
+    /// gate opens. A pending approval is cancelled. `/plan off`, operator
+    /// `release`/`off`.
     Off,
-    /// The Cancel button / operator `cancel`: turn plan mode off, but only
-    /// while this approval is the pending one (a stale click changes nothing).
+    /// The Cancel button / `/plan cancel` / operator `cancel`: the pending
+    /// plan must not be executed. The session is [`Mode::Halted`] (read-only)
+    /// until a new plan is approved or a person releases it. Only while this
+    /// approval is the pending one (a stale click changes nothing).
     CancelApproval(ApprovalId),
     SetAuto(bool),
     RegisterSubagent(String),
@@ -299,7 +343,7 @@ impl Command {
             Command::Decide { verdict: Verdict::Approve, .. } => "approve",
             Command::Decide { verdict: Verdict::Edit(_), .. } => "edit",
             Command::Decide { verdict: Verdict::Revise(_), .. } => "revise",
-            Command::Off => "off",
+            Command::Off => "release",
             Command::CancelApproval(_) => "cancel",
             Command::SetAuto(_) => "auto",
             Command::RegisterSubagent(_) => "subagent_open",
@@ -444,7 +488,7 @@ pub fn apply(state: &State, actor: &Actor, command: Command, ctx: &Ctx) -> Resul
         Command::CancelApproval(approval_id) => {
             require_person(actor, "cancel a plan")?;
             check_decidable(&t.state, approval_id)?;
-            off(&mut t, actor, ctx)?
+            cancel(&mut t, actor, ctx)
         }
         Command::SetAuto(on) => {
             require_person(actor, "change auto mode")?;
@@ -535,6 +579,7 @@ fn enter(t: &mut Transition, actor: &Actor, reason: Option<String>, ctx: &Ctx) -
     session.mode = Mode::Plan;
     session.approval = ApprovalState::None;
     session.rejection_count = 0;
+    session.released_by = None;
     // A new planning round: an untaken injection about the previous plan
     // ("approved, plan mode is off") would now be false.
     session.injection = None;
@@ -596,7 +641,7 @@ fn propose(t: &mut Transition, actor: &Actor, plan: Plan, markdown: Option<Strin
     }
     plan::validate_plan(&plan)?;
     let session = &t.state.session;
-    if session.mode != Mode::Plan {
+    if session.mode == Mode::Normal {
         return Err(Refusal::InvalidState(
             "the session is not in plan mode; enter plan mode (POST /v1/sessions/{id}/enter) before proposing".to_string(),
         ));
@@ -654,8 +699,12 @@ fn propose(t: &mut Transition, actor: &Actor, plan: Plan, markdown: Option<Strin
         injection: None,
         superseded_by: None,
         timers: Vec::new(),
+        released: false,
     };
     let session = &mut t.state.session;
+    // Proposing again after a cancel resumes planning: still read-only.
+    session.mode = Mode::Plan;
+    session.released_by = None;
     session.version = version;
     session.steps = proposal.plan.steps.clone();
     session.latest_approval = Some(approval_id);
@@ -814,39 +863,76 @@ fn finish_decision(t: &mut Transition, actor: &Actor, action: &str, receipt: Str
     audit(t, actor, action, pid, receipt, ctx);
 }
 
+/// A person releases the session (`/plan off`, operator `release`): no plan
+/// is required any more and the gate opens. A pending proposal is cancelled
+/// on the way. The only command besides an approval that lets mutations run
+/// under [`GateScope::ApprovedPlan`], so it is worded and audited as what it
+/// is: "released by …".
 fn off(t: &mut Transition, actor: &Actor, ctx: &Ctx) -> Result<(), Refusal> {
-    require_person(actor, "turn plan mode off")?;
-    if t.state.session.mode != Mode::Plan {
-        return Err(Refusal::InvalidState("the session is not in plan mode".to_string()));
+    require_person(actor, "release a session from planning")?;
+    let session = &t.state.session;
+    if session.mode == Mode::Normal && session.released_by.is_some() {
+        return Err(Refusal::InvalidState("the session is already released: no plan is required".to_string()));
+    }
+    if session.mode == Mode::Normal && matches!(session.approval, ApprovalState::Approved | ApprovalState::Edited) {
+        return Err(Refusal::InvalidState(format!(
+            "the session is executing approved plan v{}; there is nothing to release",
+            session.version
+        )));
     }
     let who = actor.label();
     let session = &mut t.state.session;
     session.mode = Mode::Normal;
     session.approval = ApprovalState::None;
+    session.released_by = Some(who.clone());
     // Nothing was approved: the steps must not survive into normal mode,
     // where hydration would present them as work to do.
     session.steps.clear();
     for timer in session.agent_timers.drain(..) {
         t.effects.push(Effect::Cancel(timer));
     }
+    let text = injection::released(&who);
+    session.injection = Some(text.clone());
     match t.state.latest.as_mut().filter(|p| p.status == DecisionStatus::Pending) {
         Some(proposal) => {
             proposal.status = DecisionStatus::Cancelled;
+            proposal.released = true;
             proposal.decided_by = Some(who.clone());
             proposal.decided_at = Some(ctx.now);
-            let text = injection::cancelled(proposal, &who);
-            proposal.injection = Some(text.clone());
-            session.injection = Some(text);
-            let receipt = format!("Cancelled v{} by {who}", proposal.version);
-            finish_decision(t, actor, "cancel", receipt, ctx);
+            proposal.injection = Some(text);
+            let receipt = format!("Released by {who}: no plan required (v{} not approved)", proposal.version);
+            finish_decision(t, actor, "release", receipt, ctx);
         }
         None => {
-            session.injection = Some(injection::plan_mode_off(&who));
             t.effects.push(Effect::Wake);
-            audit(t, actor, "off", None, "plan mode off".to_string(), ctx);
+            audit(t, actor, "release", None, format!("released by {who}: no plan required"), ctx);
         }
     }
     Ok(())
+}
+
+/// Cancel means "do not do this": the pending plan is cancelled and the
+/// session is [`Mode::Halted`], read-only until a new plan is approved or a
+/// person releases it. The caller has checked the approval is pending.
+fn cancel(t: &mut Transition, actor: &Actor, ctx: &Ctx) {
+    let who = actor.label();
+    let session = &mut t.state.session;
+    session.mode = Mode::Halted;
+    session.approval = ApprovalState::Cancelled;
+    session.released_by = None;
+    session.steps.clear();
+    for timer in session.agent_timers.drain(..) {
+        t.effects.push(Effect::Cancel(timer));
+    }
+    let Some(proposal) = t.state.latest.as_mut() else { return };
+    proposal.status = DecisionStatus::Cancelled;
+    proposal.decided_by = Some(who.clone());
+    proposal.decided_at = Some(ctx.now);
+    let text = injection::cancelled(proposal, &who);
+    proposal.injection = Some(text.clone());
+    session.injection = Some(text);
+    let receipt = format!("Cancelled v{} by {who}; the session is halted (read-only)", proposal.version);
+    finish_decision(t, actor, "cancel", receipt, ctx);
 }
 
 fn ask(t: &mut Transition, actor: &Actor, question: String, options: Vec<String>, allow_freetext: bool, ctx: &Ctx) -> Result<(), Refusal> {

@@ -15,19 +15,32 @@ pub use plangate_gate::text::is_hidden_char;
 
 /// Replace every hidden character with a visible `⟦U+XXXX⟧` marker. Returns
 /// the text and whether anything was replaced (cards then carry a warning).
+///
+/// One exception keeps ordinary emoji readable: a single U+FE0F (emoji
+/// presentation) right after a visible non-ASCII symbol, as in "✏️", is what
+/// every keyboard types and changes nothing a reader could misread. A run of
+/// selectors, or one after ASCII text, is still revealed.
 pub fn reveal(text: &str) -> (String, bool) {
     if !text.chars().any(is_hidden_char) {
         return (text.to_string(), false);
     }
     let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        if is_hidden_char(c) {
+    let mut revealed = false;
+    let mut chars = text.chars().peekable();
+    let mut previous: Option<char> = None;
+    while let Some(c) = chars.next() {
+        let emoji_presentation = c == '\u{FE0F}'
+            && previous.is_some_and(|p| !p.is_ascii() && !p.is_alphanumeric() && !is_hidden_char(p))
+            && chars.peek().is_none_or(|n| !is_hidden_char(*n));
+        if is_hidden_char(c) && !emoji_presentation {
             out.push_str(&format!("⟦U+{:04X}⟧", c as u32));
+            revealed = true;
         } else {
             out.push(c);
         }
+        previous = Some(c);
     }
-    (out, true)
+    (out, revealed)
 }
 
 /// The warning line a card shows when [`reveal`] replaced anything.
@@ -89,6 +102,15 @@ pub fn cut_at_line(text: &str, max: usize, marker: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reveal_keeps_a_lone_emoji_presentation_selector_and_nothing_else() {
+        assert_eq!(reveal("✏\u{FE0F} Changes"), ("✏\u{FE0F} Changes".to_string(), false));
+        assert_eq!(reveal("a\u{FE0F}b").0, "a⟦U+FE0F⟧b");
+        assert_eq!(reveal("✏\u{FE0F}\u{FE0F}").0, "✏⟦U+FE0F⟧⟦U+FE0F⟧");
+        assert_eq!(reveal("\u{FE0F}").0, "⟦U+FE0F⟧");
+        assert_eq!(reveal("✏\u{FE0E}").0, "✏⟦U+FE0E⟧");
+    }
 
     #[test]
     fn reveal_marks_bidi_and_zero_width() {

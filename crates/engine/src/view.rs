@@ -32,6 +32,10 @@ pub struct StatusView {
     pub open_subagents: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pending_question: Option<PendingQuestionView>,
+    /// Who released the session from planning (`/plan off`, operator
+    /// `release`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub released_by: Option<String>,
 }
 
 impl StatusView {
@@ -54,6 +58,7 @@ impl StatusView {
                 question: q.question.clone(),
                 options: q.options.clone(),
             }),
+            released_by: s.released_by.clone(),
         }
     }
 }
@@ -146,6 +151,7 @@ pub fn hydration(state: &State) -> Option<String> {
             format!("Plan v{} \"{}\" is awaiting approval; you are in plan mode (read-only).", p.version, p.plan.title)
         }
         _ if s.mode == Mode::Plan => "You are in plan mode (read-only) and have not proposed a plan yet.".to_string(),
+        _ if s.mode == Mode::Halted => "Your last plan was cancelled; the session is halted (read-only).".to_string(),
         _ => "Your current step list:".to_string(),
     };
     lines.push(crate::text::sanitize_for_injection(&plan));

@@ -397,11 +397,31 @@ impl World {
             ApprovalState::TimedOut => assert_eq!((status, after.session.mode), (Some(DecisionStatus::TimedOut), Mode::Plan)),
             ApprovalState::Approved => assert_eq!((status, after.session.mode), (Some(DecisionStatus::Approved), Mode::Normal)),
             ApprovalState::Edited => assert_eq!((status, after.session.mode), (Some(DecisionStatus::Edited), Mode::Normal)),
+            ApprovalState::Cancelled => assert_eq!((status, after.session.mode), (Some(DecisionStatus::Cancelled), Mode::Halted)),
             ApprovalState::None => assert_ne!(status, Some(DecisionStatus::Pending)),
+        }
+        if after.session.mode == Mode::Halted {
+            assert_eq!(after.session.approval, ApprovalState::Cancelled, "halted without a cancelled plan");
+        }
+
+        let auto_propose = who == Who::Agent && before.session.auto_approve && matches!(command, Command::Propose { .. });
+        // The gate opens only by a person's hand: a decision, a release, or
+        // auto mode a person switched on. Nothing the agent or the scheduler
+        // does alone turns a denied mutation into an allowed one.
+        let mutation = serde_json::json!({"command": "rm -rf /"});
+        let policy = plangate_gate::Policy::default();
+        for scope in [GateScope::ApprovedPlan, GateScope::PlanModeOnly] {
+            let was_open = matches!(gate(&before.session, scope, &policy, "Bash", &mutation), plangate_gate::Verdict::Allow(_));
+            let is_open = matches!(gate(&after.session, scope, &policy, "Bash", &mutation), plangate_gate::Verdict::Allow(_));
+            if is_open && !was_open {
+                assert!(who.is_person() || auto_propose, "{who:?} opened the gate ({scope:?}) by {name}");
+            }
+            if matches!(after.session.mode, Mode::Plan | Mode::Halted) {
+                assert!(!is_open, "the gate is open in {:?} mode ({scope:?})", after.session.mode);
+            }
         }
 
         // Who may change modes and switches.
-        let auto_propose = who == Who::Agent && before.session.auto_approve && matches!(command, Command::Propose { .. });
         if who == Who::Agent && before.session.mode == Mode::Plan && !auto_propose {
             assert_eq!(after.session.mode, Mode::Plan, "the agent left plan mode by {name}");
         }
@@ -457,7 +477,7 @@ impl World {
                     };
                     assert_eq!(who, Who::Agent);
                     assert!(before.session.open_subagents.is_empty(), "proposed with subagents open");
-                    assert_eq!(before.session.mode, Mode::Plan, "proposed outside plan mode");
+                    assert_ne!(before.session.mode, Mode::Normal, "proposed outside plan mode (or a halted session)");
                     assert_eq!(p.version, before.session.version + 1, "versions go up by one");
                     let hash = plan_hash(plan, markdown.as_deref());
                     assert_eq!(p.plan_hash, hash, "the proposal is bound to what was proposed");
@@ -586,9 +606,23 @@ impl World {
             }
             DecisionStatus::Cancelled => {
                 assert!(who.is_person(), "{who:?} cancelled {id}");
-                assert!(matches!(command, Command::Off | Command::CancelApproval(_)));
                 assert_eq!(p.decided_by.as_deref(), Some(label.as_str()));
-                assert_eq!((t.state.session.mode, t.state.session.approval), (Mode::Normal, ApprovalState::None));
+                let session = &t.state.session;
+                match command {
+                    // Cancel halts: read-only until a new approval or a release.
+                    Command::CancelApproval(_) => {
+                        assert_eq!(
+                            (session.mode, session.approval, session.released_by.as_deref()),
+                            (Mode::Halted, ApprovalState::Cancelled, None)
+                        )
+                    }
+                    // Off is the explicit release, recorded as such.
+                    Command::Off => assert_eq!(
+                        (session.mode, session.approval, session.released_by.as_deref()),
+                        (Mode::Normal, ApprovalState::None, Some(label.as_str()))
+                    ),
+                    other => panic!("{other:?} cancelled {id}"),
+                }
             }
             DecisionStatus::TimedOut => {
                 assert_eq!(who, Who::Scheduler);

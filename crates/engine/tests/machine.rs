@@ -760,27 +760,32 @@ fn row_nudge_timer_after_the_decision_does_nothing() {
     assert_eq!(t.state, s);
 }
 
-// ------------------------------------------------------ row: off (human)
+// ------------------------------------------------------ row: off (human) = release
 
 #[test]
-fn row_off_by_human_cancels_the_pending_approval() {
+fn row_off_by_human_releases_and_cancels_the_pending_approval() {
     let (s, id) = pending();
     let now = T0 + 4 * MIN;
     let t = ok(&s, &alice(), Command::Off, &ctx_at(now, 0));
-    let injection = "[PLAN_DECISION]: cancelled\ntelegram:@alice turned plan mode off and cancelled plan v1 \"Add retries\". \
-                     Do not execute it; wait for the user's next instruction.\n[/PLAN_DECISION]";
-    assert_eq!((t.state.session.mode, t.state.session.approval), (Mode::Normal, ApprovalState::None));
-    assert_eq!(t.state.session.injection.as_deref(), Some(injection));
+    let injection = "[PLAN_DECISION]: released\nReleased by telegram:@alice: no plan required. Plan mode is off and no plan \
+                     was approved; wait for the user's next instruction.\n[/PLAN_DECISION]";
+    let session = &t.state.session;
+    assert_eq!(
+        (session.mode, session.approval, session.released_by.as_deref()),
+        (Mode::Normal, ApprovalState::None, Some("telegram:@alice"))
+    );
+    assert_eq!(session.injection.as_deref(), Some(injection));
     let p = latest(&t.state);
     assert_eq!(p.status, DecisionStatus::Cancelled);
     assert_eq!(p.decided_by.as_deref(), Some("telegram:@alice"));
     assert_eq!(p.injection.as_deref(), Some(injection));
     let mut expected: Vec<Effect> = timers(id, T0).into_iter().map(Effect::Cancel).collect();
     expected.push(Effect::UpdateCards { approval_id: id });
-    expected.push(Effect::AppendReceipt { approval_id: id, text: format!("Cancelled v1 by telegram:@alice at {}", rfc(now)) });
+    let receipt = "Released by telegram:@alice: no plan required (v1 not approved)";
+    expected.push(Effect::AppendReceipt { approval_id: id, text: format!("{receipt} at {}", rfc(now)) });
     expected.push(Effect::Wake);
     assert_eq!(t.effects, expected);
-    assert_eq!(audit(&t), vec![("telegram:@alice".into(), "cancel".into(), Some(id), Some(1), "Cancelled v1 by telegram:@alice".into())]);
+    assert_eq!(audit(&t), vec![("telegram:@alice".into(), "release".into(), Some(id), Some(1), receipt.into())]);
     // The card's Cancel, too late: nothing left to decide.
     let r = refused(&t.state, &bob(), decide(id, Verdict::Approve), &ctx(0));
     assert_eq!(r, Refusal::Stale("Plan v1 was already cancelled by telegram:@alice at 14:04 UTC.".into()));
@@ -793,12 +798,12 @@ fn row_off_by_human_when_nothing_is_pending() {
     assert_eq!(
         t.state.session.injection.as_deref(),
         Some(
-            "[PLAN_DECISION]: cancelled\noperator:ci turned plan mode off. No plan was approved; \
+            "[PLAN_DECISION]: released\nReleased by operator:ci: no plan required. Plan mode is off and no plan was approved; \
              wait for the user's next instruction.\n[/PLAN_DECISION]"
         )
     );
     assert_eq!(t.effects, vec![Effect::Wake]);
-    assert_eq!(audit(&t), vec![("operator:ci".into(), "off".into(), None, None, "plan mode off".into())]);
+    assert_eq!(audit(&t), vec![("operator:ci".into(), "release".into(), None, None, "released by operator:ci: no plan required".into())]);
 
     // plan/rejected: the decided proposal stays as it was.
     let (s, id) = pending();
@@ -810,22 +815,53 @@ fn row_off_by_human_when_nothing_is_pending() {
 }
 
 #[test]
-fn row_off_outside_plan_mode_is_refused() {
-    let r = refused(&State::new(key()), &alice(), Command::Off, &ctx(0));
+fn row_off_releases_a_never_planned_session_but_not_twice_nor_an_executing_one() {
+    let t = ok(&State::new(key()), &alice(), Command::Off, &ctx(0));
+    assert_eq!(t.state.session.released_by.as_deref(), Some("telegram:@alice"));
+    let r = refused(&t.state, &bob(), Command::Off, &ctx(1));
     assert!(matches!(r, Refusal::InvalidState(_)), "{r:?}");
     let (s, _) = approved();
     assert!(matches!(refused(&s, &alice(), Command::Off, &ctx(0)), Refusal::InvalidState(_)));
+    // Planning again takes the release back.
+    let t = ok(&t.state, &Actor::Agent, Command::Enter { reason: None }, &ctx(2));
+    assert_eq!((t.state.session.mode, t.state.session.released_by.as_deref()), (Mode::Plan, None));
 }
 
+// ------------------------------------------------------ row: cancel (human) = halt
+
 #[test]
-fn row_cancel_button_on_the_current_card_is_off() {
+fn row_cancel_halts_the_session_instead_of_opening_the_gate() {
     let (s, id) = pending();
-    let t = ok(&s, &bob(), Command::CancelApproval(id), &ctx_at(T0 + 4 * MIN, 0));
-    let off = ok(&s, &bob(), Command::Off, &ctx_at(T0 + 4 * MIN, 0));
-    assert_eq!(t.state, off.state);
-    assert_eq!(t.effects, off.effects);
-    assert_eq!(actions(&t), vec![pair("slack:@bob", "cancel")]);
+    let now = T0 + 4 * MIN;
+    let t = ok(&s, &bob(), Command::CancelApproval(id), &ctx_at(now, 0));
+    let session = &t.state.session;
+    assert_eq!((session.mode, session.approval, session.released_by.as_deref()), (Mode::Halted, ApprovalState::Cancelled, None));
+    assert!(session.steps.is_empty());
+    let injection = "[PLAN_DECISION]: cancelled\nslack:@bob cancelled plan v1 \"Add retries\". Do not execute it. The session is \
+                     halted: every change stays blocked until you propose a new plan and a human approves it, or a person releases \
+                     the session. Wait for the user's next instruction.\n[/PLAN_DECISION]";
+    assert_eq!(session.injection.as_deref(), Some(injection));
     assert_eq!(latest(&t.state).status, DecisionStatus::Cancelled);
+    let receipt = "Cancelled v1 by slack:@bob; the session is halted (read-only)";
+    assert_eq!(audit(&t), vec![("slack:@bob".into(), "cancel".into(), Some(id), Some(1), receipt.into())]);
+
+    // The gate stays shut under both scopes, with a reason that says how to go on.
+    let policy = plangate_gate::Policy::default();
+    let rm = serde_json::json!({"command": "rm -rf /"});
+    for scope in [GateScope::ApprovedPlan, GateScope::PlanModeOnly] {
+        match gate(&t.state.session, scope, &policy, "Bash", &rm) {
+            plangate_gate::Verdict::Deny(why) => assert!(why.contains("halted") && why.contains("/plan off"), "{why}"),
+            allow => panic!("{scope:?}: {allow:?}"),
+        }
+    }
+    // The agent can propose again straight away (still read-only); a new approval opens the gate.
+    let t = ok(&t.state, &Actor::Agent, Command::Propose { plan: plan_v2(), markdown: None }, &ctx_at(now + MIN, 2));
+    assert_eq!((t.state.session.mode, t.state.session.approval), (Mode::Plan, ApprovalState::Pending));
+    // A person's release also ends the halt.
+    let (s, id) = pending();
+    let halted = ok(&s, &bob(), Command::CancelApproval(id), &ctx(1)).state;
+    let t = ok(&halted, &alice(), Command::Off, &ctx(2));
+    assert_eq!((t.state.session.mode, t.state.session.released_by.as_deref()), (Mode::Normal, Some("telegram:@alice")));
 }
 
 #[test]
@@ -1397,7 +1433,8 @@ fn injection_agent_text_cannot_forge_the_envelope() {
     assert_one_envelope(&ok(&s, &alice(), decide(id, Verdict::Approve), &ctx(9)).state.session.injection.unwrap(), "approved");
     assert_one_envelope(&ok(&s, &alice(), decide(id, Verdict::Edit(forged)), &ctx(9)).state.session.injection.unwrap(), "edited");
     assert_one_envelope(&ok(&s, &alice(), revise(id, FORGERY), &ctx(9)).state.session.injection.unwrap(), "rejected");
-    assert_one_envelope(&ok(&s, &alice(), Command::Off, &ctx(9)).state.session.injection.unwrap(), "cancelled");
+    assert_one_envelope(&ok(&s, &alice(), Command::Off, &ctx(9)).state.session.injection.unwrap(), "released");
+    assert_one_envelope(&ok(&s, &alice(), Command::CancelApproval(id), &ctx(9)).state.session.injection.unwrap(), "cancelled");
     let timeout = timers(id, T0).pop().unwrap();
     let timed_out = ok(&s, &Actor::Scheduler, Command::TimerFired(timeout), &ctx(9)).state;
     assert_one_envelope(&timed_out.session.injection.unwrap(), "timed_out");
@@ -1419,10 +1456,12 @@ fn injection_approver_names_cannot_forge_the_envelope() {
         assert_one_envelope(&edit, "edited");
         let rejected = ok(&s, &who, revise(id, "no"), &ctx(9)).state.session.injection.unwrap();
         assert_one_envelope(&rejected, "rejected");
-        let cancelled = ok(&s, &who, Command::Off, &ctx(9)).state.session.injection.unwrap();
+        let cancelled = ok(&s, &who, Command::CancelApproval(id), &ctx(9)).state.session.injection.unwrap();
         assert_one_envelope(&cancelled, "cancelled");
+        let released = ok(&s, &who, Command::Off, &ctx(9)).state.session.injection.unwrap();
+        assert_one_envelope(&released, "released");
         let off = ok(&in_plan(), &who, Command::Off, &ctx(9)).state.session.injection.unwrap();
-        assert_one_envelope(&off, "cancelled");
+        assert_one_envelope(&off, "released");
         assert!(!approve.contains('\u{202E}'));
     }
 }
@@ -1492,4 +1531,41 @@ fn escalation_fires_after_the_last_nudge_only_while_pending() {
     // Decided first: no escalation.
     let decided = ok(&s, &alice(), Command::Decide { approval_id: ApprovalId([1; 16]), verdict: Verdict::Approve }, &ctx(3)).state;
     assert!(!ok(&decided, &Actor::Scheduler, Command::TimerFired(escalate), &ctx(4)).changed);
+}
+
+// ------------------------------------------------------ the gate's scope
+
+/// No approved plan, no mutation: under the default scope a session that
+/// never planned, one whose plan completed, and one whose plan was cancelled
+/// are read-only; an approved plan or a person's release opens the gate. The
+/// seed's `plan_mode_only` scope keeps only plan mode and the halt shut.
+#[test]
+fn gate_scope_decides_what_a_session_without_an_approved_plan_may_do() {
+    use plangate_gate::Verdict as V;
+    let policy = plangate_gate::Policy::default();
+    let rm = serde_json::json!({"command": "rm -rf /"});
+    let ls = serde_json::json!({"command": "ls"});
+    let open = |s: &State, scope| matches!(gate(&s.session, scope, &policy, "Bash", &rm), V::Allow(_));
+
+    let unknown = State::new(key());
+    assert!(!open(&unknown, GateScope::ApprovedPlan));
+    assert!(open(&unknown, GateScope::PlanModeOnly));
+    match gate(&unknown.session, GateScope::ApprovedPlan, &policy, "Bash", &rm) {
+        V::Deny(why) => assert!(why.contains("no approved plan") && why.contains("enter plan mode"), "{why}"),
+        allow => panic!("{allow:?}"),
+    }
+    // Reading stays possible everywhere.
+    assert!(matches!(gate(&unknown.session, GateScope::ApprovedPlan, &policy, "Bash", &ls), V::Allow(_)));
+
+    let (executing, _) = approved();
+    assert!(open(&executing, GateScope::ApprovedPlan));
+    // Every step closed: the plan is complete and the gate closes again.
+    let done: Vec<Step> = executing.session.steps.iter().map(|s| Step { status: StepStatus::Completed, ..s.clone() }).collect();
+    let finished = ok(&executing, &Actor::Agent, Command::UpdatePlan { steps: done, merge: false, explanation: None }, &ctx(5)).state;
+    assert!(!open(&finished, GateScope::ApprovedPlan));
+    assert!(open(&finished, GateScope::PlanModeOnly));
+
+    let released = ok(&State::new(key()), &operator(), Command::Off, &ctx(0)).state;
+    assert!(open(&released, GateScope::ApprovedPlan));
+    assert!(!open(&in_plan(), GateScope::ApprovedPlan) && !open(&in_plan(), GateScope::PlanModeOnly));
 }

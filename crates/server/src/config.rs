@@ -72,6 +72,11 @@ pub struct AgentConfig {
     /// Per-agent mutation-gate policy (extra tools/commands, stricter lists).
     #[serde(default)]
     pub gate: plangate_gate::Policy,
+    /// Which sessions may mutate: `"approved_plan"` (the default: no approved
+    /// plan, no mutation) or `"plan_mode_only"` (the seed's opt-in behaviour:
+    /// only plan mode and cancelled plans are gated).
+    #[serde(default)]
+    pub gate_scope: plangate_engine::GateScope,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

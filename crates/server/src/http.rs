@@ -52,6 +52,7 @@ pub fn router(core: Arc<Core>) -> Router {
         .route("/v1/approvals/{approval_id}", get(approval))
         .route("/v1/approvals/{approval_id}/decision", post(operator_decision))
         .route("/v1/audit", get(audit))
+        .route("/v1/operator/sessions/{agent}/{session_id}/release", post(operator_release))
         .fallback(not_found_route)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn(trace_request))
@@ -601,6 +602,8 @@ enum OperatorAction {
     Edit,
     Revise,
     Cancel,
+    /// Release the approval's session: no plan required, the gate opens.
+    Release,
 }
 
 #[derive(Deserialize)]
@@ -612,6 +615,15 @@ struct OperatorDecisionBody {
     actor: String,
 }
 
+/// The name an operator call records as `operator:<actor>`.
+fn operator_actor(actor: &str) -> Result<&str, ApiError> {
+    let name = actor.trim();
+    if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
+        return Err(ApiError::invalid_request("actor must name who decides (1–100 characters)"));
+    }
+    Ok(name)
+}
+
 async fn operator_decision(
     State(core): State<AppState>,
     _op: OperatorAuth,
@@ -619,10 +631,7 @@ async fn operator_decision(
     ApiJson(body): ApiJson<OperatorDecisionBody>,
 ) -> Result<Json<DecisionView>, ApiError> {
     let id = parse_approval_id(&id)?;
-    let actor_name = body.actor.trim();
-    if actor_name.is_empty() || actor_name.chars().count() > 100 || actor_name.chars().any(char::is_control) {
-        return Err(ApiError::invalid_request("actor must name who decides (1–100 characters)"));
-    }
+    let actor_name = operator_actor(&body.actor)?;
     let target = core.blocking(move |s| s.proposal(&id)).await?.ok_or_else(|| ApiError::not_found("no such approval"))?;
     let actor = Actor::Operator { name: actor_name.to_string() };
     let command = match body.action {
@@ -633,10 +642,35 @@ async fn operator_decision(
         }
         OperatorAction::Revise => Command::Decide { approval_id: id, verdict: Verdict::Revise(body.feedback.unwrap_or_default()) },
         OperatorAction::Cancel => Command::CancelApproval(id),
+        OperatorAction::Release => Command::Off,
     };
     let done = core.decide(id, actor, command, ExecMeta::default()).await?;
     let decided = done.transition.state.latest.as_ref().filter(|p| p.approval_id == id).cloned().unwrap_or(target);
     Ok(Json(DecisionView::of(&decided)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReleaseBody {
+    actor: String,
+}
+
+/// The operator's explicit release of any session, planned or not: the way to
+/// let an agent mutate without an approved plan under the default gate
+/// scope. Audited as "released by operator:<actor>".
+async fn operator_release(
+    State(core): State<AppState>,
+    _op: OperatorAuth,
+    Path((agent, session_id)): Path<(String, String)>,
+    ApiJson(body): ApiJson<ReleaseBody>,
+) -> Result<Json<StatusView>, ApiError> {
+    if !core.settings.raw.agents.contains_key(&agent) {
+        return Err(ApiError::not_found(format!("no agent {agent:?} in plangate's config")));
+    }
+    let key = session_key(agent, &session_id)?;
+    let actor = Actor::Operator { name: operator_actor(&body.actor)?.to_string() };
+    let done = core.execute(&key, actor, Command::Off, ExecMeta::default()).await?;
+    Ok(Json(StatusView::of(&done.transition.state)))
 }
 
 #[derive(Deserialize)]

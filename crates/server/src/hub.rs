@@ -163,7 +163,10 @@ impl Hub {
                 Ok(p) => Reply::ConfirmCancel {
                     approval_id: id,
                     version: p.version,
-                    prompt: format!("Cancel v{} and turn plan mode off for {}?", p.version, p.session),
+                    prompt: format!(
+                        "Cancel v{} for {}? The agent stays blocked (read-only) until a new plan is approved.",
+                        p.version, p.session
+                    ),
                 },
                 Err(why) => Reply::Notice(why),
             },
@@ -244,7 +247,7 @@ impl Hub {
         let agents = self.chat_agents(ev);
         let sessions = self.core.blocking(|s| s.sessions()).await.unwrap_or_default();
         let mut out = Vec::new();
-        for session in sessions.into_iter().filter(|s| agents.contains(&s.key.agent) && s.mode == Mode::Plan) {
+        for session in sessions.into_iter().filter(|s| agents.contains(&s.key.agent) && matches!(s.mode, Mode::Plan | Mode::Halted)) {
             if let Ok(state) = self.core.load(&session.key).await {
                 out.push(state);
             }
@@ -343,12 +346,19 @@ impl Hub {
                 })
                 .await
             }
-            PlanCommand::Cancel | PlanCommand::Off => {
+            // Cancel means "do not do this": the session halts (read-only).
+            PlanCommand::Cancel => self.decide_command(ev, target, |_| Decision::Cancel).await,
+            // Off is the explicit release: no plan required, the gate opens.
+            PlanCommand::Off => {
                 let (state, _) = match self.resolve(ev, target).await {
                     Ok(found) => found,
                     Err(why) => return Reply::Text(why),
                 };
-                self.session_command(ev, &state.session.key, Command::Off, "Plan mode is off.").await
+                let ok = format!(
+                    "Released by {}: no plan required. The agent may change things without an approved plan.",
+                    Self::actor(ev).label()
+                );
+                self.session_command(ev, &state.session.key, Command::Off, &ok).await
             }
             PlanCommand::Answer(text) => match self.resolve(ev, target).await {
                 Ok((state, _)) => {
@@ -471,6 +481,7 @@ fn summary_line(state: &State) -> String {
         Some(p) if p.status == DecisionStatus::Pending => {
             format!("{} {} · v{} pending · {}", short_ref(&p.approval_id), s.key, p.version, p.plan.title)
         }
+        _ if s.mode == Mode::Halted => format!("{} · halted: the plan was cancelled (read-only)", s.key),
         _ => format!("{} · plan mode, no pending plan", s.key),
     }
 }
@@ -480,7 +491,11 @@ fn status_text(state: &State) -> String {
     let mut out = format!(
         "{} · {} mode · approval {}",
         s.key,
-        if s.mode == Mode::Plan { "plan" } else { "normal" },
+        match s.mode {
+            Mode::Plan => "plan",
+            Mode::Halted => "halted (read-only)",
+            Mode::Normal => "normal",
+        },
         serde_json::to_value(s.approval).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
     );
     if let Some(p) = &state.latest {

@@ -251,13 +251,14 @@ async fn request_changes_cancel_view_and_stale_clicks() {
         Reply::Document { document, .. } => assert_eq!(document.file_name, "plan-second-v2.md"),
         other => panic!("{other:?}"),
     }
-    // Cancel asks first, then the confirmation turns plan mode off.
+    // Cancel asks first, then the confirmation halts the session (read-only).
     let v3 = f.status("demo", "s1").await.latest.unwrap().approval_id;
     assert!(matches!(f.act("1", "100", Action::Button(Button::Cancel(v3))).await, Reply::ConfirmCancel { .. }));
     assert_eq!(f.status("demo", "s1").await.session.mode, plangate_engine::Mode::Plan);
     let r = f.act("1", "100", Action::Button(Button::ConfirmCancel(v3))).await;
-    assert!(text(&r).starts_with("✖ Cancelled v3"), "{}", text(&r));
-    assert_eq!(f.status("demo", "s1").await.session.mode, plangate_engine::Mode::Normal);
+    assert!(text(&r).starts_with("✖ Cancelled v3") && text(&r).contains("session halted (read-only)"), "{}", text(&r));
+    let session = f.status("demo", "s1").await.session;
+    assert_eq!((session.mode, session.released_by), (plangate_engine::Mode::Halted, None));
     // Forged data.
     let r = f.act("1", "100", Action::UnknownButton("pg1:a:zz".into())).await;
     assert_eq!(text(&r), "Unknown button.");
@@ -299,7 +300,9 @@ async fn edit_on_off_auto_answer_restate() {
     // …but not for an agent whose cards go elsewhere, nor by a non-approver.
     assert!(text(&f.say("1", "/plan on lonely/x").await).contains("does not send its plans to this chat"));
     assert!(text(&f.say("7", "/plan off demo/s9").await).contains("not an approver"));
-    assert!(text(&f.say("1", "/plan off demo/s9").await).starts_with("Plan mode is off"));
+    let r = text(&f.say("1", "/plan off demo/s9").await);
+    assert!(r.starts_with("Released by telegram:") && r.contains("no plan required"), "{r}");
+    assert!(f.status("demo", "s9").await.session.released_by.is_some());
 
     let id = f.propose("demo", "s1", "Editable").await;
     let r = text(&f.say("2", "/plan edit first thing; second thing").await);

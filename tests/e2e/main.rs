@@ -1,0 +1,24 @@
+//! plangate's integration tests, folded into one test binary so the whole
+//! dependency graph is linked once instead of once per file.
+//!
+//! Most modules run the real `plangate` binary (`CARGO_BIN_EXE_plangate`)
+//! against loopback fakes of the chat platforms (`plangate-testkit`); `hub`,
+//! `backlog` and `failclosed` drive the server's library in process.
+
+mod api;
+mod backlog;
+mod codex_cli;
+mod crash;
+mod discord;
+mod failclosed;
+mod hooks;
+mod hub;
+mod mcp;
+mod sec_config;
+mod sec_gate;
+mod sec_hook;
+mod sec_slack;
+mod sec_telegram;
+mod slack;
+mod telegram;
+mod timers;

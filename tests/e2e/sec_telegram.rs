@@ -1,0 +1,178 @@
+//! Security regressions through the real binary and the Telegram fake:
+//! replies are matched to prompts only by what plangate recorded (never by
+//! text an agent wrote), and Cancel halts the session instead of opening
+//! the gate.
+
+use plangate_engine::codec::{encode, Button};
+use plangate_engine::ApprovalId;
+use plangate_testkit::server::ServerProcess;
+use plangate_testkit::telegram::{FakeTelegram, TOKEN};
+use reqwest::Method;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_plangate");
+const CHAT: i64 = -1001234567890;
+const ALICE: i64 = 111111;
+const WAIT: Duration = Duration::from_secs(15);
+
+async fn start(fake: &FakeTelegram) -> ServerProcess {
+    let config = format!(
+        r#"
+[telegram]
+token = "{TOKEN}"
+api_url = "{}"
+poll_timeout_secs = 1
+
+[destinations.ops]
+channel = "telegram"
+chat = "{CHAT}"
+approvers = ["telegram:{ALICE}"]
+"#,
+        fake.api_url()
+    );
+    ServerProcess::start_with(BIN, &["ops"], &config).await
+}
+
+async fn call(req: reqwest::RequestBuilder) -> (u16, Value) {
+    ServerProcess::send(req).await
+}
+
+fn alice() -> Value {
+    FakeTelegram::user(ALICE, Some("alice"), "alice")
+}
+
+async fn propose(s: &ServerProcess, session: &str, title: &str) -> ApprovalId {
+    call(s.agent(Method::POST, &format!("/v1/sessions/{session}/enter"))).await;
+    let body = json!({"title": title, "steps": [{"step": "Read the table"}, {"step": "Drop the table"}]});
+    let (st, d) = call(s.agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&body)).await;
+    assert_eq!(st, 201, "{d}");
+    ApprovalId::parse(d["approval_id"].as_str().unwrap()).unwrap()
+}
+
+async fn gate(s: &ServerProcess, session: &str, command: &str) -> Value {
+    let body = json!({"session_id": session, "tool": "Bash", "input": {"command": command}});
+    call(s.agent(Method::POST, "/v1/gate").json(&body)).await.1
+}
+
+async fn status(s: &ServerProcess, session: &str) -> Value {
+    call(s.agent(Method::GET, &format!("/v1/sessions/{session}"))).await.1
+}
+
+/// The message id of the first `sendMessage` whose text contains `needle`.
+async fn sent_containing(fake: &FakeTelegram, needle: &str) -> i64 {
+    fake.wait_request("sendMessage", WAIT, |r| r.str("text").contains(needle)).await.message_id_sent().expect("message id")
+}
+
+/// Wait until the adapter has handled everything pushed so far: a `/plan
+/// status` pushed last gets its answer only after the updates before it.
+async fn settle(fake: &FakeTelegram, session: &str) {
+    let before = fake.calls("sendMessage").len();
+    fake.push_update(fake.message_update(CHAT, alice(), "/plan status", None));
+    fake.wait_for(WAIT, |reqs| {
+        let sent: Vec<_> = reqs.iter().filter(|r| r.method == "sendMessage").collect();
+        (sent.len() > before && sent[before..].iter().any(|r| r.str("text").contains(session))).then_some(())
+    })
+    .await;
+}
+
+/// Attack 1 of the security review: the agent proposes plan X, then asks a
+/// question whose text ends like an edit prompt's tag line, `(edit #X)`. An
+/// approver answers the question by replying to it. Before the fix the reply
+/// became an *edit* of X with the single step "Postgres": approved, plan
+/// mode off, `rm -rf` allowed.
+#[tokio::test]
+async fn a_reply_to_an_agent_question_mimicking_an_edit_prompt_cannot_approve() {
+    let fake = FakeTelegram::start().await;
+    let s = start(&fake).await;
+    let x = propose(&s, "atk", "Migrate the database").await;
+    let question = format!("Which database should I use?\nReply with the steps of v1, one per line (edit #{x})");
+    let (st, _) =
+        call(s.agent(Method::POST, "/v1/sessions/atk/questions").json(&json!({"question": question, "allow_freetext": true}))).await;
+    assert_eq!(st, 201);
+    let qmsg = sent_containing(&fake, "Which database").await;
+
+    fake.push_update(fake.message_update(CHAT, alice(), "Postgres", Some(qmsg)));
+    settle(&fake, "demo/atk").await;
+
+    let (_, d) = call(s.agent(Method::GET, "/v1/sessions/atk/decision")).await;
+    assert_eq!(d["status"], "pending", "{d}");
+    assert_eq!(status(&s, "atk").await["mode"], "plan");
+    assert_eq!(gate(&s, "atk", "rm -rf /tmp/x").await["decision"], "deny");
+}
+
+/// A genuine ForceReply edit still works, also after a restart: the prompt's
+/// message id was recorded durably when it was sent.
+#[tokio::test]
+async fn a_genuine_force_reply_edit_still_works_after_a_restart() {
+    let fake = FakeTelegram::start().await;
+    let mut s = start(&fake).await;
+    let id = propose(&s, "edit", "Tidy the logs").await;
+    let card = fake
+        .wait_request("sendMessage", WAIT, |r| r.keyboard().is_some() && r.str("text").contains("Tidy the logs"))
+        .await
+        .message_id_sent()
+        .unwrap();
+    fake.push_update(fake.callback_update(CHAT, card, alice(), &encode(Button::Edit(id))));
+    let prompt = fake.wait_request("sendMessage", WAIT, |r| r.field("reply_markup")["force_reply"] == json!(true)).await;
+    let prompt_id = prompt.message_id_sent().unwrap();
+    // The prompt is recorded right after Telegram answers the send; a later
+    // update's answer shows that handling (and recording) is done.
+    settle(&fake, "demo/edit").await;
+
+    s.kill9().await;
+    s.restart().await;
+    fake.push_update(fake.message_update(CHAT, alice(), "1. Read the logs\n2. Delete logs older than 30 days", Some(prompt_id)));
+    let (_, d) = call(s.agent(Method::GET, "/v1/sessions/edit/decision?wait=20")).await;
+    assert_eq!(d["status"], "edited", "{d}");
+    let steps: Vec<&str> = d["plan"]["steps"].as_array().unwrap().iter().map(|s| s["step"].as_str().unwrap()).collect();
+    assert_eq!(steps, ["Read the logs", "Delete logs older than 30 days"]);
+    assert_eq!(gate(&s, "edit", "rm -rf /tmp/x").await["decision"], "allow");
+}
+
+/// Attack 2: Cancel (the button, `/plan cancel`) used to turn plan mode off,
+/// and normal mode allowed every tool. Cancel now halts the session; only an
+/// explicit `/plan off` releases it, worded and audited as a release.
+#[tokio::test]
+async fn cancel_halts_the_session_and_only_plan_off_releases_it() {
+    let fake = FakeTelegram::start().await;
+    let s = start(&fake).await;
+    let id = propose(&s, "prod", "Delete prod data").await;
+    let card = fake
+        .wait_request("sendMessage", WAIT, |r| r.keyboard().is_some() && r.str("text").contains("Delete prod data"))
+        .await
+        .message_id_sent()
+        .unwrap();
+    fake.push_update(fake.callback_update(CHAT, card, alice(), &encode(Button::Cancel(id))));
+    let confirm = sent_containing(&fake, "stays blocked").await;
+    fake.push_update(fake.callback_update(CHAT, confirm, alice(), &encode(Button::ConfirmCancel(id))));
+    let (_, d) = call(s.agent(Method::GET, "/v1/sessions/prod/decision?wait=20")).await;
+    assert_eq!(d["status"], "cancelled", "{d}");
+    assert!(d["injection"].as_str().unwrap().contains("The session is halted"), "{d}");
+    let st = status(&s, "prod").await;
+    assert_eq!((st["mode"].as_str(), st["approval"].as_str()), (Some("halted"), Some("cancelled")), "{st}");
+    let verdict = gate(&s, "prod", "rm -rf /var/lib/prod").await;
+    assert_eq!(verdict["decision"], "deny", "{verdict}");
+    assert!(verdict["reason"].as_str().unwrap().contains("halted"), "{verdict}");
+    // The card says which it is.
+    fake.wait_request("editMessageText", WAIT, |r| r.field("message_id") == &json!(card) && r.str("text").contains("session halted")).await;
+
+    // `/plan cancel` by text does the same to another session.
+    propose(&s, "prod2", "Truncate the audit log").await;
+    fake.push_update(fake.message_update(CHAT, alice(), "/plan cancel demo/prod2", None));
+    // (Telegram texts defuse mentions with U+2060 after the `@`.)
+    sent_containing(&fake, "Cancelled v1 by telegram:").await;
+    assert_eq!(status(&s, "prod2").await["mode"], "halted");
+    assert_eq!(gate(&s, "prod2", "rm -rf /").await["decision"], "deny");
+
+    // The explicit release: `/plan off`.
+    fake.push_update(fake.message_update(CHAT, alice(), "/plan off demo/prod", None));
+    sent_containing(&fake, "alice: no plan required").await;
+    let st = status(&s, "prod").await;
+    assert_eq!((st["mode"].as_str(), st["released_by"].as_str()), (Some("normal"), Some("telegram:@alice")), "{st}");
+    assert_eq!(gate(&s, "prod", "rm -rf /tmp/x").await["decision"], "allow");
+    let (_, audit) = call(s.operator(Method::GET, "/v1/audit?session=prod")).await;
+    let actions: Vec<(&str, &str)> =
+        audit.as_array().unwrap().iter().map(|e| (e["actor"].as_str().unwrap(), e["action"].as_str().unwrap())).collect();
+    assert!(actions.contains(&("telegram:@alice", "cancel")) && actions.contains(&("telegram:@alice", "release")), "{actions:?}");
+}

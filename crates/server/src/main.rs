@@ -73,7 +73,9 @@ enum Cmd {
     /// Decide an approval as an operator.
     Decide {
         approval_id: String,
-        #[arg(value_parser = ["approve", "revise", "cancel"])]
+        /// `cancel` halts the session (read-only); `release` lets the agent work
+        /// without an approved plan (audited as a release).
+        #[arg(value_parser = ["approve", "revise", "cancel", "release"])]
         action: String,
         #[arg(long)]
         feedback: Option<String>,

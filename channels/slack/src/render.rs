@@ -237,7 +237,10 @@ fn cancel_confirm(card: &Card) -> SlackBlockConfirmItem {
     SlackBlockConfirmItem::new(
         plain("Cancel this plan?"),
         literal(&truncate(
-            &format!("This cancels “{}” {} and turns plan mode off for its session.", card.title, card.short_ref),
+            &format!(
+                "This cancels “{}” {}. Its session stays blocked (read-only) until a new plan is approved.",
+                card.title, card.short_ref
+            ),
             CONFIRM_TEXT_LIMIT,
         )),
         plain("Yes, cancel"),

@@ -227,7 +227,7 @@ fn card_actions_json(id: ApprovalId) -> Value {
     cancel["style"] = json!("danger");
     cancel["confirm"] = json!({
         "title": {"type": "plain_text", "text": "Cancel this plan?"},
-        "text": literal(&format!("This cancels “Add retries” #{} and turns plan mode off for its session.", id.short())),
+        "text": literal(&format!("This cancels “Add retries” #{}. Its session stays blocked (read-only) until a new plan is approved.", id.short())),
         "confirm": {"type": "plain_text", "text": "Yes, cancel"},
         "deny": {"type": "plain_text", "text": "Keep it"},
         "style": "danger",
@@ -501,8 +501,10 @@ async fn agent_formatting_is_shown_verbatim_not_as_mrkdwn() {
     h.channel().post_card(&destination(Style::Buttons), &card, &document()).await.unwrap();
     let post = h.fake.calls("chat.postMessage")[0].json().clone();
     let mut actions = card_actions_json(id);
-    actions["elements"][2]["confirm"]["text"] =
-        literal(&format!("This cancels “*Approved by @alice* <!channel>” #{} and turns plan mode off for its session.", id.short()));
+    actions["elements"][2]["confirm"]["text"] = literal(&format!(
+        "This cancels “*Approved by @alice* <!channel>” #{}. Its session stays blocked (read-only) until a new plan is approved.",
+        id.short()
+    ));
     assert_eq!(
         post,
         json!({

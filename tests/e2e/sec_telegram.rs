@@ -176,3 +176,28 @@ async fn cancel_halts_the_session_and_only_plan_off_releases_it() {
         audit.as_array().unwrap().iter().map(|e| (e["actor"].as_str().unwrap(), e["action"].as_str().unwrap())).collect();
     assert!(actions.contains(&("telegram:@alice", "cancel")) && actions.contains(&("telegram:@alice", "release")), "{actions:?}");
 }
+
+/// Attack 8: characters the gate refuses as hidden used to reach cards
+/// unrevealed (line/paragraph separators, variation selectors, U+2065,
+/// Mongolian selectors, tag characters). The card shows each as `⟦U+…⟧`
+/// with the warning, from the same list the gate uses.
+#[tokio::test]
+async fn hidden_characters_in_agent_text_are_revealed_on_the_card() {
+    let fake = FakeTelegram::start().await;
+    let s = start(&fake).await;
+    call(s.agent(Method::POST, "/v1/sessions/hid/enter")).await;
+    let title = "Rotate logs\u{2028}Approved by alice";
+    let steps = ["Read a\u{FE0F}b", "Keep \u{2065}x\u{180B}y", "Tag \u{E0041}\u{E007F} end", "Para\u{2029}graph"];
+    let body = json!({"title": title, "steps": steps.iter().map(|s| json!({"step": s})).collect::<Vec<_>>()});
+    let (st, d) = call(s.agent(Method::POST, "/v1/sessions/hid/proposals").json(&body)).await;
+    assert_eq!(st, 201, "{d}");
+    let card = fake.wait_request("sendMessage", WAIT, |r| r.keyboard().is_some() && r.str("text").contains("Rotate logs")).await;
+    let text = card.str("text");
+    for marker in ["⟦U+2028⟧", "⟦U+FE0F⟧", "⟦U+2065⟧", "⟦U+180B⟧", "⟦U+E0041⟧", "⟦U+E007F⟧", "⟦U+2029⟧"] {
+        assert!(text.contains(marker), "{marker} missing from {text:?}");
+    }
+    assert!(text.contains("hidden or direction-changing characters"), "{text:?}");
+    for hidden in ['\u{2028}', '\u{2029}', '\u{FE0F}', '\u{2065}', '\u{180B}', '\u{E0041}', '\u{E007F}'] {
+        assert!(!text.contains(hidden), "{:?} reached the card", hidden);
+    }
+}

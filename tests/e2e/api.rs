@@ -1,6 +1,6 @@
 //! The agent and operator HTTP API (API.md) against the real binary.
 
-use plangate_testkit::server::{ServerProcess, OTHER_AGENT_TOKEN};
+use plangate_testkit::server::{eventually, ServerProcess, OTHER_AGENT_TOKEN};
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -34,7 +34,7 @@ fn code(v: &Value) -> &str {
 async fn walkthrough_propose_decide_decision() {
     let s = start().await;
     let (st, v) = call(s.http.get(s.url("/healthz"))).await;
-    assert_eq!((st, v), (200, json!({"status": "ok"})));
+    assert_eq!((st, v), (200, json!({"status": "ok", "waiting": 0})));
 
     // A never-seen session is normal/none, version 0.
     let (st, v) = call(s.agent(Method::GET, "/v1/sessions/s1")).await;
@@ -61,7 +61,7 @@ async fn walkthrough_propose_decide_decision() {
 
     // A long-poll is released by the decision itself.
     let waiter = tokio::spawn(call(s.agent(Method::GET, "/v1/sessions/s1/decision?wait=30")));
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    s.waiting(1).await;
     let (st, dec) =
         call(s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "approve", "actor": "alice"}))).await;
     assert_eq!(st, 200, "{dec}");
@@ -92,9 +92,11 @@ async fn walkthrough_propose_decide_decision() {
     let approve = audit.as_array().unwrap().iter().find(|e| e["action"] == "approve").unwrap();
     assert_eq!(approve["actor"], "operator:alice");
 
-    // The receipt lands in the document.
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    assert!(std::fs::read_to_string(path).unwrap().contains("Approved v1 by operator:alice"));
+    // The receipt lands in the document (a chat job, after the answer).
+    eventually(std::time::Duration::from_secs(10), "the receipt in the document", || async {
+        std::fs::read_to_string(path).unwrap().contains("Approved v1 by operator:alice")
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -317,7 +319,7 @@ async fn kill_9_keeps_the_pending_approval_and_a_restart_releases_waiters() {
     assert_eq!(st, 200);
     assert_eq!((dec["approval_id"].as_str(), dec["status"].as_str()), (Some(id.as_str()), Some("pending")));
     let waiter = tokio::spawn(call(s.agent(Method::GET, "/v1/sessions/durable/decision?wait=30")));
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    s.waiting(1).await;
     let (st, _) = call(
         s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "approve", "actor": "after-restart"})),
     )

@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use plangate_channel::{Channel, ChannelError, Delivery, Destination, Document};
 use plangate_engine::card::Card;
 use plangate_engine::{Actor, Command, DecisionStatus, Plan, Question, SessionKey, TimerKind};
+use plangate_server::clock::{Clock, ManualClock, SystemClock};
 use plangate_server::config::Settings;
 use plangate_server::core::{Core, ExecMeta};
 use plangate_server::scheduler::fire_due;
@@ -111,6 +112,8 @@ timeout = "{timeout}"
 
 struct Harness {
     core: Arc<Core>,
+    /// The core's clock: tests turn it instead of sleeping.
+    clock: Arc<ManualClock>,
     store: Arc<SledStore>,
     channel: Arc<Gated>,
     sessions: Vec<SessionKey>,
@@ -127,7 +130,8 @@ async fn harness_with(timeout: &str, panics: bool) -> Harness {
     let mut settings = Settings::from_toml(&config(timeout)).unwrap();
     settings.data_dir = dir.path().to_path_buf();
     let store = Arc::new(SledStore::open(dir.path()).unwrap());
-    let core = Core::new(Arc::new(settings), store.clone());
+    let clock = Arc::new(ManualClock::new(SystemClock.now()));
+    let core = Core::with_clock(Arc::new(settings), store.clone(), clock.clone());
     let channel = Arc::new(Gated::new(panics, false));
     core.register_channel(channel.clone());
     core.set_chat_backlog_limit(2);
@@ -139,9 +143,9 @@ async fn harness_with(timeout: &str, panics: bool) -> Harness {
         core.execute(&key, Actor::Agent, propose, ExecMeta::default()).await.unwrap();
         sessions.push(key);
     }
-    core.drain().await;
+    core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
     assert_eq!(core.chat_backlog(), 0, "the cards are out");
-    Harness { core, store, channel, sessions, _dir: dir }
+    Harness { core, clock, store, channel, sessions, _dir: dir }
 }
 
 fn nudge_timers(store: &SledStore) -> usize {
@@ -155,7 +159,7 @@ async fn status(h: &Harness, key: &SessionKey) -> DecisionStatus {
 #[tokio::test]
 async fn due_nudges_wait_in_the_store_while_the_backlog_is_full_then_each_goes_out_once() {
     let h = harness("off").await;
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    h.clock.advance(1100);
 
     assert!(fire_due(&h.core).await, "nudges were left due");
     assert_eq!(h.core.chat_backlog(), 2, "only as many nudge jobs as the limit");
@@ -163,13 +167,13 @@ async fn due_nudges_wait_in_the_store_while_the_backlog_is_full_then_each_goes_o
 
     // The platform takes the two; the next two then wait at it in turn.
     h.channel.gate.add_permits(2);
-    h.core.drain().await;
+    h.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
     assert!(fire_due(&h.core).await, "room for two more; the last still waits");
     assert_eq!(nudge_timers(&h.store), 1);
     h.channel.gate.add_permits(100);
-    h.core.drain().await;
+    h.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
     assert!(!fire_due(&h.core).await, "the last one fires");
-    h.core.drain().await;
+    h.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
     assert_eq!(nudge_timers(&h.store), 0);
     let mut nudged = h.channel.nudged.lock().unwrap().clone();
     nudged.sort();
@@ -181,12 +185,12 @@ async fn due_nudges_wait_in_the_store_while_the_backlog_is_full_then_each_goes_o
 #[tokio::test]
 async fn timeouts_fire_through_a_full_backlog_and_waiting_nudges_of_decided_plans_are_dropped() {
     let h = harness("2s").await;
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    h.clock.advance(1100);
     assert!(fire_due(&h.core).await);
     assert_eq!(h.core.chat_backlog(), 2);
 
     // The timeouts fall due while two nudges are stuck on the platform.
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    h.clock.advance(1000);
     fire_due(&h.core).await;
     for key in &h.sessions {
         assert_eq!(status(&h, key).await, DecisionStatus::TimedOut, "{key:?}: a timeout never waits for the backlog");
@@ -196,29 +200,23 @@ async fn timeouts_fire_through_a_full_backlog_and_waiting_nudges_of_decided_plan
     // The two nudges already at the platform finish; the three that waited
     // in the store died with their approvals.
     h.channel.gate.add_permits(100);
-    h.core.drain().await;
+    h.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
     fire_due(&h.core).await;
-    h.core.drain().await;
+    h.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
     assert_eq!(h.channel.nudged.lock().unwrap().len(), 2);
 }
 
 #[tokio::test]
 async fn a_panicking_adapter_does_not_leave_the_backlog_stuck() {
     let h = harness_with("off", true).await;
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    h.clock.advance(1100);
     assert!(fire_due(&h.core).await);
     assert_eq!(h.core.chat_backlog(), 2);
     h.channel.gate.add_permits(2);
     // Both jobs panic inside the adapter; the workers carry on and the places
     // are given back, so the other three nudges still fire (the next two then
     // wait at the closed gate again).
-    tokio::time::timeout(Duration::from_secs(5), async {
-        while h.core.chat_backlog() > 0 {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .expect("the backlog drains even though every job panicked");
+    h.core.drain(Duration::from_secs(5)).await.expect("the backlog drains even though every job panicked");
     assert!(fire_due(&h.core).await, "room for two more");
     assert_eq!(nudge_timers(&h.store), 1);
 }
@@ -231,7 +229,7 @@ async fn restart(h: &Harness, timeout: &str) -> (Arc<Core>, Arc<Gated>, usize) {
     let channel = Arc::new(Gated::new(false, false));
     core.register_channel(channel.clone());
     let resumed = core.resume_outbox().await.unwrap();
-    core.drain().await;
+    core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
     (core, channel, resumed)
 }
 
@@ -251,12 +249,13 @@ async fn card_edits_committed_before_a_crash_are_resumed_on_start_once() {
     let id = core.execute(&key, Actor::Agent, propose, ExecMeta::default()).await.unwrap().transition.state.latest.unwrap().approval_id;
     let approver = Actor::Human { id: "telegram:1".into(), name: "telegram:@alice".into() };
     let approve = Command::Decide { approval_id: id, verdict: plangate_engine::Verdict::Approve };
-    core.decide(id, approver, approve, ExecMeta::default()).await.unwrap();
+    core.execute_on_approval(id, approver, approve, ExecMeta::default()).await.unwrap();
     assert!(!store.outbox().unwrap().is_empty(), "the card work is in the outbox with the commits");
     assert!(hung.cards.lock().unwrap().is_empty(), "and none of it happened");
 
     // The process dies here. The next one resumes the work, in order.
-    let h = Harness { core, store: store.clone(), channel: hung, sessions: vec![key], _dir: dir };
+    let clock = Arc::new(ManualClock::new(SystemClock.now()));
+    let h = Harness { core, clock, store: store.clone(), channel: hung, sessions: vec![key], _dir: dir };
     let (_core, channel, resumed) = restart(&h, "off").await;
     assert!(resumed >= 2, "post and edit at least: {resumed}");
     let cards = channel.cards.lock().unwrap().clone();

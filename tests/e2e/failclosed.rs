@@ -5,6 +5,7 @@
 use plangate_channel::Delivery;
 use plangate_engine::namespace::Namespace;
 use plangate_engine::{ApprovalId, AuditEvent, DecisionStatus, Proposal, Question, Session, SessionKey, State, Timer, Timestamp};
+use plangate_server::clock::{Clock, ManualClock, SystemClock};
 use plangate_server::config::Settings;
 use plangate_server::core::Core;
 use plangate_store::{AuditQuery, Commit, OutboxEntry, SledStore, Store, StoreError};
@@ -144,7 +145,8 @@ async fn a_failing_store_reports_nothing_and_keeps_the_gate_shut() {
     let mut settings = Settings::from_toml(CONFIG).unwrap();
     settings.data_dir = dir.path().to_path_buf();
     let store = Arc::new(Flaky { inner: SledStore::open(dir.path()).unwrap(), broken: AtomicBool::new(false) });
-    let core = Core::new(Arc::new(settings), store.clone());
+    let clock = Arc::new(ManualClock::new(SystemClock.now()));
+    let core = Core::with_clock(Arc::new(settings), store.clone(), clock.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let app = plangate_server::http::router(core.clone());
@@ -175,7 +177,7 @@ async fn a_failing_store_reports_nothing_and_keeps_the_gate_shut() {
     let (_, g) = send(agent(reqwest::Method::POST, "/v1/gate").json(&json!({"session_id": "s", "tool": "Write", "input": {}}))).await;
     assert_eq!(g["decision"], "deny");
     // The timeout comes due but cannot commit: it is not reported, and stays scheduled.
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    clock.advance(1100);
     plangate_server::scheduler::fire_due(&core).await;
     let (_, dec) = send(agent(reqwest::Method::GET, "/v1/sessions/s/decision")).await;
     assert_eq!(dec["status"], "pending");

@@ -13,6 +13,7 @@ use plangate_server::hub::Hub;
 use plangate_store::{AuditQuery, SledStore};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// Records every outbound call as one line.
 #[derive(Default)]
@@ -138,7 +139,7 @@ impl Fixture {
         self.core.execute(&key, Actor::Agent, Command::Enter { reason: None }, ExecMeta::default()).await.unwrap();
         let plan = Plan { steps: vec![Step::pending("one"), Step::pending("two")], ..Plan::titled(title) };
         let done = self.core.execute(&key, Actor::Agent, Command::Propose { plan, markdown: None }, ExecMeta::default()).await.unwrap();
-        self.core.drain().await;
+        self.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
         done.transition.state.latest.unwrap().approval_id
     }
 
@@ -151,7 +152,7 @@ impl Fixture {
             idempotency_key: None,
         };
         let reply = self.hub.handle(ev).await;
-        self.core.drain().await;
+        self.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
         reply
     }
 
@@ -240,7 +241,7 @@ async fn request_changes_cancel_view_and_stale_clicks() {
         .unwrap()
         .approval_id;
     f.core.execute(&key, Actor::Agent, propose("Third"), ExecMeta::default()).await.unwrap();
-    f.core.drain().await;
+    f.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
     let calls = f.chan.take();
     assert!(calls.contains(&"update 100 msg2 ↪ Superseded by v3".to_string()), "{calls:?}");
     let r = f.act("1", "100", Action::Button(Button::Approve(v2))).await;
@@ -332,7 +333,7 @@ async fn edit_on_off_auto_answer_restate() {
     let ask = Command::Ask { question: "Which DB?".into(), options: vec!["pg".into(), "sqlite".into()], allow_freetext: false };
     let done = f.core.execute(&key, Actor::Agent, ask, ExecMeta::default()).await.unwrap();
     let qid = done.transition.state.session.pending_question.unwrap().question_id;
-    f.core.drain().await;
+    f.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
     assert!(f.chan.take().contains(&"question 100 Which DB?".to_string()));
     let r = text(&f.act("7", "100", Action::Button(Button::Answer(qid, 0))).await);
     assert_eq!(r, "You are not an approver for this plan.");

@@ -282,7 +282,7 @@ async fn healthz(State(core): State<AppState>) -> Response {
         let body = json!({"status": "degraded", "reason": "the last commit failed; decisions are not being recorded"});
         (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
     } else {
-        Json(json!({"status": "ok"})).into_response()
+        Json(json!({"status": "ok", "waiting": core.parked_waiters()})).into_response()
     }
 }
 
@@ -539,7 +539,7 @@ async fn namespace_steps(
         .with_session_lock(&lock_key, async {
             let s2 = scoped.clone();
             let ns = core.blocking(move |s| s.namespace(&s2)).await?;
-            let merged = plangate_engine::namespace::merge(&ns, body.steps, &body.session_id, crate::core::now()).map_err(|e| match e {
+            let merged = plangate_engine::namespace::merge(&ns, body.steps, &body.session_id, core.now()).map_err(|e| match e {
                 plangate_engine::namespace::NamespaceError::Plan(p) => ApiError::from(Refusal::from(p)),
                 other => ApiError::invalid_request(other.to_string()),
             })?;
@@ -644,7 +644,7 @@ async fn operator_decision(
         OperatorAction::Cancel => Command::CancelApproval(id),
         OperatorAction::Release => Command::Off,
     };
-    let done = core.decide(id, actor, command, ExecMeta::default()).await?;
+    let done = core.execute_on_approval(id, actor, command, ExecMeta::default()).await?;
     let decided = done.transition.state.latest.as_ref().filter(|p| p.approval_id == id).cloned().unwrap_or(target);
     Ok(Json(DecisionView::of(&decided)))
 }

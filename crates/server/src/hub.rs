@@ -7,7 +7,7 @@
 //! user. Card edits that follow a decision are effects of the transition,
 //! performed by [`Core`] for every card of the approval on every channel.
 
-use crate::core::{now, Core, CoreError, ExecMeta};
+use crate::core::{Core, CoreError, ExecMeta};
 use async_trait::async_trait;
 use plangate_channel::{Action, Inbound, InboundHandler, Reply};
 use plangate_engine::codec::Button;
@@ -229,7 +229,7 @@ impl Hub {
             Decision::Verdict(verdict) => Command::Decide { approval_id: id, verdict },
             Decision::Cancel => Command::CancelApproval(id),
         };
-        let done = self.core.decide(id, Self::actor(ev), command, self.meta(ev)).await.map_err(explain)?;
+        let done = self.core.execute_on_approval(id, Self::actor(ev), command, self.meta(ev)).await.map_err(explain)?;
         let decided = done.transition.state.latest.as_ref().filter(|l| l.approval_id == id).unwrap_or(&p);
         Ok(plangate_engine::card::receipt(decided).unwrap_or_else(|| "Done.".to_string()))
     }
@@ -427,7 +427,7 @@ impl Hub {
             return Reply::Text("This chat is not a destination of that agent.".to_string());
         };
         let Some(channel) = self.core.channel(ev.channel) else { return Reply::Text("This channel is not running.".to_string()) };
-        let view = plangate_engine::card::card(&p, Some(state), now());
+        let view = plangate_engine::card::card(&p, Some(state), self.core.now());
         match channel.post_card(&dest, &view, &Core::document_of(&p)).await {
             Ok(delivery) => {
                 let id = p.approval_id;

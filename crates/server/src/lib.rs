@@ -14,6 +14,7 @@
 
 pub mod channels;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod core;
 pub mod gate;

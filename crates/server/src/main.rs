@@ -313,7 +313,9 @@ async fn serve(config: Option<PathBuf>) -> Result<()> {
     let _ = shutdown_tx.send(true);
     let _ = scheduler.await;
     channels.stop().await;
-    core.drain().await;
+    if let Err(left) = core.drain(std::time::Duration::from_secs(10)).await {
+        tracing::warn!(%left, "stopping with chat work queued: it stays in the outbox and is resumed at the next start");
+    }
     core.store.flush()?;
     Ok(())
 }

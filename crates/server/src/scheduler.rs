@@ -12,7 +12,7 @@
 //! memory, and go out at the platforms' pace. Timeouts, escalations and
 //! agent nudges never wait.
 
-use crate::core::{now, Core, ExecMeta};
+use crate::core::{Core, ExecMeta};
 use plangate_engine::{Actor, ApprovalId, Command, Timer, TimerKind, Timestamp};
 use plangate_store::StoreError;
 use std::collections::HashMap;
@@ -39,9 +39,10 @@ pub async fn run(core: Arc<Core>, mut shutdown: watch::Receiver<bool>) {
             // after BACKLOG_RECHECK at the latest, for timeouts falling due.
             let recheck = tokio::time::sleep(BACKLOG_RECHECK);
             tokio::pin!(recheck);
+            let mut progress = core.chat_progress();
             while !core.chat_backlog_halved() {
                 tokio::select! {
-                    _ = core.chat_progressed() => {}
+                    _ = progress.changed() => {}
                     _ = &mut recheck => break,
                     _ = shutdown.changed() => return,
                 }
@@ -50,7 +51,7 @@ pub async fn run(core: Arc<Core>, mut shutdown: watch::Receiver<bool>) {
         }
         let next = core.blocking(|s| s.next_timer()).await;
         let sleep = match next {
-            Ok(Some(t)) => Duration::from_millis(u64::try_from(t.due.0 - now().0).unwrap_or(0)).min(MAX_SLEEP),
+            Ok(Some(t)) => Duration::from_millis(u64::try_from(t.due.0 - core.now().0).unwrap_or(0)).min(MAX_SLEEP),
             Ok(None) => MAX_SLEEP,
             Err(e) => {
                 warn!(error = %e, "cannot read timers; retrying");
@@ -68,7 +69,7 @@ pub async fn run(core: Arc<Core>, mut shutdown: watch::Receiver<bool>) {
 /// Fire every timer that is due now, earliest first, except nudges while
 /// the chat backlog is full. Returns whether nudges were left due.
 pub async fn fire_due(core: &Arc<Core>) -> bool {
-    let now = now();
+    let now = core.now();
     let mut deferred = false;
     let mut after: Option<Timer> = None;
     loop {
@@ -114,7 +115,7 @@ async fn due_page(core: &Arc<Core>, now: Timestamp, after: Option<Timer>) -> Res
 /// others, one durable batch per page (100,000 approvals down for an hour
 /// are 200,000 removals: one flush each took minutes).
 async fn collapse_missed_nudges(core: &Arc<Core>) {
-    let now = now();
+    let now = core.now();
     let mut latest: HashMap<ApprovalId, u8> = HashMap::new();
     let mut after: Option<Timer> = None;
     loop {

@@ -156,11 +156,41 @@ token = "{OTHER_AGENT_TOKEN}"
         d
     }
 
+    /// Wait until at least `n` long-polls are parked in the server (its
+    /// `/healthz` count), so a test decides only once the waiter really waits.
+    pub async fn waiting(&self, n: u64) {
+        let health = self.url("/healthz");
+        eventually(Duration::from_secs(15), &format!("{n} parked waiter(s)"), || {
+            let req = self.http.get(&health);
+            async move { ServerProcess::send(req).await.1["waiting"].as_u64().is_some_and(|w| w >= n) }
+        })
+        .await;
+    }
+
     /// Send and return (status, JSON body or Null).
     pub async fn send(req: reqwest::RequestBuilder) -> (u16, serde_json::Value) {
         let resp = req.send().await.expect("request");
         let status = resp.status().as_u16();
         let text = resp.text().await.unwrap_or_default();
         (status, serde_json::from_str(&text).unwrap_or(serde_json::Value::Null))
+    }
+}
+
+/// Poll `condition` until it holds, failing the test with `what` after
+/// `within`. For conditions nothing can be awaited on (a file's contents, a
+/// count in another process); it waits for the condition, not for a guess
+/// at how long it takes.
+pub async fn eventually<F, Fut>(within: Duration, what: &str, mut condition: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        if condition().await {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "still not true after {within:?}: {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }

@@ -196,7 +196,7 @@ timeout = "24h"
             out.decide.extend(d);
         }
         out.elapsed = start.elapsed();
-        core.drain().await;
+        core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
         let a = store.flush_stats();
         out.flushes = Some(FlushStats { writes: a.writes - stats_before.writes, flushes: a.flushes - stats_before.flushes });
         out

@@ -1,0 +1,195 @@
+//! The bodies of the chat jobs: post and edit cards on every destination,
+//! nudge, escalate, ask and close questions. Each loads what it needs fresh
+//! (a job may run after later transitions) and is safe to repeat (the outbox
+//! runs it again after a crash).
+
+use super::Core;
+use futures_util::future::join_all;
+use plangate_channel::{Destination, Document};
+use plangate_engine::card::{card, document_file_name, nudge_text};
+use plangate_engine::{ApprovalId, DecisionStatus, Proposal, State};
+use std::sync::Arc;
+use tracing::warn;
+
+impl Core {
+    /// The destinations configured for an agent.
+    pub fn destinations(&self, agent: &str) -> Vec<Destination> {
+        let names = self.settings.raw.agents.get(agent).map(|a| a.destinations.clone()).unwrap_or_default();
+        self.named_destinations(&names)
+    }
+
+    /// The escalation destinations of an agent.
+    pub fn escalation_destinations(&self, agent: &str) -> Vec<Destination> {
+        let names = self.settings.escalations.get(agent).cloned().unwrap_or_default();
+        self.named_destinations(&names)
+    }
+
+    fn named_destinations(&self, names: &[String]) -> Vec<Destination> {
+        let raw = &self.settings.raw;
+        names
+            .iter()
+            .filter_map(|name| {
+                let d = raw.destinations.get(name)?;
+                Some(Destination { name: name.clone(), channel: d.channel.clone(), chat: d.chat.clone(), style: d.style })
+            })
+            .collect()
+    }
+
+    pub(super) async fn proposal_and_state(&self, id: ApprovalId) -> Option<(Proposal, State)> {
+        let p = self.blocking(move |s| s.proposal(&id)).await.ok()??;
+        let state = self.load(&p.session).await.ok()?;
+        Some((p, state))
+    }
+
+    pub fn document_of(p: &Proposal) -> Document {
+        Document { file_name: document_file_name(p), text: p.document() }
+    }
+
+    pub(super) async fn post_cards(self: &Arc<Self>, id: ApprovalId) {
+        let Some((p, state)) = self.proposal_and_state(id).await else { return };
+        let mut destinations = self.destinations(&p.session.agent);
+        let pid = Some((id, p.version));
+        // Resumed after a crash: the cards already out stay, the rest go.
+        let posted = self.blocking(move |s| s.deliveries(&id)).await.unwrap_or_default();
+        if !posted.is_empty() {
+            destinations.retain(|d| !posted.iter().any(|delivered| delivered.destination == d.name));
+            if destinations.is_empty() {
+                return;
+            }
+        }
+        if destinations.is_empty() {
+            let detail = "no destinations configured for this agent: the card was recorded here only".to_string();
+            self.audit(&p.session, "plangate", "card_recorded", pid, detail).await;
+            return;
+        }
+        let view = card(&p, Some(&state), self.now());
+        let document = Self::document_of(&p);
+        // Side by side: each platform has its own limiter, so a slow one must
+        // not pace the others.
+        let (p, view, document) = (&p, &view, &document);
+        join_all(destinations.into_iter().map(|dest| async move {
+            let Some(channel) = self.channel(&dest.channel) else {
+                let detail = format!("{}: channel {} is not running", dest.name, dest.channel);
+                self.audit(&p.session, "plangate", "card_not_delivered", pid, detail).await;
+                return;
+            };
+            match channel.post_card(&dest, view, document).await {
+                Ok(delivery) => {
+                    let detail = format!("{} {} message {}", dest.name, delivery.chat, delivery.message_id);
+                    if let Err(e) = self.blocking(move |s| s.add_delivery(&id, &delivery)).await {
+                        warn!(error = %e, "delivery not recorded; this card will not be updated");
+                    }
+                    self.audit(&p.session, "plangate", "card_posted", pid, detail).await;
+                }
+                Err(e) => {
+                    warn!(destination = %dest.name, error = %e, "card not delivered");
+                    self.audit(&p.session, "plangate", "card_not_delivered", pid, format!("{}: {e}", dest.name)).await;
+                }
+            }
+        }))
+        .await;
+    }
+
+    pub(super) async fn update_cards(&self, id: ApprovalId) {
+        let Some((p, state)) = self.proposal_and_state(id).await else { return };
+        let Ok(deliveries) = self.blocking(move |s| s.deliveries(&id)).await else { return };
+        let view = card(&p, Some(&state), self.now());
+        let (p, view) = (&p, &view);
+        join_all(deliveries.into_iter().map(|delivery| async move {
+            let Some(channel) = self.channel(&delivery.channel) else { return };
+            if let Err(e) = channel.update_card(&delivery, view).await {
+                warn!(chat = %delivery.chat, error = %e, "card not updated");
+                self.audit(&p.session, "plangate", "card_not_updated", Some((id, p.version)), format!("{}: {e}", delivery.destination))
+                    .await;
+            }
+        }))
+        .await;
+    }
+
+    /// Remind every destination of a pending approval. Each send first takes
+    /// a place in its platform's lane and only then loads, re-checks and
+    /// renders: a storm of reminders waits as a few hundred bytes each, not
+    /// as rendered messages, and a plan decided while its reminder waited is
+    /// never nudged.
+    pub(super) async fn nudge(&self, id: ApprovalId, number: u8) {
+        let Ok(deliveries) = self.blocking(move |s| s.deliveries(&id)).await else { return };
+        join_all(deliveries.into_iter().map(|delivery| async move {
+            let Some(channel) = self.channel(&delivery.channel) else { return };
+            let _lane = self.lane(&delivery.channel).await;
+            let Some((p, state)) = self.proposal_and_state(id).await else { return };
+            // Re-check: a decided, superseded or cancelled plan never gets a nudge.
+            if p.status != DecisionStatus::Pending || state.session.latest_approval != Some(id) {
+                return;
+            }
+            let key = format!("nudge:{id}:{number}:{}:{}", delivery.destination, delivery.chat);
+            let probe = key.clone();
+            if self.blocking(move |s| s.seen(&probe)).await.unwrap_or(false) {
+                return; // sent before a restart: never twice
+            }
+            let now = self.now();
+            let (view, text) = (card(&p, Some(&state), now), nudge_text(&p, number, now));
+            match channel.send_nudge(&delivery, &view, &text).await {
+                Ok(()) => {
+                    let _ = self.blocking(move |s| s.mark_seen(&key)).await;
+                }
+                Err(e) => warn!(chat = %delivery.chat, error = %e, "nudge not sent"),
+            }
+        }))
+        .await;
+    }
+
+    /// Post the card to the escalation destinations; their deliveries are
+    /// recorded like any other, so later decisions edit them too.
+    pub(super) async fn escalate(&self, id: ApprovalId) {
+        let Some((p, state)) = self.proposal_and_state(id).await else { return };
+        if p.status != DecisionStatus::Pending {
+            return;
+        }
+        let mut view = card(&p, Some(&state), self.now());
+        let waited = plangate_engine::ids::humanize_ms(self.now().0 - p.created_at.0);
+        view.context = format!("⚠ escalated: no decision after {waited} · {}", view.context);
+        let document = Self::document_of(&p);
+        let posted = self.blocking(move |s| s.deliveries(&id)).await.unwrap_or_default();
+        for dest in self.escalation_destinations(&p.session.agent) {
+            if posted.iter().any(|delivered| delivered.destination == dest.name) {
+                continue; // resumed after a crash: already escalated there
+            }
+            let Some(channel) = self.channel(&dest.channel) else { continue };
+            match channel.post_card(&dest, &view, &document).await {
+                Ok(delivery) => {
+                    let _ = self.blocking(move |s| s.add_delivery(&id, &delivery)).await;
+                    self.audit(&p.session, "plangate", "card_escalated", Some((id, p.version)), dest.name.clone()).await;
+                }
+                Err(e) => warn!(destination = %dest.name, error = %e, "escalation not delivered"),
+            }
+        }
+    }
+
+    pub(super) async fn post_question(&self, id: ApprovalId) {
+        let Ok(Some(q)) = self.blocking(move |s| s.question(&id)).await else { return };
+        let posted = self.blocking(move |s| s.question_deliveries(&id)).await.unwrap_or_default();
+        for dest in self.destinations(&q.session.agent) {
+            if posted.iter().any(|delivered| delivered.destination == dest.name) {
+                continue; // resumed after a crash: already asked there
+            }
+            let Some(channel) = self.channel(&dest.channel) else { continue };
+            match channel.post_question(&dest, &q).await {
+                Ok(delivery) => {
+                    let _ = self.blocking(move |s| s.add_question_delivery(&id, &delivery)).await;
+                }
+                Err(e) => warn!(destination = %dest.name, error = %e, "question not delivered"),
+            }
+        }
+    }
+
+    pub(super) async fn update_question(&self, id: ApprovalId) {
+        let Ok(Some(q)) = self.blocking(move |s| s.question(&id)).await else { return };
+        let Ok(deliveries) = self.blocking(move |s| s.question_deliveries(&id)).await else { return };
+        for delivery in deliveries {
+            let Some(channel) = self.channel(&delivery.channel) else { continue };
+            if let Err(e) = channel.update_question(&delivery, &q).await {
+                warn!(chat = %delivery.chat, error = %e, "question not updated");
+            }
+        }
+    }
+}

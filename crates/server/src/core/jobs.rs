@@ -1,0 +1,280 @@
+//! Chat work after a commit: per-approval job queues served by a bounded
+//! pool of workers, the backlog count the scheduler watches, per-platform
+//! lanes, and the outbox that makes queued work survive a crash.
+
+use super::Core;
+use futures_util::FutureExt;
+use plangate_engine::{ApprovalId, Effect, Transition};
+use plangate_store::StoreError;
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tracing::{info_span, warn, Instrument};
+
+/// Chat jobs queued at once beyond which the scheduler leaves due nudges
+/// in the store (see `scheduler`): a backlog costs disk, not memory.
+pub const CHAT_BACKLOG: usize = 4096;
+
+/// Approvals whose chat jobs run at once. As large as the nudge backlog, so
+/// every queued nudge is at its platform's limiter and a slow platform does
+/// not pace the others; each costs a few KB while it waits there.
+const CHAT_WORKERS: usize = CHAT_BACKLOG;
+
+/// Nudge sends per platform that may be loaded and rendered at once; the
+/// rest wait for a place, holding nothing but their delivery record. Wider
+/// than any platform's per-second limit, so the limiter, not the lane, sets
+/// the pace.
+const LANE_WIDTH: usize = 256;
+
+/// approval (or question) whose queue it joins.
+pub(super) fn jobs_of(t: &Transition) -> Vec<(ApprovalId, Job)> {
+    t.effects
+        .iter()
+        .filter_map(|effect| {
+            Some(match effect {
+                Effect::AppendReceipt { approval_id, text } => (*approval_id, Job::AppendReceipt(*approval_id, text.clone())),
+                Effect::PostCards { approval_id } => (*approval_id, Job::PostCards(*approval_id)),
+                Effect::UpdateCards { approval_id } => (*approval_id, Job::UpdateCards(*approval_id)),
+                Effect::Nudge { approval_id, number } => (*approval_id, Job::Nudge(*approval_id, *number)),
+                Effect::Escalate { approval_id } => (*approval_id, Job::Escalate(*approval_id)),
+                Effect::PostQuestion { question_id } => (*question_id, Job::PostQuestion(*question_id)),
+                Effect::UpdateQuestion { question_id } => (*question_id, Job::UpdateQuestion(*question_id)),
+                Effect::WriteDocument { .. } | Effect::Schedule(_) | Effect::Cancel(_) | Effect::Wake => return None,
+            })
+        })
+        .collect()
+}
+
+/// Chat jobs waiting, per approval, and the approvals ready for a worker.
+/// Jobs wait here as data (a few dozen bytes each), not as tasks: at most
+/// [`CHAT_WORKERS`] approvals are worked on at once.
+#[derive(Default)]
+pub(super) struct JobQueues {
+    /// Jobs not yet started, per approval, in transition order.
+    waiting: HashMap<ApprovalId, VecDeque<(Job, Option<u64>, Ticket)>>,
+    /// Approvals with waiting jobs and no worker on them, oldest first.
+    ready: VecDeque<ApprovalId>,
+    /// Approvals a worker is on.
+    busy: HashSet<ApprovalId>,
+    /// Workers running.
+    workers: usize,
+}
+
+/// The count of chat jobs queued or running.
+pub(super) struct Backlog {
+    count: AtomicUsize,
+    /// Counts jobs that left the count. A watch, not a `Notify`: whoever
+    /// subscribes before looking at the count can never miss a departure.
+    progress: watch::Sender<u64>,
+}
+
+impl Default for Backlog {
+    fn default() -> Backlog {
+        Backlog { count: AtomicUsize::new(0), progress: watch::channel(0).0 }
+    }
+}
+
+/// [`Core::drain`] gave up: chat jobs were still queued or running.
+#[derive(Debug, thiserror::Error)]
+#[error("{left} chat job(s) still queued or running after {waited:?}")]
+pub struct Undrained {
+    pub left: usize,
+    pub waited: Duration,
+}
+
+/// One job's place in the [`Backlog`]. It travels with the job and leaves
+/// the count when dropped, however the job ended (done, failed, panicked,
+/// or its worker cancelled at shutdown), so the count, and the nudges that
+/// wait on it, can never stick.
+struct Ticket(Arc<Backlog>);
+
+impl Ticket {
+    fn new(backlog: &Arc<Backlog>) -> Ticket {
+        backlog.count.fetch_add(1, Ordering::Relaxed);
+        Ticket(backlog.clone())
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.0.count.fetch_sub(1, Ordering::Relaxed);
+        self.0.progress.send_modify(|n| *n = n.wrapping_add(1));
+    }
+}
+
+/// Chat work queued after a commit, performed in order per approval.
+/// Written to the store's outbox in the transition's own commit and removed
+/// once done, so a crash in between resumes it on the next start (at least
+/// once: every job is safe to repeat).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) enum Job {
+    PostCards(ApprovalId),
+    UpdateCards(ApprovalId),
+    Nudge(ApprovalId, u8),
+    Escalate(ApprovalId),
+    AppendReceipt(ApprovalId, String),
+    PostQuestion(ApprovalId),
+    UpdateQuestion(ApprovalId),
+}
+
+impl Core {
+    /// Chat jobs queued or running.
+    pub fn chat_backlog(&self) -> usize {
+        self.backlog.count.load(Ordering::Relaxed)
+    }
+
+    /// Sees every chat job that finishes from now on: subscribe, then look
+    /// at [`Core::chat_backlog`], then wait on `changed()`.
+    pub fn chat_progress(&self) -> watch::Receiver<u64> {
+        self.backlog.progress.subscribe()
+    }
+
+    /// Whether the chat backlog is full: due nudges then wait in the store.
+    pub fn chat_backlog_full(&self) -> bool {
+        self.chat_backlog() >= self.chat_backlog_limit.load(Ordering::Relaxed)
+    }
+
+    /// Whether the chat backlog has drained to half its limit.
+    pub fn chat_backlog_halved(&self) -> bool {
+        self.chat_backlog() <= self.chat_backlog_limit.load(Ordering::Relaxed) / 2
+    }
+
+    /// Change the backlog limit (default [`CHAT_BACKLOG`]; tests use small ones).
+    pub fn set_chat_backlog_limit(&self, limit: usize) {
+        self.chat_backlog_limit.store(limit.max(1), Ordering::Relaxed);
+    }
+
+    /// A place in `channel`'s lane (see [`LANE_WIDTH`]).
+    pub(super) async fn lane(&self, channel: &str) -> Option<OwnedSemaphorePermit> {
+        let lane = {
+            let mut lanes = self.lanes.lock().unwrap_or_else(|e| e.into_inner());
+            lanes.entry(channel.to_string()).or_insert_with(|| Arc::new(Semaphore::new(LANE_WIDTH))).clone()
+        };
+        lane.acquire_owned().await.ok()
+    }
+
+    /// Re-queue the chat work committed but not done before the last stop
+    /// (a crash between a decision's commit and its card edits, say). Call
+    /// once at start, after the channels are registered. Returns how many
+    /// jobs were queued (unreadable entries are logged and dropped).
+    pub async fn resume_outbox(self: &Arc<Self>) -> Result<usize, StoreError> {
+        let entries = self.blocking(|s| s.outbox()).await?;
+        let mut count = 0;
+        for entry in entries {
+            match serde_json::from_slice::<(ApprovalId, Job)>(&entry.work) {
+                Ok((id, job)) => {
+                    self.enqueue(id, job, Some(entry.seq));
+                    count += 1;
+                }
+                Err(e) => {
+                    warn!(seq = entry.seq, error = %e, "unreadable outbox entry dropped");
+                    let seq = entry.seq;
+                    let _ = self.blocking(move |s| s.remove_outbox(seq)).await;
+                }
+            }
+        }
+        if count > 0 {
+            tracing::info!(count, "resumed chat work left over from the last run");
+        }
+        Ok(count)
+    }
+
+    /// Queue a chat job behind the earlier jobs of the same approval, and
+    /// start a worker if one is free to take it. `seq` is its outbox entry.
+    pub(super) fn enqueue(self: &Arc<Self>, id: ApprovalId, job: Job, seq: Option<u64>) {
+        let item = (job, seq, Ticket::new(&self.backlog));
+        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        let waiting = queues.waiting.entry(id).or_default();
+        waiting.push_back(item);
+        if waiting.len() == 1 && !queues.busy.contains(&id) {
+            queues.ready.push_back(id);
+        }
+        if queues.workers < CHAT_WORKERS && !queues.ready.is_empty() {
+            queues.workers += 1;
+            let core = self.clone();
+            tokio::spawn(async move { core.work().await });
+        }
+    }
+
+    /// A chat worker: takes the approval that has waited longest, runs its
+    /// jobs in order until none are left, and stops when no approval is ready.
+    async fn work(self: Arc<Self>) {
+        loop {
+            let id = {
+                let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+                let Some(id) = queues.ready.pop_front() else {
+                    queues.workers -= 1;
+                    return;
+                };
+                queues.busy.insert(id);
+                id
+            };
+            loop {
+                let next = {
+                    let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+                    match queues.waiting.get_mut(&id).and_then(VecDeque::pop_front) {
+                        Some(item) => item,
+                        None => {
+                            // Enqueue looks at `busy` under this lock, so a job
+                            // arriving after this makes the approval ready again.
+                            queues.waiting.remove(&id);
+                            queues.busy.remove(&id);
+                            break;
+                        }
+                    }
+                };
+                let (job, seq, ticket) = next;
+                let span = info_span!("job", approval = %id, job = ?job);
+                // A bug in an adapter must not take the worker (and the
+                // approval's later jobs) down with it.
+                if AssertUnwindSafe(self.run_job(job).instrument(span)).catch_unwind().await.is_err() {
+                    tracing::error!(approval = %id, "a chat job panicked; carrying on with the next");
+                }
+                if let Some(seq) = seq {
+                    if let Err(e) = self.blocking(move |s| s.remove_outbox(seq)).await {
+                        warn!(seq, error = %e, "outbox entry not removed; the job will run again after a restart");
+                    }
+                }
+                drop(ticket);
+            }
+        }
+    }
+
+    /// Wait until every queued chat job has run, or report how many are left
+    /// once `within` has passed (tests and shutdown).
+    pub async fn drain(&self, within: Duration) -> Result<(), Undrained> {
+        let deadline = tokio::time::Instant::now() + within;
+        let mut progress = self.chat_progress();
+        loop {
+            let left = self.chat_backlog();
+            if left == 0 {
+                return Ok(());
+            }
+            if tokio::time::timeout_at(deadline, progress.changed()).await.is_err() {
+                return Err(Undrained { left, waited: within });
+            }
+        }
+    }
+
+    async fn run_job(self: &Arc<Self>, job: Job) {
+        match job {
+            Job::PostCards(id) => self.post_cards(id).await,
+            Job::UpdateCards(id) => self.update_cards(id).await,
+            Job::Nudge(id, n) => self.nudge(id, n).await,
+            Job::Escalate(id) => self.escalate(id).await,
+            Job::AppendReceipt(id, text) => {
+                let Ok(Some(path)) = self.blocking(move |s| s.document_path(&id)).await else { return };
+                let result = tokio::task::spawn_blocking(move || plangate_store::append_receipt(std::path::Path::new(&path), &text)).await;
+                if !matches!(result, Ok(Ok(()))) {
+                    warn!(approval = %id, "receipt not appended to the plan document");
+                }
+            }
+            Job::PostQuestion(id) => self.post_question(id).await,
+            Job::UpdateQuestion(id) => self.update_question(id).await,
+        }
+    }
+}

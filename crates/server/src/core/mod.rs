@@ -1,0 +1,309 @@
+//! The shell around the engine: load → apply → commit → effects.
+//!
+//! [`Core::execute`] is the one door every state change goes through, from
+//! HTTP, chat channels, the CLI and the scheduler alike. It serializes
+//! transitions per session (striped async locks), commits each one durably
+//! before anything else happens, then performs the effects: plan documents
+//! are written inline (their path is part of the answer), long-pollers are
+//! woken ([`waiters`]), and chat work (posting and editing cards, nudges,
+//! questions, receipts) is queued per approval ([`jobs`]) so it happens in
+//! transition order without holding up the caller. The bodies of those chat
+//! jobs live in [`chat`].
+//!
+//! Time comes from the [`Clock`] the core was built with, never from the
+//! system directly, so tests turn time instead of sleeping.
+
+mod chat;
+mod jobs;
+mod waiters;
+
+pub use jobs::{Undrained, CHAT_BACKLOG};
+
+use crate::clock::{Clock, SystemClock};
+use crate::config::Settings;
+use jobs::{jobs_of, Backlog, JobQueues};
+use plangate_channel::Channel;
+use plangate_engine::machine::describe_stale;
+use plangate_engine::{
+    apply, Actor, ApprovalId, AuditEvent, Command, Ctx, Effect, Proposal, Refusal, SessionKey, State, Timer, Timestamp, Transition,
+};
+use plangate_store::{Commit, OutboxEntry, Store, StoreError};
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use thiserror::Error;
+use tokio::sync::{watch, Notify, Semaphore};
+use tracing::{info_span, warn, Instrument};
+
+const LOCK_STRIPES: usize = 64;
+
+#[derive(Debug, Error)]
+pub enum CoreError {
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    #[error("storage failed, nothing was recorded: {0}")]
+    Storage(#[from] StoreError),
+    #[error("{0}")]
+    NotFound(String),
+}
+
+/// What `execute` gives back besides the transition.
+pub struct Executed {
+    pub before: State,
+    pub transition: Transition,
+    /// Set when the transition wrote a plan document.
+    pub document_path: Option<String>,
+}
+
+/// Extra inputs of one execution.
+#[derive(Debug, Default, Clone)]
+pub struct ExecMeta {
+    /// The inbound event key handled by this transition, recorded with it.
+    pub idempotency: Option<String>,
+    /// The timer that fired, removed in the same transaction.
+    pub fired: Option<Timer>,
+}
+
+/// The chat jobs a transition asks for, in effect order, each with the
+
+pub struct Core {
+    pub settings: Arc<Settings>,
+    pub store: Arc<dyn Store>,
+    /// Where "now" comes from: the system clock, or a test's.
+    clock: Arc<dyn Clock>,
+    locks: Vec<tokio::sync::Mutex<()>>,
+    waiters: Mutex<HashMap<SessionKey, watch::Sender<u64>>>,
+    channels: RwLock<HashMap<String, Arc<dyn Channel>>>,
+    queues: Mutex<JobQueues>,
+    /// Chat jobs queued or running, so the scheduler can leave reminders in
+    /// the store while the platforms work through a backlog.
+    backlog: Arc<Backlog>,
+    /// Chat jobs queued at once beyond which due nudges stay in the store.
+    chat_backlog_limit: AtomicUsize,
+    lanes: Mutex<HashMap<String, Arc<Semaphore>>>,
+    /// Poked whenever a timer is scheduled, so the scheduler re-reads the earliest.
+    pub scheduler_wake: Notify,
+    /// Set when a commit failed; `/healthz` reports degraded until one succeeds.
+    degraded: AtomicBool,
+    /// Long-polls parked at this moment (see `waiters`).
+    parked: AtomicUsize,
+}
+
+impl Core {
+    /// A core on the system clock.
+    pub fn new(settings: Arc<Settings>, store: Arc<dyn Store>) -> Arc<Core> {
+        Core::with_clock(settings, store, Arc::new(SystemClock))
+    }
+
+    /// A core whose "now" is `clock` (tests pass a clock they can turn).
+    pub fn with_clock(settings: Arc<Settings>, store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Arc<Core> {
+        Arc::new(Core {
+            settings,
+            store,
+            clock,
+            locks: (0..LOCK_STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
+            waiters: Mutex::new(HashMap::new()),
+            channels: RwLock::new(HashMap::new()),
+            queues: Mutex::new(JobQueues::default()),
+            backlog: Arc::new(Backlog::default()),
+            chat_backlog_limit: AtomicUsize::new(CHAT_BACKLOG),
+            lanes: Mutex::new(HashMap::new()),
+            scheduler_wake: Notify::new(),
+            degraded: AtomicBool::new(false),
+            parked: AtomicUsize::new(0),
+        })
+    }
+
+    pub fn register_channel(&self, channel: Arc<dyn Channel>) {
+        self.channels.write().unwrap_or_else(|e| e.into_inner()).insert(channel.name().to_string(), channel);
+    }
+
+    pub fn channel(&self, name: &str) -> Option<Arc<dyn Channel>> {
+        self.channels.read().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
+    }
+
+    /// The current time, from the core's clock.
+    pub fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    pub fn is_degraded(&self) -> bool {
+        self.degraded.load(Ordering::Relaxed)
+    }
+
+    fn lock_for(&self, key: &SessionKey) -> &tokio::sync::Mutex<()> {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        key.hash(&mut h);
+        &self.locks[(h.finish() as usize) % LOCK_STRIPES]
+    }
+
+    /// Run a blocking store call off the async workers.
+    pub async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&dyn Store) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || f(store.as_ref()))
+            .await
+            .unwrap_or_else(|e| Err(StoreError::Unavailable(format!("store task failed: {e}"))))
+    }
+
+    pub async fn load(&self, key: &SessionKey) -> Result<State, StoreError> {
+        let key = key.clone();
+        self.blocking(move |s| s.load(&key)).await
+    }
+
+    /// Apply one command to one session: the only way state changes.
+    pub async fn execute(
+        self: &Arc<Self>,
+        key: &SessionKey,
+        actor: Actor,
+        command: Command,
+        meta: ExecMeta,
+    ) -> Result<Executed, CoreError> {
+        let span =
+            info_span!("transition", agent = %key.agent, session = %key.session_id, command = command.name(), actor = %actor.label());
+        async move {
+            let _guard = self.lock_for(key).lock().await;
+            let before = self.load(key).await?;
+            let ctx = Ctx { now: self.now(), random: rand::random(), timers: self.settings.timer_policy(&key.agent) };
+            let transition = apply(&before, &actor, command, &ctx)?;
+            let jobs = jobs_of(&transition);
+            let mut seqs = vec![None; jobs.len()];
+            if transition.changed || meta.fired.is_some() || meta.idempotency.is_some() {
+                let mut commit = Commit::of(&transition, &before, meta.fired.as_ref());
+                commit.idempotency.extend(meta.idempotency.clone());
+                let work: Vec<Vec<u8>> = jobs.iter().map(|job| serde_json::to_vec(job).unwrap_or_default()).collect();
+                let committed = self
+                    .blocking(move |s| {
+                        for work in work {
+                            commit.outbox.push(OutboxEntry { seq: s.generate_seq()?, work });
+                        }
+                        let seqs: Vec<Option<u64>> = commit.outbox.iter().map(|e| Some(e.seq)).collect();
+                        s.commit(commit)?;
+                        Ok(seqs)
+                    })
+                    .await;
+                match committed {
+                    Ok(committed) => {
+                        seqs = committed;
+                        self.degraded.store(false, Ordering::Relaxed);
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, "commit failed; the transition is not applied");
+                        self.degraded.store(true, Ordering::Relaxed);
+                        return Err(e.into());
+                    }
+                }
+            }
+            tracing::info!(changed = transition.changed, effects = transition.effects.len(), "committed");
+            let document_path = self.perform(key, &transition).await;
+            for ((id, job), seq) in jobs.into_iter().zip(seqs) {
+                self.enqueue(id, job, seq);
+            }
+            Ok(Executed { before, transition, document_path })
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Execute a command aimed at approval `id` (approve, edit, revise,
+    /// cancel, release): finds its session, and explains a stale id in the
+    /// words of the proposal's own fate ("already approved by …",
+    /// "superseded by v3").
+    pub async fn execute_on_approval(
+        self: &Arc<Self>,
+        id: ApprovalId,
+        actor: Actor,
+        command: Command,
+        meta: ExecMeta,
+    ) -> Result<Executed, CoreError> {
+        let Some(target) = self.blocking(move |s| s.proposal(&id)).await? else {
+            return Err(CoreError::NotFound(format!("no approval {id}")));
+        };
+        match self.execute(&target.session, actor, command, meta).await {
+            Err(CoreError::Refused(Refusal::Stale(_))) => {
+                let state = self.load(&target.session).await?;
+                let current = self.blocking(move |s| s.proposal(&id)).await?.unwrap_or(target);
+                Err(CoreError::Refused(Refusal::Stale(describe_stale(&current, state.session.version))))
+            }
+            other => other,
+        }
+    }
+
+    /// Run `work` while holding the lock of `key` (for read-modify-write
+    /// outside the engine, such as namespaces).
+    pub async fn with_session_lock<T>(&self, key: &SessionKey, work: impl std::future::Future<Output = T>) -> T {
+        let _guard = self.lock_for(key).lock().await;
+        work.await
+    }
+
+    /// Perform a committed transition's effects other than chat jobs (see
+    /// [`jobs_of`]). Called under the session lock.
+    async fn perform(self: &Arc<Self>, key: &SessionKey, t: &Transition) -> Option<String> {
+        let mut document_path = None;
+        for effect in &t.effects {
+            match effect {
+                Effect::WriteDocument { approval_id } => {
+                    if let Some(p) = t.state.latest.as_ref().filter(|p| p.approval_id == *approval_id) {
+                        document_path = self.write_document(p).await;
+                    }
+                }
+                Effect::Schedule(_) => self.scheduler_wake.notify_one(),
+                Effect::Wake => self.wake(key),
+                Effect::Cancel(_)
+                | Effect::AppendReceipt { .. }
+                | Effect::PostCards { .. }
+                | Effect::UpdateCards { .. }
+                | Effect::Nudge { .. }
+                | Effect::Escalate { .. }
+                | Effect::PostQuestion { .. }
+                | Effect::UpdateQuestion { .. } => {}
+            }
+        }
+        document_path
+    }
+
+    async fn write_document(&self, p: &Proposal) -> Option<String> {
+        let data_dir: PathBuf = self.settings.data_dir.clone();
+        let (agent, title, created, text, id) = (p.session.agent.clone(), p.plan.title.clone(), p.created_at, p.document(), p.approval_id);
+        let written = tokio::task::spawn_blocking(move || plangate_store::write_document(&data_dir, &agent, &title, created, &text)).await;
+        match written {
+            Ok(Ok(path)) => {
+                let path = path.display().to_string();
+                let stored = path.clone();
+                if let Err(e) = self.blocking(move |s| s.set_document_path(&id, &stored)).await {
+                    warn!(error = %e, "could not record the document path");
+                }
+                Some(path)
+            }
+            Ok(Err(e)) => {
+                warn!(error = %e, "plan document not written");
+                None
+            }
+            Err(e) => {
+                warn!(error = %e, "plan document task failed");
+                None
+            }
+        }
+    }
+
+    /// Record something that happened outside a transition.
+    pub async fn audit(&self, key: &SessionKey, actor: &str, action: &str, approval: Option<(ApprovalId, u32)>, detail: String) {
+        let event = AuditEvent {
+            at: self.now(),
+            agent: key.agent.clone(),
+            session_id: key.session_id.clone(),
+            actor: actor.to_string(),
+            action: action.to_string(),
+            approval_id: approval.map(|a| a.0),
+            version: approval.map(|a| a.1),
+            detail,
+        };
+        if let Err(e) = self.blocking(move |s| s.append_audit(&[event])).await {
+            warn!(error = %e, "audit record lost");
+        }
+    }
+}

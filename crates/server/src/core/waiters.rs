@@ -1,0 +1,88 @@
+//! Long-poll waiters: agents (HTTP, MCP, hooks) wait for a decision or an
+//! answer; a committed transition with a `Wake` effect releases them.
+
+use super::Core;
+use plangate_engine::{ApprovalId, DecisionStatus, Proposal, SessionKey};
+use plangate_store::StoreError;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// One waiter counted as parked (see [`Core::parked_waiters`]) while it
+/// exists; dropped when the wait ends, however it ends.
+struct Parked<'a>(&'a Core);
+
+impl<'a> Parked<'a> {
+    fn new(core: &'a Core) -> Parked<'a> {
+        core.parked.fetch_add(1, Ordering::SeqCst);
+        Parked(core)
+    }
+}
+
+impl Drop for Parked<'_> {
+    fn drop(&mut self) {
+        self.0.parked.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Core {
+    /// Long-polls parked right now, waiting for a decision or an answer
+    /// (`/healthz` reports it; tests wait for it before deciding).
+    pub fn parked_waiters(&self) -> usize {
+        self.parked.load(Ordering::SeqCst)
+    }
+
+    /// A receiver that sees every later wake-up of `key`. Subscribe before
+    /// reading state, so no wake-up can slip between the read and the wait.
+    pub fn subscribe(&self, key: &SessionKey) -> watch::Receiver<u64> {
+        let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        waiters.entry(key.clone()).or_insert_with(|| watch::channel(0).0).subscribe()
+    }
+
+    pub(super) fn wake(&self, key: &SessionKey) {
+        let waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(tx) = waiters.get(key) {
+            tx.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// The latest proposal of `key`, waiting up to `wait` for it to be decided.
+    pub async fn wait_decision(&self, key: &SessionKey, wait: Duration) -> Result<Option<Proposal>, StoreError> {
+        let mut rx = self.subscribe(key);
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let state = self.load(key).await?;
+            let Some(p) = state.latest else { return Ok(None) };
+            if p.status != DecisionStatus::Pending || tokio::time::Instant::now() >= deadline {
+                return Ok(Some(p));
+            }
+            let _parked = Parked::new(self);
+            if tokio::time::timeout_at(deadline, rx.changed()).await.is_err() {
+                // Deadline: answer with the state as it is now.
+                continue;
+            }
+        }
+    }
+
+    /// A question of `key`, waiting up to `wait` for its answer.
+    pub async fn wait_question(
+        &self,
+        key: &SessionKey,
+        id: ApprovalId,
+        wait: Duration,
+    ) -> Result<Option<plangate_engine::Question>, StoreError> {
+        let mut rx = self.subscribe(key);
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let q = self.blocking(move |s| s.question(&id)).await?;
+            let Some(q) = q.filter(|q| q.session == *key) else { return Ok(None) };
+            if q.status == plangate_engine::QuestionStatus::Answered || tokio::time::Instant::now() >= deadline {
+                return Ok(Some(q));
+            }
+            let _parked = Parked::new(self);
+            if tokio::time::timeout_at(deadline, rx.changed()).await.is_err() {
+                continue;
+            }
+        }
+    }
+}

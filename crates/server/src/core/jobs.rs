@@ -30,6 +30,7 @@ const CHAT_WORKERS: usize = CHAT_BACKLOG;
 /// the pace.
 const LANE_WIDTH: usize = 256;
 
+/// The chat jobs a transition asks for, in effect order, each with the
 /// approval (or question) whose queue it joins.
 pub(super) fn jobs_of(t: &Transition) -> Vec<(ApprovalId, Job)> {
     t.effects

@@ -66,8 +66,8 @@ pub struct ExecMeta {
     pub fired: Option<Timer>,
 }
 
-/// The chat jobs a transition asks for, in effect order, each with the
-
+/// The shell: settings, store, clock, locks, waiters, channels and the chat
+/// job machinery. One per process, shared by every handler.
 pub struct Core {
     pub settings: Arc<Settings>,
     pub store: Arc<dyn Store>,

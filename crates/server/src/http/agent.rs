@@ -1,0 +1,292 @@
+//! The agent endpoints (and `/healthz`).
+
+use super::extract::*;
+use super::ApiError;
+use super::AppState;
+use crate::core::ExecMeta;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use plangate_engine::view::{hydration, DecisionView, StatusView};
+use plangate_engine::{plan, Actor, ApprovalId, Command, Plan, Refusal, SessionKey, Step};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+pub(super) async fn healthz(State(core): State<AppState>) -> Response {
+    if core.is_degraded() {
+        let body = json!({"status": "degraded", "reason": "the last commit failed; decisions are not being recorded"});
+        (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
+    } else {
+        Json(json!({"status": "ok", "waiting": core.parked_waiters()})).into_response()
+    }
+}
+
+pub(super) async fn status(
+    State(core): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    Path(sid): Path<String>,
+) -> Result<Json<StatusView>, ApiError> {
+    let key = session_key(agent, &sid)?;
+    Ok(Json(StatusView::of(&core.load(&key).await?)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct EnterBody {
+    reason: Option<String>,
+}
+
+pub(super) async fn enter(
+    State(core): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    Path(sid): Path<String>,
+    ApiJson(body): ApiJson<EnterBody>,
+) -> Result<Json<StatusView>, ApiError> {
+    let key = session_key(agent, &sid)?;
+    let done = core.execute(&key, Actor::Agent, Command::Enter { reason: body.reason }, ExecMeta::default()).await?;
+    Ok(Json(StatusView::of(&done.transition.state)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct StepsBody {
+    steps: Vec<Step>,
+    #[serde(default)]
+    merge: bool,
+    explanation: Option<String>,
+}
+
+pub(super) async fn steps(
+    State(core): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    Path(sid): Path<String>,
+    ApiJson(body): ApiJson<StepsBody>,
+) -> Result<Json<Value>, ApiError> {
+    let key = session_key(agent, &sid)?;
+    let command = Command::UpdatePlan { steps: body.steps, merge: body.merge, explanation: body.explanation };
+    let done = core.execute(&key, Actor::Agent, command, ExecMeta::default()).await?;
+    Ok(Json(json!({"steps": done.transition.state.session.steps})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct MarkdownProposal {
+    markdown: String,
+    title: Option<String>,
+}
+
+/// A proposal body: a structured Plan, or `{"markdown", "title"?}`.
+pub fn parse_proposal(body: Value) -> Result<(Plan, Option<String>), ApiError> {
+    let bytes = serde_json::to_vec(&body).unwrap_or_default();
+    if body.get("markdown").is_some() {
+        let md: MarkdownProposal = parse_json(&bytes)?;
+        let plan = plan::plan_from_markdown(&md.markdown, md.title.as_deref()).map_err(Refusal::from)?;
+        Ok((plan, Some(md.markdown)))
+    } else {
+        Ok((parse_json(&bytes)?, None))
+    }
+}
+
+pub(super) async fn propose(
+    State(core): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    Path(sid): Path<String>,
+    ApiJson(body): ApiJson<Value>,
+) -> Result<Response, ApiError> {
+    let key = session_key(agent, &sid)?;
+    if !body.is_object() {
+        return Err(ApiError::invalid_request("the body must be a Plan object or {\"markdown\": …}"));
+    }
+    let (plan, markdown) = parse_proposal(body)?;
+    let done = core.execute(&key, Actor::Agent, Command::Propose { plan, markdown }, ExecMeta::default()).await?;
+    let Some(latest) = done.transition.state.latest.as_ref() else {
+        return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "proposal vanished"));
+    };
+    let document_path = match done.document_path {
+        Some(path) => path,
+        None => {
+            let id = latest.approval_id;
+            core.blocking(move |s| s.document_path(&id)).await?.unwrap_or_default()
+        }
+    };
+    let mut value = serde_json::to_value(DecisionView::of(latest)).unwrap_or_default();
+    value["document_path"] = json!(document_path);
+    Ok((StatusCode::CREATED, Json(value)).into_response())
+}
+
+pub(super) async fn decision(
+    State(core): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    Path(sid): Path<String>,
+    q: Result<Query<WaitQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<DecisionView>, ApiError> {
+    let key = session_key(agent, &sid)?;
+    let wait = wait_of(&query(q)?)?;
+    match core.wait_decision(&key, wait).await? {
+        Some(p) => Ok(Json(DecisionView::of(&p))),
+        None => Err(ApiError::not_found("this session has no proposal yet")),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SubagentBody {
+    run_id: String,
+}
+
+pub(super) async fn subagent_open(
+    State(core): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    Path(sid): Path<String>,
+    ApiJson(body): ApiJson<SubagentBody>,
+) -> Result<StatusCode, ApiError> {
+    let key = session_key(agent, &sid)?;
+    core.execute(&key, Actor::Agent, Command::RegisterSubagent(body.run_id), ExecMeta::default()).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+pub(super) async fn subagent_close(
+    State(core): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    Path((sid, run_id)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    let key = session_key(agent, &sid)?;
+    core.execute(&key, Actor::Agent, Command::UnregisterSubagent(run_id), ExecMeta::default()).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct AskBody {
+    question: String,
+    #[serde(default)]
+    options: Vec<String>,
+    #[serde(default)]
+    allow_freetext: bool,
+}
+
+pub(super) async fn ask(
+    State(core): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    Path(sid): Path<String>,
+    ApiJson(body): ApiJson<AskBody>,
+) -> Result<Response, ApiError> {
+    let key = session_key(agent, &sid)?;
+    let command = Command::Ask { question: body.question, options: body.options, allow_freetext: body.allow_freetext };
+    let done = core.execute(&key, Actor::Agent, command, ExecMeta::default()).await?;
+    let id = done.transition.state.session.pending_question.as_ref().map(|q| q.question_id.to_string());
+    Ok((StatusCode::CREATED, Json(json!({"question_id": id}))).into_response())
+}
+
+pub(super) async fn question(
+    State(core): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    Path((sid, qid)): Path<(String, String)>,
+    q: Result<Query<WaitQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let key = session_key(agent, &sid)?;
+    let wait = wait_of(&query(q)?)?;
+    let id = ApprovalId::parse(&qid).ok_or_else(|| ApiError::not_found("no such question"))?;
+    let Some(q) = core.wait_question(&key, id, wait).await? else {
+        return Err(ApiError::not_found("no such question in this session"));
+    };
+    let mut out = json!({"status": q.status});
+    if let Some(a) = q.answer {
+        out["answer"] = json!(a);
+    }
+    if let Some(by) = q.answered_by {
+        out["answered_by"] = json!(by);
+    }
+    Ok(Json(out))
+}
+
+pub(super) async fn take_injection(
+    State(core): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    Path(sid): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let key = session_key(agent, &sid)?;
+    let done = core.execute(&key, Actor::Agent, Command::TakeInjection, ExecMeta::default()).await?;
+    Ok(Json(json!({"injection": done.transition.taken_injection})))
+}
+
+pub(super) async fn get_hydration(
+    State(core): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    Path(sid): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let key = session_key(agent, &sid)?;
+    Ok(Json(json!({"text": hydration(&core.load(&key).await?)})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct GateBody {
+    session_id: String,
+    tool: String,
+    #[serde(default)]
+    input: Value,
+}
+
+pub(super) async fn gate(
+    State(core): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    ApiJson(body): ApiJson<GateBody>,
+) -> Result<Json<Value>, ApiError> {
+    let key = session_key(agent.clone(), &body.session_id)?;
+    let state = core.load(&key).await?;
+    let verdict = crate::gate::check(&core.settings, &agent, &state.session, &body.tool, &body.input);
+    let (decision, reason) = match &verdict {
+        crate::gate::Verdict::Allow(r) => ("allow", r.clone()),
+        crate::gate::Verdict::Deny(r) => ("deny", r.clone()),
+    };
+    tracing::info!(tool = %body.tool, decision, "gate");
+    Ok(Json(json!({"decision": decision, "reason": reason})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct NamespaceBody {
+    steps: Vec<Step>,
+    session_id: String,
+}
+
+pub(super) async fn namespace_get(
+    State(core): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    plangate_engine::namespace::validate_name(&name).map_err(|e| ApiError::invalid_request(e.to_string()))?;
+    let scoped = format!("{agent}:{name}");
+    let ns = core.blocking(move |s| s.namespace(&scoped)).await?;
+    Ok(Json(json!({"name": name, "steps": ns.steps})))
+}
+
+pub(super) async fn namespace_steps(
+    State(core): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    Path(name): Path<String>,
+    ApiJson(body): ApiJson<NamespaceBody>,
+) -> Result<Json<Value>, ApiError> {
+    plangate_engine::namespace::validate_name(&name).map_err(|e| ApiError::invalid_request(e.to_string()))?;
+    session_key(agent.clone(), &body.session_id)?;
+    // Namespaces are per agent, and merges of one namespace are serialized
+    // through the lock of a synthetic session key.
+    let scoped = format!("{agent}:{name}");
+    let lock_key = SessionKey::new(agent, format!("namespace:{name}"));
+    let merged = core
+        .with_session_lock(&lock_key, async {
+            let s2 = scoped.clone();
+            let ns = core.blocking(move |s| s.namespace(&s2)).await?;
+            let merged = plangate_engine::namespace::merge(&ns, body.steps, &body.session_id, core.now()).map_err(|e| match e {
+                plangate_engine::namespace::NamespaceError::Plan(p) => ApiError::from(Refusal::from(p)),
+                other => ApiError::invalid_request(other.to_string()),
+            })?;
+            let (s3, m) = (scoped.clone(), merged.clone());
+            core.blocking(move |s| s.set_namespace(&s3, &m)).await?;
+            Ok::<_, ApiError>(merged)
+        })
+        .await?;
+    Ok(Json(json!({"name": name, "steps": merged.steps})))
+}

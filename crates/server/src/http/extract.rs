@@ -1,0 +1,146 @@
+//! Extractors: strict JSON bodies, bearer-token authentication (the agent id
+//! comes only from its token), and path/query parsing with contract errors.
+
+use super::ApiError;
+use super::AppState;
+use super::{MAX_BODY_BYTES, MAX_WAIT_SECS};
+use crate::core::Core;
+use axum::extract::{FromRequest, FromRequestParts, Query, Request};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap, StatusCode};
+use plangate_engine::ids::is_valid_session_id;
+use plangate_engine::{ApprovalId, SessionKey};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::json;
+use std::time::Duration;
+use subtle::ConstantTimeEq;
+
+/// A JSON body parsed strictly, with the contract's errors: 413 over 1 MiB,
+/// 422 for malformed JSON, wrong types and unknown fields. An empty body
+/// counts as `{}` so optional-body endpoints can be called bare.
+pub struct ApiJson<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = axum::body::Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "payload_too_large",
+                    format!("request bodies are limited to {MAX_BODY_BYTES} bytes"),
+                )
+            } else {
+                ApiError::invalid_request(format!("could not read the request body: {rejection}"))
+            }
+        })?;
+        let bytes: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) { b"{}" } else { &bytes };
+        parse_json(bytes).map(ApiJson)
+    }
+}
+
+pub(super) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        let what = match e.classify() {
+            serde_json::error::Category::Syntax | serde_json::error::Category::Eof => "malformed JSON",
+            serde_json::error::Category::Io => "unreadable body",
+            serde_json::error::Category::Data => "invalid request",
+        };
+        ApiError::invalid_request(format!("{what}: {e}")).details(json!({"line": e.line(), "column": e.column()}))
+    })
+}
+
+pub(super) fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers.get(header::AUTHORIZATION)?.to_str().ok()?.strip_prefix("Bearer ").map(str::trim)
+}
+
+pub(super) fn token_eq(a: &str, b: &str) -> bool {
+    a.as_bytes().ct_eq(b.as_bytes()).into()
+}
+
+pub(super) enum Caller {
+    Agent(String),
+    Operator,
+}
+
+pub(super) fn identify(core: &Core, headers: &HeaderMap) -> Result<Caller, ApiError> {
+    let Some(token) = bearer(headers) else {
+        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "missing `Authorization: Bearer <token>`"));
+    };
+    let raw = &core.settings.raw;
+    // Compare against every token in constant time; no early exit on match.
+    let mut found = None;
+    for (id, agent) in &raw.agents {
+        if token_eq(token, &agent.token) {
+            found = Some(Caller::Agent(id.clone()));
+        }
+    }
+    if let Some(op) = &raw.server.operator_token {
+        if token_eq(token, op) {
+            found = Some(Caller::Operator);
+        }
+    }
+    found.ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "unknown token"))
+}
+
+/// The calling agent, from its token alone.
+pub struct AgentAuth(pub String);
+
+impl FromRequestParts<AppState> for AgentAuth {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, core: &AppState) -> Result<Self, ApiError> {
+        match identify(core, &parts.headers)? {
+            Caller::Agent(id) => Ok(AgentAuth(id)),
+            Caller::Operator => {
+                Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", "this endpoint needs an agent token, not the operator token"))
+            }
+        }
+    }
+}
+
+/// A holder of the operator token.
+pub struct OperatorAuth;
+
+impl FromRequestParts<AppState> for OperatorAuth {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, core: &AppState) -> Result<Self, ApiError> {
+        match identify(core, &parts.headers)? {
+            Caller::Operator => Ok(OperatorAuth),
+            Caller::Agent(_) => {
+                Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", "this endpoint needs the operator token; agents cannot decide"))
+            }
+        }
+    }
+}
+
+pub(super) fn session_key(agent: String, session_id: &str) -> Result<SessionKey, ApiError> {
+    if !is_valid_session_id(session_id) {
+        return Err(ApiError::invalid_request("session_id must be 1–128 characters of [A-Za-z0-9._:-]"));
+    }
+    Ok(SessionKey::new(agent, session_id))
+}
+
+pub(super) fn parse_approval_id(text: &str) -> Result<ApprovalId, ApiError> {
+    ApprovalId::parse(text)
+        .ok_or_else(|| ApiError::not_found(format!("no approval {text:?}: approval ids are 32 lowercase hex characters")))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct WaitQuery {
+    wait: Option<String>,
+}
+
+pub(super) fn wait_of(q: &WaitQuery) -> Result<Duration, ApiError> {
+    let Some(w) = &q.wait else { return Ok(Duration::ZERO) };
+    match w.parse::<u64>() {
+        Ok(n) if n <= MAX_WAIT_SECS => Ok(Duration::from_secs(n)),
+        _ => Err(ApiError::invalid_request(format!("wait must be a whole number of seconds from 0 to {MAX_WAIT_SECS}, got {w:?}"))),
+    }
+}
+
+pub(super) fn query<T: DeserializeOwned>(q: Result<Query<T>, axum::extract::rejection::QueryRejection>) -> Result<T, ApiError> {
+    q.map(|Query(t)| t).map_err(|e| ApiError::invalid_request(format!("bad query string: {}", e.body_text())))
+}

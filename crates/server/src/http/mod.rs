@@ -1,0 +1,75 @@
+//! The agent and operator HTTP API, exactly as `API.md` specifies it.
+//!
+//! Handlers only translate: authenticate, parse strictly (unknown fields are
+//! errors), call [`Core::execute`] or read state, and map the outcome to the
+//! contract's JSON shapes and error codes.
+//!
+//! Laid out by concern: [`error`] (the contract's error shape and codes),
+//! [`extract`] (strict JSON bodies, bearer-token authentication, path and
+//! query parsing), and the handlers, [`agent`] and [`operator`].
+
+mod agent;
+mod error;
+mod extract;
+mod operator;
+
+pub use agent::parse_proposal;
+pub use error::ApiError;
+pub use extract::{AgentAuth, ApiJson, OperatorAuth};
+
+use crate::core::Core;
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::middleware::Next;
+use axum::response::Response;
+use axum::routing::{delete, get, post};
+use axum::Router;
+use std::sync::Arc;
+use tracing::Instrument;
+
+/// Request bodies over this are refused with 413.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// The longest a long-poll may hold (seconds).
+pub const MAX_WAIT_SECS: u64 = 300;
+
+type AppState = Arc<Core>;
+
+pub fn router(core: Arc<Core>) -> Router {
+    Router::new()
+        .route("/healthz", get(agent::healthz))
+        .route("/v1/sessions/{session_id}", get(agent::status))
+        .route("/v1/sessions/{session_id}/enter", post(agent::enter))
+        .route("/v1/sessions/{session_id}/steps", post(agent::steps))
+        .route("/v1/sessions/{session_id}/proposals", post(agent::propose))
+        .route("/v1/sessions/{session_id}/decision", get(agent::decision))
+        .route("/v1/sessions/{session_id}/subagents", post(agent::subagent_open))
+        .route("/v1/sessions/{session_id}/subagents/{run_id}", delete(agent::subagent_close))
+        .route("/v1/sessions/{session_id}/questions", post(agent::ask))
+        .route("/v1/sessions/{session_id}/questions/{question_id}", get(agent::question))
+        .route("/v1/sessions/{session_id}/injection/take", post(agent::take_injection))
+        .route("/v1/sessions/{session_id}/hydration", get(agent::get_hydration))
+        .route("/v1/gate", post(agent::gate))
+        .route("/v1/namespaces/{name}", get(agent::namespace_get))
+        .route("/v1/namespaces/{name}/steps", post(agent::namespace_steps))
+        .route("/v1/approvals", get(operator::approvals))
+        .route("/v1/approvals/{approval_id}", get(operator::approval))
+        .route("/v1/approvals/{approval_id}/decision", post(operator::operator_decision))
+        .route("/v1/audit", get(operator::audit))
+        .route("/v1/operator/sessions/{agent}/{session_id}/release", post(operator::operator_release))
+        .fallback(error::not_found_route)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn(trace_request))
+        .with_state(core)
+}
+
+/// One span per request, with the outcome logged at its end.
+async fn trace_request(req: Request, next: Next) -> Response {
+    let span = tracing::info_span!("request", method = %req.method(), path = %req.uri().path());
+    async move {
+        let started = std::time::Instant::now();
+        let response = next.run(req).await;
+        tracing::info!(status = response.status().as_u16(), elapsed_ms = started.elapsed().as_millis() as u64, "answered");
+        response
+    }
+    .instrument(span)
+    .await
+}

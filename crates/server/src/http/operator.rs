@@ -1,0 +1,158 @@
+//! The operator endpoints: list, inspect and decide approvals, release
+//! sessions, read the audit.
+
+use super::extract::*;
+use super::ApiError;
+use super::AppState;
+use crate::core::ExecMeta;
+use axum::extract::{Path, Query, State};
+use axum::Json;
+use plangate_engine::view::{ApprovalSummary, DecisionView, StatusView};
+use plangate_engine::{Actor, Command, DecisionStatus, Plan, Verdict};
+use plangate_store::AuditQuery;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ApprovalsQuery {
+    status: Option<String>,
+}
+
+pub(super) async fn approvals(
+    State(core): State<AppState>,
+    _op: OperatorAuth,
+    q: Result<Query<ApprovalsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Vec<ApprovalSummary>>, ApiError> {
+    let q = query(q)?;
+    let status = match q.status.as_deref().unwrap_or("pending") {
+        "all" => None,
+        s => Some(serde_json::from_value::<DecisionStatus>(json!(s)).map_err(|_| {
+            ApiError::invalid_request(format!(
+                "unknown status {s:?}; use pending, approved, edited, rejected, timed_out, cancelled, superseded or all"
+            ))
+        })?),
+    };
+    // One proposal decoded at a time; only the summaries are kept.
+    let mut list = core
+        .blocking(move |s| {
+            let mut out = Vec::new();
+            s.visit_proposals(status, &mut |p| out.push((p.created_at, ApprovalSummary::of(p))))?;
+            Ok(out)
+        })
+        .await?;
+    list.sort_by_key(|(created_at, _)| *created_at);
+    Ok(Json(list.into_iter().map(|(_, summary)| summary).collect()))
+}
+
+pub(super) async fn approval(State(core): State<AppState>, _op: OperatorAuth, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    let id = parse_approval_id(&id)?;
+    let p = core.blocking(move |s| s.proposal(&id)).await?.ok_or_else(|| ApiError::not_found("no such approval"))?;
+    let mut value = serde_json::to_value(ApprovalSummary::of(&p)).unwrap_or_default();
+    value["decision"] = serde_json::to_value(DecisionView::of(&p)).unwrap_or_default();
+    value["plan"] = serde_json::to_value(&p.plan).unwrap_or_default();
+    value["timers"] = json!(p.timers.iter().map(|t| json!({"due": t.due.rfc3339(), "kind": t.kind})).collect::<Vec<_>>());
+    Ok(Json(value))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub(super) enum OperatorAction {
+    Approve,
+    Edit,
+    Revise,
+    Cancel,
+    /// Release the approval's session: no plan required, the gate opens.
+    Release,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct OperatorDecisionBody {
+    action: OperatorAction,
+    feedback: Option<String>,
+    plan: Option<Plan>,
+    actor: String,
+}
+
+/// The name an operator call records as `operator:<actor>`.
+fn operator_actor(actor: &str) -> Result<&str, ApiError> {
+    let name = actor.trim();
+    if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
+        return Err(ApiError::invalid_request("actor must name who decides (1–100 characters)"));
+    }
+    Ok(name)
+}
+
+pub(super) async fn operator_decision(
+    State(core): State<AppState>,
+    _op: OperatorAuth,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<OperatorDecisionBody>,
+) -> Result<Json<DecisionView>, ApiError> {
+    let id = parse_approval_id(&id)?;
+    let actor_name = operator_actor(&body.actor)?;
+    let target = core.blocking(move |s| s.proposal(&id)).await?.ok_or_else(|| ApiError::not_found("no such approval"))?;
+    let actor = Actor::Operator { name: actor_name.to_string() };
+    let command = match body.action {
+        OperatorAction::Approve => Command::Decide { approval_id: id, verdict: Verdict::Approve },
+        OperatorAction::Edit => {
+            let plan = body.plan.ok_or_else(|| ApiError::invalid_request("action edit needs the edited `plan`"))?;
+            Command::Decide { approval_id: id, verdict: Verdict::Edit(plan) }
+        }
+        OperatorAction::Revise => Command::Decide { approval_id: id, verdict: Verdict::Revise(body.feedback.unwrap_or_default()) },
+        OperatorAction::Cancel => Command::CancelApproval(id),
+        OperatorAction::Release => Command::Off,
+    };
+    let done = core.execute_on_approval(id, actor, command, ExecMeta::default()).await?;
+    let decided = done.transition.state.latest.as_ref().filter(|p| p.approval_id == id).cloned().unwrap_or(target);
+    Ok(Json(DecisionView::of(&decided)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ReleaseBody {
+    actor: String,
+}
+
+/// The operator's explicit release of any session, planned or not: the way to
+/// let an agent mutate without an approved plan under the default gate
+/// scope. Audited as "released by operator:<actor>".
+pub(super) async fn operator_release(
+    State(core): State<AppState>,
+    _op: OperatorAuth,
+    Path((agent, session_id)): Path<(String, String)>,
+    ApiJson(body): ApiJson<ReleaseBody>,
+) -> Result<Json<StatusView>, ApiError> {
+    if !core.settings.raw.agents.contains_key(&agent) {
+        return Err(ApiError::not_found(format!("no agent {agent:?} in plangate's config")));
+    }
+    let key = session_key(agent, &session_id)?;
+    let actor = Actor::Operator { name: operator_actor(&body.actor)?.to_string() };
+    let done = core.execute(&key, actor, Command::Off, ExecMeta::default()).await?;
+    Ok(Json(StatusView::of(&done.transition.state)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct AuditParams {
+    agent: Option<String>,
+    session: Option<String>,
+    approval: Option<String>,
+    limit: Option<usize>,
+}
+
+pub(super) async fn audit(
+    State(core): State<AppState>,
+    _op: OperatorAuth,
+    q: Result<Query<AuditParams>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let q = query(q)?;
+    let approval_id = match q.approval.as_deref() {
+        Some(a) => Some(parse_approval_id(a)?),
+        None => None,
+    };
+    let query = AuditQuery { agent: q.agent, session_id: q.session, approval_id, limit: q.limit.unwrap_or(200) };
+    let events = core.blocking(move |s| s.audit(&query)).await?;
+    Ok(Json(json!(events)))
+}

@@ -10,6 +10,7 @@ use crate::rest::Rest;
 use plangate_channel::{Action, Inbound, InboundHandler, Reply, User};
 use plangate_engine::codec::{decode, Button};
 use plangate_engine::grammar::{parse_args, Parsed};
+use plangate_engine::list;
 use serenity::all::{ActionRowComponent, CommandDataOption, CommandDataOptionValue, ComponentInteractionDataKind, Interaction};
 use serenity::builder::CreateInteractionResponse;
 use serenity::model::id::{ApplicationId, GuildId, InteractionId};
@@ -244,7 +245,8 @@ pub(crate) fn to_inbound(interaction: &Interaction) -> Option<Inbound> {
             let text = text.trim().to_string();
             let action = match decode(&m.data.custom_id) {
                 Ok(Button::RequestChanges(approval_id)) => Action::Feedback { approval_id, text },
-                Ok(Button::Edit(approval_id)) => Action::Edit { approval_id, steps: steps_from_lines(&text) },
+                // One step per line, markers dropped: the engine's rule for typed lists.
+                Ok(Button::Edit(approval_id)) => Action::Edit { approval_id, steps: list::parse_lines(&text) },
                 Ok(Button::AnswerOther(question_id)) => Action::AnswerText { question_id, text },
                 _ => Action::UnknownButton(clip(&m.data.custom_id)),
             };
@@ -253,20 +255,6 @@ pub(crate) fn to_inbound(interaction: &Interaction) -> Option<Inbound> {
         _ => return None,
     };
     Some(Inbound { channel: "discord", chat: chat.to_string(), user: who, action, idempotency_key: idempotency_key(id) })
-}
-
-/// The edit modal's text: one step per line; list numbering and bullets are
-/// dropped, blank lines ignored.
-fn steps_from_lines(text: &str) -> Vec<String> {
-    text.lines()
-        .map(|line| {
-            let line = line.trim();
-            let unnumbered = line.trim_start_matches(|c: char| c.is_ascii_digit());
-            let unnumbered = if unnumbered.len() < line.len() { unnumbered.strip_prefix(['.', ')']).unwrap_or(line) } else { line };
-            unnumbered.trim_start_matches(['-', '*', '•']).trim().to_string()
-        })
-        .filter(|s| !s.is_empty())
-        .collect()
 }
 
 fn string_option<'a>(options: &'a [CommandDataOption], name: &str) -> Option<&'a str> {
@@ -373,7 +361,7 @@ mod tests {
     #[test]
     fn modal_steps_one_per_line() {
         assert_eq!(
-            steps_from_lines("1. first\n\n2) second; still second\n- third\n2024 plan"),
+            list::parse_lines("1. first\n\n2) second; still second\n- third\n2024 plan"),
             vec!["first", "second; still second", "third", "2024 plan"]
         );
     }

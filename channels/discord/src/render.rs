@@ -4,7 +4,7 @@
 //! respected here, so the transport code never has to think about either.
 
 use plangate_channel::{Document, Reply};
-use plangate_engine::card::{render_text, Card, CardAction};
+use plangate_engine::card::{self, render_text, Card, CardAction, Fit, REPLY_WITH};
 use plangate_engine::codec::{encode, Button};
 use plangate_engine::{DecisionStatus, Question, QuestionStatus};
 use serenity::all::{ButtonStyle, CommandOptionType, InputTextStyle};
@@ -14,7 +14,7 @@ use serenity::builder::{
 };
 
 /// What a cut says; the attached document always carries everything.
-pub(crate) const CUT_NOTE: &str = "… full plan in the attached document";
+pub(crate) use plangate_engine::card::CUT_NOTE;
 /// Cut note for text that has no attached document.
 pub(crate) const CUT_SHORT: &str = "…";
 
@@ -32,8 +32,6 @@ pub(crate) const INPUT_MAX: usize = 4000;
 /// Button rows per message and buttons per row.
 const ROWS_MAX: usize = 5;
 const ROW_WIDTH: usize = 5;
-/// The codec encodes option numbers as one digit.
-const OPTIONS_MAX: usize = 10;
 
 /// The text input every plangate modal carries.
 pub(crate) const INPUT_ID: &str = "text";
@@ -77,42 +75,34 @@ pub(crate) fn cut_chars(text: &str, max: usize) -> String {
     out
 }
 
-/// Join as many whole lines as fit in `cap` characters; a first line longer
-/// than `cap` is cut. Returns the text and how many lines it used.
-fn pack_prefix(lines: &[String], cap: usize) -> (String, usize) {
-    let mut out = String::new();
-    let mut used = 0;
-    for line in lines {
-        let extra = count(line) + usize::from(used > 0);
-        if count(&out) + extra > cap {
-            break;
-        }
-        if used > 0 {
-            out.push('\n');
-        }
-        out.push_str(line);
-        used += 1;
-    }
-    if used == 0 && cap >= 2 {
-        if let Some(first) = lines.first() {
-            return (cut_chars(first, cap), 1);
-        }
-    }
-    (out, used)
+fn lens(lines: &[String]) -> Vec<usize> {
+    lines.iter().map(|l| count(l)).collect()
 }
 
-/// `lines` joined, or as many as fit in `max` followed by `note` on its own line.
+/// Join as many whole lines as fit in `cap` characters (the engine's
+/// [`card::whole_lines`]); a first line longer than `cap` is cut. Returns
+/// the text and how many lines it used.
+fn pack_prefix(lines: &[String], cap: usize) -> (String, usize) {
+    match card::whole_lines(&lens(lines), 1, cap) {
+        0 if cap >= 2 && !lines.is_empty() => (cut_chars(&lines[0], cap), 1),
+        used => (lines[..used].join("\n"), used),
+    }
+}
+
+/// `lines` joined, or as many as fit in `max` followed by `note` on its own
+/// line (the engine's [`card::fit_lines`]).
 pub(crate) fn fit_lines(lines: &[String], max: usize, note: &str) -> String {
-    let all = lines.join("\n");
-    if count(&all) <= max {
-        return all;
+    match card::fit_lines(&lens(lines), 1, max, count(note)) {
+        Fit::All => lines.join("\n"),
+        Fit::Cut(_) => {
+            let (mut text, _) = pack_prefix(lines, max.saturating_sub(count(note) + 1));
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(note);
+            text
+        }
     }
-    let (mut text, _) = pack_prefix(lines, max.saturating_sub(count(note) + 1));
-    if !text.is_empty() {
-        text.push('\n');
-    }
-    text.push_str(note);
-    text
 }
 
 /// Escape each line of plain text and fit it into a message.
@@ -193,12 +183,11 @@ pub(crate) fn card_embed_parts(card: &Card) -> EmbedParts {
     let mut truncated = used < description_lines.len();
     budget -= count(&description);
 
-    let sections: [(&str, Vec<String>); 4] = [
-        ("Steps", card.steps.iter().map(|s| format!("{}. {} {}", s.number, s.mark, escape(&s.text))).collect()),
-        ("Risks", card.risks.iter().map(|r| format!("• {}", escape(r))).collect()),
-        ("Assumptions", card.assumptions.iter().map(|a| format!("• {}", escape(a))).collect()),
-        ("Verification", card.verification.iter().map(|v| format!("• {}", escape(v))).collect()),
-    ];
+    let sections: Vec<(&str, Vec<String>)> = card
+        .sections()
+        .into_iter()
+        .map(|s| (s.heading, s.entries.iter().map(|e| format!("{} {}", e.marker, escape(e.text))).collect()))
+        .collect();
     let mut fields: Vec<(String, String)> = Vec::new();
     'sections: for (heading, lines) in sections.iter() {
         if truncated {
@@ -263,28 +252,34 @@ pub(crate) fn card_buttons(card: &Card) -> Vec<CreateActionRow> {
     vec![CreateActionRow::Buttons(row)]
 }
 
+/// The engine's "Reply with one of:" and the commands, as code, while the
+/// card is open; empty otherwise.
+fn reply_commands(card: &Card) -> String {
+    let Some(commands) = card.reply_commands() else { return String::new() };
+    let mut text = REPLY_WITH.to_string();
+    for command in commands {
+        text.push_str(&format!("\n`{}`", command.replace('`', "'")));
+    }
+    text
+}
+
 /// A text-style card: the plain-text card with the commands to type, no embed,
 /// no components. The commands always survive the cut.
 pub(crate) fn text_card_content(card: &Card) -> String {
-    let mut commands = String::new();
-    if card.is_open() && !card.commands.is_empty() {
-        commands.push_str("\n\nReply with one of:");
-        for command in &card.commands {
-            commands.push_str(&format!("\n`{}`", command.replace('`', "'")));
-        }
-    }
+    let commands = match reply_commands(card) {
+        c if c.is_empty() => c,
+        c => format!("\n\n{c}"),
+    };
     let body = message_text(render_text(card, false).trim_end(), CONTENT_MAX - count(&commands), CUT_NOTE);
     format!("{body}{commands}")
 }
 
 /// A nudge's content (the commands again for text-style destinations).
 pub(crate) fn nudge_content(text: &str, card: &Card, with_commands: bool) -> String {
-    let mut commands = String::new();
-    if with_commands && card.is_open() {
-        for command in &card.commands {
-            commands.push_str(&format!("\n`{}`", command.replace('`', "'")));
-        }
-    }
+    let commands = match reply_commands(card) {
+        c if c.is_empty() || !with_commands => String::new(),
+        c => format!("\n{c}"),
+    };
     let body = message_text(text, CONTENT_MAX - count(&commands), CUT_SHORT);
     format!("{body}{commands}")
 }
@@ -310,19 +305,14 @@ pub(crate) fn question_content(question: &Question, text_style: bool) -> String 
     format!("{body}{tail}")
 }
 
-/// One button per option (at most ten, the codec's digits) and "Other…" when
-/// free text is allowed; none once answered.
+/// One button per option (the engine's [`card::option_buttons`]) and
+/// "Other…" when free text is allowed; none once answered.
 pub(crate) fn question_buttons(question: &Question) -> Vec<CreateActionRow> {
     if question.status == QuestionStatus::Answered {
         return Vec::new();
     }
-    let mut buttons: Vec<CreateButton> = question
-        .options
-        .iter()
-        .take(OPTIONS_MAX)
-        .enumerate()
-        .map(|(i, option)| button(option, ButtonStyle::Primary, Button::Answer(question.question_id, i as u8)))
-        .collect();
+    let mut buttons: Vec<CreateButton> =
+        card::option_buttons(question).map(|(data, option)| button(option, ButtonStyle::Primary, data)).collect();
     if question.allow_freetext {
         buttons.push(button("Other…", ButtonStyle::Secondary, Button::AnswerOther(question.question_id)));
     }
@@ -577,6 +567,16 @@ mod tests {
         assert!(count(&content) <= CONTENT_MAX);
         assert!(content.contains(CUT_NOTE));
         assert!(content.ends_with("Reply with one of:\n`/plan accept #ababab`"));
+    }
+
+    #[test]
+    fn text_nudges_repeat_the_commands_under_the_cards_header() {
+        let c = card(1, 1);
+        assert_eq!(nudge_content("⏰ waited", &c, true), "⏰ waited\nReply with one of:\n`/plan accept #ababab`");
+        assert_eq!(nudge_content("⏰ waited", &c, false), "⏰ waited");
+        let mut decided = c.clone();
+        decided.receipt = Some("done".into());
+        assert_eq!(nudge_content("⏰ waited", &decided, true), "⏰ waited");
     }
 
     #[test]

@@ -33,7 +33,7 @@
 //! upload's comment. Agent text there goes through [`escape`].
 
 use plangate_channel::Style;
-use plangate_engine::card::{Card, CardAction};
+use plangate_engine::card::{self, Card, CardAction, Fit, REPLY_WITH};
 use plangate_engine::codec::{encode, Button};
 use plangate_engine::{ApprovalId, Question, QuestionStatus};
 use slack_morphism::prelude::*;
@@ -46,10 +46,10 @@ pub const BUTTON_TEXT_LIMIT: usize = 75;
 pub const CONFIRM_TEXT_LIMIT: usize = 300;
 /// `plain_text_input` accepts at most this many characters.
 pub const INPUT_LIMIT: usize = 3000;
-/// Question buttons: the codec carries one decimal digit.
-pub const MAX_OPTIONS: usize = 10;
-/// The last body block when a card had to be cut.
-pub const CUT_NOTE: &str = "… full plan in the attached document";
+/// The last body block when a card had to be cut: the engine's note.
+pub use plangate_engine::card::CUT_NOTE;
+/// Question buttons: the engine's limit (the codec carries one decimal digit).
+pub use plangate_engine::card::MAX_OPTIONS;
 
 /// Callback ids of plangate's modals: a submission with any other id is not ours.
 pub const FEEDBACK_MODAL: &str = "plangate_feedback";
@@ -249,10 +249,10 @@ fn cancel_confirm(card: &Card) -> SlackBlockConfirmItem {
     .with_style("danger".to_string())
 }
 
-/// What a text-style destination shows instead of buttons: plangate's own
-/// commands, as code.
+/// What a text-style destination shows instead of buttons: the engine's
+/// "Reply with one of:" and plangate's own commands, as code.
 fn commands_block(commands: &[String]) -> SlackBlock {
-    let mut text = String::from("Reply with one of:");
+    let mut text = String::from(REPLY_WITH);
     for c in commands {
         text.push_str(&format!("\n`{}`", escape_entities(c)));
     }
@@ -271,33 +271,36 @@ pub fn card_blocks(card: &Card, style: Style) -> Vec<SlackBlock> {
         let lines: Vec<String> = summary.lines().map(str::to_string).collect();
         body.extend(chunk_lines(None, &lines, SECTION_LIMIT).into_iter().map(plain_section));
     }
-    if !card.steps.is_empty() {
-        let lines: Vec<String> = card.steps.iter().map(|s| format!("{}. {} {}", s.number, s.mark, line(&s.text))).collect();
-        body.extend(chunk_lines(Some("Steps"), &lines, SECTION_LIMIT).into_iter().map(plain_section));
-    }
-    for (heading, items) in [("Risks", &card.risks), ("Assumptions", &card.assumptions), ("Verification", &card.verification)] {
-        if !items.is_empty() {
-            let lines: Vec<String> = items.iter().map(|i| format!("• {}", line(i))).collect();
-            body.extend(chunk_lines(Some(heading), &lines, SECTION_LIMIT).into_iter().map(plain_section));
-        }
+    for section in card.sections() {
+        let lines: Vec<String> = section.entries.iter().map(|e| format!("{} {}", e.marker, line(e.text))).collect();
+        body.extend(chunk_lines(Some(section.heading), &lines, SECTION_LIMIT).into_iter().map(plain_section));
     }
     let mut tail = Vec::new();
     if let Some(warning) = &card.warning {
         tail.push(plain_section(warning.clone()));
     }
-    match &card.receipt {
-        Some(receipt) => tail.push(plain_section(receipt.clone())),
-        None if style == Style::Text => tail.push(commands_block(&card.commands)),
-        None => tail.push(card_actions(card)),
+    if let Some(receipt) = &card.receipt {
+        tail.push(plain_section(receipt.clone()));
     }
+    tail.extend(open_card_tail(card, style));
     fit(body, tail)
 }
 
-/// Body then tail; when both do not fit in [`MAX_BLOCKS`], the body is cut and
-/// ends with [`CUT_NOTE`].
+/// What an open card (and its reminders) ends with: the buttons, or for a
+/// text-style destination the commands to type. Nothing once decided.
+fn open_card_tail(card: &Card, style: Style) -> Option<SlackBlock> {
+    match style {
+        Style::Text => card.reply_commands().map(commands_block),
+        Style::Buttons => card.is_open().then(|| card_actions(card)),
+    }
+}
+
+/// Body then tail; when both do not fit in [`MAX_BLOCKS`], the body is cut
+/// (the engine's [`card::fit_lines`], a block costing one) and ends with
+/// [`CUT_NOTE`].
 fn fit(mut body: Vec<SlackBlock>, tail: Vec<SlackBlock>) -> Vec<SlackBlock> {
-    if body.len() + tail.len() > MAX_BLOCKS {
-        body.truncate(MAX_BLOCKS - tail.len() - 1);
+    if let Fit::Cut(keep) = card::fit_lines(&vec![1; body.len()], 0, MAX_BLOCKS.saturating_sub(tail.len()), 1) {
+        body.truncate(keep);
         body.push(section(format!("_{CUT_NOTE}_")));
     }
     body.extend(tail);
@@ -332,11 +335,7 @@ pub fn card_fallback(card: &Card) -> String {
 
 /// A reminder in the card's thread, with the buttons again while the card is open.
 pub fn nudge_blocks(card: &Card, style: Style, text: &str) -> Vec<SlackBlock> {
-    let mut blocks = vec![plain_section(text)];
-    if card.is_open() {
-        blocks.push(if style == Style::Text { commands_block(&card.commands) } else { card_actions(card) });
-    }
-    blocks
+    std::iter::once(plain_section(text)).chain(open_card_tail(card, style)).collect()
 }
 
 /// An agent's question: one button per option (codec `Answer`), plus
@@ -352,20 +351,15 @@ pub fn question_blocks(question: &Question, style: Style) -> Vec<SlackBlock> {
         blocks.push(plain_section(format!("✅ Answered{by}: {answer}")));
         return blocks;
     }
-    let shown: Vec<(usize, &String)> = question.options.iter().enumerate().take(MAX_OPTIONS).collect();
+    let shown: Vec<(Button, &str)> = card::option_buttons(question).collect();
     if style == Style::Text {
-        let lines: Vec<String> = shown.iter().map(|(i, o)| format!("{}. {}", i + 1, line(o))).collect();
+        let lines: Vec<String> = shown.iter().enumerate().map(|(i, (_, o))| format!("{}. {}", i + 1, line(o))).collect();
         blocks.extend(chunk_lines(None, &lines, SECTION_LIMIT).into_iter().map(plain_section));
         blocks.push(section(escape_entities(&format!("Reply with `/plan answer {who} <your answer>`"))));
         return blocks;
     }
-    let mut elements: Vec<SlackActionBlockElement> = shown
-        .iter()
-        .map(|(i, o)| {
-            let label = literal_text(&truncate(o, BUTTON_TEXT_LIMIT)).into();
-            button_labelled(label, Button::Answer(question.question_id, *i as u8)).into()
-        })
-        .collect();
+    let mut elements: Vec<SlackActionBlockElement> =
+        shown.iter().map(|(button, o)| button_labelled(literal_text(&truncate(o, BUTTON_TEXT_LIMIT)).into(), *button).into()).collect();
     if question.allow_freetext {
         elements.push(button("Other…", Button::AnswerOther(question.question_id)).into());
     }
@@ -476,22 +470,9 @@ pub fn modal(kind: ModalKind, meta: &ModalMeta, prompt: &str, initial: Option<St
     )
 }
 
-/// Steps typed into the edit modal: one per line, list markers removed.
-pub fn parse_steps(text: &str) -> Vec<String> {
-    text.lines()
-        .map(|l| {
-            let l = l.trim();
-            let unnumbered = l.trim_start_matches(|c: char| c.is_ascii_digit());
-            let l = if unnumbered.len() < l.len() && (unnumbered.starts_with(". ") || unnumbered.starts_with(") ")) {
-                &unnumbered[2..]
-            } else {
-                l
-            };
-            l.strip_prefix("- ").or_else(|| l.strip_prefix("* ")).or_else(|| l.strip_prefix("• ")).unwrap_or(l).trim().to_string()
-        })
-        .filter(|l| !l.is_empty())
-        .collect()
-}
+/// Steps typed into the edit modal: one per line, list markers removed by
+/// the engine's one rule for typed lists ([`plangate_engine::list`]).
+pub use plangate_engine::list::parse_lines as parse_steps;
 
 #[cfg(test)]
 mod tests {

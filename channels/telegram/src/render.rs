@@ -7,7 +7,7 @@
 //! a message can be cut at any line boundary and stay valid HTML.
 
 use plangate_channel::Style;
-use plangate_engine::card::{Card, CardAction};
+use plangate_engine::card::{self, Card, CardAction, Fit, SectionKind, REPLY_WITH};
 use plangate_engine::codec::{self, Button};
 use plangate_engine::text::{is_hidden_char, reveal, HIDDEN_CHARS_WARNING};
 use plangate_engine::{ApprovalId, Question, QuestionId, QuestionStatus};
@@ -20,8 +20,8 @@ pub const TEXT_LIMIT: usize = 4096;
 pub const CAPTION_LIMIT: usize = 1024;
 /// Telegram's limit on an `answerCallbackQuery` toast.
 pub const TOAST_LIMIT: usize = 200;
-/// What a card cut to fit says at the cut.
-pub const CUT_MARKER: &str = "… full plan in the attached document";
+/// What a card cut to fit says at the cut: the engine's note, as on every channel.
+pub const CUT_MARKER: &str = card::CUT_NOTE;
 /// What other cut messages say at the cut.
 pub const CUT_TEXT_MARKER: &str = "… (cut: too long for one Telegram message)";
 /// Telegram truncates long button labels anyway; keep them readable.
@@ -137,25 +137,23 @@ fn join(lines: &[Line]) -> String {
 }
 
 /// Fit `head + body + tail` in `limit` units: when it is too long, body
-/// lines are dropped from the end (whole lines only) and `marker` stands in
-/// their place; head and tail (title, receipt, commands) always stay.
+/// lines are dropped from the end (whole lines only, the engine's
+/// [`card::fit_lines`]) and `marker` stands in their place; head and tail
+/// (title, receipt, commands) always stay.
 fn fit(head: Vec<Line>, body: Vec<Line>, tail: Vec<Line>, limit: usize, marker: &str) -> String {
     let all: Vec<Line> = head.iter().chain(&body).chain(&tail).cloned().collect();
     if total(&all) <= limit {
         return join(&all);
     }
     let marker = Line::of(Fmt::Italic, marker);
-    let fixed: Vec<Line> = head.iter().chain(std::iter::once(&marker)).chain(&tail).cloned().collect();
-    let mut used = total(&fixed);
-    let mut kept = Vec::new();
-    for line in body {
-        let need = line.len() + 1;
-        if used + need > limit {
-            break;
-        }
-        used += need;
-        kept.push(line);
-    }
+    // Head and tail, with the newlines that join them to the body.
+    let fixed = total(&head) + usize::from(!head.is_empty()) + usize::from(!tail.is_empty()) + total(&tail);
+    let lens: Vec<usize> = body.iter().map(Line::len).collect();
+    let keep = match card::fit_lines(&lens, 1, limit.saturating_sub(fixed), marker.len()) {
+        Fit::All => body.len(),
+        Fit::Cut(keep) => keep,
+    };
+    let mut kept: Vec<Line> = body.into_iter().take(keep).collect();
     while kept.last().is_some_and(|l| l.heading || l.is_blank()) {
         kept.pop();
     }
@@ -210,37 +208,35 @@ pub fn card_html(card: &Card, style: Style) -> String {
         body.push(Line::blank());
         body.extend(summary.lines().map(|l| Line::of(Fmt::Plain, l)));
     }
-    if !card.steps.is_empty() {
+    for section in card.sections() {
         body.push(Line::blank());
-        body.push(Line::heading("Steps"));
-        for step in &card.steps {
-            body.extend(paragraph(&format!("{}. {} ", step.number, step.mark), "    ", &step.text));
-        }
-    }
-    for (heading, items) in [("Risks", &card.risks), ("Assumptions", &card.assumptions), ("Verification", &card.verification)] {
-        if !items.is_empty() {
-            body.push(Line::blank());
-            body.push(Line::heading(heading));
-            for item in items {
-                body.extend(paragraph("• ", "   ", item));
-            }
+        body.push(Line::heading(section.heading));
+        // Continuation lines line up under the text.
+        let indent = match section.kind {
+            SectionKind::Steps => "    ",
+            SectionKind::Bullets => "   ",
+        };
+        for entry in &section.entries {
+            body.extend(paragraph(&format!("{} ", entry.marker), indent, entry.text));
         }
     }
 
     let mut tail = Vec::new();
-    match &card.receipt {
-        Some(receipt) => {
-            tail.push(Line::blank());
-            tail.push(Line::of(Fmt::Bold, receipt).cap(1500));
-        }
-        None if style == Style::Text => {
-            tail.push(Line::blank());
-            tail.push(Line::of(Fmt::Plain, "Reply with one of:"));
-            tail.extend(card.commands.iter().map(|c| Line::of(Fmt::Code, c).cap(200)));
-        }
-        None => {}
+    if let Some(receipt) = &card.receipt {
+        tail.push(Line::blank());
+        tail.push(Line::of(Fmt::Bold, receipt).cap(1500));
+    } else if let Some(commands) = text_commands(card, style) {
+        tail.push(Line::blank());
+        tail.extend(commands);
     }
     fit(head, body, tail, TEXT_LIMIT, CUT_MARKER)
+}
+
+/// What a text-style destination shows instead of buttons while the card is
+/// open: the engine's "Reply with one of:" and the commands, as code.
+fn text_commands(card: &Card, style: Style) -> Option<Vec<Line>> {
+    let commands = card.reply_commands().filter(|_| style == Style::Text)?;
+    Some(std::iter::once(Line::of(Fmt::Plain, REPLY_WITH)).chain(commands.iter().map(|c| Line::of(Fmt::Code, c).cap(200))).collect())
 }
 
 fn card_button(action: CardAction, id: ApprovalId) -> InlineKeyboardButton {
@@ -272,11 +268,7 @@ pub fn confirm_cancel_keyboard(id: ApprovalId, version: u32) -> InlineKeyboardMa
 /// destination while the card is open.
 pub fn nudge_html(text: &str, card: &Card, style: Style) -> String {
     let head = vec![Line::of(Fmt::Plain, text).cap(1000)];
-    let mut tail = Vec::new();
-    if card.is_open() && style == Style::Text {
-        tail.push(Line::of(Fmt::Plain, "Reply with one of:"));
-        tail.extend(card.commands.iter().map(|c| Line::of(Fmt::Code, c).cap(200)));
-    }
+    let tail = text_commands(card, style).unwrap_or_default();
     fit(head, Vec::new(), tail, TEXT_LIMIT, CUT_TEXT_MARKER)
 }
 
@@ -342,15 +334,11 @@ fn label(text: &str) -> String {
     }
 }
 
-/// One button per option (codec `Answer(qid, n)`, at most 10: the codec's
-/// single digit) and "Other…" when free text is allowed.
+/// One button per option (the engine's [`card::option_buttons`]: at most
+/// [`card::MAX_OPTIONS`]) and "Other…" when free text is allowed.
 pub fn question_keyboard(q: &Question) -> InlineKeyboardMarkup {
-    let mut rows: Vec<Vec<InlineKeyboardButton>> = q
-        .options
-        .iter()
-        .take(10)
-        .enumerate()
-        .map(|(i, option)| vec![InlineKeyboardButton::callback(label(option), codec::encode(Button::Answer(q.question_id, i as u8)))])
+    let mut rows: Vec<Vec<InlineKeyboardButton>> = card::option_buttons(q)
+        .map(|(button, option)| vec![InlineKeyboardButton::callback(label(option), codec::encode(button))])
         .collect();
     if q.allow_freetext {
         rows.push(vec![InlineKeyboardButton::callback("Other…", codec::encode(Button::AnswerOther(q.question_id)))]);
@@ -426,22 +414,9 @@ pub fn prompt_html(prompt: Prompt, user: UserId, name: &str, text: &str, version
     format!("{first}\n{rest}")
 }
 
-/// The steps of an edit reply: one per line, list markers removed.
-pub fn parse_steps(text: &str) -> Vec<String> {
-    text.lines()
-        .map(|l| {
-            let l = l.trim();
-            let unnumbered = l.trim_start_matches(|c: char| c.is_ascii_digit());
-            let l = if unnumbered.len() < l.len() && (unnumbered.starts_with('.') || unnumbered.starts_with(')')) {
-                &unnumbered[1..]
-            } else {
-                l
-            };
-            l.trim_start_matches(['-', '*', '•', '○', '◐', '●', '✕']).trim().to_string()
-        })
-        .filter(|s| !s.is_empty())
-        .collect()
-}
+/// The steps of an edit reply: one per line, list markers removed by the
+/// engine's one rule for typed lists ([`plangate_engine::list`]).
+pub use plangate_engine::list::parse_lines as parse_steps;
 
 #[cfg(test)]
 mod tests {

@@ -8,9 +8,14 @@
 //! last one is the plan. Text outside the block is not part of the plan.
 //! CRLF and lone CR line ends are read as LF, and the plan comes back with LF.
 //!
+//! What is a fenced code block is CommonMark's answer, from the same parser
+//! the engine reads plan markdown with ([`plangate_engine::markdown`]), so a
+//! fence means the same thing here and there.
+//!
 //! Anything ambiguous is an error rather than a guess: a block that is never
 //! closed (a truncated message), a block opened inside another, an empty one.
 
+use plangate_engine::markdown::fenced_lines;
 use thiserror::Error;
 
 pub const OPEN_TAG: &str = "<proposed_plan>";
@@ -43,40 +48,16 @@ pub struct CodexPlan {
     pub close_line: usize,
 }
 
-/// A fenced code block's opening: its character and length.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Fence {
-    marker: char,
-    len: usize,
-}
-
-fn fence_of(line: &str) -> Option<Fence> {
-    let trimmed = line.trim_start();
-    let marker = trimmed.chars().next().filter(|c| *c == '`' || *c == '~')?;
-    let len = trimmed.chars().take_while(|c| *c == marker).count();
-    (len >= 3).then_some(Fence { marker, len })
-}
-
 /// Extract the plan; see the module docs for the rules.
 pub fn extract_proposed_plan(text: &str) -> Result<CodexPlan, CodexError> {
     let normalized = text.replace("\r\n", "\n").replace('\r', "\n");
     let mut last: Option<CodexPlan> = None;
     // (line of the open tag, body lines so far)
     let mut open: Option<(usize, Vec<&str>)> = None;
-    let mut fence: Option<Fence> = None;
-    for (i, line) in normalized.split('\n').enumerate() {
+    for (i, (line, fenced)) in normalized.split('\n').zip(fenced_lines(&normalized)).enumerate() {
         let number = i + 1;
-        if let Some(f) = fence {
-            // Inside a fence only its closing line matters.
-            if fence_of(line).is_some_and(|g| g.marker == f.marker && g.len >= f.len && line.trim().chars().all(|c| c == f.marker)) {
-                fence = None;
-            }
-            if let Some((_, body)) = open.as_mut() {
-                body.push(line);
-            }
-            continue;
-        }
-        let tag = line.trim();
+        // Inside a fenced code block a tag is text.
+        let tag = if fenced { "" } else { line.trim() };
         match (&mut open, tag) {
             (None, OPEN_TAG) => open = Some((number, Vec::new())),
             (Some((outer, _)), OPEN_TAG) => return Err(CodexError::Nested { line: number, outer: *outer }),
@@ -88,11 +69,8 @@ pub fn extract_proposed_plan(text: &str) -> Result<CodexPlan, CodexError> {
                 last = Some(CodexPlan { markdown, open_line: *start, close_line: number });
                 open = None;
             }
-            (Some((_, body)), _) => {
-                fence = fence_of(line);
-                body.push(line);
-            }
-            (None, _) => fence = fence_of(line),
+            (Some((_, body)), _) => body.push(line),
+            (None, _) => {}
         }
     }
     if let Some((line, _)) = open {
@@ -137,12 +115,32 @@ mod tests {
         assert_eq!(plan("see <proposed_plan># T</proposed_plan> inline"), Err(CodexError::NoBlock));
     }
 
+    /// Tags inside fenced code blocks are text. What a fence is, is
+    /// CommonMark's answer: one inside a list item hides a tag too, an
+    /// indented code line of backticks opens nothing, a shorter or different
+    /// fence line does not close one, and an unclosed one runs to the end.
     #[test]
     fn tags_inside_code_fences_are_text() {
-        let example = "Format:\n```\n<proposed_plan>\n# Example\n</proposed_plan>\n```\n<proposed_plan>\n# Mine\n</proposed_plan>";
-        assert_eq!(plan(example), Ok("# Mine".to_string()));
-        let inner = "<proposed_plan>\n# T\n~~~md\n</proposed_plan>\n~~~\n1. a\n</proposed_plan>";
-        assert_eq!(plan(inner), Ok("# T\n~~~md\n</proposed_plan>\n~~~\n1. a".to_string()));
+        let cases: &[(&str, Result<&str, CodexError>)] = &[
+            ("Format:\n```\n<proposed_plan>\n# Example\n</proposed_plan>\n```\n<proposed_plan>\n# Mine\n</proposed_plan>", Ok("# Mine")),
+            (
+                "<proposed_plan>\n# T\n~~~md\n</proposed_plan>\n~~~\n1. a\n</proposed_plan>",
+                Ok("# T\n~~~md\n</proposed_plan>\n~~~\n1. a"),
+            ),
+            (
+                "- an example:\n\n  ```\n  <proposed_plan>\n  # Example\n  </proposed_plan>\n  ```\n\n<proposed_plan>\n# Mine\n</proposed_plan>",
+                Ok("# Mine"),
+            ),
+            ("How fences look:\n\n    ```\n\n<proposed_plan>\n# Real\n</proposed_plan>", Ok("# Real")),
+            (
+                "````\n<proposed_plan>\n```\n~~~~\n</proposed_plan>\n````\n<proposed_plan>\n# After\n</proposed_plan>",
+                Ok("# After"),
+            ),
+            ("<proposed_plan>\n# T\n```sh\n</proposed_plan>", Err(CodexError::Unterminated { line: 1 })),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(plan(text), expected.clone().map(str::to_string), "{text:?}");
+        }
     }
 
     #[test]

@@ -3,11 +3,32 @@
 //! Channels only translate a [`Card`] into their own widgets; the words, the
 //! order, the receipt and the hidden-character warning are decided here once,
 //! so Telegram, Slack and Discord never disagree about what a plan says.
+//!
+//! The skeleton every channel renders is here too: the list sections in
+//! their order ([`Card::sections`]), the commands a text-style card shows
+//! ([`REPLY_WITH`], [`Card::reply_commands`]), the note a cut card ends with
+//! ([`CUT_NOTE`]) and the rule for cutting ([`fit_lines`]), and how many
+//! options of a question get a button ([`MAX_OPTIONS`], [`option_buttons`]).
+//! An adapter decides only markup, escaping and its platform's limits.
 
+use crate::codec::Button;
 use crate::ids::{humanize_ms, ApprovalId, Timestamp};
-use crate::machine::{DecisionStatus, Proposal, State};
+use crate::model::{DecisionStatus, Proposal, Question, State};
 use crate::plan::Step;
+use crate::receipt::Receipt;
 use crate::text::{reveal, HIDDEN_CHARS_WARNING};
+
+/// What a card cut to fit a platform's limits says where it was cut; the
+/// attached document always carries the whole plan.
+pub const CUT_NOTE: &str = "… full plan in the attached document";
+
+/// The line above the commands a text-style card (and its reminders) shows
+/// instead of buttons.
+pub const REPLY_WITH: &str = "Reply with one of:";
+
+/// How many options of a question get a button: the button codec carries the
+/// option as one decimal digit. The engine refuses questions with more.
+pub const MAX_OPTIONS: usize = 10;
 
 /// A button on an open card. Channels label and encode them; the order is fixed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,33 +82,118 @@ pub struct Card {
     pub status: DecisionStatus,
 }
 
+/// How a section lists its entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SectionKind {
+    /// Numbered, with a status mark: `3. ◐ Add backoff`.
+    Steps,
+    /// Bulleted: `• flaky tests`.
+    Bullets,
+}
+
+/// One list section of a card.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Section<'a> {
+    pub heading: &'static str,
+    pub kind: SectionKind,
+    pub entries: Vec<Entry<'a>>,
+}
+
+/// One entry of a section: what goes before it (`3. ◐`, `•`) and its text.
+/// The text is agent-written: channels escape it, never the marker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry<'a> {
+    pub marker: String,
+    pub text: &'a str,
+}
+
+impl Entry<'_> {
+    /// `marker text`, unescaped.
+    pub fn line(&self) -> String {
+        format!("{} {}", self.marker, self.text)
+    }
+}
+
 impl Card {
     pub fn is_open(&self) -> bool {
         self.receipt.is_none()
     }
+
+    /// The card's non-empty list sections, in the order every channel shows
+    /// them: Steps, Risks, Assumptions, Verification.
+    pub fn sections(&self) -> Vec<Section<'_>> {
+        let steps = Section {
+            heading: "Steps",
+            kind: SectionKind::Steps,
+            entries: self.steps.iter().map(|s| Entry { marker: format!("{}. {}", s.number, s.mark), text: &s.text }).collect(),
+        };
+        let bullets =
+            [("Risks", &self.risks), ("Assumptions", &self.assumptions), ("Verification", &self.verification)].map(|(heading, items)| {
+                Section {
+                    heading,
+                    kind: SectionKind::Bullets,
+                    entries: items.iter().map(|i| Entry { marker: "•".to_string(), text: i }).collect(),
+                }
+            });
+        std::iter::once(steps).chain(bullets).filter(|s| !s.entries.is_empty()).collect()
+    }
+
+    /// The commands a text-style destination shows under [`REPLY_WITH`]
+    /// while the card is open; `None` once it is decided.
+    pub fn reply_commands(&self) -> Option<&[String]> {
+        (self.is_open() && !self.commands.is_empty()).then_some(self.commands.as_slice())
+    }
 }
 
-/// The receipt line of a decided proposal, e.g. `✅ Approved v2 by telegram:@alice · 14:02 UTC`.
+/// The receipt line of a decided proposal, e.g. `✅ Approved v2 by
+/// telegram:@alice · 14:02 UTC`: the [`Receipt`] its document and audit
+/// share, with the card's mark and clock.
 pub fn receipt(p: &Proposal) -> Option<String> {
-    let v = p.version;
-    let by = p.decided_by.as_deref().unwrap_or("someone");
-    let at = p.decided_at.map(|t| format!(" · {} UTC", t.clock())).unwrap_or_default();
-    let (by, _) = reveal(by);
-    Some(match p.status {
-        DecisionStatus::Pending => return None,
-        DecisionStatus::Approved => format!("✅ Approved v{v} by {by}{at}"),
-        DecisionStatus::Edited => format!("✅ Approved v{v} with edits by {by}{at}"),
-        DecisionStatus::Rejected => {
-            let feedback = p.feedback.as_deref().map(|f| format!(": {}", reveal(f).0)).unwrap_or_default();
-            format!("✏️ Changes requested on v{v} by {by}{at}{feedback}")
+    Receipt::of(p).map(|r| r.card_line())
+}
+
+/// What fits of a card's lines (or blocks) under a platform's limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fit {
+    /// Everything fits.
+    All,
+    /// Keep this many leading lines, whole, then [`CUT_NOTE`] (or the
+    /// caller's note) on a line of its own.
+    Cut(usize),
+}
+
+/// Fit whole lines under a limit, then add a note: all of `lens` when they
+/// fit in `limit`, else as many leading lines as fit together with a note of
+/// length `note` after them. Lengths are in the platform's unit (characters,
+/// UTF-16 units, blocks); `joint` is what joining two lines costs (1 for a
+/// newline, 0 for blocks). A line is never split here: a caller that must
+/// show something of a first line too long for the limit cuts it itself.
+pub fn fit_lines(lens: &[usize], joint: usize, limit: usize, note: usize) -> Fit {
+    let total = lens.iter().sum::<usize>() + joint * lens.len().saturating_sub(1);
+    if total <= limit {
+        return Fit::All;
+    }
+    Fit::Cut(whole_lines(lens, joint, limit.saturating_sub(note + joint)))
+}
+
+/// How many leading lines of `lens` fit, whole, in `limit` when joined at a
+/// cost of `joint` each.
+pub fn whole_lines(lens: &[usize], joint: usize, limit: usize) -> usize {
+    let mut used = 0;
+    for (kept, len) in lens.iter().enumerate() {
+        let need = len + if kept > 0 { joint } else { 0 };
+        if used + need > limit {
+            return kept;
         }
-        DecisionStatus::TimedOut => format!("⌛ Timed out v{v}{at}: not approved"),
-        DecisionStatus::Cancelled if p.released => format!("🔓 Released by {by}{at}: no plan required (v{v} not approved)"),
-        DecisionStatus::Cancelled => format!("✖ Cancelled v{v} by {by}{at} · session halted (read-only)"),
-        DecisionStatus::Superseded => {
-            format!("↪ Superseded by v{}", p.superseded_by.map(|n| n.to_string()).unwrap_or_else(|| "a newer plan".into()))
-        }
-    })
+        used += need;
+    }
+    lens.len()
+}
+
+/// The option buttons of a question: at most [`MAX_OPTIONS`], each with the
+/// callback that picks it.
+pub fn option_buttons(q: &Question) -> impl Iterator<Item = (Button, &str)> {
+    (0..=u8::MAX).zip(&q.options).take(MAX_OPTIONS).map(|(i, option)| (Button::Answer(q.question_id, i), option.as_str()))
 }
 
 /// Build the card of `proposal` as of `now`. When the proposal is the
@@ -168,25 +274,18 @@ pub fn render_text(card: &Card, text_commands: bool) -> String {
     if let Some(s) = &card.summary {
         out.push_str(&format!("\n{s}\n"));
     }
-    if !card.steps.is_empty() {
-        out.push_str("\nSteps\n");
-        for s in &card.steps {
-            out.push_str(&format!("{}. {} {}\n", s.number, s.mark, s.text));
-        }
-    }
-    for (heading, items) in [("Risks", &card.risks), ("Assumptions", &card.assumptions), ("Verification", &card.verification)] {
-        if !items.is_empty() {
-            out.push_str(&format!("\n{heading}\n"));
-            for item in items.iter() {
-                out.push_str(&format!("• {item}\n"));
-            }
+    for section in card.sections() {
+        out.push_str(&format!("\n{}\n", section.heading));
+        for entry in &section.entries {
+            out.push_str(&entry.line());
+            out.push('\n');
         }
     }
     if let Some(r) = &card.receipt {
         out.push_str(&format!("\n{r}\n"));
-    } else if text_commands {
-        out.push_str("\nReply with one of:\n");
-        for c in &card.commands {
+    } else if let Some(commands) = card.reply_commands().filter(|_| text_commands) {
+        out.push_str(&format!("\n{REPLY_WITH}\n"));
+        for c in commands {
             out.push_str(&format!("{c}\n"));
         }
     }
@@ -232,5 +331,104 @@ pub fn slug(text: &str) -> String {
         "plan".to_string()
     } else {
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{QuestionId, SessionKey};
+    use crate::model::fixtures::proposed;
+    use crate::model::QuestionStatus;
+    use crate::plan::{Plan, StepStatus};
+
+    /// The open card of a plan with steps in three states, risks and checks.
+    fn open_card() -> Card {
+        let step = |text: &str, status| Step { status, ..Step::pending(text) };
+        let plan = Plan {
+            summary: Some("Make the client retry.".into()),
+            steps: vec![step("Read the client", StepStatus::Completed), step("Add backoff", StepStatus::InProgress)],
+            risks: vec!["flaky tests".into()],
+            verification: vec!["cargo test".into()],
+            ..Plan::titled("Add retries")
+        };
+        card(&proposed(plan, Timestamp(0)), None, Timestamp(0))
+    }
+
+    #[test]
+    fn sections_come_in_one_order_and_only_when_they_have_entries() {
+        let card = open_card();
+        let sections = card.sections();
+        let shape: Vec<(&str, SectionKind, Vec<String>)> =
+            sections.iter().map(|s| (s.heading, s.kind, s.entries.iter().map(Entry::line).collect())).collect();
+        assert_eq!(
+            shape,
+            vec![
+                ("Steps", SectionKind::Steps, vec!["1. ● Read the client".to_string(), "2. ◐ Add backoff".to_string()]),
+                ("Risks", SectionKind::Bullets, vec!["• flaky tests".to_string()]),
+                ("Verification", SectionKind::Bullets, vec!["• cargo test".to_string()]),
+            ]
+        );
+        let bare = Card { steps: vec![], risks: vec![], verification: vec![], ..open_card() };
+        assert!(bare.sections().is_empty());
+    }
+
+    #[test]
+    fn the_plain_text_card_and_its_commands() {
+        let card = open_card();
+        let text = format!(
+            "📋 Add retries\ndemo/s1 · v1 · just now · {r}\n\nMake the client retry.\n\nSteps\n1. ● Read the client\n2. ◐ Add backoff\n\n\
+             Risks\n• flaky tests\n\nVerification\n• cargo test\n",
+            r = card.short_ref
+        );
+        assert_eq!(render_text(&card, false), text);
+        let commands = card.commands.join("\n");
+        assert_eq!(render_text(&card, true), format!("{text}\nReply with one of:\n{commands}\n"));
+        assert_eq!(card.reply_commands().map(<[String]>::len), Some(4));
+        let decided = Card { receipt: Some("✅ Approved v1 by telegram:@alice · 14:02 UTC".into()), ..open_card() };
+        assert_eq!(decided.reply_commands(), None);
+        assert!(render_text(&decided, true).ends_with("• cargo test\n\n✅ Approved v1 by telegram:@alice · 14:02 UTC\n"));
+        assert_eq!(Card { commands: vec![], ..open_card() }.reply_commands(), None);
+    }
+
+    #[test]
+    fn fit_keeps_whole_lines_and_room_for_the_note() {
+        // Lines of 4, 4, 4 joined by newlines: 14 in all.
+        let lens = [4, 4, 4];
+        assert_eq!(fit_lines(&lens, 1, 14, 3), Fit::All);
+        // 13: keep two lines, then the note (4+1+4+1+3 = 13).
+        assert_eq!(fit_lines(&lens, 1, 13, 3), Fit::Cut(2));
+        assert_eq!(fit_lines(&lens, 1, 12, 3), Fit::Cut(1));
+        assert_eq!(fit_lines(&lens, 1, 7, 3), Fit::Cut(0));
+        assert_eq!(fit_lines(&[40], 1, 10, 3), Fit::Cut(0), "a line is never split");
+        // Blocks: each costs one, joining costs nothing.
+        assert_eq!(fit_lines(&[1; 50], 0, 50, 1), Fit::All);
+        assert_eq!(fit_lines(&[1; 60], 0, 49, 1), Fit::Cut(48));
+        assert_eq!(whole_lines(&lens, 1, 9), 2);
+        assert_eq!(whole_lines(&lens, 1, 8), 1);
+        assert_eq!(whole_lines(&[], 1, 0), 0);
+    }
+
+    #[test]
+    fn at_most_ten_options_get_a_button() {
+        let id: QuestionId = ApprovalId([7; 16]);
+        let q = Question {
+            question_id: id,
+            session: SessionKey::new("demo", "s1"),
+            question: "Which?".into(),
+            options: (0..12).map(|i| format!("option {i}")).collect(),
+            allow_freetext: false,
+            asked_at: Timestamp(0),
+            status: QuestionStatus::Pending,
+            answer: None,
+            answered_by: None,
+            answered_at: None,
+        };
+        let buttons: Vec<(Button, &str)> = option_buttons(&q).collect();
+        assert_eq!(buttons.len(), MAX_OPTIONS);
+        assert_eq!(buttons[9], (Button::Answer(id, 9), "option 9"));
+        for (button, _) in buttons {
+            assert_eq!(crate::codec::decode(&crate::codec::encode(button)), Ok(button));
+        }
     }
 }

@@ -73,7 +73,8 @@ pub fn decode(data: &str) -> Result<Button, CodecError> {
         ("e", None) => Button::Edit(id),
         ("o", None) => Button::AnswerOther(id),
         ("q", Some(n)) => {
-            // Strict decimal: no sign, no leading zeros, < 10 options.
+            // Strict decimal: no sign, no leading zeros, one digit (so at
+            // most `card::MAX_OPTIONS` options get a button).
             if n.len() != 1 || !n.as_bytes()[0].is_ascii_digit() {
                 return Err(CodecError("bad option"));
             }

@@ -1,4 +1,5 @@
-//! The `/plan` text grammar, identical on every channel (DESIGN §7).
+//! The `/plan` text grammar, identical on every channel (the README's "Chat
+//! channels" lists it for users).
 //!
 //! Telegram and plain-text chats send the whole message (`/plan accept #a1b2`,
 //! `/plan@PlanBot status`); Slack and Discord slash commands hand over the
@@ -184,11 +185,7 @@ pub fn parse_args(args: &str) -> Result<Parsed, GrammarError> {
             PlanCommand::Answer(rest.to_string())
         }
         "edit" => {
-            let steps: Vec<String> = rest
-                .split(['\n', ';'])
-                .map(|s| s.trim().trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == ')' || c == '-').trim().to_string())
-                .filter(|s| !s.is_empty())
-                .collect();
+            let steps: Vec<String> = rest.split(['\n', ';']).map(crate::list::item_text).filter(|s| !s.is_empty()).collect();
             if steps.is_empty() {
                 return Err(err("give the steps, separated by `;` or one per line".to_string()));
             }
@@ -273,6 +270,16 @@ mod tests {
         let p = ok("/plan auto demo/s1 off");
         assert_eq!((p.command, p.target), (PlanCommand::Auto(false), Some(Target::Session(SessionKey::new("demo", "s1")))));
         assert_eq!(ok("/plan restate").command, PlanCommand::Restate);
+    }
+
+    #[test]
+    fn edit_steps_follow_the_one_list_rule() {
+        let steps = |text: &str| match ok(text).command {
+            PlanCommand::Edit(steps) => steps,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(steps("/plan edit 1.5x faster; 2024 plan; 10. ten"), ["1.5x faster", "2024 plan", "ten"]);
+        assert_eq!(steps("/plan edit 1) a\n• b\n\n○ c; - [ ] d;;"), ["a", "b", "c", "d"]);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! [`sanitize_for_injection`](crate::text::sanitize_for_injection) and quoted
 //! line by line, so it can neither close the envelope nor forge a decision.
 
-use crate::machine::Proposal;
+use crate::model::Proposal;
 use crate::plan::Plan;
 use crate::text::sanitize_for_injection;
 

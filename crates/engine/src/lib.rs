@@ -1,33 +1,43 @@
 //! The pure domain of plangate.
 //!
 //! Read this crate first. It holds everything plangate *decides*, and nothing
-//! that it *does*: the plan model and its rules ([`plan`]), the approval state
-//! machine ([`machine::apply`]), the agent-facing views ([`view`]), the
-//! `[PLAN_DECISION]` texts ([`injection`]), the channel-neutral plan card
-//! ([`card`]), the `/plan` text grammar ([`grammar`]) and the button codec
-//! ([`codec`]), and cross-session step namespaces ([`namespace`]).
+//! that it *does*: the plan model and its rules ([`plan`]), reading plans out
+//! of markdown ([`markdown`]) and step lists typed by people ([`list`]), the
+//! approval state machine ([`machine::apply`] over the types of [`model`] and
+//! [`command`]; its table is `docs/STATE_MACHINE.md`), decision receipts
+//! ([`receipt`]), the agent-facing views ([`view`]), the `[PLAN_DECISION]`
+//! texts ([`injection`]), the channel-neutral plan card ([`card`]), the
+//! `/plan` text grammar ([`grammar`]) and the button codec ([`codec`]), and
+//! cross-session step namespaces ([`namespace`]).
 //!
 //! **Architecture invariant:** no I/O, no clock, no randomness, no async. Time
 //! and random bytes are arguments; side effects are returned as
-//! [`machine::Effect`] values for the shell to perform after it has committed
+//! [`Effect`] values for the shell to perform after it has committed
 //! the new state. That is what lets one state machine serve every channel and
 //! lets tests drive it without a runtime.
 
 pub mod card;
 pub mod codec;
+pub mod command;
 pub mod grammar;
 pub mod ids;
 pub mod injection;
+pub mod list;
 pub mod machine;
+pub mod markdown;
+pub mod model;
 pub mod namespace;
 pub mod plan;
+pub mod receipt;
 pub mod text;
 pub mod view;
 
+pub use command::{AuditEvent, Command, Ctx, Effect, Refusal, Transition, Verdict};
 pub use ids::{ApprovalId, QuestionId, SessionKey, Timestamp};
-pub use machine::{
-    apply, Actor, ApprovalState, AuditEvent, Command, Ctx, DecisionStatus, Effect, GateScope, Mode, Proposal, Question, QuestionStatus,
-    Refusal, Session, State, Timer, TimerKind, TimerPolicy, Transition, Verdict,
+pub use machine::apply;
+pub use model::{
+    Actor, ApprovalState, DecisionStatus, GateScope, Mode, Proposal, Question, QuestionStatus, Session, State, Timer, TimerKind,
+    TimerPolicy,
 };
 pub use plan::{Plan, PlanError, Step, StepStatus};
 

@@ -1,473 +1,45 @@
-//! The approval state machine (DESIGN §3): `apply(state, actor, command, ctx)`.
+//! The approval state machine: [`apply`]`(state, actor, command, ctx)`.
 //!
 //! One function serves every channel. The shell loads a session's [`State`],
 //! calls [`apply`], commits the returned state, records and timers in one
 //! transaction, and only then performs the [`Effect`]s. Nothing here does I/O.
+//!
+//! The types it works on live in [`crate::model`] (the state) and
+//! [`crate::command`] (commands, effects, refusals) and are re-exported here.
+//! The whole transition table is `docs/STATE_MACHINE.md`.
 
-use crate::ids::{ApprovalId, QuestionId, SessionKey, Timestamp};
+use crate::card::MAX_OPTIONS;
+use crate::ids::{ApprovalId, QuestionId};
 use crate::injection;
 use crate::plan::{self, Plan, PlanError, Step};
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
-use thiserror::Error;
+use crate::receipt::Receipt;
 
-/// Where a session stands, as the gate sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum Mode {
-    /// Not planning: executing an approved plan, released by a person, or
-    /// never planned. Whether mutations may run here depends on the agent's
-    /// [`GateScope`] (see [`crate::gate`]).
-    #[default]
-    Normal,
-    /// Planning: read-only until a human approves a proposal.
-    Plan,
-    /// A person cancelled the plan ("do not do this"). Read-only, like plan
-    /// mode, until the agent proposes again and a new plan is approved, or a
-    /// person explicitly releases the session (`/plan off`, operator
-    /// `release`). Cancelling never opens the gate.
-    Halted,
-}
-
-/// Which sessions the mutation gate lets mutate, per agent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum GateScope {
-    /// The default: *no approved plan, no mutation*. Mutations run only while
-    /// the session executes a plan a human approved (or auto mode approved),
-    /// or after a person released it with `/plan off`. Unknown sessions,
-    /// sessions that never planned, and sessions whose plan completed or was
-    /// cancelled are read-only.
-    #[default]
-    ApprovedPlan,
-    /// The seed's opt-in behaviour: only plan mode (and a cancelled plan) is
-    /// gated; a session that is not planning may mutate freely.
-    PlanModeOnly,
-}
-
-/// The session's approval, as `Status.approval` reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum ApprovalState {
-    #[default]
-    None,
-    Pending,
-    Approved,
-    Edited,
-    Rejected,
-    TimedOut,
-    /// A person cancelled the latest plan; the session is [`Mode::Halted`].
-    Cancelled,
-}
-
-/// A proposal's fate, as `Decision.status` reports it. Once it leaves
-/// `Pending` it never changes again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DecisionStatus {
-    Pending,
-    Approved,
-    Edited,
-    Rejected,
-    TimedOut,
-    Cancelled,
-    Superseded,
-}
-
-impl DecisionStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DecisionStatus::Pending => "pending",
-            DecisionStatus::Approved => "approved",
-            DecisionStatus::Edited => "edited",
-            DecisionStatus::Rejected => "rejected",
-            DecisionStatus::TimedOut => "timed_out",
-            DecisionStatus::Cancelled => "cancelled",
-            DecisionStatus::Superseded => "superseded",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TimerKind {
-    /// The n-th reminder to approvers (1-based).
-    Nudge(u8),
-    Timeout,
-    /// Post the card to the escalation destinations (after the last nudge).
-    Escalate,
-    /// The n-th reminder to the *agent* that it sits in plan mode without a proposal.
-    AgentNudge(u8),
-}
-
-/// A persisted timer. Due times are wall-clock so they survive restarts.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct Timer {
-    pub due: Timestamp,
-    pub session: SessionKey,
-    pub approval_id: ApprovalId,
-    pub kind: TimerKind,
-}
-
-/// One proposal (a version of a session's plan) and its fate.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Proposal {
-    pub approval_id: ApprovalId,
-    pub session: SessionKey,
-    pub version: u32,
-    pub plan: Plan,
-    /// The verbatim markdown for markdown proposals.
-    pub markdown: Option<String>,
-    /// Bound to `approval_id`: the hash of exactly what was proposed.
-    pub plan_hash: String,
-    pub created_at: Timestamp,
-    pub status: DecisionStatus,
-    pub decided_by: Option<String>,
-    pub decided_at: Option<Timestamp>,
-    pub feedback: Option<String>,
-    pub edited_plan: Option<Plan>,
-    pub injection: Option<String>,
-    pub superseded_by: Option<u32>,
-    /// Timers still scheduled for this proposal.
-    pub timers: Vec<Timer>,
-    /// For a `Cancelled` proposal: a person released the session (`/plan
-    /// off`: no plan required, the gate opened) rather than pressing Cancel
-    /// (the session halted). Receipts say which.
-    #[serde(default)]
-    pub released: bool,
-}
-
-impl Proposal {
-    /// The hash of what the agent must execute: the edited plan when an
-    /// approver edited it, else the proposal.
-    pub fn effective_hash(&self) -> String {
-        match &self.edited_plan {
-            Some(edited) => plan::plan_hash(edited, None),
-            None => self.plan_hash.clone(),
-        }
-    }
-
-    /// The markdown document: verbatim for markdown proposals, rendered otherwise.
-    pub fn document(&self) -> String {
-        match &self.markdown {
-            Some(md) => md.clone(),
-            None => plan::render_markdown(&self.plan),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum QuestionStatus {
-    Pending,
-    Answered,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Question {
-    pub question_id: QuestionId,
-    pub session: SessionKey,
-    pub question: String,
-    pub options: Vec<String>,
-    pub allow_freetext: bool,
-    pub asked_at: Timestamp,
-    pub status: QuestionStatus,
-    pub answer: Option<String>,
-    pub answered_by: Option<String>,
-    pub answered_at: Option<Timestamp>,
-}
-
-/// Everything the engine knows about one session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Session {
-    pub key: SessionKey,
-    pub mode: Mode,
-    pub approval: ApprovalState,
-    pub version: u32,
-    pub rejection_count: u32,
-    pub auto_approve: bool,
-    pub steps: Vec<Step>,
-    pub open_subagents: BTreeSet<String>,
-    pub pending_question: Option<Question>,
-    /// The `[PLAN_DECISION]` text waiting for the agent's next turn.
-    pub injection: Option<String>,
-    pub latest_approval: Option<ApprovalId>,
-    pub updated_at: Timestamp,
-    /// Reminders to the agent while it plans without proposing.
-    #[serde(default)]
-    pub agent_timers: Vec<Timer>,
-    /// Who explicitly released the session from planning (`/plan off`,
-    /// operator `release`): the only way, besides an approved plan, that an
-    /// [`GateScope::ApprovedPlan`] gate lets mutations run. Cleared when the
-    /// agent plans again.
-    #[serde(default)]
-    pub released_by: Option<String>,
-}
-
-impl Session {
-    /// A never-seen session: normal mode, no approval, version 0.
-    pub fn new(key: SessionKey) -> Session {
-        Session {
-            key,
-            mode: Mode::Normal,
-            approval: ApprovalState::None,
-            version: 0,
-            rejection_count: 0,
-            auto_approve: false,
-            steps: Vec::new(),
-            open_subagents: BTreeSet::new(),
-            pending_question: None,
-            injection: None,
-            latest_approval: None,
-            updated_at: Timestamp(0),
-            agent_timers: Vec::new(),
-            released_by: None,
-        }
-    }
-}
-
-/// The input of [`apply`]: a session and its latest proposal.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct State {
-    pub session: Session,
-    pub latest: Option<Proposal>,
-}
-
-impl State {
-    pub fn new(key: SessionKey) -> State {
-        State { session: Session::new(key), latest: None }
-    }
-}
-
-/// Who issued a command. Authorization (is this human an approver for this
-/// destination?) is the shell's job, because it depends on configuration;
-/// the engine enforces what no configuration may change: an agent never
-/// decides, edits, cancels or turns plan mode off.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
-pub enum Actor {
-    Agent,
-    /// A person on a chat channel: `id` is `<channel>:<user id>`, `name` how
-    /// receipts show them (`telegram:@alice`).
-    Human {
-        id: String,
-        name: String,
-    },
-    /// A holder of the operator token (CLI, scripts). `name` is what they claimed.
-    Operator {
-        name: String,
-    },
-    /// The timer scheduler.
-    Scheduler,
-}
-
-impl Actor {
-    /// How receipts and the audit name this actor.
-    pub fn label(&self) -> String {
-        match self {
-            Actor::Agent => "agent".to_string(),
-            Actor::Human { name, .. } => name.clone(),
-            Actor::Operator { name } => format!("operator:{name}"),
-            Actor::Scheduler => "scheduler".to_string(),
-        }
-    }
-
-    fn is_agent(&self) -> bool {
-        matches!(self, Actor::Agent)
-    }
-
-    fn is_person(&self) -> bool {
-        matches!(self, Actor::Human { .. } | Actor::Operator { .. })
-    }
-}
-
-/// How an approver decides a pending proposal.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
-    Approve,
-    Edit(Plan),
-    /// Request changes: the agent keeps planning with this feedback.
-    Revise(String),
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Command {
-    Enter {
-        reason: Option<String>,
-    },
-    UpdatePlan {
-        steps: Vec<Step>,
-        merge: bool,
-        explanation: Option<String>,
-    },
-    Propose {
-        plan: Plan,
-        markdown: Option<String>,
-    },
-    Decide {
-        approval_id: ApprovalId,
-        verdict: Verdict,
-    },
-    /// A person releases the session: plan mode off, no plan required, the
-    /// gate opens. A pending approval is cancelled. `/plan off`, operator
-    /// `release`/`off`.
-    Off,
-    /// The Cancel button / `/plan cancel` / operator `cancel`: the pending
-    /// plan must not be executed. The session is [`Mode::Halted`] (read-only)
-    /// until a new plan is approved or a person releases it. Only while this
-    /// approval is the pending one (a stale click changes nothing).
-    CancelApproval(ApprovalId),
-    SetAuto(bool),
-    RegisterSubagent(String),
-    UnregisterSubagent(String),
-    Ask {
-        question: String,
-        options: Vec<String>,
-        allow_freetext: bool,
-    },
-    Answer {
-        question_id: Option<QuestionId>,
-        answer: String,
-    },
-    TakeInjection,
-    TimerFired(Timer),
-}
-
-impl Command {
-    /// A short name for spans and the audit.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Command::Enter { .. } => "enter",
-            Command::UpdatePlan { .. } => "update_plan",
-            Command::Propose { .. } => "propose",
-            Command::Decide { verdict: Verdict::Approve, .. } => "approve",
-            Command::Decide { verdict: Verdict::Edit(_), .. } => "edit",
-            Command::Decide { verdict: Verdict::Revise(_), .. } => "revise",
-            Command::Off => "release",
-            Command::CancelApproval(_) => "cancel",
-            Command::SetAuto(_) => "auto",
-            Command::RegisterSubagent(_) => "subagent_open",
-            Command::UnregisterSubagent(_) => "subagent_close",
-            Command::Ask { .. } => "ask",
-            Command::Answer { .. } => "answer",
-            Command::TakeInjection => "take_injection",
-            Command::TimerFired(Timer { kind: TimerKind::Timeout, .. }) => "timeout",
-            Command::TimerFired(Timer { kind: TimerKind::Nudge(_), .. }) => "nudge",
-            Command::TimerFired(Timer { kind: TimerKind::Escalate, .. }) => "escalate",
-            Command::TimerFired(Timer { kind: TimerKind::AgentNudge(_), .. }) => "agent_nudge",
-        }
-    }
-}
-
-/// When reminders and the timeout fire, relative to the proposal.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct TimerPolicy {
-    pub nudges_ms: Vec<u64>,
-    pub timeout_ms: Option<u64>,
-    /// When to escalate an undecided proposal; `None`: no escalation ladder.
-    pub escalate_ms: Option<u64>,
-}
-
-/// What the shell passes in besides the state: the time, fresh random bytes
-/// (used only when the command mints an id) and the agent's timer policy.
-#[derive(Debug, Clone)]
-pub struct Ctx {
-    pub now: Timestamp,
-    pub random: [u8; 16],
-    pub timers: TimerPolicy,
-}
-
-/// One append-only audit record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AuditEvent {
-    pub at: Timestamp,
-    pub agent: String,
-    pub session_id: String,
-    pub actor: String,
-    pub action: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub approval_id: Option<ApprovalId>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub version: Option<u32>,
-    pub detail: String,
-}
-
-/// What the shell must do after committing a transition.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Effect {
-    /// Write the proposal's markdown document (before its cards go out).
-    WriteDocument {
-        approval_id: ApprovalId,
-    },
-    /// Append a decision receipt to the proposal's document.
-    AppendReceipt {
-        approval_id: ApprovalId,
-        text: String,
-    },
-    /// Post the proposal's card (and document) to every destination.
-    PostCards {
-        approval_id: ApprovalId,
-    },
-    /// Re-render every posted card of the proposal (decided, superseded, progress).
-    UpdateCards {
-        approval_id: ApprovalId,
-    },
-    /// Remind approvers; the shell re-checks the approval is still pending.
-    Nudge {
-        approval_id: ApprovalId,
-        number: u8,
-    },
-    /// Post the card to the agent's escalation destinations.
-    Escalate {
-        approval_id: ApprovalId,
-    },
-    Schedule(Timer),
-    Cancel(Timer),
-    /// The session's decision or question changed: release long-pollers.
-    Wake,
-    PostQuestion {
-        question_id: QuestionId,
-    },
-    UpdateQuestion {
-        question_id: QuestionId,
-    },
-}
-
-/// The result of [`apply`]: the new state, records to persist beside it, the
-/// effects, and whether anything changed at all (idempotent re-proposals and
-/// stale timers change nothing).
-#[derive(Debug, Clone)]
-pub struct Transition {
-    pub state: State,
-    /// A proposal that stopped being the latest (superseded) and must be persisted.
-    pub retired: Option<Proposal>,
-    /// A question that was answered and must be persisted.
-    pub answered: Option<Question>,
-    pub effects: Vec<Effect>,
-    pub audit: Vec<AuditEvent>,
-    /// For [`Command::TakeInjection`]: the injection that was taken.
-    pub taken_injection: Option<String>,
-    pub changed: bool,
-}
-
-/// Why a command was refused. Nothing changes when one is returned.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum Refusal {
-    #[error("{0}")]
-    InvalidPlan(#[from] PlanError),
-    #[error("{0}")]
-    InvalidState(String),
-    #[error("{} subagent run(s) are still open ({}); close them before the plan can be proposed or approved", .0.len(), .0.join(", "))]
-    SubagentsOpen(Vec<String>),
-    #[error("{0}")]
-    Stale(String),
-    #[error("{0}")]
-    Forbidden(String),
-    #[error("{0}")]
-    InvalidRequest(String),
-}
+pub use crate::command::{AuditEvent, Command, Ctx, Effect, Refusal, Transition, Verdict};
+pub use crate::model::{
+    Actor, ApprovalState, DecisionStatus, GateScope, Mode, Proposal, Question, QuestionStatus, Session, State, Timer, TimerKind,
+    TimerPolicy,
+};
 
 /// Apply one command. Pure: the same inputs always give the same output.
+///
+/// The short table (mode/approval → mode/approval; the full one, with every
+/// effect and refusal, is `docs/STATE_MACHINE.md`):
+///
+/// | from | command (actor) | to |
+/// |---|---|---|
+/// | any | enter (agent, person) | plan/none; already plan: unchanged |
+/// | plan/*, halted/* | propose (agent) | plan/pending, version+1, new id; a pending one is superseded |
+/// | normal/* | propose (agent) | refused: enter plan mode first |
+/// | plan/pending | approve / edit (person) | normal/approved, normal/edited |
+/// | plan/pending | revise (person) | plan/rejected, rejection_count+1 |
+/// | plan/pending | timeout (scheduler) | plan/timed_out |
+/// | plan/pending | cancel (person) | halted/cancelled: read-only until a new approval or a release |
+/// | any but executing or released | off = release (person) | normal/none, `released_by` set; a pending one is cancelled |
+/// | normal/approved, normal/edited | update_plan closing every step (agent) | normal/none |
+/// | any | a decision on a stale or decided id | unchanged, refused with who won |
+///
+/// An agent can never decide, cancel, release or switch auto mode; only the
+/// scheduler fires timers.
 pub fn apply(state: &State, actor: &Actor, command: Command, ctx: &Ctx) -> Result<Transition, Refusal> {
     let mut t = Transition {
         state: state.clone(),
@@ -674,10 +246,9 @@ fn propose(t: &mut Transition, actor: &Actor, plan: Plan, markdown: Option<Strin
                 t.effects.push(Effect::Cancel(timer));
             }
             t.effects.push(Effect::UpdateCards { approval_id: old.approval_id });
-            t.effects.push(Effect::AppendReceipt {
-                approval_id: old.approval_id,
-                text: format!("Superseded by v{version} at {}", ctx.now.rfc3339()),
-            });
+            if let Some(receipt) = Receipt::of(&old) {
+                t.effects.push(Effect::AppendReceipt { approval_id: old.approval_id, text: receipt.document_line(ctx.now) });
+            }
             let who = Some((old.approval_id, old.version));
             audit(t, actor, "superseded", who, format!("superseded by v{version}"), ctx);
             t.retired = Some(old);
@@ -721,7 +292,9 @@ fn propose(t: &mut Transition, actor: &Actor, plan: Plan, markdown: Option<Strin
         session.mode = Mode::Normal;
         session.approval = ApprovalState::Approved;
         t.effects.push(Effect::PostCards { approval_id });
-        t.effects.push(Effect::AppendReceipt { approval_id, text: format!("Approved v{version} by auto at {}", ctx.now.rfc3339()) });
+        if let Some(receipt) = Receipt::of(&proposal) {
+            t.effects.push(Effect::AppendReceipt { approval_id, text: receipt.document_line(ctx.now) });
+        }
         t.effects.push(Effect::Wake);
         t.state.latest = Some(proposal);
         audit(t, actor, "propose", pid, format!("{title:?} ({hash})"), ctx);
@@ -812,8 +385,7 @@ fn decide(t: &mut Transition, actor: &Actor, approval_id: ApprovalId, verdict: V
     };
     proposal.decided_by = Some(who.clone());
     proposal.decided_at = Some(ctx.now);
-    let version = proposal.version;
-    let (action, receipt) = match verdict {
+    let action = match verdict {
         Verdict::Approve => {
             proposal.status = DecisionStatus::Approved;
             session.mode = Mode::Normal;
@@ -822,7 +394,7 @@ fn decide(t: &mut Transition, actor: &Actor, approval_id: ApprovalId, verdict: V
             // list the agent rewrote while it waited.
             session.steps = proposal.plan.steps.clone();
             proposal.injection = Some(injection::approved(proposal, &who));
-            ("approve", format!("Approved v{version} by {who}"))
+            "approve"
         }
         Verdict::Edit(plan) => {
             proposal.status = DecisionStatus::Edited;
@@ -831,7 +403,7 @@ fn decide(t: &mut Transition, actor: &Actor, approval_id: ApprovalId, verdict: V
             session.steps = plan.steps.clone();
             proposal.edited_plan = Some(plan);
             proposal.injection = Some(injection::edited(proposal, &who));
-            ("edit", format!("Approved v{version} with edits by {who}"))
+            "edit"
         }
         Verdict::Revise(feedback) => {
             proposal.status = DecisionStatus::Rejected;
@@ -840,27 +412,32 @@ fn decide(t: &mut Transition, actor: &Actor, approval_id: ApprovalId, verdict: V
             let feedback = crate::text::sanitize_for_injection(&feedback);
             proposal.feedback = Some(feedback.clone());
             proposal.injection = Some(injection::rejected(proposal, &who, &feedback, session.rejection_count));
-            ("revise", format!("Changes requested on v{version} by {who}: {feedback}"))
+            "revise"
         }
     };
     session.injection = proposal.injection.clone();
-    finish_decision(t, actor, action, receipt, ctx);
+    finish_decision(t, actor, action, ctx);
     Ok(())
 }
 
 /// The effects every decision shares: timers cancelled, cards updated,
-/// receipt appended, waiters woken, audit written.
-fn finish_decision(t: &mut Transition, actor: &Actor, action: &str, receipt: String, ctx: &Ctx) {
+/// receipt appended, waiters woken, audit written. The latest proposal has
+/// its fate already; its [`Receipt`] words the document line and the audit,
+/// as it words the cards.
+fn finish_decision(t: &mut Transition, actor: &Actor, action: &str, ctx: &Ctx) {
     let Some(proposal) = t.state.latest.as_mut() else { return };
     let id = proposal.approval_id;
     let pid = Some((id, proposal.version));
+    let receipt = Receipt::of(proposal);
     for timer in proposal.timers.drain(..) {
         t.effects.push(Effect::Cancel(timer));
     }
     t.effects.push(Effect::UpdateCards { approval_id: id });
-    t.effects.push(Effect::AppendReceipt { approval_id: id, text: format!("{receipt} at {}", ctx.now.rfc3339()) });
+    if let Some(receipt) = &receipt {
+        t.effects.push(Effect::AppendReceipt { approval_id: id, text: receipt.document_line(ctx.now) });
+    }
     t.effects.push(Effect::Wake);
-    audit(t, actor, action, pid, receipt, ctx);
+    audit(t, actor, action, pid, receipt.map(|r| r.sentence()).unwrap_or_default(), ctx);
 }
 
 /// A person releases the session (`/plan off`, operator `release`): no plan
@@ -900,8 +477,7 @@ fn off(t: &mut Transition, actor: &Actor, ctx: &Ctx) -> Result<(), Refusal> {
             proposal.decided_by = Some(who.clone());
             proposal.decided_at = Some(ctx.now);
             proposal.injection = Some(text);
-            let receipt = format!("Released by {who}: no plan required (v{} not approved)", proposal.version);
-            finish_decision(t, actor, "release", receipt, ctx);
+            finish_decision(t, actor, "release", ctx);
         }
         None => {
             t.effects.push(Effect::Wake);
@@ -931,8 +507,7 @@ fn cancel(t: &mut Transition, actor: &Actor, ctx: &Ctx) {
     let text = injection::cancelled(proposal, &who);
     proposal.injection = Some(text.clone());
     session.injection = Some(text);
-    let receipt = format!("Cancelled v{} by {who}; the session is halted (read-only)", proposal.version);
-    finish_decision(t, actor, "cancel", receipt, ctx);
+    finish_decision(t, actor, "cancel", ctx);
 }
 
 fn ask(t: &mut Transition, actor: &Actor, question: String, options: Vec<String>, allow_freetext: bool, ctx: &Ctx) -> Result<(), Refusal> {
@@ -944,8 +519,8 @@ fn ask(t: &mut Transition, actor: &Actor, question: String, options: Vec<String>
     if question.is_empty() || question.chars().count() > 2000 {
         return Err(Refusal::InvalidRequest("question must be 1–2000 characters".to_string()));
     }
-    if options.len() > 10 {
-        return Err(Refusal::InvalidRequest("at most 10 options fit on a phone; use allow_freetext for more".to_string()));
+    if options.len() > MAX_OPTIONS {
+        return Err(Refusal::InvalidRequest(format!("at most {MAX_OPTIONS} options fit on a phone; use allow_freetext for more")));
     }
     let options: Vec<String> = options.into_iter().map(|o| o.trim().to_string()).collect();
     if options.iter().any(|o| o.is_empty() || o.chars().count() > 100) {
@@ -1050,12 +625,10 @@ fn timer_fired(t: &mut Transition, timer: Timer, ctx: &Ctx) {
             proposal.decided_at = Some(ctx.now);
             let text = injection::timed_out(proposal, waited);
             proposal.injection = Some(text.clone());
-            let version = proposal.version;
             let session = &mut t.state.session;
             session.approval = ApprovalState::TimedOut;
             session.injection = Some(text);
-            let receipt = format!("Timed out v{version} after {}", crate::ids::humanize_ms(waited));
-            finish_decision(t, &Actor::Scheduler, "timeout", receipt, ctx);
+            finish_decision(t, &Actor::Scheduler, "timeout", ctx);
         }
     }
 }

@@ -1,4 +1,4 @@
-//! The plan model and its rules (DESIGN §4).
+//! The plan model (`Plan` and `Step` in `docs/API.md`, "Types") and its rules.
 //!
 //! Every rule refusal is a [`PlanError`] whose message names the rule, so an
 //! agent that broke it can fix its call without reading our source.
@@ -79,7 +79,7 @@ impl Step {
     }
 }
 
-/// A proposal: the plan *archetype* of DESIGN §4.
+/// A proposal: the plan *archetype* (`Plan` in `docs/API.md`, "Types").
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -252,82 +252,73 @@ pub fn plan_hash(plan: &Plan, markdown: Option<&str>) -> String {
 
 /// Turn raw markdown (Claude Code's ExitPlanMode text, a Codex
 /// `<proposed_plan>` block) into a plan. The markdown itself is kept verbatim
-/// by the caller; this only extracts what a card can show.
+/// by the caller; this only extracts what a card can show. The structure is
+/// CommonMark's ([`crate::markdown`]), so nothing inside a code block is a
+/// heading or a step.
 ///
 /// * title: `title` if given, else the first heading, else the first
-///   non-empty line (cut at 120 characters);
-/// * steps: list items directly under a heading that mentions "step" or
-///   "plan" (other than the title heading), else every top-level numbered item;
-/// * summary: the first paragraph after the title that is not a list.
+///   non-empty line outside code blocks (cut at 120 characters);
+/// * steps: the items of top-level lists under a heading that mentions
+///   "step" or "plan" (other than the title heading), up to the next heading
+///   of the same or a higher level; else every top-level numbered item. Item
+///   text follows [`crate::list::item_text`] (task boxes and status marks go);
+/// * summary: the paragraph right after the title heading (or, without a
+///   heading, the first block), when it is a paragraph.
 pub fn plan_from_markdown(markdown: &str, title: Option<&str>) -> Result<Plan, PlanError> {
+    use crate::markdown::{blocks, fenced_lines, Block};
     let chars = markdown.chars().count();
     if chars > MAX_MARKDOWN_CHARS {
         return Err(PlanError::MarkdownTooLong { chars });
     }
-    let lines: Vec<&str> = markdown.lines().collect();
-    let heading = |line: &str| -> Option<(usize, String)> {
-        let trimmed = line.trim_start();
-        let level = trimmed.bytes().take_while(|b| *b == b'#').count();
-        if (1..=6).contains(&level) && trimmed[level..].starts_with(' ') {
-            Some((level, trimmed[level..].trim().trim_end_matches('#').trim().to_string()))
-        } else {
-            None
-        }
-    };
-    let first_heading = lines.iter().enumerate().find_map(|(i, l)| heading(l).map(|h| (i, h)));
+    let blocks = blocks(markdown);
+    let first_heading = blocks.iter().position(|b| matches!(b, Block::Heading { .. }));
     let title = match title.map(str::trim).filter(|t| !t.is_empty()) {
         Some(t) => t.to_string(),
-        None => match &first_heading {
-            Some((_, (_, text))) if !text.is_empty() => text.clone(),
-            _ => lines
-                .iter()
-                .map(|l| strip_markdown_marks(l))
+        None => match first_heading.map(|i| &blocks[i]) {
+            Some(Block::Heading { text, .. }) if !text.is_empty() => text.clone(),
+            _ => markdown
+                .split('\n')
+                .zip(fenced_lines(markdown))
+                .filter(|(_, fenced)| !fenced)
+                .map(|(line, _)| strip_markdown_marks(line))
                 .find(|l| !l.is_empty())
                 .map(|l| l.chars().take(120).collect())
                 .unwrap_or_default(),
         },
     };
 
+    let item = |b: &Block, numbered_only: bool| match b {
+        Block::Item { ordered, text } if *ordered || !numbered_only => Some(crate::list::item_text(text)),
+        _ => None,
+    };
     // Steps under a "Steps"/"Plan" heading (not the title heading itself).
-    let title_index = first_heading.as_ref().map(|(i, _)| *i);
     let mut steps = Vec::new();
-    let mut i = 0;
-    while i < lines.len() && steps.is_empty() {
-        if let Some((level, text)) = heading(lines[i]) {
-            let lower = text.to_lowercase();
-            if Some(i) != title_index && (lower.contains("step") || lower.contains("plan")) {
-                let mut j = i + 1;
-                while j < lines.len() {
-                    if let Some((l, _)) = heading(lines[j]) {
-                        if l <= level {
-                            break;
-                        }
-                    }
-                    if let Some(item) = list_item(lines[j], true) {
-                        steps.push(item);
-                    }
-                    j += 1;
-                }
-            }
+    for (i, block) in blocks.iter().enumerate() {
+        let Block::Heading { level, text } = block else { continue };
+        let lower = text.to_lowercase();
+        if Some(i) == first_heading || !(lower.contains("step") || lower.contains("plan")) {
+            continue;
         }
-        i += 1;
+        steps = blocks[i + 1..]
+            .iter()
+            .take_while(|b| !matches!(b, Block::Heading { level: l, .. } if l <= level))
+            .filter_map(|b| item(b, false))
+            .collect();
+        if !steps.is_empty() {
+            break;
+        }
     }
     if steps.is_empty() {
-        steps = lines.iter().filter_map(|l| numbered_item(l)).collect();
+        steps = blocks.iter().filter_map(|b| item(b, true)).collect();
     }
     let mut unique = HashSet::new();
     let steps: Vec<Step> =
         steps.into_iter().filter(|s: &String| !s.is_empty() && unique.insert(s.clone())).take(MAX_STEPS).map(Step::pending).collect();
 
-    let start = title_index.map(|i| i + 1).unwrap_or(0);
-    let summary = lines[start.min(lines.len())..]
-        .iter()
-        .skip_while(|l| l.trim().is_empty())
-        .take_while(|l| !l.trim().is_empty() && heading(l).is_none() && list_item(l, false).is_none())
-        .map(|l| l.trim())
-        .collect::<Vec<_>>()
-        .join(" ");
-    let summary = (!summary.is_empty()).then(|| summary.chars().take(500).collect());
+    let summary = match blocks.get(first_heading.map(|i| i + 1).unwrap_or(0)) {
+        Some(Block::Paragraph(text)) if !text.is_empty() => Some(text.chars().take(500).collect()),
+        _ => None,
+    };
 
     let plan = Plan { summary, steps, ..Plan::titled(title) };
     validate_plan(&plan)?;
@@ -336,38 +327,6 @@ pub fn plan_from_markdown(markdown: &str, title: Option<&str>) -> Result<Plan, P
 
 fn strip_markdown_marks(line: &str) -> String {
     line.trim().trim_start_matches(['#', '*', '-', '>', ' ']).trim().to_string()
-}
-
-/// A top-level list item's text (`1. x`, `1) x`, `- x`, `* x`, `+ x`).
-fn list_item(line: &str, allow_bullets: bool) -> Option<String> {
-    if line.starts_with(' ') && line.len() - line.trim_start().len() >= 2 {
-        return None; // nested: a detail of the step above
-    }
-    numbered_item(line).or_else(|| {
-        let t = line.trim_start();
-        let rest = t.strip_prefix("- ").or_else(|| t.strip_prefix("* ")).or_else(|| t.strip_prefix("+ "))?;
-        allow_bullets.then(|| clean_item(rest))
-    })
-}
-
-fn numbered_item(line: &str) -> Option<String> {
-    if line.starts_with("  ") {
-        return None;
-    }
-    let t = line.trim_start();
-    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
-    if digits == 0 || digits > 3 {
-        return None;
-    }
-    let rest = t[digits..].strip_prefix(". ").or_else(|| t[digits..].strip_prefix(") "))?;
-    Some(clean_item(rest))
-}
-
-fn clean_item(text: &str) -> String {
-    let text = text.trim();
-    // Task-list checkboxes are presentation, not step text.
-    let text = text.strip_prefix("[ ] ").or_else(|| text.strip_prefix("[x] ")).or_else(|| text.strip_prefix("[X] ")).unwrap_or(text);
-    text.trim().to_string()
 }
 
 /// Render a structured plan as the markdown document attached to cards.
@@ -486,6 +445,46 @@ mod tests {
         assert_eq!(plan.title, "Do this:");
         assert_eq!(plan.steps.len(), 2);
         assert_eq!(plan_from_markdown("   \n", None).unwrap_err(), PlanError::TitleRequired);
+    }
+
+    fn step_texts(plan: &Plan) -> Vec<&str> {
+        plan.steps.iter().map(|s| s.step.as_str()).collect()
+    }
+
+    #[test]
+    fn a_comment_in_a_code_block_does_not_end_the_step_list() {
+        let md = "# Deploy\n\nShip it.\n\n## Steps\n\n1. Build\n\n   ```sh\n   # build it\n   make\n   ```\n\n2. Ship\n\n\
+                  ```sh\n# a comment, not a heading\n```\n\n3. Check\n\n## Risks\n\n- none\n";
+        let plan = plan_from_markdown(md, None).unwrap();
+        assert_eq!(step_texts(&plan), ["Build", "Ship", "Check"]);
+        assert_eq!((plan.title.as_str(), plan.summary.as_deref()), ("Deploy", Some("Ship it.")));
+    }
+
+    #[test]
+    fn numbered_lines_in_code_are_not_steps() {
+        let md = "# Fix\n\nRun this:\n\n```\n1. not a step\n2) nor this\n```\n\n    3. indented code, not a step\n\n1. real step\n";
+        assert_eq!(step_texts(&plan_from_markdown(md, None).unwrap()), ["real step"]);
+        let md = "# Fix\n\n## Steps\n\n~~~\n1. only code\n~~~\n";
+        assert!(plan_from_markdown(md, None).unwrap().steps.is_empty());
+    }
+
+    #[test]
+    fn a_comment_in_a_code_block_is_not_the_title() {
+        let md = "```sh\n# not a title\n```\n\n# Real title\n\n1. a\n";
+        assert_eq!(plan_from_markdown(md, None).unwrap().title, "Real title");
+        let md = "```\n# code\n```\nPlan: tidy up\n1. a\n";
+        let plan = plan_from_markdown(md, None).unwrap();
+        assert_eq!((plan.title.as_str(), step_texts(&plan)), ("Plan: tidy up", vec!["a"]));
+    }
+
+    #[test]
+    fn markdown_items_follow_the_list_rule_and_setext_headings_count() {
+        let md = "Retry plan\n==========\n\nSummary\nhere.\n\nSteps\n-----\n\n- ○ 1.5x faster parsing\n- [x] 2024 plan\n\
+                  * **bold** step\n  continued\n";
+        let plan = plan_from_markdown(md, None).unwrap();
+        assert_eq!(plan.title, "Retry plan");
+        assert_eq!(plan.summary.as_deref(), Some("Summary here."));
+        assert_eq!(step_texts(&plan), ["1.5x faster parsing", "2024 plan", "**bold** step continued"]);
     }
 
     #[test]

@@ -71,32 +71,19 @@ pub fn sanitize_for_injection(text: &str) -> String {
 }
 
 /// Cut `text` to at most `max` characters at a line boundary, appending
-/// `marker` on its own line when anything was cut.
+/// `marker` on its own line when anything was cut: [`crate::card::fit_lines`]
+/// on plain text. A first line longer than the room left is cut inside.
 pub fn cut_at_line(text: &str, max: usize, marker: &str) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
+    use crate::card::{fit_lines, Fit};
+    let lines: Vec<&str> = text.split('\n').collect();
+    let lens: Vec<usize> = lines.iter().map(|l| l.chars().count()).collect();
+    let note = marker.chars().count();
+    match fit_lines(&lens, 1, max, note) {
+        Fit::All => text.to_string(),
+        // A single enormous line: cut inside it rather than show nothing.
+        Fit::Cut(0) => format!("{}\n{marker}", lines[0].chars().take(max.saturating_sub(note + 1)).collect::<String>()),
+        Fit::Cut(kept) => format!("{}\n{marker}", lines[..kept].join("\n")),
     }
-    let budget = max.saturating_sub(marker.chars().count() + 1);
-    let mut out = String::new();
-    let mut used = 0;
-    for line in text.split_inclusive('\n') {
-        let n = line.chars().count();
-        if used + n > budget {
-            if out.is_empty() {
-                // A single enormous line: cut inside it rather than show nothing.
-                out.extend(line.chars().take(budget));
-                out.push('\n');
-            }
-            break;
-        }
-        out.push_str(line);
-        used += n;
-    }
-    if !out.ends_with('\n') {
-        out.push('\n');
-    }
-    out.push_str(marker);
-    out
 }
 
 #[cfg(test)]

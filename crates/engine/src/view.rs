@@ -4,7 +4,7 @@
 //! an agent sees the same thing whichever door it knocks on.
 
 use crate::ids::ApprovalId;
-use crate::machine::{ApprovalState, DecisionStatus, Mode, Proposal, State};
+use crate::model::{ApprovalState, DecisionStatus, Mode, Proposal, State};
 use crate::plan::{Plan, Step, StepStatus};
 use serde::{Deserialize, Serialize};
 

@@ -1,12 +1,15 @@
-//! Property tests of the DESIGN §3 invariants: random interleavings of agent,
-//! human, operator and scheduler commands over several sessions, checked
-//! against a model after every single step.
+//! Property tests of the invariants in `docs/STATE_MACHINE.md`: random
+//! interleavings of agent, human, operator and scheduler commands over
+//! several sessions, checked against a model after every single step.
 //!
 //! Ids come from a counter (the engine's "random" bytes), with deliberate
 //! collisions against the session's latest proposal; stale and unknown ids
 //! are aimed at on purpose.
 
+use plangate_engine::card;
 use plangate_engine::plan::{plan_hash, render_markdown, validate_plan};
+use plangate_engine::receipt::Receipt;
+use plangate_engine::text::reveal;
 use plangate_engine::view::DecisionView;
 use plangate_engine::*;
 use proptest::prelude::*;
@@ -572,6 +575,26 @@ impl World {
         let id = p.approval_id;
         let label = who.actor().label();
         self.decisions += 1;
+        // One sentence for the document, the cards and the audit: the
+        // document adds its RFC 3339 time, a card its mark and clock.
+        let now = Timestamp(self.now);
+        let sentence = Receipt::of(p).expect("a decided proposal has a receipt").sentence();
+        let appended: Vec<&String> = t
+            .effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::AppendReceipt { approval_id, text } if *approval_id == id => Some(text),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(appended.len(), 1, "one document receipt per decision: {appended:?}");
+        assert_eq!(appended[0].replacen(&format!(" at {}", now.rfc3339()), "", 1), sentence);
+        let on_card = card::receipt(p).expect("a decided card shows its receipt");
+        let words = on_card.split_once(' ').map(|(_mark, words)| words.replacen(&format!(" · {} UTC", now.clock()), "", 1));
+        assert_eq!(words, Some(reveal(&sentence).0));
+        if p.status != DecisionStatus::Superseded {
+            assert!(t.audit.iter().any(|a| a.detail == sentence), "the audit does not say {sentence:?}: {:?}", t.audit);
+        }
         match p.status {
             DecisionStatus::Superseded => {
                 assert!(matches!(command, Command::Propose { .. }) && who == Who::Agent);

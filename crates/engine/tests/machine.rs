@@ -1,6 +1,7 @@
 //! Behavioural tests of the approval state machine, one (or more) per row of
-//! the DESIGN §3 table, plus the views (API.md shapes), hydration and the
-//! injection envelope. Every test drives the public `apply` only.
+//! the table in `docs/STATE_MACHINE.md`, plus the views (API.md shapes),
+//! hydration and the injection envelope. Every test drives the public `apply`
+//! only.
 
 use plangate_engine::machine::describe_stale;
 use plangate_engine::plan::{plan_hash, PlanError};
@@ -645,7 +646,9 @@ fn row_revise_goes_to_plan_rejected_with_feedback() {
     let receipt = "Changes requested on v1 by telegram:@alice: Cap the backoff at 30 s.";
     let mut expected: Vec<Effect> = timers(id, T0).into_iter().map(Effect::Cancel).collect();
     expected.push(Effect::UpdateCards { approval_id: id });
-    expected.push(Effect::AppendReceipt { approval_id: id, text: format!("{receipt} at {}", rfc(now)) });
+    // The document's receipt is the audit's sentence with the time after who decided.
+    let text = format!("Changes requested on v1 by telegram:@alice at {}: Cap the backoff at 30 s.", rfc(now));
+    expected.push(Effect::AppendReceipt { approval_id: id, text });
     expected.push(Effect::Wake);
     assert_eq!(t.effects, expected);
     assert_eq!(audit(&t), vec![("telegram:@alice".into(), "revise".into(), Some(id), Some(1), receipt.into())]);
@@ -715,11 +718,11 @@ fn row_timeout_of_the_current_id_goes_to_timed_out() {
             Effect::Cancel(all[1].clone()),
             Effect::Cancel(all[2].clone()),
             Effect::UpdateCards { approval_id: id },
-            Effect::AppendReceipt { approval_id: id, text: format!("Timed out v1 after 1 d at {}", rfc(now)) },
+            Effect::AppendReceipt { approval_id: id, text: format!("Timed out v1 after 1 d at {}: not approved", rfc(now)) },
             Effect::Wake,
         ]
     );
-    assert_eq!(audit(&t), vec![("scheduler".into(), "timeout".into(), Some(id), Some(1), "Timed out v1 after 1 d".into())]);
+    assert_eq!(audit(&t), vec![("scheduler".into(), "timeout".into(), Some(id), Some(1), "Timed out v1 after 1 d: not approved".into())]);
 }
 
 #[test]
@@ -782,7 +785,8 @@ fn row_off_by_human_releases_and_cancels_the_pending_approval() {
     let mut expected: Vec<Effect> = timers(id, T0).into_iter().map(Effect::Cancel).collect();
     expected.push(Effect::UpdateCards { approval_id: id });
     let receipt = "Released by telegram:@alice: no plan required (v1 not approved)";
-    expected.push(Effect::AppendReceipt { approval_id: id, text: format!("{receipt} at {}", rfc(now)) });
+    let text = format!("Released by telegram:@alice at {}: no plan required (v1 not approved)", rfc(now));
+    expected.push(Effect::AppendReceipt { approval_id: id, text });
     expected.push(Effect::Wake);
     assert_eq!(t.effects, expected);
     assert_eq!(audit(&t), vec![("telegram:@alice".into(), "release".into(), Some(id), Some(1), receipt.into())]);
@@ -842,7 +846,7 @@ fn row_cancel_halts_the_session_instead_of_opening_the_gate() {
                      the session. Wait for the user's next instruction.\n[/PLAN_DECISION]";
     assert_eq!(session.injection.as_deref(), Some(injection));
     assert_eq!(latest(&t.state).status, DecisionStatus::Cancelled);
-    let receipt = "Cancelled v1 by slack:@bob; the session is halted (read-only)";
+    let receipt = "Cancelled v1 by slack:@bob: session halted (read-only)";
     assert_eq!(audit(&t), vec![("slack:@bob".into(), "cancel".into(), Some(id), Some(1), receipt.into())]);
 
     // The gate stays shut under both scopes, with a reason that says how to go on.
@@ -1107,9 +1111,9 @@ fn row_auto_close_not_while_steps_remain_open() {
 
 #[test]
 fn deviation_completing_steps_in_plan_mode_never_leaves_plan_mode() {
-    // DESIGN §3 says plan/* + all steps closed -> normal/none. The engine
-    // deliberately does not do that in plan mode: the agent would open its
-    // own gate by marking steps done.
+    // The founding design had plan/* + all steps closed -> normal/none. The
+    // engine deliberately does not do that in plan mode (docs/STATE_MACHINE.md,
+    // "Auto-close"): the agent would open its own gate by marking steps done.
     let all_done = || Command::UpdatePlan {
         steps: vec![with_status("a", StepStatus::Completed), with_status("b", StepStatus::Cancelled)],
         merge: false,
@@ -1568,4 +1572,22 @@ fn gate_scope_decides_what_a_session_without_an_approved_plan_may_do() {
     let released = ok(&State::new(key()), &operator(), Command::Off, &ctx(0)).state;
     assert!(open(&released, GateScope::ApprovedPlan));
     assert!(!open(&in_plan(), GateScope::ApprovedPlan) && !open(&in_plan(), GateScope::PlanModeOnly));
+}
+
+#[test]
+fn the_types_keep_their_machine_paths() {
+    // The types live in `model` and `command`; `machine::X` and the crate
+    // root name the same ones.
+    use plangate_engine::machine as m;
+    let state: m::State = State::new(key());
+    let command: m::Command = Command::Enter { reason: None };
+    let t: m::Transition = ok(&state, &Actor::Agent, command, &ctx(0));
+    let session: &m::Session = &t.state.session;
+    let _: (m::Mode, m::ApprovalState, m::GateScope) = (session.mode, session.approval, GateScope::default());
+    let _: (Option<&m::Proposal>, Option<&m::Question>, &[m::Timer]) = (t.state.latest.as_ref(), None, &session.agent_timers);
+    let _: (Vec<m::Effect>, Vec<m::AuditEvent>) = (t.effects, t.audit);
+    let _: (m::Actor, m::Verdict, m::TimerKind, m::QuestionStatus) =
+        (alice(), Verdict::Approve, TimerKind::Timeout, QuestionStatus::Pending);
+    let _: (m::Ctx, m::TimerPolicy, m::DecisionStatus) = (ctx(0), policy(), DecisionStatus::Pending);
+    let _: Result<m::Transition, m::Refusal> = m::apply(&state, &Actor::Scheduler, Command::TakeInjection, &ctx(0));
 }

@@ -1,6 +1,7 @@
-//! Configuration (DESIGN §10): a TOML file plus `PLANGATE__…` environment
-//! overrides, validated completely at start so a bad setting fails with its
-//! key name and what was expected, never later at 3 a.m.
+//! Configuration (every key is in `config/example.toml`): a TOML file plus
+//! `PLANGATE__…` environment overrides, validated completely at start so a
+//! bad setting fails with its key name and what was expected, never later at
+//! 3 a.m.
 
 use plangate_channel::Style;
 use plangate_engine::ids::is_valid_agent_id;

@@ -1,0 +1,186 @@
+//! What goes into the state machine besides the state (a [`Command`] and its
+//! [`Ctx`]) and what comes out of it (a [`Transition`] with its [`Effect`]s
+//! and audit records, or a [`Refusal`]).
+
+use crate::ids::{ApprovalId, QuestionId, Timestamp};
+use crate::model::{Proposal, Question, State, Timer, TimerKind, TimerPolicy};
+use crate::plan::{Plan, PlanError, Step};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// How an approver decides a pending proposal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Approve,
+    Edit(Plan),
+    /// Request changes: the agent keeps planning with this feedback.
+    Revise(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    Enter {
+        reason: Option<String>,
+    },
+    UpdatePlan {
+        steps: Vec<Step>,
+        merge: bool,
+        explanation: Option<String>,
+    },
+    Propose {
+        plan: Plan,
+        markdown: Option<String>,
+    },
+    Decide {
+        approval_id: ApprovalId,
+        verdict: Verdict,
+    },
+    /// A person releases the session: plan mode off, no plan required, the
+    /// gate opens. A pending approval is cancelled. `/plan off`, operator
+    /// `release`/`off`.
+    Off,
+    /// The Cancel button / `/plan cancel` / operator `cancel`: the pending
+    /// plan must not be executed. The session is [`Mode::Halted`](crate::model::Mode::Halted) (read-only)
+    /// until a new plan is approved or a person releases it. Only while this
+    /// approval is the pending one (a stale click changes nothing).
+    CancelApproval(ApprovalId),
+    SetAuto(bool),
+    RegisterSubagent(String),
+    UnregisterSubagent(String),
+    Ask {
+        question: String,
+        options: Vec<String>,
+        allow_freetext: bool,
+    },
+    Answer {
+        question_id: Option<QuestionId>,
+        answer: String,
+    },
+    TakeInjection,
+    TimerFired(Timer),
+}
+
+impl Command {
+    /// A short name for spans and the audit.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Enter { .. } => "enter",
+            Command::UpdatePlan { .. } => "update_plan",
+            Command::Propose { .. } => "propose",
+            Command::Decide { verdict: Verdict::Approve, .. } => "approve",
+            Command::Decide { verdict: Verdict::Edit(_), .. } => "edit",
+            Command::Decide { verdict: Verdict::Revise(_), .. } => "revise",
+            Command::Off => "release",
+            Command::CancelApproval(_) => "cancel",
+            Command::SetAuto(_) => "auto",
+            Command::RegisterSubagent(_) => "subagent_open",
+            Command::UnregisterSubagent(_) => "subagent_close",
+            Command::Ask { .. } => "ask",
+            Command::Answer { .. } => "answer",
+            Command::TakeInjection => "take_injection",
+            Command::TimerFired(Timer { kind: TimerKind::Timeout, .. }) => "timeout",
+            Command::TimerFired(Timer { kind: TimerKind::Nudge(_), .. }) => "nudge",
+            Command::TimerFired(Timer { kind: TimerKind::Escalate, .. }) => "escalate",
+            Command::TimerFired(Timer { kind: TimerKind::AgentNudge(_), .. }) => "agent_nudge",
+        }
+    }
+}
+
+/// What the shell passes in besides the state: the time, fresh random bytes
+/// (used only when the command mints an id) and the agent's timer policy.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    pub now: Timestamp,
+    pub random: [u8; 16],
+    pub timers: TimerPolicy,
+}
+
+/// One append-only audit record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditEvent {
+    pub at: Timestamp,
+    pub agent: String,
+    pub session_id: String,
+    pub actor: String,
+    pub action: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_id: Option<ApprovalId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<u32>,
+    pub detail: String,
+}
+
+/// What the shell must do after committing a transition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Write the proposal's markdown document (before its cards go out).
+    WriteDocument {
+        approval_id: ApprovalId,
+    },
+    /// Append a decision receipt to the proposal's document.
+    AppendReceipt {
+        approval_id: ApprovalId,
+        text: String,
+    },
+    /// Post the proposal's card (and document) to every destination.
+    PostCards {
+        approval_id: ApprovalId,
+    },
+    /// Re-render every posted card of the proposal (decided, superseded, progress).
+    UpdateCards {
+        approval_id: ApprovalId,
+    },
+    /// Remind approvers; the shell re-checks the approval is still pending.
+    Nudge {
+        approval_id: ApprovalId,
+        number: u8,
+    },
+    /// Post the card to the agent's escalation destinations.
+    Escalate {
+        approval_id: ApprovalId,
+    },
+    Schedule(Timer),
+    Cancel(Timer),
+    /// The session's decision or question changed: release long-pollers.
+    Wake,
+    PostQuestion {
+        question_id: QuestionId,
+    },
+    UpdateQuestion {
+        question_id: QuestionId,
+    },
+}
+
+/// The result of [`apply`](crate::machine::apply): the new state, records to persist beside it, the
+/// effects, and whether anything changed at all (idempotent re-proposals and
+/// stale timers change nothing).
+#[derive(Debug, Clone)]
+pub struct Transition {
+    pub state: State,
+    /// A proposal that stopped being the latest (superseded) and must be persisted.
+    pub retired: Option<Proposal>,
+    /// A question that was answered and must be persisted.
+    pub answered: Option<Question>,
+    pub effects: Vec<Effect>,
+    pub audit: Vec<AuditEvent>,
+    /// For [`Command::TakeInjection`]: the injection that was taken.
+    pub taken_injection: Option<String>,
+    pub changed: bool,
+}
+
+/// Why a command was refused. Nothing changes when one is returned.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum Refusal {
+    #[error("{0}")]
+    InvalidPlan(#[from] PlanError),
+    #[error("{0}")]
+    InvalidState(String),
+    #[error("{} subagent run(s) are still open ({}); close them before the plan can be proposed or approved", .0.len(), .0.join(", "))]
+    SubagentsOpen(Vec<String>),
+    #[error("{0}")]
+    Stale(String),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
+    InvalidRequest(String),
+}

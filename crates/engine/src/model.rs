@@ -1,0 +1,311 @@
+//! What the approval state machine works on: a session, its proposals,
+//! questions and timers, and who acts on them.
+//!
+//! Plain data: every rule that changes these values is in
+//! [`machine`](crate::machine), and `docs/STATE_MACHINE.md` draws the table.
+
+use crate::ids::{ApprovalId, QuestionId, SessionKey, Timestamp};
+use crate::plan::{self, Plan, Step};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+
+/// Where a session stands, as the gate sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Not planning: executing an approved plan, released by a person, or
+    /// never planned. Whether mutations may run here depends on the agent's
+    /// [`GateScope`] (see [`crate::gate`]).
+    #[default]
+    Normal,
+    /// Planning: read-only until a human approves a proposal.
+    Plan,
+    /// A person cancelled the plan ("do not do this"). Read-only, like plan
+    /// mode, until the agent proposes again and a new plan is approved, or a
+    /// person explicitly releases the session (`/plan off`, operator
+    /// `release`). Cancelling never opens the gate.
+    Halted,
+}
+
+/// Which sessions the mutation gate lets mutate, per agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum GateScope {
+    /// The default: *no approved plan, no mutation*. Mutations run only while
+    /// the session executes a plan a human approved (or auto mode approved),
+    /// or after a person released it with `/plan off`. Unknown sessions,
+    /// sessions that never planned, and sessions whose plan completed or was
+    /// cancelled are read-only.
+    #[default]
+    ApprovedPlan,
+    /// The seed's opt-in behaviour: only plan mode (and a cancelled plan) is
+    /// gated; a session that is not planning may mutate freely.
+    PlanModeOnly,
+}
+
+/// The session's approval, as `Status.approval` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalState {
+    #[default]
+    None,
+    Pending,
+    Approved,
+    Edited,
+    Rejected,
+    TimedOut,
+    /// A person cancelled the latest plan; the session is [`Mode::Halted`].
+    Cancelled,
+}
+
+/// A proposal's fate, as `Decision.status` reports it. Once it leaves
+/// `Pending` it never changes again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionStatus {
+    Pending,
+    Approved,
+    Edited,
+    Rejected,
+    TimedOut,
+    Cancelled,
+    Superseded,
+}
+
+impl DecisionStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DecisionStatus::Pending => "pending",
+            DecisionStatus::Approved => "approved",
+            DecisionStatus::Edited => "edited",
+            DecisionStatus::Rejected => "rejected",
+            DecisionStatus::TimedOut => "timed_out",
+            DecisionStatus::Cancelled => "cancelled",
+            DecisionStatus::Superseded => "superseded",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimerKind {
+    /// The n-th reminder to approvers (1-based).
+    Nudge(u8),
+    Timeout,
+    /// Post the card to the escalation destinations (after the last nudge).
+    Escalate,
+    /// The n-th reminder to the *agent* that it sits in plan mode without a proposal.
+    AgentNudge(u8),
+}
+
+/// A persisted timer. Due times are wall-clock so they survive restarts.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Timer {
+    pub due: Timestamp,
+    pub session: SessionKey,
+    pub approval_id: ApprovalId,
+    pub kind: TimerKind,
+}
+
+/// One proposal (a version of a session's plan) and its fate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Proposal {
+    pub approval_id: ApprovalId,
+    pub session: SessionKey,
+    pub version: u32,
+    pub plan: Plan,
+    /// The verbatim markdown for markdown proposals.
+    pub markdown: Option<String>,
+    /// Bound to `approval_id`: the hash of exactly what was proposed.
+    pub plan_hash: String,
+    pub created_at: Timestamp,
+    pub status: DecisionStatus,
+    pub decided_by: Option<String>,
+    pub decided_at: Option<Timestamp>,
+    pub feedback: Option<String>,
+    pub edited_plan: Option<Plan>,
+    pub injection: Option<String>,
+    pub superseded_by: Option<u32>,
+    /// Timers still scheduled for this proposal.
+    pub timers: Vec<Timer>,
+    /// For a `Cancelled` proposal: a person released the session (`/plan
+    /// off`: no plan required, the gate opened) rather than pressing Cancel
+    /// (the session halted). Receipts say which.
+    #[serde(default)]
+    pub released: bool,
+}
+
+impl Proposal {
+    /// The hash of what the agent must execute: the edited plan when an
+    /// approver edited it, else the proposal.
+    pub fn effective_hash(&self) -> String {
+        match &self.edited_plan {
+            Some(edited) => plan::plan_hash(edited, None),
+            None => self.plan_hash.clone(),
+        }
+    }
+
+    /// The markdown document: verbatim for markdown proposals, rendered otherwise.
+    pub fn document(&self) -> String {
+        match &self.markdown {
+            Some(md) => md.clone(),
+            None => plan::render_markdown(&self.plan),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QuestionStatus {
+    Pending,
+    Answered,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Question {
+    pub question_id: QuestionId,
+    pub session: SessionKey,
+    pub question: String,
+    pub options: Vec<String>,
+    pub allow_freetext: bool,
+    pub asked_at: Timestamp,
+    pub status: QuestionStatus,
+    pub answer: Option<String>,
+    pub answered_by: Option<String>,
+    pub answered_at: Option<Timestamp>,
+}
+
+/// Everything the engine knows about one session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Session {
+    pub key: SessionKey,
+    pub mode: Mode,
+    pub approval: ApprovalState,
+    pub version: u32,
+    pub rejection_count: u32,
+    pub auto_approve: bool,
+    pub steps: Vec<Step>,
+    pub open_subagents: BTreeSet<String>,
+    pub pending_question: Option<Question>,
+    /// The `[PLAN_DECISION]` text waiting for the agent's next turn.
+    pub injection: Option<String>,
+    pub latest_approval: Option<ApprovalId>,
+    pub updated_at: Timestamp,
+    /// Reminders to the agent while it plans without proposing.
+    #[serde(default)]
+    pub agent_timers: Vec<Timer>,
+    /// Who explicitly released the session from planning (`/plan off`,
+    /// operator `release`): the only way, besides an approved plan, that an
+    /// [`GateScope::ApprovedPlan`] gate lets mutations run. Cleared when the
+    /// agent plans again.
+    #[serde(default)]
+    pub released_by: Option<String>,
+}
+
+impl Session {
+    /// A never-seen session: normal mode, no approval, version 0.
+    pub fn new(key: SessionKey) -> Session {
+        Session {
+            key,
+            mode: Mode::Normal,
+            approval: ApprovalState::None,
+            version: 0,
+            rejection_count: 0,
+            auto_approve: false,
+            steps: Vec::new(),
+            open_subagents: BTreeSet::new(),
+            pending_question: None,
+            injection: None,
+            latest_approval: None,
+            updated_at: Timestamp(0),
+            agent_timers: Vec::new(),
+            released_by: None,
+        }
+    }
+}
+
+/// The input of [`apply`](crate::machine::apply): a session and its latest proposal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct State {
+    pub session: Session,
+    pub latest: Option<Proposal>,
+}
+
+impl State {
+    pub fn new(key: SessionKey) -> State {
+        State { session: Session::new(key), latest: None }
+    }
+}
+
+/// Who issued a command. Authorization (is this human an approver for this
+/// destination?) is the shell's job, because it depends on configuration;
+/// the engine enforces what no configuration may change: an agent never
+/// decides, edits, cancels or turns plan mode off.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Actor {
+    Agent,
+    /// A person on a chat channel: `id` is `<channel>:<user id>`, `name` how
+    /// receipts show them (`telegram:@alice`).
+    Human {
+        id: String,
+        name: String,
+    },
+    /// A holder of the operator token (CLI, scripts). `name` is what they claimed.
+    Operator {
+        name: String,
+    },
+    /// The timer scheduler.
+    Scheduler,
+}
+
+impl Actor {
+    /// How receipts and the audit name this actor.
+    pub fn label(&self) -> String {
+        match self {
+            Actor::Agent => "agent".to_string(),
+            Actor::Human { name, .. } => name.clone(),
+            Actor::Operator { name } => format!("operator:{name}"),
+            Actor::Scheduler => "scheduler".to_string(),
+        }
+    }
+
+    pub(crate) fn is_agent(&self) -> bool {
+        matches!(self, Actor::Agent)
+    }
+
+    pub(crate) fn is_person(&self) -> bool {
+        matches!(self, Actor::Human { .. } | Actor::Operator { .. })
+    }
+}
+
+/// When reminders and the timeout fire, relative to the proposal.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TimerPolicy {
+    pub nudges_ms: Vec<u64>,
+    pub timeout_ms: Option<u64>,
+    /// When to escalate an undecided proposal; `None`: no escalation ladder.
+    pub escalate_ms: Option<u64>,
+}
+
+/// Values for the unit tests of the modules that read proposals.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use super::*;
+    use crate::command::{Command, Ctx};
+
+    /// What the agent of `demo/s1` proposed at `at`: a pending proposal,
+    /// made the way every proposal is, by the state machine.
+    pub(crate) fn proposed(plan: Plan, at: Timestamp) -> Proposal {
+        let ctx = Ctx { now: at, random: [1; 16], timers: TimerPolicy::default() };
+        let run = |state: &State, command| match crate::machine::apply(state, &Actor::Agent, command, &ctx) {
+            Ok(t) => t.state,
+            Err(refusal) => panic!("{refusal}"),
+        };
+        let planning = run(&State::new(SessionKey::new("demo", "s1")), Command::Enter { reason: None });
+        match run(&planning, Command::Propose { plan, markdown: None }).latest {
+            Some(proposal) => proposal,
+            None => panic!("no proposal"),
+        }
+    }
+}

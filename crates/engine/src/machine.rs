@@ -55,7 +55,7 @@ pub fn apply(state: &State, actor: &Actor, command: Command, ctx: &Ctx) -> Resul
         Command::Enter { reason } => enter(&mut t, actor, reason, ctx)?,
         Command::UpdatePlan { steps, merge, explanation } => update_plan(&mut t, actor, steps, merge, explanation, ctx)?,
         Command::Propose { plan, markdown } => propose(&mut t, actor, plan, markdown, ctx)?,
-        Command::Decide { approval_id, verdict } => decide(&mut t, actor, approval_id, verdict, ctx)?,
+        Command::Decide { approval_id, verdict } => apply_verdict(&mut t, actor, approval_id, verdict, ctx)?,
         Command::Off => off(&mut t, actor, ctx)?,
         Command::CancelApproval(approval_id) => {
             require_person(actor, "cancel a plan")?;
@@ -360,7 +360,7 @@ fn check_decidable(state: &State, approval_id: ApprovalId) -> Result<(), Refusal
     Ok(())
 }
 
-fn decide(t: &mut Transition, actor: &Actor, approval_id: ApprovalId, verdict: Verdict, ctx: &Ctx) -> Result<(), Refusal> {
+fn apply_verdict(t: &mut Transition, actor: &Actor, approval_id: ApprovalId, verdict: Verdict, ctx: &Ctx) -> Result<(), Refusal> {
     require_person(actor, "decide a plan")?;
     check_decidable(&t.state, approval_id)?;
     let latest_version = t.state.session.version;

@@ -114,7 +114,7 @@ impl Hub {
                 Reply::Notice("Unknown button.".to_string())
             }
             Action::Feedback { approval_id, text } => {
-                self.decide(&ev, approval_id, Decision::Verdict(Verdict::Revise(text))).await.into_notice()
+                self.authorize_and_decide(&ev, approval_id, Decision::Verdict(Verdict::Revise(text))).await.into_notice()
             }
             Action::Edit { approval_id, steps } => self.edit(&ev, approval_id, steps).await.into_notice(),
             Action::AnswerText { question_id, text } => self.answer(&ev, Some(question_id), None, text).await.into_notice(),
@@ -123,9 +123,12 @@ impl Hub {
         reply
     }
 
+    /// Record the event as handled. A transition already wrote its key in
+    /// its own commit; only events that changed nothing (reads, refusals)
+    /// still need the (durable, flushed) write.
     async fn mark_seen(&self, ev: &Inbound) {
         if let Some(key) = ev.idempotency_key.clone() {
-            let _ = self.core.blocking(move |s| s.mark_seen(&key)).await;
+            let _ = self.core.blocking(move |s| if s.seen(&key)? { Ok(()) } else { s.mark_seen(&key) }).await;
         }
     }
 
@@ -149,8 +152,8 @@ impl Hub {
 
     async fn button(&self, ev: &Inbound, button: Button) -> Reply {
         match button {
-            Button::Approve(id) => self.decide(ev, id, Decision::Verdict(Verdict::Approve)).await.into_notice(),
-            Button::ConfirmCancel(id) => self.decide(ev, id, Decision::Cancel).await.into_notice(),
+            Button::Approve(id) => self.authorize_and_decide(ev, id, Decision::Verdict(Verdict::Approve)).await.into_notice(),
+            Button::ConfirmCancel(id) => self.authorize_and_decide(ev, id, Decision::Cancel).await.into_notice(),
             Button::RequestChanges(id) => match self.decidable(ev, id).await {
                 Ok(p) => Reply::AskFeedback {
                     approval_id: id,
@@ -219,7 +222,7 @@ impl Hub {
         ExecMeta { idempotency: ev.idempotency_key.clone(), fired: None }
     }
 
-    async fn decide(&self, ev: &Inbound, id: ApprovalId, decision: Decision) -> Result<String, Refused> {
+    async fn authorize_and_decide(&self, ev: &Inbound, id: ApprovalId, decision: Decision) -> Result<String, Refused> {
         let Some(p) = self.proposal(id).await else { return Err("This plan no longer exists.".to_string()) };
         if let Err(why) = self.authorize(ev, &p.session.agent) {
             self.refuse(ev, &p.session, Some((id, p.version)), &why).await;
@@ -229,7 +232,7 @@ impl Hub {
             Decision::Verdict(verdict) => Command::Decide { approval_id: id, verdict },
             Decision::Cancel => Command::CancelApproval(id),
         };
-        let done = self.core.execute_on_approval(id, Self::actor(ev), command, self.meta(ev)).await.map_err(explain)?;
+        let done = self.core.execute_on_proposal(p.clone(), Self::actor(ev), command, self.meta(ev)).await.map_err(explain)?;
         let decided = done.transition.state.latest.as_ref().filter(|l| l.approval_id == id).unwrap_or(&p);
         Ok(plangate_engine::card::receipt(decided).unwrap_or_else(|| "Done.".to_string()))
     }
@@ -237,7 +240,7 @@ impl Hub {
     async fn edit(&self, ev: &Inbound, id: ApprovalId, steps: Vec<String>) -> Result<String, Refused> {
         let Some(p) = self.proposal(id).await else { return Err("This plan no longer exists.".to_string()) };
         let plan = Plan { steps: steps.into_iter().map(Step::pending).collect(), ..p.plan.clone() };
-        self.decide(ev, id, Decision::Verdict(Verdict::Edit(plan))).await
+        self.authorize_and_decide(ev, id, Decision::Verdict(Verdict::Edit(plan))).await
     }
 
     // ------------------------------------------------------------ /plan commands
@@ -417,7 +420,7 @@ impl Hub {
             None => state.latest.clone(),
         };
         let Some(p) = proposal else { return Reply::Text("This session has not proposed a plan yet.".to_string()) };
-        let result = self.decide(ev, p.approval_id, decision(&p)).await;
+        let result = self.authorize_and_decide(ev, p.approval_id, decision(&p)).await;
         Reply::Text(result.unwrap_or_else(|e| e))
     }
 

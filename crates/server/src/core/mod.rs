@@ -223,6 +223,19 @@ impl Core {
         let Some(target) = self.blocking(move |s| s.proposal(&id)).await? else {
             return Err(CoreError::NotFound(format!("no approval {id}")));
         };
+        self.execute_on_proposal(target, actor, command, meta).await
+    }
+
+    /// [`Core::execute_on_approval`] for a caller that has loaded the
+    /// proposal already (the hub, to authorize the click): one load fewer.
+    pub async fn execute_on_proposal(
+        self: &Arc<Self>,
+        target: Proposal,
+        actor: Actor,
+        command: Command,
+        meta: ExecMeta,
+    ) -> Result<Executed, CoreError> {
+        let id = target.approval_id;
         match self.execute(&target.session, actor, command, meta).await {
             Err(CoreError::Refused(Refusal::Stale(_))) => {
                 let state = self.load(&target.session).await?;

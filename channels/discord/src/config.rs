@@ -1,10 +1,10 @@
 //! The `[discord]` settings and their validation.
 
 use crate::endpoint::Verifier;
-use crate::DiscordError;
+use plangate_channel::ConfigError;
+use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Deserializer};
 use serenity::model::id::{ApplicationId, GuildId};
-use std::fmt;
 use std::time::Duration;
 
 /// How interactions reach plangate.
@@ -18,12 +18,13 @@ pub enum Transport {
     Http,
 }
 
-/// `[discord]` in plangate's config.
-#[derive(Clone, Deserialize)]
+/// `[discord]` in plangate's config. The token is a [`SecretString`]:
+/// redacted from `Debug`.
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DiscordConfig {
     /// Bot token (without or with the `Bot ` prefix). Secret: never logged.
-    pub bot_token: String,
+    pub bot_token: SecretString,
     /// The application (client) id; a snowflake, as text or number.
     #[serde(deserialize_with = "snowflake_text")]
     pub application_id: String,
@@ -56,29 +57,11 @@ pub struct DiscordConfig {
     pub register_commands: bool,
 }
 
-impl fmt::Debug for DiscordConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DiscordConfig")
-            .field("bot_token", &"<redacted>")
-            .field("application_id", &self.application_id)
-            .field("application_public_key", &self.application_public_key)
-            .field("api_url", &self.api_url)
-            .field("transport", &self.transport)
-            .field("guild_id", &self.guild_id)
-            .field("per_channel", &self.per_channel)
-            .field("per_channel_window_secs", &self.per_channel_window_secs)
-            .field("interaction_window_secs", &self.interaction_window_secs)
-            .field("defer_after_ms", &self.defer_after_ms)
-            .field("register_commands", &self.register_commands)
-            .finish()
-    }
-}
-
 impl DiscordConfig {
     /// A config with the defaults for everything but the required keys.
     pub fn new(bot_token: impl Into<String>, application_id: impl Into<String>) -> DiscordConfig {
         DiscordConfig {
-            bot_token: bot_token.into(),
+            bot_token: SecretString::new(bot_token.into()),
             application_id: application_id.into(),
             application_public_key: None,
             api_url: default_api_url(),
@@ -92,46 +75,67 @@ impl DiscordConfig {
         }
     }
 
-    pub(crate) fn validate(self) -> Result<Settings, DiscordError> {
-        let err = |key: &'static str, message: &str| DiscordError::Config { key, message: message.to_string() };
-        let token = self.bot_token.trim();
+    pub(crate) fn validate(self) -> Result<Settings, ConfigError> {
+        let token = self.bot_token.expose_secret().trim();
         let token = token.strip_prefix("Bot ").unwrap_or(token).trim();
         if token.is_empty() || token.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            return Err(err("bot_token", "a bot token from the Discord developer portal is required"));
+            return Err(ConfigError::new(
+                "discord.bot_token",
+                "is empty or has spaces in it",
+                "set the bot token from the Discord developer portal (PLANGATE__DISCORD__BOT_TOKEN)",
+            ));
         }
-        let application_id = parse_snowflake(&self.application_id)
-            .map(ApplicationId::new)
-            .ok_or_else(|| err("application_id", "expected the numeric application id"))?;
-        let guild_id = match self.guild_id.as_deref().map(str::trim).filter(|g| !g.is_empty()) {
-            None => None,
-            Some(g) => Some(parse_snowflake(g).map(GuildId::new).ok_or_else(|| err("guild_id", "expected a numeric guild id"))?),
-        };
+        let application_id = parse_snowflake(&self.application_id).map(ApplicationId::new).ok_or_else(|| {
+            ConfigError::new("discord.application_id", "is not a Discord id", "set the numeric application id from the developer portal")
+        })?;
+        let guild_id =
+            match self.guild_id.as_deref().map(str::trim).filter(|g| !g.is_empty()) {
+                None => None,
+                Some(g) => Some(parse_snowflake(g).map(GuildId::new).ok_or_else(|| {
+                    ConfigError::new("discord.guild_id", "is not a Discord id", "set the numeric guild id, or leave it out")
+                })?),
+            };
         let public_key = match self.application_public_key.as_deref().map(str::trim).filter(|k| !k.is_empty()) {
             None => None,
-            Some(k) => Some(Verifier::new(k).map_err(|m| err("application_public_key", &m))?),
+            Some(k) => Some(Verifier::new(k).map_err(|m| {
+                ConfigError::new("discord.application_public_key", m, "copy the application's public key (hex) from the developer portal")
+            })?),
         };
         if self.transport == Transport::Http && public_key.is_none() {
-            return Err(err("application_public_key", "required when transport = \"http\""));
+            return Err(ConfigError::new(
+                "discord.application_public_key",
+                "is missing",
+                "set it when transport = \"http\" (the hex public key from the developer portal)",
+            ));
         }
         let api_url = self.api_url.trim().trim_end_matches('/').to_string();
-        let parsed = reqwest::Url::parse(&api_url).map_err(|e| err("api_url", &format!("not a URL: {e}")))?;
+        let parsed = reqwest::Url::parse(&api_url)
+            .map_err(|e| ConfigError::new("discord.api_url", format!("is not a URL ({e})"), "use a base like https://discord.com"))?;
         if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() || parsed.path() != "/" || parsed.query().is_some() {
-            return Err(err("api_url", "expected a base like https://discord.com (no path; /api/v10 is appended)"));
+            return Err(ConfigError::new(
+                "discord.api_url",
+                "is not a bare http(s) base",
+                "use a base like https://discord.com (no path; /api/v10 is appended)",
+            ));
         }
         if self.per_channel == 0 {
-            return Err(err("per_channel", "must be at least 1"));
+            return Err(ConfigError::new("discord.per_channel", "is 0", "use at least 1"));
         }
         if self.per_channel_window_secs == 0 {
-            return Err(err("per_channel_window_secs", "must be at least 1"));
+            return Err(ConfigError::new("discord.per_channel_window_secs", "is 0", "use at least 1"));
         }
         if self.interaction_window_secs == 0 {
-            return Err(err("interaction_window_secs", "must be at least 1"));
+            return Err(ConfigError::new("discord.interaction_window_secs", "is 0", "use at least 1"));
         }
         if !(1..=2900).contains(&self.defer_after_ms) {
-            return Err(err("defer_after_ms", "must be between 1 and 2900 (Discord wants an answer within 3 s)"));
+            return Err(ConfigError::new(
+                "discord.defer_after_ms",
+                "is out of range",
+                "use 1 to 2900 (Discord wants an answer within 3 s)",
+            ));
         }
         Ok(Settings {
-            token: format!("Bot {token}"),
+            token: SecretString::new(format!("Bot {token}")),
             application_id,
             public_key,
             api_url,
@@ -149,7 +153,7 @@ impl DiscordConfig {
 #[derive(Clone)]
 pub(crate) struct Settings {
     /// `Bot <token>`
-    pub token: String,
+    pub token: SecretString,
     pub application_id: ApplicationId,
     pub public_key: Option<Verifier>,
     /// Without trailing slash.
@@ -227,7 +231,7 @@ mod tests {
         let s = c.validate().unwrap();
         assert_eq!(s.application_id.get(), 42);
         assert_eq!(s.guild_id.map(|g| g.get()), Some(7));
-        assert_eq!(s.token, "Bot t");
+        assert_eq!(s.token.expose_secret(), "Bot t");
     }
 
     #[test]
@@ -238,17 +242,14 @@ mod tests {
                 v[k] = val.clone();
             }
             let c: DiscordConfig = serde_json::from_value(v).unwrap();
-            match c.validate() {
-                Err(DiscordError::Config { key, .. }) => key,
-                other => panic!("expected a config error, got {:?}", other.err()),
-            }
+            c.validate().err().expect("a config error").key
         };
-        assert_eq!(bad(serde_json::json!({"application_id": "abc"})), "application_id");
-        assert_eq!(bad(serde_json::json!({"transport": "http"})), "application_public_key");
-        assert_eq!(bad(serde_json::json!({"application_public_key": "zz"})), "application_public_key");
-        assert_eq!(bad(serde_json::json!({"api_url": "https://discord.com/api/v10"})), "api_url");
-        assert_eq!(bad(serde_json::json!({"per_channel": 0})), "per_channel");
-        assert_eq!(bad(serde_json::json!({"bot_token": " "})), "bot_token");
+        assert_eq!(bad(serde_json::json!({"application_id": "abc"})), "discord.application_id");
+        assert_eq!(bad(serde_json::json!({"transport": "http"})), "discord.application_public_key");
+        assert_eq!(bad(serde_json::json!({"application_public_key": "zz"})), "discord.application_public_key");
+        assert_eq!(bad(serde_json::json!({"api_url": "https://discord.com/api/v10"})), "discord.api_url");
+        assert_eq!(bad(serde_json::json!({"per_channel": 0})), "discord.per_channel");
+        assert_eq!(bad(serde_json::json!({"bot_token": " "})), "discord.bot_token");
         let unknown: Result<DiscordConfig, _> =
             serde_json::from_value(serde_json::json!({"bot_token": "t", "application_id": "1", "tokn": "x"}));
         assert!(unknown.is_err());
@@ -258,5 +259,7 @@ mod tests {
     fn debug_hides_the_token() {
         let c = DiscordConfig::new("super-secret-token", "1");
         assert!(!format!("{c:?}").contains("super-secret"));
+        let shown = DiscordConfig::new(" ", "1").validate().err().unwrap().to_string();
+        assert!(shown.starts_with("`discord.bot_token`: is empty or has spaces in it; set the bot token"), "{shown}");
     }
 }

@@ -48,14 +48,14 @@ fn hex_exact<const N: usize>(text: &str) -> Option<[u8; N]> {
 impl Verifier {
     /// From the application's public key in hex (64 characters).
     pub fn new(public_key_hex: &str) -> Result<Verifier, String> {
-        let bytes = hex_exact::<32>(public_key_hex.trim()).ok_or("expected 64 hex characters (the application's public key)")?;
+        let bytes = hex_exact::<32>(public_key_hex.trim()).ok_or("is not 64 hex characters")?;
         Verifier::from_bytes(bytes)
     }
 
     pub fn from_bytes(bytes: [u8; 32]) -> Result<Verifier, String> {
-        let key = VerifyingKey::from_bytes(&bytes).map_err(|_| "not a valid Ed25519 public key".to_string())?;
+        let key = VerifyingKey::from_bytes(&bytes).map_err(|_| "is not a valid Ed25519 public key".to_string())?;
         if key.is_weak() {
-            return Err("a small-order (weak) Ed25519 key: every signature could be forged".into());
+            return Err("is a small-order (weak) Ed25519 key: every signature could be forged".into());
         }
         Ok(Verifier { key })
     }

@@ -67,7 +67,7 @@ pub use config::{DiscordConfig, Transport};
 pub use endpoint::{Verifier, INTERACTIONS_PATH};
 pub use outbound::DiscordChannel;
 
-use plangate_channel::{Adapter, ChannelError, InboundHandler, Shutdown};
+use plangate_channel::{Adapter, ChannelError, ConfigError, InboundHandler, Shutdown};
 use std::sync::Arc;
 use thiserror::Error;
 
@@ -75,8 +75,8 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum DiscordError {
     /// A `[discord]` setting is missing or malformed.
-    #[error("invalid setting discord.{key}: {message}")]
-    Config { key: &'static str, message: String },
+    #[error(transparent)]
+    Config(#[from] ConfigError),
     /// Discord refused or could not be reached while registering `/plan`.
     #[error("registering the /plan command failed: {0}")]
     Register(ChannelError),
@@ -112,7 +112,9 @@ pub async fn start_with_clock(
     clock: Clock,
 ) -> Result<Adapter, DiscordError> {
     let settings = config.validate()?;
-    let rest = Arc::new(rest::Rest::new(&settings).map_err(|e| DiscordError::Config { key: "api_url", message: e.to_string() })?);
+    let rest = Arc::new(rest::Rest::new(&settings).map_err(|e| {
+        ConfigError::new("discord.api_url", format!("cannot be used by the HTTP client ({e})"), "check the URL and the system's TLS setup")
+    })?);
     if settings.register_commands {
         rest.register_plan_command(settings.guild_id).await.map_err(DiscordError::Register)?;
     }
@@ -121,10 +123,11 @@ pub async fn start_with_clock(
     let (routes, task) = match settings.transport {
         Transport::Gateway => (None, Some(gateway::spawn(rest.clone(), inbox, shutdown).await?)),
         Transport::Http => {
+            // validate() refuses HTTP without a key.
             let verifier = settings
                 .public_key
                 .clone()
-                .ok_or(DiscordError::Config { key: "application_public_key", message: "required when transport = \"http\"".into() })?;
+                .ok_or_else(|| ConfigError::new("discord.application_public_key", "is missing", "set it when transport = \"http\""))?;
             (Some(endpoint::router(verifier, inbox, settings.interaction_window_secs, clock)), None)
         }
     };

@@ -4,7 +4,9 @@ use crate::config::Settings;
 use crate::render::{self, CUT_SHORT};
 use crate::rest::Rest;
 use async_trait::async_trait;
-use plangate_channel::{send_with_retry, Channel, ChannelError, Delivery, Destination, Document, RateLimiter, RetryPolicy, Style};
+use plangate_channel::{
+    limit_key, send_with_retry, Channel, ChannelError, Delivery, Destination, Document, RateLimiter, RetryPolicy, Style,
+};
 use plangate_engine::card::Card;
 use plangate_engine::Question;
 use serenity::builder::{CreateMessage, EditMessage};
@@ -33,11 +35,11 @@ impl std::fmt::Debug for DiscordChannel {
 }
 
 fn snowflake(text: &str, what: &str) -> Result<u64, ChannelError> {
-    text.trim()
-        .parse::<u64>()
-        .ok()
-        .filter(|n| *n != 0)
-        .ok_or_else(|| ChannelError::Api { platform: NAME, message: format!("{what} {text:?} is not a Discord id") })
+    text.trim().parse::<u64>().ok().filter(|n| *n != 0).ok_or_else(|| ChannelError::Api {
+        platform: NAME,
+        status: None,
+        message: format!("{what} {text:?} is not a Discord id"),
+    })
 }
 
 fn channel_id(text: &str) -> Result<ChannelId, ChannelError> {
@@ -69,14 +71,16 @@ impl DiscordChannel {
             Some(f) => message.add_file(f.clone()),
             None => message,
         };
-        send_with_retry(&self.limiter, chat, self.policy, || self.rest.create_message(channel, &message, file.clone())).await
+        let key = limit_key(NAME, "chat", chat);
+        send_with_retry(&self.limiter, &key, self.policy, || self.rest.create_message(channel, &message, file.clone())).await
     }
 
     async fn edit(&self, chat: &str, message: &str, edit: EditMessage) -> Result<(), ChannelError> {
         let channel = channel_id(chat)?;
         let message = message_id(message)?;
         let edit = edit.allowed_mentions(render::no_mentions());
-        send_with_retry(&self.limiter, chat, self.policy, || self.rest.edit_message(channel, message, &edit)).await
+        let key = limit_key(NAME, "chat", chat);
+        send_with_retry(&self.limiter, &key, self.policy, || self.rest.edit_message(channel, message, &edit)).await
     }
 }
 

@@ -443,7 +443,7 @@ async fn a_429_is_waited_out_then_the_card_is_sent() {
         json!({"code": 50013, "message": "Missing Permissions"}),
     );
     let err = channel.update_card(&delivery, &card()).await.unwrap_err();
-    assert!(matches!(&err, plangate_channel::ChannelError::Api { message, .. } if message.contains("Missing Permissions")), "{err}");
+    assert!(matches!(&err, plangate_channel::ChannelError::Forbidden { message, .. } if message.contains("Missing Permissions")), "{err}");
     assert_eq!(fake.wait_for_count(WAIT, "PATCH", "/messages/", 1).await.len(), 1);
 }
 
@@ -1054,6 +1054,29 @@ async fn a_slow_handler_is_deferred_then_the_reply_replaces_it() {
     assert_eq!(patch.json().unwrap(), json!({"content": "✅ Approved v2", "allowed_mentions": no_mentions()}));
 }
 
+/// Over HTTP, Discord may not have processed the deferral yet when the late
+/// reply comes: a 404 on `@original` is retried (and a 500, and a 429 after
+/// its retry_after), all through the shared `send_with_retry`.
+#[tokio::test]
+async fn a_deferred_reply_is_retried_after_a_404_a_500_and_a_429() {
+    let fake = DiscordFake::start(APP).await;
+    let original = format!("/api/v10/webhooks/{APP}/tok-late/messages/@original");
+    fake.script("PATCH", &original, 404, &[], json!({"code": 10062, "message": "Unknown interaction"}));
+    fake.script("PATCH", &original, 500, &[], json!({"message": "Internal Server Error"}));
+    fake.script_rate_limit("PATCH", &original, 0.3);
+    let handler = Recorder::slow(Duration::from_millis(300), |_| Reply::Notice("✅ Approved v2".into()));
+    let (_running, http) = http_endpoint(&fake, handler, 100).await;
+    let response = http.send(&fake::component_interaction(9602, "tok-late", APP, &alice(), 42, &encode(Button::Approve(approval())))).await;
+    assert_eq!(response.json::<Value>().await.unwrap()["type"], 5, "deferred");
+    // Answered 404, 500, 429 as scripted, then 200.
+    let patches = fake.wait_for_count(WAIT, "PATCH", "/messages/@original", 4).await;
+    assert!(patches.iter().all(|p| p.path == original && p.body == patches[0].body), "the same edit each time");
+    let waited = patches[3].at.duration_since(patches[2].at);
+    assert!(waited >= Duration::from_millis(300), "retry_after honoured: waited {waited:?}");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(fake.requests().iter().filter(|r| r.method == "PATCH").count(), 4, "nothing after the success");
+}
+
 #[tokio::test]
 async fn weak_or_missing_public_keys_fail_at_start() {
     let fake = DiscordFake::start(APP).await;
@@ -1063,7 +1086,7 @@ async fn weak_or_missing_public_keys_fail_at_start() {
     c.application_public_key = Some(hex::encode(identity));
     let (_stop, shutdown) = watch::channel(false);
     let Err(err) = start(c, Recorder::new(|_| Reply::None), shutdown.clone()).await else { panic!("a weak key must be refused") };
-    assert!(err.to_string().starts_with("invalid setting discord.application_public_key: a small-order"), "{err}");
+    assert!(err.to_string().starts_with("`discord.application_public_key`: is a small-order"), "{err}");
     let mut c = config(&fake, Transport::Http);
     c.application_public_key = None;
     let Err(err) = start(c, Recorder::new(|_| Reply::None), shutdown).await else { panic!("HTTP mode needs a key") };

@@ -1,7 +1,8 @@
 //! The `[slack]` section of plangate's configuration.
 
+use plangate_channel::ConfigError;
+use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
-use std::fmt;
 use url::Url;
 
 /// How Slack delivers clicks, modal submissions and slash commands to us.
@@ -17,18 +18,19 @@ pub enum Transport {
     Http,
 }
 
-/// `[slack]`: keys of DESIGN §10 plus the adapter's limits.
-#[derive(Clone, Deserialize)]
+/// `[slack]`: keys of DESIGN §10 plus the adapter's limits. Secrets are
+/// [`SecretString`]s: redacted from `Debug`.
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SlackConfig {
     /// Bot token (`xoxb-…`): every Web API call.
-    pub bot_token: String,
+    pub bot_token: SecretString,
     /// App-level token (`xapp-…`) with `connections:write`: Socket Mode only.
     #[serde(default)]
-    pub app_token: Option<String>,
+    pub app_token: Option<SecretString>,
     /// Signing secret of the Slack app: HTTP mode only.
     #[serde(default)]
-    pub signing_secret: Option<String>,
+    pub signing_secret: Option<SecretString>,
     /// Web API base URL; tests point it at a loopback fake (http or https).
     #[serde(default = "default_api_url")]
     pub api_url: String,
@@ -72,7 +74,7 @@ impl SlackConfig {
     /// A config with every default, for the given bot token.
     pub fn new(bot_token: impl Into<String>) -> SlackConfig {
         SlackConfig {
-            bot_token: bot_token.into(),
+            bot_token: SecretString::new(bot_token.into()),
             app_token: None,
             signing_secret: None,
             api_url: default_api_url(),
@@ -84,34 +86,39 @@ impl SlackConfig {
         }
     }
 
-    /// Check every key the chosen transport needs, naming the key and what
-    /// was expected, so a bad deployment fails at start and not at the first click.
-    pub fn validate(&self) -> Result<(), crate::SlackError> {
-        let bad = |key: &'static str, expected: &'static str| Err(crate::SlackError::Config { key, expected });
-        if self.bot_token.trim().is_empty() {
-            return bad("slack.bot_token", "the bot token (xoxb-…)");
+    /// Check every key the chosen transport needs, naming the key, what is
+    /// wrong and what to do, so a bad deployment fails at start and not at
+    /// the first click.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |key, problem: &str, fix: &str| Err(ConfigError::new(key, problem, fix));
+        if self.bot_token.expose_secret().trim().is_empty() {
+            return bad("slack.bot_token", "is empty", "set the bot token (xoxb-…) (PLANGATE__SLACK__BOT_TOKEN)");
         }
         match Url::parse(&self.api_url) {
             Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => {}
-            _ => return bad("slack.api_url", "an http(s) URL such as https://slack.com/api"),
+            _ => return bad("slack.api_url", "is not an http(s) URL", "use one such as https://slack.com/api"),
         }
         match self.transport {
-            Transport::Socket if non_empty(&self.app_token).is_none() => {
-                return bad("slack.app_token", "an app-level token (xapp-…) for transport = \"socket\"");
+            Transport::Socket if secret_text(&self.app_token).is_none() => {
+                return bad("slack.app_token", "is missing", "set an app-level token (xapp-…) for transport = \"socket\"");
             }
-            Transport::Http if non_empty(&self.signing_secret).is_none() => {
-                return bad("slack.signing_secret", "the app's signing secret for transport = \"http\"");
+            Transport::Http if secret_text(&self.signing_secret).is_none() => {
+                return bad("slack.signing_secret", "is missing", "set the app's signing secret for transport = \"http\"");
             }
             _ => {}
         }
         if self.allow_other_teams.iter().any(|t| !is_team_id(t)) {
-            return bad("slack.allow_other_teams", "a list of workspace ids such as [\"T0123456789\"]");
+            return bad(
+                "slack.allow_other_teams",
+                "has an entry that is not a workspace id",
+                "list workspace ids such as [\"T0123456789\"]",
+            );
         }
         if self.per_channel_per_second == 0 {
-            return bad("slack.per_channel_per_second", "a whole number of messages per second, at least 1");
+            return bad("slack.per_channel_per_second", "is 0", "use a whole number of messages per second, at least 1");
         }
         if self.global_per_second == 0 {
-            return bad("slack.global_per_second", "a whole number of messages per second, at least 1");
+            return bad("slack.global_per_second", "is 0", "use a whole number of messages per second, at least 1");
         }
         Ok(())
     }
@@ -143,31 +150,22 @@ fn is_team_id(id: &str) -> bool {
     id.len() >= 2 && id.len() <= 32 && id.bytes().all(|b| b.is_ascii_alphanumeric())
 }
 
-pub(crate) fn non_empty(value: &Option<String>) -> Option<&str> {
+fn non_empty(value: &Option<String>) -> Option<&str> {
     value.as_deref().map(str::trim).filter(|v| !v.is_empty())
 }
 
-/// Secrets are never printed, only whether they are set.
-impl fmt::Debug for SlackConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let set = |v: bool| if v { "<set>" } else { "<unset>" };
-        f.debug_struct("SlackConfig")
-            .field("bot_token", &set(!self.bot_token.is_empty()))
-            .field("app_token", &set(non_empty(&self.app_token).is_some()))
-            .field("signing_secret", &set(non_empty(&self.signing_secret).is_some()))
-            .field("api_url", &self.api_url)
-            .field("transport", &self.transport)
-            .field("team_id", &self.team_id)
-            .field("allow_other_teams", &self.allow_other_teams)
-            .field("per_channel_per_second", &self.per_channel_per_second)
-            .field("global_per_second", &self.global_per_second)
-            .finish()
-    }
+/// A secret's text, trimmed; `None` when unset or blank (an unset environment override).
+pub(crate) fn secret_text(value: &Option<SecretString>) -> Option<&str> {
+    value.as_ref().map(|v| v.expose_secret().trim()).filter(|v| !v.is_empty())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn secret(text: &str) -> SecretString {
+        SecretString::new(text.to_string())
+    }
 
     #[test]
     fn defaults_and_validation() {
@@ -179,18 +177,22 @@ mod tests {
 
         let mut http = cfg.clone();
         http.transport = Transport::Http;
-        assert!(matches!(http.validate(), Err(crate::SlackError::Config { key: "slack.signing_secret", .. })));
+        assert!(matches!(http.validate(), Err(ConfigError { key: "slack.signing_secret", .. })));
         let mut no_app = cfg.clone();
-        no_app.app_token = Some(" ".into());
-        assert!(matches!(no_app.validate(), Err(crate::SlackError::Config { key: "slack.app_token", .. })));
+        no_app.app_token = Some(secret(" "));
+        assert!(matches!(no_app.validate(), Err(ConfigError { key: "slack.app_token", .. })));
         let mut bad_url = cfg.clone();
         bad_url.api_url = "ftp://x".into();
-        assert!(matches!(bad_url.validate(), Err(crate::SlackError::Config { key: "slack.api_url", .. })));
+        assert!(matches!(bad_url.validate(), Err(ConfigError { key: "slack.api_url", .. })));
+        assert_eq!(
+            bad_url.validate().unwrap_err().to_string(),
+            "`slack.api_url`: is not an http(s) URL; use one such as https://slack.com/api"
+        );
         let unknown = serde_json::from_value::<SlackConfig>(serde_json::json!({"bot_token": "x", "tokn": "y"}));
         assert!(unknown.is_err());
         let mut bad_team = cfg.clone();
         bad_team.allow_other_teams = vec!["T1".into(), "T 2".into()];
-        assert!(matches!(bad_team.validate(), Err(crate::SlackError::Config { key: "slack.allow_other_teams", .. })));
+        assert!(matches!(bad_team.validate(), Err(ConfigError { key: "slack.allow_other_teams", .. })));
         bad_team.allow_other_teams = vec![String::new()];
         assert!(bad_team.validate().is_err());
     }
@@ -212,10 +214,13 @@ mod tests {
     #[test]
     fn debug_hides_secrets() {
         let mut cfg = SlackConfig::new("xoxb-secret-bot");
-        cfg.app_token = Some("xapp-secret-app".into());
-        cfg.signing_secret = Some("signing-secret-value".into());
+        cfg.app_token = Some(secret("xapp-secret-app"));
+        cfg.signing_secret = Some(secret("signing-secret-value"));
         let shown = format!("{cfg:?}");
         assert!(!shown.contains("secret-bot") && !shown.contains("secret-app") && !shown.contains("signing-secret-value"), "{shown}");
-        assert!(shown.contains("<set>"));
+        // Set secrets show as set (and redacted), unset ones as unset.
+        assert_eq!(shown.matches("REDACTED").count(), 3, "{shown}");
+        cfg.app_token = None;
+        assert!(format!("{cfg:?}").contains("app_token: None"));
     }
 }

@@ -367,7 +367,7 @@ impl Dispatcher {
             tracing::info!("duplicate event dropped");
             return;
         }
-        tracing::info!(action = ?inbound.action, "inbound event");
+        tracing::info!(action = inbound.action.kind(), "inbound event");
         let this = self.clone();
         tokio::spawn(
             async move {

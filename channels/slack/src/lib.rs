@@ -73,7 +73,7 @@ pub use config::{SlackConfig, Transport, DEFAULT_API_URL};
 pub use outbound::SlackChannel;
 pub use verify::{Clock, Verifier};
 
-use plangate_channel::{Adapter, InboundHandler, Shutdown};
+use plangate_channel::{Adapter, ConfigError, InboundHandler, Shutdown};
 use std::sync::Arc;
 use thiserror::Error;
 
@@ -81,8 +81,8 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum SlackError {
     /// A `[slack]` key is missing or invalid.
-    #[error("invalid setting {key}: expected {expected}")]
-    Config { key: &'static str, expected: &'static str },
+    #[error(transparent)]
+    Config(#[from] ConfigError),
     /// The HTTPS connector could not load the system's root certificates.
     #[error("cannot load TLS root certificates: {0}")]
     Tls(String),
@@ -153,12 +153,12 @@ pub async fn start_with(
     let dispatcher = Arc::new(inbound::Dispatcher::new(handler, api.clone()));
     match config.transport {
         Transport::Socket => {
-            let app_token = config::non_empty(&config.app_token).unwrap_or_default().to_string();
+            let app_token = config::secret_text(&config.app_token).unwrap_or_default();
             let task = socket::spawn(api, dispatcher, app_token, shutdown).await?;
             Ok(Adapter { channel, routes: None, task: Some(task), expected_team })
         }
         Transport::Http => {
-            let secret = config::non_empty(&config.signing_secret).unwrap_or_default();
+            let secret = config::secret_text(&config.signing_secret).unwrap_or_default();
             let verifier = Arc::new(Verifier::new(secret.as_bytes(), options.clock));
             Ok(Adapter { channel, routes: Some(http::routes(dispatcher, verifier)), task: None, expected_team })
         }

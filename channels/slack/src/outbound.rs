@@ -4,9 +4,12 @@
 use crate::render;
 use crate::{SlackConfig, SlackError};
 use async_trait::async_trait;
-use plangate_channel::{send_with_retry, Channel, ChannelError, Delivery, Destination, Document, RateLimiter, RetryPolicy};
+use plangate_channel::{
+    global_limit_key, limit_key, send_with_retry, Channel, ChannelError, Delivery, Destination, Document, RateLimiter, RetryPolicy,
+};
 use plangate_engine::card::Card;
 use plangate_engine::Question;
+use secrecy::ExposeSecret;
 use serde::Serialize;
 use slack_morphism::errors::SlackClientError;
 use slack_morphism::prelude::*;
@@ -49,7 +52,7 @@ impl Api {
         }
         Ok(Api {
             client: Arc::new(SlackClient::new(connector)),
-            token: SlackApiToken::new(SlackApiTokenValue::new(config.bot_token.clone())),
+            token: SlackApiToken::new(SlackApiTokenValue::new(config.bot_token.expose_secret().clone())),
             limiter: RateLimiter::new(
                 (config.per_channel_per_second as usize, Duration::from_secs(1)),
                 (config.global_per_second as usize, Duration::from_secs(1)),
@@ -61,22 +64,25 @@ impl Api {
 
     /// The workspace (`team_id`) the bot token belongs to, from `auth.test`.
     pub(crate) async fn auth_team(&self) -> Result<String, ChannelError> {
-        let res = self.call("auth.test", "auth.test", || async { self.client.open_session(&self.token).auth_test().await }).await?;
+        let res = self
+            .call("auth.test", &global_limit_key(PLATFORM), || async { self.client.open_session(&self.token).auth_test().await })
+            .await?;
         let team = res.team_id.to_string();
         if team.trim().is_empty() {
-            return Err(ChannelError::Api { platform: PLATFORM, message: "auth.test returned no team_id".to_string() });
+            return Err(ChannelError::Api { platform: PLATFORM, status: None, message: "auth.test returned no team_id".to_string() });
         }
         Ok(team)
     }
 
-    /// Run one rate-limited, retried API call for `key` (a channel id).
+    /// Run one rate-limited, retried API call budgeted under `key` (see
+    /// [`chat`] for messages into a channel).
     async fn call<T, F, Fut>(&self, method: &'static str, key: &str, send: F) -> Result<T, ChannelError>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<T, SlackClientError>>,
     {
         let mut send = send;
-        let span = tracing::info_span!("slack_api", method, channel = key);
+        let span = tracing::info_span!("slack_api", method, key);
         async {
             let result = send_with_retry(&self.limiter, key, self.retry, || {
                 let fut = send();
@@ -104,14 +110,16 @@ impl Api {
             .with_unfurl_links(false)
             .with_unfurl_media(false);
         let res = self
-            .call("chat.postMessage", channel, || async { self.client.open_session(&self.token).chat_post_message(&req).await })
+            .call("chat.postMessage", &chat(channel), || async { self.client.open_session(&self.token).chat_post_message(&req).await })
             .await?;
         Ok((res.channel.to_string(), res.ts.to_string()))
     }
 
     pub(crate) async fn update(&self, channel: &str, ts: &str, text: String, blocks: Vec<SlackBlock>) -> Result<(), ChannelError> {
         let req = SlackApiChatUpdateRequest::new(channel.into(), SlackMessageContent::new().with_text(text).with_blocks(blocks), ts.into());
-        self.call("chat.update", channel, || async { self.client.open_session(&self.token).chat_update(&req).await }).await.map(|_| ())
+        self.call("chat.update", &chat(channel), || async { self.client.open_session(&self.token).chat_update(&req).await })
+            .await
+            .map(|_| ())
     }
 
     pub(crate) async fn post_ephemeral(
@@ -128,7 +136,7 @@ impl Api {
             SlackMessageContent::new().with_text(text).opt_blocks(blocks),
         )
         .opt_thread_ts(thread.map(SlackTs::from));
-        self.call("chat.postEphemeral", channel, || async { self.client.open_session(&self.token).chat_post_ephemeral(&req).await })
+        self.call("chat.postEphemeral", &chat(channel), || async { self.client.open_session(&self.token).chat_post_ephemeral(&req).await })
             .await
             .map(|_| ())
     }
@@ -161,7 +169,7 @@ impl Api {
         let url = Url::parse(response_url).map_err(|e| ChannelError::Other(format!("bad response_url: {e}")))?;
         let body = Respond { response_type: "ephemeral", replace_original, text, blocks };
         let connector = self.client.http_api.connector.clone();
-        self.call("response_url", channel, || {
+        self.call("response_url", &chat(channel), || {
             let connector = connector.clone();
             let url = url.clone();
             let body = &body;
@@ -180,9 +188,11 @@ impl Api {
         let req = SlackApiViewsOpenRequest::new(trigger_id.into(), view);
         // Not a channel message: keyed by user, so a busy channel cannot make
         // the 3 s trigger expire.
-        self.call("views.open", &format!("views:{user}"), || async { self.client.open_session(&self.token).views_open(&req).await })
-            .await
-            .map(|_| ())
+        self.call("views.open", &limit_key(PLATFORM, "user", user), || async {
+            self.client.open_session(&self.token).views_open(&req).await
+        })
+        .await
+        .map(|_| ())
     }
 
     /// The external upload flow: get an upload URL, send the bytes there,
@@ -196,7 +206,7 @@ impl Api {
     ) -> Result<(), ChannelError> {
         let bytes = document.text.as_bytes().to_vec();
         let get = SlackApiFilesGetUploadUrlExternalRequest::new(document.file_name.clone(), bytes.len());
-        let upload_key = format!("{channel}:files");
+        let upload_key = limit_key(PLATFORM, "files", channel);
         let target = self
             .call("files.getUploadURLExternal", &upload_key, || async {
                 self.client.open_session(&self.token).get_upload_url_external(&get).await
@@ -211,7 +221,7 @@ impl Api {
         .with_channel_id(channel.into())
         .opt_thread_ts(thread.map(SlackTs::from))
         .opt_initial_comment(comment);
-        self.call("files.completeUploadExternal", channel, || async {
+        self.call("files.completeUploadExternal", &chat(channel), || async {
             self.client.open_session(&self.token).files_complete_upload_external(&complete).await
         })
         .await
@@ -219,23 +229,62 @@ impl Api {
     }
 }
 
-/// slack-morphism's errors in the contract's terms: 429 → `RateLimited` (so
-/// `send_with_retry` waits as asked), 5xx and network trouble → `Transport`
-/// (retried), refusals → `Api` (not retried).
+/// The rate-limit key of messages into `channel`.
+fn chat(channel: &str) -> String {
+    limit_key(PLATFORM, "chat", channel)
+}
+
+/// slack-morphism's errors in the contract's terms, once for the whole
+/// adapter: 429 → `RateLimited` (so `send_with_retry` waits as asked), 5xx
+/// and network trouble → `Transport` (retried), refusals by what their error
+/// code or HTTP status means (not retried).
 pub(crate) fn map_error(error: SlackClientError) -> ChannelError {
     match error {
         SlackClientError::RateLimitError(e) => {
             ChannelError::RateLimited { platform: PLATFORM, retry_after: e.retry_after.unwrap_or(Duration::from_secs(1)) }
         }
-        SlackClientError::ApiError(e) => ChannelError::Api { platform: PLATFORM, message: e.code },
-        SlackClientError::HttpError(e) if e.status_code.is_server_error() => {
-            ChannelError::Transport { platform: PLATFORM, message: format!("HTTP {}", e.status_code) }
+        SlackClientError::ApiError(e) => refusal(e.code),
+        SlackClientError::HttpError(e) => {
+            let status = e.status_code.as_u16();
+            let message = format!("HTTP {}", e.status_code);
+            match status {
+                500..=599 => ChannelError::Transport { platform: PLATFORM, status: Some(status), message },
+                401 | 403 => ChannelError::Forbidden { platform: PLATFORM, message },
+                404 | 410 => ChannelError::NotFound { platform: PLATFORM, message },
+                _ => ChannelError::Api { platform: PLATFORM, status: Some(status), message },
+            }
         }
-        SlackClientError::HttpError(e) => ChannelError::Api { platform: PLATFORM, message: format!("HTTP {}", e.status_code) },
         SlackClientError::HttpProtocolError(_) | SlackClientError::EndOfStream(_) => {
-            ChannelError::Transport { platform: PLATFORM, message: error.to_string() }
+            ChannelError::Transport { platform: PLATFORM, status: None, message: error.to_string() }
         }
         other => ChannelError::Other(format!("slack: {other}")),
+    }
+}
+
+/// A Web API `{"ok": false, "error": code}` (HTTP 200) by what the code means.
+fn refusal(code: String) -> ChannelError {
+    const FORBIDDEN: [&str; 14] = [
+        "not_in_channel",
+        "is_archived",
+        "restricted_action",
+        "missing_scope",
+        "not_authed",
+        "invalid_auth",
+        "account_inactive",
+        "token_revoked",
+        "token_expired",
+        "no_permission",
+        "access_denied",
+        "ekm_access_denied",
+        "team_access_not_granted",
+        "cant_update_message",
+    ];
+    if code.ends_with("_not_found") {
+        ChannelError::NotFound { platform: PLATFORM, message: code }
+    } else if FORBIDDEN.contains(&code.as_str()) {
+        ChannelError::Forbidden { platform: PLATFORM, message: code }
+    } else {
+        ChannelError::Api { platform: PLATFORM, status: None, message: code }
     }
 }
 
@@ -295,5 +344,77 @@ impl Channel for SlackChannel {
     async fn update_question(&self, delivery: &Delivery, question: &Question) -> Result<(), ChannelError> {
         let blocks = render::question_blocks(question, delivery.style);
         self.api.update(&delivery.chat, &delivery.message_id, render::question_fallback(question), blocks).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::StatusCode;
+    use slack_morphism::errors::{
+        SlackClientApiError, SlackClientEndOfStreamError, SlackClientHttpError, SlackClientSocketModeProtocolError, SlackRateLimitError,
+    };
+
+    /// Every kind of slack-morphism error lands on its contract variant.
+    #[test]
+    fn slack_errors_map_to_typed_variants() {
+        let api = |code: &str| {
+            SlackClientError::ApiError(SlackClientApiError {
+                code: code.to_string(),
+                errors: None,
+                warnings: None,
+                http_response_body: Some(format!("{{\"ok\":false,\"error\":\"{code}\"}}")),
+            })
+        };
+        let http = |status: u16| {
+            SlackClientError::HttpError(SlackClientHttpError {
+                status_code: StatusCode::from_u16(status).unwrap(),
+                http_response_body: Some("<html>".into()),
+            })
+        };
+        let limited = |retry_after: Option<u64>| {
+            SlackClientError::RateLimitError(SlackRateLimitError {
+                retry_after: retry_after.map(Duration::from_secs),
+                code: Some("ratelimited".into()),
+                warnings: None,
+                http_response_body: None,
+            })
+        };
+        let table: Vec<(SlackClientError, &str, Option<u16>, &str)> = vec![
+            (api("channel_not_found"), "not_found", None, "slack refused the request: channel_not_found"),
+            (api("message_not_found"), "not_found", None, "slack refused the request: message_not_found"),
+            (api("not_in_channel"), "forbidden", None, "slack refused the request: not_in_channel"),
+            (api("missing_scope"), "forbidden", None, "slack refused the request: missing_scope"),
+            (api("invalid_auth"), "forbidden", None, "slack refused the request: invalid_auth"),
+            (api("invalid_blocks"), "api", None, "slack refused the request: invalid_blocks"),
+            (api("msg_too_long"), "api", None, "slack refused the request: msg_too_long"),
+            (http(404), "not_found", None, "slack refused the request: HTTP 404 Not Found"),
+            (http(403), "forbidden", None, "slack refused the request: HTTP 403 Forbidden"),
+            (http(400), "api", Some(400), "slack refused the request: HTTP 400 Bad Request"),
+            (http(500), "transport", Some(500), "slack is unreachable: HTTP 500 Internal Server Error"),
+            (http(503), "transport", Some(503), "slack is unreachable: HTTP 503 Service Unavailable"),
+            (limited(Some(30)), "rate_limited", None, "rate limited by slack; retry after 30s"),
+            (limited(None), "rate_limited", None, "rate limited by slack; retry after 1s"),
+            (
+                SlackClientError::EndOfStream(SlackClientEndOfStreamError {}),
+                "transport",
+                None,
+                "slack is unreachable: Slack end of stream error",
+            ),
+            (
+                SlackClientError::SocketModeProtocolError(SlackClientSocketModeProtocolError { message: "bad envelope".into() }),
+                "other",
+                None,
+                "slack: Slack socket mode protocol error: bad envelope",
+            ),
+        ];
+        for (error, expected, expected_status, expected_shown) in table {
+            let mapped = map_error(error);
+            assert_eq!(
+                (mapped.kind(), mapped.status(), mapped.to_string().as_str()),
+                (expected, expected_status, expected_shown),
+                "{mapped:?}"
+            );
+        }
     }
 }

@@ -34,7 +34,7 @@ impl std::error::Error for AckedWithoutPayload {}
 pub(crate) async fn spawn(
     api: Arc<Api>,
     dispatcher: Arc<Dispatcher>,
-    app_token: String,
+    app_token: &str,
     mut shutdown: Shutdown,
 ) -> Result<JoinHandle<()>, SlackError> {
     let callbacks = SlackSocketModeListenerCallbacks::new().with_command_events(on_command).with_interaction_events(on_interaction);
@@ -43,7 +43,7 @@ pub(crate) async fn spawn(
     // One connection; slack-morphism reconnects it when it drops.
     let config = SlackClientSocketModeConfig::new().with_max_connections_count(1).with_reconnect_timeout_in_seconds(5);
     let listener = SlackClientSocketModeListener::new(&config, environment, callbacks);
-    let token = SlackApiToken::new(SlackApiTokenValue::new(app_token)).with_token_type(SlackApiTokenType::App);
+    let token = SlackApiToken::new(SlackApiTokenValue::new(app_token.to_string())).with_token_type(SlackApiTokenType::App);
     listener.listen_for(&token).await.map_err(|e| SlackError::Socket(e.to_string()))?;
     Ok(tokio::spawn(async move {
         listener.start().await;

@@ -14,6 +14,7 @@ use plangate_slack::{start, start_with, SlackConfig, StartOptions, Transport};
 use plangate_testkit::slack::{
     block_actions, from_team, slash_command, text_input, view_submission, Body, Scripted, SlackFake, OTHER_TEAM, TEAM,
 };
+use secrecy::SecretString;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -92,8 +93,8 @@ struct Harness {
 
 fn config(fake: &SlackFake, transport: Transport) -> SlackConfig {
     let mut config = SlackConfig::new(BOT);
-    config.app_token = Some(APP.into());
-    config.signing_secret = Some(SECRET.into());
+    config.app_token = Some(SecretString::new(APP.into()));
+    config.signing_secret = Some(SecretString::new(SECRET.into()));
     config.api_url = fake.api_url();
     config.transport = transport;
     config.team_id = Some(TEAM.into());
@@ -560,7 +561,7 @@ async fn a_429_is_waited_out_as_retry_after_says_then_the_send_succeeds() {
     // Refusals are errors, not retried.
     h.fake.script("chat.postMessage", Scripted::error("channel_not_found"));
     let err = h.channel().send_text("CNOPE", "hi").await.unwrap_err();
-    assert!(matches!(&err, ChannelError::Api { message, .. } if message == "channel_not_found"), "{err:?}");
+    assert!(matches!(&err, ChannelError::NotFound { message, .. } if message == "channel_not_found"), "{err:?}");
     assert_eq!(h.fake.calls("chat.postMessage").len(), 3);
 }
 
@@ -899,7 +900,7 @@ async fn start_checks_the_config_and_shutdown_ends_the_socket_mode_task() {
     let mut missing = config(&fake, Transport::Socket);
     missing.app_token = None;
     match start(missing, Recorder::new(|_| Reply::None), rx.clone()).await {
-        Err(plangate_slack::SlackError::Config { key: "slack.app_token", .. }) => {}
+        Err(plangate_slack::SlackError::Config(plangate_channel::ConfigError { key: "slack.app_token", .. })) => {}
         Err(other) => panic!("wrong error: {other}"),
         Ok(_) => panic!("started without an app token"),
     }

@@ -1,8 +1,8 @@
 //! The `[telegram]` section of plangate's configuration.
 
-use crate::TelegramError;
+use plangate_channel::ConfigError;
+use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Deserializer};
-use std::fmt;
 
 /// The Bot API base URL Telegram itself serves.
 pub const DEFAULT_API_URL: &str = "https://api.telegram.org";
@@ -23,12 +23,12 @@ pub enum Transport {
     Webhook,
 }
 
-/// `[telegram]`. Secrets are redacted from `Debug`.
-#[derive(Clone, Deserialize)]
+/// `[telegram]`. Secrets are [`SecretString`]s: redacted from `Debug`.
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TelegramConfig {
     /// The bot token from @BotFather.
-    pub token: String,
+    pub token: SecretString,
     /// Bot API base URL; tests point it at a loopback fake.
     #[serde(default = "default_api_url")]
     pub api_url: String,
@@ -37,7 +37,7 @@ pub struct TelegramConfig {
     /// Webhook mode only (required there): the `secret_token` Telegram sends
     /// back in `X-Telegram-Bot-Api-Secret-Token`; 16–256 of `A-Z a-z 0-9 _ -`.
     #[serde(default)]
-    pub webhook_secret: Option<String>,
+    pub webhook_secret: Option<SecretString>,
     /// Webhook mode only (required there): the public HTTPS URL that reaches
     /// plangate's `/telegram/webhook`.
     #[serde(default)]
@@ -84,7 +84,7 @@ impl TelegramConfig {
     /// A polling configuration with every default and this token.
     pub fn new(token: impl Into<String>) -> TelegramConfig {
         TelegramConfig {
-            token: token.into(),
+            token: SecretString::new(token.into()),
             api_url: default_api_url(),
             transport: Transport::Polling,
             webhook_secret: None,
@@ -95,31 +95,32 @@ impl TelegramConfig {
         }
     }
 
-    /// Check every key; the error names the key and what was expected.
-    pub fn validate(&self) -> Result<(), TelegramError> {
-        let invalid = |key: &'static str, expected: &str| Err(TelegramError::Config { key, expected: expected.to_string() });
-        if self.token.trim().is_empty() {
-            return invalid("telegram.token", "the bot token from @BotFather (set PLANGATE__TELEGRAM__TOKEN)");
+    /// Check every key; the error names the key, what is wrong and what to do.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |key, problem: &str, fix: &str| Err(ConfigError::new(key, problem, fix));
+        if self.token.expose_secret().trim().is_empty() {
+            return invalid("telegram.token", "is empty", "set the bot token from @BotFather (PLANGATE__TELEGRAM__TOKEN)");
         }
         if !(self.api_url.starts_with("https://") || self.api_url.starts_with("http://")) {
-            return invalid("telegram.api_url", "an http(s) URL such as https://api.telegram.org");
+            return invalid("telegram.api_url", "is not an http(s) URL", "use one such as https://api.telegram.org");
         }
         if !(1..=MAX_POLL_TIMEOUT_SECS).contains(&self.poll_timeout_secs) {
-            return invalid("telegram.poll_timeout_secs", "1 to 15 seconds (the HTTP client gives up at 17 s)");
+            return invalid("telegram.poll_timeout_secs", "is out of range", "use 1 to 15 seconds (the HTTP client gives up at 17 s)");
         }
         if self.per_chat_per_second == 0 {
-            return invalid("telegram.per_chat_per_second", "at least 1");
+            return invalid("telegram.per_chat_per_second", "is 0", "use at least 1");
         }
         if self.global_per_second == 0 {
-            return invalid("telegram.global_per_second", "at least 1");
+            return invalid("telegram.global_per_second", "is 0", "use at least 1");
         }
         if self.transport == Transport::Webhook {
-            let secret = self.webhook_secret.as_deref().unwrap_or_default();
+            let secret = self.webhook_secret.as_ref().map(|s| s.expose_secret().as_str()).unwrap_or_default();
             let charset_ok = secret.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
             if !(16..=256).contains(&secret.len()) || !charset_ok {
                 return invalid(
                     "telegram.webhook_secret",
-                    "16 to 256 characters of A-Z a-z 0-9 _ - (required with transport = \"webhook\": it is how plangate knows a request comes from Telegram)",
+                    "is missing, too short or too long, or has characters Telegram refuses",
+                    "use 16 to 256 characters of A-Z a-z 0-9 _ - (required with transport = \"webhook\": it is how plangate knows a request comes from Telegram)",
                 );
             }
             match self.webhook_url.as_deref() {
@@ -127,27 +128,13 @@ impl TelegramConfig {
                 _ => {
                     return invalid(
                         "telegram.webhook_url",
-                        "the public https:// URL of plangate's /telegram/webhook (required with transport = \"webhook\")",
+                        "is missing or not an https:// URL",
+                        "set the public https:// URL of plangate's /telegram/webhook (required with transport = \"webhook\")",
                     )
                 }
             }
         }
         Ok(())
-    }
-}
-
-impl fmt::Debug for TelegramConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TelegramConfig")
-            .field("token", &"<redacted>")
-            .field("api_url", &self.api_url)
-            .field("transport", &self.transport)
-            .field("webhook_secret", &self.webhook_secret.as_ref().map(|_| "<redacted>"))
-            .field("webhook_url", &self.webhook_url)
-            .field("poll_timeout_secs", &self.poll_timeout_secs)
-            .field("per_chat_per_second", &self.per_chat_per_second)
-            .field("global_per_second", &self.global_per_second)
-            .finish()
     }
 }
 
@@ -157,6 +144,10 @@ mod tests {
 
     fn from_json(v: serde_json::Value) -> Result<TelegramConfig, serde_json::Error> {
         serde_json::from_value(v)
+    }
+
+    fn secret(text: &str) -> SecretString {
+        SecretString::new(text.to_string())
     }
 
     #[test]
@@ -172,7 +163,9 @@ mod tests {
 
         let mut c = TelegramConfig::new("t");
         c.poll_timeout_secs = 17;
-        assert!(matches!(c.validate(), Err(TelegramError::Config { key: "telegram.poll_timeout_secs", .. })));
+        assert!(matches!(c.validate(), Err(ConfigError { key: "telegram.poll_timeout_secs", .. })));
+        let shown = c.validate().unwrap_err().to_string();
+        assert_eq!(shown, "`telegram.poll_timeout_secs`: is out of range; use 1 to 15 seconds (the HTTP client gives up at 17 s)");
     }
 
     #[test]
@@ -180,21 +173,21 @@ mod tests {
         let mut c = TelegramConfig::new("t");
         c.transport = Transport::Webhook;
         c.webhook_url = Some("https://example.org/telegram/webhook".into());
-        assert!(matches!(c.validate(), Err(TelegramError::Config { key: "telegram.webhook_secret", .. })));
-        c.webhook_secret = Some("short".into());
-        assert!(matches!(c.validate(), Err(TelegramError::Config { key: "telegram.webhook_secret", .. })));
-        c.webhook_secret = Some("has spaces in it, not allowed".into());
+        assert!(matches!(c.validate(), Err(ConfigError { key: "telegram.webhook_secret", .. })));
+        c.webhook_secret = Some(secret("short"));
+        assert!(matches!(c.validate(), Err(ConfigError { key: "telegram.webhook_secret", .. })));
+        c.webhook_secret = Some(secret("has spaces in it, not allowed"));
         assert!(c.validate().is_err());
-        c.webhook_secret = Some("0123456789abcdef_-XYZ".into());
+        c.webhook_secret = Some(secret("0123456789abcdef_-XYZ"));
         c.validate().unwrap();
         c.webhook_url = Some("http://example.org/hook".into());
-        assert!(matches!(c.validate(), Err(TelegramError::Config { key: "telegram.webhook_url", .. })));
+        assert!(matches!(c.validate(), Err(ConfigError { key: "telegram.webhook_url", .. })));
     }
 
     #[test]
     fn debug_hides_secrets() {
         let mut c = TelegramConfig::new("123:SECRET-TOKEN");
-        c.webhook_secret = Some("very-secret-value-123".into());
+        c.webhook_secret = Some(secret("very-secret-value-123"));
         let shown = format!("{c:?}");
         assert!(!shown.contains("SECRET-TOKEN") && !shown.contains("very-secret"), "{shown}");
     }

@@ -50,7 +50,8 @@ pub use inbound::{idempotency_key, UNKNOWN_BUTTON};
 pub use outbound::TelegramChannel;
 pub use transport::{CURSOR_KEY, SECRET_HEADER, WEBHOOK_PATH};
 
-use plangate_channel::{Adapter, InboundHandler, Shutdown};
+use plangate_channel::{Adapter, ConfigError, InboundHandler, Shutdown};
+use secrecy::{ExposeSecret, SecretString};
 use std::fmt::Display;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -67,8 +68,8 @@ pub const COMMAND_DESCRIPTION: &str = "Approve, revise or cancel an agent's plan
 #[derive(Debug, Error)]
 pub enum TelegramError {
     /// A `[telegram]` setting is missing or wrong.
-    #[error("invalid setting {key}: expected {expected}")]
-    Config { key: &'static str, expected: String },
+    #[error(transparent)]
+    Config(#[from] ConfigError),
     /// A call the adapter needs at start failed (bad token, Bot API unreachable).
     #[error("telegram {method} failed at start: {message}; check telegram.token and telegram.api_url")]
     Startup { method: &'static str, message: String },
@@ -79,7 +80,9 @@ fn parse_url<U: FromStr>(key: &'static str, text: &str) -> Result<U, TelegramErr
 where
     U::Err: Display,
 {
-    text.parse().map_err(|e: U::Err| TelegramError::Config { key, expected: format!("a valid URL ({e})") })
+    text.parse().map_err(|e: U::Err| {
+        ConfigError::new(key, format!("is not a valid URL ({e})"), "give a whole URL such as https://example.org/path").into()
+    })
 }
 
 fn startup<'a>(method: &'static str, token: &'a str) -> impl FnOnce(RequestError) -> TelegramError + 'a {
@@ -94,33 +97,33 @@ fn startup<'a>(method: &'static str, token: &'a str) -> impl FnOnce(RequestError
 /// turns true (or its sender is dropped).
 pub async fn start(config: TelegramConfig, handler: Arc<dyn InboundHandler>, shutdown: Shutdown) -> Result<Adapter, TelegramError> {
     config.validate()?;
-    let token = config.token.clone();
-    let bot = Bot::new(token.clone()).set_api_url(parse_url("telegram.api_url", &config.api_url)?);
-    let me = bot.get_me().await.map_err(startup("getMe", &token))?;
+    let token: &str = config.token.expose_secret();
+    let bot = Bot::new(token).set_api_url(parse_url("telegram.api_url", &config.api_url)?);
+    let me = bot.get_me().await.map_err(startup("getMe", token))?;
     tracing::info!(bot = ?me.user.username, transport = ?config.transport, "telegram bot identified");
     if let Err(error) = bot.set_my_commands([BotCommand::new("plan", COMMAND_DESCRIPTION)]).await {
         // The command works without the menu entry.
-        tracing::warn!(error = %outbound::map_error(error, &token), "could not register /plan with setMyCommands");
+        tracing::warn!(error = %outbound::map_error(error, token), "could not register /plan with setMyCommands");
     }
-    let channel = Arc::new(TelegramChannel::new(bot.clone(), token.clone(), config.per_chat_per_second, config.global_per_second));
+    let channel = Arc::new(TelegramChannel::new(bot.clone(), config.token.clone(), config.per_chat_per_second, config.global_per_second));
     let core = Arc::new(inbound::Core::new(channel.clone(), handler, me.user.id, me.user.username.clone()));
     match config.transport {
         Transport::Polling => {
             if let Err(error) = bot.delete_webhook().await {
-                tracing::warn!(error = %outbound::map_error(error, &token), "deleteWebhook failed; getUpdates may be refused while a webhook is set");
+                tracing::warn!(error = %outbound::map_error(error, token), "deleteWebhook failed; getUpdates may be refused while a webhook is set");
             }
             let task = tokio::spawn(transport::poll(core, bot, config.poll_timeout_secs, shutdown));
             Ok(Adapter { channel, routes: None, task: Some(task), expected_team: None })
         }
         Transport::Webhook => {
             // validate() guarantees both are set.
-            let secret = config.webhook_secret.clone().unwrap_or_default();
+            let secret = config.webhook_secret.clone().unwrap_or_else(|| SecretString::new(String::new()));
             let url = parse_url("telegram.webhook_url", config.webhook_url.as_deref().unwrap_or_default())?;
             bot.set_webhook(url)
-                .secret_token(secret.clone())
+                .secret_token(secret.expose_secret().clone())
                 .allowed_updates(transport::allowed_updates())
                 .await
-                .map_err(startup("setWebhook", &token))?;
+                .map_err(startup("setWebhook", token))?;
             let routes = transport::webhook_router(core, secret);
             Ok(Adapter { channel, routes: Some(routes), task: None, expected_team: None })
         }

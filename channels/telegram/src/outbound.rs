@@ -3,9 +3,12 @@
 
 use crate::render::{self, CAPTION_LIMIT, TEXT_LIMIT};
 use async_trait::async_trait;
-use plangate_channel::{send_with_retry, Channel, ChannelError, Delivery, Destination, Document, RateLimiter, RetryPolicy, Style};
+use plangate_channel::{
+    limit_key, send_with_retry, Channel, ChannelError, Delivery, Destination, Document, RateLimiter, RetryPolicy, Style,
+};
 use plangate_engine::card::Card;
 use plangate_engine::Question;
+use secrecy::{ExposeSecret, SecretString};
 use std::time::Duration;
 use teloxide::payloads::{AnswerCallbackQuerySetters, EditMessageTextSetters, SendDocumentSetters, SendMessageSetters};
 use teloxide::prelude::Requester;
@@ -13,7 +16,7 @@ use teloxide::types::{
     CallbackQueryId, ChatId, InlineKeyboardMarkup, InputFile, LinkPreviewOptions, Message, MessageId, ParseMode, Recipient, ReplyMarkup,
     ReplyParameters,
 };
-use teloxide::{Bot, RequestError};
+use teloxide::{ApiError, Bot, RequestError};
 use tracing::Instrument;
 
 pub(crate) const PLATFORM: &str = "telegram";
@@ -25,12 +28,14 @@ pub struct TelegramChannel {
     limiter: RateLimiter,
     policy: RetryPolicy,
     /// Scrubbed from every error message, in case one ever carries it.
-    token: String,
+    token: SecretString,
 }
 
-/// Map teloxide's errors onto the contract: 429 → `RateLimited` (retried by
-/// `send_with_retry` after `retry_after`), network trouble and non-API
-/// answers (a proxy's HTML 502) → `Transport` (retried), refusals → `Api`.
+/// Map teloxide's errors onto the contract, once for the whole adapter: 429
+/// → `RateLimited` (retried by `send_with_retry` after `retry_after`),
+/// network trouble and non-API answers (a proxy's HTML 502) → `Transport`
+/// (retried), refusals by what they mean (see [`map_api_error`]). The token is
+/// scrubbed from every message, in case one ever carries it.
 pub(crate) fn map_error(error: RequestError, token: &str) -> ChannelError {
     let scrub = |s: String| {
         if token.is_empty() {
@@ -41,26 +46,92 @@ pub(crate) fn map_error(error: RequestError, token: &str) -> ChannelError {
     };
     match error {
         RequestError::RetryAfter(after) => ChannelError::RateLimited { platform: PLATFORM, retry_after: after.duration() },
-        RequestError::Network(e) => ChannelError::Transport { platform: PLATFORM, message: scrub(e.to_string()) },
-        RequestError::Io(e) => ChannelError::Transport { platform: PLATFORM, message: scrub(e.to_string()) },
-        RequestError::InvalidJson { .. } => {
-            ChannelError::Transport { platform: PLATFORM, message: "the Bot API answered something that is not a Bot API response".into() }
+        RequestError::Network(e) => {
+            ChannelError::Transport { platform: PLATFORM, status: e.status().map(|s| s.as_u16()), message: scrub(e.to_string()) }
         }
-        RequestError::MigrateToChatId(id) => {
-            ChannelError::Api { platform: PLATFORM, message: format!("the group became a supergroup: use chat id {id} in the destination") }
+        RequestError::Io(e) => ChannelError::Transport { platform: PLATFORM, status: None, message: scrub(e.to_string()) },
+        RequestError::InvalidJson { .. } => ChannelError::Transport {
+            platform: PLATFORM,
+            status: None,
+            message: "the Bot API answered something that is not a Bot API response".into(),
+        },
+        RequestError::MigrateToChatId(id) => ChannelError::Api {
+            platform: PLATFORM,
+            status: Some(400),
+            message: format!("the group became a supergroup: use chat id {id} in the destination"),
+        },
+        RequestError::Api(e) => {
+            let message = scrub(e.to_string());
+            map_api_error(&e, message)
         }
-        RequestError::Api(e) => ChannelError::Api { platform: PLATFORM, message: scrub(e.to_string()) },
     }
 }
 
-/// An edit that changes nothing is what we wanted anyway.
-fn is_not_modified(error: &ChannelError) -> bool {
-    matches!(error, ChannelError::Api { message, .. } if message.contains("message is not modified"))
+/// A Bot API refusal by what it means. teloxide keeps Telegram's
+/// `description` (as a known [`ApiError`] or `Unknown` text) but drops its
+/// `error_code`, so the HTTP status is read from the description's prefix.
+fn map_api_error(error: &ApiError, message: String) -> ChannelError {
+    use ApiError as E;
+    let description = match error {
+        E::Unknown(text) => text.as_str(),
+        _ => message.as_str(),
+    };
+    let status = status_of(description);
+    match error {
+        E::MessageNotModified => ChannelError::NotModified { platform: PLATFORM },
+        E::Unknown(text) if text.contains("message is not modified") => ChannelError::NotModified { platform: PLATFORM },
+        E::ChatNotFound
+        | E::UserNotFound
+        | E::MessageIdInvalid
+        | E::MessageToEditNotFound
+        | E::MessageToReplyNotFound
+        | E::MessageToDeleteNotFound
+        | E::MessageToForwardNotFound
+        | E::MessageToCopyNotFound
+        | E::MessageWithPollNotFound
+        | E::InvalidQueryId => ChannelError::NotFound { platform: PLATFORM, message },
+        E::BotBlocked
+        | E::BotKicked
+        | E::BotKickedFromSupergroup
+        | E::BotKickedFromChannel
+        | E::UserDeactivated
+        | E::CantInitiateConversation
+        | E::CantTalkWithBots
+        | E::InvalidToken
+        | E::GroupDeactivated
+        | E::NotEnoughRightsToPostMessages
+        | E::NotEnoughRightsToPinMessage
+        | E::NotEnoughRightsToManagePins
+        | E::NotEnoughRightsToChangeChatPermissions
+        | E::NotEnoughRightsToRestrict => ChannelError::Forbidden { platform: PLATFORM, message },
+        E::CantGetUpdates | E::TerminatedByOtherGetUpdates => ChannelError::Api { platform: PLATFORM, status: Some(409), message },
+        E::Unknown(_) => match status {
+            Some(401 | 403) => ChannelError::Forbidden { platform: PLATFORM, message },
+            Some(404) => ChannelError::NotFound { platform: PLATFORM, message },
+            _ if description.contains(" not found") => ChannelError::NotFound { platform: PLATFORM, message },
+            _ => ChannelError::Api { platform: PLATFORM, status, message },
+        },
+        _ => ChannelError::Api { platform: PLATFORM, status, message },
+    }
 }
 
+/// The HTTP status a Bot API description starts with (`Bad Request: …`).
+fn status_of(description: &str) -> Option<u16> {
+    const PREFIXES: [(&str, u16); 6] = [
+        ("Bad Request", 400),
+        ("Unauthorized", 401),
+        ("Forbidden", 403),
+        ("Not Found", 404),
+        ("Conflict", 409),
+        ("Request Entity Too Large", 413),
+    ];
+    PREFIXES.iter().find(|(prefix, _)| description.starts_with(prefix)).map(|(_, status)| *status)
+}
+
+/// An edit that changes nothing is what we wanted anyway.
 fn not_modified_ok(result: Result<(), ChannelError>) -> Result<(), ChannelError> {
     match result {
-        Err(e) if is_not_modified(&e) => Ok(()),
+        Err(ChannelError::NotModified { .. }) => Ok(()),
         other => other,
     }
 }
@@ -76,15 +147,17 @@ pub(crate) fn recipient(chat: &str) -> Result<Recipient, ChannelError> {
     }
     Err(ChannelError::Api {
         platform: PLATFORM,
+        status: None,
         message: format!("{chat:?} is not a Telegram chat id (a number such as -1001234567890, or @channel)"),
     })
 }
 
 pub(crate) fn message_id(id: &str) -> Result<MessageId, ChannelError> {
-    id.trim()
-        .parse::<i32>()
-        .map(MessageId)
-        .map_err(|_| ChannelError::Api { platform: PLATFORM, message: format!("{id:?} is not a Telegram message id") })
+    id.trim().parse::<i32>().map(MessageId).map_err(|_| ChannelError::Api {
+        platform: PLATFORM,
+        status: None,
+        message: format!("{id:?} is not a Telegram message id"),
+    })
 }
 
 fn reply_to(id: MessageId) -> ReplyParameters {
@@ -97,7 +170,7 @@ fn no_preview() -> LinkPreviewOptions {
 }
 
 impl TelegramChannel {
-    pub(crate) fn new(bot: Bot, token: String, per_chat_per_second: u32, global_per_second: u32) -> TelegramChannel {
+    pub(crate) fn new(bot: Bot, token: SecretString, per_chat_per_second: u32, global_per_second: u32) -> TelegramChannel {
         let second = Duration::from_secs(1);
         TelegramChannel {
             bot,
@@ -108,7 +181,7 @@ impl TelegramChannel {
     }
 
     fn err(&self, e: RequestError) -> ChannelError {
-        map_error(e, &self.token)
+        map_error(e, self.token.expose_secret())
     }
 
     /// `sendMessage` in HTML parse mode, rate limited and retried.
@@ -121,7 +194,7 @@ impl TelegramChannel {
     ) -> Result<Message, ChannelError> {
         let to = recipient(chat)?;
         let span = tracing::info_span!("telegram.send", method = "sendMessage", chat, reply_to = reply.map(|m| m.0));
-        send_with_retry(&self.limiter, chat, self.policy, || {
+        send_with_retry(&self.limiter, &limit_key(PLATFORM, "chat", chat), self.policy, || {
             let mut request =
                 self.bot.send_message(to.clone(), html.clone()).parse_mode(ParseMode::Html).link_preview_options(no_preview());
             if let Some(id) = reply {
@@ -148,7 +221,7 @@ impl TelegramChannel {
         let caption = caption.map(|c| render::text_html(c, CAPTION_LIMIT));
         let span =
             tracing::info_span!("telegram.send", method = "sendDocument", chat, file = %document.file_name, bytes = document.text.len());
-        send_with_retry(&self.limiter, chat, self.policy, || {
+        send_with_retry(&self.limiter, &limit_key(PLATFORM, "chat", chat), self.policy, || {
             let file = InputFile::memory(document.text.clone().into_bytes()).file_name(document.file_name.clone());
             let mut request = self.bot.send_document(to.clone(), file);
             if let Some(id) = reply {
@@ -174,7 +247,7 @@ impl TelegramChannel {
         let to = recipient(chat)?;
         let id = message_id(message)?;
         let span = tracing::info_span!("telegram.send", method = "editMessageText", chat, message_id = id.0);
-        let result = send_with_retry(&self.limiter, chat, self.policy, || {
+        let result = send_with_retry(&self.limiter, &limit_key(PLATFORM, "chat", chat), self.policy, || {
             let request = self
                 .bot
                 .edit_message_text(to.clone(), id, html.clone())
@@ -266,5 +339,63 @@ impl Channel for TelegramChannel {
     async fn update_question(&self, delivery: &Delivery, question: &Question) -> Result<(), ChannelError> {
         let html = render::question_html(question, delivery.style);
         self.edit_html(&delivery.chat, &delivery.message_id, html, InlineKeyboardMarkup::default()).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use teloxide::types::Seconds;
+
+    /// Every kind of teloxide error lands on its contract variant.
+    #[test]
+    fn teloxide_errors_map_to_typed_variants() {
+        const TOKEN: &str = "123:SECRET";
+        let unknown = |text: &str| RequestError::Api(ApiError::Unknown(text.to_string()));
+        let json_error = serde_json::from_str::<u8>("<html>").unwrap_err();
+        let table: Vec<(RequestError, &str, Option<u16>)> = vec![
+            (RequestError::Api(ApiError::MessageNotModified), "not_modified", None),
+            (unknown("Bad Request: message is not modified: a newer wording"), "not_modified", None),
+            (RequestError::Api(ApiError::ChatNotFound), "not_found", None),
+            (RequestError::Api(ApiError::MessageToEditNotFound), "not_found", None),
+            (RequestError::Api(ApiError::InvalidQueryId), "not_found", None),
+            (unknown("Bad Request: message thread not found"), "not_found", None),
+            (RequestError::Api(ApiError::BotBlocked), "forbidden", None),
+            (RequestError::Api(ApiError::BotKickedFromSupergroup), "forbidden", None),
+            (RequestError::Api(ApiError::NotEnoughRightsToPostMessages), "forbidden", None),
+            (RequestError::Api(ApiError::InvalidToken), "forbidden", None),
+            (unknown("Forbidden: bot is not a member of the channel chat"), "forbidden", None),
+            (RequestError::Api(ApiError::TerminatedByOtherGetUpdates), "api", Some(409)),
+            (RequestError::Api(ApiError::MessageIsTooLong), "api", Some(400)),
+            (unknown("Bad Request: can't parse entities: unsupported start tag"), "api", Some(400)),
+            (unknown("Internal Server Error: restart"), "api", None),
+            (RequestError::MigrateToChatId(teloxide::types::ChatId(-1001)), "api", Some(400)),
+            (RequestError::RetryAfter(Seconds::from_seconds(7)), "rate_limited", None),
+            (RequestError::InvalidJson { source: Arc::new(json_error), raw: "<html>".into() }, "transport", None),
+            (RequestError::Io(Arc::new(std::io::Error::other("broken pipe"))), "transport", None),
+        ];
+        for (error, expected, expected_status) in table {
+            let shown = error.to_string();
+            let mapped = map_error(error, TOKEN);
+            assert_eq!((mapped.kind(), mapped.status()), (expected, expected_status), "{shown} became {mapped:?}");
+            if let ChannelError::RateLimited { retry_after, .. } = mapped {
+                assert_eq!(retry_after, Duration::from_secs(7));
+            }
+        }
+        // The platform's words are kept for logs, without the token.
+        let mapped = map_error(unknown("Bad Request: something about 123:SECRET"), TOKEN);
+        assert!(
+            matches!(&mapped, ChannelError::Api { message, .. } if message == "Unknown error: \"Bad Request: something about <token>\""),
+            "{mapped:?}"
+        );
+        assert!(!mapped.to_string().contains("SECRET"));
+    }
+
+    #[test]
+    fn only_not_modified_counts_as_a_done_edit() {
+        assert!(not_modified_ok(Err(ChannelError::NotModified { platform: PLATFORM })).is_ok());
+        let not_found = ChannelError::NotFound { platform: PLATFORM, message: "Bad Request: message to edit not found".into() };
+        assert!(not_modified_ok(Err(not_found)).is_err());
     }
 }

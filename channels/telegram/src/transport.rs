@@ -6,7 +6,8 @@ use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::routing::post;
 use axum::Router;
-use plangate_channel::Shutdown;
+use plangate_channel::{global_limit_key, send_with_retry, RateLimiter, RetryPolicy, RetryRefusals, Shutdown};
+use secrecy::{ExposeSecret, SecretString};
 use std::sync::Arc;
 use std::time::Duration;
 use subtle::ConstantTimeEq;
@@ -14,7 +15,8 @@ use teloxide::payloads::GetUpdatesSetters;
 use teloxide::prelude::Requester;
 use teloxide::requests::Request as _;
 use teloxide::types::{AllowedUpdate, Update};
-use teloxide::{Bot, RequestError};
+use teloxide::Bot;
+use tracing::Instrument;
 
 /// Where the polling offset lives in plangate's database.
 pub const CURSOR_KEY: &str = "telegram.offset";
@@ -62,38 +64,42 @@ pub(crate) async fn poll(core: Arc<Core>, bot: Bot, timeout_secs: u32, mut shutd
         None => None,
     };
     tracing::info!(?offset, timeout_secs, "telegram long polling started");
-    let mut backoff = Duration::from_secs(1);
+    // The poll is not a chat message: nothing paces it but a 429's pause,
+    // and it never gives up (a 409 means a webhook is set or another
+    // instance polls, either of which may change).
+    let limiter = RateLimiter::unlimited();
+    let key = global_limit_key(crate::outbound::PLATFORM);
+    let policy = RetryPolicy {
+        attempts: u32::MAX,
+        backoff: Duration::from_secs(1),
+        max_backoff: MAX_BACKOFF,
+        max_retry_after: Duration::MAX,
+        refusals: RetryRefusals::All,
+    };
+    let bot = &bot;
     loop {
         if *shutdown.borrow() {
             break;
         }
-        let mut request = bot.get_updates().timeout(timeout_secs).allowed_updates(allowed_updates());
-        if let Some(o) = offset.and_then(|o| i32::try_from(o).ok()) {
-            request = request.offset(o);
-        }
+        let polled = send_with_retry(&limiter, &key, policy, || {
+            let mut request = bot.get_updates().timeout(timeout_secs).allowed_updates(allowed_updates());
+            if let Some(o) = offset.and_then(|o| i32::try_from(o).ok()) {
+                request = request.offset(o);
+            }
+            async move { request.send().await.map_err(|e| crate::outbound::map_error(e, bot.token())) }
+        });
         let result = tokio::select! {
             _ = stopped(&mut shutdown) => break,
-            result = request.send() => result,
+            result = polled.instrument(tracing::info_span!("telegram.poll", method = "getUpdates")) => result,
         };
         let updates: Vec<Update> = match result {
-            Ok(updates) => {
-                backoff = Duration::from_secs(1);
-                updates
-            }
-            Err(RequestError::RetryAfter(after)) => {
-                tracing::warn!(retry_after = ?after.duration(), "getUpdates rate limited");
-                if !pause(&mut shutdown, after.duration()).await {
-                    break;
-                }
-                continue;
-            }
+            Ok(updates) => updates,
             Err(error) => {
-                // A 409 here means a webhook is set or another instance polls.
-                tracing::warn!(error = %crate::outbound::map_error(error, ""), ?backoff, "getUpdates failed; retrying");
-                if !pause(&mut shutdown, backoff).await {
+                // Only after u32::MAX attempts: start over.
+                tracing::warn!(%error, "getUpdates keeps failing");
+                if !pause(&mut shutdown, MAX_BACKOFF).await {
                     break;
                 }
-                backoff = (backoff * 2).min(MAX_BACKOFF);
                 continue;
             }
         };
@@ -130,14 +136,14 @@ pub(crate) async fn poll(core: Arc<Core>, bot: Bot, timeout_secs: u32, mut shutd
 
 /// `POST /telegram/webhook`. The secret header is compared in constant time
 /// before the body is even read; a missing or wrong one is a bare 401.
-pub(crate) fn webhook_router(core: Arc<Core>, secret: String) -> Router {
+pub(crate) fn webhook_router(core: Arc<Core>, secret: SecretString) -> Router {
     let state = Arc::new(WebhookState { core, secret });
     Router::new().route(WEBHOOK_PATH, post(webhook)).with_state(state)
 }
 
 struct WebhookState {
     core: Arc<Core>,
-    secret: String,
+    secret: SecretString,
 }
 
 /// Constant-time in the content; the length may leak, which `secret_token`'s
@@ -148,7 +154,7 @@ pub(crate) fn secret_matches(given: &[u8], expected: &[u8]) -> bool {
 
 async fn webhook(State(state): State<Arc<WebhookState>>, request: Request) -> StatusCode {
     let given = request.headers().get(SECRET_HEADER).map(|v| v.as_bytes()).unwrap_or_default();
-    if !secret_matches(given, state.secret.as_bytes()) {
+    if !secret_matches(given, state.secret.expose_secret().as_bytes()) {
         tracing::warn!(header_present = !given.is_empty(), "telegram webhook refused: wrong or missing secret token");
         return StatusCode::UNAUTHORIZED;
     }

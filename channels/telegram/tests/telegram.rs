@@ -4,7 +4,9 @@
 //! `Inbound` the server would see.
 
 use async_trait::async_trait;
-use plangate_channel::{Action, Adapter, Delivery, Destination, Document, Inbound, InboundHandler, Reply, Style, User};
+use plangate_channel::{
+    Action, Adapter, ChannelError, ConfigError, Delivery, Destination, Document, Inbound, InboundHandler, Reply, Style, User,
+};
 use plangate_engine::card::{card, document_file_name, Card};
 use plangate_engine::codec::{encode, Button};
 use plangate_engine::grammar::{Parsed, PlanCommand, Target};
@@ -12,6 +14,7 @@ use plangate_engine::{ApprovalId, DecisionStatus, Plan, Proposal, Question, Ques
 use plangate_telegram::render::CUT_MARKER;
 use plangate_telegram::{start, TelegramConfig, TelegramError, Transport, CURSOR_KEY, SECRET_HEADER, UNKNOWN_BUTTON, WEBHOOK_PATH};
 use plangate_testkit::telegram::{FakeTelegram, Recorded, Scripted, BOT_USERNAME, NOT_MODIFIED, TOKEN};
+use secrecy::SecretString;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -342,10 +345,13 @@ async fn update_card_edits_in_place_with_the_receipt_and_no_keyboard() {
     // "message is not modified" is success, not an error.
     fake.script("editMessageText", Scripted::Error { status: 400, description: NOT_MODIFIED.into() });
     channel.update_card(&delivery, &card_of(&approved)).await.expect("not modified is fine");
-    // Any other refusal is an Api error.
+    // Any other refusal is an error, typed by what it means.
     fake.script("editMessageText", Scripted::Error { status: 400, description: "Bad Request: chat not found".into() });
     let err = channel.update_card(&delivery, &card_of(&approved)).await.unwrap_err();
-    assert!(matches!(err, plangate_channel::ChannelError::Api { .. }), "{err:?}");
+    assert!(matches!(err, ChannelError::NotFound { .. }), "{err:?}");
+    fake.script("editMessageText", Scripted::Error { status: 400, description: "Bad Request: message can't be edited".into() });
+    let err = channel.update_card(&delivery, &card_of(&approved)).await.unwrap_err();
+    assert!(matches!(err, ChannelError::Api { status: Some(400), .. }), "{err:?}");
     running.stop().await;
 }
 
@@ -628,6 +634,29 @@ async fn a_429_is_retried_after_retry_after() {
 }
 
 #[tokio::test]
+async fn the_long_poll_waits_out_a_429_backs_off_on_a_409_and_goes_on() {
+    let fake = FakeTelegram::start().await;
+    let handler = Recorder::new(|_| Reply::None);
+    let running = run(config(&fake), handler.clone()).await;
+    fake.wait_call("getUpdates", 1, WAIT).await;
+    // Taken by the next two polls (the one running now is not affected).
+    fake.script("getUpdates", Scripted::RetryAfter(1));
+    let conflict = "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running";
+    fake.script("getUpdates", Scripted::Error { status: 409, description: conflict.into() });
+    fake.wait_request("getUpdates", WAIT, |r| r.status == 409).await;
+    fake.push_update(fake.message_update(CHAT, alice(), "/plan status", None));
+    handler.wait_seen(1).await;
+    let polls = fake.calls("getUpdates");
+    let after = |status: u16| {
+        let i = polls.iter().position(|p| p.status == status).unwrap();
+        polls[i + 1].at.duration_since(polls[i].at)
+    };
+    assert!(after(429) >= Duration::from_millis(950), "retry_after honoured: next poll after {:?}", after(429));
+    assert!(after(409) >= Duration::from_millis(950), "backed off 1 s: next poll after {:?}", after(409));
+    running.stop().await;
+}
+
+#[tokio::test]
 async fn sends_to_one_chat_are_spaced_by_the_per_chat_limit() {
     let fake = FakeTelegram::start().await;
     let config = TelegramConfig { per_chat_per_second: 1, global_per_second: 30, ..config(&fake) };
@@ -877,7 +906,7 @@ async fn a_nudge_replies_to_the_card_with_the_buttons_while_it_is_open() {
 fn webhook_config(fake: &FakeTelegram, secret: Option<&str>) -> TelegramConfig {
     TelegramConfig {
         transport: Transport::Webhook,
-        webhook_secret: secret.map(str::to_string),
+        webhook_secret: secret.map(|s| SecretString::new(s.to_string())),
         webhook_url: Some("https://plangate.example.org/telegram/webhook".into()),
         ..config(fake)
     }
@@ -889,7 +918,7 @@ async fn webhook_mode_requires_a_secret() {
     let (_stop, shutdown) = watch::channel(false);
     let result = start(webhook_config(&fake, None), Recorder::new(|_| Reply::None), shutdown).await;
     match result {
-        Err(TelegramError::Config { key, .. }) => assert_eq!(key, "telegram.webhook_secret"),
+        Err(TelegramError::Config(ConfigError { key, .. })) => assert_eq!(key, "telegram.webhook_secret"),
         Err(other) => panic!("{other}"),
         Ok(_) => panic!("started without a webhook secret"),
     }
@@ -944,7 +973,7 @@ async fn webhook_refuses_wrong_or_missing_secrets_before_parsing() {
 #[tokio::test]
 async fn a_bad_token_fails_at_start_without_leaking_it() {
     let fake = FakeTelegram::start().await;
-    let config = TelegramConfig { token: "999:WRONG-secret-token".into(), ..config(&fake) };
+    let config = TelegramConfig { token: SecretString::new("999:WRONG-secret-token".into()), ..config(&fake) };
     let (_stop, shutdown) = watch::channel(false);
     let error = match start(config, Recorder::new(|_| Reply::None), shutdown).await {
         Err(e) => e,

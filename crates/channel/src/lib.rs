@@ -16,63 +16,15 @@ use plangate_engine::card::Card;
 use plangate_engine::codec::Button;
 use plangate_engine::grammar::Parsed;
 use plangate_engine::{ApprovalId, Question, QuestionId};
-use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
 use thiserror::Error;
 
 mod limit;
-pub use limit::{send_with_retry, RateLimiter, RetryPolicy, Slot};
-
-/// How a destination shows decisions: buttons, or the commands to type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum Style {
-    #[default]
-    Buttons,
-    Text,
-}
-
-/// One configured place where cards go (`[destinations.<name>]`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Destination {
-    pub name: String,
-    /// `telegram` | `slack` | `discord`
-    pub channel: String,
-    /// Chat id / channel id on the platform.
-    pub chat: String,
-    pub style: Style,
-}
-
-/// Where one posted message lives, so it can be edited or replied to later.
-/// Persisted by the server per approval.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Delivery {
-    pub destination: String,
-    pub channel: String,
-    pub chat: String,
-    pub message_id: String,
-    /// Slack `ts` of the thread root when different from `message_id`, etc.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub thread: Option<String>,
-    #[serde(default)]
-    pub style: Style,
-}
-
-impl Delivery {
-    /// Where a message just posted to `destination` lives. `chat` is the id
-    /// the platform answered with (normally `destination.chat`).
-    pub fn posted(destination: &Destination, chat: impl Into<String>, message_id: impl Into<String>) -> Delivery {
-        Delivery {
-            destination: destination.name.clone(),
-            channel: destination.channel.clone(),
-            chat: chat.into(),
-            message_id: message_id.into(),
-            thread: None,
-            style: destination.style,
-        }
-    }
-}
+pub use limit::{global_limit_key, limit_key, send_with_retry, RateLimiter, RetryPolicy, RetryRefusals, Slot};
+/// Where messages go and where they landed: plain data, shared with the
+/// store through `plangate-delivery` and re-exported here for adapters.
+pub use plangate_delivery::{Delivery, Destination, Style};
 
 /// The plan as an attached markdown file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,19 +33,83 @@ pub struct Document {
     pub text: String,
 }
 
+/// Why a send failed, in the contract's terms. Each adapter maps its
+/// platform's errors onto these variants once (its `map_error`), so callers
+/// match on variants, never on message text; every `message` is the
+/// platform's own words, for logs and the audit trail.
 #[derive(Debug, Error)]
 pub enum ChannelError {
+    /// An edit that changes nothing: the message already shows this
+    /// (Telegram's "message is not modified"). An edit that wanted this
+    /// content has nothing left to do.
+    #[error("{platform} refused the request: the message is not modified")]
+    NotModified { platform: &'static str },
+    /// The chat, message, user or interaction does not exist (any more), or
+    /// the bot cannot see it.
+    #[error("{platform} refused the request: {message}")]
+    NotFound { platform: &'static str, message: String },
     /// The platform asked us to slow down and we gave up waiting.
     #[error("rate limited by {platform}; retry after {retry_after:?}")]
     RateLimited { platform: &'static str, retry_after: Duration },
-    /// The platform refused the request (bad chat id, missing permission…).
+    /// The bot may not do this: not in the chat, blocked, missing a
+    /// permission or a scope, or its token is not valid.
     #[error("{platform} refused the request: {message}")]
-    Api { platform: &'static str, message: String },
-    /// Network or server trouble; worth retrying later.
+    Forbidden { platform: &'static str, message: String },
+    /// Any other refusal (a bad request, an id that is not one, a conflict),
+    /// with the HTTP status when the refusal came as one. Sending the same
+    /// request again cannot help.
+    #[error("{platform} refused the request: {message}")]
+    Api { platform: &'static str, status: Option<u16>, message: String },
+    /// Network trouble, or the platform's own (a 5xx, with its status);
+    /// worth retrying later.
     #[error("{platform} is unreachable: {message}")]
-    Transport { platform: &'static str, message: String },
+    Transport { platform: &'static str, status: Option<u16>, message: String },
+    /// Trouble on plangate's side (a payload that cannot be built).
     #[error("{0}")]
     Other(String),
+}
+
+impl ChannelError {
+    /// The variant's name, for logs and tests: `not_modified`, `not_found`,
+    /// `rate_limited`, `forbidden`, `api`, `transport` or `other`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ChannelError::NotModified { .. } => "not_modified",
+            ChannelError::NotFound { .. } => "not_found",
+            ChannelError::RateLimited { .. } => "rate_limited",
+            ChannelError::Forbidden { .. } => "forbidden",
+            ChannelError::Api { .. } => "api",
+            ChannelError::Transport { .. } => "transport",
+            ChannelError::Other(_) => "other",
+        }
+    }
+
+    /// The HTTP status of an `Api` or `Transport` error, when there was one.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ChannelError::Api { status, .. } | ChannelError::Transport { status, .. } => *status,
+            _ => None,
+        }
+    }
+}
+
+/// A key of an adapter's configuration section that is missing or wrong, in
+/// one shape for every adapter: "`<key>`: what is wrong; what to do".
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("`{key}`: {problem}; {fix}")]
+pub struct ConfigError {
+    /// The whole key, section included: `telegram.token`.
+    pub key: &'static str,
+    /// What is wrong with it, e.g. "is empty".
+    pub problem: String,
+    /// What to do about it, e.g. "set it to the bot token from @BotFather".
+    pub fix: String,
+}
+
+impl ConfigError {
+    pub fn new(key: &'static str, problem: impl Into<String>, fix: impl Into<String>) -> ConfigError {
+        ConfigError { key, problem: problem.into(), fix: fix.into() }
+    }
 }
 
 /// Outbound half of an adapter. Every method is called by the server after

@@ -4,6 +4,11 @@
 //! chat, 30/s overall; Slack: about 1/s per channel; Discord: 5 per 5 s per
 //! channel). Staying under them is cheaper than being throttled, and a 429
 //! that still happens is honoured with the server's `retry_after`.
+//!
+//! Every adapter names what it limits the same way ([`limit_key`]):
+//! `<platform>:chat:<id>` for messages into a chat, `<platform>:<scope>:<id>`
+//! for other per-thing budgets, and `<platform>:global` for calls that belong
+//! to no chat.
 
 use crate::ChannelError;
 use std::collections::HashMap;
@@ -16,6 +21,19 @@ use tokio::time::Instant;
 /// Key semaphores kept before idle ones are pruned, so replies to arbitrary
 /// chats cannot grow the map without bound.
 const PRUNE_KEYS_ABOVE: usize = 1024;
+
+/// The rate-limit key of `id` in `scope` on `platform`:
+/// `<platform>:<scope>:<id>`, e.g. `telegram:chat:-1001234567890`. `scope` is
+/// `chat` for messages into a chat, or what else is budgeted apart (Slack's
+/// `user` for modals, `files` for uploads).
+pub fn limit_key(platform: &str, scope: &str, id: &str) -> String {
+    format!("{platform}:{scope}:{id}")
+}
+
+/// The key of calls that belong to no chat: `<platform>:global`.
+pub fn global_limit_key(platform: &str) -> String {
+    format!("{platform}:global")
+}
 
 /// At most `per_key.0` sends per `per_key.1` for each key (chat), and at most
 /// `global.0` per `global.1` overall, whatever the network latency.
@@ -106,6 +124,13 @@ impl RateLimiter {
         }
     }
 
+    /// No pacing at all: only a 429's pause, shared by whoever uses this
+    /// limiter. For retrying calls the platform does not meter per chat (the
+    /// Telegram long poll, a deferred Discord interaction response).
+    pub fn unlimited() -> RateLimiter {
+        RateLimiter::new((Semaphore::MAX_PERMITS, Duration::ZERO), (Semaphore::MAX_PERMITS, Duration::ZERO))
+    }
+
     /// Wait (in FIFO order) until one more send to `key` fits both limits and
     /// no 429 pause is running, and claim it. Hold the [`Slot`] across the send.
     pub async fn acquire(&self, key: &str) -> Slot {
@@ -126,7 +151,9 @@ impl RateLimiter {
     /// Stop every send for `retry_after` (the platform said 429).
     pub fn pause(&self, retry_after: Duration) {
         let mut paused_until = self.paused_until.lock().unwrap_or_else(|e| e.into_inner());
-        let until = Instant::now() + retry_after;
+        let now = Instant::now();
+        // A retry_after too far out to add is "much later": a day.
+        let until = now.checked_add(retry_after).unwrap_or_else(|| now + Duration::from_secs(86_400));
         *paused_until = Some(paused_until.map_or(until, |u| u.max(until)));
     }
 
@@ -159,24 +186,60 @@ impl RateLimiter {
 /// How hard to retry a failed send.
 #[derive(Debug, Clone, Copy)]
 pub struct RetryPolicy {
-    /// Attempts in all, the first included.
+    /// Attempts in all, the first included (`u32::MAX`: never give up).
     pub attempts: u32,
     /// First backoff for transport errors; doubles each time.
     pub backoff: Duration,
+    /// The backoff never grows past this.
+    pub max_backoff: Duration,
     /// Give up on a 429 whose retry_after is longer than this.
     pub max_retry_after: Duration,
+    /// Which refusals are retried too, like transport errors.
+    pub refusals: RetryRefusals,
 }
 
 impl Default for RetryPolicy {
     fn default() -> Self {
-        RetryPolicy { attempts: 4, backoff: Duration::from_millis(500), max_retry_after: Duration::from_secs(60) }
+        RetryPolicy {
+            attempts: 4,
+            backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(30),
+            max_retry_after: Duration::from_secs(60),
+            refusals: RetryRefusals::None,
+        }
+    }
+}
+
+/// Refusals that [`send_with_retry`] retries with the transport backoff, on
+/// top of 429s and transport errors (always retried).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RetryRefusals {
+    /// None: sending the same refused request again cannot help.
+    #[default]
+    None,
+    /// [`ChannelError::NotFound`]: what the request names may appear
+    /// shortly (a Discord interaction whose deferral is not processed yet).
+    NotFound,
+    /// Every error: for a loop that must go on whatever the platform says
+    /// (the Telegram long poll, where a 409 means another poller that may stop).
+    All,
+}
+
+impl RetryRefusals {
+    fn covers(self, error: &ChannelError) -> bool {
+        match self {
+            RetryRefusals::None => false,
+            RetryRefusals::NotFound => matches!(error, ChannelError::NotFound { .. }),
+            RetryRefusals::All => true,
+        }
     }
 }
 
 /// Acquire a slot for `key`, run `send`, and retry: a 429 after its
 /// `retry_after` (pausing the whole limiter, as the platforms ask), transport
-/// errors with exponential backoff. API refusals are not retried: sending the
-/// same bad request again cannot help.
+/// errors (and the refusals `policy.refusals` names) with exponential
+/// backoff. Other refusals are not retried: sending the same bad request
+/// again cannot help.
 ///
 /// The slot is held across `send` and dropped as soon as its response is in
 /// (before any backoff), so the window starts at the response. Every attempt
@@ -186,26 +249,31 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, ChannelError>>,
 {
-    let mut backoff = policy.backoff;
-    let mut attempt = 1;
+    let mut backoff = policy.backoff.min(policy.max_backoff);
+    let mut attempt: u32 = 1;
     loop {
         let slot = limiter.acquire(key).await;
         let result = send().await;
         drop(slot);
-        match result {
+        let error = match result {
             Ok(value) => return Ok(value),
-            Err(ChannelError::RateLimited { retry_after, .. }) if attempt < policy.attempts && retry_after <= policy.max_retry_after => {
+            Err(error) if attempt >= policy.attempts => return Err(error),
+            Err(error) => error,
+        };
+        match error {
+            ChannelError::RateLimited { retry_after, .. } if retry_after <= policy.max_retry_after => {
                 tracing::warn!(key, ?retry_after, attempt, "rate limited; waiting as asked");
                 limiter.pause(retry_after);
             }
-            Err(ChannelError::Transport { message, .. }) if attempt < policy.attempts => {
-                tracing::warn!(key, %message, attempt, ?backoff, "send failed; retrying");
+            ChannelError::RateLimited { .. } => return Err(error),
+            error if matches!(error, ChannelError::Transport { .. }) || policy.refusals.covers(&error) => {
+                tracing::warn!(key, %error, attempt, ?backoff, "send failed; retrying");
                 tokio::time::sleep(backoff).await;
-                backoff *= 2;
+                backoff = backoff.saturating_mul(2).min(policy.max_backoff);
             }
-            Err(other) => return Err(other),
+            error => return Err(error),
         }
-        attempt += 1;
+        attempt = attempt.saturating_add(1);
     }
 }
 
@@ -371,11 +439,94 @@ mod tests {
         let calls = AtomicU32::new(0);
         let result: Result<(), _> = send_with_retry(&limiter, "c", RetryPolicy::default(), || {
             calls.fetch_add(1, Ordering::SeqCst);
-            async { Err(ChannelError::Api { platform: "test", message: "chat not found".into() }) }
+            async { Err(ChannelError::Api { platform: "test", status: Some(400), message: "bad request".into() }) }
         })
         .await;
         assert!(result.is_err());
         assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+
+    /// `send` fails with `errors` in turn, then succeeds; how many calls it took.
+    async fn run_failing(policy: RetryPolicy, errors: Vec<ChannelError>) -> (Result<u32, ChannelError>, u32) {
+        let limiter = RateLimiter::unlimited();
+        let errors = Mutex::new(errors.into_iter());
+        let calls = AtomicU32::new(0);
+        let result = send_with_retry(&limiter, "k", policy, || {
+            let n = calls.fetch_add(1, Ordering::SeqCst);
+            let next = errors.lock().unwrap().next();
+            async move { next.map_or(Ok(n), Err) }
+        })
+        .await;
+        (result, calls.load(Ordering::SeqCst))
+    }
+
+    fn not_found() -> ChannelError {
+        ChannelError::NotFound { platform: "test", message: "Unknown interaction".into() }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn refusals_are_retried_only_when_the_policy_says() {
+        let (result, calls) = run_failing(RetryPolicy::default(), vec![not_found()]).await;
+        assert!(matches!(result, Err(ChannelError::NotFound { .. })) && calls == 1);
+
+        let policy = RetryPolicy { refusals: RetryRefusals::NotFound, ..RetryPolicy::default() };
+        let start = Instant::now();
+        let (result, calls) = run_failing(policy, vec![not_found(), not_found()]).await;
+        assert_eq!((result.unwrap(), calls), (2, 3));
+        assert_eq!(start.elapsed(), policy.backoff * 3, "backed off like a transport error: 1x then 2x");
+        let forbidden = ChannelError::Forbidden { platform: "test", message: "Missing Permissions".into() };
+        let (result, calls) = run_failing(policy, vec![forbidden]).await;
+        assert!(matches!(result, Err(ChannelError::Forbidden { .. })) && calls == 1, "only NotFound");
+
+        let conflict = || ChannelError::Api { platform: "test", status: Some(409), message: "Conflict".into() };
+        let policy = RetryPolicy { refusals: RetryRefusals::All, ..RetryPolicy::default() };
+        let (result, calls) = run_failing(policy, vec![conflict(), conflict(), conflict()]).await;
+        assert_eq!((result.unwrap(), calls), (3, 4));
+        let (result, calls) = run_failing(policy, vec![conflict(), conflict(), conflict(), conflict()]).await;
+        assert!(matches!(result, Err(ChannelError::Api { status: Some(409), .. })) && calls == 4, "attempts still bound it");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn backoff_doubles_up_to_its_cap_and_never_gives_up_with_max_attempts() {
+        let policy = RetryPolicy {
+            attempts: u32::MAX,
+            backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(4),
+            max_retry_after: Duration::MAX,
+            refusals: RetryRefusals::All,
+        };
+        let transport = || ChannelError::Transport { platform: "test", status: Some(502), message: "Bad Gateway".into() };
+        let start = Instant::now();
+        let (result, calls) = run_failing(policy, (0..6).map(|_| transport()).collect()).await;
+        assert_eq!((result.unwrap(), calls), (6, 7));
+        assert_eq!(start.elapsed(), Duration::from_secs(1 + 2 + 4 + 4 + 4 + 4));
+        // A retry_after too long to add to the clock does not panic.
+        let limiter = RateLimiter::unlimited();
+        let gave_up = tokio::time::timeout(
+            Duration::from_secs(3600),
+            send_with_retry(&limiter, "k", policy, || async {
+                Err::<(), _>(ChannelError::RateLimited { platform: "test", retry_after: Duration::MAX })
+            }),
+        )
+        .await;
+        assert!(gave_up.is_err(), "still waiting as asked");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn unlimited_does_not_pace() {
+        let limiter = RateLimiter::unlimited();
+        let start = Instant::now();
+        for _ in 0..1000 {
+            drop(limiter.acquire("k").await);
+        }
+        assert_eq!(start.elapsed(), Duration::ZERO);
+    }
+
+    #[test]
+    fn keys_follow_one_scheme() {
+        assert_eq!(limit_key("telegram", "chat", "-100123"), "telegram:chat:-100123");
+        assert_eq!(limit_key("slack", "files", "C1"), "slack:files:C1");
+        assert_eq!(global_limit_key("slack"), "slack:global");
     }
 
     /// Deterministic pseudo-random latency in 0..=40 ms (Knuth's MMIX LCG).

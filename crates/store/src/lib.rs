@@ -23,7 +23,7 @@ pub use documents::{append_receipt, write_document, DocumentError};
 pub use group::FlushStats;
 pub use sled_store::{Durability, SledStore, SCHEMA_VERSION};
 
-use plangate_channel::Delivery;
+use plangate_delivery::Delivery;
 use plangate_engine::namespace::Namespace;
 use plangate_engine::{
     ApprovalId, AuditEvent, DecisionStatus, Proposal, Question, Session, SessionKey, State, Timer, Timestamp, Transition,

@@ -25,7 +25,7 @@
 use crate::group::{FlushGroup, FlushStats};
 use crate::redo::{self, Op, TreeId};
 use crate::{AuditQuery, Commit, OutboxEntry, Store, StoreError};
-use plangate_channel::Delivery;
+use plangate_delivery::Delivery;
 use plangate_engine::namespace::Namespace;
 use plangate_engine::{
     ApprovalId, AuditEvent, DecisionStatus, Proposal, Question, Session, SessionKey, State, Timer, TimerKind, Timestamp,
@@ -338,6 +338,11 @@ impl SledStore {
         Ok(value)
     }
 
+    /// Write an idempotency key unless it is there; `true` when it was not.
+    fn record_fresh(&self, key: &str) -> Result<bool, StoreError> {
+        Ok(self.idempotency.compare_and_swap(key.as_bytes(), None as Option<&[u8]>, Some(&[1u8][..]))?.is_ok())
+    }
+
     /// How many durable writes this store served with how many flushes.
     pub fn flush_stats(&self) -> FlushStats {
         self.group.stats()
@@ -502,12 +507,17 @@ impl Store for SledStore {
     }
 
     fn mark_seen(&self, key: &str) -> Result<(), StoreError> {
-        self.idempotency.insert(key.as_bytes(), &[1u8])?;
-        self.flushed(())
+        // The hub marks every event it handled, also one whose transition
+        // already wrote (and flushed) the key in its commit: a key already
+        // here costs no second flush. Only a key new here is flushed.
+        if self.record_fresh(key)? {
+            self.flushed(())?;
+        }
+        Ok(())
     }
 
     fn record_once(&self, key: &str) -> Result<bool, StoreError> {
-        let fresh = self.idempotency.compare_and_swap(key.as_bytes(), None as Option<&[u8]>, Some(&[1u8][..]))?.is_ok();
+        let fresh = self.record_fresh(key)?;
         self.flushed(fresh)
     }
 

@@ -88,6 +88,31 @@ fn record_once_and_cursors() {
     assert_eq!(store.cursor("telegram.offset").unwrap().as_deref(), Some("42"));
 }
 
+/// A click that made a transition had its key written and flushed by that
+/// commit; the hub's `mark_seen` after it costs no second flush. A key new to
+/// the store (a refused click) is still made durable.
+#[test]
+fn mark_seen_after_the_commit_that_wrote_the_key_does_not_flush_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = SessionKey::new("demo", "click");
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        let before = store.load(&key).unwrap();
+        let t = apply(&before, &Actor::Agent, Command::Enter { reason: None }, &ctx(1, 1)).unwrap();
+        let mut commit = Commit::of(&t, &before, None);
+        commit.idempotency.push("telegram:update:7".into());
+        store.commit(commit).unwrap();
+        let after_commit = store.flush_stats();
+        store.mark_seen("telegram:update:7").unwrap();
+        assert_eq!(store.flush_stats().writes, after_commit.writes, "no second durable write for the same key");
+        assert_eq!(store.flush_stats().flushes, after_commit.flushes, "no second flush for the same key");
+        store.mark_seen("slack:action:refused").unwrap();
+        assert_eq!(store.flush_stats().writes, after_commit.writes + 1, "a new key is made durable");
+    }
+    let store = SledStore::open(dir.path()).unwrap();
+    assert!(store.seen("telegram:update:7").unwrap() && store.seen("slack:action:refused").unwrap());
+}
+
 /// Wall-clock jumps: due times are wall-clock, and what fires is whatever
 /// `due_timers(now)` returns for the clock the scheduler reads. A fired timer
 /// leaves the store in the transaction of its transition, so a clock that

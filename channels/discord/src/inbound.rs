@@ -154,36 +154,17 @@ impl Inbox {
         }
     }
 
-    /// Replace the deferred response. Over HTTP, Discord may not have
-    /// processed our deferral yet when this runs: a 404 is retried briefly.
+    /// Replace the deferred response. The retries (a 404 while Discord has
+    /// not processed the deferral yet, 429s, transport errors) live in
+    /// `Rest::edit_original`, through the shared `send_with_retry`.
     async fn edit_original(
         &self,
         token: &str,
         edit: serenity::builder::EditInteractionResponse,
         file: Option<serenity::builder::CreateAttachment>,
     ) {
-        let mut delay = Duration::from_millis(250);
-        for attempt in 1..=4 {
-            match self.rest.edit_original(token, &edit, file.clone()).await {
-                Ok(()) => return,
-                Err(plangate_channel::ChannelError::RateLimited { retry_after, .. })
-                    if attempt < 4 && retry_after < Duration::from_secs(10) =>
-                {
-                    tokio::time::sleep(retry_after).await;
-                }
-                Err(plangate_channel::ChannelError::Api { message, .. }) if attempt < 4 && message.contains("404") => {
-                    tokio::time::sleep(delay).await;
-                    delay *= 2;
-                }
-                Err(plangate_channel::ChannelError::Transport { .. }) if attempt < 4 => {
-                    tokio::time::sleep(delay).await;
-                    delay *= 2;
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "discord: could not deliver the deferred reply");
-                    return;
-                }
-            }
+        if let Err(e) = self.rest.edit_original(token, &edit, file).await {
+            tracing::warn!(error = %e, "discord: could not deliver the deferred reply");
         }
     }
 }

@@ -18,7 +18,7 @@ pub enum Transport {
     Http,
 }
 
-/// `[slack]`: keys of DESIGN §10 plus the adapter's limits. Secrets are
+/// `[slack]`: the keys documented in config/example.toml plus the adapter's limits. Secrets are
 /// [`SecretString`]s: redacted from `Debug`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -40,7 +40,9 @@ struct Origin<'a> {
     from_callback: bool,
 }
 
-pub(crate) struct Core {
+/// Turns Telegram updates into [`Inbound`] events for the server and renders
+/// its [`Reply`]s; shared by long polling and the webhook.
+pub(crate) struct UpdateHandler {
     pub(crate) out: Arc<TelegramChannel>,
     handler: Arc<dyn InboundHandler>,
     me: UserId,
@@ -87,9 +89,9 @@ fn command_args(text: &str) -> String {
     }
 }
 
-impl Core {
-    pub(crate) fn new(out: Arc<TelegramChannel>, handler: Arc<dyn InboundHandler>, me: UserId, username: Option<String>) -> Core {
-        Core { out, handler, me, username, prompts: Mutex::new(Prompts::default()) }
+impl UpdateHandler {
+    pub(crate) fn new(out: Arc<TelegramChannel>, handler: Arc<dyn InboundHandler>, me: UserId, username: Option<String>) -> UpdateHandler {
+        UpdateHandler { out, handler, me, username, prompts: Mutex::new(Prompts::default()) }
     }
 
     pub(crate) fn handler(&self) -> &Arc<dyn InboundHandler> {

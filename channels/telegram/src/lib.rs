@@ -106,13 +106,13 @@ pub async fn start(config: TelegramConfig, handler: Arc<dyn InboundHandler>, shu
         tracing::warn!(error = %outbound::map_error(error, token), "could not register /plan with setMyCommands");
     }
     let channel = Arc::new(TelegramChannel::new(bot.clone(), config.token.clone(), config.per_chat_per_second, config.global_per_second));
-    let core = Arc::new(inbound::Core::new(channel.clone(), handler, me.user.id, me.user.username.clone()));
+    let updates = Arc::new(inbound::UpdateHandler::new(channel.clone(), handler, me.user.id, me.user.username.clone()));
     match config.transport {
         Transport::Polling => {
             if let Err(error) = bot.delete_webhook().await {
                 tracing::warn!(error = %outbound::map_error(error, token), "deleteWebhook failed; getUpdates may be refused while a webhook is set");
             }
-            let task = tokio::spawn(transport::poll(core, bot, config.poll_timeout_secs, shutdown));
+            let task = tokio::spawn(transport::poll(updates, bot, config.poll_timeout_secs, shutdown));
             Ok(Adapter { channel, routes: None, task: Some(task), expected_team: None })
         }
         Transport::Webhook => {
@@ -124,7 +124,7 @@ pub async fn start(config: TelegramConfig, handler: Arc<dyn InboundHandler>, shu
                 .allowed_updates(transport::allowed_updates())
                 .await
                 .map_err(startup("setWebhook", token))?;
-            let routes = transport::webhook_router(core, secret);
+            let routes = transport::webhook_router(updates, secret);
             Ok(Adapter { channel, routes: Some(routes), task: None, expected_team: None })
         }
     }

@@ -1,7 +1,7 @@
 //! How updates arrive: `getUpdates` long polling (default) or a webhook
 //! route with a secret token checked in constant time before anything else.
 
-use crate::inbound::Core;
+use crate::inbound::UpdateHandler;
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::routing::post;
@@ -52,7 +52,7 @@ async fn pause(shutdown: &mut Shutdown, how_long: Duration) -> bool {
 /// handled update when shutdown interrupts it), so a restart never hands the
 /// server an update id it has already seen. Updates below the offset are
 /// skipped even if Telegram sends them again.
-pub(crate) async fn poll(core: Arc<Core>, bot: Bot, timeout_secs: u32, mut shutdown: Shutdown) {
+pub(crate) async fn poll(core: Arc<UpdateHandler>, bot: Bot, timeout_secs: u32, mut shutdown: Shutdown) {
     let mut offset: Option<i64> = match core.handler().load_cursor(CURSOR_KEY) {
         Some(saved) => match saved.trim().parse::<i64>() {
             Ok(n) => Some(n),
@@ -136,13 +136,13 @@ pub(crate) async fn poll(core: Arc<Core>, bot: Bot, timeout_secs: u32, mut shutd
 
 /// `POST /telegram/webhook`. The secret header is compared in constant time
 /// before the body is even read; a missing or wrong one is a bare 401.
-pub(crate) fn webhook_router(core: Arc<Core>, secret: SecretString) -> Router {
+pub(crate) fn webhook_router(core: Arc<UpdateHandler>, secret: SecretString) -> Router {
     let state = Arc::new(WebhookState { core, secret });
     Router::new().route(WEBHOOK_PATH, post(webhook)).with_state(state)
 }
 
 struct WebhookState {
-    core: Arc<Core>,
+    core: Arc<UpdateHandler>,
     secret: SecretString,
 }
 

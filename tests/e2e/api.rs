@@ -1,6 +1,6 @@
 //! The agent and operator HTTP API (API.md) against the real binary.
 
-use plangate_testkit::server::{eventually, ServerProcess, OTHER_AGENT_TOKEN};
+use plangate_testkit::server::{document, eventually, ServerProcess, OTHER_AGENT_TOKEN};
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -48,7 +48,7 @@ async fn walkthrough_propose_decide_decision() {
     assert_eq!(id.len(), 32);
     assert!(d["plan_hash"].as_str().unwrap().starts_with("sha256:"));
     let path = d["document_path"].as_str().unwrap();
-    assert!(std::fs::read_to_string(path).unwrap().contains("# Add retries"));
+    assert!(document(path).await.contains("# Add retries"));
 
     // Identical re-proposal while pending: same id and version.
     let (st, again) = call(s.agent(Method::POST, "/v1/sessions/s1/proposals").json(&plan("Add retries"))).await;
@@ -344,7 +344,7 @@ async fn markdown_proposals_keep_the_text_verbatim() {
     assert_eq!(status["title"], "Migrate config");
     assert_eq!(status["steps"].as_array().unwrap().len(), 2);
     // The document is the markdown verbatim.
-    assert_eq!(std::fs::read_to_string(d["document_path"].as_str().unwrap()).unwrap(), md);
+    assert_eq!(document(d["document_path"].as_str().unwrap()).await, md);
 }
 
 #[tokio::test]

@@ -49,9 +49,9 @@ async fn plangate(s: &ServerProcess, args: &[&str], stdin: Option<&str>) -> Out 
     out
 }
 
-fn document_of(stdout: &str) -> String {
+async fn document_of(stdout: &str) -> String {
     let path = stdout.lines().find_map(|l| l.strip_prefix("document: ")).expect("document line");
-    std::fs::read_to_string(path).expect("document")
+    plangate_testkit::server::document(path).await
 }
 
 #[tokio::test]
@@ -66,7 +66,7 @@ async fn codex_plan_approved_exits_0_and_only_the_block_is_proposed() {
     assert!(out.stdout.starts_with(&format!("v1 {id} approved by operator:alice\n")), "{}", out.stdout);
     // Not a terminal: no live line, no carriage returns.
     assert!(!out.stderr.contains('\r') && !out.stderr.contains('⏳'), "{:?}", out.stderr);
-    let doc = document_of(&out.stdout);
+    let doc = document_of(&out.stdout).await;
     assert!(doc.contains("# Retry transient provider errors in the payment client"), "{doc}");
     assert!(doc.contains("4. Tests: 503 then success"), "{doc}");
     assert!(!doc.contains("I read `src/payments/client.rs`") && !doc.contains("Want me to also add a metric"), "{doc}");
@@ -102,7 +102,7 @@ async fn json_from_stdin_with_crlf_and_cancel_or_timeout_exit_4() {
     let d: Value = serde_json::from_str(&out.stdout).expect("--json prints the Decision");
     assert_eq!((d["status"].as_str(), d["version"].as_u64()), (Some("approved"), Some(1)));
     assert!(d["injection"].as_str().unwrap_or("").starts_with("[PLAN_DECISION]: approved"));
-    let doc = std::fs::read_to_string(d["document_path"].as_str().expect("path")).expect("doc");
+    let doc = plangate_testkit::server::document(d["document_path"].as_str().expect("path")).await;
     assert!(!doc.contains('\r') && doc.contains("## Steps\n1. Add `RetryPolicy"), "{doc:?}");
     // The CRLF sample on disk extracts the same plan.
     let from_file = plangate_agent::codex::extract_proposed_plan(&fixture_text("crlf.md")).expect("crlf sample");

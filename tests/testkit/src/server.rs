@@ -194,3 +194,10 @@ where
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// The plan document at `path` once it is there: documents are written by a
+/// chat job right after the proposal commits, not before its answer.
+pub async fn document(path: &str) -> String {
+    eventually(Duration::from_secs(15), &format!("the plan document {path}"), || async { Path::new(path).exists() }).await;
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}

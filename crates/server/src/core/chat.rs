@@ -192,4 +192,23 @@ impl Core {
             }
         }
     }
+
+    /// Write the plan document where [`Core::plan_document_path`] said it
+    /// would be. Safe to repeat: the same text again changes nothing.
+    pub(super) async fn write_document(&self, id: ApprovalId) {
+        let Ok(Some(p)) = self.blocking(move |s| s.proposal(&id)).await else { return };
+        let data_dir = self.settings.data_dir.clone();
+        let (agent, title, created, text) = (p.session.agent.clone(), p.plan.title.clone(), p.created_at, p.document());
+        let prefix = id.to_string()[..8].to_string();
+        let written =
+            tokio::task::spawn_blocking(move || plangate_store::write_document(&data_dir, &agent, &title, created, &prefix, &text)).await;
+        match written {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                warn!(approval = %id, error = %e, "plan document not written");
+                self.audit(&p.session, "plangate", "document_not_written", Some((id, p.version)), e.to_string()).await;
+            }
+            Err(e) => warn!(approval = %id, error = %e, "plan document task failed"),
+        }
+    }
 }

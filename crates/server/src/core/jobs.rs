@@ -44,7 +44,8 @@ pub(super) fn jobs_of(t: &Transition) -> Vec<(ApprovalId, Job)> {
                 Effect::Escalate { approval_id } => (*approval_id, Job::Escalate(*approval_id)),
                 Effect::PostQuestion { question_id } => (*question_id, Job::PostQuestion(*question_id)),
                 Effect::UpdateQuestion { question_id } => (*question_id, Job::UpdateQuestion(*question_id)),
-                Effect::WriteDocument { .. } | Effect::Schedule(_) | Effect::Cancel(_) | Effect::Wake => return None,
+                Effect::WriteDocument { approval_id } => (*approval_id, Job::WriteDocument(*approval_id)),
+                Effect::Schedule(_) | Effect::Cancel(_) | Effect::Wake => return None,
             })
         })
         .collect()
@@ -113,6 +114,9 @@ impl Drop for Ticket {
 /// once: every job is safe to repeat).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) enum Job {
+    /// Write the plan document (first in its approval's queue, so receipts
+    /// append to a file that exists).
+    WriteDocument(ApprovalId),
     PostCards(ApprovalId),
     UpdateCards(ApprovalId),
     Nudge(ApprovalId, u8),
@@ -267,9 +271,11 @@ impl Core {
             Job::UpdateCards(id) => self.update_cards(id).await,
             Job::Nudge(id, n) => self.nudge(id, n).await,
             Job::Escalate(id) => self.escalate(id).await,
+            Job::WriteDocument(id) => self.write_document(id).await,
             Job::AppendReceipt(id, text) => {
-                let Ok(Some(path)) = self.blocking(move |s| s.document_path(&id)).await else { return };
-                let result = tokio::task::spawn_blocking(move || plangate_store::append_receipt(std::path::Path::new(&path), &text)).await;
+                let Ok(Some(p)) = self.blocking(move |s| s.proposal(&id)).await else { return };
+                let path = self.document_location(&p).await;
+                let result = tokio::task::spawn_blocking(move || plangate_store::append_receipt(&path, &text)).await;
                 if !matches!(result, Ok(Ok(()))) {
                     warn!(approval = %id, "receipt not appended to the plan document");
                 }

@@ -254,14 +254,16 @@ impl Core {
     }
 
     /// Perform a committed transition's effects other than chat jobs (see
-    /// [`jobs_of`]). Called under the session lock.
+    /// [`jobs_of`]). Called under the session lock; no I/O but wake-ups. The
+    /// plan document's path is known now and returned; the file is written
+    /// by the approval's first chat job, off the request path.
     async fn perform(self: &Arc<Self>, key: &SessionKey, t: &Transition) -> Option<String> {
         let mut document_path = None;
         for effect in &t.effects {
             match effect {
                 Effect::WriteDocument { approval_id } => {
                     if let Some(p) = t.state.latest.as_ref().filter(|p| p.approval_id == *approval_id) {
-                        document_path = self.write_document(p).await;
+                        document_path = Some(self.plan_document_path(p).display().to_string());
                     }
                 }
                 Effect::Schedule(_) => self.scheduler_wake.notify_one(),
@@ -279,27 +281,19 @@ impl Core {
         document_path
     }
 
-    async fn write_document(&self, p: &Proposal) -> Option<String> {
-        let data_dir: PathBuf = self.settings.data_dir.clone();
-        let (agent, title, created, text, id) = (p.session.agent.clone(), p.plan.title.clone(), p.created_at, p.document(), p.approval_id);
-        let written = tokio::task::spawn_blocking(move || plangate_store::write_document(&data_dir, &agent, &title, created, &text)).await;
-        match written {
-            Ok(Ok(path)) => {
-                let path = path.display().to_string();
-                let stored = path.clone();
-                if let Err(e) = self.blocking(move |s| s.set_document_path(&id, &stored)).await {
-                    warn!(error = %e, "could not record the document path");
-                }
-                Some(path)
-            }
-            Ok(Err(e)) => {
-                warn!(error = %e, "plan document not written");
-                None
-            }
-            Err(e) => {
-                warn!(error = %e, "plan document task failed");
-                None
-            }
+    /// Where `p`'s plan document is (or will be, once its job has run).
+    pub fn plan_document_path(&self, p: &Proposal) -> PathBuf {
+        let id = p.approval_id.to_string();
+        plangate_store::plan_document_path(&self.settings.data_dir, &p.session.agent, &p.plan.title, p.created_at, &id[..8])
+    }
+
+    /// Where `p`'s plan document is: recorded by an older plangate, which
+    /// named documents differently, else [`Core::plan_document_path`].
+    pub async fn document_location(&self, p: &Proposal) -> PathBuf {
+        let id = p.approval_id;
+        match self.blocking(move |s| s.document_path(&id)).await {
+            Ok(Some(recorded)) => PathBuf::from(recorded),
+            _ => self.plan_document_path(p),
         }
     }
 

@@ -105,10 +105,8 @@ pub(super) async fn propose(
     };
     let document_path = match done.document_path {
         Some(path) => path,
-        None => {
-            let id = latest.approval_id;
-            core.blocking(move |s| s.document_path(&id)).await?.unwrap_or_default()
-        }
+        // An identical re-proposal: the document of the pending proposal.
+        None => core.document_location(latest).await.display().to_string(),
     };
     let mut value = serde_json::to_value(DecisionView::of(latest)).unwrap_or_default();
     value["document_path"] = json!(document_path);

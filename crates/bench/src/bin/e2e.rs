@@ -195,7 +195,9 @@ async fn gate_latency(s: &ServerProcess, samples: usize) -> Gate {
     Gate { http, in_process }
 }
 
-/// The plan document write that `Core::execute` does inline on propose:
+/// The plan document write that the approval's first chat job does after a
+/// proposal commits (inline in `Core::execute` before it moved off the
+/// request path):
 /// `plangate_store::write_document` (temp file + fsync, link, directory
 /// fsync), and the same steps without the two fsyncs, on the same disk.
 fn document_writes(n: usize) -> (Samples, Samples) {
@@ -204,7 +206,8 @@ fn document_writes(n: usize) -> (Samples, Samples) {
     let mut durable = Samples::default();
     for i in 0..n {
         let t = Instant::now();
-        plangate_store::write_document(dir.path(), "demo", &format!("doc {i}"), workload::now(), &text).expect("write_document");
+        plangate_store::write_document(dir.path(), "demo", &format!("doc {i}"), workload::now(), &format!("{i:08x}"), &text)
+            .expect("write_document");
         durable.push(t.elapsed());
     }
     let plain_dir = dir.path().join("plain");

@@ -3,36 +3,16 @@
 //! text an agent wrote), and Cancel halts the session instead of opening
 //! the gate.
 
+use super::telegram::{start, ALICE, CHAT};
 use plangate_engine::codec::{encode, Button};
 use plangate_engine::ApprovalId;
 use plangate_testkit::server::ServerProcess;
-use plangate_testkit::telegram::{FakeTelegram, TOKEN};
+use plangate_testkit::telegram::FakeTelegram;
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_plangate");
-const CHAT: i64 = -1001234567890;
-const ALICE: i64 = 111111;
 const WAIT: Duration = Duration::from_secs(15);
-
-async fn start(fake: &FakeTelegram) -> ServerProcess {
-    let config = format!(
-        r#"
-[telegram]
-token = "{TOKEN}"
-api_url = "{}"
-poll_timeout_secs = 1
-
-[destinations.ops]
-channel = "telegram"
-chat = "{CHAT}"
-approvers = ["telegram:{ALICE}"]
-"#,
-        fake.api_url()
-    );
-    ServerProcess::start_with(BIN, &["ops"], &config).await
-}
 
 async fn call(req: reqwest::RequestBuilder) -> (u16, Value) {
     ServerProcess::send(req).await

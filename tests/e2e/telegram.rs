@@ -12,12 +12,12 @@ use serde_json::{json, Value};
 use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
-const CHAT: i64 = -1001234567890;
-const ALICE: i64 = 111111;
+pub(crate) const CHAT: i64 = -1001234567890;
+pub(crate) const ALICE: i64 = 111111;
 const MALLORY: i64 = 666;
 const WAIT: Duration = Duration::from_secs(15);
 
-fn config(fake: &FakeTelegram) -> String {
+pub(crate) fn config(fake: &FakeTelegram) -> String {
     format!(
         r#"
 [telegram]
@@ -34,7 +34,8 @@ approvers = ["telegram:{ALICE}"]
     )
 }
 
-async fn start(fake: &FakeTelegram) -> ServerProcess {
+/// The real binary with a Telegram destination `ops` (approver: alice).
+pub(crate) async fn start(fake: &FakeTelegram) -> ServerProcess {
     ServerProcess::start_with(BIN, &["ops"], &config(fake)).await
 }
 

@@ -110,36 +110,11 @@ mod tests {
     /// Every hidden range the security issue names (both ends and a middle
     /// point), plus the other invisible and format characters: revealed on
     /// cards, dropped from injections, and refused by the gate inside quotes.
-    /// The gate crate has the same table for its own checks.
+    /// The table is the gate crate's, shared with its own tests.
     #[test]
     fn hidden_table_is_revealed_on_cards_and_refused_by_the_gate() {
-        const HIDDEN: &[(char, char, &str)] = &[
-            ('\u{2028}', '\u{2029}', "line and paragraph separators"),
-            ('\u{FE00}', '\u{FE0F}', "variation selectors"),
-            ('\u{2065}', '\u{2065}', "unassigned, in the invisible-operator block"),
-            ('\u{180B}', '\u{180E}', "mongolian selectors and vowel separator"),
-            ('\u{E0000}', '\u{E007F}', "tag characters"),
-            ('\u{00AD}', '\u{00AD}', "soft hyphen"),
-            ('\u{034F}', '\u{034F}', "combining grapheme joiner"),
-            ('\u{061C}', '\u{061C}', "arabic letter mark"),
-            ('\u{115F}', '\u{1160}', "hangul choseong/jungseong fillers"),
-            ('\u{3164}', '\u{3164}', "hangul filler"),
-            ('\u{FFA0}', '\u{FFA0}', "halfwidth hangul filler"),
-            ('\u{FFF9}', '\u{FFFB}', "interlinear annotations"),
-            ('\u{1D173}', '\u{1D17A}', "musical format controls"),
-            ('\u{200B}', '\u{200F}', "zero-width characters, LRM/RLM"),
-            ('\u{202A}', '\u{202E}', "bidi embeddings and overrides"),
-            ('\u{2060}', '\u{206F}', "word joiner, invisible operators, isolates"),
-            ('\u{FEFF}', '\u{FEFF}', "BOM"),
-            ('\u{17B4}', '\u{17B5}', "khmer inherent vowels"),
-            ('\u{1BCA0}', '\u{1BCA3}', "shorthand format controls"),
-            ('\u{E0100}', '\u{E01EF}', "variation selectors supplement"),
-            ('\u{2800}', '\u{2800}', "braille pattern blank"),
-            ('\u{0000}', '\u{0008}', "C0 controls"),
-            ('\u{007F}', '\u{009F}', "DEL and C1 controls"),
-        ];
         let policy = plangate_gate::Policy::default();
-        for &(lo, hi, what) in HIDDEN {
+        for &(lo, hi, what) in plangate_gate::text::NAMED_HIDDEN_RANGES {
             let mid = char::from_u32((lo as u32 + hi as u32) / 2).unwrap_or(lo);
             for c in [lo, mid, hi] {
                 let marker = format!("⟦U+{:04X}⟧", c as u32);

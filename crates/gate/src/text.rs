@@ -105,6 +105,39 @@ pub(crate) fn is_invisible(c: char) -> bool {
     is_hidden_char(c) || c == '\n' || (c.is_whitespace() && c != ' ' && c != '\t')
 }
 
+/// Every hidden range the security issue names (both ends, and a middle
+/// point where the range is wide), plus the other invisible and format
+/// characters: hidden for cards, and refused by the gate even inside
+/// single quotes. One table for every consumer's tests (this crate's, and
+/// the engine's `reveal` on cards), so they cannot drift apart.
+pub const NAMED_HIDDEN_RANGES: &[(char, char, &str)] = &[
+    ('\u{2028}', '\u{2029}', "line and paragraph separators"),
+    ('\u{FE00}', '\u{FE0F}', "variation selectors"),
+    ('\u{2065}', '\u{2065}', "unassigned, in the invisible-operator block"),
+    ('\u{180B}', '\u{180E}', "mongolian selectors and vowel separator"),
+    ('\u{E0000}', '\u{E007F}', "tag characters"),
+    ('\u{00AD}', '\u{00AD}', "soft hyphen"),
+    ('\u{034F}', '\u{034F}', "combining grapheme joiner"),
+    ('\u{061C}', '\u{061C}', "arabic letter mark"),
+    ('\u{115F}', '\u{1160}', "hangul choseong/jungseong fillers"),
+    ('\u{3164}', '\u{3164}', "hangul filler"),
+    ('\u{FFA0}', '\u{FFA0}', "halfwidth hangul filler"),
+    ('\u{FFF9}', '\u{FFFB}', "interlinear annotations"),
+    ('\u{1D173}', '\u{1D17A}', "musical format controls"),
+    ('\u{200B}', '\u{200F}', "zero-width characters, LRM/RLM"),
+    ('\u{202A}', '\u{202E}', "bidi embeddings and overrides"),
+    ('\u{2060}', '\u{206F}', "word joiner, invisible operators, isolates"),
+    ('\u{FEFF}', '\u{FEFF}', "BOM"),
+    ('\u{17B4}', '\u{17B5}', "khmer inherent vowels"),
+    ('\u{1BCA0}', '\u{1BCA3}', "shorthand format controls"),
+    ('\u{E0100}', '\u{E01EF}', "variation selectors supplement"),
+    ('\u{2800}', '\u{2800}', "braille pattern blank"),
+    ('\u{0600}', '\u{0605}', "arabic number signs"),
+    ('\u{13430}', '\u{1343F}', "egyptian hieroglyph format controls"),
+    ('\u{0000}', '\u{0008}', "C0 controls"),
+    ('\u{007F}', '\u{009F}', "DEL and C1 controls"),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,38 +150,6 @@ mod tests {
         assert_eq!(shown(&long).len(), MAX_SHOWN + 3);
     }
 
-    /// Every hidden range the security issue names (both ends, and a middle
-    /// point where the range is wide), plus the other invisible and format
-    /// characters: hidden for cards, and refused by the gate even inside
-    /// single quotes. The engine has the same table for `reveal`.
-    const HIDDEN: &[(char, char, &str)] = &[
-        ('\u{2028}', '\u{2029}', "line and paragraph separators"),
-        ('\u{FE00}', '\u{FE0F}', "variation selectors"),
-        ('\u{2065}', '\u{2065}', "unassigned, in the invisible-operator block"),
-        ('\u{180B}', '\u{180E}', "mongolian selectors and vowel separator"),
-        ('\u{E0000}', '\u{E007F}', "tag characters"),
-        ('\u{00AD}', '\u{00AD}', "soft hyphen"),
-        ('\u{034F}', '\u{034F}', "combining grapheme joiner"),
-        ('\u{061C}', '\u{061C}', "arabic letter mark"),
-        ('\u{115F}', '\u{1160}', "hangul choseong/jungseong fillers"),
-        ('\u{3164}', '\u{3164}', "hangul filler"),
-        ('\u{FFA0}', '\u{FFA0}', "halfwidth hangul filler"),
-        ('\u{FFF9}', '\u{FFFB}', "interlinear annotations"),
-        ('\u{1D173}', '\u{1D17A}', "musical format controls"),
-        ('\u{200B}', '\u{200F}', "zero-width characters, LRM/RLM"),
-        ('\u{202A}', '\u{202E}', "bidi embeddings and overrides"),
-        ('\u{2060}', '\u{206F}', "word joiner, invisible operators, isolates"),
-        ('\u{FEFF}', '\u{FEFF}', "BOM"),
-        ('\u{17B4}', '\u{17B5}', "khmer inherent vowels"),
-        ('\u{1BCA0}', '\u{1BCA3}', "shorthand format controls"),
-        ('\u{E0100}', '\u{E01EF}', "variation selectors supplement"),
-        ('\u{2800}', '\u{2800}', "braille pattern blank"),
-        ('\u{0600}', '\u{0605}', "arabic number signs"),
-        ('\u{13430}', '\u{1343F}', "egyptian hieroglyph format controls"),
-        ('\u{0000}', '\u{0008}', "C0 controls"),
-        ('\u{007F}', '\u{009F}', "DEL and C1 controls"),
-    ];
-
     fn points(lo: char, hi: char) -> Vec<char> {
         let mid = char::from_u32((lo as u32 + hi as u32) / 2).unwrap_or(lo);
         vec![lo, mid, hi]
@@ -157,7 +158,7 @@ mod tests {
     #[test]
     fn hidden_table_for_cards_and_gate() {
         let policy = crate::Policy::default();
-        for &(lo, hi, what) in HIDDEN {
+        for &(lo, hi, what) in NAMED_HIDDEN_RANGES {
             for c in points(lo, hi) {
                 assert!(is_hidden_char(c), "{what}: {} is not hidden", codepoint(c));
                 assert!(is_invisible(c), "{what}: {} passes the gate's quote check", codepoint(c));

@@ -127,6 +127,21 @@ fn delivery_key(id: &ApprovalId, d: &Delivery) -> Vec<u8> {
     k
 }
 
+/// How long [`SledStore::open_with`] waits for sled's directory lock.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+fn open_db(path: &Path) -> Result<sled::Db, StoreError> {
+    let deadline = std::time::Instant::now() + LOCK_WAIT;
+    loop {
+        match sled::Config::new().path(path).mode(sled::Mode::HighThroughput).cache_capacity(CACHE_BYTES).open() {
+            Err(sled::Error::Io(e)) if e.to_string().contains("could not acquire lock") && std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => return Ok(other?),
+        }
+    }
+}
+
 impl SledStore {
     /// Open (or create) the database under `data_dir/db`, checking its
     /// schema version and finishing any commit a crash interrupted.
@@ -135,9 +150,14 @@ impl SledStore {
     }
 
     /// [`open`](Self::open) with an explicit [`Durability`].
+    ///
+    /// sled locks its directory; the lock of a store just dropped (or of a
+    /// process just killed) can outlive it by a few milliseconds while
+    /// sled's flusher thread winds down, so a busy lock is retried for up to
+    /// [`LOCK_WAIT`] before giving up.
     pub fn open_with(data_dir: &Path, durability: Durability) -> Result<SledStore, StoreError> {
         let path = data_dir.join("db");
-        let db = sled::Config::new().path(&path).mode(sled::Mode::HighThroughput).cache_capacity(CACHE_BYTES).open()?;
+        let db = open_db(&path)?;
         let meta = db.open_tree("meta")?;
         match meta.get("schema_version")? {
             None => {

@@ -7,6 +7,7 @@
 
 mod api;
 mod backlog;
+mod channel;
 mod codex_cli;
 mod crash;
 mod discord;

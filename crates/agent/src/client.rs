@@ -332,6 +332,20 @@ impl Client {
         Ok(taken.injection)
     }
 
+    /// The untaken injection and what it is about, without taking it,
+    /// holding up to `wait` (at most 300 s) until there is one.
+    pub async fn peek_injection(&self, session_id: &str, wait: Duration) -> Result<Injection, AgentError> {
+        let (secs, wait) = Self::wait_query(wait);
+        let path = Self::session_path(session_id, &format!("/injection?wait={secs}"))?;
+        self.typed(reqwest::Method::GET, &path, None, wait + self.timeouts.request).await
+    }
+
+    /// [`Client::take_injection`] with what the injection is about.
+    pub async fn take_injection_with_meta(&self, session_id: &str) -> Result<Injection, AgentError> {
+        let path = Self::session_path(session_id, "/injection/take")?;
+        self.typed(reqwest::Method::POST, &path, None, self.timeouts.request).await
+    }
+
     /// Ask the mutation gate about one tool call.
     pub async fn gate(&self, session_id: &str, tool: &str, input: &Value) -> Result<GateAnswer, AgentError> {
         if !session::is_valid(session_id) {
@@ -340,4 +354,18 @@ impl Client {
         let body = json!({"session_id": session_id, "tool": tool, "input": input});
         self.typed(reqwest::Method::POST, "/v1/gate", Some(body), self.timeouts.request).await
     }
+}
+
+/// An untaken `[PLAN_DECISION]` (or `[PLAN_NUDGE]`) text and, when it
+/// concerns a proposal, which one and how it was decided (API.md,
+/// `GET …/injection`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct Injection {
+    pub injection: Option<String>,
+    #[serde(default)]
+    pub approval_id: Option<String>,
+    #[serde(default)]
+    pub version: Option<u32>,
+    #[serde(default)]
+    pub status: Option<String>,
 }

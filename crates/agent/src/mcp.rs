@@ -400,6 +400,11 @@ impl PlangateMcp {
                 Err(e) => return failed(e),
             }
         }
+        if decision.is_final() {
+            // Delivered here: no other path (a channel, the next prompt)
+            // delivers this decision again. Best effort: the decision stands.
+            let _ = self.client().take_injection(&session).await;
+        }
         let note = decision_note(&decision);
         let mut value = json!(decision);
         if let Some(p) = document_path {
@@ -448,6 +453,13 @@ impl PlangateMcp {
         };
         let mut value = json!(answer);
         value["question_id"] = json!(question_id);
+        if answer.status == QuestionStatus::Answered {
+            // The answer is delivered here, so it is taken; anything else
+            // that was waiting with it (a decision) is handed over too.
+            if let Ok(Some(text)) = self.client().take_injection(&session).await {
+                value["injection"] = json!(text);
+            }
+        }
         Ok(result(value, Some(note)))
     }
 

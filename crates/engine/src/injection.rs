@@ -102,6 +102,18 @@ pub fn released(who: &str) -> String {
     )
 }
 
+/// A person answered the agent's question. Delivered like a decision text
+/// when no waiting call took the answer (a Claude Code channel event, the
+/// next prompt); its own tag, because it decides nothing.
+pub fn answered(question: &str, answer: &str, who: &str) -> String {
+    format!(
+        "[PLAN_ANSWER]\n{} answered your question.\nQuestion:\n{}\nAnswer:\n{}\n[/PLAN_ANSWER]",
+        name(who),
+        quote(question),
+        quote(answer)
+    )
+}
+
 /// The reminder an agent gets when it sits in plan mode without proposing.
 /// Not a decision, so it has its own tag.
 pub fn plan_nudge(waited_ms: u64) -> String {

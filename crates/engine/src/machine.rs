@@ -570,6 +570,15 @@ fn answer_question(t: &mut Transition, actor: &Actor, question_id: Option<Questi
     question.answered_by = Some(actor.label());
     question.answered_at = Some(ctx.now);
     let id = question.question_id;
+    // The answer also waits as text for the agent, in case no waiting call
+    // takes it (the agent gave up waiting): after any untaken decision text,
+    // in place of a reminder to propose, which an answer makes moot.
+    let text = injection::answered(&question.question, &answer, &actor.label());
+    let session = &mut t.state.session;
+    session.injection = match session.injection.take() {
+        Some(earlier) if !earlier.starts_with("[PLAN_NUDGE]") => Some(format!("{earlier}\n\n{text}")),
+        _ => Some(text),
+    };
     t.answered = Some(question);
     t.effects.push(Effect::UpdateQuestion { question_id: id });
     t.effects.push(Effect::Wake);

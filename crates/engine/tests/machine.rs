@@ -1591,3 +1591,27 @@ fn the_types_keep_their_machine_paths() {
     let _: (m::Ctx, m::TimerPolicy, m::DecisionStatus) = (ctx(0), policy(), DecisionStatus::Pending);
     let _: Result<m::Transition, m::Refusal> = m::apply(&state, &Actor::Scheduler, Command::TakeInjection, &ctx(0));
 }
+
+#[test]
+fn questions_an_answer_waits_as_text_for_an_agent_that_stopped_waiting() {
+    let s = ok(&in_plan(), &Actor::Agent, ask(&["v1", "v2"], false), &ctx(0x42)).state;
+    let t = ok(&s, &bob(), answer(None, "v2"), &ctx(0));
+    let text = t.state.session.injection.clone().unwrap_or_default();
+    assert!(text.starts_with("[PLAN_ANSWER]\nslack:@bob answered your question."), "{text}");
+    assert!(text.contains("> Which API?") && text.contains("> v2") && text.ends_with("[/PLAN_ANSWER]"), "{text}");
+    // Taken once, like a decision.
+    let taken = ok(&t.state, &Actor::Agent, Command::TakeInjection, &ctx(0));
+    assert_eq!(taken.taken_injection.as_deref(), Some(text.as_str()));
+    assert_eq!(ok(&taken.state, &Actor::Agent, Command::TakeInjection, &ctx(0)).taken_injection, None);
+
+    // A reminder to propose is moot once answered; an untaken decision text is kept, first.
+    let mut nudged = s.clone();
+    nudged.session.injection = Some("[PLAN_NUDGE]\nPropose.\n[/PLAN_NUDGE]".into());
+    let t = ok(&nudged, &bob(), answer(None, "v1"), &ctx(0));
+    assert!(t.state.session.injection.as_deref().is_some_and(|i| i.starts_with("[PLAN_ANSWER]") && !i.contains("PLAN_NUDGE")));
+    let mut decided = s;
+    decided.session.injection = Some("[PLAN_DECISION]: rejected\n> no\n[/PLAN_DECISION]".into());
+    let t = ok(&decided, &bob(), answer(None, "v1"), &ctx(0));
+    let both = t.state.session.injection.unwrap_or_default();
+    assert!(both.starts_with("[PLAN_DECISION]: rejected") && both.ends_with("[/PLAN_ANSWER]"), "{both}");
+}

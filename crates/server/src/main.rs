@@ -113,7 +113,13 @@ enum Cmd {
     #[command(subcommand)]
     Hook(HookCmd),
     /// An MCP server on stdio (PLANGATE_URL, PLANGATE_TOKEN, PLANGATE_SESSION; inside Claude Code the hook supplies the session).
-    Mcp,
+    Mcp {
+        /// Run as a Claude Code channel instead (no tools): push decisions into the session whenever they are made and
+        /// answer ExitPlanMode's permission dialog. Load it only with `claude --dangerously-load-development-channels`
+        /// (docs/AGENTS.md).
+        #[arg(long, env = "PLANGATE_CHANNEL")]
+        channel: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -277,13 +283,15 @@ async fn run(args: Args) -> Result<i32> {
             }
             Ok(0)
         }
-        Cmd::Mcp => match plangate_agent::mcp::serve_stdio().await {
-            Ok(()) => Ok(0),
-            Err(e) => {
-                eprintln!("plangate mcp: {e}");
-                Ok(1)
+        Cmd::Mcp { channel } => {
+            match if channel { plangate_agent::claude::channel::serve_stdio().await } else { plangate_agent::mcp::serve_stdio().await } {
+                Ok(()) => Ok(0),
+                Err(e) => {
+                    eprintln!("plangate mcp: {e}");
+                    Ok(1)
+                }
             }
-        },
+        }
     }
 }
 

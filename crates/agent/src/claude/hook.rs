@@ -92,6 +92,9 @@ pub enum Answer {
     AllowInput {
         updated_input: Value,
     },
+    /// `PreToolUse` `"ask"`: show the permission dialog (a pending plan
+    /// whose dialog a plangate channel answers when the human decides).
+    Ask(String),
     /// `{"continue": false}`: for events this hook does not know.
     Stop(String),
 }
@@ -114,6 +117,8 @@ impl Answer {
                 "hookEventName": "PermissionRequest", "decision": {"behavior": "allow", "updatedInput": updated_input}}}),
             Answer::AllowInput { updated_input } => json!({"hookSpecificOutput": {
                 "hookEventName": "PreToolUse", "permissionDecision": "allow", "updatedInput": updated_input}}),
+            Answer::Ask(reason) => json!({"hookSpecificOutput": {
+                "hookEventName": "PreToolUse", "permissionDecision": "ask", "permissionDecisionReason": reason}}),
             Answer::Stop(reason) => json!({"continue": false, "stopReason": reason}),
         };
         format!("{value}\n")
@@ -234,6 +239,14 @@ pub async fn answer(bytes: &[u8], settings: impl FnOnce() -> Result<Settings, Ag
         Ok(i) => i,
         Err(answer) => return answer,
     };
+    // Tell a plangate channel of this Claude process which session it is in
+    // now (see `super::binding`); best effort, it never changes the answer.
+    let claude = super::binding::ClaudeProcess::find();
+    let bindings = super::binding::Bindings::from_env();
+    if let (Some(b), Some(c)) = (&bindings, &claude) {
+        let _ = b.record(c, &input.session_id);
+    }
+    let channel = matches!((&bindings, &claude), (Some(b), Some(c)) if b.channel_live(c));
     let settings = match settings() {
         Ok(s) => s,
         Err(e) => return Answer::deny(input.event, format!("plangate: {e}; this call is blocked until the hook is configured")),
@@ -242,7 +255,7 @@ pub async fn answer(bytes: &[u8], settings: impl FnOnce() -> Result<Settings, Ag
         // Submitting (at most QUICK_BUDGET), the wait, and a margin: still
         // well inside the installed timeout (wait + TIMEOUT_MARGIN_SECS).
         let budget = settings.wait + 2 * QUICK_BUDGET;
-        match tokio::time::timeout(budget, exit_plan_mode(&input, &settings)).await {
+        match tokio::time::timeout(budget, exit_plan_mode(&input, &settings, channel)).await {
             Ok(answer) => answer,
             Err(_) => Answer::deny(input.event, "plangate did not answer in time; call ExitPlanMode again with the same plan"),
         }
@@ -290,7 +303,7 @@ async fn gate(input: &Input, settings: &Settings) -> Answer {
     }
 }
 
-async fn exit_plan_mode(input: &Input, settings: &Settings) -> Answer {
+async fn exit_plan_mode(input: &Input, settings: &Settings, channel: bool) -> Answer {
     let markdown = match plan_text(&input.tool_input) {
         Ok(m) => m,
         Err(why) => return Answer::deny(input.event, format!("plangate: {why}")),
@@ -324,10 +337,13 @@ async fn exit_plan_mode(input: &Input, settings: &Settings) -> Answer {
             Err(e) => return Answer::deny(input.event, format!("plangate could not learn the decision: {e}")),
         }
     }
-    decide(input, &decision, submitted.recalled)
+    decide(input, &decision, submitted.recalled, channel)
 }
 
-fn decide(input: &Input, d: &DecisionView, recalled: bool) -> Answer {
+/// The answer for a decision. `channel`: a plangate channel runs in this
+/// Claude process, so a plan still pending leaves the dialog open for it to
+/// answer when the human decides (instead of refusing the call).
+fn decide(input: &Input, d: &DecisionView, recalled: bool, channel: bool) -> Answer {
     let by = d.decided_by.as_deref().unwrap_or("a human");
     match d.status {
         DecisionStatus::Approved => match input.event {
@@ -365,6 +381,16 @@ fn decide(input: &Input, d: &DecisionView, recalled: bool) -> Answer {
             });
             let again = if recalled { "You sent the same plan again; it was already sent back. " } else { "" };
             Answer::deny(input.event, format!("plangate: {again}{text}"))
+        }
+        DecisionStatus::Pending if channel => {
+            let reason = format!(
+                "plangate: plan v{} awaits a human's approval (id {}); plangate's channel answers this dialog when they decide",
+                d.version, d.approval_id
+            );
+            match input.event {
+                Event::PreToolUse => Answer::Ask(reason),
+                Event::PermissionRequest => Answer::NoDecision,
+            }
         }
         DecisionStatus::Pending => Answer::deny(
             input.event,

@@ -15,6 +15,8 @@
 //!
 //! [`install`] merges both hook entries into `settings.json`.
 
+pub mod binding;
+pub mod channel;
 pub mod hook;
 pub mod install;
 

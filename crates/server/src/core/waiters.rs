@@ -64,6 +64,25 @@ impl Core {
         }
     }
 
+    /// The state of `key`, waiting up to `wait` for an untaken injection
+    /// (`[PLAN_DECISION]`, `[PLAN_NUDGE]`) to be there. The wait of a
+    /// channel that follows a session for hours: it parks here between
+    /// decisions and costs nothing while it does.
+    pub async fn wait_injection(&self, key: &SessionKey, wait: Duration) -> Result<plangate_engine::State, StoreError> {
+        let mut rx = self.subscribe(key);
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let state = self.load(key).await?;
+            if state.session.injection.is_some() || tokio::time::Instant::now() >= deadline {
+                return Ok(state);
+            }
+            let _parked = Parked::new(self);
+            if tokio::time::timeout_at(deadline, rx.changed()).await.is_err() {
+                continue;
+            }
+        }
+    }
+
     /// A question of `key`, waiting up to `wait` for its answer.
     pub async fn wait_question(
         &self,

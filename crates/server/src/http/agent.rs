@@ -206,7 +206,36 @@ pub(super) async fn take_injection(
 ) -> Result<Json<Value>, ApiError> {
     let key = session_key(agent, &sid)?;
     let done = core.execute(&key, Actor::Agent, Command::TakeInjection, ExecMeta::default()).await?;
-    Ok(Json(json!({"injection": done.transition.taken_injection})))
+    Ok(Json(injection_body(done.transition.taken_injection, &done.transition.state)))
+}
+
+/// `GET …/injection?wait=N`: the untaken injection, without taking it;
+/// holds up to N s until there is one. What a Claude Code channel parks on
+/// between decisions (then it takes with `POST …/injection/take`).
+pub(super) async fn peek_injection(
+    State(core): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    Path(sid): Path<String>,
+    q: Result<Query<WaitQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let key = session_key(agent, &sid)?;
+    let wait = wait_of(&query(q)?)?;
+    let state = core.wait_injection(&key, wait).await?;
+    Ok(Json(injection_body(state.session.injection.clone(), &state)))
+}
+
+/// `{"injection": str|null}` plus, when there is an injection and a
+/// proposal, what it is about: the latest proposal's `approval_id`,
+/// `version` and `status` (a release or a `[PLAN_NUDGE]` may concern no
+/// proposal's decision, and says so in its text).
+fn injection_body(injection: Option<String>, state: &plangate_engine::State) -> Value {
+    let mut out = json!({"injection": injection});
+    if let (Some(_), Some(p)) = (&injection, &state.latest) {
+        out["approval_id"] = json!(p.approval_id.to_string());
+        out["version"] = json!(p.version);
+        out["status"] = json!(p.status.as_str());
+    }
+    out
 }
 
 pub(super) async fn get_hydration(

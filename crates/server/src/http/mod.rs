@@ -45,6 +45,7 @@ pub fn router(core: Arc<Core>) -> Router {
         .route("/v1/sessions/{session_id}/subagents/{run_id}", delete(agent::subagent_close))
         .route("/v1/sessions/{session_id}/questions", post(agent::ask))
         .route("/v1/sessions/{session_id}/questions/{question_id}", get(agent::question))
+        .route("/v1/sessions/{session_id}/injection", get(agent::peek_injection))
         .route("/v1/sessions/{session_id}/injection/take", post(agent::take_injection))
         .route("/v1/sessions/{session_id}/hydration", get(agent::get_hydration))
         .route("/v1/gate", post(agent::gate))

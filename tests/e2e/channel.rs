@@ -6,6 +6,7 @@
 //! `permission_request`s Claude Code would relay.
 
 use plangate_testkit::server::{ServerProcess, AGENT_TOKEN};
+use plangate_testkit::telegram::{FakeTelegram, TOKEN};
 use reqwest::Method;
 use rmcp::model::{ClientNotification, CustomNotification};
 use rmcp::service::{NotificationContext, RoleClient, RunningService};
@@ -93,9 +94,14 @@ impl Channel {
 /// Through `sh -c '…; true'`, so (as under Claude Code) a shell sits
 /// between the hook and its Claude process unless `claude_pid` is given.
 async fn exit_plan_mode(s: &ServerProcess, runtime: &Path, claude_pid: Option<u32>, session: &str, plan: &str) -> Value {
+    pre_tool_use(s, runtime, claude_pid, session, "ExitPlanMode", json!({"plan": plan})).await
+}
+
+/// One `PreToolUse` event through the real hook (see [`exit_plan_mode`]).
+async fn pre_tool_use(s: &ServerProcess, runtime: &Path, claude_pid: Option<u32>, session: &str, tool: &str, input: Value) -> Value {
     let event = json!({
         "session_id": session, "transcript_path": "/tmp/t.jsonl", "cwd": "/repo", "permission_mode": "plan",
-        "hook_event_name": "PreToolUse", "tool_name": "ExitPlanMode", "tool_input": {"plan": plan},
+        "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": input,
         "tool_use_id": "toolu_01"
     });
     let mut cmd = tokio::process::Command::new("sh");
@@ -119,7 +125,7 @@ async fn exit_plan_mode(s: &ServerProcess, runtime: &Path, claude_pid: Option<u3
     drop(stdin);
     let out = child.wait_with_output().await.expect("hook output");
     let text = String::from_utf8_lossy(&out.stdout).to_string();
-    eprintln!("hook ExitPlanMode({session}) -> {}", text.trim());
+    eprintln!("hook {tool}({session}) -> {}", text.trim());
     serde_json::from_str(&text).unwrap_or(Value::Null)
 }
 
@@ -253,4 +259,37 @@ async fn two_claude_sessions_in_one_project_each_get_only_their_own_decisions() 
     let (_, event) = a.expect("a2's decision").await;
     assert_eq!(event["meta"]["session_id"], "chan-a2");
     b.quiet().await;
+}
+
+#[tokio::test]
+async fn an_answer_given_after_the_agent_stopped_waiting_arrives_as_an_event() {
+    let fake = FakeTelegram::start().await;
+    let (chat, alice): (i64, i64) = (-1001234567890, 111111);
+    let config = format!(
+        "[telegram]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\npoll_timeout_secs = 1\n\n[destinations.ops]\nchannel = \"telegram\"\nchat = \"{chat}\"\napprovers = [\"telegram:{alice}\"]\n",
+        fake.api_url()
+    );
+    let s = ServerProcess::start_with(BIN, &["ops"], &config).await;
+    let (_dir, runtime) = runtime_dir();
+    let claude = 4_300_005;
+    let sid = "chan-answer";
+    // Any hook event tells the channel which session this Claude is in.
+    let read = pre_tool_use(&s, &runtime, Some(claude), sid, "Read", json!({"file_path": "/repo/README.md"})).await;
+    assert_eq!(read, Value::Null, "a read passes with no opinion");
+    let mut channel = Channel::start(&s, &runtime, Some(claude)).await;
+
+    let (st, _) = ServerProcess::send(s.agent(Method::POST, &format!("/v1/sessions/{sid}/enter"))).await;
+    assert_eq!(st, 200);
+    let body = json!({"question": "Which database?", "options": ["postgres", "sqlite"]});
+    let (st, v) = ServerProcess::send(s.agent(Method::POST, &format!("/v1/sessions/{sid}/questions")).json(&body)).await;
+    assert_eq!(st, 201, "{v}");
+    // Nobody waits for the answer: the agent asked and moved on.
+    fake.wait_request("sendMessage", Duration::from_secs(15), |r| r.str("text").contains("Which database?")).await;
+    fake.push_update(fake.message_update(chat, FakeTelegram::user(alice, Some("alice"), "Alice"), "/plan answer postgres", None));
+
+    let (method, event) = channel.expect("the answer").await;
+    assert_eq!(method, "notifications/claude/channel");
+    let content = event["content"].as_str().unwrap_or_default();
+    assert!(content.starts_with("[PLAN_ANSWER]") && content.contains("> postgres") && content.contains("telegram:@alice"), "{content}");
+    channel.quiet().await;
 }

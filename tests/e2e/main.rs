@@ -22,3 +22,4 @@ mod sec_telegram;
 mod slack;
 mod telegram;
 mod timers;
+mod webhooks;

@@ -309,11 +309,6 @@ impl Core {
         tokio::spawn(async move { core.deliver_session(session).await });
     }
 
-    /// Deliveries queued or being delivered right now (`/healthz`).
-    pub fn webhook_backlog(&self) -> usize {
-        self.webhooks.waiting.lock().unwrap_or_else(|e| e.into_inner()).values().map(|q| q.len().max(1)).sum()
-    }
-
     /// Deliver one session's queue in order, until it is empty.
     async fn deliver_session(self: Arc<Self>, session: SessionKey) {
         loop {

@@ -56,7 +56,8 @@ pub const MAX_ATTEMPTS: u32 = 20;
 pub const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 /// The longest wait between two attempts (before jitter).
 pub const MAX_BACKOFF: Duration = Duration::from_secs(15 * 60);
-/// The longest `Retry-After` honoured; a longer one waits this long.
+/// The longest `Retry-After` honoured; a longer one waits this long (and a
+/// shorter one than [`FIRST_BACKOFF`] waits that long).
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60 * 60);
 
 /// The signature header: `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`.
@@ -361,7 +362,8 @@ impl Core {
                     return;
                 }
                 Attempt::Retry { reason, after } if attempt < MAX_ATTEMPTS => {
-                    let wait = after.unwrap_or_else(|| backoff(attempt, rand::random::<f64>()));
+                    // A `Retry-After: 0` must not burn the attempts in a burst.
+                    let wait = after.map(|a| a.max(FIRST_BACKOFF)).unwrap_or_else(|| backoff(attempt, rand::random::<f64>()));
                     warn!(attempt, %reason, wait_ms = wait.as_millis() as u64, "webhook not delivered; retrying");
                     let detail = format!("{what}: {reason}; next attempt in {:.1} s", wait.as_secs_f64());
                     self.audit(&hook.session, "plangate", "webhook_retry", hook.approval, detail).await;

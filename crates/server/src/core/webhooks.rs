@@ -25,8 +25,8 @@
 //! by one task per session with something to deliver. They share no worker,
 //! queue or backlog count with the chat jobs, so a receiver that is down for
 //! hours, or a backlog of thousands of retries, never delays a card, a nudge
-//! or a decision; the transition that decided committed and answered before
-//! its delivery was even started. A delivery holds one of
+//! or a decision; the transition that decided committed before its delivery
+//! started, and its caller's answer does not wait for the delivery. A delivery holds one of
 //! [`IN_FLIGHT`] places only while its request is on the wire (at most
 //! [`REQUEST_TIMEOUT`]), never while it waits for its next attempt.
 

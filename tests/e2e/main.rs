@@ -23,3 +23,5 @@ mod sec_telegram;
 mod slack;
 mod telegram;
 mod timers;
+mod wait_cli;
+mod webhooks;

@@ -2,7 +2,9 @@
 //!
 //! They are clients of the same API as every agent (through
 //! [`plangate_agent::Client`]), so what the CLI shows is what an agent would
-//! see.
+//! see. `plangate wait` lives in [`wait`].
+
+pub mod wait;
 
 use anyhow::Result;
 use plangate_agent::codex::extract_proposed_plan;
@@ -16,7 +18,8 @@ use std::time::{Duration, Instant};
 
 pub use plangate_agent::Client;
 
-/// Exit codes of `propose --wait`.
+/// Exit codes of `propose --wait` and `wait` (which adds
+/// [`wait::EXIT_EXEC_FAILED`]).
 pub const EXIT_APPROVED: i32 = 0;
 pub const EXIT_USAGE: i32 = 2;
 pub const EXIT_REVISED: i32 = 3;

@@ -78,6 +78,73 @@ pub struct AgentConfig {
     /// only plan mode and cancelled plans are gated).
     #[serde(default)]
     pub gate_scope: plangate_engine::GateScope,
+    /// Where to POST this agent's decisions and answers, signed (for runners
+    /// that are neither Claude Code nor Codex: CI bots, scripts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<WebhookConfig>,
+}
+
+/// `[agents.<id>.webhook]`: plangate POSTs every decision and answer of the
+/// agent to `url`, signed with HMAC-SHA256 under `secret` (docs/AGENTS.md,
+/// "Webhooks").
+#[derive(Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookConfig {
+    /// An `http://` or `https://` URL; redirects from it are not followed.
+    pub url: String,
+    /// The HMAC key receivers verify the signature with. Masked like every
+    /// secret, refused when it is a shipped placeholder, never logged.
+    pub secret: String,
+}
+
+/// Never prints the secret (settings are `Debug`).
+impl std::fmt::Debug for WebhookConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookConfig").field("url", &self.url).field("secret", &"********").finish()
+    }
+}
+
+/// The shortest webhook secret accepted: an HMAC key a receiver shares with
+/// plangate, as long as the shortest platform secret plangate takes.
+pub const MIN_WEBHOOK_SECRET_CHARS: usize = 16;
+
+/// Refuse a webhook URL that is not a plain http(s) URL of a host: plangate
+/// would not know how to POST to it, or would leak credentials into logs.
+fn check_webhook(id: &str, hook: &WebhookConfig, tokens: &[(&str, String)]) -> Result<(), ConfigError> {
+    let key = format!("agents.{id}.webhook.url");
+    let example = "expected e.g. \"https://runner.example.com/plangate\"";
+    let url = reqwest::Url::parse(hook.url.trim()).map_err(|e| invalid(&key, format!("is not a URL ({e}); {example}")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(invalid(
+            &key,
+            format!("uses the {:?} scheme; only http:// and https:// URLs are accepted (plangate POSTs JSON to it)", url.scheme()),
+        ));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(invalid(&key, format!("has no host; {example}")));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(invalid(
+            &key,
+            "carries a user name or password; remove them (the signature tells the receiver the request is plangate's)",
+        ));
+    }
+    let secret_key = format!("agents.{id}.webhook.secret");
+    if hook.secret.trim().chars().count() < MIN_WEBHOOK_SECRET_CHARS {
+        return Err(invalid(
+            secret_key,
+            format!(
+                "must be at least {MIN_WEBHOOK_SECRET_CHARS} characters (e.g. `openssl rand -hex 32`): receivers verify signatures with it"
+            ),
+        ));
+    }
+    if let Some((_, other)) = tokens.iter().find(|(t, _)| *t == hook.secret) {
+        return Err(invalid(
+            secret_key,
+            format!("is the same as {other}; the receiver learns this secret, so it must not open anything else"),
+        ));
+    }
+    Ok(())
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -223,6 +290,11 @@ impl Settings {
                 }
             }
         }
+        for (id, agent) in &raw.agents {
+            if let Some(hook) = &agent.webhook {
+                check_webhook(id, hook, &tokens)?;
+            }
+        }
         if !bind.ip().is_loopback() && (raw.server.operator_token.is_none() || raw.agents.is_empty()) {
             return Err(invalid("server.bind", "a non-loopback address needs server.operator_token and at least one agent token"));
         }
@@ -286,6 +358,11 @@ impl Settings {
         let mut value = serde_json::to_value(&self.raw).unwrap_or_default();
         mask(&mut value);
         value
+    }
+
+    /// The webhook of `agent`, if it has one.
+    pub fn webhook(&self, agent: &str) -> Option<&WebhookConfig> {
+        self.raw.agents.get(agent)?.webhook.as_ref()
     }
 
     pub fn timer_policy(&self, agent: &str) -> TimerPolicy {
@@ -550,6 +627,33 @@ mod tests {
         }
         let err = parse("[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\ntypo = 1\n").unwrap_err().to_string();
         assert!(err.contains("typo"), "{err}");
+    }
+
+    #[test]
+    fn webhooks_take_only_http_urls_and_long_unique_secrets() {
+        let base =
+            "[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n[agents.ci]\ntoken = \"ci-token-0123456789\"\n[agents.ci.webhook]\n";
+        let hook = |url: &str, secret: &str| parse(&format!("{base}url = \"{url}\"\nsecret = \"{secret}\"\n"));
+        let s = hook("https://runner.example.com/plangate?x=1", "0123456789abcdef").unwrap();
+        assert_eq!(s.webhook("ci").unwrap().url, "https://runner.example.com/plangate?x=1");
+        hook("http://127.0.0.1:9/hook", "0123456789abcdef").unwrap();
+        for (url, secret, key, says) in [
+            ("ftp://files.example.com/x", "0123456789abcdef", "agents.ci.webhook.url", "only http:// and https://"),
+            ("file:///etc/passwd", "0123456789abcdef", "agents.ci.webhook.url", "\"file\" scheme"),
+            ("runner.example.com/hook", "0123456789abcdef", "agents.ci.webhook.url", "is not a URL"),
+            ("https://user:pw@runner.example.com/", "0123456789abcdef", "agents.ci.webhook.url", "password"),
+            ("https://runner.example.com/", "too-short", "agents.ci.webhook.secret", "at least 16"),
+            ("https://runner.example.com/", "ci-token-0123456789", "agents.ci.webhook.secret", "agents.ci.token"),
+        ] {
+            let err = hook(url, secret).unwrap_err().to_string();
+            assert!(err.contains(key) && err.contains(says), "{url} {secret}: {err}");
+        }
+        let err = hook("https://runner.example.com/", "change-me-webhook-secret").unwrap_err().to_string();
+        assert!(err.contains("agents.ci.webhook.secret") && err.contains("placeholder"), "{err}");
+        // Masked and never in Debug.
+        let s = hook("https://runner.example.com/", "0123456789abcdef").unwrap();
+        assert!(!s.masked().to_string().contains("0123456789abcdef"));
+        assert!(!format!("{s:?}").contains("0123456789abcdef"));
     }
 
     #[test]

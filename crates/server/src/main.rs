@@ -61,6 +61,28 @@ enum Cmd {
         #[command(flatten)]
         remote: Remote,
     },
+    /// Wait for a session's decision, then optionally run a program with it
+    /// (exit 0 approved/edited, 3 revised, 4 timed out/cancelled/still pending, 5 the program failed).
+    Wait {
+        #[arg(long)]
+        session: String,
+        /// Give up after this many seconds (exit 4); without it, wait until the plan is decided.
+        #[arg(long)]
+        timeout: Option<u64>,
+        /// Print the Decision as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Run PROGRAM [ARGS]... once the decision is in, without a shell: the decision is in its
+        /// environment (PLANGATE_DECISION_STATUS, PLANGATE_APPROVAL_ID, PLANGATE_VERSION,
+        /// PLANGATE_FEEDBACK, PLANGATE_INJECTION, …) and, as the Decision JSON, on its stdin.
+        /// Everything after --exec belongs to the program, so put it last.
+        #[arg(long, num_args = 1.., allow_hyphen_values = true, value_name = "PROGRAM [ARGS]")]
+        exec: Vec<String>,
+        #[arg(long, env = "PLANGATE_TOKEN", hide_env_values = true)]
+        token: String,
+        #[command(flatten)]
+        remote: Remote,
+    },
     /// Show a session's status.
     Status {
         #[arg(long, default_value = "cli")]
@@ -201,6 +223,10 @@ async fn run(args: Args) -> Result<i32> {
         Cmd::Propose { file, session, title, wait, timeout, json, codex, token, remote } => {
             let timeout = Duration::from_secs(timeout);
             cli::propose_command(cli::ProposeArgs { file, session, title, wait, timeout, json, codex, token, url: remote.url }).await
+        }
+        Cmd::Wait { session, timeout, json, exec, token, remote } => {
+            let timeout = timeout.map(Duration::from_secs);
+            cli::wait::wait_command(cli::wait::WaitArgs { session, timeout, json, exec, token, url: remote.url }).await
         }
         Cmd::Status { session, token, remote } => {
             let client = Client::new(&remote.url, Some(token))?;

@@ -6,6 +6,9 @@
 //!   on 127.0.0.1 that record every request and let a test script inbound
 //!   events. The real client crates are pointed at them through the
 //!   configurable API base URLs; nothing here needs a network beyond loopback.
+//! * [`webhook`]: a receiver of plangate's signed webhooks on 127.0.0.1 that
+//!   records every delivery and answers from a script (errors, redirects,
+//!   never).
 //! * [`limits`]: the platforms' send limits, which a fake enforces (429s
 //!   included) once told to.
 
@@ -14,3 +17,4 @@ pub mod limits;
 pub mod server;
 pub mod slack;
 pub mod telegram;
+pub mod webhook;

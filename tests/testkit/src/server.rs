@@ -119,6 +119,18 @@ token = "{OTHER_AGENT_TOKEN}"
         self.spawn().await;
     }
 
+    /// Start again after [`kill9`](Self::kill9), on the same data dir,
+    /// config and port: for a client that must reconnect to the same URL.
+    pub async fn start_again_on_same_port(&mut self) {
+        assert!(self.child.is_none(), "still running: kill9 first");
+        let port = self.base.rsplit(':').next().expect("port").to_string();
+        let config = std::fs::read_to_string(&self.config_path).expect("read config");
+        let pinned = config.replacen("bind = \"127.0.0.1:0\"", &format!("bind = \"127.0.0.1:{port}\""), 1);
+        std::fs::write(&self.config_path, pinned).expect("write config");
+        self.spawn().await;
+        assert!(self.base.ends_with(&format!(":{port}")), "came back on {} instead of port {port}", self.base);
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
     }

@@ -1,6 +1,7 @@
 //! Chat work after a commit: per-approval job queues served by a bounded
 //! pool of workers, the backlog count the scheduler watches, per-platform
-//! lanes, and the outbox that makes queued work survive a crash.
+//! lanes, and the outbox that makes queued work survive a crash. Webhook
+//! deliveries share the outbox but not the queues (see `core::webhooks`).
 
 use super::Core;
 use futures_util::FutureExt;
@@ -124,6 +125,9 @@ pub(super) enum Job {
     AppendReceipt(ApprovalId, String),
     PostQuestion(ApprovalId),
     UpdateQuestion(ApprovalId),
+    /// A signed POST to the agent's webhook. Queued per session, apart from
+    /// the chat jobs (see `core::webhooks`).
+    Webhook(Box<super::webhooks::Webhook>),
 }
 
 impl Core {
@@ -191,6 +195,10 @@ impl Core {
     /// Queue a chat job behind the earlier jobs of the same approval, and
     /// start a worker if one is free to take it. `seq` is its outbox entry.
     pub(super) fn enqueue(self: &Arc<Self>, id: ApprovalId, job: Job, seq: Option<u64>) {
+        let job = match job {
+            Job::Webhook(hook) => return self.enqueue_webhook(*hook, seq),
+            chat => chat,
+        };
         let item = (job, seq, Ticket::new(&self.backlog));
         let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
         let waiting = queues.waiting.entry(id).or_default();
@@ -282,6 +290,9 @@ impl Core {
             }
             Job::PostQuestion(id) => self.post_question(id).await,
             Job::UpdateQuestion(id) => self.update_question(id).await,
+            // `enqueue` sends these to their own queues; delivered in place
+            // should one ever reach a chat queue.
+            Job::Webhook(hook) => self.deliver_webhook(*hook).await,
         }
     }
 }

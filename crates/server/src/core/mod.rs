@@ -8,7 +8,8 @@
 //! woken ([`waiters`]), and chat work (posting and editing cards, nudges,
 //! questions, receipts) is queued per approval ([`jobs`]) so it happens in
 //! transition order without holding up the caller. The bodies of those chat
-//! jobs live in [`chat`].
+//! jobs live in [`chat`]. Decisions and answers of an agent with a webhook
+//! are POSTed to it, signed, through the same outbox ([`webhooks`]).
 //!
 //! Time comes from the [`Clock`] the core was built with, never from the
 //! system directly, so tests turn time instead of sleeping.
@@ -16,6 +17,7 @@
 mod chat;
 mod jobs;
 mod waiters;
+pub mod webhooks;
 
 pub use jobs::{Undrained, CHAT_BACKLOG};
 
@@ -36,6 +38,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use thiserror::Error;
 use tokio::sync::{watch, Notify, Semaphore};
 use tracing::{info_span, warn, Instrument};
+use webhooks::{webhook_jobs, WebhookQueues};
 
 const LOCK_STRIPES: usize = 64;
 
@@ -83,6 +86,8 @@ pub struct Core {
     /// Chat jobs queued at once beyond which due nudges stay in the store.
     chat_backlog_limit: AtomicUsize,
     lanes: Mutex<HashMap<String, Arc<Semaphore>>>,
+    /// Webhook deliveries, queued per session apart from the chat jobs.
+    webhooks: WebhookQueues,
     /// Poked whenever a timer is scheduled, so the scheduler re-reads the earliest.
     pub scheduler_wake: Notify,
     /// Set when a commit failed; `/healthz` reports degraded until one succeeds.
@@ -110,6 +115,7 @@ impl Core {
             backlog: Arc::new(Backlog::default()),
             chat_backlog_limit: AtomicUsize::new(CHAT_BACKLOG),
             lanes: Mutex::new(HashMap::new()),
+            webhooks: WebhookQueues::default(),
             scheduler_wake: Notify::new(),
             degraded: AtomicBool::new(false),
             parked: AtomicUsize::new(0),
@@ -170,7 +176,8 @@ impl Core {
             let before = self.load(key).await?;
             let ctx = Ctx { now: self.now(), random: rand::random(), timers: self.settings.timer_policy(&key.agent) };
             let transition = apply(&before, &actor, command, &ctx)?;
-            let jobs = jobs_of(&transition);
+            let mut jobs = jobs_of(&transition);
+            jobs.extend(webhook_jobs(&self.settings, &before, &transition));
             let mut seqs = vec![None; jobs.len()];
             if transition.changed || meta.fired.is_some() || meta.idempotency.is_some() {
                 let mut commit = Commit::of(&transition, &before, meta.fired.as_ref());

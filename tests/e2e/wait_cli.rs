@@ -1,0 +1,173 @@
+//! `plangate wait --session S [--exec PROGRAM [ARGS]...]` through the real
+//! binary: it waits with chained long-polls, survives a server restart, runs
+//! the program once with the decision in its environment and on stdin (never
+//! through a shell of its own), takes the injection, and exits with the
+//! CLI's decision codes.
+
+use plangate_testkit::server::{eventually, ServerProcess, AGENT_TOKEN};
+use reqwest::Method;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::{Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+const BIN: &str = env!("CARGO_BIN_EXE_plangate");
+const WAIT: Duration = Duration::from_secs(30);
+
+/// Records what the program saw: how often it ran, its variables, its stdin
+/// and its first argument (to show everything after `--exec` is its own).
+const RECORDER: &str = r#"echo run >> "$OUT/runs"
+printf 'status=%s\nid=%s\nversion=%s\ndecided_by=%s\nexit=%s\nsession=%s\n' "$PLANGATE_DECISION_STATUS" "$PLANGATE_APPROVAL_ID" "$PLANGATE_VERSION" "$PLANGATE_DECIDED_BY" "$PLANGATE_EXIT_CODE" "$PLANGATE_SESSION" > "$OUT/env"
+printf '%s' "$PLANGATE_FEEDBACK" > "$OUT/feedback"
+printf '%s' "$PLANGATE_INJECTION" > "$OUT/injection"
+printf '%s' "$0" > "$OUT/arg0"
+cat > "$OUT/stdin.json""#;
+
+async fn call(req: reqwest::RequestBuilder) -> (u16, Value) {
+    ServerProcess::send(req).await
+}
+
+async fn propose(s: &ServerProcess, session: &str, title: &str) -> String {
+    let (st, _) = call(s.agent(Method::POST, &format!("/v1/sessions/{session}/enter"))).await;
+    assert_eq!(st, 200);
+    let body = json!({"title": title, "steps": [{"step": "read"}, {"step": "write"}]});
+    let (st, d) = call(s.agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&body)).await;
+    assert_eq!(st, 201, "{d}");
+    d["approval_id"].as_str().unwrap().to_string()
+}
+
+async fn decide(s: &ServerProcess, id: &str, body: Value) -> Value {
+    let (st, d) = call(s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&body)).await;
+    assert_eq!(st, 200, "{d}");
+    d
+}
+
+/// `plangate wait` with `args`, as the agent `demo`, recording into `out`.
+fn wait(s: &ServerProcess, out: &Path, args: &[&str]) -> Child {
+    Command::new(BIN)
+        .arg("wait")
+        .args(args)
+        .env("PLANGATE_URL", &s.base)
+        .env("PLANGATE_TOKEN", AGENT_TOKEN)
+        .env("OUT", out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn plangate wait")
+}
+
+async fn finished(child: Child) -> Output {
+    tokio::time::timeout(WAIT, child.wait_with_output()).await.expect("plangate wait did not finish").expect("wait output")
+}
+
+fn read(out: &Path, name: &str) -> String {
+    std::fs::read_to_string(out.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+#[tokio::test]
+async fn wait_runs_the_program_once_with_the_decision_made_after_it_started() {
+    let s = ServerProcess::start(BIN, "").await;
+    let out = tempfile::tempdir().unwrap();
+    let id = propose(&s, "w1", "Resume me").await;
+    let child = wait(&s, out.path(), &["--session", "w1", "--exec", "sh", "-c", RECORDER, "--json"]);
+    s.waiting(1).await;
+    assert!(!out.path().join("runs").exists(), "the program ran before the decision");
+    decide(&s, &id, json!({"action": "approve", "actor": "alice"})).await;
+
+    let output = finished(child).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(read(out.path(), "runs"), "run\n", "the program runs exactly once");
+    assert_eq!(read(out.path(), "env"), format!("status=approved\nid={id}\nversion=1\ndecided_by=operator:alice\nexit=0\nsession=w1\n"));
+    assert_eq!(read(out.path(), "arg0"), "--json", "everything after --exec is the program's");
+    let (_, api) = call(s.agent(Method::GET, "/v1/sessions/w1/decision")).await;
+    let stdin: Value = serde_json::from_str(&read(out.path(), "stdin.json")).unwrap();
+    assert_eq!(stdin, api, "stdin carries the Decision JSON as the API answers it");
+    assert_eq!(read(out.path(), "injection"), api["injection"].as_str().unwrap());
+    assert!(read(out.path(), "injection").starts_with("[PLAN_DECISION]: approved"));
+    // `wait` took the injection: no other path delivers it again.
+    let (_, taken) = call(s.agent(Method::POST, "/v1/sessions/w1/injection/take")).await;
+    assert_eq!(taken, json!({"injection": null}));
+    // Its own stdout: the decision line (the program's stdout is separate files here).
+    assert!(String::from_utf8_lossy(&output.stdout).contains("approved"), "{}", String::from_utf8_lossy(&output.stdout));
+}
+
+#[tokio::test]
+async fn changes_requested_exit_3_and_the_feedback_is_data_never_a_command() {
+    let s = ServerProcess::start(BIN, "").await;
+    let out = tempfile::tempdir().unwrap();
+    let pwned = out.path().join("pwned");
+    let id = propose(&s, "w2", "Risky").await;
+    let child = wait(&s, out.path(), &["--session", "w2", "--exec", "sh", "-c", RECORDER]);
+    s.waiting(1).await;
+    let feedback = format!("Split it. $(touch {p}) `touch {p}` ; touch {p} && echo \"quoted\" 'single'", p = pwned.display());
+    let d = decide(&s, &id, json!({"action": "revise", "feedback": feedback, "actor": "bob"})).await;
+
+    let output = finished(child).await;
+    assert_eq!(output.status.code(), Some(3), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(read(out.path(), "runs"), "run\n");
+    assert_eq!(read(out.path(), "feedback"), d["feedback"].as_str().unwrap());
+    assert_eq!(read(out.path(), "feedback"), feedback, "passed verbatim");
+    assert!(!pwned.exists(), "text from the decision was executed");
+    assert!(read(out.path(), "env").starts_with("status=rejected\n"));
+    assert!(read(out.path(), "env").contains("exit=3\n"));
+    assert!(read(out.path(), "injection").starts_with("[PLAN_DECISION]: rejected"));
+}
+
+#[tokio::test]
+async fn timeout_exits_4_without_running_and_a_failing_program_exits_5() {
+    let s = ServerProcess::start(BIN, "").await;
+    let out = tempfile::tempdir().unwrap();
+    let id = propose(&s, "w3", "Slow").await;
+    let output = finished(wait(&s, out.path(), &["--session", "w3", "--timeout", "1", "--exec", "sh", "-c", RECORDER])).await;
+    assert_eq!(output.status.code(), Some(4), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("still pending"));
+    assert!(!out.path().join("runs").exists(), "the program ran without a decision");
+    decide(&s, &id, json!({"action": "approve", "actor": "alice"})).await;
+    let output = finished(wait(&s, out.path(), &["--session", "w3", "--exec", "false"])).await;
+    assert_eq!(output.status.code(), Some(5));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("\"false\" exited with"), "{}", String::from_utf8_lossy(&output.stderr));
+    // No proposal, no program: usage errors.
+    let output = finished(wait(&s, out.path(), &["--session", "never", "--exec", "true"])).await;
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("has no proposal yet"));
+    let output = finished(wait(&s, out.path(), &["--session", "bad id"])).await;
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[tokio::test]
+async fn wait_reconnects_after_the_server_restarts() {
+    let mut s = ServerProcess::start(BIN, "").await;
+    let out = tempfile::tempdir().unwrap();
+    let id = propose(&s, "w4", "Survive a restart").await;
+    let mut child = wait(&s, out.path(), &["--session", "w4", "--exec", "sh", "-c", RECORDER]);
+    let stderr = Arc::new(Mutex::new(Vec::<String>::new()));
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let seen = stderr.clone();
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            seen.lock().unwrap().push(line);
+        }
+    });
+    s.waiting(1).await;
+    s.kill9().await;
+    eventually(WAIT, "wait reports the lost connection", || {
+        let seen = stderr.clone();
+        async move { seen.lock().unwrap().iter().any(|l| l.contains("trying again in")) }
+    })
+    .await;
+    s.start_again_on_same_port().await;
+    s.waiting(1).await;
+    decide(&s, &id, json!({"action": "approve", "actor": "alice"})).await;
+
+    let status = tokio::time::timeout(WAIT, child.wait()).await.expect("wait finished").unwrap();
+    let log = stderr.lock().unwrap().join("\n");
+    println!("plangate wait across a kill -9 and restart of the server:\n{log}");
+    assert_eq!(status.code(), Some(0), "{log}");
+    assert_eq!(read(out.path(), "runs"), "run\n");
+    assert!(read(out.path(), "env").starts_with("status=approved\n"));
+}

@@ -8,6 +8,7 @@
 mod api;
 mod backlog;
 mod codex_cli;
+mod codex_hook;
 mod crash;
 mod discord;
 mod failclosed;

@@ -24,7 +24,8 @@
 //!   proposal whose decision keeps Codex going), and `plangate hook install
 //!   codex`, which merges it into a Codex `hooks.json`.
 //! * [`hooks_file`], [`hook_command`]: what both installers share (merging a
-//!   JSON hooks file with a backup; the fail-closed shell command).
+//!   JSON hooks file with a backup; the fail-closed shell command);
+//!   [`hook_input`]: reading an event from stdin within a budget and a cap.
 //! * [`session`]: session ids in the API's charset.
 //!
 //! **Architecture invariant:** this crate never fails open. Whatever goes
@@ -36,6 +37,7 @@ pub mod claude;
 pub mod client;
 pub mod codex;
 pub mod hook_command;
+pub mod hook_input;
 pub mod hooks_file;
 pub mod mcp;
 pub mod proposal;

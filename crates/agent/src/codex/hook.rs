@@ -51,7 +51,6 @@ use plangate_engine::DecisionStatus;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-use tokio::io::AsyncReadExt;
 
 /// How long a `Stop` with a plan waits for a decision unless
 /// `PLANGATE_HOOK_WAIT` says otherwise: with the margin, Codex's own default
@@ -66,8 +65,6 @@ pub const MAX_WAIT_SECS: u64 = 3590;
 pub const TIMEOUT_MARGIN_SECS: u64 = 10;
 /// The gate's answer, submitting a plan, taking an injection: each within this.
 pub const QUICK_BUDGET: Duration = Duration::from_secs(2);
-/// Hook input larger than this is refused (the API takes 1 MiB bodies).
-pub const MAX_INPUT_BYTES: u64 = 4 << 20;
 /// The exit code Codex reads as a block (with the reason on stderr).
 pub const EXIT_BLOCK: i32 = 2;
 
@@ -189,15 +186,10 @@ pub fn fail_closed_on_panic() {
 
 /// Read one event from stdin and answer it: what `plangate hook codex` prints.
 pub async fn run() -> Output {
-    let mut input = Vec::new();
-    let read = tokio::time::timeout(QUICK_BUDGET, tokio::io::stdin().take(MAX_INPUT_BYTES + 1).read_to_end(&mut input)).await;
-    let answer = match read {
-        Err(_) => Answer::Block("plangate: the hook input did not arrive on stdin in time, so this call is blocked".to_string()),
-        Ok(Err(e)) => Answer::Block(format!("plangate: cannot read the hook input ({e}), so this call is blocked")),
-        Ok(Ok(_)) if input.len() as u64 > MAX_INPUT_BYTES => {
-            Answer::Block(format!("plangate: the hook input is over {MAX_INPUT_BYTES} bytes, so this call is blocked"))
-        }
-        Ok(Ok(_)) => answer(&input, Settings::from_env).await,
+    let answer = match crate::hook_input::read_stdin(QUICK_BUDGET).await {
+        // The event is unknown: exit 2, the block every event obeys.
+        Err(why) => Answer::Block(why),
+        Ok(input) => answer(&input, Settings::from_env).await,
     };
     answer.render()
 }

@@ -9,6 +9,7 @@ mod api;
 mod backlog;
 mod channel;
 mod codex_cli;
+mod codex_hook;
 mod crash;
 mod discord;
 mod failclosed;

@@ -18,7 +18,14 @@
 //!   hook into Claude Code's `settings.json`.
 //! * [`mcp`]: `plangate mcp`, an MCP server over stdio (rmcp) exposing plan
 //!   mode as tools whose input schemas are derived from the engine's types.
-//! * [`codex`]: the `<proposed_plan>` block of a Codex plan-mode message.
+//! * [`codex`]: the `<proposed_plan>` block of a Codex plan-mode message;
+//!   `plangate hook codex`, Codex's `PreToolUse` / `PermissionRequest` /
+//!   `Stop` hook (the mutation gate, and a `<proposed_plan>` turned into a
+//!   proposal whose decision keeps Codex going), and `plangate hook install
+//!   codex`, which merges it into a Codex `hooks.json`.
+//! * [`hooks_file`], [`hook_command`]: what both installers share (merging a
+//!   JSON hooks file with a backup; the fail-closed shell command);
+//!   [`hook_input`]: reading an event from stdin within a budget and a cap.
 //! * [`session`]: session ids in the API's charset.
 //!
 //! **Architecture invariant:** this crate never fails open. Whatever goes
@@ -29,6 +36,9 @@
 pub mod claude;
 pub mod client;
 pub mod codex;
+pub mod hook_command;
+pub mod hook_input;
+pub mod hooks_file;
 pub mod mcp;
 pub mod proposal;
 pub mod session;

@@ -97,8 +97,10 @@ const WRITE_TOOLS: &[(&str, &str)] = &[
     ("CronCreate", "schedules prompts"),
     ("CronDelete", "deletes scheduled prompts"),
     ("Skill", "runs a skill, which can run commands the gate does not see"),
-    // Codex.
+    // Codex. `spawn_agent` is what its PreToolUse hook reports for a new
+    // sub-agent (`codex-rs/core/src/tools/hook_names.rs`).
     ("write_stdin", "writes to a running process"),
+    ("spawn_agent", "starts a Codex sub-agent"),
 ];
 
 /// Shell-tool input fields that do not change what the command does.

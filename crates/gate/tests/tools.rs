@@ -98,7 +98,9 @@ fn issue_read_only_tools_are_allowed() {
 /// `MultiEdit`, `KillShell`, `BashOutput`). Codex (CLI 0.124+, checked the
 /// same day): its function tools (`shell`, `apply_patch`, `update_plan`,
 /// `exec_command`, `write_stdin`, `view_image`, `web_search`) and the names
-/// its PreToolUse hook reports (`Bash`, `apply_patch`, `mcp__<server>__<tool>`).
+/// its PreToolUse hook reports (`Bash`, `apply_patch`, `spawn_agent`,
+/// `mcp__<server>__<tool>`; `codex-rs/core/src/tools/hook_names.rs`, checked
+/// again for Codex 0.133).
 /// Everything not listed as read or shell is denied, most of it as an
 /// unknown tool.
 #[test]
@@ -168,6 +170,7 @@ fn harness_tool_names_the_gate_knows() {
         ("write_stdin", Deny),
         ("view_image", Deny),
         ("web_search", Read),
+        ("spawn_agent", Deny),
     ];
     for (tool, kind) in claude_code.into_iter().chain(codex) {
         let known = if is_shell_tool(tool) {
@@ -213,6 +216,7 @@ fn writing_tools_are_denied_with_what_they_do() {
         ("write", "writes files"),
         ("edit", "edits files"),
         ("apply_patch", "patches files"),
+        ("spawn_agent", "starts a Codex sub-agent"),
         ("message", "sends messages"),
         ("cron", "schedules jobs"),
     ] {

@@ -131,7 +131,7 @@ enum Cmd {
         #[command(flatten)]
         remote: Remote,
     },
-    /// Harness hooks: `hook claude` answers one Claude Code hook event.
+    /// Harness hooks: `hook claude` / `hook codex` answer one Claude Code / Codex hook event.
     #[command(subcommand)]
     Hook(HookCmd),
     /// An MCP server on stdio (PLANGATE_URL, PLANGATE_TOKEN, PLANGATE_SESSION; inside Claude Code the hook supplies the session).
@@ -148,6 +148,8 @@ enum Cmd {
 enum HookCmd {
     /// Answer one Claude Code hook event (JSON on stdin, answer on stdout; exits 0, or 2 to block if it cannot answer).
     Claude,
+    /// Answer one Codex hook event: PreToolUse / PermissionRequest (the gate), Stop (a <proposed_plan> becomes a proposal).
+    Codex,
     /// Install a hook into a harness's settings.
     #[command(subcommand)]
     Install(HookInstallCmd),
@@ -166,6 +168,18 @@ enum HookInstallCmd {
         dry_run: bool,
         /// Seconds ExitPlanMode waits for a decision (the hook timeout is this plus 10).
         #[arg(long, env = "PLANGATE_HOOK_WAIT", default_value_t = plangate_agent::claude::install::default_wait_secs())]
+        wait: u64,
+    },
+    /// Merge the plangate hooks into a Codex hooks.json (PreToolUse, PermissionRequest, Stop).
+    Codex {
+        /// `project` (./.codex/hooks.json, loaded when Codex trusts the project) or `user` ($CODEX_HOME/hooks.json, ~/.codex/hooks.json).
+        #[arg(long, default_value = "project", value_parser = ["project", "user"])]
+        scope: String,
+        /// Print the resulting hooks.json instead of writing it.
+        #[arg(long)]
+        dry_run: bool,
+        /// Seconds a Stop with a plan waits for a decision (the hook timeout is this plus 10).
+        #[arg(long, env = "PLANGATE_HOOK_WAIT", default_value_t = plangate_agent::codex::install::default_wait_secs())]
         wait: u64,
     },
 }
@@ -188,15 +202,22 @@ fn main() {
             std::process::exit(code);
         }
     };
-    // The hook never fails open: a panic blocks the call (exit 2), not 101.
-    let hook = matches!(args.command, Cmd::Hook(HookCmd::Claude));
-    if hook {
+    // The hooks never fail open: a panic blocks the call (exit 2), not 101.
+    let claude_hook = matches!(args.command, Cmd::Hook(HookCmd::Claude));
+    let codex_hook = matches!(args.command, Cmd::Hook(HookCmd::Codex));
+    if claude_hook {
         plangate_agent::claude::hook::fail_closed_on_panic();
+    }
+    if codex_hook {
+        plangate_agent::codex::hook::fail_closed_on_panic();
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
-        Err(e) if hook => {
+        Err(e) if claude_hook => {
             plangate_agent::claude::hook::block_and_exit(&format!("plangate: cannot start the hook ({e}), so this call is blocked"))
+        }
+        Err(e) if codex_hook => {
+            plangate_agent::codex::hook::block_and_exit(&format!("plangate: cannot start the hook ({e}), so this call is blocked"))
         }
         Err(e) => {
             eprintln!("plangate: cannot start the async runtime: {e}");
@@ -306,6 +327,32 @@ async fn run(args: Args) -> Result<i32> {
             } else {
                 let backup = installed.backup.map(|b| format!(" (previous file kept as {})", b.display())).unwrap_or_default();
                 eprintln!("installed the plangate hooks in {path}{backup}");
+            }
+            Ok(0)
+        }
+        Cmd::Hook(HookCmd::Codex) => {
+            let out = plangate_agent::codex::hook::run().await;
+            print!("{}", out.stdout);
+            eprint!("{}", out.stderr);
+            std::io::Write::flush(&mut std::io::stdout())?;
+            Ok(out.code)
+        }
+        Cmd::Hook(HookCmd::Install(HookInstallCmd::Codex { scope, dry_run, wait })) => {
+            let scope = scope.parse()?;
+            let exe = plangate_agent::hooks_file::current_binary()?;
+            let installed = plangate_agent::codex::install::install(scope, &std::env::current_dir()?, &exe, wait, dry_run)?;
+            let path = installed.path.display();
+            if installed.dry_run {
+                println!("{}", serde_json::to_string_pretty(&installed.hooks)?);
+                eprintln!("dry run: {path} was not changed");
+            } else if !installed.changed {
+                eprintln!("{path} already has the plangate hooks; nothing to do");
+            } else {
+                let backup = installed.backup.as_ref().map(|b| format!(" (previous file kept as {})", b.display())).unwrap_or_default();
+                eprintln!("installed the plangate hooks in {path}{backup}");
+            }
+            for note in installed.notes() {
+                eprintln!("{note}");
             }
             Ok(0)
         }

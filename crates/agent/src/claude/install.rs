@@ -26,9 +26,10 @@
 
 use super::hook::{DEFAULT_WAIT, MAX_WAIT_SECS, TIMEOUT_MARGIN_SECS};
 use super::{hook_command, is_hook_command};
-use serde_json::{json, Map, Value};
+use crate::hooks_file::{self, Group};
+pub use crate::hooks_file::{current_binary, InstallError};
+use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use thiserror::Error;
 
 /// Which settings file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,18 +65,6 @@ impl std::str::FromStr for Scope {
             other => Err(InstallError::Usage(format!("--scope must be local, project or user, got {other:?}"))),
         }
     }
-}
-
-#[derive(Debug, Error)]
-pub enum InstallError {
-    #[error("{0}")]
-    Usage(String),
-    #[error("{path} is not valid JSON ({source}); fix it or move it away, nothing was changed")]
-    InvalidJson { path: PathBuf, source: serde_json::Error },
-    #[error("{path}: {problem}; nothing was changed")]
-    Shape { path: PathBuf, problem: String },
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
 }
 
 /// What [`install`] did.
@@ -122,13 +111,10 @@ pub fn settings_path(scope: Scope, project_dir: &Path) -> Result<PathBuf, Instal
     match scope {
         Scope::Local => Ok(project_dir.join(".claude").join("settings.local.json")),
         Scope::Project => Ok(project_dir.join(".claude").join("settings.json")),
-        Scope::User => {
-            let non_empty = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-            non_empty("CLAUDE_CONFIG_DIR")
-                .or_else(|| non_empty("HOME").map(|h| h.join(".claude")))
-                .map(|d| d.join("settings.json"))
-                .ok_or_else(|| InstallError::Usage("neither CLAUDE_CONFIG_DIR nor HOME is set: cannot find the user settings".to_string()))
-        }
+        Scope::User => hooks_file::env_dir("CLAUDE_CONFIG_DIR")
+            .or_else(|| hooks_file::env_dir("HOME").map(|h| h.join(".claude")))
+            .map(|d| d.join("settings.json"))
+            .ok_or_else(|| InstallError::Usage("neither CLAUDE_CONFIG_DIR nor HOME is set: cannot find the user settings".to_string())),
     }
 }
 
@@ -137,59 +123,18 @@ fn handler(command: &str, timeout: u64) -> Value {
 }
 
 fn is_ours(handler: &Value) -> bool {
-    handler.get("command").and_then(Value::as_str).is_some_and(is_hook_command)
-}
-
-/// Whether `settings` holds a plangate hook handler anywhere.
-fn has_ours(settings: &Value) -> bool {
-    let Some(hooks) = settings.get("hooks").and_then(Value::as_object) else {
-        return false;
-    };
-    hooks
-        .values()
-        .filter_map(Value::as_array)
-        .flatten()
-        .filter_map(|group| group.get("hooks").and_then(Value::as_array))
-        .flatten()
-        .any(is_ours)
+    hooks_file::runs(handler, is_hook_command)
 }
 
 /// `settings` with plangate's two hook groups merged in, running `command`;
 /// see the module docs.
-pub fn merge(mut settings: Value, command: &str, timeout: u64) -> Result<Value, String> {
-    let root = settings.as_object_mut().ok_or("the file is not a JSON object")?;
-    let hooks = root.entry("hooks").or_insert_with(|| json!({}));
-    let hooks = hooks.as_object_mut().ok_or("`hooks` is not an object")?;
-    for (event, matcher) in [("PreToolUse", "*"), ("PermissionRequest", "ExitPlanMode")] {
-        let groups = hooks.entry(event).or_insert_with(|| json!([]));
-        let groups = groups.as_array_mut().ok_or_else(|| format!("`hooks.{event}` is not an array"))?;
-        let mut kept = Vec::with_capacity(groups.len() + 1);
-        for mut group in groups.drain(..) {
-            let Some(handlers) = group.get_mut("hooks").and_then(Value::as_array_mut) else {
-                kept.push(group);
-                continue;
-            };
-            let before = handlers.len();
-            handlers.retain(|h| !is_ours(h));
-            // A group that held only our handler goes; one the user shares keeps theirs.
-            if !(handlers.is_empty() && before > 0) {
-                kept.push(group);
-            }
-        }
-        let mut ours = Map::new();
-        ours.insert("matcher".to_string(), json!(matcher));
-        ours.insert("hooks".to_string(), json!([handler(command, timeout)]));
-        kept.insert(0, Value::Object(ours));
-        *groups = kept;
-    }
-    Ok(settings)
-}
-
-/// The running binary, as the installed command names it: absolute, with
-/// symbolic links resolved.
-pub fn current_binary() -> Result<PathBuf, InstallError> {
-    let exe = std::env::current_exe().map_err(|e| InstallError::Usage(format!("cannot find the path of this binary: {e}")))?;
-    exe.canonicalize().map_err(|source| InstallError::Io { path: exe, source })
+pub fn merge(settings: Value, command: &str, timeout: u64) -> Result<Value, String> {
+    let groups = [("PreToolUse", "*"), ("PermissionRequest", "ExitPlanMode")].map(|(event, matcher)| Group {
+        event,
+        matcher: Some(matcher),
+        handler: handler(command, timeout),
+    });
+    hooks_file::merge(settings, &groups, is_ours)
 }
 
 /// Merge the hook, running the binary at `exe`, into the settings file of
@@ -200,16 +145,7 @@ pub fn install(scope: Scope, project_dir: &Path, exe: &Path, wait_secs: u64, dry
     }
     let command = hook_command(exe).map_err(|e| InstallError::Usage(format!("cannot install the hook: {e}")))?;
     let path = settings_path(scope, project_dir)?;
-    let io = |source| InstallError::Io { path: path.clone(), source };
-    let existing = match std::fs::read_to_string(&path) {
-        Ok(text) if text.trim().is_empty() => Some((text, json!({}))),
-        Ok(text) => {
-            let value = serde_json::from_str(&text).map_err(|source| InstallError::InvalidJson { path: path.clone(), source })?;
-            Some((text, value))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(io(e)),
-    };
+    let existing = hooks_file::read(&path)?;
     let before = existing.as_ref().map(|(_, v)| v.clone()).unwrap_or_else(|| json!({}));
     let after =
         merge(before.clone(), &command, timeout_for(wait_secs)).map_err(|problem| InstallError::Shape { path: path.clone(), problem })?;
@@ -219,38 +155,14 @@ pub fn install(scope: Scope, project_dir: &Path, exe: &Path, wait_secs: u64, dry
         .filter(|s| *s != scope)
         .filter_map(|s| settings_path(s, project_dir).ok())
         .filter(|p| *p != path)
-        .filter(|p| std::fs::read_to_string(p).ok().and_then(|t| serde_json::from_str::<Value>(&t).ok()).is_some_and(|v| has_ours(&v)))
+        .filter(|p| hooks_file::peek(p).is_some_and(|v| hooks_file::has_ours(&v, is_ours)))
         .collect();
     let mut installed = Installed { scope, path: path.clone(), command, settings: after, changed, backup: None, dry_run, also_in };
     if dry_run || !changed {
         return Ok(installed);
     }
-    let dir = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
-    std::fs::create_dir_all(&dir).map_err(io)?;
-    if let Some((text, _)) = &existing {
-        let backup = backup_path(&path);
-        std::fs::write(&backup, text).map_err(|source| InstallError::Io { path: backup.clone(), source })?;
-        installed.backup = Some(backup);
-    }
-    let mut out = serde_json::to_string_pretty(&installed.settings).unwrap_or_default();
-    out.push('\n');
-    let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "settings.json".to_string());
-    let tmp = dir.join(format!(".{file_name}.plangate-{}", std::process::id()));
-    std::fs::write(&tmp, out).map_err(|source| InstallError::Io { path: tmp.clone(), source })?;
-    std::fs::rename(&tmp, &path).map_err(io)?;
+    installed.backup = hooks_file::write(&path, existing.as_ref().map(|(text, _)| text.as_str()), &installed.settings)?;
     Ok(installed)
-}
-
-/// `settings.json.bak-20260401T120000Z`, with `-2`, `-3`… if taken.
-fn backup_path(path: &Path) -> PathBuf {
-    let stamp: String =
-        humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string().chars().filter(|c| *c != '-' && *c != ':').collect();
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "settings.json".to_string());
-    let first = path.with_file_name(format!("{name}.bak-{stamp}"));
-    if !first.exists() {
-        return first;
-    }
-    (2..).map(|n| path.with_file_name(format!("{name}.bak-{stamp}-{n}"))).find(|p| !p.exists()).unwrap_or(first)
 }
 
 /// The default wait, for `--wait`'s default.

@@ -31,8 +31,8 @@ pub const LEGACY_HOOK_COMMAND: &str = "plangate hook claude";
 
 /// What follows the binary in the installed command.
 const HOOK_ARGS: &str = " hook claude";
-/// Turns every failure of the command into a block.
-const FAIL_CLOSED: &str = " || exit 2";
+
+pub use crate::hook_command::shell_quote;
 
 /// The command the installer writes for the binary at `exe` (absolute):
 /// `'/abs/plangate' hook claude || exit 2`.
@@ -46,59 +46,15 @@ const FAIL_CLOSED: &str = " || exit 2";
 /// Non-blocking error"; checked against Claude Code 2.1.x.) So the binary is
 /// named by its absolute path, shell-quoted, and any non-zero exit becomes 2;
 /// the shell's own message (e.g. "not found") goes to stderr, which Claude
-/// Code shows Claude as the reason.
+/// Code shows Claude as the reason. See [`crate::hook_command`].
 pub fn hook_command(exe: &Path) -> Result<String, String> {
-    let text = exe.to_str().ok_or_else(|| format!("the path of this binary ({}) is not UTF-8", exe.display()))?;
-    if !exe.is_absolute() {
-        return Err(format!("the path of this binary ({text}) is not absolute"));
-    }
-    Ok(format!("{}{HOOK_ARGS}{FAIL_CLOSED}", shell_quote(text)))
-}
-
-/// `text` as one POSIX shell word: in single quotes, each `'` as `'\''`.
-pub fn shell_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
+    crate::hook_command::command_for(exe, HOOK_ARGS, true)
 }
 
 /// Whether `command` is a plangate hook command: the legacy bare one, or
 /// `<quoted path to a binary named plangate> hook claude [|| exit 2]`.
 pub fn is_hook_command(command: &str) -> bool {
-    let c = command.trim();
-    if c == LEGACY_HOOK_COMMAND {
-        return true;
-    }
-    let c = c.strip_suffix(FAIL_CLOSED).unwrap_or(c);
-    let Some(program) = c.strip_suffix(HOOK_ARGS) else {
-        return false;
-    };
-    let Some(path) = shell_unquote(program.trim()) else {
-        return false;
-    };
-    Path::new(&path).file_stem().is_some_and(|n| n == "plangate")
-}
-
-/// The inverse of [`shell_quote`] (and a bare word without quotes or spaces).
-fn shell_unquote(word: &str) -> Option<String> {
-    if !word.starts_with('\'') {
-        let plain = !word.is_empty() && !word.contains(|c: char| c.is_whitespace() || "'\"\\$`;&|<>(){}*?[]#~".contains(c));
-        return plain.then(|| word.to_string());
-    }
-    let mut out = String::new();
-    let mut rest = word;
-    loop {
-        let inner = rest.strip_prefix('\'')?;
-        let end = inner.find('\'')?;
-        out.push_str(&inner[..end]);
-        rest = &inner[end + 1..];
-        if rest.is_empty() {
-            return Some(out);
-        }
-        rest = rest.strip_prefix("\\'")?;
-        out.push('\'');
-        if rest.is_empty() {
-            return Some(out);
-        }
-    }
+    command.trim() == LEGACY_HOOK_COMMAND || crate::hook_command::is_command_for(command, HOOK_ARGS)
 }
 
 #[cfg(test)]

@@ -1,0 +1,43 @@
+//! Codex: its `<proposed_plan>` block ([`plan`]), the `plangate hook codex`
+//! command hook ([`hook`]) and its installer ([`install`]).
+//!
+//! Codex (CLI 0.124+, hooks on by default) runs a command hook once per
+//! event, with the event as JSON on stdin, and reads the answer from stdout
+//! and the exit code. plangate answers three events:
+//!
+//! * `PreToolUse` of every tool (shell commands, reported as `Bash`;
+//!   `apply_patch`; MCP tools `mcp__<server>__<tool>`): the mutation gate.
+//! * `PermissionRequest` (Codex is about to ask the user to approve a
+//!   command): the same gate, so a denied call is not even offered.
+//! * `Stop` (the turn ended): a final message with a `<proposed_plan>` block
+//!   becomes a proposal; the hook waits for the human and, once they decide,
+//!   keeps Codex going with the decision as its next prompt. A decision that
+//!   came after the wait reaches Codex at its next `Stop`.
+
+pub mod hook;
+pub mod install;
+mod plan;
+
+pub use plan::{extract_proposed_plan, CodexError, CodexPlan, CLOSE_TAG, OPEN_TAG};
+
+use std::path::Path;
+
+/// What follows the binary in the installed command.
+const HOOK_ARGS: &str = " hook codex";
+
+/// The command the installer writes for the binary at `exe` (absolute):
+/// `'/abs/plangate' hook codex || exit 2` for the gate's events, without
+/// the `|| exit 2` for `Stop` (see [`install`]). Codex, like Claude Code,
+/// treats every exit code but 0 and 2 as a non-blocking error, and exit 2
+/// as a block only when stderr carries a reason
+/// (`codex-rs/hooks/src/events/pre_tool_use.rs`, `parse_completed`); see
+/// [`crate::hook_command`].
+pub fn hook_command(exe: &Path, fail_closed: bool) -> Result<String, String> {
+    crate::hook_command::command_for(exe, HOOK_ARGS, fail_closed)
+}
+
+/// Whether `command` runs `plangate hook codex` (quoted path or bare word,
+/// with or without `|| exit 2`).
+pub fn is_hook_command(command: &str) -> bool {
+    crate::hook_command::is_command_for(command, HOOK_ARGS)
+}

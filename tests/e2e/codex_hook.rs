@@ -1,0 +1,529 @@
+//! `plangate hook codex` and `plangate hook install codex` against the real
+//! binary, fed the sample Codex events in tests/fixtures/codex/hooks/ (their
+//! README names the Codex schemas and code they follow: Codex CLI 0.124 to
+//! 0.133, openai/codex `codex-rs/hooks`).
+//!
+//! What Codex does with an answer is its parser's rule, restated in each
+//! check: a `PreToolUse` deny is `hookSpecificOutput.permissionDecision`; a
+//! `PermissionRequest` deny is `hookSpecificOutput.decision.behavior`; a
+//! `Stop` answered `{"decision": "block", "reason"}` runs the reason as
+//! Codex's next prompt, `{"systemMessage"}` lets it stop with a message; exit
+//! 2 with a reason on stderr blocks on every event, any other non-zero exit
+//! is a failed hook, which does not block.
+
+use plangate_testkit::server::{ServerProcess, AGENT_TOKEN};
+use reqwest::Method;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use tokio::io::AsyncWriteExt;
+
+const BIN: &str = env!("CARGO_BIN_EXE_plangate");
+
+fn fixture_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/codex/hooks").join(name)
+}
+
+fn fixture(name: &str) -> Value {
+    let path = fixture_path(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).expect("fixture is JSON")
+}
+
+/// A fixture in Codex session `session`, so tests never share state.
+fn event(name: &str, session: &str) -> Value {
+    let mut v = fixture(name);
+    v["session_id"] = json!(session);
+    v
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    took: Duration,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        assert_eq!(self.code, 0, "a JSON answer exits 0: {}", self.stderr);
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {:?}", self.stdout))
+    }
+    /// No output, exit 0: the hook has no opinion (the gate let the call through).
+    fn assert_no_decision(&self) {
+        assert_eq!((self.code, self.stdout.as_str()), (0, ""), "{}", self.stderr);
+    }
+    fn pre_tool_use_denial(&self) -> String {
+        let v = self.json();
+        assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PreToolUse", "{v}");
+        assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v}");
+        v["hookSpecificOutput"]["permissionDecisionReason"].as_str().expect("reason").to_string()
+    }
+    fn permission_denial(&self) -> String {
+        let v = self.json();
+        assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PermissionRequest", "{v}");
+        assert_eq!(v["hookSpecificOutput"]["decision"]["behavior"], "deny", "{v}");
+        v["hookSpecificOutput"]["decision"]["message"].as_str().expect("message").to_string()
+    }
+    /// `Stop` blocked: Codex goes on with the reason as its next prompt.
+    fn continuation(&self) -> String {
+        let v = self.json();
+        assert_eq!(v["decision"], "block", "{v}");
+        assert_eq!(v.as_object().map(|o| o.len()), Some(2), "only decision and reason: {v}");
+        v["reason"].as_str().expect("reason").to_string()
+    }
+    /// `Stop` not blocked, with a message for the user.
+    fn stop_message(&self) -> String {
+        let v = self.json();
+        assert_eq!(v.as_object().map(|o| o.len()), Some(1), "only systemMessage: {v}");
+        v["systemMessage"].as_str().expect("systemMessage").to_string()
+    }
+    /// Exit 2 with a reason on stderr and nothing on stdout.
+    fn exit_2_block(&self) -> String {
+        assert_eq!((self.code, self.stdout.as_str()), (2, ""), "{}", self.stderr);
+        assert!(!self.stderr.trim().is_empty(), "Codex ignores an exit 2 without a reason on stderr");
+        self.stderr.trim().to_string()
+    }
+}
+
+/// Run `plangate hook codex` with `input` on stdin.
+async fn hook_raw(url: &str, input: &[u8], env: &[(&str, &str)], state: &Path) -> Run {
+    let started = Instant::now();
+    let mut cmd = tokio::process::Command::new(BIN);
+    cmd.args(["hook", "codex"])
+        .env("PLANGATE_URL", url)
+        .env("PLANGATE_TOKEN", AGENT_TOKEN)
+        .env("PLANGATE_STATE_DIR", state)
+        .env_remove("PLANGATE_HOOK_WAIT")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("spawn hook");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(input).await.expect("write stdin");
+    drop(stdin);
+    let out = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output()).await.expect("hook finished").expect("hook output");
+    let run = Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        took: started.elapsed(),
+    };
+    eprintln!("hook codex -> exit {} in {:?}: {} {}", run.code, run.took, run.stdout.trim(), run.stderr.trim());
+    run
+}
+
+async fn hook(s: &ServerProcess, input: &Value, env: &[(&str, &str)], state: &Path) -> Run {
+    hook_raw(&s.base, input.to_string().as_bytes(), env, state).await
+}
+
+async fn status(s: &ServerProcess, session: &str) -> Value {
+    let (st, v) = ServerProcess::send(s.agent(Method::GET, &format!("/v1/sessions/{session}"))).await;
+    assert_eq!(st, 200, "{v}");
+    v
+}
+
+/// What is left to deliver to the session (taking it).
+async fn undelivered(s: &ServerProcess, session: &str) -> Value {
+    let (st, v) = ServerProcess::send(s.agent(Method::POST, &format!("/v1/sessions/{session}/injection/take"))).await;
+    assert_eq!(st, 200, "{v}");
+    v["injection"].clone()
+}
+
+/// A port with nothing listening.
+fn closed_port_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    drop(listener);
+    format!("http://127.0.0.1:{port}")
+}
+
+#[tokio::test]
+async fn the_gate_on_shell_apply_patch_mcp_and_permission_requests() {
+    let s = ServerProcess::start(BIN, "").await;
+    let state = tempfile::tempdir().expect("state dir");
+    let sid = "codex-gate-1";
+
+    // Never planned: no approved plan, so nothing may change; reads pass.
+    let run = hook(&s, &event("pre_tool_use_bash_write.json", sid), &[], state.path()).await;
+    let reason = run.pre_tool_use_denial();
+    assert!(reason.contains("no approved plan") && reason.contains("<proposed_plan>"), "{reason}");
+    hook(&s, &event("pre_tool_use_bash_read.json", sid), &[], state.path()).await.assert_no_decision();
+
+    // Planning, approval pending: read-only shell and MCP reads pass with no
+    // opinion; a write command, apply_patch, an MCP write are denied, and so
+    // is the permission dialog for a write, in that event's terms.
+    let (st, _) = ServerProcess::send(s.agent(Method::POST, &format!("/v1/sessions/{sid}/enter"))).await;
+    assert_eq!(st, 200);
+    for name in ["pre_tool_use_bash_read.json", "pre_tool_use_mcp_read.json"] {
+        let run = hook(&s, &event(name, sid), &[], state.path()).await;
+        run.assert_no_decision();
+        assert!(run.took < Duration::from_secs(2), "{:?}", run.took);
+    }
+    for (name, why) in [
+        ("pre_tool_use_bash_write.json", "`sed`"),
+        ("pre_tool_use_apply_patch.json", "`apply_patch` patches files"),
+        ("pre_tool_use_mcp_write.json", "write verb `create`"),
+    ] {
+        let reason = hook(&s, &event(name, sid), &[], state.path()).await.pre_tool_use_denial();
+        assert!(reason.starts_with("plangate: ") && reason.contains(why), "{name}: {reason}");
+    }
+    let message = hook(&s, &event("permission_request_bash.json", sid), &[], state.path()).await.permission_denial();
+    assert!(message.contains("`cargo`"), "{message}");
+
+    // A person releases the session: no plan required, the hook has no opinion.
+    let (st, _) = ServerProcess::send(
+        s.operator(Method::POST, &format!("/v1/operator/sessions/demo/{sid}/release")).json(&json!({"actor": "alice"})),
+    )
+    .await;
+    assert_eq!(st, 200);
+    for name in ["pre_tool_use_apply_patch.json", "pre_tool_use_bash_write.json", "permission_request_bash.json"] {
+        hook(&s, &event(name, sid), &[], state.path()).await.assert_no_decision();
+    }
+}
+
+#[tokio::test]
+async fn a_plan_at_stop_is_proposed_and_its_approval_keeps_codex_going_once() {
+    let s = ServerProcess::start(BIN, "").await;
+    let state = tempfile::tempdir().expect("state dir");
+    let sid = "codex-approve-1";
+    let stop = event("stop_with_plan.json", sid);
+
+    let approver = async { s.decide_when_pending(sid, json!({"action": "approve", "actor": "alice"})).await };
+    let (run, decided) = tokio::join!(hook(&s, &stop, &[("PLANGATE_HOOK_WAIT", "30")], state.path()), approver);
+    assert_eq!(decided["status"], "approved");
+    let prompt = run.continuation();
+    assert!(prompt.starts_with("[PLAN_DECISION]: approved"), "{prompt}");
+    assert!(prompt.contains("approved by operator:alice") && prompt.contains(decided["approval_id"].as_str().expect("id")), "{prompt}");
+    // Only the block was proposed, under its own title.
+    let st = status(&s, sid).await;
+    assert_eq!((st["approval"].as_str(), st["version"].as_u64()), (Some("approved"), Some(1)));
+    assert_eq!(st["title"], "Retry transient provider errors in the payment client");
+    // Delivered once: the hook took the injection after answering with it.
+    assert_eq!(undelivered(&s, sid).await, Value::Null);
+
+    // Executing: apply_patch and write commands pass the gate.
+    hook(&s, &event("pre_tool_use_apply_patch.json", sid), &[], state.path()).await.assert_no_decision();
+    hook(&s, &event("pre_tool_use_bash_write.json", sid), &[], state.path()).await.assert_no_decision();
+    // The turn after it ends without a plan: nothing to deliver, Codex stops.
+    hook(&s, &event("stop_without_plan.json", sid), &[], state.path()).await.assert_no_decision();
+    hook(&s, &event("stop_null_message.json", sid), &[], state.path()).await.assert_no_decision();
+    // The same plan again (a final message quoting it): already decided and
+    // delivered, so Codex is not sent round again.
+    let message = hook(&s, &stop, &[], state.path()).await.stop_message();
+    assert!(message.contains("already approved"), "{message}");
+    assert_eq!(status(&s, sid).await["version"], 1, "no second proposal");
+}
+
+#[tokio::test]
+async fn changes_requested_keep_codex_going_with_the_feedback_and_an_edit_with_the_edited_plan() {
+    let s = ServerProcess::start(BIN, "").await;
+    let state = tempfile::tempdir().expect("state dir");
+    let sid = "codex-revise-1";
+    let stop = event("stop_with_plan.json", sid);
+    let feedback = "Cap the total retry time at 2 s; the checkout page times out at 5 s";
+    let reviser = async { s.decide_when_pending(sid, json!({"action": "revise", "feedback": feedback, "actor": "bob"})).await };
+    let (run, decided) = tokio::join!(hook(&s, &stop, &[("PLANGATE_HOOK_WAIT", "30")], state.path()), reviser);
+    assert_eq!(decided["status"], "rejected");
+    let prompt = run.continuation();
+    assert!(prompt.starts_with("[PLAN_DECISION]: rejected") && prompt.contains(feedback), "{prompt}");
+    // Still planning: writes stay blocked.
+    hook(&s, &event("pre_tool_use_apply_patch.json", sid), &[], state.path()).await.pre_tool_use_denial();
+
+    // Codex revises; its next Stop carries plan v2, which a human edits.
+    let mut revised = stop.clone();
+    let text = revised["last_assistant_message"].as_str().expect("message").replace("base: 200ms", "base: 100ms, total: 2s");
+    revised["last_assistant_message"] = json!(text);
+    revised["stop_hook_active"] = json!(true);
+    let edited = json!({"title": "Retry charge only", "steps": [{"step": "Retry charge on 503, at most 2 s in total"}, {"step": "Test with the fake"}]});
+    // v1 is decided, so the pending approval is v2's.
+    let editor = async { s.decide_when_pending(sid, json!({"action": "edit", "plan": edited, "actor": "dana"})).await };
+    let (run, decided) = tokio::join!(hook(&s, &revised, &[("PLANGATE_HOOK_WAIT", "30")], state.path()), editor);
+    assert_eq!((decided["status"].as_str(), decided["version"].as_u64()), (Some("edited"), Some(2)));
+    let prompt = run.continuation();
+    assert!(prompt.starts_with("[PLAN_DECISION]: edited"), "{prompt}");
+    assert!(prompt.contains("The approved plan:\n\n# Retry charge only") && prompt.contains("at most 2 s in total"), "{prompt}");
+    hook(&s, &event("pre_tool_use_apply_patch.json", sid), &[], state.path()).await.assert_no_decision();
+}
+
+/// The closing note's proof for Codex: the hook's wait (1 s) ends with the
+/// plan pending, Codex stops; a human approves afterwards; the decision
+/// reaches Codex at its next `Stop`, once.
+#[tokio::test]
+async fn a_decision_after_the_wait_reaches_codex_at_its_next_stop() {
+    let s = ServerProcess::start(BIN, "").await;
+    let state = tempfile::tempdir().expect("state dir");
+    let sid = "codex-late-1";
+    let t0 = Instant::now();
+    let at = || format!("+{:.1}s", t0.elapsed().as_secs_f64());
+
+    let run = hook(&s, &event("stop_with_plan.json", sid), &[("PLANGATE_HOOK_WAIT", "1")], state.path()).await;
+    let message = run.stop_message();
+    assert!(message.contains("plan v1") && message.contains("waiting for a human") && message.contains("next turn"), "{message}");
+    assert!(run.took >= Duration::from_secs(1), "the hook waited: {:?}", run.took);
+    eprintln!("[late decision] {} Stop with a plan: the hook waited 1 s, answered {:?}; Codex stops", at(), message);
+
+    let id = s.pending_approval(sid).await;
+    let (st, d) = ServerProcess::send(
+        s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "approve", "actor": "erin"})),
+    )
+    .await;
+    assert_eq!((st, d["status"].as_str()), (200, Some("approved")), "{d}");
+    eprintln!("[late decision] {} erin approves plan v1 ({id}), after the hook's wait ended", at());
+
+    // The user sends "continue"; Codex's turn ends without a plan.
+    let run = hook(&s, &event("stop_without_plan.json", sid), &[], state.path()).await;
+    let prompt = run.continuation();
+    assert!(prompt.starts_with("[PLAN_DECISION]: approved") && prompt.contains("approved by operator:erin"), "{prompt}");
+    eprintln!("[late decision] {} next Stop: Codex goes on with {:?}", at(), prompt.lines().next().unwrap_or(""));
+
+    let run = hook(&s, &event("stop_without_plan.json", sid), &[], state.path()).await;
+    run.assert_no_decision();
+    eprintln!("[late decision] {} the Stop after that: nothing left to deliver (delivered once)", at());
+    hook(&s, &event("pre_tool_use_apply_patch.json", sid), &[], state.path()).await.assert_no_decision();
+    eprintln!("[late decision] {} apply_patch passes the gate: Codex executes the approved plan", at());
+}
+
+#[tokio::test]
+async fn every_failure_blocks_the_gate_and_lets_a_stop_stop() {
+    let s = ServerProcess::start(BIN, "").await;
+    let state = tempfile::tempdir().expect("state dir");
+    let sid = "codex-fail-1";
+    let write = event("pre_tool_use_bash_write.json", sid);
+    let permission = event("permission_request_bash.json", sid);
+    let stop = event("stop_with_plan.json", sid);
+
+    // The server is down: the gate denies; a Stop lets Codex stop, saying why.
+    let down = closed_port_url();
+    let reason = hook_raw(&down, write.to_string().as_bytes(), &[], state.path()).await.pre_tool_use_denial();
+    assert!(reason.contains("cannot reach plangate"), "{reason}");
+    assert!(hook_raw(&down, permission.to_string().as_bytes(), &[], state.path()).await.permission_denial().contains("cannot reach"));
+    let message = hook_raw(&down, stop.to_string().as_bytes(), &[], state.path()).await.stop_message();
+    assert!(message.contains("could not submit the plan"), "{message}");
+    let plain_stop = event("stop_without_plan.json", sid);
+    let message = hook_raw(&down, plain_stop.to_string().as_bytes(), &[], state.path()).await.stop_message();
+    assert!(message.contains("could not check"), "{message}");
+
+    // The server accepts and never answers: still a deny, within the budget.
+    let hung = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let hung_url = format!("http://{}", hung.local_addr().expect("addr"));
+    let _holder = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((sock, _)) = hung.accept().await {
+            held.push(sock);
+        }
+    });
+    let run = hook_raw(&hung_url, write.to_string().as_bytes(), &[], state.path()).await;
+    let reason = run.pre_tool_use_denial();
+    assert!(reason.contains("did not answer") || reason.contains("blocked"), "{reason}");
+    assert!(run.took < Duration::from_millis(2_600), "{:?}", run.took);
+
+    // Input whose event cannot be told, or an event this hook does not
+    // answer: exit 2 with the reason on stderr, the block every event obeys.
+    let malformed = std::fs::read(fixture_path("malformed.json")).expect("fixture");
+    assert!(hook_raw(&s.base, &malformed, &[], state.path()).await.exit_2_block().contains("not valid JSON"));
+    assert!(hook_raw(&s.base, b"", &[], state.path()).await.exit_2_block().contains("not valid JSON"));
+    let no_event = json!({"session_id": sid, "tool_name": "Bash", "tool_input": {"command": "rm -rf x"}});
+    assert!(hook(&s, &no_event, &[], state.path()).await.exit_2_block().contains("hook_event_name"));
+    let reason = hook(&s, &event("post_tool_use_bash.json", sid), &[], state.path()).await.exit_2_block();
+    assert!(reason.contains("\"PostToolUse\"") && reason.contains("plangate hook install codex"), "{reason}");
+    // Missing fields: in the event's own terms.
+    assert!(hook(&s, &event("pre_tool_use_no_tool_name.json", sid), &[], state.path()).await.pre_tool_use_denial().contains("tool_name"));
+    let no_session = fixture("stop_no_session_id.json");
+    assert!(hook(&s, &no_session, &[], state.path()).await.stop_message().contains("session_id"));
+    let mut no_session = write.clone();
+    no_session.as_object_mut().expect("object").remove("session_id");
+    assert!(hook(&s, &no_session, &[], state.path()).await.pre_tool_use_denial().contains("session_id"));
+    // Misconfiguration: no token, a bad token, a bad wait.
+    assert!(hook(&s, &write, &[("PLANGATE_TOKEN", "")], state.path()).await.pre_tool_use_denial().contains("PLANGATE_TOKEN"));
+    assert!(hook(&s, &write, &[("PLANGATE_TOKEN", "not-a-token-at-all")], state.path())
+        .await
+        .pre_tool_use_denial()
+        .contains("unauthorized"));
+    let reason = hook(&s, &permission, &[("PLANGATE_HOOK_WAIT", "soon")], state.path()).await.permission_denial();
+    assert!(reason.contains("PLANGATE_HOOK_WAIT"), "{reason}");
+    assert!(hook(&s, &stop, &[("PLANGATE_HOOK_WAIT", "soon")], state.path()).await.stop_message().contains("PLANGATE_HOOK_WAIT"));
+    // None of it left a proposal behind.
+    assert_eq!(status(&s, sid).await["version"], 0);
+}
+
+/// Run `plangate hook codex` with its stdout closed: writing the answer
+/// panics (a broken pipe).
+async fn hook_with_stdout_closed(input: &Value) -> (Option<i32>, String) {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let mut cmd = tokio::process::Command::new(BIN);
+    cmd.args(["hook", "codex"])
+        .env_clear()
+        .env("PLANGATE_URL", closed_port_url())
+        .env("PLANGATE_TOKEN", AGENT_TOKEN)
+        .stdin(Stdio::piped())
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(input.to_string().as_bytes()).await.expect("write");
+    drop(stdin);
+    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output()).await.expect("finished").expect("output");
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[tokio::test]
+async fn a_panic_blocks_a_tool_call_and_lets_a_stop_stop() {
+    let (code, stderr) = hook_with_stdout_closed(&event("pre_tool_use_bash_write.json", "codex-panic-1")).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("crashed") && stderr.contains("blocked"), "{stderr}");
+    // On Stop an exit 2 would make Codex run again: a panic lets it stop.
+    let (code, stderr) = hook_with_stdout_closed(&event("stop_without_plan.json", "codex-panic-1")).await;
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+async fn install(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let started = Instant::now();
+    let mut cmd = tokio::process::Command::new(BIN);
+    cmd.args(["hook", "install", "codex"]).args(args).current_dir(cwd).env_remove("PLANGATE_HOOK_WAIT").env_remove("CODEX_HOME");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().await.expect("run install");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        took: started.elapsed(),
+    }
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).expect("JSON")
+}
+
+fn backups(dir: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("hooks.json.bak-")))
+        .collect();
+    found.sort();
+    found
+}
+
+#[tokio::test]
+async fn installer_merges_idempotently_keeps_a_backup_and_names_the_binary() {
+    let project = tempfile::tempdir().expect("project");
+    let dir = project.path().join(".codex");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let original = json!({"hooks": {"SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "notify-send codex"}]}],
+        "PreToolUse": [{"matcher": "^Bash$", "hooks": [{"type": "command", "command": "audit.sh", "timeout": 5}]}]}});
+    let original_text = serde_json::to_string_pretty(&original).expect("json");
+    std::fs::write(dir.join("hooks.json"), &original_text).expect("write");
+
+    let run = install(project.path(), &["--wait", "120"], &[]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.contains("/hooks") && run.stderr.contains("trust"), "{}", run.stderr);
+    let after = read_json(&dir.join("hooks.json"));
+    let bin = Path::new(BIN).canonicalize().expect("bin");
+    let gate = plangate_agent::codex::hook_command(&bin, true).expect("command");
+    let stop = plangate_agent::codex::hook_command(&bin, false).expect("command");
+    assert!(gate.ends_with("hook codex || exit 2") && !stop.contains("exit 2"), "{gate} / {stop}");
+    let handler = json!({"type": "command", "command": gate, "timeout": 130});
+    assert_eq!(after["hooks"]["PreToolUse"], json!([{"matcher": "*", "hooks": [handler]}, original["hooks"]["PreToolUse"][0]]));
+    assert_eq!(after["hooks"]["PermissionRequest"], json!([{"matcher": "*", "hooks": [handler]}]));
+    assert_eq!(
+        after["hooks"]["Stop"],
+        json!([{"hooks": [{"type": "command", "command": stop, "timeout": 130, "statusMessage": "plangate: checking for a plan decision"}]}])
+    );
+    assert_eq!(after["hooks"]["SessionStart"], original["hooks"]["SessionStart"]);
+    let saved = backups(&dir);
+    assert_eq!(saved.len(), 1);
+    assert_eq!(std::fs::read_to_string(&saved[0]).expect("backup"), original_text);
+
+    // Again: nothing to do, no new backup.
+    let run = install(project.path(), &["--wait", "120"], &[]).await;
+    assert!(run.code == 0 && run.stderr.contains("already"), "{}", run.stderr);
+    assert_eq!((read_json(&dir.join("hooks.json")), backups(&dir).len()), (after, 1));
+
+    // Dry run prints and writes nothing; user scope follows CODEX_HOME; a
+    // file that is not JSON is refused untouched; there is no local scope.
+    let fresh = tempfile::tempdir().expect("fresh");
+    let run = install(fresh.path(), &["--dry-run"], &[]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let printed: Value = serde_json::from_str(&run.stdout).expect("dry run prints JSON");
+    assert_eq!(printed["hooks"]["Stop"][0]["hooks"][0]["timeout"], 600);
+    assert!(!fresh.path().join(".codex").exists());
+    let home = tempfile::tempdir().expect("codex home");
+    let home_str = home.path().to_string_lossy().into_owned();
+    let run = install(fresh.path(), &["--scope", "user"], &[("CODEX_HOME", &home_str)]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(read_json(&home.path().join("hooks.json"))["hooks"]["PreToolUse"][0]["matcher"], "*");
+    std::fs::write(home.path().join("hooks.json"), "{ not json").expect("write");
+    let run = install(fresh.path(), &["--scope", "user"], &[("CODEX_HOME", &home_str)]).await;
+    assert!(run.code == 1 && run.stderr.contains("not valid JSON"), "{}", run.stderr);
+    assert_eq!(std::fs::read_to_string(home.path().join("hooks.json")).expect("read"), "{ not json");
+    assert_eq!(install(fresh.path(), &["--scope", "local"], &[]).await.code, 2);
+}
+
+/// The installed commands, run the way Codex runs a command hook
+/// (`$SHELL -lc '<command>'`, the event on stdin), from a copy of the binary
+/// that is then moved away.
+#[tokio::test]
+async fn installed_commands_block_the_gate_and_let_a_stop_stop_when_the_binary_is_gone() {
+    let place = tempfile::tempdir().expect("dir");
+    let dir = place.path().join("tools dir with 'quotes'");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let copy = dir.join("plangate");
+    std::fs::copy(BIN, &copy).expect("copy the binary");
+    let project = tempfile::tempdir().expect("project");
+    let mut cmd = tokio::process::Command::new(&copy);
+    cmd.args(["hook", "install", "codex"]).current_dir(project.path());
+    assert!(cmd.status().await.expect("install").success());
+    let hooks = read_json(&project.path().join(".codex/hooks.json"));
+    let gate = hooks["hooks"]["PreToolUse"][0]["hooks"][0]["command"].as_str().expect("command").to_string();
+    let stop = hooks["hooks"]["Stop"][0]["hooks"][0]["command"].as_str().expect("command").to_string();
+    assert!(gate.contains("tools dir with '\\''quotes'\\''/plangate' hook codex"), "{gate}");
+
+    let down = closed_port_url();
+    let codex_runs = |command: String, input: Value| {
+        let down = down.clone();
+        async move {
+            let mut cmd = tokio::process::Command::new("sh");
+            cmd.args(["-lc", &command])
+                .env_clear()
+                .env("PATH", "/usr/bin:/bin")
+                .env("PLANGATE_URL", down)
+                .env("PLANGATE_TOKEN", AGENT_TOKEN)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            let mut child = cmd.spawn().expect("spawn sh");
+            let mut stdin = child.stdin.take().expect("stdin");
+            let _ = stdin.write_all(input.to_string().as_bytes()).await;
+            drop(stdin);
+            let out = child.wait_with_output().await.expect("output");
+            let run = Run {
+                code: out.status.code().unwrap_or(-1),
+                stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+                took: Duration::ZERO,
+            };
+            eprintln!("sh -lc {command:?} -> exit {}: {} {}", run.code, run.stdout.trim(), run.stderr.trim());
+            run
+        }
+    };
+    let write = event("pre_tool_use_bash_write.json", "codex-moved-1");
+    assert!(codex_runs(gate.clone(), write.clone()).await.pre_tool_use_denial().contains("cannot reach plangate"));
+
+    std::fs::remove_file(&copy).expect("remove the copy");
+    // Not found (127), turned into exit 2 with the shell's message on stderr: a block.
+    codex_runs(gate.clone(), write).await.exit_2_block();
+    codex_runs(gate, event("permission_request_bash.json", "codex-moved-1")).await.exit_2_block();
+    // On Stop the failure stays a failure (not 2, which would make Codex run again).
+    let run = codex_runs(stop, event("stop_with_plan.json", "codex-moved-1")).await;
+    assert!(run.code != 0 && run.code != 2, "{}", run.code);
+}

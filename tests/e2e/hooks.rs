@@ -387,8 +387,8 @@ async fn installer_merges_idempotently_and_keeps_a_backup() {
     let original_text = serde_json::to_string_pretty(&original).expect("json");
     std::fs::write(dir.join(".claude/settings.json"), &original_text).expect("write");
 
-    let (code, _, err) = install(dir, &[], &[]).await;
-    assert_eq!(code, 0, "{err}");
+    let (code, _, first_err) = install(dir, &[], &[]).await;
+    assert_eq!(code, 0, "{first_err}");
     let after = settings_in(dir);
     for key in ["model", "permissions", "env"] {
         assert_eq!(after[key], original[key], "{key} kept");
@@ -400,6 +400,21 @@ async fn installer_merges_idempotently_and_keeps_a_backup() {
     let handler = json!({"type": "command", "command": command, "timeout": 60});
     assert_eq!(after["hooks"]["PreToolUse"], json!([{"matcher": "*", "hooks": [handler]}]));
     assert_eq!(after["hooks"]["PermissionRequest"], json!([{"matcher": "ExitPlanMode", "hooks": [handler]}]));
+    // The MCP tools server is registered in the project's .mcp.json and the
+    // channel in a file of its own, which only the printed command line loads.
+    let mcp: Value = serde_json::from_str(&std::fs::read_to_string(dir.join(".mcp.json")).expect(".mcp.json")).expect("JSON");
+    let exe = Path::new(BIN).canonicalize().expect("bin").to_string_lossy().into_owned();
+    assert_eq!(mcp["mcpServers"]["plangate"], json!({"type": "stdio", "command": exe, "args": ["mcp"]}));
+    let channel_file = dir.join(".claude/plangate-channel.mcp.json");
+    let channel: Value = serde_json::from_str(&std::fs::read_to_string(&channel_file).expect("channel file")).expect("JSON");
+    assert_eq!(channel["mcpServers"]["plangate-channel"]["args"], json!(["mcp", "--channel"]));
+    assert!(
+        first_err.contains(&format!(
+            "claude --mcp-config '{}' --dangerously-load-development-channels server:plangate-channel",
+            channel_file.display()
+        )),
+        "{first_err}"
+    );
     let saved = backups(dir);
     assert_eq!(saved.len(), 1);
     assert_eq!(std::fs::read_to_string(&saved[0]).expect("backup"), original_text);

@@ -328,6 +328,26 @@ async fn run(args: Args) -> Result<i32> {
                 let backup = installed.backup.map(|b| format!(" (previous file kept as {})", b.display())).unwrap_or_default();
                 eprintln!("installed the plangate hooks in {path}{backup}");
             }
+            let servers = plangate_agent::claude::mcp_servers::register(scope, &std::env::current_dir()?, &exe, dry_run)?;
+            for written in servers.tools.iter().chain([&servers.channel]) {
+                let file = written.path.display();
+                if dry_run {
+                    eprintln!("dry run: {file} was not changed; it would be:\n{}", serde_json::to_string_pretty(&written.config)?);
+                } else if written.changed {
+                    let backup = written.backup.as_ref().map(|b| format!(" (previous file kept as {})", b.display())).unwrap_or_default();
+                    eprintln!("registered the plangate MCP server in {file}{backup}");
+                } else {
+                    eprintln!("{file} already registers the plangate MCP server; nothing to do");
+                }
+            }
+            if let Some(add) = &servers.add_tools {
+                eprintln!("register plangate's MCP tools for this project, only for you, with:\n  {add}");
+            }
+            eprintln!(
+                "PLANGATE_TOKEN (and PLANGATE_URL unless it is the default) must be in Claude Code's environment.\n\
+                 To have decisions reach Claude whenever they are made (a Claude Code channel), start Claude Code with:\n  {}",
+                servers.launch
+            );
             Ok(0)
         }
         Cmd::Hook(HookCmd::Codex) => {

@@ -19,6 +19,7 @@ pub mod binding;
 pub mod channel;
 pub mod hook;
 pub mod install;
+pub mod mcp_servers;
 
 pub use hook::{answer, run, Answer, Event};
 

@@ -527,3 +527,39 @@ async fn installed_commands_block_the_gate_and_let_a_stop_stop_when_the_binary_i
     let run = codex_runs(stop, event("stop_with_plan.json", "codex-moved-1")).await;
     assert!(run.code != 0 && run.code != 2, "{}", run.code);
 }
+
+#[tokio::test]
+async fn an_answer_given_after_codex_moved_on_reaches_it_at_its_next_stop() {
+    use plangate_testkit::telegram::{FakeTelegram, TOKEN};
+    let fake = FakeTelegram::start().await;
+    let (chat, alice): (i64, i64) = (-1001234567890, 111111);
+    let config = format!(
+        "[telegram]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\npoll_timeout_secs = 1\n\n[destinations.ops]\nchannel = \"telegram\"\nchat = \"{chat}\"\napprovers = [\"telegram:{alice}\"]\n",
+        fake.api_url()
+    );
+    let s = ServerProcess::start_with(BIN, &["ops"], &config).await;
+    let state = tempfile::tempdir().expect("state dir");
+    let sid = "codex-answer-1";
+    // Codex asks through plangate (its MCP tool `ask_user_question`, or the
+    // API as here) and does not wait for the answer.
+    let (st, _) = ServerProcess::send(s.agent(Method::POST, &format!("/v1/sessions/{sid}/enter"))).await;
+    assert_eq!(st, 200);
+    let body = json!({"question": "Keep the v1 endpoint?", "options": ["yes", "no"]});
+    let (st, v) = ServerProcess::send(s.agent(Method::POST, &format!("/v1/sessions/{sid}/questions")).json(&body)).await;
+    assert_eq!(st, 201, "{v}");
+    fake.wait_request("sendMessage", Duration::from_secs(15), |r| r.str("text").contains("Keep the v1 endpoint?")).await;
+    fake.push_update(fake.message_update(chat, FakeTelegram::user(alice, Some("alice"), "Alice"), "/plan answer no", None));
+    let mut prompt = String::new();
+    for _ in 0..50 {
+        let run = hook(&s, &event("stop_without_plan.json", sid), &[], state.path()).await;
+        if !run.stdout.trim().is_empty() {
+            prompt = run.continuation();
+            break;
+        }
+        // The answer is still on its way through the fake's long poll.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(prompt.starts_with("[PLAN_ANSWER]") && prompt.contains("> no") && prompt.contains("telegram:@alice"), "{prompt}");
+    eprintln!("[late answer] Codex's next Stop goes on with {:?}", prompt.lines().next().unwrap_or(""));
+    hook(&s, &event("stop_without_plan.json", sid), &[], state.path()).await.assert_no_decision();
+}

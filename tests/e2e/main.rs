@@ -19,6 +19,7 @@ mod sec_gate;
 mod sec_hook;
 mod sec_slack;
 mod sec_telegram;
+mod seed_rules;
 mod slack;
 mod telegram;
 mod timers;

@@ -12,6 +12,7 @@ mod crash;
 mod discord;
 mod failclosed;
 mod hooks;
+mod hooks_lifecycle;
 mod hub;
 mod mcp;
 mod sec_config;

@@ -332,11 +332,11 @@ impl Hub {
                 Ok((state, _)) => {
                     let runs: Vec<String> = state.session.open_subagents.keys().cloned().collect();
                     let ok = format!(
-                        "Cleared by {}: {} ({}) no longer hold up {}.",
+                        "Cleared by {}: {} no longer waits for {} ({}).",
                         Self::actor(ev).label(),
+                        state.session.key,
                         if runs.len() == 1 { "1 subagent run".to_string() } else { format!("{} subagent runs", runs.len()) },
                         runs.join(", "),
-                        state.session.key
                     );
                     self.session_command(ev, &state.session.key, Command::ClearSubagents { run_id: None }, &ok).await
                 }

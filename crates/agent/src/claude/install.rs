@@ -1,17 +1,24 @@
 //! `plangate hook install claude`: merge plangate's hook entries into Claude
 //! Code's `settings.json`.
 //!
-//! Two matcher groups, each with one command handler
+//! One matcher group per entry of [`ENTRIES`], each with one command handler
+//! naming the absolute path of the running binary (so `PATH` does not
+//! matter). The gate's two,
 //! `{"type": "command", "command": "'/abs/plangate' hook claude || exit 2", "timeout": <wait + 10>}`
-//! (see [`super::hook_command`]: the absolute path of the running binary, so
-//! `PATH` does not matter, and every failure of the command is a block):
+//! ([`super::hook_command`]: every failure of the command is a block):
 //! `PreToolUse` with matcher `*` (every tool goes through the gate) and
 //! `PermissionRequest` with matcher `ExitPlanMode` (the plan dialog is
-//! answered by the human in chat). Every other key and every other hook is
-//! kept. Re-running is idempotent: plangate's handlers (also the bare
+//! answered by the human in chat). The others run
+//! `'/abs/plangate' hook claude` ([`super::observe_command`]: they gate
+//! nothing, so a failure is never a block) with a 10 s timeout:
+//! `PostToolUse` and `PostToolUseFailure` of the subagent tool
+//! (`Agent|Task`), `SubagentStart` and `SubagentStop` (subagent runs),
+//! `SessionStart` with matcher `resume|compact` (hydration), and
+//! `UserPromptSubmit` (an untaken decision). Every other key and every other
+//! hook is kept. Re-running is idempotent: plangate's handlers (also the bare
 //! `plangate hook claude` of older versions, and those of a binary since
 //! moved) are taken out of whatever group they are in and put back as those
-//! two groups, first in their event (Claude Code 2.0.x dropped a hook's
+//! groups, first in their event (Claude Code 2.0.x dropped a hook's
 //! `updatedInput` unless that hook ran first, anthropics/claude-code#15897;
 //! the hook's session id for plangate's MCP tools travels that way), and an
 //! unchanged file is not rewritten. A changed file is first copied to
@@ -24,8 +31,8 @@
 //!
 //! Keys are written in sorted order (the file is re-serialized).
 
-use super::hook::{DEFAULT_WAIT, MAX_WAIT_SECS, TIMEOUT_MARGIN_SECS};
-use super::{hook_command, is_hook_command};
+use super::hook::{Event, DEFAULT_WAIT, MAX_WAIT_SECS, QUICK_TIMEOUT_SECS, TIMEOUT_MARGIN_SECS};
+use super::{hook_command, is_hook_command, observe_command};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -76,6 +83,47 @@ pub enum InstallError {
     Shape { path: PathBuf, problem: String },
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
+}
+
+/// One matcher group the installer writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    pub event: Event,
+    /// `None` for events whose matcher Claude Code ignores.
+    pub matcher: Option<&'static str>,
+}
+
+/// Every group, in the order they are written (event names and matchers
+/// checked against Claude Code 2.1.240's hooks reference). The subagent
+/// tool is `Agent`, called `Task` before 2.1.63 ([`super::hook::SUBAGENT_TOOLS`]).
+pub const ENTRIES: [Entry; 8] = [
+    Entry { event: Event::PreToolUse, matcher: Some("*") },
+    Entry { event: Event::PermissionRequest, matcher: Some("ExitPlanMode") },
+    Entry { event: Event::PostToolUse, matcher: Some(SUBAGENT_MATCHER) },
+    Entry { event: Event::PostToolUseFailure, matcher: Some(SUBAGENT_MATCHER) },
+    Entry { event: Event::SubagentStart, matcher: None },
+    Entry { event: Event::SubagentStop, matcher: None },
+    Entry { event: Event::SessionStart, matcher: Some("resume|compact") },
+    Entry { event: Event::UserPromptSubmit, matcher: None },
+];
+
+/// The matcher of the subagent tool's events: every name in [`super::hook::SUBAGENT_TOOLS`].
+const SUBAGENT_MATCHER: &str = "Agent|Task";
+
+/// The two commands the entries run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Commands {
+    /// The gate's events: `… hook claude || exit 2`.
+    pub gate: String,
+    /// Every other event: `… hook claude`.
+    pub observe: String,
+}
+
+impl Commands {
+    /// The commands for the binary at `exe` (absolute).
+    pub fn for_binary(exe: &Path) -> Result<Commands, String> {
+        Ok(Commands { gate: hook_command(exe)?, observe: observe_command(exe)? })
+    }
 }
 
 /// What [`install`] did.
@@ -154,13 +202,18 @@ fn has_ours(settings: &Value) -> bool {
         .any(is_ours)
 }
 
-/// `settings` with plangate's two hook groups merged in, running `command`;
-/// see the module docs.
-pub fn merge(mut settings: Value, command: &str, timeout: u64) -> Result<Value, String> {
+/// `settings` with plangate's hook groups ([`ENTRIES`]) merged in, running
+/// `commands`, the gate's with `timeout`; see the module docs.
+pub fn merge(mut settings: Value, commands: &Commands, timeout: u64) -> Result<Value, String> {
     let root = settings.as_object_mut().ok_or("the file is not a JSON object")?;
     let hooks = root.entry("hooks").or_insert_with(|| json!({}));
     let hooks = hooks.as_object_mut().ok_or("`hooks` is not an object")?;
-    for (event, matcher) in [("PreToolUse", "*"), ("PermissionRequest", "ExitPlanMode")] {
+    for entry in ENTRIES {
+        let event = entry.event.name();
+        let ours = match entry.event.gates() {
+            true => handler(&commands.gate, timeout),
+            false => handler(&commands.observe, QUICK_TIMEOUT_SECS),
+        };
         let groups = hooks.entry(event).or_insert_with(|| json!([]));
         let groups = groups.as_array_mut().ok_or_else(|| format!("`hooks.{event}` is not an array"))?;
         let mut kept = Vec::with_capacity(groups.len() + 1);
@@ -176,10 +229,12 @@ pub fn merge(mut settings: Value, command: &str, timeout: u64) -> Result<Value, 
                 kept.push(group);
             }
         }
-        let mut ours = Map::new();
-        ours.insert("matcher".to_string(), json!(matcher));
-        ours.insert("hooks".to_string(), json!([handler(command, timeout)]));
-        kept.insert(0, Value::Object(ours));
+        let mut group = Map::new();
+        if let Some(matcher) = entry.matcher {
+            group.insert("matcher".to_string(), json!(matcher));
+        }
+        group.insert("hooks".to_string(), json!([ours]));
+        kept.insert(0, Value::Object(group));
         *groups = kept;
     }
     Ok(settings)
@@ -198,7 +253,7 @@ pub fn install(scope: Scope, project_dir: &Path, exe: &Path, wait_secs: u64, dry
     if wait_secs > MAX_WAIT_SECS {
         return Err(InstallError::Usage(format!("--wait must be at most {MAX_WAIT_SECS} seconds, got {wait_secs}")));
     }
-    let command = hook_command(exe).map_err(|e| InstallError::Usage(format!("cannot install the hook: {e}")))?;
+    let commands = Commands::for_binary(exe).map_err(|e| InstallError::Usage(format!("cannot install the hook: {e}")))?;
     let path = settings_path(scope, project_dir)?;
     let io = |source| InstallError::Io { path: path.clone(), source };
     let existing = match std::fs::read_to_string(&path) {
@@ -212,7 +267,7 @@ pub fn install(scope: Scope, project_dir: &Path, exe: &Path, wait_secs: u64, dry
     };
     let before = existing.as_ref().map(|(_, v)| v.clone()).unwrap_or_else(|| json!({}));
     let after =
-        merge(before.clone(), &command, timeout_for(wait_secs)).map_err(|problem| InstallError::Shape { path: path.clone(), problem })?;
+        merge(before.clone(), &commands, timeout_for(wait_secs)).map_err(|problem| InstallError::Shape { path: path.clone(), problem })?;
     let changed = existing.is_none() || before != after;
     let also_in = Scope::ALL
         .into_iter()
@@ -221,7 +276,8 @@ pub fn install(scope: Scope, project_dir: &Path, exe: &Path, wait_secs: u64, dry
         .filter(|p| *p != path)
         .filter(|p| std::fs::read_to_string(p).ok().and_then(|t| serde_json::from_str::<Value>(&t).ok()).is_some_and(|v| has_ours(&v)))
         .collect();
-    let mut installed = Installed { scope, path: path.clone(), command, settings: after, changed, backup: None, dry_run, also_in };
+    let mut installed =
+        Installed { scope, path: path.clone(), command: commands.gate, settings: after, changed, backup: None, dry_run, also_in };
     if dry_run || !changed {
         return Ok(installed);
     }
@@ -263,58 +319,90 @@ mod tests {
     use super::*;
 
     const CMD: &str = "'/opt/bin/plangate' hook claude || exit 2";
+    const OBSERVE: &str = "'/opt/bin/plangate' hook claude";
+
+    fn commands() -> Commands {
+        Commands { gate: CMD.into(), observe: OBSERVE.into() }
+    }
 
     fn merged(v: Value) -> Value {
-        merge(v, CMD, 60).unwrap_or_else(|e| panic!("{e}"))
+        merge(v, &commands(), 60).unwrap_or_else(|e| panic!("{e}"))
     }
 
     #[test]
-    fn adds_both_groups_first_and_keeps_everything_else() {
+    fn adds_every_group_first_and_keeps_everything_else() {
         let before = json!({
             "model": "opus",
             "permissions": {"allow": ["Bash(ls:*)"]},
             "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "lint.sh"}]}],
-                      "Stop": [{"hooks": [{"type": "command", "command": "notify"}]}]}
+                      "Stop": [{"hooks": [{"type": "command", "command": "notify"}]}],
+                      "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "motd"}]}]}
         });
         let after = merged(before.clone());
         assert_eq!(after["model"], "opus");
         assert_eq!(after["permissions"], before["permissions"]);
         assert_eq!(after["hooks"]["Stop"], before["hooks"]["Stop"]);
         assert_eq!(after["hooks"]["PreToolUse"][1], before["hooks"]["PreToolUse"][0]);
-        assert_eq!(after["hooks"]["PreToolUse"][0], json!({"matcher": "*", "hooks": [{"type": "command", "command": CMD, "timeout": 60}]}));
-        assert_eq!(
-            after["hooks"]["PermissionRequest"],
-            json!([{"matcher": "ExitPlanMode", "hooks": [{"type": "command", "command": CMD, "timeout": 60}]}])
-        );
+        assert_eq!(after["hooks"]["SessionStart"][1], before["hooks"]["SessionStart"][0]);
+        let gate = json!([{"type": "command", "command": CMD, "timeout": 60}]);
+        let observe = json!([{"type": "command", "command": OBSERVE, "timeout": 10}]);
+        assert_eq!(after["hooks"]["PreToolUse"][0], json!({"matcher": "*", "hooks": gate}));
+        assert_eq!(after["hooks"]["PermissionRequest"], json!([{"matcher": "ExitPlanMode", "hooks": gate}]));
+        for event in ["PostToolUse", "PostToolUseFailure"] {
+            assert_eq!(after["hooks"][event], json!([{"matcher": "Agent|Task", "hooks": observe}]), "{event}");
+        }
+        for event in ["SubagentStart", "SubagentStop", "UserPromptSubmit"] {
+            assert_eq!(after["hooks"][event], json!([{"hooks": observe}]), "{event}");
+        }
+        assert_eq!(after["hooks"]["SessionStart"][0], json!({"matcher": "resume|compact", "hooks": observe}));
     }
 
     #[test]
     fn idempotent_and_updates_a_changed_timeout() {
         let once = merged(json!({}));
         assert_eq!(merged(once.clone()), once);
-        let longer = merge(once.clone(), CMD, 130).unwrap_or_default();
+        let longer = merge(once.clone(), &commands(), 130).unwrap_or_default();
         assert_eq!(longer["hooks"]["PreToolUse"].as_array().map(Vec::len), Some(1));
         assert_eq!(longer["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"], 130);
+        assert_eq!(longer["hooks"]["SessionStart"][0]["hooks"][0]["timeout"], 10, "only the gate waits");
     }
 
     #[test]
     fn a_legacy_or_moved_binary_is_replaced_and_a_shared_group_keeps_the_users_handler() {
         let shared = json!({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [
             {"type": "command", "command": "plangate hook claude", "timeout": 5}, {"type": "command", "command": "audit.sh"}]},
-            {"matcher": "Bash", "hooks": [{"type": "command", "command": "'/old/place/plangate' hook claude || exit 2"}]}]}});
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": "'/old/place/plangate' hook claude || exit 2"}]}],
+            "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "'/old/place/plangate' hook claude"}]}]}});
         let after = merged(shared);
         let groups = after["hooks"]["PreToolUse"].as_array().cloned().unwrap_or_default();
         assert_eq!(groups.len(), 2, "{after}");
         assert_eq!(groups[0]["hooks"][0]["command"], CMD);
         assert_eq!(groups[1]["hooks"], json!([{"type": "command", "command": "audit.sh"}]));
+        assert_eq!(after["hooks"]["UserPromptSubmit"].as_array().map(Vec::len), Some(1));
         assert_eq!(merged(after.clone()), after);
     }
 
     #[test]
     fn wrong_shapes_are_refused() {
-        assert!(merge(json!([]), CMD, 60).is_err());
-        assert!(merge(json!({"hooks": []}), CMD, 60).is_err());
-        assert!(merge(json!({"hooks": {"PreToolUse": {}}}), CMD, 60).is_err());
+        assert!(merge(json!([]), &commands(), 60).is_err());
+        assert!(merge(json!({"hooks": []}), &commands(), 60).is_err());
+        assert!(merge(json!({"hooks": {"PreToolUse": {}}}), &commands(), 60).is_err());
+        assert!(merge(json!({"hooks": {"SessionStart": "x"}}), &commands(), 60).is_err());
+    }
+
+    #[test]
+    fn the_subagent_matcher_names_every_subagent_tool() {
+        assert_eq!(SUBAGENT_MATCHER, super::super::hook::SUBAGENT_TOOLS.join("|"));
+    }
+
+    #[test]
+    fn the_longest_wait_stays_within_claude_codes_hook_timeout() {
+        assert_eq!(timeout_for(MAX_WAIT_SECS), 600);
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let exe = Path::new("/opt/bin/plangate");
+        assert!(install(Scope::Local, dir.path(), exe, MAX_WAIT_SECS, true).is_ok());
+        let err = install(Scope::Local, dir.path(), exe, MAX_WAIT_SECS + 1, true).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains("at most 590"), "{err}");
     }
 
     #[test]

@@ -12,8 +12,13 @@
 //! * `ExitPlanMode` (through `PreToolUse`, or `PermissionRequest`, whose
 //!   answer is `hookSpecificOutput.decision.behavior`): Claude's plan becomes
 //!   a proposal and the hook waits for a human's decision; see [`hook`].
+//! * Subagent runs from the subagent tool's `PreToolUse` / `PostToolUse` /
+//!   `PostToolUseFailure` and `SubagentStart` / `SubagentStop`; the plan's
+//!   open steps on `SessionStart` (after a compaction, on resume); an untaken
+//!   decision on `UserPromptSubmit`. See [`hook`].
 //!
-//! [`install`] merges both hook entries into `settings.json`.
+//! [`install`] merges the hook entries into `settings.json`: the gate's two
+//! with [`hook_command`] (fail closed), the others with [`observe_command`].
 
 pub mod hook;
 pub mod install;
@@ -75,6 +80,16 @@ pub fn is_hook_command(command: &str) -> bool {
     Path::new(&path).file_stem().is_some_and(|n| n == "plangate")
 }
 
+/// The command of the events that gate nothing (subagent runs, hydration,
+/// the next prompt): `'/abs/plangate' hook claude`, without `|| exit 2`. For
+/// them a failure must never block: exit 2 on `UserPromptSubmit` erases the
+/// user's prompt, on `SubagentStop` keeps the subagent running, and any
+/// other code is a non-blocking error, which is what a failure there is.
+pub fn observe_command(exe: &Path) -> Result<String, String> {
+    let gate = hook_command(exe)?;
+    Ok(gate.strip_suffix(FAIL_CLOSED).unwrap_or(&gate).to_string())
+}
+
 /// The inverse of [`shell_quote`] (and a bare word without quotes or spaces).
 fn shell_unquote(word: &str) -> Option<String> {
     if !word.starts_with('\'') {
@@ -109,6 +124,9 @@ mod tests {
         assert_eq!(cmd, r"'/opt/my tools/it'\''s/plangate' hook claude || exit 2");
         assert!(is_hook_command(&cmd));
         assert!(hook_command(Path::new("plangate")).is_err());
+        let observe = observe_command(Path::new("/opt/bin/plangate")).unwrap_or_default();
+        assert_eq!(observe, "'/opt/bin/plangate' hook claude");
+        assert!(is_hook_command(&observe));
     }
 
     #[test]

@@ -390,6 +390,18 @@ mod tests {
         assert!(merge(json!({"hooks": {"SessionStart": "x"}}), &commands(), 60).is_err());
     }
 
+    /// docs/AGENTS.md shows the installed entries verbatim; this keeps it so.
+    #[test]
+    fn docs_agents_md_shows_exactly_what_is_installed() {
+        let doc = include_str!("../../../../docs/AGENTS.md");
+        let marker = "with this block):\n\n```json\n";
+        let start = doc.find(marker).map(|i| i + marker.len()).unwrap_or_else(|| panic!("no installed JSON in docs/AGENTS.md"));
+        let end = doc[start..].find("\n```").map(|i| start + i).unwrap_or_else(|| panic!("unterminated JSON block"));
+        let shown: Value = serde_json::from_str(&doc[start..end]).unwrap_or_else(|e| panic!("docs/AGENTS.md: {e}"));
+        let commands = Commands::for_binary(Path::new("/home/me/.cargo/bin/plangate")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(shown, merge(json!({}), &commands, timeout_for(default_wait_secs())).unwrap_or_default());
+    }
+
     #[test]
     fn the_subagent_matcher_names_every_subagent_tool() {
         assert_eq!(SUBAGENT_MATCHER, super::super::hook::SUBAGENT_TOOLS.join("|"));

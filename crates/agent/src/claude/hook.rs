@@ -306,6 +306,7 @@ enum Input {
     Tool(ToolCall),
     /// `PostToolUse` / `PostToolUseFailure`.
     ToolDone {
+        event: Event,
         session_id: String,
         tool_name: String,
         tool_use_id: Option<String>,
@@ -328,7 +329,7 @@ impl Input {
     fn event(&self) -> Event {
         match self {
             Input::Tool(call) => call.event,
-            Input::ToolDone { .. } => Event::PostToolUse,
+            Input::ToolDone { event, .. } => *event,
             Input::SessionStart { .. } => Event::SessionStart,
             Input::Prompt { .. } => Event::UserPromptSubmit,
             Input::Subagent { open: true, .. } => Event::SubagentStart,
@@ -375,7 +376,7 @@ fn parse(bytes: &[u8]) -> Result<Input, Answer> {
             Input::Tool(ToolCall { event, session_id, tool_name, tool_input, tool_use_id, agent_id })
         }
         Event::PostToolUse | Event::PostToolUseFailure => {
-            Input::ToolDone { session_id, tool_name: text_field(&value, "tool_name").unwrap_or_default(), tool_use_id }
+            Input::ToolDone { event, session_id, tool_name: text_field(&value, "tool_name").unwrap_or_default(), tool_use_id }
         }
         Event::SessionStart => Input::SessionStart { session_id },
         Event::UserPromptSubmit => Input::Prompt { session_id },
@@ -422,7 +423,7 @@ pub async fn answer(bytes: &[u8], settings: impl FnOnce() -> Result<Settings, Ag
                 Answer::deny(call.event, format!("plangate did not answer within {} s, so this call is blocked", QUICK_BUDGET.as_secs()))
             }
         },
-        Input::ToolDone { session_id, tool_name, tool_use_id } => match (SUBAGENT_TOOLS.contains(&tool_name.as_str()), tool_use_id) {
+        Input::ToolDone { session_id, tool_name, tool_use_id, .. } => match (SUBAGENT_TOOLS.contains(&tool_name.as_str()), tool_use_id) {
             (true, Some(id)) => record(settings.client.close_subagent(&session_id, &tool_run(&id))).await,
             _ => Answer::NoDecision,
         },

@@ -80,7 +80,9 @@ async fn walkthrough_propose_decide_decision() {
     assert_eq!(inj, json!({"injection": null}));
 
     let (_, h) = call(s.agent(Method::GET, "/v1/sessions/s1/hydration")).await;
-    assert!(h["text"].as_str().unwrap().contains("Step 1 \"read\" is still to do."), "{h}");
+    let text = h["text"].as_str().unwrap();
+    assert!(text.starts_with("[Your active plan was preserved across context compression]\n"), "{h}");
+    assert!(text.ends_with("\n- [ ] read (pending)\n- [ ] write (pending)"), "{h}");
 
     let (st, list) = call(s.operator(Method::GET, "/v1/approvals?status=approved")).await;
     assert_eq!(st, 200);

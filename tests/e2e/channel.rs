@@ -229,7 +229,12 @@ async fn a_decision_made_while_no_channel_ran_arrives_when_one_connects_once() {
 
     // Claude wakes, calls ExitPlanMode again with the same plan: allowed at once.
     let again = exit_plan_mode(&s, &runtime, Some(claude), sid, PLAN).await;
-    assert_eq!(again, Value::Null, "an approved plan passes with no opinion: {again}");
+    // An approved plan passes (no permission decision), with the approved steps as context.
+    assert_eq!(again["hookSpecificOutput"]["permissionDecision"], Value::Null, "{again}");
+    assert!(
+        again["hookSpecificOutput"]["additionalContext"].as_str().is_some_and(|t| t.starts_with("[PLAN_DECISION]: approved")),
+        "{again}"
+    );
     // A restarted channel delivers nothing a second time.
     drop(channel);
     let mut second = Channel::start(&s, &runtime, Some(claude)).await;

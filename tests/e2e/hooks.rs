@@ -1,5 +1,7 @@
 //! `plangate hook claude` and `plangate hook install claude` against the real
-//! binary, fed the sample Claude Code events in tests/fixtures/claude/.
+//! binary, fed the sample Claude Code events in tests/fixtures/claude/. The
+//! lifecycle events (`SessionStart`, `UserPromptSubmit`, subagents) are in
+//! `hooks_lifecycle.rs`, with these helpers.
 
 use plangate_testkit::server::{ServerProcess, AGENT_TOKEN};
 use reqwest::Method;
@@ -11,36 +13,36 @@ use tokio::io::AsyncWriteExt;
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
 
-fn fixture(name: &str) -> Value {
+pub(crate) fn fixture(name: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/claude").join(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).expect("fixture is JSON")
 }
 
 /// A fixture with its session id replaced, so tests never share state.
-fn event(name: &str, session: &str) -> Value {
+pub(crate) fn event(name: &str, session: &str) -> Value {
     let mut v = fixture(name);
     v["session_id"] = json!(session);
     v
 }
 
-struct Run {
-    code: i32,
-    stdout: String,
-    took: Duration,
+pub(crate) struct Run {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) took: Duration,
 }
 
 impl Run {
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {:?}", self.stdout))
     }
-    fn pre_tool_use_denial(&self) -> String {
+    pub(crate) fn pre_tool_use_denial(&self) -> String {
         let v = self.json();
         assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PreToolUse", "{v}");
         assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v}");
         v["hookSpecificOutput"]["permissionDecisionReason"].as_str().expect("reason").to_string()
     }
-    fn permission_denial(&self) -> String {
+    pub(crate) fn permission_denial(&self) -> String {
         let v = self.json();
         assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PermissionRequest", "{v}");
         assert_eq!(v["hookSpecificOutput"]["decision"]["behavior"], "deny", "{v}");
@@ -49,7 +51,7 @@ impl Run {
 }
 
 /// Run `plangate hook claude` with `input` on stdin.
-async fn hook_raw(url: &str, input: &[u8], env: &[(&str, &str)], state: &Path) -> Run {
+pub(crate) async fn hook_raw(url: &str, input: &[u8], env: &[(&str, &str)], state: &Path) -> Run {
     let started = Instant::now();
     let mut cmd = tokio::process::Command::new(BIN);
     cmd.args(["hook", "claude"])
@@ -75,11 +77,11 @@ async fn hook_raw(url: &str, input: &[u8], env: &[(&str, &str)], state: &Path) -
     run
 }
 
-async fn hook(s: &ServerProcess, input: &Value, env: &[(&str, &str)], state: &Path) -> Run {
+pub(crate) async fn hook(s: &ServerProcess, input: &Value, env: &[(&str, &str)], state: &Path) -> Run {
     hook_raw(&s.base, input.to_string().as_bytes(), env, state).await
 }
 
-async fn status(s: &ServerProcess, session: &str) -> Value {
+pub(crate) async fn status(s: &ServerProcess, session: &str) -> Value {
     let (st, v) = ServerProcess::send(s.agent(Method::GET, &format!("/v1/sessions/{session}"))).await;
     assert_eq!(st, 200, "{v}");
     v
@@ -141,8 +143,16 @@ async fn exit_plan_mode_approved_then_permission_allowed_without_a_second_round(
     let approver = async { s.decide_when_pending(sid, json!({"action": "approve", "actor": "alice"})).await };
     let (run, decided) = tokio::join!(hook(&s, &pre, &[("PLANGATE_HOOK_WAIT", "30")], state.path()), approver);
     assert_eq!(decided["status"], "approved");
-    // Approved through PreToolUse: no decision, exit 0.
-    assert_eq!((run.code, run.stdout.as_str()), (0, ""));
+    // Approved through PreToolUse: no permission decision (Claude's own rules
+    // still apply), the decision with the approved steps as context.
+    assert_eq!(run.code, 0);
+    let v = run.json();
+    assert!(v["hookSpecificOutput"].get("permissionDecision").is_none(), "{v}");
+    let context = v["hookSpecificOutput"]["additionalContext"].as_str().expect("context");
+    assert!(
+        context.starts_with("[PLAN_DECISION]: approved") && context.contains("The approved steps:\n1. Add a `RetryPolicy`"),
+        "{context}"
+    );
     let st = status(&s, sid).await;
     assert_eq!((st["mode"].as_str(), st["approval"].as_str(), st["version"].as_u64()), (Some("normal"), Some("approved"), Some(1)));
     assert_eq!(st["title"], "Add retries to the payment client");
@@ -224,7 +234,8 @@ async fn pending_plan_is_rechecked_by_calling_again_with_the_same_plan() {
     .await;
     assert_eq!(st, 200);
     let done = hook(&s, &pre, &[("PLANGATE_HOOK_WAIT", "0")], state.path()).await;
-    assert_eq!((done.code, done.stdout.as_str()), (0, ""));
+    assert_eq!(done.code, 0);
+    assert!(done.json()["hookSpecificOutput"]["additionalContext"].as_str().unwrap_or("").starts_with("[PLAN_DECISION]: approved"));
     assert_eq!(status(&s, sid).await["version"], 1);
 }
 
@@ -288,7 +299,7 @@ async fn a_plan_left_in_claudes_plan_file_is_read_from_there_only() {
 }
 
 /// A port with nothing listening.
-fn closed_port_url() -> String {
+pub(crate) fn closed_port_url() -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("addr").port();
     drop(listener);
@@ -334,10 +345,13 @@ async fn every_failure_is_a_denial_within_two_seconds() {
     let run = hook(&s, &huge, &[], state.path()).await;
     assert!(run.pre_tool_use_denial().contains("60000"), "{}", run.stdout);
     // An event the hook does not handle stops Claude rather than passing.
-    let run = hook(&s, &event("post_tool_use_write.json", "fail-1"), &[], state.path()).await;
+    let run = hook(&s, &event("stop.json", "fail-1"), &[], state.path()).await;
     let v = run.json();
     assert_eq!(v["continue"], false);
-    assert!(v["stopReason"].as_str().unwrap_or("").contains("PostToolUse"));
+    assert!(v["stopReason"].as_str().unwrap_or("").contains("\"Stop\""), "{v}");
+    // PostToolUse of a tool that is not the subagent tool: nothing to do, no output.
+    let run = hook(&s, &event("post_tool_use_write.json", "fail-1"), &[], state.path()).await;
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""));
     // Misconfiguration: no token, a bad token, a bad wait.
     let run = hook(&s, &write, &[("PLANGATE_TOKEN", "")], state.path()).await;
     assert!(run.pre_tool_use_denial().contains("PLANGATE_TOKEN"));
@@ -393,10 +407,10 @@ async fn installer_merges_idempotently_and_keeps_a_backup() {
     for key in ["model", "permissions", "env"] {
         assert_eq!(after[key], original[key], "{key} kept");
     }
-    assert_eq!(after["hooks"]["PostToolUse"], original["hooks"]["PostToolUse"]);
     // The installed command names this binary by absolute path and blocks on
     // any failure to run it (`|| exit 2`): see sec_hook.rs.
-    let command = plangate_agent::claude::hook_command(&Path::new(BIN).canonicalize().expect("bin")).expect("command");
+    let bin = Path::new(BIN).canonicalize().expect("bin");
+    let command = plangate_agent::claude::hook_command(&bin).expect("command");
     let handler = json!({"type": "command", "command": command, "timeout": 60});
     assert_eq!(after["hooks"]["PreToolUse"], json!([{"matcher": "*", "hooks": [handler]}]));
     assert_eq!(after["hooks"]["PermissionRequest"], json!([{"matcher": "ExitPlanMode", "hooks": [handler]}]));
@@ -415,6 +429,14 @@ async fn installer_merges_idempotently_and_keeps_a_backup() {
         )),
         "{first_err}"
     );
+    // The events that gate nothing run the command without `|| exit 2`.
+    let observe = json!({"type": "command", "command": plangate_agent::claude::observe_command(&bin).expect("command"), "timeout": 10});
+    assert_eq!(after["hooks"]["PostToolUse"], json!([{"matcher": "Agent|Task", "hooks": [observe]}, original["hooks"]["PostToolUse"][0]]));
+    assert_eq!(after["hooks"]["PostToolUseFailure"], json!([{"matcher": "Agent|Task", "hooks": [observe]}]));
+    assert_eq!(after["hooks"]["SessionStart"], json!([{"matcher": "resume|compact", "hooks": [observe]}]));
+    for event in ["UserPromptSubmit", "SubagentStart", "SubagentStop"] {
+        assert_eq!(after["hooks"][event], json!([{"hooks": [observe]}]), "{event}");
+    }
     let saved = backups(dir);
     assert_eq!(saved.len(), 1);
     assert_eq!(std::fs::read_to_string(&saved[0]).expect("backup"), original_text);
@@ -426,11 +448,15 @@ async fn installer_merges_idempotently_and_keeps_a_backup() {
     assert_eq!(settings_in(dir), after);
     assert_eq!(backups(dir).len(), 1);
 
-    // A longer wait moves the timeout with it, in place.
-    let (code, _, _) = install(dir, &["--wait", "120"], &[]).await;
+    // A longer wait moves the timeout with it, in place, up to Claude Code's
+    // 600 s for a command hook.
+    let (code, _, _) = install(dir, &["--wait", "590"], &[]).await;
     assert_eq!(code, 0);
-    assert_eq!(settings_in(dir)["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"], 130);
+    assert_eq!(settings_in(dir)["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"], 600);
     assert_eq!(settings_in(dir)["hooks"]["PreToolUse"].as_array().map(Vec::len), Some(1));
+    let (code, _, err) = install(dir, &["--wait", "591"], &[]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("at most 590"), "{err}");
 
     // Dry run: prints, writes nothing.
     let fresh = tempfile::tempdir().expect("fresh");

@@ -380,3 +380,41 @@ async fn duplicate_events_and_foreign_teams() {
     };
     assert!(text(&f.hub.handle(slack).await).contains("workspace is not allowed"));
 }
+
+#[tokio::test]
+async fn a_stuck_subagent_shows_on_the_card_and_status_and_an_approver_clears_it() {
+    let f = fixture().await;
+    let id = f.propose("demo", "s1", "Add retries").await;
+    f.chan.take();
+    let key = SessionKey::new("demo", "s1");
+    f.core.execute(&key, Actor::Agent, Command::RegisterSubagent("crashed-child".into()), ExecMeta::default()).await.unwrap();
+    f.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
+    // The open card is redrawn with the run on it.
+    assert_eq!(f.chan.take(), vec!["update 100 msg1 open"]);
+    let card =
+        plangate_engine::card::card(&f.status("demo", "s1").await.latest.unwrap(), Some(&f.status("demo", "s1").await), f.core.now());
+    assert!(card.subagents[0].starts_with("crashed-child · open since"), "{:?}", card.subagents);
+
+    // Anyone in the chat sees it; approving is refused while it is open.
+    let status = text(&f.say("7", "/plan status").await);
+    assert!(status.contains("Open subagents (approval waits for them; /plan subagents clear)\n⏳ crashed-child · open since"), "{status}");
+    assert!(text(&f.say("7", "/plan list").await).contains("1 subagent run(s) open"));
+    assert!(text(&f.say("7", "/plan subagents").await).contains("⏳ crashed-child"));
+    let r = text(&f.say("1", "/plan accept").await);
+    assert!(r.contains("subagent run(s) are still open (crashed-child)") && r.contains("/plan subagents clear"), "{r}");
+
+    // Only an approver clears, and the refusal is audited.
+    let r = text(&f.say("7", "/plan subagents clear").await);
+    assert_eq!(r, "You are not an approver for this plan.");
+    assert!(f.audit().await.iter().any(|l| l.starts_with("telegram:7 refused")));
+    assert_eq!(f.status("demo", "s1").await.session.open_subagents.len(), 1);
+    let r = text(&f.say("2", &format!("/plan subagents clear {}", plangate_engine::view::short_ref(&id))).await);
+    assert_eq!(r, "Cleared by telegram:@user2: demo/s1 no longer waits for 1 subagent run (crashed-child).");
+    assert!(f.audit().await.iter().any(|l| l
+        == "telegram:@user2 subagents_clear telegram:@user2 cleared 1 subagent run(s): crashed-child (the plan no longer waits for them)"));
+    assert_eq!(f.chan.take(), vec!["update 100 msg1 open"]);
+    let r = text(&f.say("2", "/plan subagents clear").await);
+    assert!(r.contains("nothing to clear"), "{r}");
+    let r = text(&f.say("1", "/plan accept").await);
+    assert!(r.starts_with("✅ Approved v1 by telegram:@user1"), "{r}");
+}

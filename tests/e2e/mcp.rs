@@ -2,7 +2,7 @@
 //! stdio, against a real `plangate serve`; humans decide over the operator
 //! API (and, for questions, with `/plan answer` in the fake Telegram chat).
 
-use plangate_testkit::server::{ServerProcess, AGENT_TOKEN};
+use plangate_testkit::server::{ServerProcess, AGENT_TOKEN, OTHER_AGENT_TOKEN};
 use plangate_testkit::telegram::{FakeTelegram, TOKEN};
 use reqwest::Method;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
@@ -83,8 +83,10 @@ async fn tools_and_their_schemas_come_from_the_api_types() {
             "check_tool",
             "enter_plan_mode",
             "exit_plan_mode",
+            "get_namespace",
             "plan_mode_status",
             "take_decision_injection",
+            "update_namespace",
             "update_plan"
         ]
     );
@@ -236,5 +238,40 @@ async fn a_question_is_answered_in_chat() {
     let (answered, ()) = tokio::join!(ok(&mcp, "ask_user_question", json!({"question_id": qid, "wait_seconds": 30})), answer);
     assert_eq!((answered["status"].as_str(), answered["answer"].as_str()), (Some("answered"), Some("postgres")));
     assert_eq!(answered["answered_by"], "telegram:@alice");
+    mcp.cancel().await.expect("close");
+}
+
+/// `update_plan` with `merge` patches only what it carries (the closure rule
+/// still sees inherited criteria), and the step namespaces are reachable as
+/// tools, shared with the agents the config names together.
+#[tokio::test]
+async fn merge_patches_and_shared_namespaces_through_mcp() {
+    let s = ServerProcess::start(BIN, "[namespaces.release]\nagents = [\"demo\", \"other\"]\n").await;
+    let mcp = connect(&s, Some("mcp-ns")).await;
+    ok(&mcp, "enter_plan_mode", json!({})).await;
+    let steps = json!([{"step": "Run tests", "status": "in_progress", "acceptance_criteria": ["green"]}]);
+    ok(&mcp, "update_plan", json!({"steps": steps})).await;
+    let refused = invalid(&mcp, "update_plan", json!({"merge": true, "steps": [{"step": "Run tests", "status": "completed"}]})).await;
+    assert!(refused.contains("verified_before_completed"), "{refused}");
+    let merged = ok(&mcp, "update_plan", json!({"merge": true, "steps": [{"step": "Run tests", "verified_criteria": ["green"]}]})).await;
+    assert_eq!(
+        merged["steps"],
+        json!([{"step": "Run tests", "status": "in_progress", "acceptance_criteria": ["green"], "verified_criteria": ["green"]}])
+    );
+
+    // A shared namespace: this agent (demo) writes, agent `other` reads it.
+    let ns = ok(&mcp, "update_namespace", json!({"name": "release", "steps": [{"step": "Tag v2"}, {"step": "Publish"}]})).await;
+    assert_eq!((ns["shared"].as_bool(), ns["steps"][0]["updated_by"].as_str()), (Some(true), Some("demo/mcp-ns")));
+    let ns = ok(&mcp, "update_namespace", json!({"name": "release", "steps": [{"step": "Tag v2", "status": "in_progress"}]})).await;
+    assert_eq!(ns["steps"][0]["status"], "in_progress");
+    let (st, theirs) = ServerProcess::send(s.http.get(s.url("/v1/namespaces/release")).bearer_auth(OTHER_AGENT_TOKEN)).await;
+    assert_eq!(st, 200);
+    assert_eq!(theirs["steps"], ns["steps"]);
+    assert_eq!(ok(&mcp, "get_namespace", json!({"name": "release"})).await["steps"], ns["steps"]);
+    // The rules hold across sessions: a second step in progress is refused.
+    let e = invalid(&mcp, "update_namespace", json!({"name": "release", "steps": [{"step": "Publish", "status": "in_progress"}]})).await;
+    assert!(e.contains("single_in_progress"), "{e}");
+    let e = invalid(&mcp, "get_namespace", json!({"name": "../etc"})).await;
+    assert!(e.contains("`name`"), "{e}");
     mcp.cancel().await.expect("close");
 }

@@ -502,6 +502,7 @@ mod tests {
             risks: vec!["none".into()],
             assumptions: vec![],
             verification: vec!["cargo test".into()],
+            subagents: vec![],
             warning: None,
             receipt: None,
             commands: vec!["/plan accept #ababab".into()],

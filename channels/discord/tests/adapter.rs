@@ -43,6 +43,7 @@ fn card() -> Card {
         risks: vec!["More load".into()],
         assumptions: vec![],
         verification: vec!["cargo test".into()],
+        subagents: vec![],
         warning: None,
         receipt: None,
         commands: vec![

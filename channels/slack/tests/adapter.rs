@@ -180,6 +180,7 @@ fn open_card(id: ApprovalId, steps: &[&str]) -> Card {
         risks: vec!["flaky tests".into()],
         assumptions: vec![],
         verification: vec!["cargo test".into()],
+        subagents: vec![],
         warning: None,
         receipt: None,
         commands: vec![

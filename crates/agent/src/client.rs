@@ -7,8 +7,9 @@
 
 use crate::proposal::ProposalBody;
 use crate::session;
+use plangate_engine::namespace::NamespaceStep;
 use plangate_engine::view::{DecisionView, StatusView};
-use plangate_engine::{QuestionStatus, Step};
+use plangate_engine::{QuestionStatus, Step, StepUpdate};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -63,14 +64,26 @@ impl Timeouts {
     pub const SERVER: Timeouts = Timeouts { connect: Duration::from_secs(2), request: Duration::from_secs(10) };
 }
 
-/// A step-list update (`POST /v1/sessions/{id}/steps`).
+/// A step-list update (`POST /v1/sessions/{id}/steps`). With `merge`, each
+/// entry patches the step with the same text: only the fields it carries.
 #[derive(Debug, Clone, Serialize)]
 pub struct StepsUpdate {
-    pub steps: Vec<Step>,
+    pub steps: Vec<StepUpdate>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub merge: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub explanation: Option<String>,
+}
+
+/// A step namespace (`GET /v1/namespaces/{name}`): shared by the agent's
+/// sessions, and by other agents when `[namespaces.<name>]` names them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NamespaceView {
+    pub name: String,
+    /// Whether other agents share it (set on merges).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shared: bool,
+    pub steps: Vec<NamespaceStep>,
 }
 
 /// A question for the human (`POST /v1/sessions/{id}/questions`).
@@ -346,6 +359,53 @@ impl Client {
         self.typed(reqwest::Method::POST, &path, None, self.timeouts.request).await
     }
 
+    /// The active steps phrased as facts, for re-injection after the
+    /// agent's context was compacted; `None` when there is nothing to preserve.
+    pub async fn hydration(&self, session_id: &str) -> Result<Option<String>, AgentError> {
+        #[derive(Deserialize)]
+        struct Hydration {
+            text: Option<String>,
+        }
+        let path = Self::session_path(session_id, "/hydration")?;
+        let h: Hydration = self.typed(reqwest::Method::GET, &path, None, self.timeouts.request).await?;
+        Ok(h.text)
+    }
+
+    /// Open a subagent run the plan must wait for, or report that an open
+    /// one is still alive (a heartbeat, which keeps it from expiring).
+    pub async fn open_subagent(&self, session_id: &str, run_id: &str) -> Result<(), AgentError> {
+        let path = Self::session_path(session_id, "/subagents")?;
+        self.ok(reqwest::Method::POST, &path, Some(json!({"run_id": run_id}))).await.map(drop)
+    }
+
+    /// Close a subagent run (a run that is not open is fine).
+    pub async fn close_subagent(&self, session_id: &str, run_id: &str) -> Result<(), AgentError> {
+        if run_id.trim_matches('.').is_empty() {
+            return Err(AgentError::Usage(format!("run_id {run_id:?} is invalid")));
+        }
+        let path = Self::session_path(session_id, &format!("/subagents/{}", path_segment(run_id)))?;
+        self.ok(reqwest::Method::DELETE, &path, None).await.map(drop)
+    }
+
+    /// A step namespace as this agent sees it.
+    pub async fn namespace(&self, name: &str) -> Result<NamespaceView, AgentError> {
+        plangate_engine::namespace::validate_name(name).map_err(|e| AgentError::Usage(e.to_string()))?;
+        let path = format!("/v1/namespaces/{}", path_segment(name));
+        self.typed(reqwest::Method::GET, &path, None, self.timeouts.request).await
+    }
+
+    /// Merge `steps` (patches, joined by step text) into a namespace on
+    /// behalf of `session_id`; every rule is checked on the result.
+    pub async fn update_namespace(&self, name: &str, session_id: &str, steps: &[StepUpdate]) -> Result<NamespaceView, AgentError> {
+        plangate_engine::namespace::validate_name(name).map_err(|e| AgentError::Usage(e.to_string()))?;
+        if !session::is_valid(session_id) {
+            return Err(AgentError::Usage(format!("session_id {session_id:?} is invalid: use 1–128 characters of A-Z a-z 0-9 . _ : -")));
+        }
+        let path = format!("/v1/namespaces/{}/steps", path_segment(name));
+        let body = json!({"steps": steps, "session_id": session_id});
+        self.typed(reqwest::Method::POST, &path, Some(body), self.timeouts.request).await
+    }
+
     /// Ask the mutation gate about one tool call.
     pub async fn gate(&self, session_id: &str, tool: &str, input: &Value) -> Result<GateAnswer, AgentError> {
         if !session::is_valid(session_id) {
@@ -368,4 +428,30 @@ pub struct Injection {
     pub version: Option<u32>,
     #[serde(default)]
     pub status: Option<String>,
+}
+
+/// `text` as one URL path segment: unreserved characters as they are, every
+/// other byte percent-encoded, so an id can never add a path segment
+/// (callers refuse `.` and `..`, which URL parsers resolve even encoded).
+fn path_segment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_segments_cannot_escape() {
+        assert_eq!(path_segment("tool:toolu_01ABC"), "tool%3Atoolu_01ABC");
+        assert_eq!(path_segment("../x y/é"), "..%2Fx%20y%2F%C3%A9");
+    }
 }

@@ -12,10 +12,11 @@
 //! * [`proposal`]: [`submit`] a plan: enter plan mode if needed, propose, and
 //!   recognise a re-sent plan that was already decided (the server is
 //!   idempotent only while a proposal is pending), then wait for the human.
-//! * [`claude`]: `plangate hook claude`, Claude Code's `PreToolUse` /
-//!   `PermissionRequest` hook (the mutation gate, and `ExitPlanMode` turned
-//!   into a proposal), and `plangate hook install claude`, which merges the
-//!   hook into Claude Code's `settings.json`.
+//! * [`claude`]: `plangate hook claude`, Claude Code's hook (the mutation
+//!   gate on `PreToolUse` / `PermissionRequest`, `ExitPlanMode` turned into a
+//!   proposal, subagent runs, hydration after a compaction, decisions on the
+//!   next prompt), and `plangate hook install claude`, which merges the hook
+//!   into Claude Code's `settings.json`.
 //! * [`mcp`]: `plangate mcp`, an MCP server over stdio (rmcp) exposing plan
 //!   mode as tools whose input schemas are derived from the engine's types.
 //! * [`codex`]: the `<proposed_plan>` block of a Codex plan-mode message;
@@ -29,9 +30,10 @@
 //! * [`session`]: session ids in the API's charset.
 //!
 //! **Architecture invariant:** this crate never fails open. Whatever goes
-//! wrong on the agent's side — the server is down, an answer is late, the
-//! input is malformed — the answer an integration gives its harness is a
-//! refusal with a reason, never a silent allow.
+//! wrong on a gate or approval path — the server is down, an answer is late,
+//! the input is malformed — the answer an integration gives its harness is a
+//! refusal with a reason, never a silent allow. (Events that gate nothing —
+//! the next prompt, a stopping subagent — are never blocked instead.)
 
 pub mod claude;
 pub mod client;

@@ -24,15 +24,20 @@
 //! act on (`invalid_state`, `subagents_open`, an unreachable server). The
 //! model reads the message and corrects its call; the server never crashes.
 //!
+//! The step namespaces shared across sessions and agents have their own
+//! tools and router in [`namespace`].
+//!
 //! `exit_plan_mode` and `ask_user_question` wait for the human up to
 //! `wait_seconds` (default `PLANGATE_MCP_WAIT`, else 50 s) and then answer
 //! `pending`: calling again with the same plan (or with no plan), or with the
 //! `question_id`, keeps waiting on the same approval or question.
 
+mod namespace;
+
 use crate::client::{AgentError, Client, QuestionBody, StepsUpdate, Timeouts};
 use crate::proposal::{submit, MemoryRecall, ProposalBody};
 use plangate_engine::view::DecisionView;
-use plangate_engine::{DecisionStatus, Plan, QuestionStatus, Step};
+use plangate_engine::{DecisionStatus, Plan, QuestionStatus, StepUpdate};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, ErrorCode, Implementation, ServerCapabilities, ServerConfig};
@@ -49,8 +54,17 @@ use std::time::Duration;
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(50);
 
 /// Every tool this server offers.
-pub const TOOLS: [&str; 7] =
-    ["enter_plan_mode", "update_plan", "exit_plan_mode", "ask_user_question", "plan_mode_status", "check_tool", "take_decision_injection"];
+pub const TOOLS: [&str; 9] = [
+    "enter_plan_mode",
+    "update_plan",
+    "exit_plan_mode",
+    "ask_user_question",
+    "plan_mode_status",
+    "check_tool",
+    "take_decision_injection",
+    "get_namespace",
+    "update_namespace",
+];
 
 /// How Claude Code names these tools when the server is registered as
 /// `plangate`: `mcp__plangate__<tool>`.
@@ -114,7 +128,8 @@ pub struct UpdatePlanArgs {
     #[serde(default)]
     pub session_id: Option<String>,
     /// The step list; at most one step `in_progress`, no duplicate step text.
-    pub steps: Vec<Step>,
+    /// With `merge`, each entry changes only the fields it gives.
+    pub steps: Vec<StepUpdate>,
     /// Join with the current list by step text instead of replacing it.
     #[serde(default)]
     pub merge: bool,
@@ -186,7 +201,7 @@ struct Inner {
 #[derive(Clone)]
 pub struct PlangateMcp {
     inner: Arc<Inner>,
-    #[allow(dead_code)] // read by the code `#[tool_handler]` generates
+    /// Every tool this server serves; `#[tool_handler]` dispatches through it.
     tool_router: ToolRouter<PlangateMcp>,
 }
 
@@ -266,7 +281,7 @@ impl PlangateMcp {
     /// without it such calls are refused.
     pub fn new(client: Client, default_session: Option<String>, wait: Duration) -> PlangateMcp {
         let inner = Inner { client, default_session, wait, recall: MemoryRecall::default() };
-        PlangateMcp { inner: Arc::new(inner), tool_router: Self::tool_router() }
+        PlangateMcp { inner: Arc::new(inner), tool_router: Self::tool_router() + Self::namespace_router() }
     }
 
     /// From `PLANGATE_URL`, `PLANGATE_TOKEN`, `PLANGATE_SESSION`, `PLANGATE_MCP_WAIT`.
@@ -491,7 +506,9 @@ impl PlangateMcp {
     }
 }
 
-#[tool_handler]
+// The router built in `new` (the plan tools plus the namespace tools), not
+// the macro's default `Self::tool_router()`, which knows only the first.
+#[tool_handler(router = self.tool_router)]
 impl ServerHandler for PlangateMcp {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
@@ -518,7 +535,8 @@ mod tests {
 
     #[test]
     fn tools_lists_every_tool_the_router_serves() {
-        let mut served: Vec<String> = PlangateMcp::tool_router().list_all().into_iter().map(|t| t.name.to_string()).collect();
+        let router = PlangateMcp::tool_router() + PlangateMcp::namespace_router();
+        let mut served: Vec<String> = router.list_all().into_iter().map(|t| t.name.to_string()).collect();
         served.sort();
         let mut listed: Vec<String> = TOOLS.iter().map(|t| t.to_string()).collect();
         listed.sort();

@@ -59,8 +59,18 @@ fn bench(c: &mut Criterion) {
 
     let cases: Vec<(&str, &State, &Actor, Command)> = vec![
         ("enter", &normal, &agent, workload::enter()),
-        ("update_plan", &approved, &agent, Command::UpdatePlan { steps: steps.clone(), merge: false, explanation: None }),
-        ("update_plan_merge", &approved, &agent, Command::UpdatePlan { steps: steps[..1].to_vec(), merge: true, explanation: None }),
+        (
+            "update_plan",
+            &approved,
+            &agent,
+            Command::UpdatePlan { steps: steps.iter().cloned().map(Into::into).collect(), merge: false, explanation: None },
+        ),
+        (
+            "update_plan_merge",
+            &approved,
+            &agent,
+            Command::UpdatePlan { steps: steps[..1].iter().cloned().map(Into::into).collect(), merge: true, explanation: None },
+        ),
         ("propose", &planning, &agent, workload::propose(1)),
         ("propose_supersede", &pending, &agent, workload::propose(2)),
         ("approve", &pending, &human, workload::approve(id)),

@@ -14,7 +14,7 @@
 use crate::codec::Button;
 use crate::ids::{humanize_ms, ApprovalId, Timestamp};
 use crate::model::{DecisionStatus, Proposal, Question, State};
-use crate::plan::Step;
+use crate::plan::{Step, StepStatus};
 use crate::receipt::Receipt;
 use crate::text::{reveal, HIDDEN_CHARS_WARNING};
 
@@ -29,6 +29,10 @@ pub const REPLY_WITH: &str = "Reply with one of:";
 /// How many options of a question get a button: the button codec carries the
 /// option as one decimal digit. The engine refuses questions with more.
 pub const MAX_OPTIONS: usize = 10;
+
+/// The heading of the section listing open subagent runs: approval waits
+/// for them, and a person can clear them.
+pub const SUBAGENTS_HEADING: &str = "Open subagents (approval waits for them; /plan subagents clear)";
 
 /// A button on an open card. Channels label and encode them; the order is fixed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +76,9 @@ pub struct Card {
     pub risks: Vec<String>,
     pub assumptions: Vec<String>,
     pub verification: Vec<String>,
+    /// While the card is open: the subagent runs approval waits for
+    /// ([`crate::subagents::describe`]), each a line.
+    pub subagents: Vec<String>,
     /// Set when agent-written text contained hidden characters.
     pub warning: Option<String>,
     /// `None` while the card is open (buttons shown); the receipt afterwards.
@@ -120,7 +127,8 @@ impl Card {
     }
 
     /// The card's non-empty list sections, in the order every channel shows
-    /// them: Steps, Risks, Assumptions, Verification.
+    /// them: Steps, Risks, Assumptions, Verification, and (while approval
+    /// waits for them) the open subagent runs.
     pub fn sections(&self) -> Vec<Section<'_>> {
         let steps = Section {
             heading: "Steps",
@@ -135,7 +143,12 @@ impl Card {
                     entries: items.iter().map(|i| Entry { marker: "•".to_string(), text: i }).collect(),
                 }
             });
-        std::iter::once(steps).chain(bullets).filter(|s| !s.entries.is_empty()).collect()
+        let subagents = Section {
+            heading: SUBAGENTS_HEADING,
+            kind: SectionKind::Bullets,
+            entries: self.subagents.iter().map(|i| Entry { marker: "⏳".to_string(), text: i }).collect(),
+        };
+        std::iter::once(steps).chain(bullets).chain(std::iter::once(subagents)).filter(|s| !s.entries.is_empty()).collect()
     }
 
     /// The commands a text-style destination shows under [`REPLY_WITH`]
@@ -227,19 +240,36 @@ pub fn card(proposal: &Proposal, state: Option<&State>, now: Timestamp) -> Card 
         }
     );
     let summary = plan.summary.as_deref().map(&mut show).filter(|s| !s.is_empty());
-    let steps = live.iter().enumerate().map(|(i, s)| CardStep { number: i + 1, mark: s.status.mark(), text: show(&s.step) }).collect();
+    // The step in progress reads as what is happening ("Running the tests"),
+    // when the agent gave that form.
+    let step_text = |s: &Step| match (&s.status, s.active_form.as_deref().map(str::trim)) {
+        (StepStatus::InProgress, Some(form)) if !form.is_empty() => form.to_string(),
+        _ => s.step.clone(),
+    };
+    let steps =
+        live.iter().enumerate().map(|(i, s)| CardStep { number: i + 1, mark: s.status.mark(), text: show(&step_text(s)) }).collect();
     let risks = plan.risks.iter().map(|s| show(s)).collect();
     let assumptions = plan.assumptions.iter().map(|s| show(s)).collect();
     let verification = plan.verification.iter().map(|s| show(s)).collect();
     let short_ref = crate::view::short_ref(&proposal.approval_id);
     let receipt = receipt(proposal);
+    let subagents: Vec<String> = match state {
+        Some(st) if receipt.is_none() && st.session.latest_approval == Some(proposal.approval_id) => {
+            crate::subagents::describe(st, now).iter().map(|line| show(line)).collect()
+        }
+        _ => Vec::new(),
+    };
     let commands = if receipt.is_none() {
-        vec![
+        let mut commands = vec![
             format!("/plan accept {short_ref}"),
             format!("/plan revise {short_ref} <what to change>"),
             format!("/plan cancel {short_ref}"),
             format!("/plan view {short_ref}"),
-        ]
+        ];
+        if !subagents.is_empty() {
+            commands.push(format!("/plan subagents clear {short_ref}"));
+        }
+        commands
     } else {
         Vec::new()
     };
@@ -253,6 +283,7 @@ pub fn card(proposal: &Proposal, state: Option<&State>, now: Timestamp) -> Card 
         risks,
         assumptions,
         verification,
+        subagents,
         warning: hidden.then(|| HIDDEN_CHARS_WARNING.to_string()),
         receipt,
         commands,

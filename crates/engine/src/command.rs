@@ -4,7 +4,7 @@
 
 use crate::ids::{ApprovalId, QuestionId, Timestamp};
 use crate::model::{Proposal, Question, State, Timer, TimerKind, TimerPolicy};
-use crate::plan::{Plan, PlanError, Step};
+use crate::plan::{Plan, PlanError, StepUpdate};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -22,8 +22,10 @@ pub enum Command {
     Enter {
         reason: Option<String>,
     },
+    /// Record the step list; with `merge`, each update patches the step with
+    /// the same text ([`StepUpdate`]).
     UpdatePlan {
-        steps: Vec<Step>,
+        steps: Vec<StepUpdate>,
         merge: bool,
         explanation: Option<String>,
     },
@@ -45,8 +47,16 @@ pub enum Command {
     /// approval is the pending one (a stale click changes nothing).
     CancelApproval(ApprovalId),
     SetAuto(bool),
+    /// The agent opens a subagent run, or reports that an open one is still
+    /// alive (a heartbeat).
     RegisterSubagent(String),
     UnregisterSubagent(String),
+    /// A person closes open subagent runs (all, or the one named): a crashed
+    /// child must not keep a plan unapprovable. `/plan subagents clear`,
+    /// operator API.
+    ClearSubagents {
+        run_id: Option<String>,
+    },
     Ask {
         question: String,
         options: Vec<String>,
@@ -75,6 +85,7 @@ impl Command {
             Command::SetAuto(_) => "auto",
             Command::RegisterSubagent(_) => "subagent_open",
             Command::UnregisterSubagent(_) => "subagent_close",
+            Command::ClearSubagents { .. } => "subagents_clear",
             Command::Ask { .. } => "ask",
             Command::Answer { .. } => "answer",
             Command::TakeInjection => "take_injection",
@@ -82,6 +93,7 @@ impl Command {
             Command::TimerFired(Timer { kind: TimerKind::Nudge(_), .. }) => "nudge",
             Command::TimerFired(Timer { kind: TimerKind::Escalate, .. }) => "escalate",
             Command::TimerFired(Timer { kind: TimerKind::AgentNudge(_), .. }) => "agent_nudge",
+            Command::TimerFired(Timer { kind: TimerKind::SubagentExpiry, .. }) => "subagent_expiry",
         }
     }
 }
@@ -175,7 +187,7 @@ pub enum Refusal {
     InvalidPlan(#[from] PlanError),
     #[error("{0}")]
     InvalidState(String),
-    #[error("{} subagent run(s) are still open ({}); close them before the plan can be proposed or approved", .0.len(), .0.join(", "))]
+    #[error("{} subagent run(s) are still open ({}); the plan can be proposed or approved once they close, expire, or a person clears them (/plan subagents clear)", .0.len(), .0.join(", "))]
     SubagentsOpen(Vec<String>),
     #[error("{0}")]
     Stale(String),

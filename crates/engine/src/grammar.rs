@@ -37,12 +37,20 @@ pub enum PlanCommand {
     Auto(bool),
     /// Post the card again (it scrolled away).
     Restate,
+    /// List the session's open subagent runs.
+    Subagents,
+    /// Close the session's open subagent runs, so a plan stuck behind a
+    /// crashed child can be decided.
+    ClearSubagents,
 }
 
 impl PlanCommand {
     /// Whether the command decides or changes state (so needs an approver).
     pub fn changes_state(&self) -> bool {
-        !matches!(self, PlanCommand::Help | PlanCommand::Status | PlanCommand::List | PlanCommand::View | PlanCommand::Restate)
+        !matches!(
+            self,
+            PlanCommand::Help | PlanCommand::Status | PlanCommand::List | PlanCommand::View | PlanCommand::Restate | PlanCommand::Subagents
+        )
     }
 }
 
@@ -74,6 +82,7 @@ pub const USAGE: &[(&str, &str)] = &[
     ("off", "/plan off [#id|agent/session]"),
     ("auto", "/plan auto on|off [#id|agent/session]"),
     ("restate", "/plan restate [#id|agent/session]"),
+    ("subagents", "/plan subagents [clear] [#id|agent/session]"),
 ];
 
 /// The help text shown for `/plan` and unknown commands.
@@ -191,6 +200,18 @@ pub fn parse_args(args: &str) -> Result<Parsed, GrammarError> {
             }
             PlanCommand::Edit(steps)
         }
+        "subagents" => {
+            // `clear` may come before or after the target, like `auto on`.
+            let (word, tail) = split_word(rest);
+            let (command, tail) = match word.to_ascii_lowercase().as_str() {
+                "" => (PlanCommand::Subagents, tail),
+                "clear" => (PlanCommand::ClearSubagents, tail),
+                other => return Err(err(format!("expected `clear` or nothing, got {:?}", truncate(other)))),
+            };
+            let (target2, tail) = if target.is_none() { take_target(tail).map_err(&err)? } else { (None, tail) };
+            no_more(tail)?;
+            return Ok(Parsed { command, target: target.or(target2) });
+        }
         "auto" => {
             // `auto on|off` may come before or after the target.
             let (word, tail) = split_word(rest);
@@ -207,7 +228,7 @@ pub fn parse_args(args: &str) -> Result<Parsed, GrammarError> {
         other => {
             return Err(GrammarError {
                 message: format!("unknown command {:?}; send /plan for the list", truncate(other)),
-                usage: "/plan <status|list|view|accept|edit|revise|reject|cancel|answer|on|off|auto|restate> …",
+                usage: "/plan <status|list|view|accept|edit|revise|reject|cancel|answer|on|off|auto|restate|subagents> …",
             })
         }
     };
@@ -270,6 +291,15 @@ mod tests {
         let p = ok("/plan auto demo/s1 off");
         assert_eq!((p.command, p.target), (PlanCommand::Auto(false), Some(Target::Session(SessionKey::new("demo", "s1")))));
         assert_eq!(ok("/plan restate").command, PlanCommand::Restate);
+        assert_eq!(ok("/plan subagents").command, PlanCommand::Subagents);
+        let p = ok("/plan subagents clear #a1b2");
+        assert_eq!((p.command, p.target), (PlanCommand::ClearSubagents, Some(Target::Approval("a1b2".into()))));
+        let p = ok("/plan subagents demo/s1 clear");
+        assert_eq!((p.command, p.target), (PlanCommand::ClearSubagents, Some(Target::Session(SessionKey::new("demo", "s1")))));
+        assert!(PlanCommand::ClearSubagents.changes_state() && !PlanCommand::Subagents.changes_state());
+        let e = parse_args("subagents kill").unwrap_err();
+        assert!(e.message.contains("expected `clear`") && e.usage.starts_with("/plan subagents"), "{e}");
+        assert!(parse_args("subagents clear now").is_err());
     }
 
     #[test]

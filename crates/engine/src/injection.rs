@@ -37,10 +37,14 @@ fn steps(plan: &Plan) -> String {
         .join("\n")
 }
 
+/// The approved plan's steps go with the decision (the seed's approved-plan
+/// injection), so the agent executes that list even when the plan it wrote
+/// has left its context.
 pub fn approved(p: &Proposal, who: &str) -> String {
     let who = name(who);
+    let list = if p.plan.steps.is_empty() { String::new() } else { format!("\nThe approved steps:\n{}", steps(&p.plan)) };
     format!(
-        "{}Plan v{} \"{}\" (approval {}, {}) was approved by {who}. Plan mode is off: execute exactly this plan, step by step, and keep the step list current with update_plan.{FOOTER}",
+        "{}Plan v{} \"{}\" (approval {}, {}) was approved by {who}. Plan mode is off: execute exactly this plan, step by step, and keep the step list current with update_plan.{list}{FOOTER}",
         header("approved"),
         p.version,
         title(p),

@@ -29,6 +29,7 @@ pub mod model;
 pub mod namespace;
 pub mod plan;
 pub mod receipt;
+pub mod subagents;
 pub mod text;
 pub mod view;
 
@@ -39,7 +40,8 @@ pub use model::{
     Actor, ApprovalState, DecisionStatus, GateScope, Mode, Proposal, Question, QuestionStatus, Session, State, Timer, TimerKind,
     TimerPolicy,
 };
-pub use plan::{Plan, PlanError, Step, StepStatus};
+pub use plan::{Plan, PlanError, Step, StepStatus, StepUpdate};
+pub use subagents::SubagentRun;
 
 /// The mutation gate for a session: may `tool` run with `input` now?
 ///

@@ -11,8 +11,9 @@
 use crate::card::MAX_OPTIONS;
 use crate::ids::{ApprovalId, QuestionId};
 use crate::injection;
-use crate::plan::{self, Plan, PlanError, Step};
+use crate::plan::{self, Plan, PlanError, StepUpdate};
 use crate::receipt::Receipt;
+use crate::subagents;
 
 pub use crate::command::{AuditEvent, Command, Ctx, Effect, Refusal, Transition, Verdict};
 pub use crate::model::{
@@ -37,6 +38,7 @@ pub use crate::model::{
 /// | any but executing or released | off = release (person) | normal/none, `released_by` set; a pending one is cancelled |
 /// | normal/approved, normal/edited | update_plan closing every step (agent) | normal/none |
 /// | any | a decision on a stale or decided id | unchanged, refused with who won |
+/// | any | subagent open/close (agent), clear (person), expiry (scheduler) | unchanged; open runs block propose, approve, edit |
 ///
 /// An agent can never decide, cancel, release or switch auto mode; only the
 /// scheduler fires timers.
@@ -70,18 +72,23 @@ pub fn apply(state: &State, actor: &Actor, command: Command, ctx: &Ctx) -> Resul
         }
         Command::RegisterSubagent(run_id) => {
             require_agent(actor)?;
-            check_run_id(&run_id)?;
-            t.changed = t.state.session.open_subagents.insert(run_id.clone());
-            if t.changed {
-                audit(&mut t, actor, name, None, run_id, ctx);
+            subagents::check_run_id(&run_id)?;
+            if let Some(detail) = subagents::open(&mut t, &run_id, ctx.now, ctx.timers.subagent_expiry_ms) {
+                audit(&mut t, actor, name, None, detail, ctx);
             }
         }
         Command::UnregisterSubagent(run_id) => {
             require_agent(actor)?;
-            t.changed = t.state.session.open_subagents.remove(&run_id);
+            t.changed = subagents::close(&mut t, &run_id);
             if t.changed {
                 audit(&mut t, actor, name, None, run_id, ctx);
             }
+        }
+        Command::ClearSubagents { run_id } => {
+            require_person(actor, "clear subagent runs")?;
+            let detail = subagents::clear(&mut t, actor, run_id.as_deref())?;
+            let latest = t.state.latest.as_ref().map(|p| (p.approval_id, p.version));
+            audit(&mut t, actor, name, latest, detail, ctx);
         }
         Command::Ask { question, options, allow_freetext } => ask(&mut t, actor, question, options, allow_freetext, ctx)?,
         Command::Answer { question_id, answer } => answer_question(&mut t, actor, question_id, answer, ctx)?,
@@ -117,13 +124,6 @@ fn require_person(actor: &Actor, what: &str) -> Result<(), Refusal> {
     } else {
         Err(Refusal::Forbidden(format!("only a human approver can {what}; an agent can never {what}")))
     }
-}
-
-fn check_run_id(run_id: &str) -> Result<(), Refusal> {
-    if run_id.trim().is_empty() || run_id.chars().count() > 128 || run_id.chars().any(char::is_control) {
-        return Err(Refusal::InvalidRequest("run_id must be 1–128 characters without control characters".to_string()));
-    }
-    Ok(())
 }
 
 fn audit(t: &mut Transition, actor: &Actor, action: &str, proposal: Option<(ApprovalId, u32)>, detail: String, ctx: &Ctx) {
@@ -170,7 +170,7 @@ fn enter(t: &mut Transition, actor: &Actor, reason: Option<String>, ctx: &Ctx) -
 fn update_plan(
     t: &mut Transition,
     actor: &Actor,
-    steps: Vec<Step>,
+    steps: Vec<StepUpdate>,
     merge: bool,
     explanation: Option<String>,
     ctx: &Ctx,
@@ -219,7 +219,7 @@ fn propose(t: &mut Transition, actor: &Actor, plan: Plan, markdown: Option<Strin
         ));
     }
     if !session.open_subagents.is_empty() {
-        return Err(Refusal::SubagentsOpen(session.open_subagents.iter().cloned().collect()));
+        return Err(Refusal::SubagentsOpen(session.open_subagents.keys().cloned().collect()));
     }
     let hash = plan::plan_hash(&plan, markdown.as_deref());
     if let Some(latest) = &t.state.latest {
@@ -366,7 +366,7 @@ fn apply_verdict(t: &mut Transition, actor: &Actor, approval_id: ApprovalId, ver
     let latest_version = t.state.session.version;
     let open = &t.state.session.open_subagents;
     if !matches!(verdict, Verdict::Revise(_)) && !open.is_empty() {
-        return Err(Refusal::SubagentsOpen(open.iter().cloned().collect()));
+        return Err(Refusal::SubagentsOpen(open.keys().cloned().collect()));
     }
     if let Verdict::Revise(feedback) = &verdict {
         if feedback.trim().is_empty() {
@@ -587,6 +587,13 @@ fn answer_question(t: &mut Transition, actor: &Actor, question_id: Option<Questi
 }
 
 fn timer_fired(t: &mut Transition, timer: Timer, ctx: &Ctx) {
+    if timer.kind == TimerKind::SubagentExpiry {
+        if let Some(detail) = subagents::expiry_fired(t, &timer, ctx.now, ctx.timers.subagent_expiry_ms) {
+            let latest = t.state.latest.as_ref().filter(|p| p.status == DecisionStatus::Pending).map(|p| (p.approval_id, p.version));
+            audit(t, &Actor::Scheduler, "subagent_expired", latest, detail, ctx);
+        }
+        return;
+    }
     if let TimerKind::AgentNudge(number) = timer.kind {
         let session = &mut t.state.session;
         if session.mode != Mode::Plan || !session.agent_timers.contains(&timer) {
@@ -626,7 +633,7 @@ fn timer_fired(t: &mut Transition, timer: Timer, ctx: &Ctx) {
             let waited = crate::ids::humanize_ms(ctx.now.0 - proposal.created_at.0);
             audit(t, &Actor::Scheduler, "escalate", pid, format!("no decision after {waited}"), ctx);
         }
-        TimerKind::AgentNudge(_) => t.changed = false,
+        TimerKind::AgentNudge(_) | TimerKind::SubagentExpiry => t.changed = false,
         TimerKind::Timeout => {
             let waited = ctx.now.0 - proposal.created_at.0;
             proposal.status = DecisionStatus::TimedOut;

@@ -6,8 +6,9 @@
 
 use crate::ids::{ApprovalId, QuestionId, SessionKey, Timestamp};
 use crate::plan::{self, Plan, Step};
+use crate::subagents::SubagentRun;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 /// Where a session stands, as the gate sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -96,6 +97,10 @@ pub enum TimerKind {
     Escalate,
     /// The n-th reminder to the *agent* that it sits in plan mode without a proposal.
     AgentNudge(u8),
+    /// An open subagent run was not heard of for the configured expiry
+    /// ([`crate::subagents`]); the timer's `approval_id` is
+    /// [`crate::subagents::timer_id`] of the run.
+    SubagentExpiry,
 }
 
 /// A persisted timer. Due times are wall-clock so they survive restarts.
@@ -185,7 +190,9 @@ pub struct Session {
     pub rejection_count: u32,
     pub auto_approve: bool,
     pub steps: Vec<Step>,
-    pub open_subagents: BTreeSet<String>,
+    /// Subagent runs the plan waits for, by run id ([`crate::subagents`]).
+    #[serde(deserialize_with = "crate::subagents::deserialize_runs")]
+    pub open_subagents: BTreeMap<String, SubagentRun>,
     pub pending_question: Option<Question>,
     /// The `[PLAN_DECISION]` text waiting for the agent's next turn.
     pub injection: Option<String>,
@@ -213,7 +220,7 @@ impl Session {
             rejection_count: 0,
             auto_approve: false,
             steps: Vec::new(),
-            open_subagents: BTreeSet::new(),
+            open_subagents: BTreeMap::new(),
             pending_question: None,
             injection: None,
             latest_approval: None,
@@ -286,6 +293,9 @@ pub struct TimerPolicy {
     pub timeout_ms: Option<u64>,
     /// When to escalate an undecided proposal; `None`: no escalation ladder.
     pub escalate_ms: Option<u64>,
+    /// How long an open subagent run may go unheard of before it expires;
+    /// `None`: runs stay open until closed or cleared by a person.
+    pub subagent_expiry_ms: Option<u64>,
 }
 
 /// Values for the unit tests of the modules that read proposals.

@@ -3,7 +3,7 @@
 //! text, each step remembering which session last touched it and when.
 
 use crate::ids::Timestamp;
-use crate::plan::{self, PlanError, Step};
+use crate::plan::{self, PlanError, Step, StepUpdate};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -43,9 +43,10 @@ pub fn validate_name(name: &str) -> Result<(), NamespaceError> {
     }
 }
 
-/// Merge `update` from `session` into the namespace by step text and re-check
-/// every rule on the result. Untouched steps keep their author and time.
-pub fn merge(ns: &Namespace, update: Vec<Step>, session: &str, now: Timestamp) -> Result<Namespace, NamespaceError> {
+/// Merge `update` from `session` into the namespace by step text (each update
+/// patches the fields it carries, [`StepUpdate`]) and re-check every rule on
+/// the result. Untouched steps keep their author and time.
+pub fn merge(ns: &Namespace, update: Vec<StepUpdate>, session: &str, now: Timestamp) -> Result<Namespace, NamespaceError> {
     let current: Vec<Step> = ns.steps.iter().map(|s| s.step.clone()).collect();
     let touched: Vec<String> = update.iter().map(|s| s.step.trim().to_string()).collect();
     let merged = plan::update_steps(&current, update, true)?;
@@ -77,12 +78,13 @@ mod tests {
 
     #[test]
     fn merge_tracks_authors() {
-        let ns = merge(&Namespace::default(), vec![Step::pending("a"), Step::pending("b")], "s1", Timestamp(1)).unwrap();
-        let done = Step { status: StepStatus::InProgress, ..Step::pending("b") };
-        let ns = merge(&ns, vec![done, Step::pending("c")], "s2", Timestamp(2)).unwrap();
+        let pending = |text: &str| StepUpdate::from(Step::pending(text));
+        let ns = merge(&Namespace::default(), vec![pending("a"), pending("b")], "s1", Timestamp(1)).unwrap();
+        let started = StepUpdate::status("b", StepStatus::InProgress);
+        let ns = merge(&ns, vec![started, pending("c")], "s2", Timestamp(2)).unwrap();
         let who: Vec<_> = ns.steps.iter().map(|s| (s.step.step.as_str(), s.updated_by.as_str())).collect();
         assert_eq!(who, vec![("a", "s1"), ("b", "s2"), ("c", "s2")]);
-        let two = vec![Step { status: StepStatus::InProgress, ..Step::pending("a") }];
+        let two = vec![StepUpdate::status("a", StepStatus::InProgress)];
         assert!(matches!(merge(&ns, two, "s3", Timestamp(3)), Err(NamespaceError::Plan(_))));
     }
 }

@@ -79,6 +79,74 @@ impl Step {
     }
 }
 
+/// One step of an `update_plan` call (`POST …/steps`).
+///
+/// Without `merge` it is the whole step: absent fields take [`Step`]'s
+/// defaults. With `merge` it is a *patch* of the step with the same text:
+/// only the fields it carries change, so `{"step": "run tests", "status":
+/// "completed"}` keeps the step's `acceptance_criteria` and the closure rule
+/// (`verified_before_completed`) still applies to them. `null` is the same as
+/// leaving a field out; an empty `active_form` or list clears it.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepUpdate {
+    pub step: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<StepStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_form: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acceptance_criteria: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified_criteria: Option<Vec<String>>,
+}
+
+impl StepUpdate {
+    /// A patch that changes only the status of the step called `text`.
+    pub fn status(text: impl Into<String>, status: StepStatus) -> StepUpdate {
+        StepUpdate { step: text.into(), status: Some(status), active_form: None, acceptance_criteria: None, verified_criteria: None }
+    }
+
+    /// The whole step this update describes (absent fields: defaults).
+    pub fn into_step(self) -> Step {
+        let mut step = Step::pending(self.step.clone());
+        self.patch(&mut step);
+        step
+    }
+
+    /// Change the fields this update carries, and only those.
+    pub fn patch(self, step: &mut Step) {
+        step.step = self.step;
+        if let Some(status) = self.status {
+            step.status = status;
+        }
+        if let Some(form) = self.active_form {
+            step.active_form = Some(form).filter(|f| !f.trim().is_empty());
+        }
+        if let Some(criteria) = self.acceptance_criteria {
+            step.acceptance_criteria = criteria;
+        }
+        if let Some(verified) = self.verified_criteria {
+            step.verified_criteria = verified;
+        }
+    }
+}
+
+/// A whole step as an update that carries every field (so, in a merge, it
+/// replaces the step; an absent `active_form` clears it).
+impl From<Step> for StepUpdate {
+    fn from(step: Step) -> StepUpdate {
+        StepUpdate {
+            step: step.step,
+            status: Some(step.status),
+            active_form: Some(step.active_form.unwrap_or_default()),
+            acceptance_criteria: Some(step.acceptance_criteria),
+            verified_criteria: Some(step.verified_criteria),
+        }
+    }
+}
+
 /// A proposal: the plan *archetype* (`Plan` in `docs/API.md`, "Types").
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -201,34 +269,42 @@ pub fn validate_plan(plan: &Plan) -> Result<(), PlanError> {
     validate_steps(&plan.steps)
 }
 
-/// Apply a step update. With `merge`, steps are joined by (trimmed) text: known
-/// steps are replaced in place, new ones appended, and the merged list is
-/// re-checked; without it the update replaces the list.
-pub fn update_steps(current: &[Step], update: Vec<Step>, merge: bool) -> Result<Vec<Step>, PlanError> {
+/// Apply a step update. With `merge`, steps are joined by (trimmed) text: a
+/// known step is patched in place with the fields its update carries (see
+/// [`StepUpdate`]), a new one is appended, the order is kept; without it the
+/// update replaces the list. Either way the resulting list is checked by
+/// every rule ([`validate_steps`]), so a merge cannot complete a step whose
+/// inherited acceptance criteria nobody verified.
+pub fn update_steps(current: &[Step], update: Vec<StepUpdate>, merge: bool) -> Result<Vec<Step>, PlanError> {
     // Duplicates inside one update are refused before merging, so a merge can
     // never silently collapse two of the agent's steps into one.
-    validate_unique(&update)?;
+    validate_unique(update.iter().map(|u| u.step.as_str()))?;
     let merged = if merge {
         let mut merged = current.to_vec();
-        for step in update {
-            match merged.iter_mut().find(|s| s.step.trim() == step.step.trim()) {
-                Some(existing) => *existing = step,
-                None => merged.push(step),
+        for update in update {
+            match merged.iter_mut().find(|s| s.step.trim() == update.step.trim()) {
+                Some(existing) => {
+                    // The step keeps the text it was known by.
+                    let text = existing.step.clone();
+                    update.patch(existing);
+                    existing.step = text;
+                }
+                None => merged.push(update.into_step()),
             }
         }
         merged
     } else {
-        update
+        update.into_iter().map(StepUpdate::into_step).collect()
     };
     validate_steps(&merged)?;
     Ok(merged)
 }
 
-fn validate_unique(steps: &[Step]) -> Result<(), PlanError> {
+fn validate_unique<'a>(texts: impl Iterator<Item = &'a str>) -> Result<(), PlanError> {
     let mut seen = HashSet::new();
-    for step in steps {
-        if !seen.insert(step.step.trim()) {
-            return Err(PlanError::DuplicateStep { step: step.step.trim().to_string() });
+    for text in texts {
+        if !seen.insert(text.trim()) {
+            return Err(PlanError::DuplicateStep { step: text.trim().to_string() });
         }
     }
     Ok(())
@@ -405,17 +481,51 @@ mod tests {
     #[test]
     fn merge_joins_by_text_keeps_order_appends_and_revalidates() {
         let current = vec![step("a", StepStatus::InProgress), step("b", StepStatus::Pending)];
-        let merged = update_steps(&current, vec![step("b ", StepStatus::Completed), step("c", StepStatus::Pending)], true).unwrap();
+        let update = |text: &str, status| StepUpdate::status(text, status);
+        let merged = update_steps(&current, vec![update("b ", StepStatus::Completed), update("c", StepStatus::Pending)], true).unwrap();
         let names: Vec<_> = merged.iter().map(|s| (s.step.as_str(), s.status)).collect();
-        assert_eq!(names, vec![("a", StepStatus::InProgress), ("b ", StepStatus::Completed), ("c", StepStatus::Pending)]);
+        assert_eq!(names, vec![("a", StepStatus::InProgress), ("b", StepStatus::Completed), ("c", StepStatus::Pending)]);
         // Merged result must still satisfy the rules: a second in_progress is refused.
-        let err = update_steps(&current, vec![step("b", StepStatus::InProgress)], true).unwrap_err();
+        let err = update_steps(&current, vec![update("b", StepStatus::InProgress)], true).unwrap_err();
         assert_eq!(err.rule(), "single_in_progress");
         // Replace mode drops the old list.
-        assert_eq!(update_steps(&current, vec![step("z", StepStatus::Pending)], false).unwrap().len(), 1);
+        assert_eq!(update_steps(&current, vec![update("z", StepStatus::Pending)], false).unwrap().len(), 1);
         // Duplicates within one update are refused before merging.
-        let err = update_steps(&current, vec![step("x", StepStatus::Pending), step("x", StepStatus::Pending)], true).unwrap_err();
+        let err = update_steps(&current, vec![update("x", StepStatus::Pending), update("x", StepStatus::Pending)], true).unwrap_err();
         assert_eq!(err.rule(), "unique_steps");
+    }
+
+    #[test]
+    fn a_merge_patch_changes_only_what_it_carries() {
+        let guarded = Step {
+            active_form: Some("Running the tests".into()),
+            acceptance_criteria: vec!["green".into()],
+            ..step("run tests", StepStatus::InProgress)
+        };
+        // Completing without the inherited criterion verified is refused…
+        let err = update_steps(std::slice::from_ref(&guarded), vec![StepUpdate::status("run tests", StepStatus::Completed)], true);
+        assert_eq!(err.unwrap_err(), PlanError::UnverifiedCompletion { step: "run tests".into(), missing: vec!["green".into()] });
+        // …a patch of one field keeps the others…
+        let verify = StepUpdate { verified_criteria: Some(vec!["green".into()]), ..StepUpdate::status("run tests", StepStatus::Completed) };
+        let merged = update_steps(std::slice::from_ref(&guarded), vec![verify], true).unwrap();
+        assert_eq!(merged, vec![Step { status: StepStatus::Completed, verified_criteria: vec!["green".into()], ..guarded.clone() }]);
+        // …an empty value clears, and a whole step replaces.
+        let clear = StepUpdate {
+            active_form: Some(String::new()),
+            acceptance_criteria: Some(vec![]),
+            ..StepUpdate::status("run tests", StepStatus::Pending)
+        };
+        let merged = update_steps(std::slice::from_ref(&guarded), vec![clear], true).unwrap();
+        assert_eq!(merged, vec![step("run tests", StepStatus::Pending)]);
+        let merged = update_steps(std::slice::from_ref(&guarded), vec![step("run tests", StepStatus::Pending).into()], true).unwrap();
+        assert_eq!(merged, vec![step("run tests", StepStatus::Pending)]);
+        // Without merge an update is the whole step, with defaults.
+        let whole =
+            update_steps(std::slice::from_ref(&guarded), vec![StepUpdate::status("run tests", StepStatus::Completed)], false).unwrap();
+        assert_eq!(whole, vec![step("run tests", StepStatus::Completed)]);
+        // JSON: absent and null leave a field alone.
+        let patch: StepUpdate = serde_json::from_str(r#"{"step": "run tests", "active_form": null}"#).unwrap();
+        assert_eq!(update_steps(std::slice::from_ref(&guarded), vec![patch], true).unwrap(), vec![guarded]);
     }
 
     #[test]

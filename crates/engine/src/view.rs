@@ -52,7 +52,7 @@ impl StatusView {
             rejection_count: s.rejection_count,
             auto_approve: s.auto_approve,
             steps: s.steps.clone(),
-            open_subagents: s.open_subagents.iter().cloned().collect(),
+            open_subagents: s.open_subagents.keys().cloned().collect(),
             pending_question: s.pending_question.as_ref().map(|q| PendingQuestionView {
                 question_id: q.question_id.to_string(),
                 question: q.question.clone(),
@@ -127,43 +127,53 @@ impl ApprovalSummary {
     }
 }
 
-/// The active steps phrased as facts, for re-injection after the agent's
-/// context was compacted. `None` when there is nothing to say.
+/// The first line of [`hydration`]: the seed's marker, which a later
+/// compaction's hook can recognise.
+pub const HYDRATION_HEADER: &str = "[Your active plan was preserved across context compression]";
+
+/// What the agent is told after its context was compacted (or a session
+/// resumed): the seed's text. `None` when there is nothing to preserve: no
+/// steps, or every step completed or cancelled. Otherwise the header, one
+/// line of fact about where the plan stands, and only the pending and
+/// in-progress steps, as facts rather than orders:
+///
+/// ```text
+/// [Your active plan was preserved across context compression]
+/// Plan v2 "Add retries" (approval …) was approved by a human; these steps remain.
+/// - [>] Add backoff (in_progress)
+/// - [ ] Test it (pending)
+/// ```
 pub fn hydration(state: &State) -> Option<String> {
     let s = &state.session;
-    if s.steps.is_empty() {
+    let active: Vec<&Step> = s.steps.iter().filter(|step| !step.status.is_closed()).collect();
+    if active.is_empty() {
         return None;
     }
-    let mut lines = Vec::new();
-    let plan = match (&state.latest, s.approval) {
+    let title = |p: &Proposal| p.edited_plan.as_ref().unwrap_or(&p.plan).title.clone();
+    let fact = match (&state.latest, s.approval) {
         (Some(p), ApprovalState::Approved | ApprovalState::Edited) => {
-            format!("You are executing plan v{} \"{}\" (approval {}), approved by a human.", p.version, p.plan.title, p.approval_id)
+            format!("Plan v{} \"{}\" (approval {}) was approved by a human; these steps remain.", p.version, title(p), p.approval_id)
         }
-        (Some(p), ApprovalState::Rejected) => format!(
-            "Changes were requested to plan v{} \"{}\"; you are in plan mode (read-only): revise it and propose again.",
-            p.version, p.plan.title
-        ),
-        (Some(p), ApprovalState::TimedOut) => format!(
-            "Plan v{} \"{}\" timed out without approval; you are in plan mode (read-only): do not execute it.",
-            p.version, p.plan.title
-        ),
         (Some(p), ApprovalState::Pending) => {
-            format!("Plan v{} \"{}\" is awaiting approval; you are in plan mode (read-only).", p.version, p.plan.title)
+            format!("Plan v{} \"{}\" is awaiting a human's approval; the session is in plan mode (read-only).", p.version, title(p))
         }
-        _ if s.mode == Mode::Plan => "You are in plan mode (read-only) and have not proposed a plan yet.".to_string(),
-        _ if s.mode == Mode::Halted => "Your last plan was cancelled; the session is halted (read-only).".to_string(),
-        _ => "Your current step list:".to_string(),
+        (Some(p), ApprovalState::Rejected) => {
+            format!("Changes were requested to plan v{} \"{}\"; the session is in plan mode (read-only).", p.version, title(p))
+        }
+        (Some(p), ApprovalState::TimedOut) => format!(
+            "Plan v{} \"{}\" timed out without approval; the session is in plan mode (read-only) and the plan is not approved.",
+            p.version,
+            title(p)
+        ),
+        _ if s.mode == Mode::Plan => "The session is in plan mode (read-only); no plan has been proposed yet.".to_string(),
+        _ if s.mode == Mode::Halted => "The last plan was cancelled; the session is halted (read-only).".to_string(),
+        _ => "These steps remain.".to_string(),
     };
-    lines.push(crate::text::sanitize_for_injection(&plan));
-    for (i, step) in s.steps.iter().enumerate() {
-        let state = match step.status {
-            StepStatus::Pending => "is still to do",
-            StepStatus::InProgress => "is in progress",
-            StepStatus::Completed => "is done",
-            StepStatus::Cancelled => "was cancelled",
-        };
-        let text = crate::text::sanitize_for_injection(&step.step).replace('\n', " ");
-        lines.push(format!("Step {} \"{text}\" {state}.", i + 1));
+    let mut lines = vec![HYDRATION_HEADER.to_string(), crate::text::sanitize_for_injection(&fact).replace('\n', " ")];
+    for step in active {
+        let marker = if step.status == StepStatus::InProgress { "[>]" } else { "[ ]" };
+        let text = crate::text::sanitize_for_injection(step.step.trim()).replace('\n', " ");
+        lines.push(format!("- {marker} {text} ({})", step.status.as_str()));
     }
     Some(lines.join("\n"))
 }

@@ -9,6 +9,7 @@
 use plangate_engine::card;
 use plangate_engine::plan::{plan_hash, render_markdown, validate_plan};
 use plangate_engine::receipt::Receipt;
+use plangate_engine::subagents;
 use plangate_engine::text::reveal;
 use plangate_engine::view::DecisionView;
 use plangate_engine::*;
@@ -27,7 +28,12 @@ fn key(s: usize) -> SessionKey {
 }
 
 fn policy() -> TimerPolicy {
-    TimerPolicy { nudges_ms: vec![10 * 60_000, 30 * 60_000], timeout_ms: Some(60 * 60_000), escalate_ms: Some(30 * 60_000) }
+    TimerPolicy {
+        nudges_ms: vec![10 * 60_000, 30 * 60_000],
+        timeout_ms: Some(60 * 60_000),
+        escalate_ms: Some(30 * 60_000),
+        subagent_expiry_ms: Some(45 * 60_000),
+    }
 }
 
 // ------------------------------------------------------------------ inputs
@@ -113,6 +119,11 @@ enum Act {
         run: u8,
         open: bool,
     },
+    /// A person clears the open runs (all, or one).
+    ClearSubagents {
+        who: Who,
+        run: Option<u8>,
+    },
     Ask {
         who: Who,
         options: u8,
@@ -178,6 +189,7 @@ fn act() -> impl Strategy<Value = Act> {
         1 => (person(), target()).prop_map(|(who, target)| Act::CancelButton { who, target }),
         1 => (who(), prop::bool::weighted(0.15)).prop_map(|(who, on)| Act::Auto { who, on }),
         2 => (agentish(), 0..2u8, prop::bool::weighted(0.15)).prop_map(|(who, run, open)| Act::Subagent { who, run, open }),
+        1 => (person(), prop::option::of(0..3u8)).prop_map(|(who, run)| Act::ClearSubagents { who, run }),
         1 => (agentish(), 0..3u8, any::<bool>()).prop_map(|(who, options, freetext)| Act::Ask { who, options, freetext }),
         1 => (person(), 0..4u8, any::<bool>()).prop_map(|(who, pick, right_id)| Act::Answer { who, pick, right_id }),
         1 => agentish().prop_map(Act::Take),
@@ -266,6 +278,9 @@ struct World {
     scheduled: BTreeSet<Timer>,
     refusals: usize,
     decisions: usize,
+    /// Subagent runs that expired, and clears by a person that went through.
+    expired: usize,
+    cleared: usize,
 }
 
 impl World {
@@ -283,6 +298,8 @@ impl World {
             scheduled: BTreeSet::new(),
             refusals: 0,
             decisions: 0,
+            expired: 0,
+            cleared: 0,
         }
     }
 
@@ -320,6 +337,8 @@ impl World {
             }
             Ok(t) => {
                 self.check(s, who, &command, &before, t);
+                self.expired += t.audit.iter().filter(|a| a.action == "subagent_expired").count();
+                self.cleared += usize::from(matches!(command, Command::ClearSubagents { .. }));
                 self.states[s] = t.state.clone();
             }
         }
@@ -332,7 +351,12 @@ impl World {
         let _ = s;
         let person_only = matches!(
             command,
-            Command::Decide { .. } | Command::Off | Command::CancelApproval(_) | Command::SetAuto(_) | Command::Answer { .. }
+            Command::Decide { .. }
+                | Command::Off
+                | Command::CancelApproval(_)
+                | Command::SetAuto(_)
+                | Command::Answer { .. }
+                | Command::ClearSubagents { .. }
         );
         let agent_only = matches!(
             command,
@@ -361,7 +385,12 @@ impl World {
 
         // Allowed actors (the engine enforces what no configuration may change).
         match command {
-            Command::Decide { .. } | Command::Off | Command::CancelApproval(_) | Command::SetAuto(_) | Command::Answer { .. } => {
+            Command::Decide { .. }
+            | Command::Off
+            | Command::CancelApproval(_)
+            | Command::SetAuto(_)
+            | Command::Answer { .. }
+            | Command::ClearSubagents { .. } => {
                 assert!(who.is_person(), "{who:?} was allowed to {name}")
             }
             Command::UpdatePlan { .. }
@@ -518,11 +547,28 @@ impl World {
         for e in &t.effects {
             match e {
                 Effect::Schedule(timer) => {
-                    if let TimerKind::AgentNudge(_) = timer.kind {
+                    match timer.kind {
                         // Reminders to the agent start with a planning round.
-                        assert!(matches!(command, Command::Enter { .. }), "agent nudge scheduled by {command:?}");
-                    } else {
-                        assert!(new_ids.contains(&timer.approval_id), "timer for an old proposal");
+                        TimerKind::AgentNudge(_) => {
+                            assert!(matches!(command, Command::Enter { .. }), "agent nudge scheduled by {command:?}")
+                        }
+                        // A run's expiry: when it opens (or is first heard of
+                        // after expiry came on), or again when its timer finds
+                        // it was heard of since.
+                        TimerKind::SubagentExpiry => {
+                            assert!(
+                                matches!(command, Command::RegisterSubagent(_))
+                                    || matches!(command, Command::TimerFired(Timer { kind: TimerKind::SubagentExpiry, .. })),
+                                "subagent expiry scheduled by {command:?}"
+                            );
+                            let owner =
+                                after.session.open_subagents.iter().find(|(id, _)| subagents::timer_id(&key(s), id) == timer.approval_id);
+                            assert!(
+                                owner.is_some_and(|(_, run)| run.expires_at == Some(timer.due)),
+                                "an expiry timer without its open run"
+                            );
+                        }
+                        _ => assert!(new_ids.contains(&timer.approval_id), "timer for an old proposal"),
                     }
                     assert!(timer.due >= ctx_now);
                     assert_eq!(timer.session, key(s));
@@ -532,7 +578,7 @@ impl World {
                 }
                 Effect::Cancel(timer) => {
                     assert!(self.scheduled.contains(timer), "cancelled a timer never scheduled");
-                    let still_pending = !matches!(timer.kind, TimerKind::AgentNudge(_))
+                    let still_pending = !matches!(timer.kind, TimerKind::AgentNudge(_) | TimerKind::SubagentExpiry)
                         && latest.is_some_and(|p| p.approval_id == timer.approval_id && p.status == DecisionStatus::Pending);
                     assert!(!still_pending, "cancelled a timer of a pending proposal");
                 }
@@ -562,6 +608,35 @@ impl World {
         if let Command::TakeInjection = command {
             assert_eq!(t.taken_injection, before.session.injection);
             assert_eq!(after.session.injection, None);
+        }
+
+        // Subagent runs: only the agent opens them; a person's clear, the
+        // agent's close and the scheduler's expiry close them. Every open run
+        // has an expiry timer due at most `expiry` after it was last heard of,
+        // and an expired run was silent for the whole expiry.
+        let expiry = self::policy().subagent_expiry_ms.expect("expiry on") as i64;
+        for (id, run) in &after.session.open_subagents {
+            if !before.session.open_subagents.contains_key(id) {
+                assert!(matches!(command, Command::RegisterSubagent(_)) && who == Who::Agent, "{who:?} opened run {id} by {name}");
+            }
+            let due = run.expires_at.expect("an open run without an expiry timer");
+            assert!(due.0 <= run.seen_at.0 + expiry, "run {id} expires later than its heartbeat allows");
+            let timer = Timer { due, session: key(s), approval_id: subagents::timer_id(&key(s), id), kind: TimerKind::SubagentExpiry };
+            assert!(self.scheduled.contains(&timer), "run {id}'s expiry timer was never scheduled");
+        }
+        for (id, run) in &before.session.open_subagents {
+            if after.session.open_subagents.contains_key(id) {
+                continue;
+            }
+            match command {
+                Command::UnregisterSubagent(_) => assert_eq!(who, Who::Agent),
+                Command::ClearSubagents { .. } => assert!(who.is_person()),
+                Command::TimerFired(Timer { kind: TimerKind::SubagentExpiry, .. }) => {
+                    assert!(ctx_now.0 >= run.seen_at.0 + expiry, "run {id} expired while heard of recently");
+                    assert!(t.audit.iter().any(|a| a.action == "subagent_expired" && a.detail.contains(id.as_str())));
+                }
+                other => panic!("run {id} vanished by {other:?}"),
+            }
         }
 
         // Remember what we saw.
@@ -717,7 +792,11 @@ impl World {
             }
             Act::Update { steps, merge, who } => {
                 let random = self.fresh();
-                let cmd = Command::UpdatePlan { steps: step_list(*steps), merge: *merge, explanation: None };
+                let cmd = Command::UpdatePlan {
+                    steps: step_list(*steps).into_iter().map(StepUpdate::from).collect(),
+                    merge: *merge,
+                    explanation: None,
+                };
                 let _ = self.apply(s, *who, cmd, random);
             }
             Act::Propose { plan, markdown, collide, who } => {
@@ -773,6 +852,11 @@ impl World {
                 let random = self.fresh();
                 let _ = self.apply(s, *who, cmd, random);
             }
+            Act::ClearSubagents { who, run } => {
+                let run_id = run.map(|r| format!("run-{r}"));
+                let random = self.fresh();
+                let _ = self.apply(s, *who, Command::ClearSubagents { run_id }, random);
+            }
             Act::Ask { who, options, freetext } => {
                 let options = (0..*options).map(|i| format!("option {i}")).collect();
                 let random = self.fresh();
@@ -804,6 +888,11 @@ impl World {
                 let current = match timer.kind {
                     // Agent nudges belong to the planning round, not a proposal.
                     TimerKind::AgentNudge(_) => self.states[s].session.agent_timers.contains(&timer),
+                    TimerKind::SubagentExpiry => self.states[s]
+                        .session
+                        .open_subagents
+                        .iter()
+                        .any(|(id, run)| subagents::timer_id(&key(s), id) == timer.approval_id && run.expires_at == Some(timer.due)),
                     _ => self.states[s].latest.as_ref().map(|p| p.approval_id) == Some(timer.approval_id),
                 };
                 let random = self.fresh();
@@ -854,6 +943,8 @@ fn the_generator_reaches_decisions_refusals_and_collisions() {
         }
     }
     assert!(world.decisions > 50, "only {} decisions", world.decisions);
+    assert!(world.expired > 5, "only {} subagent runs expired", world.expired);
+    assert!(world.cleared > 5, "only {} clears of subagent runs", world.cleared);
     assert!(world.refusals > 50, "only {} refusals", world.refusals);
     for s in ["approved", "edited", "rejected", "timed_out", "cancelled", "superseded"] {
         assert!(statuses.contains(s), "never reached {s}: {statuses:?}");

@@ -44,6 +44,9 @@ pub const READ_ONLY_TOOLS: &[&str] = &[
     "mcp__plangate__ask_user_question",
     "mcp__plangate__plan_mode_status",
     "mcp__plangate__check_tool",
+    // Step namespaces: plangate's own state, like update_plan.
+    "mcp__plangate__get_namespace",
+    "mcp__plangate__update_namespace",
     // Claude Code. `Agent` (called `Task` by older versions) starts a
     // subagent whose own tool calls reach the same hook and are gated one by
     // one (but not in another directory or worktree: see

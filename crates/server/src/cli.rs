@@ -10,7 +10,7 @@ use anyhow::Result;
 use plangate_agent::codex::extract_proposed_plan;
 use plangate_agent::{session, submit, NoRecall, ProposalBody};
 use plangate_engine::view::DecisionView;
-use plangate_engine::{DecisionStatus, Plan};
+use plangate_engine::{DecisionStatus, Plan, StepUpdate};
 use serde_json::{json, Value};
 use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
@@ -173,5 +173,74 @@ pub fn print_decision(decision: &Value, json_out: bool) {
     }
     if let Some(p) = decision["document_path"].as_str() {
         println!("document: {p}");
+    }
+}
+
+/// `plangate namespace show NAME`: the namespace as JSON; 2 for a bad name.
+pub async fn namespace_show(client: &Client, name: &str) -> Result<i32> {
+    match client.namespace(name).await {
+        Ok(ns) => {
+            println!("{}", serde_json::to_string_pretty(&ns)?);
+            Ok(0)
+        }
+        Err(plangate_agent::AgentError::Usage(why)) => {
+            eprintln!("plangate: {why}");
+            Ok(EXIT_USAGE)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `plangate namespace update NAME FILE --session S`: merge the steps in
+/// FILE (`-`: stdin), a JSON array of steps or `{"steps": [...]}`, and print
+/// the merged namespace. Input that is not steps, and a step list a plan
+/// rule refuses, are usage errors (2) naming what is wrong.
+pub async fn namespace_update(client: &Client, name: &str, session: &str, file: &str) -> Result<i32> {
+    let steps = match read_steps(file) {
+        Ok(steps) => steps,
+        Err(why) => {
+            eprintln!("plangate: {why}");
+            return Ok(EXIT_USAGE);
+        }
+    };
+    match client.update_namespace(name, session, &steps).await {
+        Ok(ns) => {
+            println!("{}", serde_json::to_string_pretty(&ns)?);
+            Ok(0)
+        }
+        Err(plangate_agent::AgentError::Usage(why)) => {
+            eprintln!("plangate: {why}");
+            Ok(EXIT_USAGE)
+        }
+        Err(plangate_agent::AgentError::Api { status: 422, message, .. }) => {
+            eprintln!("plangate: {message}");
+            Ok(EXIT_USAGE)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn read_steps(file: &str) -> Result<Vec<StepUpdate>, String> {
+    let name = if file == "-" { "stdin" } else { file };
+    let text = if file == "-" {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s).map_err(|e| format!("cannot read stdin: {e}"))?;
+        s
+    } else {
+        std::fs::read_to_string(file).map_err(|e| format!("cannot read {file}: {e}"))?
+    };
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum Steps {
+        List(Vec<StepUpdate>),
+        Object { steps: Vec<StepUpdate> },
+    }
+    match serde_json::from_str::<Steps>(&text) {
+        Ok(Steps::List(steps) | Steps::Object { steps }) => Ok(steps),
+        Err(_) => {
+            // Say what is wrong with it as a list of steps.
+            let err = serde_json::from_str::<Vec<StepUpdate>>(&text).err().map(|e| e.to_string()).unwrap_or_default();
+            Err(format!("{name} is not a JSON array of steps (or {{\"steps\": [...]}}): {err}"))
+        }
     }
 }

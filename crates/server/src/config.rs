@@ -43,6 +43,10 @@ pub struct Config {
     pub destinations: BTreeMap<String, DestinationConfig>,
     #[serde(default)]
     pub approvals: ApprovalsConfig,
+    /// Step namespaces shared by several agents (`[namespaces.<name>]`);
+    /// any other namespace name an agent uses is private to that agent.
+    #[serde(default)]
+    pub namespaces: BTreeMap<String, NamespaceConfig>,
     /// Raw channel sections, handed to each adapter's own config type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telegram: Option<serde_json::Value>,
@@ -168,6 +172,22 @@ pub struct ApprovalsConfig {
     /// Destinations that get the card when the last nudge found nobody.
     #[serde(default)]
     pub escalate_to: Vec<String>,
+    /// How long an open subagent run may go unheard of (no close, no
+    /// heartbeat) before it expires and stops blocking approval; or "off".
+    #[serde(default = "default_subagent_expiry")]
+    pub subagent_expiry: String,
+}
+
+/// A step namespace shared by the agents it names (`[namespaces.<name>]`).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct NamespaceConfig {
+    /// Agent ids (`[agents.<id>]`) that read and merge this namespace.
+    pub agents: Vec<String>,
+}
+
+fn default_subagent_expiry() -> String {
+    "30m".into()
 }
 
 fn default_nudges() -> Vec<String> {
@@ -180,7 +200,12 @@ fn default_timeout() -> String {
 
 impl Default for ApprovalsConfig {
     fn default() -> Self {
-        ApprovalsConfig { nudges: default_nudges(), timeout: default_timeout(), escalate_to: Vec::new() }
+        ApprovalsConfig {
+            nudges: default_nudges(),
+            timeout: default_timeout(),
+            escalate_to: Vec::new(),
+            subagent_expiry: default_subagent_expiry(),
+        }
     }
 }
 
@@ -215,7 +240,14 @@ impl ApprovalsConfig {
                 return Err(invalid(format!("{key}.escalate_to"), "escalation follows the last nudge; configure at least one nudge"))
             }
         };
-        Ok(TimerPolicy { nudges_ms, timeout_ms, escalate_ms })
+        let subagent_expiry_ms = match self.subagent_expiry.trim() {
+            "off" => None,
+            t => match parse(format!("{key}.subagent_expiry"), t)? {
+                0 => return Err(invalid(format!("{key}.subagent_expiry"), "must be longer than 0 (or \"off\")")),
+                ms => Some(ms),
+            },
+        };
+        Ok(TimerPolicy { nudges_ms, timeout_ms, escalate_ms, subagent_expiry_ms })
     }
 }
 
@@ -348,6 +380,18 @@ impl Settings {
             policies.insert(id.clone(), policy);
             escalations.insert(id.clone(), approvals.escalate_to.clone());
         }
+        for (name, ns) in &raw.namespaces {
+            let key = format!("namespaces.{name}");
+            plangate_engine::namespace::validate_name(name).map_err(|e| invalid(&key, e.to_string()))?;
+            if ns.agents.is_empty() {
+                return Err(invalid(format!("{key}.agents"), "name the agents (ids of [agents.*] sections) that share this namespace"));
+            }
+            for agent in &ns.agents {
+                if !raw.agents.contains_key(agent) {
+                    return Err(invalid(format!("{key}.agents"), format!("names {agent:?}, which is not an [agents.{agent}] section")));
+                }
+            }
+        }
         let mut raw = raw;
         raw.server.data_dir = data_dir.clone();
         Ok(Settings { data_dir, bind, policies, escalations, raw })
@@ -369,9 +413,26 @@ impl Settings {
         self.policies.get(agent).cloned().unwrap_or_default()
     }
 
+    /// The store key of namespace `name` as `agent` sees it: the shared one
+    /// when `[namespaces.<name>]` lists the agent, else the agent's own.
+    /// Agent ids cannot contain `~`, so no agent's own key is a shared one.
+    pub fn namespace_key(&self, agent: &str, name: &str) -> NamespaceKey {
+        match self.raw.namespaces.get(name) {
+            Some(ns) if ns.agents.iter().any(|a| a == agent) => NamespaceKey { store: format!("~shared:{name}"), shared: true },
+            _ => NamespaceKey { store: format!("{agent}:{name}"), shared: false },
+        }
+    }
+
     pub fn nudge_interval_hint(&self) -> Duration {
         Duration::from_secs(1)
     }
+}
+
+/// Where a namespace lives in the store, and whether several agents share it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamespaceKey {
+    pub store: String,
+    pub shared: bool,
 }
 
 /// Whether a setting named `key` holds a secret (tokens, secrets, keys).
@@ -654,6 +715,30 @@ mod tests {
         let s = hook("https://runner.example.com/", "0123456789abcdef").unwrap();
         assert!(!s.masked().to_string().contains("0123456789abcdef"));
         assert!(!format!("{s:?}").contains("0123456789abcdef"));
+    }
+
+    #[test]
+    fn subagent_expiry_and_shared_namespaces() {
+        let s = parse(DEFAULT_TOML).unwrap();
+        assert_eq!(s.timer_policy("demo").subagent_expiry_ms, Some(30 * 60_000));
+        let base = "[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n[agents.a]\ntoken = \"0123456789abc\"\n[agents.b]\ntoken = \"0123456789abd\"\n";
+        let s = parse(&format!("{base}[approvals]\nsubagent_expiry = \"off\"\n[agents.b.approvals]\nsubagent_expiry = \"5m\"\n")).unwrap();
+        assert_eq!((s.timer_policy("a").subagent_expiry_ms, s.timer_policy("b").subagent_expiry_ms), (None, Some(300_000)));
+        for (extra, key) in [
+            ("[approvals]\nsubagent_expiry = \"soon\"\n", "approvals.subagent_expiry"),
+            ("[approvals]\nsubagent_expiry = \"0s\"\n", "approvals.subagent_expiry"),
+            ("[namespaces.\"a/b\"]\nagents = [\"a\"]\n", "namespaces.a/b"),
+            ("[namespaces.release]\nagents = []\n", "namespaces.release.agents"),
+            ("[namespaces.release]\nagents = [\"a\", \"ghost\"]\n", "namespaces.release.agents"),
+        ] {
+            let err = parse(&format!("{base}{extra}")).unwrap_err().to_string();
+            assert!(err.contains(key), "{key}: {err}");
+        }
+        let s = parse(&format!("{base}[namespaces.release]\nagents = [\"a\", \"b\"]\n")).unwrap();
+        assert_eq!(s.namespace_key("a", "release"), s.namespace_key("b", "release"));
+        assert!(s.namespace_key("a", "release").shared);
+        assert_eq!(s.namespace_key("a", "notes"), NamespaceKey { store: "a:notes".into(), shared: false });
+        assert_ne!(s.namespace_key("a", "notes"), s.namespace_key("b", "notes"));
     }
 
     #[test]

@@ -319,7 +319,27 @@ impl Hub {
                 }
             }
             PlanCommand::Status => match self.resolve(ev, target).await {
-                Ok((state, _)) => Reply::Text(status_text(&state)),
+                Ok((state, _)) => Reply::Text(status_text(&state, self.core.now())),
+                Err(why) => Reply::Text(why),
+            },
+            PlanCommand::Subagents => match self.resolve(ev, target).await {
+                Ok((state, _)) => Reply::Text(subagents_text(&state, self.core.now())),
+                Err(why) => Reply::Text(why),
+            },
+            // Approver-only, like a decision: a crashed child must not keep
+            // the plan unapprovable, but only a person may say so.
+            PlanCommand::ClearSubagents => match self.resolve(ev, target).await {
+                Ok((state, _)) => {
+                    let runs: Vec<String> = state.session.open_subagents.keys().cloned().collect();
+                    let ok = format!(
+                        "Cleared by {}: {} no longer waits for {} ({}).",
+                        Self::actor(ev).label(),
+                        state.session.key,
+                        if runs.len() == 1 { "1 subagent run".to_string() } else { format!("{} subagent runs", runs.len()) },
+                        runs.join(", "),
+                    );
+                    self.session_command(ev, &state.session.key, Command::ClearSubagents { run_id: None }, &ok).await
+                }
                 Err(why) => Reply::Text(why),
             },
             PlanCommand::View => match self.resolve(ev, target).await {
@@ -480,16 +500,31 @@ fn bad_command(text: &str) -> String {
 
 fn summary_line(state: &State) -> String {
     let s = &state.session;
-    match &state.latest {
+    let line = match &state.latest {
         Some(p) if p.status == DecisionStatus::Pending => {
             format!("{} {} · v{} pending · {}", short_ref(&p.approval_id), s.key, p.version, p.plan.title)
         }
         _ if s.mode == Mode::Halted => format!("{} · halted: the plan was cancelled (read-only)", s.key),
         _ => format!("{} · plan mode, no pending plan", s.key),
+    };
+    match s.open_subagents.len() {
+        0 => line,
+        n => format!("{line} · {n} subagent run(s) open"),
     }
 }
 
-fn status_text(state: &State) -> String {
+/// The open subagent runs of a session, for `/plan subagents` and `/plan status`.
+fn subagents_text(state: &State, now: plangate_engine::Timestamp) -> String {
+    let runs = plangate_engine::subagents::describe(state, now);
+    if runs.is_empty() {
+        return format!("{}: no subagent run is open.", state.session.key);
+    }
+    let mut out = format!("{}\n", plangate_engine::card::SUBAGENTS_HEADING);
+    out.push_str(&runs.iter().map(|r| format!("⏳ {r}")).collect::<Vec<_>>().join("\n"));
+    out
+}
+
+fn status_text(state: &State, now: plangate_engine::Timestamp) -> String {
     let s = &state.session;
     let mut out = format!(
         "{} · {} mode · approval {}",
@@ -509,6 +544,10 @@ fn status_text(state: &State) -> String {
     }
     if s.auto_approve {
         out.push_str("\nauto-approve is on");
+    }
+    if !s.open_subagents.is_empty() {
+        out.push('\n');
+        out.push_str(&subagents_text(state, now));
     }
     out
 }

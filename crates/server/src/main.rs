@@ -131,6 +131,9 @@ enum Cmd {
         #[command(flatten)]
         remote: Remote,
     },
+    /// Step lists shared across sessions, and between agents `[namespaces.<name>]` names together.
+    #[command(subcommand)]
+    Namespace(NamespaceCmd),
     /// Harness hooks: `hook claude` / `hook codex` answer one Claude Code / Codex hook event.
     #[command(subcommand)]
     Hook(HookCmd),
@@ -141,6 +144,31 @@ enum Cmd {
         /// (docs/AGENTS.md).
         #[arg(long, env = "PLANGATE_CHANNEL")]
         channel: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum NamespaceCmd {
+    /// Print a namespace's steps as JSON (with who last touched each step, and when).
+    Show {
+        name: String,
+        #[arg(long, env = "PLANGATE_TOKEN", hide_env_values = true)]
+        token: String,
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// Merge steps into a namespace by step text (a known step changes only in the fields given):
+    /// a JSON array of steps, or {"steps": [...]}, from FILE or `-` (stdin).
+    Update {
+        name: String,
+        file: String,
+        /// The session recorded as the steps' author.
+        #[arg(long, default_value = "cli")]
+        session: String,
+        #[arg(long, env = "PLANGATE_TOKEN", hide_env_values = true)]
+        token: String,
+        #[command(flatten)]
+        remote: Remote,
     },
 }
 
@@ -166,7 +194,8 @@ enum HookInstallCmd {
         /// Print the resulting settings instead of writing them.
         #[arg(long)]
         dry_run: bool,
-        /// Seconds ExitPlanMode waits for a decision (the hook timeout is this plus 10).
+        /// Seconds ExitPlanMode waits for a decision, 0–590 (the hook timeout is this plus 10, at most
+        /// Claude Code's 600 s for command hooks).
         #[arg(long, env = "PLANGATE_HOOK_WAIT", default_value_t = plangate_agent::claude::install::default_wait_secs())]
         wait: u64,
     },
@@ -300,6 +329,14 @@ async fn run(args: Args) -> Result<i32> {
                 );
             }
             Ok(0)
+        }
+        Cmd::Namespace(NamespaceCmd::Show { name, token, remote }) => {
+            let client = Client::new(&remote.url, Some(token))?;
+            cli::namespace_show(&client, &name).await
+        }
+        Cmd::Namespace(NamespaceCmd::Update { name, file, session, token, remote }) => {
+            let client = Client::new(&remote.url, Some(token))?;
+            cli::namespace_update(&client, &name, &session, &file).await
         }
         Cmd::Hook(HookCmd::Claude) => {
             print!("{}", plangate_agent::claude::run().await);

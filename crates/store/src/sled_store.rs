@@ -110,6 +110,7 @@ pub(crate) fn timer_key(timer: &Timer) -> Vec<u8> {
         TimerKind::Timeout => k.extend_from_slice(&[1, 0]),
         TimerKind::Escalate => k.extend_from_slice(&[2, 0]),
         TimerKind::AgentNudge(n) => k.extend_from_slice(&[3, n]),
+        TimerKind::SubagentExpiry => k.extend_from_slice(&[4, 0]),
     }
     k
 }

@@ -7,7 +7,7 @@ fn ctx(now: i64, r: u8) -> Ctx {
     Ctx {
         now: Timestamp(now),
         random: [r; 16],
-        timers: TimerPolicy { nudges_ms: vec![600_000, 1_800_000], timeout_ms: Some(86_400_000), escalate_ms: None },
+        timers: TimerPolicy { nudges_ms: vec![600_000, 1_800_000], timeout_ms: Some(86_400_000), ..TimerPolicy::default() },
     }
 }
 

@@ -4,20 +4,53 @@
 //! `http://127.0.0.1:8787`); the plangate session is Claude's `session_id`,
 //! mapped into the API's charset by [`crate::session::sanitize`].
 //!
+//! Event names, input fields and output shapes are checked against Claude
+//! Code's hooks reference (code.claude.com/docs/en/hooks) and the Agent SDK's
+//! hook types (claude-agent-sdk-python 0.2.143, which bundles Claude Code
+//! 2.1.240; its CHANGELOG for when each appeared). The events:
+//!
+//! | event | what the hook does | answer |
+//! |---|---|---|
+//! | `PreToolUse` | the mutation gate (`POST /v1/gate`); `ExitPlanMode` proposes and waits (below); the subagent tool opens a run; a call inside a subagent is its heartbeat | deny, or no decision |
+//! | `PermissionRequest` | the gate; `ExitPlanMode`'s plan dialog is answered by the human's decision | `decision.behavior` |
+//! | `PostToolUse`, `PostToolUseFailure` | the subagent tool finished: its run closes | no output |
+//! | `SubagentStart`, `SubagentStop` | a subagent's own run (`agent:<agent_id>`) opens and closes | no output |
+//! | `SessionStart` (`compact`, `resume`) | the session's hydration (its open steps as facts) | `additionalContext` |
+//! | `UserPromptSubmit` | an untaken `[PLAN_DECISION]` (or `[PLAN_NUDGE]`), taken atomically | `additionalContext` |
+//!
 //! `ExitPlanMode` — its `tool_input.plan` markdown (or, for Claude Code
 //! versions that leave it out, the `.md` file under `~/.claude/plans` that
 //! `tool_input.planFilePath` names) — is submitted as a proposal
 //! ([`crate::proposal::submit`]: enter plan mode if needed, propose, or
 //! recognise the same plan sent before), then the hook waits for the
-//! decision for at most `PLANGATE_HOOK_WAIT` seconds (default 50):
+//! decision for at most `PLANGATE_HOOK_WAIT` seconds (default 50, at most
+//! [`MAX_WAIT_SECS`]), chaining the server's long-polls (≤ 300 s each):
 //!
 //! | decision | `PreToolUse` | `PermissionRequest` |
 //! |---|---|---|
-//! | approved | no output (Claude's own rules still apply) | `allow`, `updatedInput` = the tool input |
+//! | approved | no decision, the `[PLAN_DECISION]` (with the approved steps) as `additionalContext` | `allow`, `updatedInput` = the tool input |
 //! | edited | no decision, the edited plan as `additionalContext` | `allow`, `updatedInput.plan` = the edited plan |
 //! | changes requested | `deny`, the feedback as the reason | `deny`, the feedback as `message` |
-//! | still pending | `deny`: "awaiting approval …; call ExitPlanMode again with the same plan" | same |
+//! | still pending | [`still_pending`]: `deny`, "awaiting approval …; call ExitPlanMode again with the same plan" | same |
 //! | timed out, cancelled, superseded | `deny` with what happened | same |
+//!
+//! Once a final decision has been given to Claude this way, the hook takes
+//! the session's injection (`POST …/injection/take`, best effort within
+//! [`QUICK_BUDGET`]), so the same decision is not delivered again on the next
+//! prompt or by another path.
+//!
+//! **Subagents.** Approve and Edit wait while subagent runs are open. The
+//! hook opens and closes runs from Claude Code's own events, so the gate
+//! works without the agent registering anything: the subagent tool (`Agent`,
+//! called `Task` before Claude Code 2.1.63; [`SUBAGENT_TOOLS`]) opens
+//! `tool:<tool_use_id>` on `PreToolUse` once the gate allows it (a run that
+//! cannot be recorded blocks the call), and `PostToolUse` /
+//! `PostToolUseFailure` of the same `tool_use_id` close it; `SubagentStart` /
+//! `SubagentStop` open and close `agent:<agent_id>`, which also covers
+//! background subagents (whose tool call returns at launch), and every tool
+//! call inside a subagent (`PreToolUse` with `agent_id`) is that run's
+//! heartbeat. A run nobody closes expires (`[approvals] subagent_expiry`) or
+//! is cleared by a person.
 //!
 //! plangate's own MCP tools (`mcp__plangate__<tool>`, [`crate::mcp::TOOLS`])
 //! are where the hook and `plangate mcp` meet: the MCP server cannot know
@@ -33,15 +66,20 @@
 //! plangate's own state, and deny and ask rules still apply. If `updatedInput`
 //! is lost on the way, the MCP server gets no session and refuses the call.
 //!
-//! Never fail open: a server that is down or slow, malformed input, a missing
-//! `session_id` or `tool_name`, a plan over the 60,000-character cap — each is
-//! a deny with the reason, and the process exits 0 so Claude Code reads it.
-//! A panic prints a deny and exits 2 ([`fail_closed_on_panic`]); the installed
-//! command adds `|| exit 2` for everything that happens before this code runs.
-//! An event this hook does not handle is answered `{"continue": false}` with
-//! a `stopReason`: it can only be there by mistake, and stopping is the one
-//! answer every event understands. Outside the decision wait the hook answers
-//! within about two seconds.
+//! Never fail open: for the gate's events (`PreToolUse`, `PermissionRequest`)
+//! a server that is down or slow, malformed input, a missing `session_id` or
+//! `tool_name`, a plan over the 60,000-character cap — each is a deny with the
+//! reason, and the process exits 0 so Claude Code reads it. A panic prints a
+//! deny and exits 2 ([`fail_closed_on_panic`]); the installed command adds
+//! `|| exit 2` for everything that happens before this code runs. The other
+//! events gate nothing, so a failure there is never a block: their answer is
+//! no output (a `SessionStart` that cannot reach plangate says so as context),
+//! and their installed command has no `|| exit 2` (exit 2 would erase the
+//! user's prompt, or keep a stopping subagent running). An event this hook
+//! does not handle is answered `{"continue": false}` with a `stopReason`: it
+//! can only be there by mistake, and stopping is the one answer every event
+//! understands. Outside the decision wait the hook answers within about two
+//! seconds.
 
 use crate::client::{AgentError, Client, GateDecision, Timeouts};
 use crate::proposal::{submit, FileRecall, NoRecall, ProposalBody, Recall};
@@ -50,26 +88,79 @@ use plangate_engine::view::DecisionView;
 use plangate_engine::DecisionStatus;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
 
 /// How long `ExitPlanMode` waits for a decision unless `PLANGATE_HOOK_WAIT` says otherwise.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(50);
-/// The longest `PLANGATE_HOOK_WAIT` accepted (the server holds a request 300 s at most).
-pub const MAX_WAIT_SECS: u64 = 290;
+/// The longest `PLANGATE_HOOK_WAIT` accepted: with [`TIMEOUT_MARGIN_SECS`]
+/// the installed hook timeout is 600 s, Claude Code's default and documented
+/// timeout for command hooks ("Changed tool hook execution timeout from 60
+/// seconds to 10 minutes", Claude Code 2.1.3). The wait chains the server's
+/// long-polls, which hold a request 300 s at most.
+pub const MAX_WAIT_SECS: u64 = 590;
 /// The installed hook timeout is the wait plus this margin, so the hook
 /// always answers before Claude Code gives up on it.
 pub const TIMEOUT_MARGIN_SECS: u64 = 10;
 /// Everything but the decision wait must fit in this.
 pub const QUICK_BUDGET: Duration = Duration::from_secs(2);
+/// The installed timeout of the events that never wait for a person.
+pub const QUICK_TIMEOUT_SECS: u64 = 10;
 /// Hook input larger than this is refused (the API takes 1 MiB bodies).
 pub const MAX_INPUT_BYTES: u64 = 4 << 20;
+/// Claude Code's subagent tool: `Agent` since 2.1.63, `Task` before (still
+/// accepted as an alias, so older versions and old settings send it).
+pub const SUBAGENT_TOOLS: [&str; 2] = ["Agent", "Task"];
 
-/// The two events this hook answers.
+/// The events this hook answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
     PreToolUse,
     PermissionRequest,
+    PostToolUse,
+    PostToolUseFailure,
+    SessionStart,
+    UserPromptSubmit,
+    SubagentStart,
+    SubagentStop,
+}
+
+impl Event {
+    pub const ALL: [Event; 8] = [
+        Event::PreToolUse,
+        Event::PermissionRequest,
+        Event::PostToolUse,
+        Event::PostToolUseFailure,
+        Event::SessionStart,
+        Event::UserPromptSubmit,
+        Event::SubagentStart,
+        Event::SubagentStop,
+    ];
+
+    /// The `hook_event_name` / `hookEventName`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Event::PreToolUse => "PreToolUse",
+            Event::PermissionRequest => "PermissionRequest",
+            Event::PostToolUse => "PostToolUse",
+            Event::PostToolUseFailure => "PostToolUseFailure",
+            Event::SessionStart => "SessionStart",
+            Event::UserPromptSubmit => "UserPromptSubmit",
+            Event::SubagentStart => "SubagentStart",
+            Event::SubagentStop => "SubagentStop",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Event> {
+        Event::ALL.into_iter().find(|e| e.name() == name)
+    }
+
+    /// The gate's events: a failure there is a refusal of the call. The
+    /// others gate nothing, and a failure must never block them.
+    pub fn gates(self) -> bool {
+        matches!(self, Event::PreToolUse | Event::PermissionRequest)
+    }
 }
 
 /// What the hook tells Claude Code.
@@ -77,21 +168,16 @@ pub enum Event {
 pub enum Answer {
     /// Exit 0 with empty stdout: no opinion, Claude Code's own rules apply.
     NoDecision,
-    /// `PreToolUse` without a decision, but with context for Claude.
-    Context(String),
-    Deny {
-        event: Event,
-        reason: String,
-    },
+    /// Context for Claude (`hookSpecificOutput.additionalContext`), without
+    /// a decision: `PreToolUse`, `SessionStart`, `UserPromptSubmit`.
+    Context { event: Event, text: String },
+    /// A refusal of a `PreToolUse` or `PermissionRequest` call.
+    Deny { event: Event, reason: String },
     /// `PermissionRequest` allow, with the tool input to run.
-    Allow {
-        updated_input: Value,
-    },
+    Allow { updated_input: Value },
     /// `PreToolUse` allow with the tool input to run: plangate's own MCP
     /// tools, given Claude's session.
-    AllowInput {
-        updated_input: Value,
-    },
+    AllowInput { updated_input: Value },
     /// `PreToolUse` `"ask"`: show the permission dialog (a pending plan
     /// whose dialog a plangate channel answers when the human decides).
     Ask(String),
@@ -108,11 +194,12 @@ impl Answer {
     pub fn render(&self) -> String {
         let value = match self {
             Answer::NoDecision => return String::new(),
-            Answer::Context(text) => json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": text}}),
-            Answer::Deny { event: Event::PreToolUse, reason } => json!({"hookSpecificOutput": {
-                "hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": reason}}),
+            Answer::Context { event, text } => json!({"hookSpecificOutput": {"hookEventName": event.name(), "additionalContext": text}}),
             Answer::Deny { event: Event::PermissionRequest, reason } => json!({"hookSpecificOutput": {
                 "hookEventName": "PermissionRequest", "decision": {"behavior": "deny", "message": reason}}}),
+            // Only the gate's events are ever denied; anything else reads as a `PreToolUse` deny.
+            Answer::Deny { reason, .. } => json!({"hookSpecificOutput": {
+                "hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": reason}}),
             Answer::Allow { updated_input } => json!({"hookSpecificOutput": {
                 "hookEventName": "PermissionRequest", "decision": {"behavior": "allow", "updatedInput": updated_input}}}),
             Answer::AllowInput { updated_input } => json!({"hookSpecificOutput": {
@@ -145,7 +232,7 @@ impl Settings {
     }
 }
 
-/// `PLANGATE_HOOK_WAIT` in whole seconds, 0–290; [`DEFAULT_WAIT`] when unset.
+/// `PLANGATE_HOOK_WAIT` in whole seconds, 0–[`MAX_WAIT_SECS`]; [`DEFAULT_WAIT`] when unset.
 pub fn wait_from_env() -> Result<Duration, AgentError> {
     match std::env::var("PLANGATE_HOOK_WAIT") {
         Err(_) => Ok(DEFAULT_WAIT),
@@ -161,12 +248,22 @@ pub fn wait_from_env() -> Result<Duration, AgentError> {
 /// permission) whatever the event: every other non-zero code lets it run.
 pub const EXIT_BLOCK: i32 = 2;
 
+/// Set once the event being answered is known not to be one of the gate's:
+/// then a crash must not block (exit 2 would erase the user's prompt, or keep
+/// a stopping subagent running), only report.
+static ANSWERING_NON_GATE: AtomicBool = AtomicBool::new(false);
+
 /// Block this call and exit: the reason on stderr (what Claude Code shows
 /// Claude on exit 2), a `PreToolUse` deny on stdout for anything that reads
-/// it, and exit code 2. Write errors are ignored: the exit code is the answer.
+/// it, and exit code 2. While answering an event that gates nothing it is a
+/// non-blocking error instead (stderr, exit 1). Write errors are ignored: the
+/// exit code is the answer.
 pub fn block_and_exit(reason: &str) -> ! {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "{reason}");
+    if ANSWERING_NON_GATE.load(Ordering::SeqCst) {
+        std::process::exit(1)
+    }
     let mut out = std::io::stdout();
     let _ = out.write_all(Answer::deny(Event::PreToolUse, reason).render().as_bytes());
     let _ = out.flush();
@@ -197,12 +294,67 @@ pub async fn run() -> String {
     answer.render()
 }
 
-/// The parsed parts of an event that matter here.
-struct Input {
+/// A tool call the gate judges (`PreToolUse`, `PermissionRequest`).
+struct ToolCall {
     event: Event,
     session_id: String,
     tool_name: String,
     tool_input: Value,
+    /// Pairs a `PreToolUse` with its `PostToolUse` (Claude Code 2.0.43+).
+    tool_use_id: Option<String>,
+    /// Set when the call comes from inside a subagent.
+    agent_id: Option<String>,
+}
+
+/// The parsed parts of an event that matter here.
+enum Input {
+    Tool(ToolCall),
+    /// `PostToolUse` / `PostToolUseFailure`.
+    ToolDone {
+        event: Event,
+        session_id: String,
+        tool_name: String,
+        tool_use_id: Option<String>,
+    },
+    SessionStart {
+        session_id: String,
+    },
+    Prompt {
+        session_id: String,
+    },
+    /// `SubagentStart` (`open`) or `SubagentStop`.
+    Subagent {
+        session_id: String,
+        agent_id: Option<String>,
+        open: bool,
+    },
+}
+
+impl Input {
+    fn session_id(&self) -> &str {
+        match self {
+            Input::Tool(call) => &call.session_id,
+            Input::ToolDone { session_id, .. }
+            | Input::SessionStart { session_id }
+            | Input::Prompt { session_id }
+            | Input::Subagent { session_id, .. } => session_id,
+        }
+    }
+
+    fn event(&self) -> Event {
+        match self {
+            Input::Tool(call) => call.event,
+            Input::ToolDone { event, .. } => *event,
+            Input::SessionStart { .. } => Event::SessionStart,
+            Input::Prompt { .. } => Event::UserPromptSubmit,
+            Input::Subagent { open: true, .. } => Event::SubagentStart,
+            Input::Subagent { open: false, .. } => Event::SubagentStop,
+        }
+    }
+}
+
+fn text_field(value: &Value, name: &str) -> Option<String> {
+    value.get(name).and_then(Value::as_str).filter(|s| !s.trim().is_empty()).map(str::to_string)
 }
 
 fn parse(bytes: &[u8]) -> Result<Input, Answer> {
@@ -210,26 +362,41 @@ fn parse(bytes: &[u8]) -> Result<Input, Answer> {
         Answer::deny(Event::PreToolUse, format!("plangate: the hook input is not valid JSON ({e}), so this call is blocked"))
     })?;
     let event = match value.get("hook_event_name").and_then(Value::as_str) {
-        Some("PreToolUse") => Event::PreToolUse,
-        Some("PermissionRequest") => Event::PermissionRequest,
-        Some(other) => {
-            return Err(Answer::Stop(format!(
-                "plangate hook claude answers PreToolUse and PermissionRequest only, not {other:?}; \
-                 remove it from that event in .claude/settings.json (`plangate hook install claude` writes the right entries)"
-            )))
-        }
+        Some(name) => Event::from_name(name).ok_or_else(|| {
+            let known: Vec<&str> = Event::ALL.iter().map(|e| e.name()).collect();
+            Answer::Stop(format!(
+                "plangate hook claude answers {} only, not {name:?}; remove it from that event in .claude/settings.json \
+                 (`plangate hook install claude` writes the right entries)",
+                known.join(", ")
+            ))
+        })?,
         None => return Err(Answer::deny(Event::PreToolUse, "plangate: the hook input has no hook_event_name, so this call is blocked")),
     };
-    let session_id = match value.get("session_id").and_then(Value::as_str).filter(|s| !s.is_empty()) {
-        Some(s) => crate::session::sanitize(s),
-        None => return Err(Answer::deny(event, "plangate: the hook input has no session_id, so this call is blocked")),
+    if !event.gates() {
+        ANSWERING_NON_GATE.store(true, Ordering::SeqCst);
+    }
+    let session_id = match text_field(&value, "session_id") {
+        Some(s) => crate::session::sanitize(&s),
+        None if event.gates() => return Err(Answer::deny(event, "plangate: the hook input has no session_id, so this call is blocked")),
+        // Nothing to act on, and nothing to protect.
+        None => return Err(Answer::NoDecision),
     };
-    let tool_name = match value.get("tool_name").and_then(Value::as_str).filter(|s| !s.trim().is_empty()) {
-        Some(t) => t.to_string(),
-        None => return Err(Answer::deny(event, "plangate: the hook input has no tool_name, so this call is blocked")),
-    };
-    let tool_input = value.get("tool_input").cloned().unwrap_or_else(|| json!({}));
-    Ok(Input { event, session_id, tool_name, tool_input })
+    let tool_use_id = text_field(&value, "tool_use_id");
+    let agent_id = text_field(&value, "agent_id");
+    Ok(match event {
+        Event::PreToolUse | Event::PermissionRequest => {
+            let tool_name = text_field(&value, "tool_name")
+                .ok_or_else(|| Answer::deny(event, "plangate: the hook input has no tool_name, so this call is blocked"))?;
+            let tool_input = value.get("tool_input").cloned().unwrap_or_else(|| json!({}));
+            Input::Tool(ToolCall { event, session_id, tool_name, tool_input, tool_use_id, agent_id })
+        }
+        Event::PostToolUse | Event::PostToolUseFailure => {
+            Input::ToolDone { event, session_id, tool_name: text_field(&value, "tool_name").unwrap_or_default(), tool_use_id }
+        }
+        Event::SessionStart => Input::SessionStart { session_id },
+        Event::UserPromptSubmit => Input::Prompt { session_id },
+        Event::SubagentStart | Event::SubagentStop => Input::Subagent { session_id, agent_id, open: event == Event::SubagentStart },
+    })
 }
 
 /// Answer one event. `settings` is only consulted once the input is valid,
@@ -244,29 +411,94 @@ pub async fn answer(bytes: &[u8], settings: impl FnOnce() -> Result<Settings, Ag
     let claude = super::binding::ClaudeProcess::find();
     let bindings = super::binding::Bindings::from_env();
     if let (Some(b), Some(c)) = (&bindings, &claude) {
-        let _ = b.record(c, &input.session_id);
+        let _ = b.record(c, input.session_id());
     }
     let channel = matches!((&bindings, &claude), (Some(b), Some(c)) if b.channel_live(c));
     let settings = match settings() {
         Ok(s) => s,
-        Err(e) => return Answer::deny(input.event, format!("plangate: {e}; this call is blocked until the hook is configured")),
-    };
-    if input.tool_name == "ExitPlanMode" {
-        // Submitting (at most QUICK_BUDGET), the wait, and a margin: still
-        // well inside the installed timeout (wait + TIMEOUT_MARGIN_SECS).
-        let budget = settings.wait + 2 * QUICK_BUDGET;
-        match tokio::time::timeout(budget, exit_plan_mode(&input, &settings, channel)).await {
-            Ok(answer) => answer,
-            Err(_) => Answer::deny(input.event, "plangate did not answer in time; call ExitPlanMode again with the same plan"),
+        Err(e) if input.event().gates() => {
+            return Answer::deny(input.event(), format!("plangate: {e}; this call is blocked until the hook is configured"))
         }
-    } else {
-        match tokio::time::timeout(QUICK_BUDGET, gate(&input, &settings)).await {
+        Err(e) if input.event() == Event::SessionStart => {
+            return Answer::Context { event: Event::SessionStart, text: format!("plangate's hook is not configured ({e}).") }
+        }
+        Err(_) => return Answer::NoDecision,
+    };
+    match input {
+        Input::Tool(call) if call.tool_name == "ExitPlanMode" => {
+            // Submitting (at most QUICK_BUDGET), the wait, and a margin: still
+            // well inside the installed timeout (wait + TIMEOUT_MARGIN_SECS).
+            let budget = settings.wait + 2 * QUICK_BUDGET;
+            let (answer, session) = match tokio::time::timeout(budget, exit_plan_mode(&call, &settings, channel)).await {
+                Ok((answer, delivered)) => (answer, delivered.then_some(&call.session_id)),
+                Err(_) => (Answer::deny(call.event, "plangate did not answer in time; call ExitPlanMode again with the same plan"), None),
+            };
+            if let Some(session) = session {
+                // Claude has this decision now: take it, so the next prompt (or
+                // a channel) does not deliver it again. Best effort.
+                let _ = tokio::time::timeout(QUICK_BUDGET, settings.client.take_injection(session)).await;
+            }
+            answer
+        }
+        Input::Tool(call) => match tokio::time::timeout(QUICK_BUDGET, gate(&call, &settings)).await {
             Ok(answer) => answer,
             Err(_) => {
-                Answer::deny(input.event, format!("plangate did not answer within {} s, so this call is blocked", QUICK_BUDGET.as_secs()))
+                Answer::deny(call.event, format!("plangate did not answer within {} s, so this call is blocked", QUICK_BUDGET.as_secs()))
             }
+        },
+        Input::ToolDone { session_id, tool_name, tool_use_id, .. } => match (SUBAGENT_TOOLS.contains(&tool_name.as_str()), tool_use_id) {
+            (true, Some(id)) => record(settings.client.close_subagent(&session_id, &tool_run(&id))).await,
+            _ => Answer::NoDecision,
+        },
+        Input::Subagent { session_id, agent_id: Some(agent), open: true } => {
+            record(settings.client.open_subagent(&session_id, &agent_run(&agent))).await
         }
+        Input::Subagent { session_id, agent_id: Some(agent), open: false } => {
+            record(settings.client.close_subagent(&session_id, &agent_run(&agent))).await
+        }
+        Input::Subagent { agent_id: None, .. } => Answer::NoDecision,
+        Input::SessionStart { session_id } => match tokio::time::timeout(QUICK_BUDGET, settings.client.hydration(&session_id)).await {
+            Ok(Ok(Some(text))) => Answer::Context { event: Event::SessionStart, text },
+            Ok(Ok(None)) => Answer::NoDecision,
+            Ok(Err(e)) => Answer::Context { event: Event::SessionStart, text: unreachable_note(&e.to_string()) },
+            Err(_) => Answer::Context { event: Event::SessionStart, text: unreachable_note("no answer in time") },
+        },
+        Input::Prompt { session_id } => match tokio::time::timeout(QUICK_BUDGET, settings.client.take_injection(&session_id)).await {
+            Ok(Ok(Some(text))) => Answer::Context { event: Event::UserPromptSubmit, text },
+            // Nothing waiting, or plangate unreachable: the prompt goes on as
+            // typed (the gate still refuses changes while plangate is down).
+            _ => Answer::NoDecision,
+        },
     }
+}
+
+/// Record a subagent run opening or closing. These events gate nothing, so
+/// a failure is only reported on stderr (a run left open expires, or a
+/// person clears it) and the answer is always no output.
+async fn record(call: impl std::future::Future<Output = Result<(), AgentError>>) -> Answer {
+    match tokio::time::timeout(QUICK_BUDGET, call).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => eprintln!("plangate: could not record a subagent run: {e}"),
+        Err(_) => eprintln!("plangate: could not record a subagent run within {} s", QUICK_BUDGET.as_secs()),
+    }
+    Answer::NoDecision
+}
+
+fn unreachable_note(why: &str) -> String {
+    format!(
+        "plangate could not be reached ({why}), so whether this session has an active plan is unknown; \
+         plangate's gate blocks changes until it answers."
+    )
+}
+
+/// The run of a subagent tool call: `tool:<tool_use_id>`.
+fn tool_run(tool_use_id: &str) -> String {
+    format!("tool:{tool_use_id}")
+}
+
+/// The run of a subagent itself: `agent:<agent_id>`.
+fn agent_run(agent_id: &str) -> String {
+    format!("agent:{agent_id}")
 }
 
 /// The tool of plangate's own MCP server that `tool_name` calls, if any.
@@ -277,90 +509,157 @@ fn own_mcp_tool(tool_name: &str) -> Option<&'static str> {
 
 /// A call of plangate's own MCP tool, allowed with Claude's session id in
 /// its input (overriding any the model put there).
-fn with_session(input: &Input) -> Answer {
-    let mut updated = match &input.tool_input {
+fn with_session(call: &ToolCall) -> Answer {
+    let mut updated = match &call.tool_input {
         Value::Object(map) => map.clone(),
         Value::Null => serde_json::Map::new(),
-        _ => {
-            return Answer::deny(input.event, format!("plangate: the input of {} is not a JSON object, so it is blocked", input.tool_name))
-        }
+        _ => return Answer::deny(call.event, format!("plangate: the input of {} is not a JSON object, so it is blocked", call.tool_name)),
     };
-    updated.insert("session_id".to_string(), json!(input.session_id));
+    updated.insert("session_id".to_string(), json!(call.session_id));
     Answer::AllowInput { updated_input: Value::Object(updated) }
 }
 
-async fn gate(input: &Input, settings: &Settings) -> Answer {
-    match settings.client.gate(&input.session_id, &input.tool_name, &input.tool_input).await {
-        Ok(verdict)
-            if verdict.decision == GateDecision::Allow && input.event == Event::PreToolUse && own_mcp_tool(&input.tool_name).is_some() =>
-        {
-            with_session(input)
+async fn gate(call: &ToolCall, settings: &Settings) -> Answer {
+    // A tool call inside a subagent is that subagent's heartbeat: its run
+    // stays open (and does not expire) while it works. Best effort.
+    let heartbeat = async {
+        if let (Event::PreToolUse, Some(agent)) = (call.event, &call.agent_id) {
+            let _ = settings.client.open_subagent(&call.session_id, &agent_run(agent)).await;
         }
-        // Allow is no decision: Claude Code's own permission rules still apply.
+    };
+    let (verdict, ()) = tokio::join!(settings.client.gate(&call.session_id, &call.tool_name, &call.tool_input), heartbeat);
+    match verdict {
+        Ok(verdict) if verdict.decision == GateDecision::Allow && call.event == Event::PreToolUse => {
+            if own_mcp_tool(&call.tool_name).is_some() {
+                with_session(call)
+            } else if SUBAGENT_TOOLS.contains(&call.tool_name.as_str()) {
+                open_tool_run(call, settings).await
+            } else {
+                // Allow is no decision: Claude Code's own permission rules still apply.
+                Answer::NoDecision
+            }
+        }
         Ok(verdict) if verdict.decision == GateDecision::Allow => Answer::NoDecision,
-        Ok(verdict) => Answer::deny(input.event, format!("plangate: {}", verdict.reason)),
-        Err(e) => Answer::deny(input.event, format!("plangate could not check this call, so it is blocked: {e}")),
+        Ok(verdict) => Answer::deny(call.event, format!("plangate: {}", verdict.reason)),
+        Err(e) => Answer::deny(call.event, format!("plangate could not check this call, so it is blocked: {e}")),
     }
 }
 
-async fn exit_plan_mode(input: &Input, settings: &Settings, channel: bool) -> Answer {
-    let markdown = match plan_text(&input.tool_input) {
+/// The gate let a subagent tool call through: record its run before the
+/// subagent starts, or block the call (an approval must never overtake a
+/// subagent plangate does not know about).
+async fn open_tool_run(call: &ToolCall, settings: &Settings) -> Answer {
+    let Some(id) = &call.tool_use_id else {
+        return Answer::deny(
+            call.event,
+            format!(
+                "plangate: this {} call carries no tool_use_id (Claude Code before 2.0.43), so plangate cannot track the \
+                 subagent and it is blocked; update Claude Code",
+                call.tool_name
+            ),
+        );
+    };
+    match settings.client.open_subagent(&call.session_id, &tool_run(id)).await {
+        Ok(()) => Answer::NoDecision,
+        Err(e) => Answer::deny(call.event, format!("plangate could not record this subagent run, so it is blocked: {e}")),
+    }
+}
+
+/// Propose, wait, answer. The flag says whether the answer hands Claude a
+/// final decision (then its injection is taken: see [`answer`]).
+async fn exit_plan_mode(call: &ToolCall, settings: &Settings, channel: bool) -> (Answer, bool) {
+    let markdown = match plan_text(&call.tool_input) {
         Ok(m) => m,
-        Err(why) => return Answer::deny(input.event, format!("plangate: {why}")),
+        Err(why) => return (Answer::deny(call.event, format!("plangate: {why}")), false),
     };
     let body = ProposalBody::markdown(markdown, None);
     let submitted = tokio::time::timeout(
         QUICK_BUDGET,
-        submit(&settings.client, settings.recall.as_ref(), &input.session_id, &body, "Claude Code called ExitPlanMode"),
+        submit(&settings.client, settings.recall.as_ref(), &call.session_id, &body, "Claude Code called ExitPlanMode"),
     )
     .await;
     let submitted = match submitted {
         Ok(Ok(s)) => s,
-        Ok(Err(e)) => return Answer::deny(input.event, format!("plangate could not submit the plan: {e}")),
-        Err(_) => return Answer::deny(input.event, "plangate did not take the plan in time; call ExitPlanMode again with the same plan"),
+        Ok(Err(e)) => return (Answer::deny(call.event, format!("plangate could not submit the plan: {e}")), false),
+        Err(_) => {
+            return (Answer::deny(call.event, "plangate did not take the plan in time; call ExitPlanMode again with the same plan"), false)
+        }
     };
     let mut decision = submitted.decision;
     if !decision.is_final() {
-        match settings.client.wait_decision(&input.session_id, settings.wait).await {
+        // Long-polls of at most 300 s each, chained up to the whole wait.
+        match settings.client.wait_decision(&call.session_id, settings.wait).await {
             Ok(Some(d)) if d.approval_id == decision.approval_id => decision = d,
             Ok(Some(d)) => {
-                return Answer::deny(
-                    input.event,
-                    format!(
-                        "plangate: plan v{} was replaced by v{} while waiting; call ExitPlanMode with your current plan",
-                        decision.version, d.version
-                    ),
-                )
+                let text = format!(
+                    "plangate: plan v{} was replaced by v{} while waiting; call ExitPlanMode with your current plan",
+                    decision.version, d.version
+                );
+                return (Answer::deny(call.event, text), false);
             }
             Ok(None) => {}
             Err(AgentError::Timeout { .. }) => {}
-            Err(e) => return Answer::deny(input.event, format!("plangate could not learn the decision: {e}")),
+            Err(e) => return (Answer::deny(call.event, format!("plangate could not learn the decision: {e}")), false),
         }
     }
-    decide(input, &decision, submitted.recalled, channel)
+    let delivered = matches!(
+        decision.status,
+        DecisionStatus::Approved | DecisionStatus::Edited | DecisionStatus::Rejected | DecisionStatus::TimedOut | DecisionStatus::Cancelled
+    );
+    (decide(call, &decision, submitted.recalled, channel), delivered)
 }
 
-/// The answer for a decision. `channel`: a plangate channel runs in this
-/// Claude process, so a plan still pending leaves the dialog open for it to
-/// answer when the human decides (instead of refusing the call).
-fn decide(input: &Input, d: &DecisionView, recalled: bool, channel: bool) -> Answer {
+/// What Claude is told when the wait ends with the plan still pending.
+///
+/// Without a channel: a deny that tells Claude to call `ExitPlanMode` again
+/// with the same plan; the decision then reaches Claude on the user's next
+/// prompt (`UserPromptSubmit` delivers the untaken `[PLAN_DECISION]`), or
+/// when it calls again. With a plangate channel running in this Claude
+/// process (`channel`): the dialog is left open (`ask` for `PreToolUse`, no
+/// decision for `PermissionRequest`), and the channel answers it when the
+/// human decides (see [`super::channel`]).
+fn still_pending(call: &ToolCall, d: &DecisionView, channel: bool) -> Answer {
+    if channel {
+        let reason = format!(
+            "plangate: plan v{} awaits a human's approval (id {}); plangate's channel answers this dialog when they decide",
+            d.version, d.approval_id
+        );
+        return match call.event {
+            Event::PermissionRequest => Answer::NoDecision,
+            _ => Answer::Ask(reason),
+        };
+    }
+    Answer::deny(
+        call.event,
+        format!(
+            "plangate: plan v{} is awaiting approval (id {}); call ExitPlanMode again with the same plan to check",
+            d.version, d.approval_id
+        ),
+    )
+}
+
+fn decide(call: &ToolCall, d: &DecisionView, recalled: bool, channel: bool) -> Answer {
     let by = d.decided_by.as_deref().unwrap_or("a human");
     match d.status {
-        DecisionStatus::Approved => match input.event {
-            Event::PreToolUse => Answer::NoDecision,
-            Event::PermissionRequest => Answer::Allow { updated_input: input.tool_input.clone() },
+        DecisionStatus::Approved => match call.event {
+            // The decision, with the approved steps, for Claude to execute.
+            Event::PreToolUse => match &d.injection {
+                Some(text) => Answer::Context { event: Event::PreToolUse, text: text.clone() },
+                None => Answer::NoDecision,
+            },
+            _ => Answer::Allow { updated_input: call.tool_input.clone() },
         },
         DecisionStatus::Edited => {
             let edited = d.plan.as_ref().map(render_markdown).unwrap_or_default();
-            match input.event {
+            match call.event {
                 Event::PreToolUse => {
                     let injection = d.injection.clone().unwrap_or_else(|| {
                         format!("Plan v{} was approved with edits by {by}: execute the edited plan below, not your original.", d.version)
                     });
-                    Answer::Context(format!("{injection}\n\nThe approved plan:\n\n{edited}"))
+                    Answer::Context { event: Event::PreToolUse, text: format!("{injection}\n\nThe approved plan:\n\n{edited}") }
                 }
-                Event::PermissionRequest => {
-                    let mut updated = input.tool_input.clone();
+                _ => {
+                    let mut updated = call.tool_input.clone();
                     match updated.as_object_mut() {
                         Some(obj) => {
                             obj.insert("plan".to_string(), json!(edited));
@@ -380,32 +679,16 @@ fn decide(input: &Input, d: &DecisionView, recalled: bool, channel: bool) -> Ans
                 )
             });
             let again = if recalled { "You sent the same plan again; it was already sent back. " } else { "" };
-            Answer::deny(input.event, format!("plangate: {again}{text}"))
+            Answer::deny(call.event, format!("plangate: {again}{text}"))
         }
-        DecisionStatus::Pending if channel => {
-            let reason = format!(
-                "plangate: plan v{} awaits a human's approval (id {}); plangate's channel answers this dialog when they decide",
-                d.version, d.approval_id
-            );
-            match input.event {
-                Event::PreToolUse => Answer::Ask(reason),
-                Event::PermissionRequest => Answer::NoDecision,
-            }
-        }
-        DecisionStatus::Pending => Answer::deny(
-            input.event,
-            format!(
-                "plangate: plan v{} is awaiting approval (id {}); call ExitPlanMode again with the same plan to check",
-                d.version, d.approval_id
-            ),
-        ),
+        DecisionStatus::Pending => still_pending(call, d, channel),
         DecisionStatus::Superseded => Answer::deny(
-            input.event,
+            call.event,
             format!("plangate: plan v{} was superseded by a newer proposal; call ExitPlanMode with your current plan", d.version),
         ),
         DecisionStatus::TimedOut | DecisionStatus::Cancelled => {
             let text = d.injection.clone().unwrap_or_else(|| format!("plan v{} was {}; it was not approved", d.version, d.status.as_str()));
-            Answer::deny(input.event, format!("plangate: {text}"))
+            Answer::deny(call.event, format!("plangate: {text}"))
         }
     }
 }
@@ -481,6 +764,32 @@ mod tests {
             .contains("PLANGATE_TOKEN"));
     }
 
+    #[tokio::test]
+    async fn events_that_gate_nothing_are_never_denied() {
+        // Unconfigured: the gate's events deny; the others pass quietly, and
+        // SessionStart says why the plan could not be restored.
+        for event in ["PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "SubagentStart", "SubagentStop"] {
+            let input = format!(r#"{{"hook_event_name":"{event}","session_id":"s","tool_name":"Agent","tool_use_id":"t","agent_id":"a"}}"#);
+            assert_eq!(answer(input.as_bytes(), no_settings).await, Answer::NoDecision, "{event}");
+            // Without a session there is nothing to act on either.
+            let input = format!(r#"{{"hook_event_name":"{event}"}}"#);
+            assert_eq!(answer(input.as_bytes(), no_settings).await, Answer::NoDecision, "{event}");
+        }
+        let start = answer(br#"{"hook_event_name":"SessionStart","session_id":"s","source":"compact"}"#, no_settings).await;
+        let v = rendered(&start);
+        assert_eq!(v["hookSpecificOutput"]["hookEventName"], "SessionStart");
+        assert!(v["hookSpecificOutput"]["additionalContext"].as_str().unwrap_or("").contains("PLANGATE_TOKEN"), "{v}");
+    }
+
+    #[test]
+    fn context_names_its_event() {
+        for event in [Event::PreToolUse, Event::SessionStart, Event::UserPromptSubmit] {
+            let v = rendered(&Answer::Context { event, text: "x".into() });
+            assert_eq!(v, json!({"hookSpecificOutput": {"hookEventName": event.name(), "additionalContext": "x"}}));
+        }
+        assert_eq!(Event::ALL.iter().filter(|e| e.gates()).count(), 2);
+    }
+
     #[test]
     fn no_decision_is_empty_output() {
         assert_eq!(Answer::NoDecision.render(), "");
@@ -491,11 +800,13 @@ mod tests {
         assert_eq!(own_mcp_tool("mcp__plangate__enter_plan_mode"), Some("enter_plan_mode"));
         assert_eq!(own_mcp_tool("mcp__plangate__nope"), None);
         assert_eq!(own_mcp_tool("mcp__other__enter_plan_mode"), None);
-        let input = |tool_input: Value| Input {
+        let input = |tool_input: Value| ToolCall {
             event: Event::PreToolUse,
             session_id: "claude-abc".into(),
             tool_name: "mcp__plangate__update_plan".into(),
             tool_input,
+            tool_use_id: None,
+            agent_id: None,
         };
         let answer = with_session(&input(json!({"steps": [], "session_id": "elsewhere"})));
         let v = rendered(&answer);

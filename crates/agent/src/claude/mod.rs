@@ -12,8 +12,13 @@
 //! * `ExitPlanMode` (through `PreToolUse`, or `PermissionRequest`, whose
 //!   answer is `hookSpecificOutput.decision.behavior`): Claude's plan becomes
 //!   a proposal and the hook waits for a human's decision; see [`hook`].
+//! * Subagent runs from the subagent tool's `PreToolUse` / `PostToolUse` /
+//!   `PostToolUseFailure` and `SubagentStart` / `SubagentStop`; the plan's
+//!   open steps on `SessionStart` (after a compaction, on resume); an untaken
+//!   decision on `UserPromptSubmit`. See [`hook`].
 //!
-//! [`install`] merges both hook entries into `settings.json`.
+//! [`install`] merges the hook entries into `settings.json`: the gate's two
+//! with [`hook_command`] (fail closed), the others with [`observe_command`].
 
 pub mod binding;
 pub mod channel;
@@ -58,6 +63,15 @@ pub fn is_hook_command(command: &str) -> bool {
     command.trim() == LEGACY_HOOK_COMMAND || crate::hook_command::is_command_for(command, HOOK_ARGS)
 }
 
+/// The command of the events that gate nothing (subagent runs, hydration,
+/// the next prompt): `'/abs/plangate' hook claude`, without `|| exit 2`. For
+/// them a failure must never block: exit 2 on `UserPromptSubmit` erases the
+/// user's prompt, on `SubagentStop` keeps the subagent running, and any
+/// other code is a non-blocking error, which is what a failure there is.
+pub fn observe_command(exe: &Path) -> Result<String, String> {
+    crate::hook_command::command_for(exe, HOOK_ARGS, false)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,6 +82,9 @@ mod tests {
         assert_eq!(cmd, r"'/opt/my tools/it'\''s/plangate' hook claude || exit 2");
         assert!(is_hook_command(&cmd));
         assert!(hook_command(Path::new("plangate")).is_err());
+        let observe = observe_command(Path::new("/opt/bin/plangate")).unwrap_or_default();
+        assert_eq!(observe, "'/opt/bin/plangate' hook claude");
+        assert!(is_hook_command(&observe));
     }
 
     #[test]

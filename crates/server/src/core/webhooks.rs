@@ -448,7 +448,7 @@ mod tests {
     use plangate_engine::{apply, Actor, Command, Ctx, TimerKind, TimerPolicy, Verdict};
 
     fn ctx(n: u8) -> Ctx {
-        let timers = TimerPolicy { nudges_ms: vec![], timeout_ms: Some(60_000), escalate_ms: None };
+        let timers = TimerPolicy { nudges_ms: vec![], timeout_ms: Some(60_000), escalate_ms: None, subagent_expiry_ms: None };
         Ctx { now: plangate_engine::Timestamp(1_000 * i64::from(n)), random: [n; 16], timers }
     }
 
@@ -505,7 +505,7 @@ mod tests {
         // Taking the injection, updating steps, proposing: no decision made.
         let t = run(&approved, Actor::Agent, Command::TakeInjection, 4);
         assert!(events(&approved, &t).is_empty());
-        let steps = approved.session.steps.clone();
+        let steps = approved.session.steps.iter().cloned().map(Into::into).collect();
         let t = run(&approved, Actor::Agent, Command::UpdatePlan { steps, merge: false, explanation: None }, 5);
         assert!(events(&approved, &t).is_empty());
         // A new proposal supersedes the pending one: the agent did it itself.

@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use plangate_engine::view::{hydration, DecisionView, StatusView};
-use plangate_engine::{plan, Actor, ApprovalId, Command, Plan, Refusal, SessionKey, Step};
+use plangate_engine::{plan, Actor, ApprovalId, Command, Plan, Refusal, SessionKey, StepUpdate};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -51,7 +51,8 @@ pub(super) async fn enter(
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct StepsBody {
-    steps: Vec<Step>,
+    /// With `merge`, each entry is a patch of the step with the same text.
+    steps: Vec<StepUpdate>,
     #[serde(default)]
     merge: bool,
     explanation: Option<String>,
@@ -275,7 +276,7 @@ pub(super) async fn gate(
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct NamespaceBody {
-    steps: Vec<Step>,
+    steps: Vec<StepUpdate>,
     session_id: String,
 }
 
@@ -285,8 +286,8 @@ pub(super) async fn namespace_get(
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     plangate_engine::namespace::validate_name(&name).map_err(|e| ApiError::invalid_request(e.to_string()))?;
-    let scoped = format!("{agent}:{name}");
-    let ns = core.blocking(move |s| s.namespace(&scoped)).await?;
+    let key = core.settings.namespace_key(&agent, &name);
+    let ns = core.blocking(move |s| s.namespace(&key.store)).await?;
     Ok(Json(json!({"name": name, "steps": ns.steps})))
 }
 
@@ -298,22 +299,25 @@ pub(super) async fn namespace_steps(
 ) -> Result<Json<Value>, ApiError> {
     plangate_engine::namespace::validate_name(&name).map_err(|e| ApiError::invalid_request(e.to_string()))?;
     session_key(agent.clone(), &body.session_id)?;
-    // Namespaces are per agent, and merges of one namespace are serialized
-    // through the lock of a synthetic session key.
-    let scoped = format!("{agent}:{name}");
-    let lock_key = SessionKey::new(agent, format!("namespace:{name}"));
+    // A namespace is the agent's own unless `[namespaces.<name>]` shares it
+    // with other agents; then steps record which agent's session touched them.
+    let key = core.settings.namespace_key(&agent, &name);
+    let author = if key.shared { format!("{agent}/{}", body.session_id) } else { body.session_id.clone() };
+    // Merges of one namespace are serialized through the lock of a synthetic
+    // session key (`~` is in no agent id, so it is no agent's session).
+    let lock_key = SessionKey::new("~namespaces", key.store.clone());
     let merged = core
         .with_session_lock(&lock_key, async {
-            let s2 = scoped.clone();
-            let ns = core.blocking(move |s| s.namespace(&s2)).await?;
-            let merged = plangate_engine::namespace::merge(&ns, body.steps, &body.session_id, core.now()).map_err(|e| match e {
+            let store_key = key.store.clone();
+            let ns = core.blocking(move |s| s.namespace(&store_key)).await?;
+            let merged = plangate_engine::namespace::merge(&ns, body.steps, &author, core.now()).map_err(|e| match e {
                 plangate_engine::namespace::NamespaceError::Plan(p) => ApiError::from(Refusal::from(p)),
                 other => ApiError::invalid_request(other.to_string()),
             })?;
-            let (s3, m) = (scoped.clone(), merged.clone());
-            core.blocking(move |s| s.set_namespace(&s3, &m)).await?;
+            let (store_key, m) = (key.store.clone(), merged.clone());
+            core.blocking(move |s| s.set_namespace(&store_key, &m)).await?;
             Ok::<_, ApiError>(merged)
         })
         .await?;
-    Ok(Json(json!({"name": name, "steps": merged.steps})))
+    Ok(Json(json!({"name": name, "shared": key.shared, "steps": merged.steps})))
 }

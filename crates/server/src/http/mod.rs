@@ -56,6 +56,7 @@ pub fn router(core: Arc<Core>) -> Router {
         .route("/v1/approvals/{approval_id}/decision", post(operator::operator_decision))
         .route("/v1/audit", get(operator::audit))
         .route("/v1/operator/sessions/{agent}/{session_id}/release", post(operator::operator_release))
+        .route("/v1/operator/sessions/{agent}/{session_id}/subagents/clear", post(operator::operator_clear_subagents))
         .fallback(error::not_found_route)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn(trace_request))

@@ -1,5 +1,5 @@
 //! The operator endpoints: list, inspect and decide approvals, release
-//! sessions, read the audit.
+//! sessions, clear stuck subagent runs, read the audit.
 
 use super::extract::*;
 use super::ApiError;
@@ -130,6 +130,32 @@ pub(super) async fn operator_release(
     let key = session_key(agent, &session_id)?;
     let actor = Actor::Operator { name: operator_actor(&body.actor)?.to_string() };
     let done = core.execute(&key, actor, Command::Off, ExecMeta::default()).await?;
+    Ok(Json(StatusView::of(&done.transition.state)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ClearSubagentsBody {
+    actor: String,
+    /// Only this run; all open runs when absent.
+    run_id: Option<String>,
+}
+
+/// The operator's clear of a session's open subagent runs: a child that
+/// crashed must not keep a plan unapprovable. Audited as
+/// `subagents_clear` by `operator:<actor>`.
+pub(super) async fn operator_clear_subagents(
+    State(core): State<AppState>,
+    _op: OperatorAuth,
+    Path((agent, session_id)): Path<(String, String)>,
+    ApiJson(body): ApiJson<ClearSubagentsBody>,
+) -> Result<Json<StatusView>, ApiError> {
+    if !core.settings.raw.agents.contains_key(&agent) {
+        return Err(ApiError::not_found(format!("no agent {agent:?} in plangate's config")));
+    }
+    let key = session_key(agent, &session_id)?;
+    let actor = Actor::Operator { name: operator_actor(&body.actor)?.to_string() };
+    let done = core.execute(&key, actor, Command::ClearSubagents { run_id: body.run_id }, ExecMeta::default()).await?;
     Ok(Json(StatusView::of(&done.transition.state)))
 }
 

@@ -23,3 +23,4 @@ mod sec_telegram;
 mod slack;
 mod telegram;
 mod timers;
+mod web;

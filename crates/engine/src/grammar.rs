@@ -37,12 +37,17 @@ pub enum PlanCommand {
     Auto(bool),
     /// Post the card again (it scrolled away).
     Restate,
+    /// Send me a personal sign-in link for the web page, privately.
+    Web,
 }
 
 impl PlanCommand {
     /// Whether the command decides or changes state (so needs an approver).
     pub fn changes_state(&self) -> bool {
-        !matches!(self, PlanCommand::Help | PlanCommand::Status | PlanCommand::List | PlanCommand::View | PlanCommand::Restate)
+        !matches!(
+            self,
+            PlanCommand::Help | PlanCommand::Status | PlanCommand::List | PlanCommand::View | PlanCommand::Restate | PlanCommand::Web
+        )
     }
 }
 
@@ -74,6 +79,7 @@ pub const USAGE: &[(&str, &str)] = &[
     ("off", "/plan off [#id|agent/session]"),
     ("auto", "/plan auto on|off [#id|agent/session]"),
     ("restate", "/plan restate [#id|agent/session]"),
+    ("web", "/plan web (a personal sign-in link for the web page, sent privately)"),
 ];
 
 /// The help text shown for `/plan` and unknown commands.
@@ -171,6 +177,13 @@ pub fn parse_args(args: &str) -> Result<Parsed, GrammarError> {
         "restate" => {
             no_more(rest)?;
             PlanCommand::Restate
+        }
+        "web" => {
+            no_more(rest)?;
+            if target.is_some() {
+                return Err(err("`/plan web` takes no target".to_string()));
+            }
+            PlanCommand::Web
         }
         "revise" | "reject" => {
             if rest.is_empty() {

@@ -30,7 +30,7 @@ pub mod page;
 mod routes;
 
 pub use auth::Identity;
-pub use routes::router;
+pub use routes::{read_link_live, router};
 
 use async_trait::async_trait;
 use plangate_engine::{ApprovalId, AuditEvent, Plan, Proposal, SessionKey, State, Timestamp};

@@ -86,8 +86,9 @@ fn not_found(who: Option<&Identity>) -> Response {
 }
 
 /// Whether a read link of `p` still opens it: while the approval is
-/// pending, and while its approved plan is being executed.
-fn read_link_live(p: &Proposal, state: Option<&plangate_engine::State>) -> bool {
+/// pending, and while its approved plan is being executed. Cards show the
+/// link only then.
+pub fn read_link_live(p: &Proposal, state: Option<&plangate_engine::State>) -> bool {
     p.status == DecisionStatus::Pending
         || page::live_steps(p, state).iter().any(|s| !s.status.is_closed())
             && state.is_some_and(|st| st.session.latest_approval == Some(p.approval_id))

@@ -165,7 +165,7 @@ async fn web_card_links_sign_in_and_decide_over_http() {
     let (_, d) = ServerProcess::send(s.agent(Method::GET, "/v1/sessions/s1/decision")).await;
     assert_eq!(d["status"], "rejected", "{d}");
     assert_eq!(d["feedback"], "no POST retries");
-    assert_eq!(d["decided_by"], "telegram:alice via web", "{d}");
+    assert_eq!(d["decided_by"], "telegram:@alice via web", "{d}");
     // Decided and not executing: the read link has expired with the approval.
     assert_eq!(get_page(&s, &card, None).await.0, 410);
 }
@@ -184,7 +184,9 @@ impl Driver {
     async fn start() -> Option<Driver> {
         let bin = std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "chromedriver".to_string());
         let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port");
-        let child = tokio::process::Command::new(&bin).arg(format!("--port={port}")).kill_on_drop(true).spawn();
+        // Its own process group, so dropping the driver ends the Chromium
+        // processes it started too, even when a test fails half way.
+        let child = tokio::process::Command::new(&bin).arg(format!("--port={port}")).process_group(0).kill_on_drop(true).spawn();
         let child = match child {
             Ok(child) => child,
             Err(e) if std::env::var("PLANGATE_SKIP_BROWSER_TESTS").as_deref() == Ok("1") => {
@@ -214,6 +216,10 @@ impl Driver {
             "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
             format!("--window-size={width},{height}"),
         ]});
+        if width < 500 {
+            // Chromium's windows are at least 500 px wide: a phone is emulated.
+            options["mobileEmulation"] = json!({"deviceMetrics": {"width": width, "height": height, "pixelRatio": 1.0}});
+        }
         if std::path::Path::new(&chrome).exists() {
             options["binary"] = json!(chrome);
         }
@@ -228,6 +234,9 @@ impl Driver {
 
 impl Drop for Driver {
     fn drop(&mut self) {
+        if let Some(group) = self.child.id() {
+            let _ = std::process::Command::new("kill").args(["-TERM", "--", &format!("-{group}")]).status();
+        }
         let _ = self.child.start_kill();
     }
 }
@@ -303,13 +312,13 @@ async fn browser_approve_releases_the_agent_and_other_pages_lose_their_buttons()
     let (st, d) = tokio::time::timeout(WAIT, waiting).await.expect("the agent is answered").expect("task");
     assert_eq!(st, 200, "{d}");
     assert_eq!(d["status"], "approved", "{d}");
-    assert_eq!(d["decided_by"], "telegram:alice via web", "{d}");
+    assert_eq!(d["decided_by"], "telegram:@alice via web", "{d}");
 
     plangate_testkit::server::eventually(WAIT, "the laptop's buttons go away", || async { !present(&laptop, "#approve").await }).await;
     let kept = laptop.execute("return window.plangateKept === true;", vec![]).await.expect("read the mark");
     assert_eq!(kept, Value::Bool(true), "the page was updated in place, not reloaded");
     let receipt = laptop.find(fantoccini::Locator::Id("receipt")).await.expect("receipt").text().await.expect("text");
-    assert!(receipt.contains("Approved v2 by telegram:alice via web"), "{receipt}");
+    assert!(receipt.contains("Approved v2 by telegram:@alice via web"), "{receipt}");
 
     // The checklist follows the agent's progress live.
     let (st, d) = ServerProcess::send(s.agent(Method::POST, "/v1/sessions/s1/steps").json(&json!({

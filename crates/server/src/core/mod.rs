@@ -223,6 +223,12 @@ impl Core {
             }
             tracing::info!(changed = transition.changed, effects = transition.effects.len(), "committed");
             let document_path = self.perform(key, &transition).await;
+            // Every committed change wakes the session's watchers, not only
+            // decisions: the web page's live checklist follows step updates.
+            // A long-poll woken by one re-reads and waits on.
+            if transition.changed && !transition.effects.iter().any(|e| matches!(e, Effect::Wake)) {
+                self.wake(key);
+            }
             for ((id, job), seq) in jobs.into_iter().zip(seqs) {
                 self.enqueue(id, job, seq);
             }

@@ -27,4 +27,5 @@ mod slack;
 mod telegram;
 mod timers;
 mod wait_cli;
+mod web;
 mod webhooks;

@@ -174,6 +174,9 @@ pub(crate) fn card_embed_parts(card: &Card) -> EmbedParts {
         description_lines.push(String::new());
     }
     description_lines.push(escape(&format!("{} · {}", card.context, card.short_ref)));
+    if let Some(link) = &card.link {
+        description_lines.push(format!("[🌐 {}]({link})", plangate_engine::card::OPEN_IN_BROWSER));
+    }
     if let Some(summary) = &card.summary {
         description_lines.push(String::new());
         description_lines.extend(summary.lines().map(escape));
@@ -358,6 +361,7 @@ pub(crate) fn plan_command() -> CreateCommand {
             ],
         ))
         .add_option(sub("restate", "Post the plan card again", vec![plan_target()]))
+        .add_option(sub("web", "A personal sign-in link for the web page, shown only to you", vec![]))
 }
 
 /// How an interaction is answered.
@@ -438,7 +442,7 @@ pub(crate) fn render_reply(reply: &Reply, ctx: Context, late: bool) -> Answer {
         }
         _ if late => match reply {
             Reply::None => later("✓".into()),
-            Reply::Notice(t) | Reply::Text(t) => later(text(t)),
+            Reply::Notice(t) | Reply::Text(t) | Reply::Private(t) => later(text(t)),
             Reply::ConfirmCancel { approval_id, version, prompt } => Answer::Later(
                 EditInteractionResponse::new()
                     .content(text(prompt))
@@ -450,7 +454,7 @@ pub(crate) fn render_reply(reply: &Reply, ctx: Context, late: bool) -> Answer {
         },
         Reply::None if ctx.has_message => Answer::Now(CreateInteractionResponse::Acknowledge),
         Reply::None => Answer::Now(CreateInteractionResponse::Message(ephemeral("✓".into()))),
-        Reply::Notice(t) | Reply::Text(t) => Answer::Now(CreateInteractionResponse::Message(ephemeral(text(t)))),
+        Reply::Notice(t) | Reply::Text(t) | Reply::Private(t) => Answer::Now(CreateInteractionResponse::Message(ephemeral(text(t)))),
         Reply::ConfirmCancel { approval_id, version, prompt } => {
             Answer::Now(CreateInteractionResponse::Message(ephemeral(text(prompt)).components(confirm_row(*approval_id, *version))))
         }
@@ -508,6 +512,7 @@ mod tests {
             commands: vec!["/plan accept #ababab".into()],
             version: 2,
             status: DecisionStatus::Pending,
+            link: None,
         }
     }
 

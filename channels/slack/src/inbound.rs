@@ -383,7 +383,9 @@ impl Dispatcher {
         // it is shown as plain_text blocks; `text` is only the notification.
         let result = match reply {
             Reply::None => Ok(()),
-            Reply::Notice(text) | Reply::Text(text) => self.ephemeral(ctx, reply_text(&text), Some(render::text_blocks(&text))).await,
+            Reply::Notice(text) | Reply::Text(text) | Reply::Private(text) => {
+                self.ephemeral(ctx, reply_text(&text), Some(render::text_blocks(&text))).await
+            }
             Reply::AskFeedback { approval_id, prompt, .. } => {
                 let hint = format!("Or type `/plan revise #{} <what should change>`", approval_id.short());
                 self.open_modal(ctx, ModalKind::Feedback, approval_id, &prompt, None, &hint).await

@@ -279,6 +279,9 @@ pub fn card_blocks(card: &Card, style: Style) -> Vec<SlackBlock> {
     if let Some(warning) = &card.warning {
         tail.push(plain_section(warning.clone()));
     }
+    if let Some(link) = &card.link {
+        tail.push(section(format!("<{}|🌐 {}>", escape_entities(link), card::OPEN_IN_BROWSER)));
+    }
     if let Some(receipt) = &card.receipt {
         tail.push(plain_section(receipt.clone()));
     }

@@ -191,6 +191,7 @@ fn open_card(id: ApprovalId, steps: &[&str]) -> Card {
         ],
         version: 1,
         status: DecisionStatus::Pending,
+        link: None,
     }
 }
 

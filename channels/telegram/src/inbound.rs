@@ -239,6 +239,20 @@ impl UpdateHandler {
             Reply::Document { document, caption } => {
                 self.out.send_file(&chat, origin.reply_to, &document, Some(&caption)).await.map(|_| ())
             }
+            // A direct message to the user; the group only hears that it was sent.
+            Reply::Private(text) => {
+                let me = origin.user.id.0.to_string();
+                let sent = self.out.send_html(&me, render::text_html(&text, TEXT_LIMIT), None, None).await;
+                let note = match sent {
+                    Ok(_) => "I sent you a private message.",
+                    Err(_) => "I could not message you privately: open a chat with me, press Start, then ask again.",
+                };
+                if me == chat {
+                    Ok(())
+                } else {
+                    self.out.send_html(&chat, render::text_html(note, TEXT_LIMIT), origin.reply_to, None).await.map(|_| ())
+                }
+            }
         };
         if let Err(error) = result {
             tracing::warn!(chat, %error, "could not show the reply");

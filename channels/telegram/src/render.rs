@@ -222,6 +222,12 @@ pub fn card_html(card: &Card, style: Style) -> String {
     }
 
     let mut tail = Vec::new();
+    if let Some(link) = &card.link {
+        // A bare URL: Telegram links it; no button, so no URL rule of the
+        // Bot API can refuse the card.
+        tail.push(Line::blank());
+        tail.push(Line::of(Fmt::Plain, &format!("🌐 {}: {link}", card::OPEN_IN_BROWSER)).cap(600));
+    }
     if let Some(receipt) = &card.receipt {
         tail.push(Line::blank());
         tail.push(Line::of(Fmt::Bold, receipt).cap(1500));

@@ -227,6 +227,10 @@ pub enum Reply {
     AskAnswer { question_id: QuestionId, prompt: String },
     /// Send the plan document, with a caption.
     Document { document: Document, caption: String },
+    /// Something for this user's eyes only (a personal sign-in link): a
+    /// Telegram direct message, a Slack or Discord ephemeral message. Never
+    /// posted where others can read it.
+    Private(String),
 }
 
 /// Inbound half of the contract, implemented by the server.

@@ -87,7 +87,13 @@ pub struct Card {
     pub commands: Vec<String>,
     pub version: u32,
     pub status: DecisionStatus,
+    /// "Open in browser": the plan's read-only page, when the server has a
+    /// public URL (`server.public_url`). Set by the server, not by [`card`].
+    pub link: Option<String>,
 }
+
+/// What the card's web link says.
+pub const OPEN_IN_BROWSER: &str = "Open in browser";
 
 /// How a section lists its entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -289,6 +295,7 @@ pub fn card(proposal: &Proposal, state: Option<&State>, now: Timestamp) -> Card 
         commands,
         version: proposal.version,
         status: proposal.status,
+        link: None,
     }
 }
 
@@ -311,6 +318,9 @@ pub fn render_text(card: &Card, text_commands: bool) -> String {
             out.push_str(&entry.line());
             out.push('\n');
         }
+    }
+    if let Some(link) = &card.link {
+        out.push_str(&format!("\n{OPEN_IN_BROWSER}: {link}\n"));
     }
     if let Some(r) = &card.receipt {
         out.push_str(&format!("\n{r}\n"));

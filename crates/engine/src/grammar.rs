@@ -42,6 +42,8 @@ pub enum PlanCommand {
     /// Close the session's open subagent runs, so a plan stuck behind a
     /// crashed child can be decided.
     ClearSubagents,
+    /// Send me a personal sign-in link for the web page, privately.
+    Web,
 }
 
 impl PlanCommand {
@@ -49,7 +51,13 @@ impl PlanCommand {
     pub fn changes_state(&self) -> bool {
         !matches!(
             self,
-            PlanCommand::Help | PlanCommand::Status | PlanCommand::List | PlanCommand::View | PlanCommand::Restate | PlanCommand::Subagents
+            PlanCommand::Help
+                | PlanCommand::Status
+                | PlanCommand::List
+                | PlanCommand::View
+                | PlanCommand::Restate
+                | PlanCommand::Subagents
+                | PlanCommand::Web
         )
     }
 }
@@ -83,6 +91,7 @@ pub const USAGE: &[(&str, &str)] = &[
     ("auto", "/plan auto on|off [#id|agent/session]"),
     ("restate", "/plan restate [#id|agent/session]"),
     ("subagents", "/plan subagents [clear] [#id|agent/session]"),
+    ("web", "/plan web (a personal sign-in link for the web page, sent privately)"),
 ];
 
 /// The help text shown for `/plan` and unknown commands.
@@ -180,6 +189,13 @@ pub fn parse_args(args: &str) -> Result<Parsed, GrammarError> {
         "restate" => {
             no_more(rest)?;
             PlanCommand::Restate
+        }
+        "web" => {
+            no_more(rest)?;
+            if target.is_some() {
+                return Err(err("`/plan web` takes no target".to_string()));
+            }
+            PlanCommand::Web
         }
         "revise" | "reject" => {
             if rest.is_empty() {

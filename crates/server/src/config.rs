@@ -63,6 +63,11 @@ pub struct ServerConfig {
     pub data_dir: PathBuf,
     #[serde(default)]
     pub operator_token: Option<String>,
+    /// Where people reach this server's web page (`https://plans.example`):
+    /// cards link to it and `/plan web` sends sign-in links to it. Unset:
+    /// no web page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_url: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -331,6 +336,9 @@ impl Settings {
             return Err(invalid("server.bind", "a non-loopback address needs server.operator_token and at least one agent token"));
         }
         check_secrets(&raw, &bind)?;
+        if let Some(url) = &raw.server.public_url {
+            check_public_url(url)?;
+        }
         for (name, d) in &raw.destinations {
             let configured = match d.channel.as_str() {
                 "telegram" => raw.telegram.is_some(),
@@ -433,6 +441,23 @@ impl Settings {
 pub struct NamespaceKey {
     pub store: String,
     pub shared: bool,
+}
+
+/// `server.public_url` goes into links on cards and in private messages:
+/// an absolute http(s) URL without query, fragment or characters that chat
+/// markup would read.
+fn check_public_url(url: &str) -> Result<(), ConfigError> {
+    let rest = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://"));
+    let host = rest.map(|r| r.split('/').next().unwrap_or_default()).unwrap_or_default();
+    let bad = url.chars().find(|c| c.is_whitespace() || c.is_control() || "<>|\"'`?#&{}\\^[]".contains(*c));
+    match (rest, bad) {
+        (None, _) => Err(invalid("server.public_url", format!("expected an http:// or https:// URL, got {url:?}"))),
+        (_, Some(c)) => {
+            Err(invalid("server.public_url", format!("{url:?} contains {c:?}; give a plain URL like \"https://plans.example.com\"")))
+        }
+        _ if host.is_empty() => Err(invalid("server.public_url", format!("{url:?} has no host"))),
+        _ => Ok(()),
+    }
 }
 
 /// Whether a setting named `key` holds a secret (tokens, secrets, keys).

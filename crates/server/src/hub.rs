@@ -355,6 +355,7 @@ impl Hub {
                 }
                 Err(why) => Reply::Text(why),
             },
+            PlanCommand::Web => self.web_sign_in(ev),
             PlanCommand::Restate => match self.resolve(ev, target).await {
                 Ok((state, _)) => self.restate(ev, &state).await,
                 Err(why) => Reply::Text(why),
@@ -419,6 +420,23 @@ impl Hub {
         }
     }
 
+    /// `/plan web`: a personal sign-in link, sent privately. Anyone in a
+    /// chat that receives plans may sign in; what they may decide there is
+    /// the approver allowlists' business, checked on every decision.
+    fn web_sign_in(&self, ev: &Inbound) -> Reply {
+        let Some(links) = self.core.web_links() else {
+            return Reply::Text("The web page is off: set server.public_url in plangate's config to turn it on.".to_string());
+        };
+        if self.chat_agents(ev).is_empty() {
+            return Reply::Text("No agent sends its plans to this chat. Add it as a destination in plangate's config.".to_string());
+        }
+        let who = plangate_web::Identity::Person { id: Self::who(ev), name: Self::actor(ev).label() };
+        let url = links.sign_in_url(who);
+        Reply::Private(format!(
+            "Your personal sign-in link for plangate's web page (works once, within 10 minutes; do not share it):\n{url}"
+        ))
+    }
+
     async fn session_command(&self, ev: &Inbound, key: &SessionKey, command: Command, ok: &str) -> Reply {
         if let Err(why) = self.authorize(ev, &key.agent) {
             self.refuse(ev, key, None, &why).await;
@@ -450,7 +468,7 @@ impl Hub {
             return Reply::Text("This chat is not a destination of that agent.".to_string());
         };
         let Some(channel) = self.core.channel(ev.channel) else { return Reply::Text("This channel is not running.".to_string()) };
-        let view = plangate_engine::card::card(&p, Some(state), self.core.now());
+        let view = self.core.card_of(&p, state, self.core.now());
         match channel.post_card(&dest, &view, &Core::document_of(&p)).await {
             Ok(delivery) => {
                 let id = p.approval_id;

@@ -6,6 +6,7 @@
 //! * [`http`]: the agent and operator HTTP API of API.md (axum).
 //! * [`hub`]: inbound chat events (buttons, `/plan` commands) → engine.
 //! * [`scheduler`]: persisted timers (nudges, timeouts).
+//! * [`web`]: the web page's backend (`plangate-web` renders and serves it).
 //! * [`cli`]: the `plangate` subcommands that talk to a running server.
 //!
 //! **Architecture invariant:** every state change goes through
@@ -21,3 +22,4 @@ pub mod gate;
 pub mod http;
 pub mod hub;
 pub mod scheduler;
+pub mod web;

@@ -437,7 +437,10 @@ async fn serve(config: Option<PathBuf>) -> Result<()> {
     let core = Core::new(settings.clone(), Arc::new(store));
     let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
     let hub = Arc::new(Hub::new(core.clone()));
-    let app = plangate_server::http::router(core.clone());
+    let mut app = plangate_server::http::router(core.clone());
+    if let Some(web) = plangate_server::web::start(&core).context("cannot start the web page")? {
+        app = plangate_server::http::with_web(app, web);
+    }
     let (app, channels) = plangate_server::channels::start_all(&core, hub, shutdown_rx.clone(), app).await?;
     core.resume_outbox().await.context("cannot read the outbox of chat work left from the last run")?;
     let scheduler = tokio::spawn(plangate_server::scheduler::run(core.clone(), shutdown_rx.clone()));

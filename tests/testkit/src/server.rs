@@ -34,6 +34,12 @@ impl ServerProcess {
     /// Like [`start`](Self::start), with agent `demo` sending its cards to
     /// `destinations` (sections that `extra` defines).
     pub async fn start_with(bin: &str, destinations: &[&str], extra: &str) -> ServerProcess {
+        ServerProcess::start_with_server(bin, destinations, "", extra).await
+    }
+
+    /// Like [`start_with`](Self::start_with), with more keys of the
+    /// `[server]` section (`server_extra`, e.g. `public_url = "…"`).
+    pub async fn start_with_server(bin: &str, destinations: &[&str], server_extra: &str, extra: &str) -> ServerProcess {
         let destinations = serde_json::to_string(destinations).expect("names");
         let data_dir = tempfile::tempdir().expect("temp dir");
         let config_path = data_dir.path().join("test-config.toml");
@@ -43,6 +49,7 @@ impl ServerProcess {
 bind = "127.0.0.1:0"
 data_dir = "{data}"
 operator_token = "{OPERATOR_TOKEN}"
+{server_extra}
 
 [agents.demo]
 token = "{AGENT_TOKEN}"

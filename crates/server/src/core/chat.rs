@@ -6,7 +6,7 @@
 use super::Core;
 use futures_util::future::join_all;
 use plangate_channel::{Destination, Document};
-use plangate_engine::card::{card, document_file_name, nudge_text};
+use plangate_engine::card::{document_file_name, nudge_text};
 use plangate_engine::{ApprovalId, DecisionStatus, Proposal, State};
 use std::sync::Arc;
 use tracing::warn;
@@ -62,7 +62,7 @@ impl Core {
             self.audit(&p.session, "plangate", "card_recorded", pid, detail).await;
             return;
         }
-        let view = card(&p, Some(&state), self.now());
+        let view = self.card_of(&p, &state, self.now());
         let document = Self::document_of(&p);
         // Side by side: each platform has its own limiter, so a slow one must
         // not pace the others.
@@ -93,7 +93,7 @@ impl Core {
     pub(super) async fn update_cards(&self, id: ApprovalId) {
         let Some((p, state)) = self.proposal_and_state(id).await else { return };
         let Ok(deliveries) = self.blocking(move |s| s.deliveries(&id)).await else { return };
-        let view = card(&p, Some(&state), self.now());
+        let view = self.card_of(&p, &state, self.now());
         let (p, view) = (&p, &view);
         join_all(deliveries.into_iter().map(|delivery| async move {
             let Some(channel) = self.channel(&delivery.channel) else { return };
@@ -127,7 +127,7 @@ impl Core {
                 return; // sent before a restart: never twice
             }
             let now = self.now();
-            let (view, text) = (card(&p, Some(&state), now), nudge_text(&p, number, now));
+            let (view, text) = (self.card_of(&p, &state, now), nudge_text(&p, number, now));
             match channel.send_nudge(&delivery, &view, &text).await {
                 Ok(()) => {
                     let _ = self.blocking(move |s| s.mark_seen(&key)).await;
@@ -145,7 +145,7 @@ impl Core {
         if p.status != DecisionStatus::Pending {
             return;
         }
-        let mut view = card(&p, Some(&state), self.now());
+        let mut view = self.card_of(&p, &state, self.now());
         let waited = plangate_engine::ids::humanize_ms(self.now().0 - p.created_at.0);
         view.context = format!("⚠ escalated: no decision after {waited} · {}", view.context);
         let document = Self::document_of(&p);

@@ -34,7 +34,7 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use thiserror::Error;
 use tokio::sync::{watch, Notify, Semaphore};
 use tracing::{info_span, warn, Instrument};
@@ -94,6 +94,8 @@ pub struct Core {
     degraded: AtomicBool,
     /// Long-polls parked at this moment (see `waiters`).
     parked: AtomicUsize,
+    /// The web page's links (`server.public_url` set): cards link to it.
+    web_links: OnceLock<Arc<plangate_web::Links>>,
 }
 
 impl Core {
@@ -119,7 +121,28 @@ impl Core {
             scheduler_wake: Notify::new(),
             degraded: AtomicBool::new(false),
             parked: AtomicUsize::new(0),
+            web_links: OnceLock::new(),
         })
+    }
+
+    /// Serve the web page's links from now on (once, at start).
+    pub fn set_web_links(&self, links: Arc<plangate_web::Links>) {
+        let _ = self.web_links.set(links);
+    }
+
+    /// The web page's links, when `server.public_url` is set.
+    pub fn web_links(&self) -> Option<&Arc<plangate_web::Links>> {
+        self.web_links.get()
+    }
+
+    /// The card of `p` as of `now`, with its "Open in browser" link while
+    /// the read link opens the page (pending, or being executed).
+    pub fn card_of(&self, p: &Proposal, state: &State, now: Timestamp) -> plangate_engine::card::Card {
+        let mut view = plangate_engine::card::card(p, Some(state), now);
+        if let Some(links) = self.web_links().filter(|_| plangate_web::read_link_live(p, Some(state))) {
+            view.link = Some(links.read_url(&p.approval_id));
+        }
+        view
     }
 
     pub fn register_channel(&self, channel: Arc<dyn Channel>) {
@@ -207,6 +230,12 @@ impl Core {
             }
             tracing::info!(changed = transition.changed, effects = transition.effects.len(), "committed");
             let document_path = self.perform(key, &transition).await;
+            // Every committed change wakes the session's watchers, not only
+            // decisions: the web page's live checklist follows step updates.
+            // A long-poll woken by one re-reads and waits on.
+            if transition.changed && !transition.effects.iter().any(|e| matches!(e, Effect::Wake)) {
+                self.wake(key);
+            }
             for ((id, job), seq) in jobs.into_iter().zip(seqs) {
                 self.enqueue(id, job, seq);
             }

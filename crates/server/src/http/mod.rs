@@ -63,6 +63,12 @@ pub fn router(core: Arc<Core>) -> Router {
         .with_state(core)
 }
 
+/// Mount the web page (`plangate-web`: `/`, `/p/…`, `/signin…`) on `app`,
+/// with the same request spans.
+pub fn with_web(app: Router, web: Arc<plangate_web::Web>) -> Router {
+    app.merge(plangate_web::router(web).layer(axum::middleware::from_fn(trace_request)))
+}
+
 /// One span per request, with the outcome logged at its end.
 async fn trace_request(req: Request, next: Next) -> Response {
     let span = tracing::info_span!("request", method = %req.method(), path = %req.uri().path());

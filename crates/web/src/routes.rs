@@ -1,0 +1,377 @@
+//! The page's HTTP surface: handlers translate requests into reads of the
+//! [`Backend`] and decisions through [`Backend::decide`], nothing more.
+//!
+//! * `GET /`: the inbox (signed in) or how to sign in.
+//! * `GET /p/{id}` (`?k=` read token, or a session): the plan page;
+//!   `GET /p/{id}/events`: its live updates (server-sent events);
+//!   `POST /p/{id}/decide`: a decision (session + CSRF token).
+//! * `GET /signin/{token}` then `POST /signin`: a personal sign-in link;
+//!   `POST /signin/operator`: the operator token; `POST /signout`.
+//! * `GET /web/style.css`, `/web/live.js`: the embedded assets.
+//!
+//! Every response carries a Content-Security-Policy without inline script,
+//! `no-referrer` (read tokens never leak to a linked site) and `no-store`.
+
+use crate::auth::{self, csrf_ok, Identity, Session};
+use crate::page::{self, InboxRow, PlanPage};
+use crate::{Refused, Web, WebDecision};
+use axum::extract::{Form, Path, Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use maud::Markup;
+use plangate_engine::text::reveal;
+use plangate_engine::{ApprovalId, DecisionStatus, Plan, Proposal, Step};
+use serde::Deserialize;
+use std::convert::Infallible;
+use std::sync::Arc;
+
+const STYLE: &str = include_str!("../assets/style.css");
+const SCRIPT: &str = include_str!("../assets/live.js");
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; \
+                   form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+/// How many decided approvals the inbox lists.
+const DECIDED_SHOWN: usize = 50;
+
+type Shared = Arc<Web>;
+
+/// The page's routes, to merge into plangate's router.
+pub fn router(web: Arc<Web>) -> Router {
+    Router::new()
+        .route("/", get(inbox))
+        .route("/p/{id}", get(plan))
+        .route("/p/{id}/events", get(events))
+        .route("/p/{id}/decide", post(decide))
+        .route("/signin", get(sign_in_page).post(sign_in))
+        .route("/signin/operator", post(sign_in_operator))
+        .route("/signin/{token}", get(confirm_sign_in))
+        .route("/signout", post(sign_out))
+        .route(page::STYLE_PATH, get(|| async { asset("text/css; charset=utf-8", STYLE) }))
+        .route(page::SCRIPT_PATH, get(|| async { asset("text/javascript; charset=utf-8", SCRIPT) }))
+        .layer(axum::middleware::map_response(security_headers))
+        .with_state(web)
+}
+
+async fn security_headers(mut response: Response) -> Response {
+    let h = response.headers_mut();
+    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.entry(header::CACHE_CONTROL).or_insert(HeaderValue::from_static("no-store"));
+    response
+}
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, content_type), (header::CACHE_CONTROL, "no-cache")], body).into_response()
+}
+
+fn html(status: StatusCode, markup: Markup) -> Response {
+    (status, [(header::CONTENT_TYPE, "text/html; charset=utf-8")], markup.into_string()).into_response()
+}
+
+/// The signed-in session of this request, if any.
+fn session(web: &Web, headers: &HeaderMap) -> Option<(String, Session)> {
+    let cookie = headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(auth::cookie_value)?;
+    web.sessions.get(cookie).map(|s| (cookie.to_string(), s))
+}
+
+fn not_found(who: Option<&Identity>) -> Response {
+    html(
+        StatusCode::NOT_FOUND,
+        page::message("Not found", "There is no such plan, or this link does not open it. Check the link on the card.", who),
+    )
+}
+
+/// Whether a read link of `p` still opens it: while the approval is
+/// pending, and while its approved plan is being executed. Cards show the
+/// link only then.
+pub fn read_link_live(p: &Proposal, state: Option<&plangate_engine::State>) -> bool {
+    p.status == DecisionStatus::Pending
+        || page::live_steps(p, state).iter().any(|s| !s.status.is_closed())
+            && state.is_some_and(|st| st.session.latest_approval == Some(p.approval_id))
+            && matches!(p.status, DecisionStatus::Approved | DecisionStatus::Edited)
+}
+
+#[derive(Debug, Deserialize)]
+struct ReadQuery {
+    k: Option<String>,
+}
+
+/// What a request may do with approval `id`.
+enum Access {
+    /// A signed-in person who may decide it (or the operator).
+    Decider(Session),
+    /// A read link, or a signed-in person who is no approver but holds one.
+    Reader(Option<Session>),
+}
+
+struct Loaded {
+    proposal: Proposal,
+    state: Option<plangate_engine::State>,
+    access: Access,
+}
+
+async fn load(web: &Web, headers: &HeaderMap, id: &str, k: Option<&str>) -> Result<Loaded, Response> {
+    let session = session(web, headers).map(|(_, s)| s);
+    let who = session.as_ref().map(|s| &s.who);
+    let Some(id) = ApprovalId::parse(id) else { return Err(not_found(who)) };
+    let Some(proposal) = web.backend.proposal(id).await else { return Err(not_found(who)) };
+    let state = web.backend.state(&proposal.session).await;
+    if let Some(s) = session.as_ref().filter(|s| web.backend.may_decide(&s.who, &proposal.session.agent)) {
+        return Ok(Loaded { access: Access::Decider(s.clone()), proposal, state });
+    }
+    match k {
+        Some(k) if web.links.read_key.verify(&id, k) => {
+            if !read_link_live(&proposal, state.as_ref()) {
+                return Err(html(
+                    StatusCode::GONE,
+                    page::message(
+                        "This link has expired",
+                        "A read link works while its plan waits for a decision and while it is being carried out. Approvers can sign in to see it.",
+                        who,
+                    ),
+                ));
+            }
+            Ok(Loaded { access: Access::Reader(session), proposal, state })
+        }
+        _ => Err(not_found(who)),
+    }
+}
+
+async fn plan(State(web): State<Shared>, headers: HeaderMap, Path(id): Path<String>, Query(q): Query<ReadQuery>) -> Response {
+    let loaded = match load(&web, &headers, &id, q.k.as_deref()).await {
+        Ok(l) => l,
+        Err(response) => return response,
+    };
+    let p = &loaded.proposal;
+    let previous = previous_version(&web, p).await;
+    let audit = web.backend.audit(p.approval_id).await;
+    let (session, may_decide) = match &loaded.access {
+        Access::Decider(s) => (Some(s), true),
+        Access::Reader(s) => (s.as_ref(), false),
+    };
+    let events_url = match &q.k {
+        Some(k) if !may_decide => format!("/p/{}/events?k={k}", p.approval_id),
+        _ => format!("/p/{}/events", p.approval_id),
+    };
+    let view = PlanPage {
+        proposal: p,
+        state: loaded.state.as_ref(),
+        previous: previous.as_ref(),
+        audit: &audit,
+        now: web.backend.now(),
+        who: session.map(|s| &s.who),
+        csrf: session.map(|s| s.csrf.as_str()),
+        may_decide,
+        events_url,
+    };
+    html(StatusCode::OK, page::plan_page(&view))
+}
+
+/// The version before `p` in its session, for the diff.
+async fn previous_version(web: &Web, p: &Proposal) -> Option<Proposal> {
+    if p.version <= 1 {
+        return None;
+    }
+    web.backend.proposals().await.into_iter().find(|o| o.session == p.session && o.version + 1 == p.version)
+}
+
+/// The live part of the page as JSON: status, receipt and the checklist.
+/// Texts are revealed like the page's; the script sets them as text, never
+/// as HTML.
+fn live_json(p: &Proposal, state: Option<&plangate_engine::State>) -> String {
+    let steps = page::live_steps(p, state);
+    let open_steps = steps.iter().any(|s| !s.status.is_closed());
+    let executing = state.is_some_and(|st| st.session.latest_approval == Some(p.approval_id))
+        && matches!(p.status, DecisionStatus::Approved | DecisionStatus::Edited);
+    serde_json::json!({
+        "status": p.status.as_str(),
+        "receipt": plangate_engine::card::receipt(p),
+        "final": p.status != DecisionStatus::Pending && !(executing && open_steps),
+        "steps": steps.iter().map(|s| serde_json::json!({
+            "mark": s.status.mark(),
+            "status": s.status.as_str(),
+            "text": reveal(s.step.trim()).0,
+        })).collect::<Vec<_>>(),
+    })
+    .to_string()
+}
+
+async fn events(State(web): State<Shared>, headers: HeaderMap, Path(id): Path<String>, Query(q): Query<ReadQuery>) -> Response {
+    let loaded = match load(&web, &headers, &id, q.k.as_deref()).await {
+        Ok(l) => l,
+        Err(response) => return response,
+    };
+    let key = loaded.proposal.session.clone();
+    let id = loaded.proposal.approval_id;
+    // Subscribe before the first read, so no commit slips between them.
+    let rx = web.backend.subscribe(&key);
+    let first = live_json(&loaded.proposal, loaded.state.as_ref());
+    let stream = futures_util::stream::unfold((web, rx, None::<String>, Some(first)), move |(web, mut rx, last, ready)| {
+        let key = key.clone();
+        async move {
+            let mut ready = ready;
+            loop {
+                if let Some(data) = ready.take() {
+                    if last.as_deref() != Some(data.as_str()) {
+                        let event: Result<Event, Infallible> = Ok(Event::default().event("plan").data(data.clone()));
+                        return Some((event, (web, rx, Some(data), None)));
+                    }
+                }
+                rx.changed().await.ok()?;
+                let p = web.backend.proposal(id).await?;
+                let state = web.backend.state(&key).await;
+                ready = Some(live_json(&p, state.as_ref()));
+            }
+        }
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default()).into_response()
+}
+
+#[derive(Debug, Deserialize)]
+struct DecideForm {
+    csrf: String,
+    action: String,
+    #[serde(default)]
+    feedback: String,
+    #[serde(default)]
+    steps: String,
+}
+
+async fn decide(State(web): State<Shared>, headers: HeaderMap, Path(id): Path<String>, Form(form): Form<DecideForm>) -> Response {
+    let Some((_, session)) = session(&web, &headers) else {
+        return html(
+            StatusCode::FORBIDDEN,
+            page::message("Sign in to decide", "Deciding needs a sign-in link from the bot (/plan web).", None),
+        );
+    };
+    let who = Some(&session.who);
+    if !csrf_ok(&session, &form.csrf) {
+        return html(
+            StatusCode::FORBIDDEN,
+            page::message("Refused", "This form is stale or was not sent by this page; reload and try again.", who),
+        );
+    }
+    let Some(approval_id) = ApprovalId::parse(&id) else { return not_found(who) };
+    let decision = match form.action.as_str() {
+        "approve" => WebDecision::Approve,
+        "cancel" => WebDecision::Cancel,
+        "revise" if !form.feedback.trim().is_empty() => WebDecision::Revise(form.feedback.trim().to_string()),
+        "edit" => {
+            let steps: Vec<Step> =
+                form.steps.lines().map(plangate_engine::list::item_text).filter(|s| !s.is_empty()).map(Step::pending).collect();
+            if steps.is_empty() {
+                return html(StatusCode::BAD_REQUEST, page::message("Nothing to approve", "Give at least one step, one per line.", who));
+            }
+            let Some(p) = web.backend.proposal(approval_id).await else { return not_found(who) };
+            WebDecision::Edit(Plan { steps, ..p.plan })
+        }
+        "revise" => return html(StatusCode::BAD_REQUEST, page::message("Say what should change", "The feedback is empty.", who)),
+        other => {
+            let shown: String = other.chars().take(40).collect();
+            return html(
+                StatusCode::BAD_REQUEST,
+                page::message("Unknown action", &format!("{shown:?} is not approve, revise, edit or cancel."), who),
+            );
+        }
+    };
+    match web.backend.decide(&session.who, approval_id, decision).await {
+        Ok(_) => Redirect::to(&format!("/p/{approval_id}")).into_response(),
+        Err(refused) => {
+            let status = match refused {
+                Refused::Forbidden(_) => StatusCode::FORBIDDEN,
+                Refused::Conflict(_) => StatusCode::CONFLICT,
+                Refused::NotFound(_) => StatusCode::NOT_FOUND,
+                Refused::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            };
+            html(status, page::message("Not decided", &refused.to_string(), who))
+        }
+    }
+}
+
+async fn inbox(State(web): State<Shared>, headers: HeaderMap) -> Response {
+    let Some((_, session)) = session(&web, &headers) else { return html(StatusCode::OK, page::sign_in()) };
+    let mut mine: Vec<Proposal> =
+        web.backend.proposals().await.into_iter().filter(|p| web.backend.may_decide(&session.who, &p.session.agent)).collect();
+    mine.sort_by_key(|p| (p.status != DecisionStatus::Pending, p.created_at));
+    let pending = mine.iter().filter(|p| p.status == DecisionStatus::Pending).count();
+    let mut decided: Vec<Proposal> = mine.split_off(pending);
+    decided.sort_by_key(|p| std::cmp::Reverse(p.decided_at.unwrap_or(p.created_at)));
+    decided.truncate(DECIDED_SHOWN);
+    let mut rows = Vec::new();
+    for p in &mine {
+        let nudges = web.backend.audit(p.approval_id).await.iter().filter(|e| e.action == "nudge").count();
+        rows.push(InboxRow { proposal: p, nudges });
+    }
+    rows.extend(decided.iter().map(|p| InboxRow { proposal: p, nudges: 0 }));
+    html(StatusCode::OK, page::inbox(&rows, &session.who, &session.csrf, web.backend.now()))
+}
+
+async fn sign_in_page() -> Response {
+    html(StatusCode::OK, page::sign_in())
+}
+
+async fn confirm_sign_in(Path(token): Path<String>) -> Response {
+    if token.len() != 32 || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return html(StatusCode::NOT_FOUND, page::message("Not a sign-in link", "Ask the bot for a new one: /plan web", None));
+    }
+    html(StatusCode::OK, page::confirm_sign_in(&token))
+}
+
+#[derive(Debug, Deserialize)]
+struct TokenForm {
+    token: String,
+}
+
+fn signed_in(web: &Web, who: Identity) -> Response {
+    let cookie = auth::session_cookie(&web.sessions.start(who), web.links.secure());
+    let mut response = Redirect::to("/").into_response();
+    if let Ok(value) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
+    response
+}
+
+async fn sign_in(State(web): State<Shared>, Form(form): Form<TokenForm>) -> Response {
+    match web.links.sign_ins.redeem(form.token.trim()) {
+        Some(who) => {
+            tracing::info!(who = %who.label(), "signed in to the web page");
+            signed_in(&web, who)
+        }
+        None => html(
+            StatusCode::GONE,
+            page::message("This sign-in link is used up", "Sign-in links work once, within 10 minutes. Ask the bot again: /plan web", None),
+        ),
+    }
+}
+
+async fn sign_in_operator(State(web): State<Shared>, Form(form): Form<TokenForm>) -> Response {
+    if web.backend.is_operator_token(form.token.trim()) {
+        tracing::info!("operator signed in to the web page");
+        signed_in(&web, Identity::Operator)
+    } else {
+        tracing::warn!("wrong operator token on the web sign-in");
+        html(StatusCode::FORBIDDEN, page::message("Wrong token", "That is not the operator token.", None))
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct CsrfForm {
+    csrf: String,
+}
+
+async fn sign_out(State(web): State<Shared>, headers: HeaderMap, Form(form): Form<CsrfForm>) -> Response {
+    if let Some((cookie, session)) = session(&web, &headers) {
+        if csrf_ok(&session, &form.csrf) {
+            web.sessions.end(&cookie);
+        }
+    }
+    let mut response = Redirect::to("/").into_response();
+    if let Ok(value) = HeaderValue::from_str(&auth::clear_cookie(web.links.secure())) {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
+    response
+}

@@ -67,9 +67,10 @@ pub struct AgentConfig {
     pub token: String,
     #[serde(default)]
     pub destinations: Vec<String>,
-    /// Per-agent overrides of `[approvals]`.
+    /// Per-agent overrides of `[approvals]`: each key it sets replaces the
+    /// global one; the keys it leaves out are inherited.
     #[serde(default)]
-    pub approvals: Option<ApprovalsConfig>,
+    pub approvals: Option<ApprovalsOverride>,
     /// Per-agent mutation-gate policy (extra tools/commands, stricter lists).
     #[serde(default)]
     pub gate: plangate_gate::Policy,
@@ -149,6 +150,32 @@ impl ApprovalsConfig {
             }
         };
         Ok(TimerPolicy { nudges_ms, timeout_ms, escalate_ms })
+    }
+}
+
+/// `[agents.<id>.approvals]`: the same keys as `[approvals]`, each optional.
+/// A key left out is inherited from `[approvals]` (an agent that only sets
+/// `nudges` keeps the global `timeout` and `escalate_to`); a key set, even
+/// to `[]`, replaces it.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalsOverride {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nudges: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalate_to: Option<Vec<String>>,
+}
+
+impl ApprovalsOverride {
+    /// The effective settings of an agent: these keys over `base`'s.
+    pub fn over(&self, base: &ApprovalsConfig) -> ApprovalsConfig {
+        ApprovalsConfig {
+            nudges: self.nudges.clone().unwrap_or_else(|| base.nudges.clone()),
+            timeout: self.timeout.clone().unwrap_or_else(|| base.timeout.clone()),
+            escalate_to: self.escalate_to.clone().unwrap_or_else(|| base.escalate_to.clone()),
+        }
     }
 }
 
@@ -265,8 +292,11 @@ impl Settings {
         let default_policy = raw.approvals.policy("approvals")?;
         for (id, agent) in &raw.agents {
             let (policy, approvals, key) = match &agent.approvals {
-                Some(a) => (a.policy(&format!("agents.{id}.approvals"))?, a, format!("agents.{id}.approvals")),
-                None => (default_policy.clone(), &raw.approvals, "approvals".to_string()),
+                Some(a) => {
+                    let merged = a.over(&raw.approvals);
+                    (merged.policy(&format!("agents.{id}.approvals"))?, merged, format!("agents.{id}.approvals"))
+                }
+                None => (default_policy.clone(), raw.approvals.clone(), "approvals".to_string()),
             };
             for d in &approvals.escalate_to {
                 if !raw.destinations.contains_key(d) {
@@ -550,6 +580,35 @@ mod tests {
         }
         let err = parse("[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\ntypo = 1\n").unwrap_err().to_string();
         assert!(err.contains("typo"), "{err}");
+    }
+
+    /// `[agents.X.approvals]` overrides only the keys it sets: the others
+    /// (here `escalate_to` and `timeout`) come from `[approvals]`.
+    #[test]
+    fn agent_approvals_inherit_the_keys_they_do_not_set() {
+        let toml = "[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n\
+            [telegram]\ntoken = \"1:real-bot-token\"\n\
+            [destinations.leads]\nchannel = \"telegram\"\nchat = \"-1\"\n\
+            [approvals]\nnudges = [\"10m\"]\ntimeout = \"2h\"\nescalate_to = [\"leads\"]\n\
+            [agents.a]\ntoken = \"0123456789abc\"\n[agents.a.approvals]\nnudges = [\"5m\", \"20m\"]\n\
+            [agents.b]\ntoken = \"0123456789abd\"\n[agents.b.approvals]\nescalate_to = []\n";
+        let s = parse(toml).unwrap();
+        let a = s.timer_policy("a");
+        assert_eq!(a.nudges_ms, vec![300_000, 1_200_000]);
+        assert_eq!(a.timeout_ms, Some(7_200_000), "timeout inherited");
+        assert_eq!(a.escalate_ms, Some(1_200_000), "escalation inherited, after a's own last nudge");
+        assert_eq!(s.escalations["a"], vec!["leads".to_string()]);
+        // Setting a key to empty is an override too.
+        let b = s.timer_policy("b");
+        assert_eq!(b.nudges_ms, vec![600_000]);
+        assert_eq!(b.escalate_ms, None);
+        assert!(s.escalations["b"].is_empty());
+        // An inherited key is validated against the agent's own keys: a
+        // timeout inherited from [approvals] before the agent's nudge fails,
+        // naming the agent's key.
+        let late = toml.replace("nudges = [\"5m\", \"20m\"]", "nudges = [\"3h\"]");
+        let err = parse(&late).unwrap_err().to_string();
+        assert!(err.contains("agents.a.approvals.nudges[0]"), "{err}");
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod failclosed;
 mod hooks;
 mod hub;
 mod mcp;
+mod ops_config;
 mod sec_config;
 mod sec_gate;
 mod sec_hook;

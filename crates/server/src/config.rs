@@ -27,6 +27,9 @@ pub enum ConfigError {
     Load(#[from] config::ConfigError),
     #[error("invalid setting `{key}`: {problem}")]
     Invalid { key: String, problem: String },
+    /// More than one setting is wrong: each, one per line.
+    #[error("{} settings are invalid:\n{}", .0.len(), .0.iter().map(|e| format!("  - {e}")).collect::<Vec<_>>().join("\n"))]
+    Several(Vec<ConfigError>),
 }
 
 fn invalid(key: impl Into<String>, problem: impl Into<String>) -> ConfigError {
@@ -212,103 +215,142 @@ impl Settings {
         Settings::validate(raw)
     }
 
+    /// Check every setting and report every problem at once (one
+    /// [`ConfigError::Invalid`], or [`ConfigError::Several`] listing each
+    /// with its key and what to do), so a new deployment is fixed in one
+    /// round instead of one error per start.
     pub fn validate(raw: Config) -> Result<Settings, ConfigError> {
-        let bind: SocketAddr = raw
+        let mut problems: Vec<ConfigError> = Vec::new();
+        let mut problem = |e: ConfigError| problems.push(e);
+        let bind: Option<SocketAddr> = raw
             .server
             .bind
             .parse()
-            .map_err(|_| invalid("server.bind", format!("expected an address like 127.0.0.1:8787, got {:?}", raw.server.bind)))?;
+            .map_err(|_| problem(invalid("server.bind", format!("expected an address like 127.0.0.1:8787, got {:?}", raw.server.bind))))
+            .ok();
         // Relative to the current directory, as it always was; absolute from
         // here on, so the logs and `config check` say where the data is.
-        let data_dir = std::path::absolute(&raw.server.data_dir).map_err(|e| {
-            invalid("server.data_dir", format!("cannot make {:?} an absolute path ({e}); give a directory path", raw.server.data_dir))
-        })?;
+        let data_dir = std::path::absolute(&raw.server.data_dir)
+            .map_err(|e| {
+                problem(invalid(
+                    "server.data_dir",
+                    format!("cannot make {:?} an absolute path ({e}); give a directory path", raw.server.data_dir),
+                ))
+            })
+            .unwrap_or_default();
+        let short_token = "must be at least 12 characters; generate one with `openssl rand -hex 32`";
         let mut tokens: Vec<(&str, String)> = Vec::new();
         if let Some(op) = &raw.server.operator_token {
             if op.trim().len() < 12 {
-                return Err(invalid("server.operator_token", "must be at least 12 characters"));
+                problem(invalid("server.operator_token", short_token));
             }
             tokens.push((op, "server.operator_token".into()));
         }
         for (id, agent) in &raw.agents {
             if !is_valid_agent_id(id) {
-                return Err(invalid(format!("agents.{id}"), "agent ids are 1–64 characters of letters, digits, `-` and `_`"));
+                problem(invalid(
+                    format!("agents.{id}"),
+                    "agent ids are 1–64 characters of letters, digits, `-` and `_`; rename the section",
+                ));
             }
             if agent.token.trim().len() < 12 {
-                return Err(invalid(format!("agents.{id}.token"), "must be at least 12 characters"));
+                problem(invalid(format!("agents.{id}.token"), short_token));
             }
             if let Some((_, other)) = tokens.iter().find(|(t, _)| *t == agent.token) {
-                return Err(invalid(format!("agents.{id}.token"), format!("is the same as {other}; every token must be unique")));
+                problem(invalid(format!("agents.{id}.token"), format!("is the same as {other}; every token must be unique")));
             }
             tokens.push((&agent.token, format!("agents.{id}.token")));
             for d in &agent.destinations {
                 if !raw.destinations.contains_key(d) {
-                    return Err(invalid(
+                    problem(invalid(
                         format!("agents.{id}.destinations"),
-                        format!("names {d:?}, which is not a [destinations.{d}] section"),
+                        format!("names {d:?}, which is not a [destinations.{d}] section; add the section or remove the name"),
                     ));
                 }
             }
         }
-        if !bind.ip().is_loopback() && (raw.server.operator_token.is_none() || raw.agents.is_empty()) {
-            return Err(invalid("server.bind", "a non-loopback address needs server.operator_token and at least one agent token"));
+        if let Some(bind) = &bind {
+            if !bind.ip().is_loopback() && (raw.server.operator_token.is_none() || raw.agents.is_empty()) {
+                problem(invalid(
+                    "server.bind",
+                    "a non-loopback address needs server.operator_token and at least one agent token; set them or bind to 127.0.0.1",
+                ));
+            }
+            if let Err(e) = check_secrets(&raw, bind) {
+                problem(e);
+            }
         }
-        check_secrets(&raw, &bind)?;
+        for e in check_channel_sections(&raw) {
+            problem(e);
+        }
         for (name, d) in &raw.destinations {
             let configured = match d.channel.as_str() {
-                "telegram" => raw.telegram.is_some(),
-                "slack" => raw.slack.is_some(),
-                "discord" => raw.discord.is_some(),
+                "telegram" => Some(raw.telegram.is_some()),
+                "slack" => Some(raw.slack.is_some()),
+                "discord" => Some(raw.discord.is_some()),
                 other => {
-                    return Err(invalid(
-                        format!("destinations.{name}.channel"),
-                        format!("expected telegram, slack or discord, got {other:?}"),
-                    ))
+                    problem(invalid(format!("destinations.{name}.channel"), format!("expected telegram, slack or discord, got {other:?}")));
+                    None
                 }
             };
-            if !configured {
-                return Err(invalid(
+            if configured == Some(false) {
+                problem(invalid(
                     format!("destinations.{name}.channel"),
-                    format!("uses {} but there is no [{}] section", d.channel, d.channel),
+                    format!("uses {} but there is no [{}] section; add it (see config/example.toml)", d.channel, d.channel),
                 ));
             }
             if d.chat.trim().is_empty() {
-                return Err(invalid(format!("destinations.{name}.chat"), "must be the chat or channel id"));
+                problem(invalid(
+                    format!("destinations.{name}.chat"),
+                    "must be the chat or channel id; write to the bot from that chat and it replies with the id",
+                ));
             }
             for (i, a) in d.approvers.iter().enumerate() {
                 match a.split_once(':') {
                     Some((ch, id)) if ch == d.channel && !id.is_empty() => {}
-                    _ => {
-                        return Err(invalid(
-                            format!("destinations.{name}.approvers[{i}]"),
-                            format!("expected \"{}:<user id>\", got {a:?}", d.channel),
-                        ))
-                    }
+                    _ => problem(invalid(
+                        format!("destinations.{name}.approvers[{i}]"),
+                        format!("expected \"{}:<user id>\", got {a:?}", d.channel),
+                    )),
                 }
             }
         }
         let mut policies = BTreeMap::new();
         let mut escalations = BTreeMap::new();
-        let default_policy = raw.approvals.policy("approvals")?;
+        let default_policy = raw.approvals.policy("approvals").map_err(&mut problem).unwrap_or_default();
         for (id, agent) in &raw.agents {
             let (policy, approvals, key) = match &agent.approvals {
                 Some(a) => {
                     let merged = a.over(&raw.approvals);
-                    (merged.policy(&format!("agents.{id}.approvals"))?, merged, format!("agents.{id}.approvals"))
+                    let key = format!("agents.{id}.approvals");
+                    (merged.policy(&key).map_err(&mut problem).unwrap_or_default(), merged, key)
                 }
                 None => (default_policy.clone(), raw.approvals.clone(), "approvals".to_string()),
             };
             for d in &approvals.escalate_to {
                 if !raw.destinations.contains_key(d) {
-                    return Err(invalid(format!("{key}.escalate_to"), format!("names {d:?}, which is not a [destinations.{d}] section")));
+                    problem(invalid(
+                        format!("{key}.escalate_to"),
+                        format!("names {d:?}, which is not a [destinations.{d}] section; add the section or remove the name"),
+                    ));
                 }
             }
             policies.insert(id.clone(), policy);
             escalations.insert(id.clone(), approvals.escalate_to.clone());
         }
-        let mut raw = raw;
-        raw.server.data_dir = data_dir.clone();
-        Ok(Settings { data_dir, bind, policies, escalations, raw })
+        // The same key reported twice (an [approvals] problem seen through
+        // each agent that inherits it) is one problem.
+        let mut seen = std::collections::BTreeSet::new();
+        problems.retain(|e| seen.insert(e.to_string()));
+        match (problems.len(), bind) {
+            (0, Some(bind)) => {
+                let mut raw = raw;
+                raw.server.data_dir = data_dir.clone();
+                Ok(Settings { data_dir, bind, policies, escalations, raw })
+            }
+            (1, _) => Err(problems.remove(0)),
+            _ => Err(ConfigError::Several(problems)),
+        }
     }
 
     /// The effective configuration as TOML-ish JSON with every secret masked.
@@ -325,6 +367,33 @@ impl Settings {
     pub fn nudge_interval_hint(&self) -> Duration {
         Duration::from_secs(1)
     }
+}
+
+/// Check each configured channel section with its adapter's own config type
+/// and rules (unknown keys, missing tokens, bad transports), as `serve`
+/// would when it starts the adapter; one problem per section.
+fn check_channel_sections(raw: &Config) -> Vec<ConfigError> {
+    fn one<T: serde::de::DeserializeOwned>(
+        name: &str,
+        value: &Option<serde_json::Value>,
+        check: impl Fn(&T) -> Result<(), plangate_channel::ConfigError>,
+    ) -> Option<ConfigError> {
+        let value = value.as_ref()?;
+        match serde_json::from_value::<T>(value.clone()) {
+            Err(e) => Some(invalid(name, format!("{e}; see the [{name}] section of config/example.toml for every key"))),
+            Ok(config) => {
+                check(&config).err().map(|e| ConfigError::Invalid { key: e.key.to_string(), problem: format!("{}; {}", e.problem, e.fix) })
+            }
+        }
+    }
+    [
+        one::<plangate_telegram::TelegramConfig>("telegram", &raw.telegram, |c| c.validate()),
+        one::<plangate_slack::SlackConfig>("slack", &raw.slack, |c| c.validate()),
+        one::<plangate_discord::DiscordConfig>("discord", &raw.discord, |c| c.check()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// Whether a setting named `key` holds a secret (tokens, secrets, keys).
@@ -479,7 +548,9 @@ mod tests {
     fn with_real_secrets(toml: &str) -> String {
         let mut out = toml.to_string();
         for (i, (value, _)) in shipped_secrets().unwrap().iter().enumerate() {
-            out = out.replace(&format!("\"{value}\""), &format!("\"real-secret-{i}-5f2c9a7e01b3d4\""));
+            // The Discord public key must look like one (64 hex characters).
+            let real = if value.contains("hex") { format!("{i:064x}") } else { format!("real-secret-{i}-5f2c9a7e01b3d4") };
+            out = out.replace(&format!("\"{value}\""), &format!("\"{real}\""));
         }
         out
     }
@@ -503,7 +574,7 @@ mod tests {
     #[test]
     fn the_example_as_shipped_is_refused_naming_the_key() {
         let err = parse(EXAMPLE_TOML).unwrap_err().to_string();
-        assert!(err.starts_with("invalid setting `agents.claude.token`: is a placeholder"), "{err}");
+        assert!(err.contains("invalid setting `agents.claude.token`: is a placeholder"), "{err}");
         assert!(err.contains("PLANGATE__AGENTS__CLAUDE__TOKEN"), "{err}");
         for other in ["server.operator_token", "telegram.token", "telegram.webhook_secret", "slack.signing_secret", "discord.bot_token"] {
             assert!(err.contains(&format!("`{other}`")), "{other}: {err}");

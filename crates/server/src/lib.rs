@@ -20,4 +20,5 @@ pub mod core;
 pub mod gate;
 pub mod http;
 pub mod hub;
+pub mod ops;
 pub mod scheduler;

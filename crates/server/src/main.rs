@@ -192,9 +192,16 @@ async fn run(args: Args) -> Result<i32> {
     match args.command {
         Cmd::Serve { config } => serve(config).await.map(|()| 0),
         Cmd::Config(ConfigCmd::Check { config }) => {
-            let settings = Settings::load(config.as_deref())?;
+            let settings = match Settings::load(config.as_deref()) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("plangate: {e}");
+                    return Ok(1);
+                }
+            };
             println!("{}", serde_json::to_string_pretty(&settings.masked())?);
-            eprintln!("data_dir: {} (a relative data_dir is resolved against the current directory)", settings.data_dir.display());
+            let source = config.map(|c| c.display().to_string()).unwrap_or_else(|| "the embedded config/default.toml".into());
+            eprint!("{}", plangate_server::ops::explain::explain(&settings, &source));
             eprintln!("configuration is valid");
             Ok(0)
         }

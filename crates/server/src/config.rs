@@ -21,6 +21,11 @@ pub const DEFAULT_TOML: &str = include_str!("../../../config/default.toml");
 /// list of refused values cannot drift from them.
 pub const EXAMPLE_TOML: &str = include_str!("../../../config/example.toml");
 
+/// The README's quick-start `plangate.toml` (Telegram + one agent). Its
+/// secret values are public stand-ins for the environment variables they
+/// name, treated like the development values of [`DEFAULT_TOML`].
+pub const QUICKSTART_TOML: &str = include_str!("../../../config/quickstart.toml");
+
 #[derive(Debug, Error)]
 pub enum ConfigError {
     #[error("cannot read the configuration: {0}")]
@@ -424,8 +429,8 @@ fn secrets(value: &serde_json::Value, path: &str, secret: bool, out: &mut Vec<(S
 /// Which shipped file a secret value comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Shipped {
-    /// `config/default.toml`: public development values, fine on a loopback
-    /// server nothing else can reach.
+    /// `config/default.toml` and `config/quickstart.toml`: public
+    /// development values, fine on a loopback server nothing else can reach.
     Default,
     /// `config/example.toml`: placeholders, never valid.
     Example,
@@ -447,6 +452,7 @@ fn shipped_secrets() -> Result<&'static [(String, Shipped)], ConfigError> {
     let shipped = SHIPPED.get_or_init(|| {
         let mut all = read(EXAMPLE_TOML, "example.toml", Shipped::Example)?;
         all.extend(read(DEFAULT_TOML, "default.toml", Shipped::Default)?);
+        all.extend(read(QUICKSTART_TOML, "quickstart.toml", Shipped::Default)?);
         Ok(all)
     });
     shipped.as_deref().map_err(|e| invalid("(built-in)", e.clone()))
@@ -680,6 +686,23 @@ mod tests {
         let late = toml.replace("nudges = [\"5m\", \"20m\"]", "nudges = [\"3h\"]");
         let err = parse(&late).unwrap_err().to_string();
         assert!(err.contains("agents.a.approvals.nudges[0]"), "{err}");
+    }
+
+    /// The README's quick-start config, taken from README.md itself, is
+    /// `config/quickstart.toml` and loads as written (so the doc cannot
+    /// drift); its stand-in secrets are refused once the server is exposed.
+    #[test]
+    fn the_readme_quick_start_config_loads_as_written() {
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+        let after = readme.split("<!-- quickstart:plangate.toml -->").nth(1).expect("the README marks its quick-start config");
+        let block = after.split("```toml\n").nth(1).and_then(|b| b.split("```").next()).expect("a toml block after the marker");
+        assert_eq!(block, QUICKSTART_TOML, "README.md and config/quickstart.toml differ");
+        let s = parse(block).unwrap();
+        assert_eq!(s.raw.agents["claude"].destinations, vec!["phone".to_string()]);
+        serde_json::from_value::<plangate_telegram::TelegramConfig>(s.raw.telegram.clone().unwrap()).unwrap().validate().unwrap();
+        assert_eq!(s.timer_policy("claude").nudges_ms, vec![600_000, 1_800_000, 3_600_000], "the default nudges");
+        let err = parse(&block.replace("127.0.0.1:8787", "0.0.0.0:8787")).unwrap_err().to_string();
+        assert!(err.contains("public development value"), "{err}");
     }
 
     #[test]

@@ -311,7 +311,13 @@ async fn serve(config: Option<PathBuf>) -> Result<()> {
     tracing::info!(data_dir = %settings.data_dir.display(), "data_dir (absolute; a relative one is resolved against the current directory)");
     std::fs::create_dir_all(&settings.data_dir).with_context(|| format!("cannot create data_dir {}", settings.data_dir.display()))?;
     let store = SledStore::open(&settings.data_dir)?;
+    let pending = {
+        let mut n = 0i64;
+        plangate_store::Store::visit_proposals(&store, Some(plangate_engine::DecisionStatus::Pending), &mut |_| n += 1)?;
+        n
+    };
     let core = Core::new(settings.clone(), Arc::new(store));
+    core.metrics.set_pending(pending);
     let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
     let hub = Arc::new(Hub::new(core.clone()));
     let app = plangate_server::http::router(core.clone());

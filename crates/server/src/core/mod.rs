@@ -89,6 +89,8 @@ pub struct Core {
     degraded: AtomicBool,
     /// Long-polls parked at this moment (see `waiters`).
     parked: AtomicUsize,
+    /// What `GET /metrics` reports.
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl Core {
@@ -113,10 +115,12 @@ impl Core {
             scheduler_wake: Notify::new(),
             degraded: AtomicBool::new(false),
             parked: AtomicUsize::new(0),
+            metrics: Arc::new(crate::metrics::Metrics::new()),
         })
     }
 
     pub fn register_channel(&self, channel: Arc<dyn Channel>) {
+        let channel: Arc<dyn Channel> = Arc::new(crate::metrics::Metered { inner: channel, metrics: self.metrics.clone() });
         self.channels.write().unwrap_or_else(|e| e.into_inner()).insert(channel.name().to_string(), channel);
     }
 
@@ -176,13 +180,16 @@ impl Core {
                 let mut commit = Commit::of(&transition, &before, meta.fired.as_ref());
                 commit.idempotency.extend(meta.idempotency.clone());
                 let work: Vec<Vec<u8>> = jobs.iter().map(|job| serde_json::to_vec(job).unwrap_or_default()).collect();
+                let metrics = self.metrics.clone();
                 let committed = self
                     .blocking(move |s| {
                         for work in work {
                             commit.outbox.push(OutboxEntry { seq: s.generate_seq()?, work });
                         }
                         let seqs: Vec<Option<u64>> = commit.outbox.iter().map(|e| Some(e.seq)).collect();
+                        let started = std::time::Instant::now();
                         s.commit(commit)?;
+                        metrics.commit_latency(started.elapsed().as_secs_f64());
                         Ok(seqs)
                     })
                     .await;
@@ -199,6 +206,9 @@ impl Core {
                 }
             }
             tracing::info!(changed = transition.changed, effects = transition.effects.len(), "committed");
+            if transition.changed {
+                self.metrics.transition(&before, &transition, &actor);
+            }
             let document_path = self.perform(key, &transition).await;
             for ((id, job), seq) in jobs.into_iter().zip(seqs) {
                 self.enqueue(id, job, seq);

@@ -269,6 +269,7 @@ pub(super) async fn gate(
         crate::gate::Verdict::Deny(r) => ("deny", r.clone()),
     };
     tracing::info!(tool = %body.tool, decision, "gate");
+    core.metrics.gate_verdict(decision);
     Ok(Json(json!({"decision": decision, "reason": reason})))
 }
 

@@ -156,3 +156,12 @@ pub(super) async fn audit(
     let events = core.blocking(move |s| s.audit(&query)).await?;
     Ok(Json(json!(events)))
 }
+
+/// `GET /metrics`: the Prometheus text exposition (docs/OPERATIONS.md),
+/// behind the operator token like every operator endpoint: a scraper sends
+/// it as a bearer token (`authorization: {credentials_file: …}`).
+pub(super) async fn metrics(State(core): State<AppState>, _op: OperatorAuth) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let body = core.metrics.render(core.chat_backlog(), core.parked_waiters());
+    ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], body).into_response()
+}

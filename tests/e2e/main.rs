@@ -16,6 +16,7 @@ mod hooks;
 mod hub;
 mod mcp;
 mod ops_config;
+mod ops_logs;
 mod ops_metrics;
 mod sec_config;
 mod sec_gate;

@@ -33,6 +33,10 @@ enum Cmd {
         /// A config file; without it the embedded config/default.toml is used.
         #[arg(long)]
         config: Option<PathBuf>,
+        /// `text` (for people) or `json` (one JSON object per line, with the
+        /// fields of the enclosing spans: request, transition, inbound, job).
+        #[arg(long, env = "PLANGATE_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
+        log_format: String,
     },
     /// Validate configuration.
     #[command(subcommand)]
@@ -190,7 +194,10 @@ fn main() {
 
 async fn run(args: Args) -> Result<i32> {
     match args.command {
-        Cmd::Serve { config } => serve(config).await.map(|()| 0),
+        Cmd::Serve { config, log_format } => {
+            init_logs(&log_format);
+            serve(config).await.map(|()| 0)
+        }
         Cmd::Config(ConfigCmd::Check { config }) => {
             let settings = match Settings::load(config.as_deref()) {
                 Ok(s) => s,
@@ -302,11 +309,20 @@ async fn run(args: Args) -> Result<i32> {
     }
 }
 
+/// Logs on stderr, filtered by `RUST_LOG` (default `info`). Secrets are
+/// never logged: config values are not traced, channel secrets are
+/// `secrecy` strings, and request spans carry the method and path only.
+fn init_logs(format: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    if format == "json" {
+        logs.json().with_current_span(true).with_span_list(true).init();
+    } else {
+        logs.init();
+    }
+}
+
 async fn serve(config: Option<PathBuf>) -> Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
-        .with_writer(std::io::stderr)
-        .init();
     let settings = Arc::new(Settings::load(config.as_deref())?);
     tracing::info!(data_dir = %settings.data_dir.display(), "data_dir (absolute; a relative one is resolved against the current directory)");
     std::fs::create_dir_all(&settings.data_dir).with_context(|| format!("cannot create data_dir {}", settings.data_dir.display()))?;

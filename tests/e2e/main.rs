@@ -18,6 +18,7 @@ mod mcp;
 mod ops_config;
 mod ops_logs;
 mod ops_metrics;
+mod ops_ready;
 mod sec_config;
 mod sec_gate;
 mod sec_hook;

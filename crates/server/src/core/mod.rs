@@ -91,6 +91,8 @@ pub struct Core {
     parked: AtomicUsize,
     /// What `GET /metrics` reports.
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// Each started channel's connection state, for `/readyz`.
+    liveness: RwLock<Vec<(&'static str, plangate_channel::Liveness)>>,
 }
 
 impl Core {
@@ -116,12 +118,23 @@ impl Core {
             degraded: AtomicBool::new(false),
             parked: AtomicUsize::new(0),
             metrics: Arc::new(crate::metrics::Metrics::new()),
+            liveness: RwLock::new(Vec::new()),
         })
     }
 
     pub fn register_channel(&self, channel: Arc<dyn Channel>) {
         let channel: Arc<dyn Channel> = Arc::new(crate::metrics::Metered { inner: channel, metrics: self.metrics.clone() });
         self.channels.write().unwrap_or_else(|e| e.into_inner()).insert(channel.name().to_string(), channel);
+    }
+
+    /// Report `name`'s connection state on `/readyz`.
+    pub fn register_liveness(&self, name: &'static str, liveness: plangate_channel::Liveness) {
+        self.liveness.write().unwrap_or_else(|e| e.into_inner()).push((name, liveness));
+    }
+
+    /// Each started channel and whether it is connected (else why not).
+    pub fn channel_readiness(&self) -> Vec<(&'static str, Result<(), String>)> {
+        self.liveness.read().unwrap_or_else(|e| e.into_inner()).iter().map(|(name, l)| (*name, l.check())).collect()
     }
 
     pub fn channel(&self, name: &str) -> Option<Arc<dyn Channel>> {

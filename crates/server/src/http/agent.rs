@@ -22,6 +22,30 @@ pub(super) async fn healthz(State(core): State<AppState>) -> Response {
     }
 }
 
+/// Readiness (liveness stays `/healthz`): the store takes a durable write
+/// within 2 s, and every configured channel is connected to its platform.
+/// 503 with the reason of each failing check otherwise.
+pub(super) async fn readyz(State(core): State<AppState>) -> Response {
+    let mut checks = serde_json::Map::new();
+    let mut ready = true;
+    let now = core.now().0.to_string();
+    let probe = core.blocking(move |s| s.set_cursor("readyz", &now));
+    let store = match tokio::time::timeout(std::time::Duration::from_secs(2), probe).await {
+        Ok(Ok(())) if !core.is_degraded() => "ok".to_string(),
+        Ok(Ok(())) => "the last commit failed; decisions are not being recorded".to_string(),
+        Ok(Err(e)) => format!("a durable write failed: {e}"),
+        Err(_) => "a durable write took more than 2 s".to_string(),
+    };
+    ready &= store == "ok";
+    checks.insert("store".into(), json!(store));
+    for (name, state) in core.channel_readiness() {
+        ready &= state.is_ok();
+        checks.insert(name.into(), json!(state.err().unwrap_or_else(|| "ok".into())));
+    }
+    let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (status, Json(json!({"status": if ready { "ready" } else { "not_ready" }, "checks": checks}))).into_response()
+}
+
 pub(super) async fn status(
     State(core): State<AppState>,
     AgentAuth(agent): AgentAuth,

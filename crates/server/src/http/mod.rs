@@ -36,6 +36,7 @@ type AppState = Arc<Core>;
 pub fn router(core: Arc<Core>) -> Router {
     Router::new()
         .route("/healthz", get(agent::healthz))
+        .route("/readyz", get(agent::readyz))
         .route("/v1/sessions/{session_id}", get(agent::status))
         .route("/v1/sessions/{session_id}/enter", post(agent::enter))
         .route("/v1/sessions/{session_id}/steps", post(agent::steps))

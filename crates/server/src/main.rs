@@ -345,7 +345,13 @@ async fn serve(config: Option<PathBuf>) -> Result<()> {
     let addr = listener.local_addr()?;
     println!("plangate listening on http://{addr}");
     tracing::info!(%addr, data_dir = %settings.data_dir.display(), "serving");
-    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await?;
+    let stopping = core.clone();
+    let graceful = async move {
+        shutdown_signal().await;
+        tracing::info!(waiting = stopping.parked_waiters(), "shutting down: waiting long-polls are answered 503 shutting_down");
+        stopping.begin_shutdown();
+    };
+    axum::serve(listener, app).with_graceful_shutdown(graceful).await?;
     tracing::info!("shutting down: in-flight transitions have committed");
     let _ = shutdown_tx.send(true);
     let _ = scheduler.await;

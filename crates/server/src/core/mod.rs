@@ -93,6 +93,9 @@ pub struct Core {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Each started channel's connection state, for `/readyz`.
     liveness: RwLock<Vec<(&'static str, plangate_channel::Liveness)>>,
+    /// Turned true when a graceful shutdown begins: every parked long-poll
+    /// answers `503 shutting_down` at once (see `waiters`).
+    stopping: watch::Sender<bool>,
 }
 
 impl Core {
@@ -119,6 +122,7 @@ impl Core {
             parked: AtomicUsize::new(0),
             metrics: Arc::new(crate::metrics::Metrics::new()),
             liveness: RwLock::new(Vec::new()),
+            stopping: watch::channel(false).0,
         })
     }
 

@@ -46,6 +46,14 @@ pub(super) async fn readyz(State(core): State<AppState>) -> Response {
     (status, Json(json!({"status": if ready { "ready" } else { "not_ready" }, "checks": checks}))).into_response()
 }
 
+/// A long-poll, cut short by a graceful shutdown with `503 shutting_down`.
+async fn unless_stopping<T>(core: &AppState, wait: impl std::future::Future<Output = T>) -> Result<T, ApiError> {
+    tokio::select! {
+        done = wait => Ok(done),
+        () = core.shutting_down() => Err(ApiError::shutting_down()),
+    }
+}
+
 pub(super) async fn status(
     State(core): State<AppState>,
     AgentAuth(agent): AgentAuth,
@@ -145,7 +153,7 @@ pub(super) async fn decision(
 ) -> Result<Json<DecisionView>, ApiError> {
     let key = session_key(agent, &sid)?;
     let wait = wait_of(&query(q)?)?;
-    match core.wait_decision(&key, wait).await? {
+    match unless_stopping(&core, core.wait_decision(&key, wait)).await?? {
         Some(p) => Ok(Json(DecisionView::of(&p))),
         None => Err(ApiError::not_found("this session has no proposal yet")),
     }
@@ -210,7 +218,7 @@ pub(super) async fn question(
     let key = session_key(agent, &sid)?;
     let wait = wait_of(&query(q)?)?;
     let id = ApprovalId::parse(&qid).ok_or_else(|| ApiError::not_found("no such question"))?;
-    let Some(q) = core.wait_question(&key, id, wait).await? else {
+    let Some(q) = unless_stopping(&core, core.wait_question(&key, id, wait)).await?? else {
         return Err(ApiError::not_found("no such question in this session"));
     };
     let mut out = json!({"status": q.status});
@@ -244,7 +252,7 @@ pub(super) async fn peek_injection(
 ) -> Result<Json<Value>, ApiError> {
     let key = session_key(agent, &sid)?;
     let wait = wait_of(&query(q)?)?;
-    let state = core.wait_injection(&key, wait).await?;
+    let state = unless_stopping(&core, core.wait_injection(&key, wait)).await??;
     Ok(Json(injection_body(state.session.injection.clone(), &state)))
 }
 

@@ -15,6 +15,7 @@ mod failclosed;
 mod hooks;
 mod hub;
 mod mcp;
+mod ops_backup;
 mod ops_config;
 mod ops_logs;
 mod ops_metrics;

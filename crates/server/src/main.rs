@@ -113,6 +113,22 @@ enum Cmd {
         #[command(flatten)]
         remote: Remote,
     },
+    /// Write a consistent snapshot of a running server (store and plan documents) to FILE.
+    Backup {
+        /// Where to write it (written beside as FILE.partial, then renamed).
+        #[arg(long)]
+        to: PathBuf,
+        #[arg(long, env = "PLANGATE_OPERATOR_TOKEN", hide_env_values = true)]
+        operator_token: String,
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// Restore a backup into a new or empty data dir (the server must not be running on it).
+    Restore {
+        file: PathBuf,
+        #[arg(long)]
+        data_dir: PathBuf,
+    },
     /// Harness hooks: `hook claude` answers one Claude Code hook event.
     #[command(subcommand)]
     Hook(HookCmd),
@@ -266,6 +282,21 @@ async fn run(args: Args) -> Result<i32> {
                     e["detail"].as_str().unwrap_or("")
                 );
             }
+            Ok(0)
+        }
+        Cmd::Backup { to, operator_token, remote } => {
+            let stats = plangate_server::ops::backup::download(&remote.url, &operator_token, &to).await?;
+            eprintln!("backup written to {} ({stats})", to.display());
+            Ok(0)
+        }
+        Cmd::Restore { file, data_dir } => {
+            let stats = plangate_server::ops::backup::restore(&file, &data_dir)?;
+            eprintln!(
+                "restored {} into {} ({stats}); start plangate with server.data_dir = {:?}",
+                file.display(),
+                data_dir.display(),
+                data_dir
+            );
             Ok(0)
         }
         Cmd::Hook(HookCmd::Claude) => {

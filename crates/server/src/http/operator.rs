@@ -165,3 +165,20 @@ pub(super) async fn metrics(State(core): State<AppState>, _op: OperatorAuth) -> 
     let body = core.metrics.render(core.chat_backlog(), core.parked_waiters());
     ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], body).into_response()
 }
+
+/// `GET /v1/operator/backup`: a consistent snapshot of the store and the
+/// plan documents (`plangate backup --to FILE`), taken by this process, the
+/// database's only writer, with commits held at their boundary meanwhile.
+pub(super) async fn backup(State(core): State<AppState>, _op: OperatorAuth) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse;
+    let data_dir = core.settings.data_dir.clone();
+    let (bytes, stats) = core
+        .blocking(move |s| {
+            let mut bytes = Vec::new();
+            let stats = s.snapshot(&data_dir, &mut bytes)?;
+            Ok((bytes, stats))
+        })
+        .await?;
+    tracing::info!(bytes = bytes.len(), trees = stats.trees, entries = stats.entries, documents = stats.documents, "backup taken");
+    Ok(([(axum::http::header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response())
+}

@@ -20,6 +20,7 @@ mod ops_config;
 mod ops_logs;
 mod ops_metrics;
 mod ops_ready;
+mod ops_retention;
 mod ops_shutdown;
 mod sec_config;
 mod sec_gate;

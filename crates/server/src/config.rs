@@ -51,6 +51,8 @@ pub struct Config {
     pub destinations: BTreeMap<String, DestinationConfig>,
     #[serde(default)]
     pub approvals: ApprovalsConfig,
+    #[serde(default)]
+    pub retention: RetentionConfig,
     /// Raw channel sections, handed to each adapter's own config type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telegram: Option<serde_json::Value>,
@@ -187,6 +189,71 @@ impl ApprovalsOverride {
     }
 }
 
+/// `[retention]`: how long decided approvals and the audit are kept. Off
+/// by default: nothing is deleted unless an operator asks for it. Pending
+/// approvals and their timers are never pruned.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionConfig {
+    /// Decided approvals (with their deliveries and plan documents) this
+    /// long after their decision, e.g. "90d"; or "off".
+    #[serde(default = "retention_off")]
+    pub decided_approvals: String,
+    /// Audit records this old, e.g. "365d"; or "off".
+    #[serde(default = "retention_off")]
+    pub audit: String,
+    /// How often the background pruning runs.
+    #[serde(default = "retention_interval")]
+    pub interval: String,
+    /// Records removed per batch (each batch is one short pause of nothing).
+    #[serde(default = "retention_batch")]
+    pub batch: usize,
+}
+
+fn retention_off() -> String {
+    "off".into()
+}
+fn retention_interval() -> String {
+    "1h".into()
+}
+fn retention_batch() -> usize {
+    500
+}
+
+impl Default for RetentionConfig {
+    fn default() -> Self {
+        RetentionConfig {
+            decided_approvals: retention_off(),
+            audit: retention_off(),
+            interval: retention_interval(),
+            batch: retention_batch(),
+        }
+    }
+}
+
+impl RetentionConfig {
+    fn age(key: &str, value: &str) -> Result<Option<Duration>, ConfigError> {
+        match value.trim() {
+            "off" => Ok(None),
+            v => humantime::parse_duration(v)
+                .map(Some)
+                .map_err(|e| invalid(key, format!("expected a duration like \"90d\" or \"off\", got {v:?} ({e})"))),
+        }
+    }
+
+    /// (decided approvals, audit, interval), checked.
+    pub fn parsed(&self) -> Result<(Option<Duration>, Option<Duration>, Duration), ConfigError> {
+        let decided = Self::age("retention.decided_approvals", &self.decided_approvals)?;
+        let audit = Self::age("retention.audit", &self.audit)?;
+        let interval = Self::age("retention.interval", &self.interval)?
+            .ok_or_else(|| invalid("retention.interval", "must be a duration like \"1h\" (turn retention off with its ages)"))?;
+        if self.batch == 0 {
+            return Err(invalid("retention.batch", "must be at least 1"));
+        }
+        Ok((decided, audit, interval))
+    }
+}
+
 /// A validated configuration, with derived lookups.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -286,6 +353,9 @@ impl Settings {
             }
         }
         for e in check_channel_sections(&raw) {
+            problem(e);
+        }
+        if let Err(e) = raw.retention.parsed() {
             problem(e);
         }
         for (name, d) in &raw.destinations {

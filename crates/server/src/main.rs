@@ -123,6 +123,15 @@ enum Cmd {
         #[command(flatten)]
         remote: Remote,
     },
+    /// Prune decided approvals and old audit by [retention] now; --dry-run reports what would go.
+    Prune {
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long, env = "PLANGATE_OPERATOR_TOKEN", hide_env_values = true)]
+        operator_token: String,
+        #[command(flatten)]
+        remote: Remote,
+    },
     /// Restore a backup into a new or empty data dir (the server must not be running on it).
     Restore {
         file: PathBuf,
@@ -289,6 +298,16 @@ async fn run(args: Args) -> Result<i32> {
             eprintln!("backup written to {} ({stats})", to.display());
             Ok(0)
         }
+        Cmd::Prune { dry_run, operator_token, remote } => {
+            let client = Client::new(&remote.url, Some(operator_token))?;
+            let r = client.ok(reqwest::Method::POST, &format!("/v1/operator/prune?dry_run={dry_run}"), None).await?;
+            let verb = if dry_run { "would prune" } else { "pruned" };
+            println!(
+                "{verb}: {} decided approvals ({} card deliveries, {} plan documents), {} audit records",
+                r["approvals"], r["deliveries"], r["documents"], r["audit"]
+            );
+            Ok(0)
+        }
         Cmd::Restore { file, data_dir } => {
             let stats = plangate_server::ops::backup::restore(&file, &data_dir)?;
             eprintln!(
@@ -371,6 +390,7 @@ async fn serve(config: Option<PathBuf>) -> Result<()> {
     let (app, channels) = plangate_server::channels::start_all(&core, hub, shutdown_rx.clone(), app).await?;
     core.resume_outbox().await.context("cannot read the outbox of chat work left from the last run")?;
     let scheduler = tokio::spawn(plangate_server::scheduler::run(core.clone(), shutdown_rx.clone()));
+    let retention = tokio::spawn(plangate_server::ops::retention::run(core.clone(), shutdown_rx.clone()));
 
     let listener = tokio::net::TcpListener::bind(settings.bind).await.with_context(|| format!("cannot listen on {}", settings.bind))?;
     let addr = listener.local_addr()?;
@@ -386,6 +406,7 @@ async fn serve(config: Option<PathBuf>) -> Result<()> {
     tracing::info!("shutting down: in-flight transitions have committed");
     let _ = shutdown_tx.send(true);
     let _ = scheduler.await;
+    let _ = retention.await;
     channels.stop().await;
     if let Err(left) = core.drain(std::time::Duration::from_secs(10)).await {
         tracing::warn!(%left, "stopping with chat work queued: it stays in the outbox and is resumed at the next start");

@@ -18,11 +18,13 @@ mod backup;
 mod documents;
 mod group;
 mod redo;
+mod retention;
 mod sled_store;
 
 pub use backup::BackupStats;
 pub use documents::{append_receipt, plan_document_path, write_document, DocumentError};
 pub use group::FlushStats;
+pub use retention::{PrunePolicy, PruneReport};
 pub use sled_store::{Durability, SledStore, SCHEMA_VERSION};
 
 use plangate_delivery::Delivery;
@@ -184,5 +186,11 @@ pub trait Store: Send + Sync {
     fn snapshot(&self, data_dir: &std::path::Path, out: &mut dyn std::io::Write) -> Result<BackupStats, StoreError> {
         let _ = (data_dir, out);
         Err(StoreError::Unavailable("this store cannot take snapshots".into()))
+    }
+    /// Prune one batch of decided approvals and old audit (see `retention`);
+    /// pending approvals and timers are never pruned.
+    fn prune(&self, data_dir: &std::path::Path, policy: &PrunePolicy) -> Result<PruneReport, StoreError> {
+        let _ = (data_dir, policy);
+        Err(StoreError::Unavailable("this store cannot prune".into()))
     }
 }

@@ -307,6 +307,25 @@ impl SledStore {
         self.flushed(())
     }
 
+    pub(crate) fn sessions_tree(&self) -> &sled::Tree {
+        &self.sessions
+    }
+    pub(crate) fn proposals_tree(&self) -> &sled::Tree {
+        &self.proposals
+    }
+    pub(crate) fn deliveries_tree(&self) -> &sled::Tree {
+        &self.deliveries
+    }
+    pub(crate) fn documents_tree(&self) -> &sled::Tree {
+        &self.documents
+    }
+    pub(crate) fn audit_tree(&self) -> &sled::Tree {
+        &self.audit
+    }
+    pub(crate) fn flush_all(&self) -> Result<(), StoreError> {
+        self.flushed(())
+    }
+
     /// Hold every commit at its boundary until the guard is dropped.
     pub(crate) fn pause_commits(&self) -> std::sync::RwLockWriteGuard<'_, ()> {
         self.snapshot_lock.write().unwrap_or_else(|e| e.into_inner())
@@ -585,6 +604,10 @@ impl Store for SledStore {
 
     fn snapshot(&self, data_dir: &Path, out: &mut dyn std::io::Write) -> Result<crate::BackupStats, StoreError> {
         SledStore::snapshot(self, data_dir, out)
+    }
+
+    fn prune(&self, data_dir: &Path, policy: &crate::PrunePolicy) -> Result<crate::PruneReport, StoreError> {
+        SledStore::prune(self, data_dir, policy)
     }
 }
 

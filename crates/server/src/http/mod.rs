@@ -58,6 +58,7 @@ pub fn router(core: Arc<Core>) -> Router {
         .route("/v1/audit", get(operator::audit))
         .route("/metrics", get(operator::metrics))
         .route("/v1/operator/backup", get(operator::backup))
+        .route("/v1/operator/prune", post(operator::prune))
         .route("/v1/operator/sessions/{agent}/{session_id}/release", post(operator::operator_release))
         .fallback(error::not_found_route)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))

@@ -182,3 +182,26 @@ pub(super) async fn backup(State(core): State<AppState>, _op: OperatorAuth) -> R
     tracing::info!(bytes = bytes.len(), trees = stats.trees, entries = stats.entries, documents = stats.documents, "backup taken");
     Ok(([(axum::http::header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response())
 }
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct PruneQuery {
+    dry_run: Option<bool>,
+}
+
+/// `POST /v1/operator/prune?dry_run=true|false`: prune by `[retention]` now
+/// (`plangate prune`); a dry run reports what would go and removes nothing.
+pub(super) async fn prune(
+    State(core): State<AppState>,
+    _op: OperatorAuth,
+    q: Result<Query<PruneQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let dry_run = query(q)?.dry_run.unwrap_or(false);
+    if crate::ops::retention::policy(&core, dry_run).is_none() {
+        return Err(ApiError::invalid_request("retention is off: set [retention] decided_approvals and/or audit (e.g. \"90d\")"));
+    }
+    let report = crate::ops::retention::prune_all(&core, dry_run).await?;
+    Ok(Json(
+        json!({"dry_run": dry_run, "approvals": report.approvals, "deliveries": report.deliveries, "documents": report.documents, "audit": report.audit}),
+    ))
+}

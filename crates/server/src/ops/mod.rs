@@ -2,5 +2,7 @@
 //!
 //! * [`explain`]: what `plangate config check` says it resolved.
 //! * [`backup`]: `plangate backup` and `plangate restore`.
+//! * [`retention`]: background pruning and `plangate prune`.
 pub mod backup;
 pub mod explain;
+pub mod retention;

@@ -138,6 +138,11 @@ enum Cmd {
         #[arg(long)]
         data_dir: PathBuf,
     },
+    /// Print a shell completion script: `plangate completions bash > /etc/bash_completion.d/plangate`.
+    Completions {
+        #[arg(value_parser = ["bash", "zsh", "fish"])]
+        shell: String,
+    },
     /// Harness hooks: `hook claude` answers one Claude Code hook event.
     #[command(subcommand)]
     Hook(HookCmd),
@@ -316,6 +321,16 @@ async fn run(args: Args) -> Result<i32> {
                 data_dir.display(),
                 data_dir
             );
+            Ok(0)
+        }
+        Cmd::Completions { shell } => {
+            use clap::CommandFactory;
+            let shell = match shell.as_str() {
+                "zsh" => clap_complete::Shell::Zsh,
+                "fish" => clap_complete::Shell::Fish,
+                _ => clap_complete::Shell::Bash,
+            };
+            clap_complete::generate(shell, &mut Args::command(), "plangate", &mut std::io::stdout());
             Ok(0)
         }
         Cmd::Hook(HookCmd::Claude) => {

@@ -17,6 +17,7 @@ mod hub;
 mod mcp;
 mod ops_backup;
 mod ops_config;
+mod ops_doctor;
 mod ops_install;
 mod ops_logs;
 mod ops_metrics;

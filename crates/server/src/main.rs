@@ -138,6 +138,11 @@ enum Cmd {
         #[arg(long)]
         data_dir: PathBuf,
     },
+    /// Check a config against the live platform APIs: tokens, chats, approvers (exit 1 when any check fails).
+    Doctor {
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
     /// Print a shell completion script: `plangate completions bash > /etc/bash_completion.d/plangate`.
     Completions {
         #[arg(value_parser = ["bash", "zsh", "fish"])]
@@ -322,6 +327,17 @@ async fn run(args: Args) -> Result<i32> {
                 data_dir
             );
             Ok(0)
+        }
+        Cmd::Doctor { config } => {
+            let settings = Settings::load(config.as_deref())?;
+            let checks = plangate_server::ops::doctor::run(&settings).await;
+            for check in &checks {
+                println!("{check}");
+            }
+            if checks.is_empty() {
+                println!("no chat channel is configured: nothing to check against a platform");
+            }
+            Ok(if checks.iter().all(|c| c.ok) { 0 } else { 1 })
         }
         Cmd::Completions { shell } => {
             use clap::CommandFactory;

@@ -79,7 +79,8 @@ approvers = ["discord:{ALICE}"]
         .filter(|r| r.path.contains("/callback"))
         .map(|r| r.json().unwrap_or_default()["data"]["content"].as_str().unwrap_or("").to_string())
         .collect();
-    assert!(texts.iter().any(|t| t == "You are not an approver for this plan."), "{texts:?}");
+    // The refusal names the user in the config's form, to paste into approvers.
+    assert!(texts.iter().any(|t| t.starts_with("You are not an approver for this plan.") && t.contains("\"discord:")), "{texts:?}");
     assert!(texts.iter().any(|t| t.contains("not allowed")), "{texts:?}");
 
     // The approver decides; the agent is released and the card edited.

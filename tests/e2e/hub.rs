@@ -189,13 +189,16 @@ async fn approve_by_button_edits_every_card_and_refuses_the_rest() {
 
     // A non-approver is refused, audited, and nothing changes.
     let r = f.act("7", "100", Action::Button(Button::Approve(id))).await;
-    assert_eq!(text(&r), "You are not an approver for this plan.");
+    assert!(text(&r).starts_with("You are not an approver for this plan."), "{}", text(&r));
+    // …told its ids in the config's own form, to paste into approvers.
+    assert!(text(&r).contains("chat = \"100\"") && text(&r).contains("\"telegram:7\""), "{}", text(&r));
     assert!(f.audit().await.iter().any(|l| l.starts_with("telegram:7 refused")), "{:?}", f.audit().await);
     assert_eq!(f.status("demo", "s1").await.latest.unwrap().status, plangate_engine::DecisionStatus::Pending);
 
     // An approver of another chat cannot decide from a chat that does not get the card.
     let r = f.act("9", "200", Action::Button(Button::Approve(id))).await;
     assert!(text(&r).contains("cannot be decided here"), "{}", text(&r));
+    assert!(text(&r).contains("chat = \"200\"") && text(&r).contains("\"telegram:9\""), "{}", text(&r));
 
     // The approver decides: receipt toast, card edited.
     let r = f.act("1", "100", Action::Button(Button::Approve(id))).await;
@@ -339,7 +342,7 @@ async fn edit_on_off_auto_answer_restate() {
     f.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
     assert!(f.chan.take().contains(&"question 100 Which DB?".to_string()));
     let r = text(&f.act("7", "100", Action::Button(Button::Answer(qid, 0))).await);
-    assert_eq!(r, "You are not an approver for this plan.");
+    assert!(r.starts_with("You are not an approver for this plan."), "{r}");
     let r = text(&f.act("1", "100", Action::Button(Button::Answer(qid, 1))).await);
     assert_eq!(r, "Answered: sqlite");
     assert!(f.chan.take().contains(&"question-update 100 sqlite".to_string()));
@@ -417,4 +420,19 @@ async fn a_stuck_subagent_shows_on_the_card_and_status_and_an_approver_clears_it
     assert!(r.contains("nothing to clear"), "{r}");
     let r = text(&f.say("1", "/plan accept").await);
     assert!(r.starts_with("✅ Approved v1 by telegram:@user1"), "{r}");
+}
+
+/// Someone writing `/plan` in a chat that is no destination (the first thing
+/// a new operator does) is told this chat's id and their own, in the exact
+/// form the config wants.
+#[tokio::test]
+async fn a_chat_that_is_no_destination_is_told_its_ids() {
+    let f = fixture().await;
+    let action = match parse("/plan list", Some("PlanBot")) {
+        Ok(Some(p)) => Action::Command(p),
+        other => panic!("{other:?}"),
+    };
+    let r = text(&f.act("4242", "-100555", action).await);
+    assert!(r.starts_with("No agent sends its plans to this chat."), "{r}");
+    assert!(r.contains("chat = \"-100555\" (channel = \"telegram\")") && r.contains("\"telegram:4242\""), "{r}");
 }

@@ -100,7 +100,11 @@ async fn approve_from_a_phone_releases_the_agent_and_edits_the_card() {
     // …is not released by a stranger's tap: refused, audited.
     fake.push_update(fake.callback_update(CHAT, card_id, user(MALLORY, "mallory"), &encode(Button::Approve(id))));
     let refusal = fake.wait_call("answerCallbackQuery", 1, WAIT).await;
-    assert_eq!(refusal.str("text"), "You are not an approver for this plan.");
+    let refused = refusal.str("text");
+    assert!(refused.starts_with("You are not an approver for this plan."), "{refused}");
+    // Its ids in the exact form the config wants (the toast's 200-character limit holds).
+    assert!(refused.contains(&format!("\"telegram:{MALLORY}\"")) && refused.contains(&format!("chat = \"{CHAT}\"")), "{refused}");
+    assert!(refused.chars().count() <= 200, "{refused}");
 
     // The approver's tap decides.
     fake.push_update(fake.callback_update(CHAT, card_id, user(ALICE, "alice"), &encode(Button::Approve(id))));

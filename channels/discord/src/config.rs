@@ -75,6 +75,12 @@ impl DiscordConfig {
         }
     }
 
+    /// Check every key without starting anything (`plangate config check`);
+    /// the error names the key, what is wrong and what to do.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        self.clone().validate().map(|_| ())
+    }
+
     pub(crate) fn validate(self) -> Result<Settings, ConfigError> {
         let token = self.bot_token.expose_secret().trim();
         let token = token.strip_prefix("Bot ").unwrap_or(token).trim();

@@ -120,17 +120,20 @@ pub async fn start_with_clock(
     }
     let channel = Arc::new(DiscordChannel::new(rest.clone(), &settings));
     let inbox = Arc::new(inbound::Inbox::new(handler, rest.clone(), &settings));
+    let liveness = plangate_channel::Liveness::new("gateway connection", None);
     let (routes, task) = match settings.transport {
-        Transport::Gateway => (None, Some(gateway::spawn(rest.clone(), inbox, shutdown).await?)),
+        Transport::Gateway => (None, Some(gateway::spawn(rest.clone(), inbox, shutdown, liveness.clone()).await?)),
         Transport::Http => {
             // validate() refuses HTTP without a key.
             let verifier = settings
                 .public_key
                 .clone()
                 .ok_or_else(|| ConfigError::new("discord.application_public_key", "is missing", "set it when transport = \"http\""))?;
+            // Discord calls us; the command registration answered at start.
+            liveness.ok();
             (Some(endpoint::router(verifier, inbox, settings.interaction_window_secs, clock)), None)
         }
     };
     tracing::info!(transport = ?settings.transport, guild = ?settings.guild_id, "discord adapter started");
-    Ok(Adapter { channel, routes, task, expected_team: settings.guild_id.map(|g| g.to_string()) })
+    Ok(Adapter { channel, routes, task, expected_team: settings.guild_id.map(|g| g.to_string()), liveness })
 }

@@ -154,13 +154,17 @@ pub async fn start_with(
     match config.transport {
         Transport::Socket => {
             let app_token = config::secret_text(&config.app_token).unwrap_or_default();
-            let task = socket::spawn(api, dispatcher, app_token, shutdown).await?;
-            Ok(Adapter { channel, routes: None, task: Some(task), expected_team })
+            let liveness = plangate_channel::Liveness::new("Socket Mode hello", None);
+            let task = socket::spawn(api, dispatcher, app_token, shutdown, liveness.clone()).await?;
+            Ok(Adapter { channel, routes: None, task: Some(task), expected_team, liveness })
         }
         Transport::Http => {
             let secret = config::secret_text(&config.signing_secret).unwrap_or_default();
             let verifier = Arc::new(Verifier::new(secret.as_bytes(), options.clock));
-            Ok(Adapter { channel, routes: Some(http::routes(dispatcher, verifier)), task: None, expected_team })
+            // Slack calls us; auth.test answered at start.
+            let liveness = plangate_channel::Liveness::new("auth.test", None);
+            liveness.ok();
+            Ok(Adapter { channel, routes: Some(http::routes(dispatcher, verifier)), task: None, expected_team, liveness })
         }
     }
 }

@@ -36,10 +36,18 @@ pub(crate) async fn spawn(
     dispatcher: Arc<Dispatcher>,
     app_token: &str,
     mut shutdown: Shutdown,
+    liveness: plangate_channel::Liveness,
 ) -> Result<JoinHandle<()>, SlackError> {
-    let callbacks = SlackSocketModeListenerCallbacks::new().with_command_events(on_command).with_interaction_events(on_interaction);
-    let environment =
-        Arc::new(SlackClientEventsListenerEnvironment::new(api.client.clone()).with_error_handler(on_error).with_user_state(dispatcher));
+    let callbacks = SlackSocketModeListenerCallbacks::new()
+        .with_command_events(on_command)
+        .with_interaction_events(on_interaction)
+        .with_hello_events(on_hello);
+    let environment = Arc::new(
+        SlackClientEventsListenerEnvironment::new(api.client.clone())
+            .with_error_handler(on_error)
+            .with_user_state(dispatcher)
+            .with_user_state(liveness),
+    );
     // One connection; slack-morphism reconnects it when it drops.
     let config = SlackClientSocketModeConfig::new().with_max_connections_count(1).with_reconnect_timeout_in_seconds(5);
     let listener = SlackClientSocketModeListener::new(&config, environment, callbacks);
@@ -102,9 +110,21 @@ async fn on_command(
 
 /// Everything is acknowledged: an envelope we cannot use does not get better
 /// by being redelivered.
-fn on_error(error: Box<dyn std::error::Error + Send + Sync>, _client: Arc<Client>, _state: SlackClientEventsUserState) -> HttpStatusCode {
+/// Slack's `hello` on every (re)connection: Socket Mode is connected.
+async fn on_hello<HelloEvent>(_event: HelloEvent, _client: Arc<Client>, state: SlackClientEventsUserState) {
+    if let Some(liveness) = state.read().await.get_user_state::<plangate_channel::Liveness>() {
+        liveness.ok();
+    }
+}
+
+fn on_error(error: Box<dyn std::error::Error + Send + Sync>, _client: Arc<Client>, state: SlackClientEventsUserState) -> HttpStatusCode {
     if !error.is::<AckedWithoutPayload>() {
         tracing::warn!(error = %error, "Slack Socket Mode error");
+        if let Ok(state) = state.try_read() {
+            if let Some(liveness) = state.get_user_state::<plangate_channel::Liveness>() {
+                liveness.down(error.to_string());
+            }
+        }
     }
     HttpStatusCode::OK
 }

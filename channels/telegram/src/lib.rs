@@ -112,8 +112,13 @@ pub async fn start(config: TelegramConfig, handler: Arc<dyn InboundHandler>, shu
             if let Err(error) = bot.delete_webhook().await {
                 tracing::warn!(error = %outbound::map_error(error, token), "deleteWebhook failed; getUpdates may be refused while a webhook is set");
             }
-            let task = tokio::spawn(transport::poll(updates, bot, config.poll_timeout_secs, shutdown));
-            Ok(Adapter { channel, routes: None, task: Some(task), expected_team: None })
+            // A poll answers within its timeout; none for two timeouts + 5 s
+            // (a failing poll retries with backoff, silently) is not ready.
+            let stale = std::time::Duration::from_secs(u64::from(config.poll_timeout_secs) * 2 + 5);
+            let liveness = plangate_channel::Liveness::new("getUpdates", Some(stale));
+            liveness.ok(); // getMe just answered
+            let task = tokio::spawn(transport::poll(updates, bot, config.poll_timeout_secs, shutdown, liveness.clone()));
+            Ok(Adapter { channel, routes: None, task: Some(task), expected_team: None, liveness })
         }
         Transport::Webhook => {
             // validate() guarantees both are set.
@@ -125,7 +130,10 @@ pub async fn start(config: TelegramConfig, handler: Arc<dyn InboundHandler>, shu
                 .await
                 .map_err(startup("setWebhook", token))?;
             let routes = transport::webhook_router(updates, secret);
-            Ok(Adapter { channel, routes: Some(routes), task: None, expected_team: None })
+            // Telegram calls us: setWebhook accepted is as connected as we can know.
+            let liveness = plangate_channel::Liveness::new("setWebhook", None);
+            liveness.ok();
+            Ok(Adapter { channel, routes: Some(routes), task: None, expected_team: None, liveness })
         }
     }
 }

@@ -52,7 +52,13 @@ async fn pause(shutdown: &mut Shutdown, how_long: Duration) -> bool {
 /// handled update when shutdown interrupts it), so a restart never hands the
 /// server an update id it has already seen. Updates below the offset are
 /// skipped even if Telegram sends them again.
-pub(crate) async fn poll(core: Arc<UpdateHandler>, bot: Bot, timeout_secs: u32, mut shutdown: Shutdown) {
+pub(crate) async fn poll(
+    core: Arc<UpdateHandler>,
+    bot: Bot,
+    timeout_secs: u32,
+    mut shutdown: Shutdown,
+    liveness: plangate_channel::Liveness,
+) {
     let mut offset: Option<i64> = match core.handler().load_cursor(CURSOR_KEY) {
         Some(saved) => match saved.trim().parse::<i64>() {
             Ok(n) => Some(n),
@@ -93,8 +99,12 @@ pub(crate) async fn poll(core: Arc<UpdateHandler>, bot: Bot, timeout_secs: u32, 
             result = polled.instrument(tracing::info_span!("telegram.poll", method = "getUpdates")) => result,
         };
         let updates: Vec<Update> = match result {
-            Ok(updates) => updates,
+            Ok(updates) => {
+                liveness.ok();
+                updates
+            }
             Err(error) => {
+                liveness.down(error.to_string());
                 // Only after u32::MAX attempts: start over.
                 tracing::warn!(%error, "getUpdates keeps failing");
                 if !pause(&mut shutdown, MAX_BACKOFF).await {

@@ -237,6 +237,28 @@ impl Client {
         serde_json::from_value(value).map_err(|e| AgentError::Protocol { status: 200, reason: e.to_string() })
     }
 
+    /// A long-poll GET that survives a server restart: a graceful shutdown
+    /// answers every waiting long-poll `503 shutting_down`, and the request
+    /// is sent again (also while the restarting server refuses connections)
+    /// until the wait is over. Any other failure is returned as it is.
+    async fn long_poll<T: DeserializeOwned>(&self, path: &str, wait: Duration) -> Result<T, AgentError> {
+        let deadline = tokio::time::Instant::now() + wait + self.timeouts.request;
+        let (mut pause, mut restarting) = (Duration::from_millis(100), false);
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match self.typed(reqwest::Method::GET, path, None, left).await {
+                Err(AgentError::Api { code, .. }) if code == "shutting_down" => restarting = true,
+                Err(AgentError::Unreachable { .. }) if restarting => {}
+                other => return other,
+            }
+            if tokio::time::Instant::now() + pause >= deadline {
+                return Err(AgentError::Unreachable { url: self.base.clone(), reason: "plangate restarted and is not back yet".into() });
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(2));
+        }
+    }
+
     fn session_path(session_id: &str, rest: &str) -> Result<String, AgentError> {
         if !session::is_valid(session_id) {
             return Err(AgentError::Usage(format!("session_id {session_id:?} is invalid: use 1–128 characters of A-Z a-z 0-9 . _ : -")));
@@ -288,7 +310,7 @@ impl Client {
     pub async fn decision(&self, session_id: &str, wait: Duration) -> Result<Option<DecisionView>, AgentError> {
         let (secs, wait) = Self::wait_query(wait);
         let path = Self::session_path(session_id, &format!("/decision?wait={secs}"))?;
-        match self.typed(reqwest::Method::GET, &path, None, wait + self.timeouts.request).await {
+        match self.long_poll(&path, wait).await {
             Ok(d) => Ok(Some(d)),
             Err(AgentError::Api { status: 404, .. }) => Ok(None),
             Err(e) => Err(e),
@@ -331,7 +353,7 @@ impl Client {
         }
         let (secs, wait) = Self::wait_query(wait);
         let path = Self::session_path(session_id, &format!("/questions/{question_id}?wait={secs}"))?;
-        self.typed(reqwest::Method::GET, &path, None, wait + self.timeouts.request).await
+        self.long_poll(&path, wait).await
     }
 
     /// Read and clear the `[PLAN_DECISION]` text waiting for the agent.
@@ -350,7 +372,7 @@ impl Client {
     pub async fn peek_injection(&self, session_id: &str, wait: Duration) -> Result<Injection, AgentError> {
         let (secs, wait) = Self::wait_query(wait);
         let path = Self::session_path(session_id, &format!("/injection?wait={secs}"))?;
-        self.typed(reqwest::Method::GET, &path, None, wait + self.timeouts.request).await
+        self.long_poll(&path, wait).await
     }
 
     /// [`Client::take_injection`] with what the injection is about.

@@ -259,6 +259,68 @@ pub struct Adapter {
     /// when configured: the server refuses (and audits) events whose
     /// [`User::team`] is another one.
     pub expected_team: Option<String>,
+    /// The transport's connection state, for `/readyz`.
+    pub liveness: Liveness,
+}
+
+/// Whether an adapter's connection to its platform works, for `/readyz`:
+/// the transport reports each success (a poll answered, Socket Mode's
+/// `hello`, the gateway connected) and each loss, with its reason. Cheap to
+/// clone; every clone shares the state.
+#[derive(Clone, Default)]
+pub struct Liveness(Arc<std::sync::Mutex<LiveState>>);
+
+#[derive(Default)]
+struct LiveState {
+    last_ok: Option<std::time::Instant>,
+    down: Option<String>,
+    stale_after: Option<Duration>,
+    what: &'static str,
+}
+
+impl Liveness {
+    /// `what` names the success (`"getUpdates"`, `"Socket Mode hello"`); a
+    /// transport that succeeds periodically (polling) passes `stale_after`:
+    /// no success for that long is not ready.
+    pub fn new(what: &'static str, stale_after: Option<Duration>) -> Liveness {
+        Liveness(Arc::new(std::sync::Mutex::new(LiveState { what, stale_after, ..LiveState::default() })))
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, LiveState> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The platform answered: connected.
+    pub fn ok(&self) {
+        let mut s = self.state();
+        s.last_ok = Some(std::time::Instant::now());
+        s.down = None;
+    }
+
+    /// The connection is lost or failing, and why.
+    pub fn down(&self, reason: impl Into<String>) {
+        self.state().down = Some(reason.into());
+    }
+
+    /// `Ok` while connected, else why not, in words for an operator.
+    pub fn check(&self) -> Result<(), String> {
+        let s = self.state();
+        let Some(last) = s.last_ok else {
+            return Err(match &s.down {
+                Some(why) => format!("not connected yet: {why}"),
+                None => format!("not connected yet (no successful {})", s.what),
+            });
+        };
+        if let Some(why) = &s.down {
+            return Err(format!("disconnected: {why} (last successful {} {} s ago)", s.what, last.elapsed().as_secs()));
+        }
+        match s.stale_after {
+            Some(limit) if last.elapsed() > limit => {
+                Err(format!("no successful {} for {} s (expected every {} s at most)", s.what, last.elapsed().as_secs(), limit.as_secs()))
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 /// A minimal cancellation signal adapters watch for shutdown.

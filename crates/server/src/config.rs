@@ -21,12 +21,20 @@ pub const DEFAULT_TOML: &str = include_str!("../../../config/default.toml");
 /// list of refused values cannot drift from them.
 pub const EXAMPLE_TOML: &str = include_str!("../../../config/example.toml");
 
+/// The README's quick-start `plangate.toml` (Telegram + one agent). Its
+/// secret values are public stand-ins for the environment variables they
+/// name, treated like the development values of [`DEFAULT_TOML`].
+pub const QUICKSTART_TOML: &str = include_str!("../../../config/quickstart.toml");
+
 #[derive(Debug, Error)]
 pub enum ConfigError {
     #[error("cannot read the configuration: {0}")]
     Load(#[from] config::ConfigError),
     #[error("invalid setting `{key}`: {problem}")]
     Invalid { key: String, problem: String },
+    /// More than one setting is wrong: each, one per line.
+    #[error("{} settings are invalid:\n{}", .0.len(), .0.iter().map(|e| format!("  - {e}")).collect::<Vec<_>>().join("\n"))]
+    Several(Vec<ConfigError>),
 }
 
 fn invalid(key: impl Into<String>, problem: impl Into<String>) -> ConfigError {
@@ -47,6 +55,8 @@ pub struct Config {
     /// any other namespace name an agent uses is private to that agent.
     #[serde(default)]
     pub namespaces: BTreeMap<String, NamespaceConfig>,
+    #[serde(default)]
+    pub retention: RetentionConfig,
     /// Raw channel sections, handed to each adapter's own config type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telegram: Option<serde_json::Value>,
@@ -76,9 +86,10 @@ pub struct AgentConfig {
     pub token: String,
     #[serde(default)]
     pub destinations: Vec<String>,
-    /// Per-agent overrides of `[approvals]`.
+    /// Per-agent overrides of `[approvals]`: each key it sets replaces the
+    /// global one; the keys it leaves out are inherited.
     #[serde(default)]
-    pub approvals: Option<ApprovalsConfig>,
+    pub approvals: Option<ApprovalsOverride>,
     /// Per-agent mutation-gate policy (extra tools/commands, stricter lists).
     #[serde(default)]
     pub gate: plangate_gate::Policy,
@@ -256,6 +267,100 @@ impl ApprovalsConfig {
     }
 }
 
+/// `[agents.<id>.approvals]`: the same keys as `[approvals]`, each optional.
+/// A key left out is inherited from `[approvals]` (an agent that only sets
+/// `nudges` keeps the global `timeout` and `escalate_to`); a key set, even
+/// to `[]`, replaces it.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalsOverride {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nudges: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalate_to: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent_expiry: Option<String>,
+}
+
+impl ApprovalsOverride {
+    /// The effective settings of an agent: these keys over `base`'s.
+    pub fn over(&self, base: &ApprovalsConfig) -> ApprovalsConfig {
+        ApprovalsConfig {
+            nudges: self.nudges.clone().unwrap_or_else(|| base.nudges.clone()),
+            timeout: self.timeout.clone().unwrap_or_else(|| base.timeout.clone()),
+            escalate_to: self.escalate_to.clone().unwrap_or_else(|| base.escalate_to.clone()),
+            subagent_expiry: self.subagent_expiry.clone().unwrap_or_else(|| base.subagent_expiry.clone()),
+        }
+    }
+}
+
+/// `[retention]`: how long decided approvals and the audit are kept. Off
+/// by default: nothing is deleted unless an operator asks for it. Pending
+/// approvals and their timers are never pruned.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionConfig {
+    /// Decided approvals (with their deliveries and plan documents) this
+    /// long after their decision, e.g. "90d"; or "off".
+    #[serde(default = "retention_off")]
+    pub decided_approvals: String,
+    /// Audit records this old, e.g. "365d"; or "off".
+    #[serde(default = "retention_off")]
+    pub audit: String,
+    /// How often the background pruning runs.
+    #[serde(default = "retention_interval")]
+    pub interval: String,
+    /// Records removed per batch (each batch is one short pause of nothing).
+    #[serde(default = "retention_batch")]
+    pub batch: usize,
+}
+
+fn retention_off() -> String {
+    "off".into()
+}
+fn retention_interval() -> String {
+    "1h".into()
+}
+fn retention_batch() -> usize {
+    500
+}
+
+impl Default for RetentionConfig {
+    fn default() -> Self {
+        RetentionConfig {
+            decided_approvals: retention_off(),
+            audit: retention_off(),
+            interval: retention_interval(),
+            batch: retention_batch(),
+        }
+    }
+}
+
+impl RetentionConfig {
+    fn age(key: &str, value: &str) -> Result<Option<Duration>, ConfigError> {
+        match value.trim() {
+            "off" => Ok(None),
+            v => humantime::parse_duration(v)
+                .map(Some)
+                .map_err(|e| invalid(key, format!("expected a duration like \"90d\" or \"off\", got {v:?} ({e})"))),
+        }
+    }
+
+    /// (decided approvals, audit, interval), checked.
+    pub fn parsed(&self) -> Result<(Option<Duration>, Option<Duration>, Duration), ConfigError> {
+        let decided = Self::age("retention.decided_approvals", &self.decided_approvals)?;
+        let audit = Self::age("retention.audit", &self.audit)?;
+        let interval = Self::age("retention.interval", &self.interval)?
+            .ok_or_else(|| invalid("retention.interval", "must be a duration like \"1h\" (turn retention off with its ages)"))?;
+        if self.batch == 0 {
+            return Err(invalid("retention.batch", "must be at least 1"));
+        }
+        Ok((decided, audit, interval))
+    }
+}
+
 /// A validated configuration, with derived lookups.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -289,100 +394,139 @@ impl Settings {
         Settings::validate(raw)
     }
 
+    /// Check every setting and report every problem at once (one
+    /// [`ConfigError::Invalid`], or [`ConfigError::Several`] listing each
+    /// with its key and what to do), so a new deployment is fixed in one
+    /// round instead of one error per start.
     pub fn validate(raw: Config) -> Result<Settings, ConfigError> {
-        let bind: SocketAddr = raw
+        let mut problems: Vec<ConfigError> = Vec::new();
+        let mut problem = |e: ConfigError| problems.push(e);
+        let bind: Option<SocketAddr> = raw
             .server
             .bind
             .parse()
-            .map_err(|_| invalid("server.bind", format!("expected an address like 127.0.0.1:8787, got {:?}", raw.server.bind)))?;
+            .map_err(|_| problem(invalid("server.bind", format!("expected an address like 127.0.0.1:8787, got {:?}", raw.server.bind))))
+            .ok();
         // Relative to the current directory, as it always was; absolute from
         // here on, so the logs and `config check` say where the data is.
-        let data_dir = std::path::absolute(&raw.server.data_dir).map_err(|e| {
-            invalid("server.data_dir", format!("cannot make {:?} an absolute path ({e}); give a directory path", raw.server.data_dir))
-        })?;
+        let data_dir = std::path::absolute(&raw.server.data_dir)
+            .map_err(|e| {
+                problem(invalid(
+                    "server.data_dir",
+                    format!("cannot make {:?} an absolute path ({e}); give a directory path", raw.server.data_dir),
+                ))
+            })
+            .unwrap_or_default();
+        let short_token = "must be at least 12 characters; generate one with `openssl rand -hex 32`";
         let mut tokens: Vec<(&str, String)> = Vec::new();
         if let Some(op) = &raw.server.operator_token {
             if op.trim().len() < 12 {
-                return Err(invalid("server.operator_token", "must be at least 12 characters"));
+                problem(invalid("server.operator_token", short_token));
             }
             tokens.push((op, "server.operator_token".into()));
         }
         for (id, agent) in &raw.agents {
             if !is_valid_agent_id(id) {
-                return Err(invalid(format!("agents.{id}"), "agent ids are 1–64 characters of letters, digits, `-` and `_`"));
+                problem(invalid(
+                    format!("agents.{id}"),
+                    "agent ids are 1–64 characters of letters, digits, `-` and `_`; rename the section",
+                ));
             }
             if agent.token.trim().len() < 12 {
-                return Err(invalid(format!("agents.{id}.token"), "must be at least 12 characters"));
+                problem(invalid(format!("agents.{id}.token"), short_token));
             }
             if let Some((_, other)) = tokens.iter().find(|(t, _)| *t == agent.token) {
-                return Err(invalid(format!("agents.{id}.token"), format!("is the same as {other}; every token must be unique")));
+                problem(invalid(format!("agents.{id}.token"), format!("is the same as {other}; every token must be unique")));
             }
             tokens.push((&agent.token, format!("agents.{id}.token")));
             for d in &agent.destinations {
                 if !raw.destinations.contains_key(d) {
-                    return Err(invalid(
+                    problem(invalid(
                         format!("agents.{id}.destinations"),
-                        format!("names {d:?}, which is not a [destinations.{d}] section"),
+                        format!("names {d:?}, which is not a [destinations.{d}] section; add the section or remove the name"),
                     ));
                 }
             }
         }
-        for (id, agent) in &raw.agents {
-            if let Some(hook) = &agent.webhook {
-                check_webhook(id, hook, &tokens)?;
+        if let Some(bind) = &bind {
+            if !bind.ip().is_loopback() && (raw.server.operator_token.is_none() || raw.agents.is_empty()) {
+                problem(invalid(
+                    "server.bind",
+                    "a non-loopback address needs server.operator_token and at least one agent token; set them or bind to 127.0.0.1",
+                ));
+            }
+            if let Err(e) = check_secrets(&raw, bind) {
+                problem(e);
             }
         }
-        if !bind.ip().is_loopback() && (raw.server.operator_token.is_none() || raw.agents.is_empty()) {
-            return Err(invalid("server.bind", "a non-loopback address needs server.operator_token and at least one agent token"));
+        for e in check_channel_sections(&raw) {
+            problem(e);
         }
-        check_secrets(&raw, &bind)?;
+        if let Err(e) = raw.retention.parsed() {
+            problem(e);
+        }
+        for (id, agent) in &raw.agents {
+            if let Some(hook) = &agent.webhook {
+                if let Err(e) = check_webhook(id, hook, &tokens) {
+                    problem(e);
+                }
+            }
+        }
         if let Some(url) = &raw.server.public_url {
-            check_public_url(url)?;
+            if let Err(e) = check_public_url(url) {
+                problem(e);
+            }
         }
         for (name, d) in &raw.destinations {
             let configured = match d.channel.as_str() {
-                "telegram" => raw.telegram.is_some(),
-                "slack" => raw.slack.is_some(),
-                "discord" => raw.discord.is_some(),
+                "telegram" => Some(raw.telegram.is_some()),
+                "slack" => Some(raw.slack.is_some()),
+                "discord" => Some(raw.discord.is_some()),
                 other => {
-                    return Err(invalid(
-                        format!("destinations.{name}.channel"),
-                        format!("expected telegram, slack or discord, got {other:?}"),
-                    ))
+                    problem(invalid(format!("destinations.{name}.channel"), format!("expected telegram, slack or discord, got {other:?}")));
+                    None
                 }
             };
-            if !configured {
-                return Err(invalid(
+            if configured == Some(false) {
+                problem(invalid(
                     format!("destinations.{name}.channel"),
-                    format!("uses {} but there is no [{}] section", d.channel, d.channel),
+                    format!("uses {} but there is no [{}] section; add it (see config/example.toml)", d.channel, d.channel),
                 ));
             }
             if d.chat.trim().is_empty() {
-                return Err(invalid(format!("destinations.{name}.chat"), "must be the chat or channel id"));
+                problem(invalid(
+                    format!("destinations.{name}.chat"),
+                    "must be the chat or channel id; write to the bot from that chat and it replies with the id",
+                ));
             }
             for (i, a) in d.approvers.iter().enumerate() {
                 match a.split_once(':') {
                     Some((ch, id)) if ch == d.channel && !id.is_empty() => {}
-                    _ => {
-                        return Err(invalid(
-                            format!("destinations.{name}.approvers[{i}]"),
-                            format!("expected \"{}:<user id>\", got {a:?}", d.channel),
-                        ))
-                    }
+                    _ => problem(invalid(
+                        format!("destinations.{name}.approvers[{i}]"),
+                        format!("expected \"{}:<user id>\", got {a:?}", d.channel),
+                    )),
                 }
             }
         }
         let mut policies = BTreeMap::new();
         let mut escalations = BTreeMap::new();
-        let default_policy = raw.approvals.policy("approvals")?;
+        let default_policy = raw.approvals.policy("approvals").map_err(&mut problem).unwrap_or_default();
         for (id, agent) in &raw.agents {
             let (policy, approvals, key) = match &agent.approvals {
-                Some(a) => (a.policy(&format!("agents.{id}.approvals"))?, a, format!("agents.{id}.approvals")),
-                None => (default_policy.clone(), &raw.approvals, "approvals".to_string()),
+                Some(a) => {
+                    let merged = a.over(&raw.approvals);
+                    let key = format!("agents.{id}.approvals");
+                    (merged.policy(&key).map_err(&mut problem).unwrap_or_default(), merged, key)
+                }
+                None => (default_policy.clone(), raw.approvals.clone(), "approvals".to_string()),
             };
             for d in &approvals.escalate_to {
                 if !raw.destinations.contains_key(d) {
-                    return Err(invalid(format!("{key}.escalate_to"), format!("names {d:?}, which is not a [destinations.{d}] section")));
+                    problem(invalid(
+                        format!("{key}.escalate_to"),
+                        format!("names {d:?}, which is not a [destinations.{d}] section; add the section or remove the name"),
+                    ));
                 }
             }
             policies.insert(id.clone(), policy);
@@ -390,19 +534,31 @@ impl Settings {
         }
         for (name, ns) in &raw.namespaces {
             let key = format!("namespaces.{name}");
-            plangate_engine::namespace::validate_name(name).map_err(|e| invalid(&key, e.to_string()))?;
+            if let Err(e) = plangate_engine::namespace::validate_name(name) {
+                problem(invalid(&key, e.to_string()));
+            }
             if ns.agents.is_empty() {
-                return Err(invalid(format!("{key}.agents"), "name the agents (ids of [agents.*] sections) that share this namespace"));
+                problem(invalid(format!("{key}.agents"), "name the agents (ids of [agents.*] sections) that share this namespace"));
             }
             for agent in &ns.agents {
                 if !raw.agents.contains_key(agent) {
-                    return Err(invalid(format!("{key}.agents"), format!("names {agent:?}, which is not an [agents.{agent}] section")));
+                    problem(invalid(format!("{key}.agents"), format!("names {agent:?}, which is not an [agents.{agent}] section")));
                 }
             }
         }
-        let mut raw = raw;
-        raw.server.data_dir = data_dir.clone();
-        Ok(Settings { data_dir, bind, policies, escalations, raw })
+        // The same key reported twice (an [approvals] problem seen through
+        // each agent that inherits it) is one problem.
+        let mut seen = std::collections::BTreeSet::new();
+        problems.retain(|e| seen.insert(e.to_string()));
+        match (problems.len(), bind) {
+            (0, Some(bind)) => {
+                let mut raw = raw;
+                raw.server.data_dir = data_dir.clone();
+                Ok(Settings { data_dir, bind, policies, escalations, raw })
+            }
+            (1, _) => Err(problems.remove(0)),
+            _ => Err(ConfigError::Several(problems)),
+        }
     }
 
     /// The effective configuration as TOML-ish JSON with every secret masked.
@@ -460,6 +616,33 @@ fn check_public_url(url: &str) -> Result<(), ConfigError> {
     }
 }
 
+/// Check each configured channel section with its adapter's own config type
+/// and rules (unknown keys, missing tokens, bad transports), as `serve`
+/// would when it starts the adapter; one problem per section.
+fn check_channel_sections(raw: &Config) -> Vec<ConfigError> {
+    fn one<T: serde::de::DeserializeOwned>(
+        name: &str,
+        value: &Option<serde_json::Value>,
+        check: impl Fn(&T) -> Result<(), plangate_channel::ConfigError>,
+    ) -> Option<ConfigError> {
+        let value = value.as_ref()?;
+        match serde_json::from_value::<T>(value.clone()) {
+            Err(e) => Some(invalid(name, format!("{e}; see the [{name}] section of config/example.toml for every key"))),
+            Ok(config) => {
+                check(&config).err().map(|e| ConfigError::Invalid { key: e.key.to_string(), problem: format!("{}; {}", e.problem, e.fix) })
+            }
+        }
+    }
+    [
+        one::<plangate_telegram::TelegramConfig>("telegram", &raw.telegram, |c| c.validate()),
+        one::<plangate_slack::SlackConfig>("slack", &raw.slack, |c| c.validate()),
+        one::<plangate_discord::DiscordConfig>("discord", &raw.discord, |c| c.check()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
 /// Whether a setting named `key` holds a secret (tokens, secrets, keys).
 fn is_secret_key(key: &str) -> bool {
     key.contains("token") || key.contains("secret") || key.ends_with("_key")
@@ -488,8 +671,8 @@ fn secrets(value: &serde_json::Value, path: &str, secret: bool, out: &mut Vec<(S
 /// Which shipped file a secret value comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Shipped {
-    /// `config/default.toml`: public development values, fine on a loopback
-    /// server nothing else can reach.
+    /// `config/default.toml` and `config/quickstart.toml`: public
+    /// development values, fine on a loopback server nothing else can reach.
     Default,
     /// `config/example.toml`: placeholders, never valid.
     Example,
@@ -511,6 +694,7 @@ fn shipped_secrets() -> Result<&'static [(String, Shipped)], ConfigError> {
     let shipped = SHIPPED.get_or_init(|| {
         let mut all = read(EXAMPLE_TOML, "example.toml", Shipped::Example)?;
         all.extend(read(DEFAULT_TOML, "default.toml", Shipped::Default)?);
+        all.extend(read(QUICKSTART_TOML, "quickstart.toml", Shipped::Default)?);
         Ok(all)
     });
     shipped.as_deref().map_err(|e| invalid("(built-in)", e.clone()))
@@ -612,7 +796,9 @@ mod tests {
     fn with_real_secrets(toml: &str) -> String {
         let mut out = toml.to_string();
         for (i, (value, _)) in shipped_secrets().unwrap().iter().enumerate() {
-            out = out.replace(&format!("\"{value}\""), &format!("\"real-secret-{i}-5f2c9a7e01b3d4\""));
+            // The Discord public key must look like one (64 hex characters).
+            let real = if value.contains("hex") { format!("{i:064x}") } else { format!("real-secret-{i}-5f2c9a7e01b3d4") };
+            out = out.replace(&format!("\"{value}\""), &format!("\"{real}\""));
         }
         out
     }
@@ -636,7 +822,7 @@ mod tests {
     #[test]
     fn the_example_as_shipped_is_refused_naming_the_key() {
         let err = parse(EXAMPLE_TOML).unwrap_err().to_string();
-        assert!(err.starts_with("invalid setting `agents.claude.token`: is a placeholder"), "{err}");
+        assert!(err.contains("invalid setting `agents.claude.token`: is a placeholder"), "{err}");
         assert!(err.contains("PLANGATE__AGENTS__CLAUDE__TOKEN"), "{err}");
         for other in ["server.operator_token", "telegram.token", "telegram.webhook_secret", "slack.signing_secret", "discord.bot_token"] {
             assert!(err.contains(&format!("`{other}`")), "{other}: {err}");
@@ -713,6 +899,52 @@ mod tests {
         }
         let err = parse("[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\ntypo = 1\n").unwrap_err().to_string();
         assert!(err.contains("typo"), "{err}");
+    }
+
+    /// `[agents.X.approvals]` overrides only the keys it sets: the others
+    /// (here `escalate_to` and `timeout`) come from `[approvals]`.
+    #[test]
+    fn agent_approvals_inherit_the_keys_they_do_not_set() {
+        let toml = "[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n\
+            [telegram]\ntoken = \"1:real-bot-token\"\n\
+            [destinations.leads]\nchannel = \"telegram\"\nchat = \"-1\"\n\
+            [approvals]\nnudges = [\"10m\"]\ntimeout = \"2h\"\nescalate_to = [\"leads\"]\n\
+            [agents.a]\ntoken = \"0123456789abc\"\n[agents.a.approvals]\nnudges = [\"5m\", \"20m\"]\n\
+            [agents.b]\ntoken = \"0123456789abd\"\n[agents.b.approvals]\nescalate_to = []\n";
+        let s = parse(toml).unwrap();
+        let a = s.timer_policy("a");
+        assert_eq!(a.nudges_ms, vec![300_000, 1_200_000]);
+        assert_eq!(a.timeout_ms, Some(7_200_000), "timeout inherited");
+        assert_eq!(a.escalate_ms, Some(1_200_000), "escalation inherited, after a's own last nudge");
+        assert_eq!(s.escalations["a"], vec!["leads".to_string()]);
+        // Setting a key to empty is an override too.
+        let b = s.timer_policy("b");
+        assert_eq!(b.nudges_ms, vec![600_000]);
+        assert_eq!(b.escalate_ms, None);
+        assert!(s.escalations["b"].is_empty());
+        // An inherited key is validated against the agent's own keys: a
+        // timeout inherited from [approvals] before the agent's nudge fails,
+        // naming the agent's key.
+        let late = toml.replace("nudges = [\"5m\", \"20m\"]", "nudges = [\"3h\"]");
+        let err = parse(&late).unwrap_err().to_string();
+        assert!(err.contains("agents.a.approvals.nudges[0]"), "{err}");
+    }
+
+    /// The README's quick-start config, taken from README.md itself, is
+    /// `config/quickstart.toml` and loads as written (so the doc cannot
+    /// drift); its stand-in secrets are refused once the server is exposed.
+    #[test]
+    fn the_readme_quick_start_config_loads_as_written() {
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+        let after = readme.split("<!-- quickstart:plangate.toml -->").nth(1).expect("the README marks its quick-start config");
+        let block = after.split("```toml\n").nth(1).and_then(|b| b.split("```").next()).expect("a toml block after the marker");
+        assert_eq!(block, QUICKSTART_TOML, "README.md and config/quickstart.toml differ");
+        let s = parse(block).unwrap();
+        assert_eq!(s.raw.agents["claude"].destinations, vec!["phone".to_string()]);
+        serde_json::from_value::<plangate_telegram::TelegramConfig>(s.raw.telegram.clone().unwrap()).unwrap().validate().unwrap();
+        assert_eq!(s.timer_policy("claude").nudges_ms, vec![600_000, 1_800_000, 3_600_000], "the default nudges");
+        let err = parse(&block.replace("127.0.0.1:8787", "0.0.0.0:8787")).unwrap_err().to_string();
+        assert!(err.contains("public development value"), "{err}");
     }
 
     #[test]

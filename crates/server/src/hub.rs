@@ -70,17 +70,27 @@ impl Hub {
             .collect()
     }
 
+    /// The ids of this chat and this user in the exact form plangate's
+    /// config wants, for a refusal: finding them is the hardest step of a
+    /// first setup, and the person being refused is usually the one setting
+    /// it up. Logged as well, for an operator reading the server's output.
+    fn ids_hint(ev: &Inbound) -> String {
+        let who = Self::who(ev);
+        tracing::warn!(channel = ev.channel, chat = %ev.chat, user = %who, "refused: to allow this, put chat = \"{}\" in a [destinations.<name>] with channel = \"{}\", and \"{who}\" in its approvers", ev.chat, ev.channel);
+        format!("\nThis chat: chat = \"{}\" (channel = \"{}\"). You: \"{who}\" (for approvers = [...]).", ev.chat, ev.channel)
+    }
+
     /// Whether the user may decide plans of `agent` from this chat.
     fn authorize(&self, ev: &Inbound, agent: &str) -> Result<(), Refused> {
         let who = Self::who(ev);
         let here = self.destinations_here(ev, agent);
         if here.is_empty() {
-            return Err(format!("This chat does not receive {agent}'s plans, so they cannot be decided here."));
+            return Err(format!("This chat does not receive {agent}'s plans, so they cannot be decided here.{}", Self::ids_hint(ev)));
         }
         if here.iter().any(|d| d.approvers.contains(&who)) {
             Ok(())
         } else {
-            Err("You are not an approver for this plan.".to_string())
+            Err(format!("You are not an approver for this plan.{}", Self::ids_hint(ev)))
         }
     }
 
@@ -181,7 +191,7 @@ impl Hub {
             },
             Button::View(id) => match self.proposal(id).await {
                 Some(p) if !self.chat_agents(ev).contains(&p.session.agent) => {
-                    Reply::Notice("This plan is not shared with this chat.".to_string())
+                    Reply::Notice(format!("This plan is not shared with this chat.{}", Self::ids_hint(ev)))
                 }
                 Some(p) => Reply::Document { document: Core::document_of(&p), caption: format!("{} v{}", p.plan.title, p.version) },
                 None => Reply::Notice("This plan no longer exists.".to_string()),
@@ -258,11 +268,18 @@ impl Hub {
         out
     }
 
+    /// The answer in a chat no agent sends its plans to, with its ids.
+    fn not_a_destination(&self, ev: &Inbound) -> Option<String> {
+        self.chat_agents(ev)
+            .is_empty()
+            .then(|| format!("No agent sends its plans to this chat. Add it as a destination in plangate's config.{}", Self::ids_hint(ev)))
+    }
+
     async fn resolve(&self, ev: &Inbound, target: Option<&Target>) -> Result<(State, Option<ApprovalId>), Refused> {
-        let agents = self.chat_agents(ev);
-        if agents.is_empty() {
-            return Err("No agent sends its plans to this chat. Add it as a destination in plangate's config.".to_string());
+        if let Some(why) = self.not_a_destination(ev) {
+            return Err(why);
         }
+        let agents = self.chat_agents(ev);
         match target {
             Some(Target::Approval(prefix)) => {
                 let prefix = prefix.clone();
@@ -303,7 +320,9 @@ impl Hub {
         match parsed.command {
             PlanCommand::Help => {
                 let active = self.active_sessions(ev).await;
-                let status = if active.is_empty() {
+                let status = if let Some(why) = self.not_a_destination(ev) {
+                    why
+                } else if active.is_empty() {
                     "No plan is active in this chat.".to_string()
                 } else {
                     active.iter().map(summary_line).collect::<Vec<_>>().join("\n")
@@ -312,7 +331,9 @@ impl Hub {
             }
             PlanCommand::List => {
                 let active = self.active_sessions(ev).await;
-                if active.is_empty() {
+                if let Some(why) = self.not_a_destination(ev) {
+                    Reply::Text(why)
+                } else if active.is_empty() {
                     Reply::Text("No plan is active in this chat.".to_string())
                 } else {
                     Reply::Text(active.iter().map(summary_line).collect::<Vec<_>>().join("\n"))
@@ -400,7 +421,7 @@ impl Hub {
                     },
                 };
                 if !self.chat_agents(ev).contains(&key.agent) {
-                    return Reply::Text(format!("Agent {} does not send its plans to this chat.", key.agent));
+                    return Reply::Text(format!("Agent {} does not send its plans to this chat.{}", key.agent, Self::ids_hint(ev)));
                 }
                 self.session_command(
                     ev,

@@ -21,5 +21,7 @@ pub mod core;
 pub mod gate;
 pub mod http;
 pub mod hub;
+pub mod metrics;
+pub mod ops;
 pub mod scheduler;
 pub mod web;

@@ -33,6 +33,10 @@ enum Cmd {
         /// A config file; without it the embedded config/default.toml is used.
         #[arg(long)]
         config: Option<PathBuf>,
+        /// `text` (for people) or `json` (one JSON object per line, with the
+        /// fields of the enclosing spans: request, transition, inbound, job).
+        #[arg(long, env = "PLANGATE_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
+        log_format: String,
     },
     /// Validate configuration.
     #[command(subcommand)]
@@ -134,6 +138,41 @@ enum Cmd {
     /// Step lists shared across sessions, and between agents `[namespaces.<name>]` names together.
     #[command(subcommand)]
     Namespace(NamespaceCmd),
+    /// Write a consistent snapshot of a running server (store and plan documents) to FILE.
+    Backup {
+        /// Where to write it (written beside as FILE.partial, then renamed).
+        #[arg(long)]
+        to: PathBuf,
+        #[arg(long, env = "PLANGATE_OPERATOR_TOKEN", hide_env_values = true)]
+        operator_token: String,
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// Prune decided approvals and old audit by [retention] now; --dry-run reports what would go.
+    Prune {
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long, env = "PLANGATE_OPERATOR_TOKEN", hide_env_values = true)]
+        operator_token: String,
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// Restore a backup into a new or empty data dir (the server must not be running on it).
+    Restore {
+        file: PathBuf,
+        #[arg(long)]
+        data_dir: PathBuf,
+    },
+    /// Check a config against the live platform APIs: tokens, chats, approvers (exit 1 when any check fails).
+    Doctor {
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Print a shell completion script: `plangate completions bash > /etc/bash_completion.d/plangate`.
+    Completions {
+        #[arg(value_parser = ["bash", "zsh", "fish"])]
+        shell: String,
+    },
     /// Harness hooks: `hook claude` / `hook codex` answer one Claude Code / Codex hook event.
     #[command(subcommand)]
     Hook(HookCmd),
@@ -262,11 +301,21 @@ fn main() {
 
 async fn run(args: Args) -> Result<i32> {
     match args.command {
-        Cmd::Serve { config } => serve(config).await.map(|()| 0),
+        Cmd::Serve { config, log_format } => {
+            init_logs(&log_format);
+            serve(config).await.map(|()| 0)
+        }
         Cmd::Config(ConfigCmd::Check { config }) => {
-            let settings = Settings::load(config.as_deref())?;
+            let settings = match Settings::load(config.as_deref()) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("plangate: {e}");
+                    return Ok(1);
+                }
+            };
             println!("{}", serde_json::to_string_pretty(&settings.masked())?);
-            eprintln!("data_dir: {} (a relative data_dir is resolved against the current directory)", settings.data_dir.display());
+            let source = config.map(|c| c.display().to_string()).unwrap_or_else(|| "the embedded config/default.toml".into());
+            eprint!("{}", plangate_server::ops::explain::explain(&settings, &source));
             eprintln!("configuration is valid");
             Ok(0)
         }
@@ -337,6 +386,52 @@ async fn run(args: Args) -> Result<i32> {
         Cmd::Namespace(NamespaceCmd::Update { name, file, session, token, remote }) => {
             let client = Client::new(&remote.url, Some(token))?;
             cli::namespace_update(&client, &name, &session, &file).await
+        }
+        Cmd::Backup { to, operator_token, remote } => {
+            let stats = plangate_server::ops::backup::download(&remote.url, &operator_token, &to).await?;
+            eprintln!("backup written to {} ({stats})", to.display());
+            Ok(0)
+        }
+        Cmd::Prune { dry_run, operator_token, remote } => {
+            let client = Client::new(&remote.url, Some(operator_token))?;
+            let r = client.ok(reqwest::Method::POST, &format!("/v1/operator/prune?dry_run={dry_run}"), None).await?;
+            let verb = if dry_run { "would prune" } else { "pruned" };
+            println!(
+                "{verb}: {} decided approvals ({} card deliveries, {} plan documents), {} audit records",
+                r["approvals"], r["deliveries"], r["documents"], r["audit"]
+            );
+            Ok(0)
+        }
+        Cmd::Restore { file, data_dir } => {
+            let stats = plangate_server::ops::backup::restore(&file, &data_dir)?;
+            eprintln!(
+                "restored {} into {} ({stats}); start plangate with server.data_dir = {:?}",
+                file.display(),
+                data_dir.display(),
+                data_dir
+            );
+            Ok(0)
+        }
+        Cmd::Doctor { config } => {
+            let settings = Settings::load(config.as_deref())?;
+            let checks = plangate_server::ops::doctor::run(&settings).await;
+            for check in &checks {
+                println!("{check}");
+            }
+            if checks.is_empty() {
+                println!("no chat channel is configured: nothing to check against a platform");
+            }
+            Ok(if checks.iter().all(|c| c.ok) { 0 } else { 1 })
+        }
+        Cmd::Completions { shell } => {
+            use clap::CommandFactory;
+            let shell = match shell.as_str() {
+                "zsh" => clap_complete::Shell::Zsh,
+                "fish" => clap_complete::Shell::Fish,
+                _ => clap_complete::Shell::Bash,
+            };
+            clap_complete::generate(shell, &mut Args::command(), "plangate", &mut std::io::stdout());
+            Ok(0)
         }
         Cmd::Hook(HookCmd::Claude) => {
             print!("{}", plangate_agent::claude::run().await);
@@ -425,16 +520,31 @@ async fn run(args: Args) -> Result<i32> {
     }
 }
 
+/// Logs on stderr, filtered by `RUST_LOG` (default `info`). Secrets are
+/// never logged: config values are not traced, channel secrets are
+/// `secrecy` strings, and request spans carry the method and path only.
+fn init_logs(format: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    if format == "json" {
+        logs.json().with_current_span(true).with_span_list(true).init();
+    } else {
+        logs.init();
+    }
+}
+
 async fn serve(config: Option<PathBuf>) -> Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
-        .with_writer(std::io::stderr)
-        .init();
     let settings = Arc::new(Settings::load(config.as_deref())?);
     tracing::info!(data_dir = %settings.data_dir.display(), "data_dir (absolute; a relative one is resolved against the current directory)");
     std::fs::create_dir_all(&settings.data_dir).with_context(|| format!("cannot create data_dir {}", settings.data_dir.display()))?;
     let store = SledStore::open(&settings.data_dir)?;
+    let pending = {
+        let mut n = 0i64;
+        plangate_store::Store::visit_proposals(&store, Some(plangate_engine::DecisionStatus::Pending), &mut |_| n += 1)?;
+        n
+    };
     let core = Core::new(settings.clone(), Arc::new(store));
+    core.metrics.set_pending(pending);
     let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
     let hub = Arc::new(Hub::new(core.clone()));
     let mut app = plangate_server::http::router(core.clone());
@@ -444,15 +554,23 @@ async fn serve(config: Option<PathBuf>) -> Result<()> {
     let (app, channels) = plangate_server::channels::start_all(&core, hub, shutdown_rx.clone(), app).await?;
     core.resume_outbox().await.context("cannot read the outbox of chat work left from the last run")?;
     let scheduler = tokio::spawn(plangate_server::scheduler::run(core.clone(), shutdown_rx.clone()));
+    let retention = tokio::spawn(plangate_server::ops::retention::run(core.clone(), shutdown_rx.clone()));
 
     let listener = tokio::net::TcpListener::bind(settings.bind).await.with_context(|| format!("cannot listen on {}", settings.bind))?;
     let addr = listener.local_addr()?;
     println!("plangate listening on http://{addr}");
     tracing::info!(%addr, data_dir = %settings.data_dir.display(), "serving");
-    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await?;
+    let stopping = core.clone();
+    let graceful = async move {
+        shutdown_signal().await;
+        tracing::info!(waiting = stopping.parked_waiters(), "shutting down: waiting long-polls are answered 503 shutting_down");
+        stopping.begin_shutdown();
+    };
+    axum::serve(listener, app).with_graceful_shutdown(graceful).await?;
     tracing::info!("shutting down: in-flight transitions have committed");
     let _ = shutdown_tx.send(true);
     let _ = scheduler.await;
+    let _ = retention.await;
     channels.stop().await;
     if let Err(left) = core.drain(std::time::Duration::from_secs(10)).await {
         tracing::warn!(%left, "stopping with chat work queued: it stays in the outbox and is resumed at the next start");

@@ -14,13 +14,17 @@
 //! being capped at one disk sync per transition. Nothing outside this crate
 //! knows sled.
 
+mod backup;
 mod documents;
 mod group;
 mod redo;
+mod retention;
 mod sled_store;
 
+pub use backup::BackupStats;
 pub use documents::{append_receipt, plan_document_path, write_document, DocumentError};
 pub use group::FlushStats;
+pub use retention::{PrunePolicy, PruneReport};
 pub use sled_store::{Durability, SledStore, SCHEMA_VERSION};
 
 use plangate_delivery::Delivery;
@@ -177,4 +181,16 @@ pub trait Store: Send + Sync {
     fn set_namespace(&self, name: &str, ns: &Namespace) -> Result<(), StoreError>;
     /// Make everything written so far durable.
     fn flush(&self) -> Result<(), StoreError>;
+    /// Write a consistent snapshot (commits held at their boundary) of the
+    /// store and the plan documents under `data_dir` to `out`.
+    fn snapshot(&self, data_dir: &std::path::Path, out: &mut dyn std::io::Write) -> Result<BackupStats, StoreError> {
+        let _ = (data_dir, out);
+        Err(StoreError::Unavailable("this store cannot take snapshots".into()))
+    }
+    /// Prune one batch of decided approvals and old audit (see `retention`);
+    /// pending approvals and timers are never pruned.
+    fn prune(&self, data_dir: &std::path::Path, policy: &PrunePolicy) -> Result<PruneReport, StoreError> {
+        let _ = (data_dir, policy);
+        Err(StoreError::Unavailable("this store cannot prune".into()))
+    }
 }

@@ -66,7 +66,10 @@ pub enum Durability {
 }
 
 pub struct SledStore {
-    db: sled::Db,
+    pub(crate) db: sled::Db,
+    /// Commits hold it shared; a snapshot holds it exclusively, so it sees
+    /// every commit whole or not at all (see `backup`).
+    snapshot_lock: std::sync::RwLock<()>,
     durability: Durability,
     group: FlushGroup,
     stripes: Vec<Mutex<()>>,
@@ -175,6 +178,7 @@ impl SledStore {
             }
         }
         let store = SledStore {
+            snapshot_lock: std::sync::RwLock::new(()),
             durability,
             group: FlushGroup::new(durability == Durability::Grouped),
             stripes: (0..SESSION_STRIPES).map(|_| Mutex::new(())).collect(),
@@ -285,6 +289,7 @@ impl SledStore {
     /// Record, apply, clear the redo record; then the shared flush.
     fn commit_grouped(&self, commit: Commit) -> Result<(), StoreError> {
         {
+            let _snapshot = self.snapshot_lock.read().unwrap_or_else(|e| e.into_inner());
             let _session = self.stripe(commit.session.as_ref().map(|s| &s.key));
             if let Some(id) = &commit.new_proposal {
                 // Ids are 128 random bits; this guards the invariant, not a race.
@@ -303,8 +308,33 @@ impl SledStore {
         self.flushed(())
     }
 
+    pub(crate) fn sessions_tree(&self) -> &sled::Tree {
+        &self.sessions
+    }
+    pub(crate) fn proposals_tree(&self) -> &sled::Tree {
+        &self.proposals
+    }
+    pub(crate) fn deliveries_tree(&self) -> &sled::Tree {
+        &self.deliveries
+    }
+    pub(crate) fn documents_tree(&self) -> &sled::Tree {
+        &self.documents
+    }
+    pub(crate) fn audit_tree(&self) -> &sled::Tree {
+        &self.audit
+    }
+    pub(crate) fn flush_all(&self) -> Result<(), StoreError> {
+        self.flushed(())
+    }
+
+    /// Hold every commit at its boundary until the guard is dropped.
+    pub(crate) fn pause_commits(&self) -> std::sync::RwLockWriteGuard<'_, ()> {
+        self.snapshot_lock.write().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The store as it was before group commit (see [`Durability`]).
     fn commit_transaction(&self, commit: Commit) -> Result<(), StoreError> {
+        let _snapshot = self.snapshot_lock.read().unwrap_or_else(|e| e.into_inner());
         let trees = (&self.sessions, &self.proposals, &self.questions, &self.timers, &self.audit, &self.idempotency, &self.outbox);
         let result = trees.transaction(|(sessions, proposals, questions, timers, audit, idempotency, outbox)| {
             if let Some(id) = &commit.new_proposal {
@@ -571,6 +601,14 @@ impl Store for SledStore {
 
     fn flush(&self) -> Result<(), StoreError> {
         self.flushed(())
+    }
+
+    fn snapshot(&self, data_dir: &Path, out: &mut dyn std::io::Write) -> Result<crate::BackupStats, StoreError> {
+        SledStore::snapshot(self, data_dir, out)
+    }
+
+    fn prune(&self, data_dir: &Path, policy: &crate::PrunePolicy) -> Result<crate::PruneReport, StoreError> {
+        SledStore::prune(self, data_dir, policy)
     }
 }
 

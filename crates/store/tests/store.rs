@@ -183,3 +183,48 @@ fn due_timers_page_through_a_backlog_and_remove_in_batches() {
     assert!(left.iter().all(|t| t.kind == TimerKind::Nudge(2)));
     assert_eq!(store.timers().unwrap().len(), 10, "the timeouts are untouched");
 }
+
+/// A snapshot restores into an empty dir as the same data (documents too),
+/// later ids never collide with restored ones, and a non-empty target or a
+/// truncated file is refused.
+#[test]
+fn snapshot_restores_into_an_empty_dir_and_refuses_the_rest() {
+    use plangate_store::{SledStore, Store};
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    for i in 0..50u64 {
+        store.mark_seen(&format!("event-{i}")).unwrap();
+    }
+    let event = |n: u64| plangate_engine::AuditEvent {
+        at: plangate_engine::Timestamp(n as i64),
+        agent: "demo".into(),
+        session_id: "s".into(),
+        actor: "agent".into(),
+        action: format!("a{n}"),
+        approval_id: None,
+        version: None,
+        detail: String::new(),
+    };
+    store.append_audit(&[event(1), event(2)]).unwrap();
+    std::fs::create_dir_all(dir.path().join("plans/demo")).unwrap();
+    std::fs::write(dir.path().join("plans/demo/plan-x.md"), "# X\n").unwrap();
+    let mut bytes = Vec::new();
+    let stats = store.snapshot(dir.path(), &mut bytes).unwrap();
+    assert_eq!(stats.documents, 1);
+
+    let target = tempfile::tempdir().unwrap();
+    let restored_dir = target.path().join("restored");
+    SledStore::restore(&restored_dir, &mut bytes.as_slice()).unwrap();
+    assert_eq!(std::fs::read_to_string(restored_dir.join("plans/demo/plan-x.md")).unwrap(), "# X\n");
+    let restored = SledStore::open(&restored_dir).unwrap();
+    assert!(restored.seen("event-49").unwrap());
+    restored.append_audit(&[event(3)]).unwrap();
+    let actions: Vec<String> = restored.audit(&plangate_store::AuditQuery::default()).unwrap().into_iter().map(|e| e.action).collect();
+    assert_eq!(actions, vec!["a1", "a2", "a3"], "a new audit record does not overwrite a restored one");
+
+    let err = SledStore::restore(&restored_dir, &mut bytes.as_slice()).unwrap_err().to_string();
+    assert!(err.contains("not empty"), "{err}");
+    let cut = &bytes[..bytes.len() - 20];
+    let err = SledStore::restore(&target.path().join("cut"), &mut &cut[..]).unwrap_err().to_string();
+    assert!(err.contains("truncated") || err.contains("damaged"), "{err}");
+}

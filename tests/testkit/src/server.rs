@@ -120,6 +120,26 @@ token = "{OTHER_AGENT_TOKEN}"
         }
     }
 
+    /// SIGTERM (a graceful shutdown, as systemd stops it) and wait for the
+    /// process to exit.
+    pub async fn terminate(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("running");
+        let pid = child.id().expect("pid").to_string();
+        let sent = std::process::Command::new("kill").args(["-TERM", &pid]).status().expect("kill -TERM");
+        assert!(sent.success(), "kill -TERM {pid}");
+        child.wait().await.expect("wait")
+    }
+
+    /// Start again on the same data dir, config and port (clients that
+    /// retry find it where it was).
+    pub async fn restart_on_same_port(&mut self) {
+        let addr = self.base.trim_start_matches("http://").to_string();
+        let config = std::fs::read_to_string(&self.config_path).expect("config");
+        let pinned = config.replace("bind = \"127.0.0.1:0\"", &format!("bind = \"{addr}\""));
+        std::fs::write(&self.config_path, pinned).expect("config");
+        self.spawn().await;
+    }
+
     /// Start again on the same data dir and config (a new port).
     pub async fn restart(&mut self) {
         self.kill9().await;

@@ -96,6 +96,13 @@ pub struct Core {
     parked: AtomicUsize,
     /// The web page's links (`server.public_url` set): cards link to it.
     web_links: OnceLock<Arc<plangate_web::Links>>,
+    /// What `GET /metrics` reports.
+    pub metrics: Arc<crate::metrics::Metrics>,
+    /// Each started channel's connection state, for `/readyz`.
+    liveness: RwLock<Vec<(&'static str, plangate_channel::Liveness)>>,
+    /// Turned true when a graceful shutdown begins: every parked long-poll
+    /// answers `503 shutting_down` at once (see `waiters`).
+    stopping: watch::Sender<bool>,
 }
 
 impl Core {
@@ -122,6 +129,9 @@ impl Core {
             degraded: AtomicBool::new(false),
             parked: AtomicUsize::new(0),
             web_links: OnceLock::new(),
+            metrics: Arc::new(crate::metrics::Metrics::new()),
+            liveness: RwLock::new(Vec::new()),
+            stopping: watch::channel(false).0,
         })
     }
 
@@ -146,7 +156,18 @@ impl Core {
     }
 
     pub fn register_channel(&self, channel: Arc<dyn Channel>) {
+        let channel: Arc<dyn Channel> = Arc::new(crate::metrics::Metered { inner: channel, metrics: self.metrics.clone() });
         self.channels.write().unwrap_or_else(|e| e.into_inner()).insert(channel.name().to_string(), channel);
+    }
+
+    /// Report `name`'s connection state on `/readyz`.
+    pub fn register_liveness(&self, name: &'static str, liveness: plangate_channel::Liveness) {
+        self.liveness.write().unwrap_or_else(|e| e.into_inner()).push((name, liveness));
+    }
+
+    /// Each started channel and whether it is connected (else why not).
+    pub fn channel_readiness(&self) -> Vec<(&'static str, Result<(), String>)> {
+        self.liveness.read().unwrap_or_else(|e| e.into_inner()).iter().map(|(name, l)| (*name, l.check())).collect()
     }
 
     pub fn channel(&self, name: &str) -> Option<Arc<dyn Channel>> {
@@ -206,13 +227,16 @@ impl Core {
                 let mut commit = Commit::of(&transition, &before, meta.fired.as_ref());
                 commit.idempotency.extend(meta.idempotency.clone());
                 let work: Vec<Vec<u8>> = jobs.iter().map(|job| serde_json::to_vec(job).unwrap_or_default()).collect();
+                let metrics = self.metrics.clone();
                 let committed = self
                     .blocking(move |s| {
                         for work in work {
                             commit.outbox.push(OutboxEntry { seq: s.generate_seq()?, work });
                         }
                         let seqs: Vec<Option<u64>> = commit.outbox.iter().map(|e| Some(e.seq)).collect();
+                        let started = std::time::Instant::now();
                         s.commit(commit)?;
+                        metrics.commit_latency(started.elapsed().as_secs_f64());
                         Ok(seqs)
                     })
                     .await;
@@ -229,6 +253,9 @@ impl Core {
                 }
             }
             tracing::info!(changed = transition.changed, effects = transition.effects.len(), "committed");
+            if transition.changed {
+                self.metrics.transition(&before, &transition, &actor);
+            }
             let document_path = self.perform(key, &transition).await;
             // Every committed change wakes the session's watchers, not only
             // decisions: the web page's live checklist follows step updates.

@@ -26,6 +26,19 @@ impl Drop for Parked<'_> {
 }
 
 impl Core {
+    /// Begin a graceful shutdown: every long-poll parked now or later is
+    /// answered at once (`503 shutting_down`, which clients retry against
+    /// the restarted server) instead of holding the shutdown for up to 300 s.
+    pub fn begin_shutdown(&self) {
+        self.stopping.send_replace(true);
+    }
+
+    /// Resolves once [`Core::begin_shutdown`] was called.
+    pub async fn shutting_down(&self) {
+        let mut rx = self.stopping.subscribe();
+        let _ = rx.wait_for(|stopping| *stopping).await;
+    }
+
     /// Long-polls parked right now, waiting for a decision or an answer
     /// (`/healthz` reports it; tests wait for it before deciding).
     pub fn parked_waiters(&self) -> usize {

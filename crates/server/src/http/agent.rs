@@ -22,6 +22,38 @@ pub(super) async fn healthz(State(core): State<AppState>) -> Response {
     }
 }
 
+/// Readiness (liveness stays `/healthz`): the store takes a durable write
+/// within 2 s, and every configured channel is connected to its platform.
+/// 503 with the reason of each failing check otherwise.
+pub(super) async fn readyz(State(core): State<AppState>) -> Response {
+    let mut checks = serde_json::Map::new();
+    let mut ready = true;
+    let now = core.now().0.to_string();
+    let probe = core.blocking(move |s| s.set_cursor("readyz", &now));
+    let store = match tokio::time::timeout(std::time::Duration::from_secs(2), probe).await {
+        Ok(Ok(())) if !core.is_degraded() => "ok".to_string(),
+        Ok(Ok(())) => "the last commit failed; decisions are not being recorded".to_string(),
+        Ok(Err(e)) => format!("a durable write failed: {e}"),
+        Err(_) => "a durable write took more than 2 s".to_string(),
+    };
+    ready &= store == "ok";
+    checks.insert("store".into(), json!(store));
+    for (name, state) in core.channel_readiness() {
+        ready &= state.is_ok();
+        checks.insert(name.into(), json!(state.err().unwrap_or_else(|| "ok".into())));
+    }
+    let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (status, Json(json!({"status": if ready { "ready" } else { "not_ready" }, "checks": checks}))).into_response()
+}
+
+/// A long-poll, cut short by a graceful shutdown with `503 shutting_down`.
+async fn unless_stopping<T>(core: &AppState, wait: impl std::future::Future<Output = T>) -> Result<T, ApiError> {
+    tokio::select! {
+        done = wait => Ok(done),
+        () = core.shutting_down() => Err(ApiError::shutting_down()),
+    }
+}
+
 pub(super) async fn status(
     State(core): State<AppState>,
     AgentAuth(agent): AgentAuth,
@@ -122,7 +154,7 @@ pub(super) async fn decision(
 ) -> Result<Json<DecisionView>, ApiError> {
     let key = session_key(agent, &sid)?;
     let wait = wait_of(&query(q)?)?;
-    match core.wait_decision(&key, wait).await? {
+    match unless_stopping(&core, core.wait_decision(&key, wait)).await?? {
         Some(p) => Ok(Json(DecisionView::of(&p))),
         None => Err(ApiError::not_found("this session has no proposal yet")),
     }
@@ -187,7 +219,7 @@ pub(super) async fn question(
     let key = session_key(agent, &sid)?;
     let wait = wait_of(&query(q)?)?;
     let id = ApprovalId::parse(&qid).ok_or_else(|| ApiError::not_found("no such question"))?;
-    let Some(q) = core.wait_question(&key, id, wait).await? else {
+    let Some(q) = unless_stopping(&core, core.wait_question(&key, id, wait)).await?? else {
         return Err(ApiError::not_found("no such question in this session"));
     };
     let mut out = json!({"status": q.status});
@@ -221,7 +253,7 @@ pub(super) async fn peek_injection(
 ) -> Result<Json<Value>, ApiError> {
     let key = session_key(agent, &sid)?;
     let wait = wait_of(&query(q)?)?;
-    let state = core.wait_injection(&key, wait).await?;
+    let state = unless_stopping(&core, core.wait_injection(&key, wait)).await??;
     Ok(Json(injection_body(state.session.injection.clone(), &state)))
 }
 
@@ -270,6 +302,7 @@ pub(super) async fn gate(
         crate::gate::Verdict::Deny(r) => ("deny", r.clone()),
     };
     tracing::info!(tool = %body.tool, decision, "gate");
+    core.metrics.gate_verdict(decision);
     Ok(Json(json!({"decision": decision, "reason": reason})))
 }
 

@@ -29,6 +29,11 @@ impl ApiError {
     pub(super) fn invalid_request(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", message)
     }
+    /// The server is stopping: retry the same request (the CLI, the hook
+    /// and the MCP server do) once it is back.
+    pub(super) fn shutting_down() -> ApiError {
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", "plangate is restarting; retry the same request in a moment")
+    }
     pub(super) fn not_found(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
     }
@@ -37,6 +42,9 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = json!({"error": {"code": self.code, "message": self.message, "details": self.details}});
+        if self.code == "shutting_down" {
+            return (self.status, [(axum::http::header::RETRY_AFTER, "1")], Json(body)).into_response();
+        }
         (self.status, Json(body)).into_response()
     }
 }

@@ -36,6 +36,7 @@ type AppState = Arc<Core>;
 pub fn router(core: Arc<Core>) -> Router {
     Router::new()
         .route("/healthz", get(agent::healthz))
+        .route("/readyz", get(agent::readyz))
         .route("/v1/sessions/{session_id}", get(agent::status))
         .route("/v1/sessions/{session_id}/enter", post(agent::enter))
         .route("/v1/sessions/{session_id}/steps", post(agent::steps))
@@ -55,6 +56,9 @@ pub fn router(core: Arc<Core>) -> Router {
         .route("/v1/approvals/{approval_id}", get(operator::approval))
         .route("/v1/approvals/{approval_id}/decision", post(operator::operator_decision))
         .route("/v1/audit", get(operator::audit))
+        .route("/metrics", get(operator::metrics))
+        .route("/v1/operator/backup", get(operator::backup))
+        .route("/v1/operator/prune", post(operator::prune))
         .route("/v1/operator/sessions/{agent}/{session_id}/release", post(operator::operator_release))
         .route("/v1/operator/sessions/{agent}/{session_id}/subagents/clear", post(operator::operator_clear_subagents))
         .fallback(error::not_found_route)

@@ -182,3 +182,52 @@ pub(super) async fn audit(
     let events = core.blocking(move |s| s.audit(&query)).await?;
     Ok(Json(json!(events)))
 }
+
+/// `GET /metrics`: the Prometheus text exposition (docs/OPERATIONS.md),
+/// behind the operator token like every operator endpoint: a scraper sends
+/// it as a bearer token (`authorization: {credentials_file: …}`).
+pub(super) async fn metrics(State(core): State<AppState>, _op: OperatorAuth) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let body = core.metrics.render(core.chat_backlog(), core.parked_waiters());
+    ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], body).into_response()
+}
+
+/// `GET /v1/operator/backup`: a consistent snapshot of the store and the
+/// plan documents (`plangate backup --to FILE`), taken by this process, the
+/// database's only writer, with commits held at their boundary meanwhile.
+pub(super) async fn backup(State(core): State<AppState>, _op: OperatorAuth) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse;
+    let data_dir = core.settings.data_dir.clone();
+    let (bytes, stats) = core
+        .blocking(move |s| {
+            let mut bytes = Vec::new();
+            let stats = s.snapshot(&data_dir, &mut bytes)?;
+            Ok((bytes, stats))
+        })
+        .await?;
+    tracing::info!(bytes = bytes.len(), trees = stats.trees, entries = stats.entries, documents = stats.documents, "backup taken");
+    Ok(([(axum::http::header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct PruneQuery {
+    dry_run: Option<bool>,
+}
+
+/// `POST /v1/operator/prune?dry_run=true|false`: prune by `[retention]` now
+/// (`plangate prune`); a dry run reports what would go and removes nothing.
+pub(super) async fn prune(
+    State(core): State<AppState>,
+    _op: OperatorAuth,
+    q: Result<Query<PruneQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let dry_run = query(q)?.dry_run.unwrap_or(false);
+    if crate::ops::retention::policy(&core, dry_run).is_none() {
+        return Err(ApiError::invalid_request("retention is off: set [retention] decided_approvals and/or audit (e.g. \"90d\")"));
+    }
+    let report = crate::ops::retention::prune_all(&core, dry_run).await?;
+    Ok(Json(
+        json!({"dry_run": dry_run, "approvals": report.approvals, "deliveries": report.deliveries, "documents": report.documents, "audit": report.audit}),
+    ))
+}

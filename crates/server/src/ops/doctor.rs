@@ -1,0 +1,137 @@
+//! `plangate doctor`: a configuration checked against the live platform
+//! APIs, run by the operator before (or instead of) a first start. Each
+//! check is one line: ✓ or ✗, what was checked, and on failure what to do.
+//!
+//! Telegram is checked whole: the token (`getMe`), each destination chat
+//! (`getChat`: it exists and the bot can see it, so it is in it) and each
+//! approver (`getChatMember`: a member of that chat). Slack and Discord:
+//! the token only (`auth.test`, `GET /users/@me`); their chats and
+//! approvers are not checked yet.
+
+use crate::config::Settings;
+use serde_json::{json, Value};
+
+/// One check's outcome.
+pub struct Check {
+    pub ok: bool,
+    pub what: String,
+    pub detail: String,
+}
+
+impl std::fmt::Display for Check {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}: {}", if self.ok { "✓" } else { "✗" }, self.what, self.detail)
+    }
+}
+
+fn text(section: &Value, key: &str) -> String {
+    section.get(key).and_then(Value::as_str).unwrap_or_default().to_string()
+}
+
+/// Call a Bot API method; `Ok(result)` or `Err(description)`.
+async fn telegram(http: &reqwest::Client, base: &str, token: &str, method: &str, body: Value) -> Result<Value, String> {
+    let url = format!("{}/bot{token}/{method}", base.trim_end_matches('/'));
+    let resp = http.post(url).json(&body).send().await.map_err(|e| format!("cannot reach {base}: {}", e.without_url()))?;
+    let value: Value = resp.json().await.map_err(|e| format!("unreadable answer: {e}"))?;
+    if value["ok"] == true {
+        Ok(value["result"].clone())
+    } else {
+        Err(value["description"].as_str().unwrap_or("refused").to_string())
+    }
+}
+
+/// Run every check of `settings`.
+pub async fn run(settings: &Settings) -> Vec<Check> {
+    let http = reqwest::Client::builder().timeout(std::time::Duration::from_secs(15)).build().unwrap_or_default();
+    let raw = &settings.raw;
+    let mut checks = Vec::new();
+    if let Some(section) = &raw.telegram {
+        let base = Some(text(section, "api_url")).filter(|u| !u.is_empty()).unwrap_or_else(|| "https://api.telegram.org".into());
+        let token = text(section, "token");
+        match telegram(&http, &base, &token, "getMe", json!({})).await {
+            Ok(me) => checks.push(Check {
+                ok: true,
+                what: "telegram.token".into(),
+                detail: format!("works (bot @{})", me["username"].as_str().unwrap_or("?")),
+            }),
+            Err(e) => {
+                checks.push(Check { ok: false, what: "telegram.token".into(), detail: format!("{e}; copy the token from @BotFather") });
+                return checks; // nothing else can be checked with a token that does not work
+            }
+        }
+        for (name, d) in raw.destinations.iter().filter(|(_, d)| d.channel == "telegram") {
+            match telegram(&http, &base, &token, "getChat", json!({"chat_id": d.chat})).await {
+                Ok(chat) => checks.push(Check {
+                    ok: true,
+                    what: format!("destinations.{name}.chat"),
+                    detail: format!(
+                        "{} resolves to {:?}, and the bot is in it",
+                        d.chat,
+                        chat["title"].as_str().unwrap_or("a private chat")
+                    ),
+                }),
+                Err(e) => {
+                    checks.push(Check {
+                        ok: false,
+                        what: format!("destinations.{name}.chat"),
+                        detail: format!("{}: {e}; add the bot to the chat, then send /plan there to see its id", d.chat),
+                    });
+                    continue;
+                }
+            }
+            for (i, approver) in d.approvers.iter().enumerate() {
+                let user = approver.strip_prefix("telegram:").unwrap_or(approver);
+                let what = format!("destinations.{name}.approvers[{i}]");
+                match telegram(&http, &base, &token, "getChatMember", json!({"chat_id": d.chat, "user_id": user})).await {
+                    Ok(m) if !matches!(m["status"].as_str(), Some("left" | "kicked")) => checks.push(Check {
+                        ok: true,
+                        what,
+                        detail: format!("{approver} is in the chat ({})", m["user"]["first_name"].as_str().unwrap_or("?")),
+                    }),
+                    Ok(m) => checks.push(Check {
+                        ok: false,
+                        what,
+                        detail: format!("{approver} is not in the chat ({}); invite them", m["status"].as_str().unwrap_or("?")),
+                    }),
+                    Err(e) => checks.push(Check {
+                        ok: false,
+                        what,
+                        detail: format!("{approver}: {e}; the user id is what /plan in the chat shows them"),
+                    }),
+                }
+            }
+        }
+    }
+    if let Some(section) = &raw.slack {
+        let base = Some(text(section, "api_url")).filter(|u| !u.is_empty()).unwrap_or_else(|| "https://slack.com/api".into());
+        let answer = http.post(format!("{}/auth.test", base.trim_end_matches('/'))).bearer_auth(text(section, "bot_token")).send().await;
+        let value: Value = match answer {
+            Ok(r) => r.json().await.unwrap_or_default(),
+            Err(e) => json!({"ok": false, "error": format!("cannot reach {base}: {}", e.without_url())}),
+        };
+        let ok = value["ok"] == true;
+        let detail = if ok {
+            format!("works (team {})", value["team_id"].as_str().unwrap_or("?"))
+        } else {
+            format!("{}; copy the bot token (xoxb-…) from the app's OAuth page", value["error"].as_str().unwrap_or("refused"))
+        };
+        checks.push(Check { ok, what: "slack.bot_token".into(), detail });
+    }
+    if let Some(section) = &raw.discord {
+        let base = Some(text(section, "api_url")).filter(|u| !u.is_empty()).unwrap_or_else(|| "https://discord.com".into());
+        let token = text(section, "bot_token");
+        let token = token.strip_prefix("Bot ").unwrap_or(&token).to_string();
+        let answer = http
+            .get(format!("{}/api/v10/users/@me", base.trim_end_matches('/')))
+            .header("Authorization", format!("Bot {token}"))
+            .send()
+            .await;
+        let (ok, detail) = match answer {
+            Ok(r) if r.status().is_success() => (true, "works".to_string()),
+            Ok(r) => (false, format!("refused ({}); reset the bot token in the developer portal", r.status())),
+            Err(e) => (false, format!("cannot reach {base}: {}", e.without_url())),
+        };
+        checks.push(Check { ok, what: "discord.bot_token".into(), detail });
+    }
+    checks
+}

@@ -1,0 +1,41 @@
+//! What a valid configuration resolves to, in words: the absolute data dir,
+//! the channels, and per agent its destinations and the nudges, timeout and
+//! escalation it really gets (and whether each came from `[approvals]` or
+//! from its own section). `plangate config check` prints it, so an operator
+//! sees the effect of inheritance and relative paths before the first start.
+
+use crate::config::Settings;
+use std::fmt::Write;
+
+/// The explanation, one fact per line.
+pub fn explain(settings: &Settings, source: &str) -> String {
+    let raw = &settings.raw;
+    let mut out = String::new();
+    let _ = writeln!(out, "config: {source}");
+    let _ = writeln!(out, "bind: {}", settings.bind);
+    let cwd = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_else(|_| "?".into());
+    let _ =
+        writeln!(out, "data_dir: {} (a relative data_dir is resolved against the current directory, {cwd})", settings.data_dir.display());
+    let channels: Vec<&str> = [("telegram", raw.telegram.is_some()), ("slack", raw.slack.is_some()), ("discord", raw.discord.is_some())]
+        .into_iter()
+        .filter_map(|(name, on)| on.then_some(name))
+        .collect();
+    let _ = writeln!(
+        out,
+        "channels: {}",
+        if channels.is_empty() { "none (cards are recorded in the audit, not posted)".to_string() } else { channels.join(", ") }
+    );
+    for (id, agent) in &raw.agents {
+        let own = agent.approvals.as_ref();
+        let effective = own.map(|o| o.over(&raw.approvals)).unwrap_or_else(|| raw.approvals.clone());
+        let from = |set: bool| if set { "its own [agents.".to_string() + id + ".approvals]" } else { "[approvals]".to_string() };
+        let nudges = if effective.nudges.is_empty() { "none".to_string() } else { effective.nudges.join(", ") };
+        let escalate = if effective.escalate_to.is_empty() { "none".to_string() } else { effective.escalate_to.join(", ") };
+        let destinations = if agent.destinations.is_empty() { "none".to_string() } else { agent.destinations.join(", ") };
+        let _ = writeln!(out, "agent {id}: destinations {destinations}");
+        let _ = writeln!(out, "  nudges {nudges} (from {})", from(own.is_some_and(|o| o.nudges.is_some())));
+        let _ = writeln!(out, "  timeout {} (from {})", effective.timeout, from(own.is_some_and(|o| o.timeout.is_some())));
+        let _ = writeln!(out, "  escalate_to {escalate} (from {})", from(own.is_some_and(|o| o.escalate_to.is_some())));
+    }
+    out
+}

@@ -1,0 +1,63 @@
+//! Retention through the real binary: `plangate prune --dry-run` reports
+//! what would go and removes nothing; pruning removes decided approvals past
+//! their age and old audit, and never a pending approval, its timers, or a
+//! session's latest proposal.
+
+use plangate_testkit::server::{eventually, ServerProcess, OPERATOR_TOKEN};
+use reqwest::Method;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_plangate");
+
+async fn propose(s: &ServerProcess, session: &str, title: &str) -> String {
+    s.agent(Method::POST, &format!("/v1/sessions/{session}/enter")).send().await.expect("enter");
+    let body = json!({"title": title, "steps": [{"step": "one"}]});
+    let (st, d) = ServerProcess::send(s.agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&body)).await;
+    assert_eq!(st, 201, "{d}");
+    d["approval_id"].as_str().expect("id").to_string()
+}
+
+async fn prune(s: &ServerProcess, dry_run: bool) -> Value {
+    let (st, r) = ServerProcess::send(s.operator(Method::POST, &format!("/v1/operator/prune?dry_run={dry_run}"))).await;
+    assert_eq!(st, 200, "{r}");
+    r
+}
+
+#[tokio::test]
+async fn prune_removes_old_decided_approvals_and_keeps_pending_work() {
+    let extra = "[retention]\ndecided_approvals = \"1s\"\naudit = \"1s\"\ninterval = \"1h\"\n";
+    let s = ServerProcess::start(BIN, extra).await;
+    let pending = propose(&s, "p1", "Still waiting").await;
+    let old = propose(&s, "d1", "Done long ago").await;
+    s.decide_when_pending("d1", json!({"action": "approve", "actor": "alice"})).await;
+    let latest = propose(&s, "d1", "The next plan").await;
+    assert_ne!(old, latest);
+
+    eventually(Duration::from_secs(15), "the decided approval is past its age", || async { prune(&s, true).await["approvals"] == 1 }).await;
+    let dry = prune(&s, true).await;
+    assert!(dry["audit"].as_u64().is_some_and(|n| n > 0), "{dry}");
+    let out = tokio::process::Command::new(BIN)
+        .args(["prune", "--dry-run", "--url", &s.base])
+        .env("PLANGATE_OPERATOR_TOKEN", OPERATOR_TOKEN)
+        .output()
+        .await
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && stdout.starts_with("would prune: 1 decided approvals"), "{stdout}");
+    let (st, _) = ServerProcess::send(s.operator(Method::GET, &format!("/v1/approvals/{old}"))).await;
+    assert_eq!(st, 200, "a dry run removes nothing");
+
+    let done = prune(&s, false).await;
+    assert_eq!(done["approvals"], 1, "{done}");
+    let (st, _) = ServerProcess::send(s.operator(Method::GET, &format!("/v1/approvals/{old}"))).await;
+    assert_eq!(st, 404, "the old decided approval is gone");
+    let (st, p) = ServerProcess::send(s.operator(Method::GET, &format!("/v1/approvals/{pending}"))).await;
+    assert_eq!(st, 200, "a pending approval is never pruned");
+    assert!(p["timers"].as_array().is_some_and(|t| !t.is_empty()), "its timers stay: {p}");
+    let (st, _) = ServerProcess::send(s.operator(Method::GET, &format!("/v1/approvals/{latest}"))).await;
+    assert_eq!(st, 200);
+    let (st, status) = ServerProcess::send(s.agent(Method::GET, "/v1/sessions/p1")).await;
+    assert_eq!(st, 200, "{status}");
+    assert_eq!(prune(&s, true).await["approvals"], 0);
+}

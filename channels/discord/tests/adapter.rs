@@ -44,6 +44,10 @@ fn card() -> Card {
         assumptions: vec![],
         verification: vec!["cargo test".into()],
         subagents: vec![],
+        progress: vec![],
+        edit: None,
+        changes: None,
+        excluded: vec![],
         warning: None,
         receipt: None,
         commands: vec![
@@ -198,9 +202,11 @@ fn no_mentions() -> Value {
 fn card_buttons(id: ApprovalId) -> Value {
     json!([{"type": 1, "components": [
         {"type": 2, "style": 3, "label": "Approve", "custom_id": encode(Button::Approve(id))},
+        {"type": 2, "style": 3, "label": "Approve with note…", "custom_id": encode(Button::ApproveWithNote(id))},
         {"type": 2, "style": 1, "label": "Request changes", "custom_id": encode(Button::RequestChanges(id))},
         {"type": 2, "style": 4, "label": "Cancel", "custom_id": encode(Button::Cancel(id))},
-        {"type": 2, "style": 2, "label": "View plan", "custom_id": encode(Button::View(id))},
+        {"type": 2, "style": 2, "label": "View plan", "custom_id": encode(Button::View(id))}
+    ]}, {"type": 1, "components": [
         {"type": 2, "style": 2, "label": "Edit", "custom_id": encode(Button::Edit(id))}
     ]}])
 }
@@ -700,7 +706,7 @@ async fn every_plan_subcommand_reaches_the_handler() {
         ("status", vec![("target", "demo/s1")], Action::Command(Parsed { command: PlanCommand::Status, target: session() })),
         ("list", vec![], Action::Command(Parsed { command: PlanCommand::List, target: None })),
         ("view", vec![("target", "#a1b2c3")], Action::Command(Parsed { command: PlanCommand::View, target: approval() })),
-        ("accept", vec![], Action::Command(Parsed { command: PlanCommand::Accept, target: None })),
+        ("accept", vec![], Action::Command(Parsed { command: PlanCommand::Accept(Default::default()), target: None })),
         (
             "revise",
             vec![("feedback", "smaller steps"), ("target", "#a1b2c3")],

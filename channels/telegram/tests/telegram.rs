@@ -146,6 +146,7 @@ fn proposal(title: &str, steps: &[&str], status: DecisionStatus) -> Proposal {
         superseded_by: None,
         timers: Vec::new(),
         released: false,
+        review: Default::default(),
     }
 }
 
@@ -559,7 +560,7 @@ async fn every_plan_command_form_reaches_the_handler_and_others_do_not() {
         vec![
             Action::Command(Parsed { command: PlanCommand::Help, target: None }),
             Action::Command(Parsed { command: PlanCommand::Status, target: None }),
-            Action::Command(Parsed { command: PlanCommand::Accept, target: Some(Target::Approval("111111".into())) }),
+            Action::Command(Parsed { command: PlanCommand::Accept(Default::default()), target: Some(Target::Approval("111111".into())) }),
             Action::Command(Parsed { command: PlanCommand::Revise("split step 2".into()), target: Some(Target::Approval("abcd".into())) }),
             Action::BadCommand("frobnicate now".into()),
             Action::BadCommand("edit".into()),

@@ -1006,6 +1006,36 @@ mod tests {
         assert!(err.contains("public development value"), "{err}");
     }
 
+    /// `[approvals]`, an agent's and its destinations' rules combine to the
+    /// strictest, and impossible quorums are refused naming the key.
+    #[test]
+    fn approval_rules_combine_to_the_strictest_and_must_be_reachable() {
+        let base = "[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n[telegram]\ntoken = \"t\"\n[slack]\nbot_token = \"b\"\n\
+                    [destinations.a]\nchannel = \"telegram\"\nchat = \"1\"\napprovers = [\"telegram:1\", \"telegram:2\"]\n\
+                    [destinations.b]\nchannel = \"slack\"\nchat = \"C1\"\napprovers = [\"slack:U1\"]\n";
+        let agent = |extra: &str| format!("[agents.x]\ntoken = \"0123456789abcdef\"\ndestinations = [\"a\", \"b\"]\n{extra}");
+        let s = parse(&format!("{base}{}", agent(""))).unwrap();
+        assert_eq!(s.approval_policy("x"), ApprovalPolicy { required: 1, forbid_self: false });
+        assert_eq!(s.approval_policy("unknown"), ApprovalPolicy::default());
+        // The destination's stricter rule wins over the global one.
+        let toml = format!("{base}[destinations.b.approvals]\nrequired = 3\nforbid_self = true\n[approvals]\nrequired = 2\n{}", agent(""));
+        assert_eq!(parse(&toml).unwrap().approval_policy("x"), ApprovalPolicy { required: 3, forbid_self: true });
+        // Four approvers wanted, three exist.
+        let toml = format!("{base}{}[agents.x.approvals]\nrequired = 4\n", agent(""));
+        let err = parse(&toml).unwrap_err().to_string();
+        assert!(err.contains("agents.x.approvals.required") && err.contains("needs 4 distinct approvers"), "{err}");
+        // The fixed requester does not count under forbid_self.
+        let toml = format!("{base}{}[agents.x.approvals]\nrequired = 3\nforbid_self = true\n", agent("requested_by = \"slack:U1\"\n"));
+        let err = parse(&toml).unwrap_err().to_string();
+        assert!(err.contains("not counting its requester"), "{err}");
+        let toml = format!("{base}[approvals]\nrequired = 0\n{}", agent(""));
+        assert!(parse(&toml).unwrap_err().to_string().contains("approvals.required"));
+        let err = parse(&format!("{base}{}", agent("requested_by = \"alice\"\n"))).unwrap_err().to_string();
+        assert!(err.contains("agents.x.requested_by"), "{err}");
+        let s = parse(&format!("{base}{}", agent("requested_by = \"slack:U9\"\n"))).unwrap();
+        assert_eq!(s.requested_by("x"), Some("slack:U9"));
+    }
+
     #[test]
     fn errors_name_the_key() {
         let cases = [

@@ -383,3 +383,23 @@ pub(super) async fn namespace_steps(
         .await?;
     Ok(Json(json!({"name": name, "shared": key.shared, "steps": merged.steps})))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The token's requester wins and cannot be contradicted; the body's is
+    /// used otherwise.
+    #[test]
+    fn requested_by_precedence() {
+        assert_eq!(requester(Some("slack:U1"), None).ok().flatten().as_deref(), Some("slack:U1"));
+        assert_eq!(requester(Some("slack:U1"), Some("slack:U1".into())).ok().flatten().as_deref(), Some("slack:U1"));
+        assert!(requester(Some("slack:U1"), Some("slack:U2".into())).is_err());
+        assert_eq!(requester(None, Some("slack:U2".into())).ok().flatten().as_deref(), Some("slack:U2"));
+        assert_eq!(requester(None, None).ok().flatten(), None);
+        let mut body = serde_json::json!({"title": "t", "requested_by": "slack:U2"});
+        assert_eq!(take_requested_by(&mut body).ok().flatten().as_deref(), Some("slack:U2"));
+        assert_eq!(body, serde_json::json!({"title": "t"}));
+        assert!(take_requested_by(&mut serde_json::json!({"requested_by": 5})).is_err());
+    }
+}

@@ -287,3 +287,50 @@ async fn a_note_and_an_excluded_step_from_a_telegram_command_and_the_slack_modal
     let steps: Vec<&str> = status["steps"].as_array().unwrap().iter().map(|s| s["step"].as_str().unwrap()).collect();
     assert_eq!(steps, ["Read the client", "Add jittered backoff"], "the agent executes the approved steps only");
 }
+
+/// The CLI end to end: `plangate propose` sends `PLANGATE_REQUESTED_BY`, and
+/// `plangate decide … approve --note … --except …` approves all but a step
+/// with a note, over the operator API.
+#[tokio::test]
+async fn the_cli_names_the_requester_and_approves_with_a_note_except_a_step() {
+    use plangate_testkit::server::{AGENT_TOKEN, OPERATOR_TOKEN};
+    let s = ServerProcess::start(BIN, "").await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plan.md");
+    std::fs::write(&file, "# Add retries\n\n## Steps\n1. Read the client\n2. Drop the retry table\n3. Add jittered backoff\n").unwrap();
+    let run = |args: Vec<String>| {
+        let mut cmd = tokio::process::Command::new(BIN);
+        cmd.args(args)
+            .env("PLANGATE_URL", &s.base)
+            .env("PLANGATE_TOKEN", AGENT_TOKEN)
+            .env("PLANGATE_OPERATOR_TOKEN", OPERATOR_TOKEN)
+            .env("PLANGATE_REQUESTED_BY", "slack:U7")
+            .kill_on_drop(true);
+        async move {
+            let out = tokio::time::timeout(Duration::from_secs(60), cmd.output()).await.expect("finished").expect("ran");
+            (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    };
+    let (code, out, err) = run(vec!["propose".into(), file.display().to_string(), "--session".into(), "cli".into(), "--json".into()]).await;
+    assert_eq!(code, Some(0), "{out}{err}");
+    let proposed: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(proposed["requested_by"], "slack:U7", "{out}");
+    let id = proposed["approval_id"].as_str().unwrap().to_string();
+    let args = ["decide", &id, "approve", "--note", "ship it after 18:00", "--except", "2", "--actor", "ops"];
+    let (code, out, err) = run(args.iter().map(|a| a.to_string()).collect()).await;
+    eprintln!("── plangate decide {id} approve --note … --except 2:\n{out}");
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.starts_with(&format!("v1 {id} approved by operator:ops\n")), "{out}");
+    assert!(out.contains("note from operator:ops: ship it after 18:00\n"), "{out}");
+    assert!(out.contains("excluded: step 2 Drop the retry table\n"), "{out}");
+    let (_, decision) = call(s.agent(Method::GET, "/v1/sessions/cli/decision")).await;
+    // The hash bound to the approval is that of the proposed plan without step 2.
+    let proposed = plangate_engine::plan::plan_from_markdown(&std::fs::read_to_string(&file).unwrap(), None).unwrap();
+    let approved = without_steps(&proposed, &[2]);
+    assert_eq!(decision["plan_hash"], json!(plan_hash(&approved, None)));
+    assert_eq!(decision["plan"], serde_json::to_value(&approved).unwrap());
+    // Note and except belong to approve only.
+    let (code, _, err) = run(["decide", &id, "revise", "--feedback", "x", "--note", "y"].iter().map(|a| a.to_string()).collect()).await;
+    assert_ne!(code, Some(0));
+    assert!(err.contains("note and except go with action approve only"), "{err}");
+}

@@ -823,6 +823,41 @@ async fn edit_has_no_modal_so_a_force_reply_collects_the_steps() {
     running.stop().await;
 }
 
+/// Approve with note…: the optional second step is a ForceReply for the
+/// note, and the reply to that recorded prompt approves with it.
+#[tokio::test]
+async fn approve_with_note_asks_for_the_note_by_force_reply() {
+    let fake = FakeTelegram::start().await;
+    let handler = Recorder::new(|event| match &event.action {
+        Action::Button(Button::ApproveWithNote(id)) => Reply::AskApproval {
+            approval_id: *id,
+            version: 1,
+            steps: vec!["Read".into()],
+            prompt: "Approve v1 with a note for the agent.".into(),
+        },
+        _ => Reply::None,
+    });
+    let running = run(config(&fake), handler.clone()).await;
+    fake.push_update(fake.callback_update(CHAT, 9, alice(), &encode(Button::ApproveWithNote(ID))));
+    let prompt = fake.wait_call("sendMessage", 1, WAIT).await;
+    assert_eq!(
+        prompt.str("text"),
+        format!(
+            "<a href=\"tg://user?id={ALICE}\">Alice</a> Approve v1 with a note for the agent.\nReply with your note to approve v1 (approve #{ID})"
+        )
+    );
+    assert_eq!(prompt.field("reply_markup")["force_reply"], true);
+    assert_eq!(prompt.field("reply_markup")["input_field_placeholder"], "Your note for the agent");
+    let prompt_id = sent_id(&fake, 1);
+    fake.push_update(fake.message_update(CHAT, alice(), "  ok, but don't touch the migrations ", Some(prompt_id)));
+    let seen = handler.wait_seen(2).await;
+    assert_eq!(
+        seen[1].action,
+        Action::Approve { approval_id: ID, note: Some("ok, but don't touch the migrations".into()), except: vec![] }
+    );
+    running.stop().await;
+}
+
 #[tokio::test]
 async fn questions_have_one_button_per_option_and_other_asks_for_text() {
     let fake = FakeTelegram::start().await;

@@ -219,6 +219,8 @@ fn a_timeout_with_a_partial_quorum_is_a_timeout() {
     let nudge = latest(&s).timers.iter().find(|t| matches!(t.kind, TimerKind::Nudge(1))).cloned().unwrap();
     let t = ok(&s, &Actor::Scheduler, Command::TimerFired(nudge), &at(10));
     assert_eq!(t.effects, vec![Effect::Nudge { approval_id: id, number: 1 }]);
+    let reminder = card::nudge_text(latest(&t.state), 1, Timestamp(T0 + 10 * MIN));
+    assert!(reminder.ends_with("reminder 1; 1 of 2 approvals)"), "{reminder}");
     let timeout = latest(&t.state).timers.iter().find(|t| t.kind == TimerKind::Timeout).cloned().unwrap();
     let t = ok(&t.state, &Actor::Scheduler, Command::TimerFired(timeout), &at(60));
     let p = latest(&t.state);

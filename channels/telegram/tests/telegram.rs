@@ -172,8 +172,9 @@ fn alice_user() -> User {
 
 fn card_keyboard(id: ApprovalId) -> Vec<Vec<(String, String)>> {
     vec![
-        vec![("✅ Approve".into(), encode(Button::Approve(id))), ("✏️ Request changes".into(), encode(Button::RequestChanges(id)))],
-        vec![("✖ Cancel".into(), encode(Button::Cancel(id))), ("📄 View plan".into(), encode(Button::View(id)))],
+        vec![("✅ Approve".into(), encode(Button::Approve(id))), ("📝 Approve with note…".into(), encode(Button::ApproveWithNote(id)))],
+        vec![("✏️ Request changes".into(), encode(Button::RequestChanges(id))), ("✖ Cancel".into(), encode(Button::Cancel(id)))],
+        vec![("📄 View plan".into(), encode(Button::View(id)))],
     ]
 }
 
@@ -308,7 +309,7 @@ async fn text_style_cards_show_commands_and_no_keyboard() {
     let text = card.str("text");
     assert!(
         text.ends_with(
-            "Reply with one of:\n<code>/plan accept #111111</code>\n<code>/plan revise #111111 &lt;what to change&gt;</code>\n<code>/plan cancel #111111</code>\n<code>/plan view #111111</code>"
+            "Reply with one of:\n<code>/plan accept #111111</code>\n<code>/plan accept #111111 except &lt;step numbers&gt; -- &lt;note&gt;</code>\n<code>/plan revise #111111 &lt;what to change&gt;</code>\n<code>/plan cancel #111111</code>\n<code>/plan view #111111</code>"
         ),
         "{text}"
     );

@@ -565,7 +565,8 @@ fn accept_decision(p: &Proposal, terms: &AcceptTerms) -> Decision {
 }
 
 /// What an approver is told when their approval did not complete the
-/// quorum: `Approved: 1 of 2 · ✅ telegram:@alice. Waiting for more approvers.`
+/// quorum: `Approval recorded for v1 (#a1b2c3): 1 of 2 · ✅ telegram:@alice.
+/// Waiting for more approvers.`
 fn progress_text(p: &Proposal) -> String {
     let lines = plangate_engine::card::progress_lines(p);
     if lines.is_empty() {

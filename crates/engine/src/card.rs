@@ -411,6 +411,22 @@ pub fn progress_lines(p: &Proposal) -> Vec<String> {
         .collect()
 }
 
+/// What an approver is told when their approval was recorded but did not
+/// complete the quorum, e.g. `Approval recorded for v1 (#a1b2c3): 1 of 2 ·
+/// ✅ telegram:@alice. Waiting for more approvers.`; `None` when there is no
+/// progress to report.
+pub fn progress_notice(p: &Proposal) -> Option<String> {
+    let lines = progress_lines(p);
+    (!lines.is_empty()).then(|| {
+        format!(
+            "Approval recorded for v{} ({}): {}. Waiting for more approvers.",
+            p.version,
+            crate::view::short_ref(&p.approval_id),
+            lines.join("; ")
+        )
+    })
+}
+
 /// Plain-text rendering, used by text-style destinations, the CLI and as the
 /// base every channel escapes for its own markup. `text_commands` appends the
 /// commands to type instead of buttons.

@@ -1010,7 +1010,7 @@ mod tests {
     /// strictest, and impossible quorums are refused naming the key.
     #[test]
     fn approval_rules_combine_to_the_strictest_and_must_be_reachable() {
-        let base = "[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n[telegram]\ntoken = \"t\"\n[slack]\nbot_token = \"b\"\n\
+        let base = "[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n[telegram]\ntoken = \"t\"\n[slack]\nbot_token = \"b\"\napp_token = \"xapp-1\"\n\
                     [destinations.a]\nchannel = \"telegram\"\nchat = \"1\"\napprovers = [\"telegram:1\", \"telegram:2\"]\n\
                     [destinations.b]\nchannel = \"slack\"\nchat = \"C1\"\napprovers = [\"slack:U1\"]\n";
         let agent = |extra: &str| format!("[agents.x]\ntoken = \"0123456789abcdef\"\ndestinations = [\"a\", \"b\"]\n{extra}");

@@ -284,7 +284,8 @@ impl Hub {
         };
         let done = self.core.execute_on_proposal(p.clone(), Self::actor(ev), command, self.meta(ev)).await.map_err(explain)?;
         let decided = done.transition.state.latest.as_ref().filter(|l| l.approval_id == id).unwrap_or(&p);
-        Ok(plangate_engine::card::receipt(decided).unwrap_or_else(|| progress_text(decided)))
+        let said = plangate_engine::card::receipt(decided).or_else(|| plangate_engine::card::progress_notice(decided));
+        Ok(said.unwrap_or_else(|| "Done.".to_string()))
     }
 
     async fn edit(&self, ev: &Inbound, id: ApprovalId, steps: Vec<String>) -> Result<String, Refused> {
@@ -562,17 +563,6 @@ fn accept_decision(p: &Proposal, terms: &AcceptTerms) -> Decision {
         return Decision::Verdict(Verdict::Approve);
     }
     Decision::Verdict(Verdict::ApproveWith(Terms { note: terms.note.clone(), except: terms.except.clone() }))
-}
-
-/// What an approver is told when their approval did not complete the
-/// quorum: `Approval recorded for v1 (#a1b2c3): 1 of 2 · ✅ telegram:@alice.
-/// Waiting for more approvers.`
-fn progress_text(p: &Proposal) -> String {
-    let lines = plangate_engine::card::progress_lines(p);
-    if lines.is_empty() {
-        return "Done.".to_string();
-    }
-    format!("Approval recorded for v{} ({}): {}. Waiting for more approvers.", p.version, short_ref(&p.approval_id), lines.join("; "))
 }
 
 trait IntoNotice {

@@ -138,7 +138,11 @@ impl Fixture {
         let key = SessionKey::new(agent, session);
         self.core.execute(&key, Actor::Agent, Command::Enter { reason: None }, ExecMeta::default()).await.unwrap();
         let plan = Plan { steps: vec![Step::pending("one"), Step::pending("two")], ..Plan::titled(title) };
-        let done = self.core.execute(&key, Actor::Agent, Command::Propose { plan, markdown: None }, ExecMeta::default()).await.unwrap();
+        let done = self
+            .core
+            .execute(&key, Actor::Agent, Command::Propose { plan, markdown: None, requested_by: None }, ExecMeta::default())
+            .await
+            .unwrap();
         self.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
         done.transition.state.latest.unwrap().approval_id
     }
@@ -232,7 +236,7 @@ async fn request_changes_cancel_view_and_stale_clicks() {
 
     // v2 supersedes nothing pending (v1 was decided); v3 supersedes v2.
     let key = SessionKey::new("demo", "s1");
-    let propose = |t: &str| Command::Propose { plan: Plan::titled(t), markdown: None };
+    let propose = |t: &str| Command::Propose { plan: Plan::titled(t), markdown: None, requested_by: None };
     let v2 = f
         .core
         .execute(&key, Actor::Agent, propose("Second"), ExecMeta::default())
@@ -327,7 +331,7 @@ async fn edit_on_off_auto_answer_restate() {
         .execute(
             &SessionKey::new("demo", "s1"),
             Actor::Agent,
-            Command::Propose { plan: Plan::titled("Auto"), markdown: None },
+            Command::Propose { plan: Plan::titled("Auto"), markdown: None, requested_by: None },
             ExecMeta::default(),
         )
         .await

@@ -6,6 +6,7 @@
 //! `backlog` and `failclosed` drive the server's library in process.
 
 mod api;
+mod approvals;
 mod backlog;
 mod channel;
 mod codex_cli;

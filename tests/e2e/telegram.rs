@@ -88,7 +88,13 @@ async fn approve_from_a_phone_releases_the_agent_and_edits_the_card() {
     let data: Vec<String> = keyboard.iter().flatten().map(|(_, d)| d.clone()).collect();
     assert_eq!(
         data,
-        vec![encode(Button::Approve(id)), encode(Button::RequestChanges(id)), encode(Button::Cancel(id)), encode(Button::View(id))]
+        vec![
+            encode(Button::Approve(id)),
+            encode(Button::ApproveWithNote(id)),
+            encode(Button::RequestChanges(id)),
+            encode(Button::Cancel(id)),
+            encode(Button::View(id))
+        ]
     );
     // The document replies to the card and carries the whole plan.
     let doc = fake.wait_call("sendDocument", 1, WAIT).await;

@@ -5,7 +5,7 @@
 //! returns (REST callback for the gateway, HTTP body for the endpoint).
 
 use crate::config::Settings;
-use crate::render::{self, Answer, Context, INPUT_ID};
+use crate::render::{self, Answer, Context, EXCEPT_ID, INPUT_ID};
 use crate::rest::Rest;
 use plangate_channel::{Action, Inbound, InboundHandler, Reply, User};
 use plangate_engine::codec::{decode, Button};
@@ -213,18 +213,30 @@ pub(crate) fn to_inbound(interaction: &Interaction) -> Option<Inbound> {
             (c.channel_id, user(&c.user, c.guild_id), command_action(&c.data.options), c.id)
         }
         Interaction::Modal(m) => {
-            let text = m
-                .data
-                .components
-                .iter()
-                .flat_map(|row| row.components.iter())
-                .find_map(|component| match component {
-                    ActionRowComponent::InputText(input) if input.custom_id == INPUT_ID => Some(input.value.clone().unwrap_or_default()),
-                    _ => None,
-                })
-                .unwrap_or_default();
-            let text = text.trim().to_string();
+            let field = |id: &str| {
+                m.data
+                    .components
+                    .iter()
+                    .flat_map(|row| row.components.iter())
+                    .find_map(|component| match component {
+                        ActionRowComponent::InputText(input) if input.custom_id == id => Some(input.value.clone().unwrap_or_default()),
+                        _ => None,
+                    })
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string()
+            };
+            let text = field(INPUT_ID);
             let action = match decode(&m.data.custom_id) {
+                // The approve modal: an optional note and the step numbers to leave out.
+                Ok(Button::ApproveWithNote(approval_id)) => {
+                    let except = field(EXCEPT_ID);
+                    match plangate_engine::grammar::parse_step_numbers(&except) {
+                        Ok(except) => Action::Approve { approval_id, note: (!text.is_empty()).then_some(text), except },
+                        // The grammar's own usage error explains the format.
+                        Err(_) => Action::BadCommand(format!("accept except {except}")),
+                    }
+                }
                 Ok(Button::RequestChanges(approval_id)) => Action::Feedback { approval_id, text },
                 // One step per line, markers dropped: the engine's rule for typed lists.
                 Ok(Button::Edit(approval_id)) => Action::Edit { approval_id, steps: list::parse_lines(&text) },

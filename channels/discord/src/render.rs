@@ -35,6 +35,8 @@ const ROW_WIDTH: usize = 5;
 
 /// The text input every plangate modal carries.
 pub(crate) const INPUT_ID: &str = "text";
+/// The approve modal's field for the steps to leave out.
+pub(crate) const EXCEPT_ID: &str = "except";
 
 fn count(s: &str) -> usize {
     s.chars().count()
@@ -236,23 +238,28 @@ fn button(label: &str, style: ButtonStyle, data: Button) -> CreateButton {
     CreateButton::new(encode(data)).label(cut_chars(label, LABEL_MAX)).style(style)
 }
 
-/// Approve · Request changes · Cancel · View plan · Edit, while the card is open.
+/// The engine's buttons (Approve · [Approve edit] · Approve with note… ·
+/// Request changes · Cancel · View plan) and Edit, while the card is open,
+/// [`ROW_WIDTH`] to a row.
 pub(crate) fn card_buttons(card: &Card) -> Vec<CreateActionRow> {
     if !card.is_open() {
         return Vec::new();
     }
     let id = card.approval_id;
-    let mut row: Vec<CreateButton> = CardAction::ALL
+    let mut row: Vec<CreateButton> = card
+        .actions()
         .iter()
         .map(|action| match action {
             CardAction::Approve => button(action.label(), ButtonStyle::Success, Button::Approve(id)),
+            CardAction::ApproveWithNote => button(action.label(), ButtonStyle::Success, Button::ApproveWithNote(id)),
+            CardAction::ApproveEdit => button(action.label(), ButtonStyle::Success, Button::ApproveEdit(id)),
             CardAction::RequestChanges => button(action.label(), ButtonStyle::Primary, Button::RequestChanges(id)),
             CardAction::Cancel => button(action.label(), ButtonStyle::Danger, Button::Cancel(id)),
             CardAction::View => button(action.label(), ButtonStyle::Secondary, Button::View(id)),
         })
         .collect();
     row.push(button("Edit", ButtonStyle::Secondary, Button::Edit(id)));
-    vec![CreateActionRow::Buttons(row)]
+    row.chunks(ROW_WIDTH).map(|buttons| CreateActionRow::Buttons(buttons.to_vec())).collect()
 }
 
 /// The engine's "Reply with one of:" and the commands, as code, while the
@@ -401,6 +408,25 @@ fn modal(custom_id: Button, title: String, label: &str, placeholder: Option<&str
     CreateModal::new(encode(custom_id), cut_chars(&title, MODAL_TITLE_MAX)).components(vec![CreateActionRow::InputText(input)])
 }
 
+/// The approve modal: an optional note and the numbers of the steps to
+/// leave out. Discord's modals (as serenity 0.12 builds them) hold text
+/// inputs only, so the step picker is a field for step numbers; the card
+/// numbers every step.
+fn approve_modal(id: plangate_engine::ApprovalId, version: u32, steps: usize, prompt: &str) -> CreateModal {
+    let mut note = CreateInputText::new(InputTextStyle::Paragraph, "Note for the agent (optional)", INPUT_ID)
+        .required(false)
+        .max_length(plangate_engine::review::MAX_NOTE_CHARS as u16);
+    if let Some(p) = Some(cut_chars(prompt.trim(), PLACEHOLDER_MAX)).filter(|p| !p.is_empty()) {
+        note = note.placeholder(p);
+    }
+    let except = CreateInputText::new(InputTextStyle::Short, "Leave out steps (optional)", EXCEPT_ID)
+        .required(false)
+        .max_length(200)
+        .placeholder(cut_chars(&format!("Step numbers of 1–{steps}, e.g. 3, 5; empty approves every step"), PLACEHOLDER_MAX));
+    CreateModal::new(encode(Button::ApproveWithNote(id)), cut_chars(&format!("Approve v{version}"), MODAL_TITLE_MAX))
+        .components(vec![CreateActionRow::InputText(note), CreateActionRow::InputText(except)])
+}
+
 /// The text a late or modal-less `Ask*` reply shows instead of a modal.
 fn ask_as_text(reply: &Reply) -> Option<String> {
     Some(match reply {
@@ -408,6 +434,9 @@ fn ask_as_text(reply: &Reply) -> Option<String> {
             format!("{prompt}\nSend `/plan revise #{} <what should change>`", approval_id.short())
         }
         Reply::AskEdit { approval_id, .. } => format!("Send `/plan edit #{} <step 1>; <step 2>; …`", approval_id.short()),
+        Reply::AskApproval { approval_id, prompt, .. } => {
+            format!("{prompt}\nSend `/plan accept #{} except <step numbers> -- <note>`", approval_id.short())
+        }
         Reply::AskAnswer { prompt, .. } => format!("{prompt}\nSend `/plan answer <your answer>`"),
         _ => return None,
     })
@@ -479,6 +508,9 @@ pub(crate) fn render_reply(reply: &Reply, ctx: Context, late: bool) -> Answer {
                 Some(value),
             )))
         }
+        Reply::AskApproval { approval_id, version, steps, prompt } => {
+            Answer::Now(CreateInteractionResponse::Modal(approve_modal(*approval_id, *version, steps.len(), prompt)))
+        }
         Reply::AskAnswer { question_id, prompt } => Answer::Now(CreateInteractionResponse::Modal(modal(
             Button::AnswerOther(*question_id),
             "Answer the agent".into(),
@@ -507,6 +539,10 @@ mod tests {
             assumptions: vec![],
             verification: vec!["cargo test".into()],
             subagents: vec![],
+            progress: vec![],
+            edit: None,
+            changes: None,
+            excluded: vec![],
             warning: None,
             receipt: None,
             commands: vec!["/plan accept #ababab".into()],
@@ -589,8 +625,11 @@ mod tests {
     fn buttons_fit_discord() {
         let c = card(1, 1);
         let rows = serde_json::to_value(card_buttons(&c)).unwrap();
-        let buttons = rows[0]["components"].as_array().unwrap();
-        assert_eq!(buttons.len(), 5);
+        let rows = rows.as_array().unwrap();
+        assert_eq!(rows.len(), 2);
+        let buttons: Vec<&serde_json::Value> = rows.iter().flat_map(|r| r["components"].as_array().unwrap()).collect();
+        assert_eq!(buttons.len(), 6);
+        assert!(rows.iter().all(|r| r["components"].as_array().unwrap().len() <= ROW_WIDTH));
         for b in buttons {
             assert!(b["custom_id"].as_str().unwrap().len() <= 100);
             assert!(b["label"].as_str().unwrap().chars().count() <= LABEL_MAX);

@@ -44,6 +44,10 @@ fn card() -> Card {
         assumptions: vec![],
         verification: vec!["cargo test".into()],
         subagents: vec![],
+        progress: vec![],
+        edit: None,
+        changes: None,
+        excluded: vec![],
         warning: None,
         receipt: None,
         commands: vec![
@@ -198,9 +202,11 @@ fn no_mentions() -> Value {
 fn card_buttons(id: ApprovalId) -> Value {
     json!([{"type": 1, "components": [
         {"type": 2, "style": 3, "label": "Approve", "custom_id": encode(Button::Approve(id))},
+        {"type": 2, "style": 3, "label": "Approve with note…", "custom_id": encode(Button::ApproveWithNote(id))},
         {"type": 2, "style": 1, "label": "Request changes", "custom_id": encode(Button::RequestChanges(id))},
         {"type": 2, "style": 4, "label": "Cancel", "custom_id": encode(Button::Cancel(id))},
-        {"type": 2, "style": 2, "label": "View plan", "custom_id": encode(Button::View(id))},
+        {"type": 2, "style": 2, "label": "View plan", "custom_id": encode(Button::View(id))}
+    ]}, {"type": 1, "components": [
         {"type": 2, "style": 2, "label": "Edit", "custom_id": encode(Button::Edit(id))}
     ]}])
 }
@@ -700,7 +706,7 @@ async fn every_plan_subcommand_reaches_the_handler() {
         ("status", vec![("target", "demo/s1")], Action::Command(Parsed { command: PlanCommand::Status, target: session() })),
         ("list", vec![], Action::Command(Parsed { command: PlanCommand::List, target: None })),
         ("view", vec![("target", "#a1b2c3")], Action::Command(Parsed { command: PlanCommand::View, target: approval() })),
-        ("accept", vec![], Action::Command(Parsed { command: PlanCommand::Accept, target: None })),
+        ("accept", vec![], Action::Command(Parsed { command: PlanCommand::Accept(Default::default()), target: None })),
         (
             "revise",
             vec![("feedback", "smaller steps"), ("target", "#a1b2c3")],
@@ -1094,4 +1100,53 @@ async fn weak_or_missing_public_keys_fail_at_start() {
     let Err(err) = start(c, Recorder::new(|_| Reply::None), shutdown).await else { panic!("HTTP mode needs a key") };
     assert!(err.to_string().contains("application_public_key"), "{err}");
     assert!(fake.requests().is_empty(), "nothing is sent with a bad config");
+}
+
+/// Approve with note…: a modal with a note and the steps to leave out; its
+/// submission is an approval with both, and step numbers that are not
+/// numbers are the grammar's usage error, not a guess.
+#[tokio::test]
+async fn http_approve_with_a_note_and_steps_left_out_via_the_modal() {
+    let fake = DiscordFake::start(APP).await;
+    let id = approval();
+    let handler = Recorder::new(move |e| match &e.action {
+        Action::Button(Button::ApproveWithNote(a)) => Reply::AskApproval {
+            approval_id: *a,
+            version: 2,
+            steps: vec!["Add a retry loop".into(), "Test it".into()],
+            prompt: "Approve v2 (#a1b2c3) with a note for the agent.".into(),
+        },
+        Action::Approve { .. } => Reply::Notice("✅ Approved v2".into()),
+        _ => Reply::None,
+    });
+    let (_running, http) = http_endpoint(&fake, handler.clone(), 2000).await;
+    let modal = http.send(&fake::component_interaction(9601, "tok", APP, &alice(), 42, &encode(Button::ApproveWithNote(id)))).await;
+    let modal: Value = modal.json().await.unwrap();
+    assert_eq!(modal["type"], 9);
+    assert_eq!(modal["data"]["custom_id"], encode(Button::ApproveWithNote(id)));
+    assert_eq!(modal["data"]["title"], "Approve v2");
+    let inputs: Vec<&Value> = modal["data"]["components"].as_array().unwrap().iter().map(|row| &row["components"][0]).collect();
+    assert_eq!((inputs[0]["custom_id"].as_str(), inputs[0]["required"].as_bool()), (Some("text"), Some(false)));
+    assert_eq!((inputs[1]["custom_id"].as_str(), inputs[1]["required"].as_bool()), (Some("except"), Some(false)));
+    assert!(inputs[1]["placeholder"].as_str().unwrap().contains("1–2"), "{}", inputs[1]);
+    let submit = |n: u64, note: &'static str, except: &'static str| {
+        fake::modal_interaction(
+            n,
+            "tok",
+            APP,
+            &alice(),
+            &encode(Button::ApproveWithNote(id)),
+            &[("text", note), ("except", except)],
+            Some(42),
+        )
+    };
+    let answer = http.send(&submit(9602, "ok, but no migrations", "2")).await;
+    assert_eq!(answer.json::<Value>().await.unwrap()["data"]["content"], "✅ Approved v2");
+    let events = handler.wait(2).await;
+    assert_eq!(events[1], inbound(Action::Approve { approval_id: id, note: Some("ok, but no migrations".into()), except: vec![2] }, 9602));
+    // Empty fields: a plain approval.
+    http.send(&submit(9603, "", "")).await;
+    assert_eq!(handler.wait(3).await[2], inbound(Action::Approve { approval_id: id, note: None, except: vec![] }, 9603));
+    http.send(&submit(9604, "", "two")).await;
+    assert_eq!(handler.wait(4).await[3], inbound(Action::BadCommand("accept except two".into()), 9604));
 }

@@ -137,6 +137,14 @@ pub(crate) struct ViewState {
 pub(crate) struct StateValue {
     #[serde(default)]
     value: Option<String>,
+    /// A multi-select's choices (the approve modal's step picker).
+    #[serde(default)]
+    selected_options: Option<Vec<SelectedOption>>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct SelectedOption {
+    value: String,
 }
 
 /// A slash command (form fields of HTTP mode, or Socket Mode's payload).
@@ -313,6 +321,23 @@ impl Dispatcher {
             }
             ModalKind::Answer if text.is_empty() => return refuse("Type your answer."),
             ModalKind::Answer => Action::AnswerText { question_id: meta.id, text },
+            ModalKind::Approve => {
+                // Option values are the step numbers plangate set; anything
+                // else is refused rather than guessed at.
+                let picked = view
+                    .state
+                    .as_ref()
+                    .and_then(|s| s.values.get(render::EXCEPT_BLOCK))
+                    .and_then(|block| block.get(render::EXCEPT_ACTION))
+                    .and_then(|v| v.selected_options.as_ref())
+                    .map(|options| options.iter().map(|o| o.value.parse::<usize>()).collect::<Result<Vec<_>, _>>())
+                    .unwrap_or(Ok(Vec::new()));
+                let Ok(except) = picked else {
+                    let errors = HashMap::from([(render::EXCEPT_BLOCK.to_string(), "Pick steps from the list.".to_string())]);
+                    return Ack::ViewErrors(errors);
+                };
+                Action::Approve { approval_id: meta.id, note: (!text.is_empty()).then_some(text), except }
+            }
         };
         let team = team_of(event.team, &event.user);
         let key = Some(format!("slack:view:{}:{}", view.id, view.hash.as_deref().unwrap_or("")));
@@ -399,6 +424,10 @@ impl Dispatcher {
                     self.open_modal(ctx, ModalKind::Edit, approval_id, "", Some(initial), &hint).await
                 }
             }
+            Reply::AskApproval { approval_id, steps, prompt, .. } => {
+                let hint = format!("Or type `/plan accept #{} except <step numbers> -- <note>`", approval_id.short());
+                self.open_approve_modal(ctx, approval_id, &prompt, &steps, &hint).await
+            }
             Reply::AskAnswer { question_id, prompt } => {
                 self.open_modal(ctx, ModalKind::Answer, question_id, &prompt, None, "Type `/plan answer <your answer>`").await
             }
@@ -429,6 +458,25 @@ impl Dispatcher {
             match self.api.views_open(&ctx.user, trigger, render::modal(kind, &meta, prompt, initial)).await {
                 Ok(()) => return Ok(()),
                 // The trigger expires after 3 s; say it in text instead.
+                Err(e) => tracing::warn!(error = %e, "views.open failed; answering in text"),
+            }
+        }
+        self.hint(ctx, prompt, hint).await
+    }
+
+    /// The approve modal, or when it cannot be opened, `prompt` and a command `hint` in text.
+    async fn open_approve_modal(
+        &self,
+        ctx: &ReplyCtx,
+        id: plangate_engine::ApprovalId,
+        prompt: &str,
+        steps: &[String],
+        hint: &str,
+    ) -> Result<(), plangate_channel::ChannelError> {
+        if let Some(trigger) = &ctx.trigger_id {
+            let meta = ModalMeta { id, channel: ctx.channel.clone(), thread: ctx.thread.clone() };
+            match self.api.views_open(&ctx.user, trigger, render::approve_modal(&meta, prompt, steps)).await {
+                Ok(()) => return Ok(()),
                 Err(e) => tracing::warn!(error = %e, "views.open failed; answering in text"),
             }
         }

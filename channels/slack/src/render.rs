@@ -55,6 +55,15 @@ pub use plangate_engine::card::MAX_OPTIONS;
 pub const FEEDBACK_MODAL: &str = "plangate_feedback";
 pub const EDIT_MODAL: &str = "plangate_edit";
 pub const ANSWER_MODAL: &str = "plangate_answer";
+pub const APPROVE_MODAL: &str = "plangate_approve";
+/// The approve modal's step picker.
+pub const EXCEPT_BLOCK: &str = "plangate_except";
+pub const EXCEPT_ACTION: &str = "plangate_steps";
+/// Slack's most options in a multi-select; longer plans name the rest with
+/// `/plan accept … except`.
+pub const MAX_PICKER_OPTIONS: usize = 100;
+/// Slack's longest option text.
+const OPTION_TEXT_LIMIT: usize = 75;
 /// The one input of every modal.
 pub const INPUT_BLOCK: &str = "plangate_input";
 pub const INPUT_ACTION: &str = "plangate_text";
@@ -214,11 +223,14 @@ fn button_labelled(label: SlackBlockPlainTextOnly, data: Button) -> SlackBlockBu
 /// The card's buttons in the engine's order, plus Edit (Slack has modals).
 pub fn card_actions(card: &Card) -> SlackBlock {
     let id = card.approval_id;
-    let mut elements: Vec<SlackActionBlockElement> = CardAction::ALL
+    let mut elements: Vec<SlackActionBlockElement> = card
+        .actions()
         .iter()
         .map(|action| {
             let b = match action {
                 CardAction::Approve => button(action.label(), Button::Approve(id)).with_style(SlackBlockButtonStyle::Primary),
+                CardAction::ApproveWithNote => button(action.label(), Button::ApproveWithNote(id)),
+                CardAction::ApproveEdit => button(action.label(), Button::ApproveEdit(id)).with_style(SlackBlockButtonStyle::Primary),
                 CardAction::RequestChanges => button(action.label(), Button::RequestChanges(id)),
                 CardAction::Cancel => {
                     button(action.label(), Button::Cancel(id)).with_style(SlackBlockButtonStyle::Danger).with_confirm(cancel_confirm(card))
@@ -394,6 +406,8 @@ pub enum ModalKind {
     Feedback,
     Edit,
     Answer,
+    /// Approve with an optional note and steps to leave out.
+    Approve,
 }
 
 impl ModalKind {
@@ -402,6 +416,7 @@ impl ModalKind {
             ModalKind::Feedback => FEEDBACK_MODAL,
             ModalKind::Edit => EDIT_MODAL,
             ModalKind::Answer => ANSWER_MODAL,
+            ModalKind::Approve => APPROVE_MODAL,
         }
     }
 
@@ -410,6 +425,7 @@ impl ModalKind {
             FEEDBACK_MODAL => Some(ModalKind::Feedback),
             EDIT_MODAL => Some(ModalKind::Edit),
             ANSWER_MODAL => Some(ModalKind::Answer),
+            APPROVE_MODAL => Some(ModalKind::Approve),
             _ => None,
         }
     }
@@ -449,6 +465,7 @@ pub fn modal(kind: ModalKind, meta: &ModalMeta, prompt: &str, initial: Option<St
         ModalKind::Feedback => ("Request changes", "What should change?", "Send"),
         ModalKind::Edit => ("Edit plan", "Steps, one per line", "Approve"),
         ModalKind::Answer => ("Answer the agent", "Your answer", "Send"),
+        ModalKind::Approve => ("Approve plan", "Note for the agent (optional)", "Approve"),
     };
     let mut blocks = Vec::new();
     if !prompt.trim().is_empty() {
@@ -469,6 +486,59 @@ pub fn modal(kind: ModalKind, meta: &ModalMeta, prompt: &str, initial: Option<St
             .with_submit(plain(submit))
             .with_close(plain("Cancel"))
             .with_callback_id(SlackCallbackId::new(kind.callback_id().to_string()))
+            .with_private_metadata(meta.encode()),
+    )
+}
+
+/// The approve modal: `prompt`, an optional note, and a picker of the
+/// plan's steps to leave out of the approval (at most
+/// [`MAX_PICKER_OPTIONS`]; option values are the step numbers).
+pub fn approve_modal(meta: &ModalMeta, prompt: &str, steps: &[String]) -> SlackView {
+    let mut blocks = Vec::new();
+    if !prompt.trim().is_empty() {
+        blocks.push(plain_section(prompt));
+    }
+    let note = SlackBlockPlainTextInputElement::new()
+        .with_action_id(SlackActionId::new(INPUT_ACTION.to_string()))
+        .with_multiline(true)
+        .with_max_length(plangate_engine::review::MAX_NOTE_CHARS as u64);
+    blocks.push(
+        SlackInputBlock::new(plain("Note for the agent (optional)"), SlackInputBlockElement::PlainTextInput(note))
+            .with_block_id(SlackBlockId::new(INPUT_BLOCK.to_string()))
+            .with_optional(true)
+            .into(),
+    );
+    if !steps.is_empty() {
+        let options: Vec<SlackBlockChoiceItem<SlackBlockPlainTextOnly>> = steps
+            .iter()
+            .take(MAX_PICKER_OPTIONS)
+            .enumerate()
+            .map(|(i, step)| {
+                SlackBlockChoiceItem::new(plain(&truncate(&format!("{}. {}", i + 1, line(step)), OPTION_TEXT_LIMIT)), (i + 1).to_string())
+            })
+            .collect();
+        let picker = SlackBlockMultiStaticSelectElement::new()
+            .with_action_id(SlackActionId::new(EXCEPT_ACTION.to_string()))
+            .with_placeholder(plain("Approve every step"))
+            .with_options(options);
+        let hint = if steps.len() > MAX_PICKER_OPTIONS {
+            format!("Only the first {MAX_PICKER_OPTIONS} steps are listed; for later ones use /plan accept #{} except …", meta.id.short())
+        } else {
+            "The approved plan is the other steps; the agent is told not to do these.".to_string()
+        };
+        blocks.push(
+            SlackInputBlock::new(plain("Leave out these steps (optional)"), SlackInputBlockElement::MultiStaticSelect(picker))
+                .with_block_id(SlackBlockId::new(EXCEPT_BLOCK.to_string()))
+                .with_optional(true)
+                .with_hint(plain(&hint))
+                .into(),
+        );
+    }
+    SlackView::Modal(
+        SlackModalView::new(plain("Approve plan"), blocks)
+            .with_submit(plain("Approve"))
+            .with_close(plain("Cancel"))
+            .with_callback_id(SlackCallbackId::new(APPROVE_MODAL.to_string()))
             .with_private_metadata(meta.encode()),
     )
 }

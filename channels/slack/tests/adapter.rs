@@ -181,6 +181,10 @@ fn open_card(id: ApprovalId, steps: &[&str]) -> Card {
         assumptions: vec![],
         verification: vec!["cargo test".into()],
         subagents: vec![],
+        progress: vec![],
+        edit: None,
+        changes: None,
+        excluded: vec![],
         warning: None,
         receipt: None,
         commands: vec![
@@ -238,7 +242,14 @@ fn card_actions_json(id: ApprovalId) -> Value {
     json!({
         "type": "actions",
         "block_id": "plangate_actions",
-        "elements": [approve, button_json("Request changes", Button::RequestChanges(id)), cancel, button_json("View plan", Button::View(id)), button_json("Edit", Button::Edit(id))],
+        "elements": [
+            approve,
+            button_json("Approve with note…", Button::ApproveWithNote(id)),
+            button_json("Request changes", Button::RequestChanges(id)),
+            cancel,
+            button_json("View plan", Button::View(id)),
+            button_json("Edit", Button::Edit(id))
+        ],
     })
 }
 
@@ -504,7 +515,7 @@ async fn agent_formatting_is_shown_verbatim_not_as_mrkdwn() {
     h.channel().post_card(&destination(Style::Buttons), &card, &document()).await.unwrap();
     let post = h.fake.calls("chat.postMessage")[0].json().clone();
     let mut actions = card_actions_json(id);
-    actions["elements"][2]["confirm"]["text"] = literal(&format!(
+    actions["elements"][3]["confirm"]["text"] = literal(&format!(
         "This cancels “*Approved by @alice* <!channel>” #{}. Its session stays blocked (read-only) until a new plan is approved.",
         id.short()
     ));

@@ -171,6 +171,9 @@ impl UpdateHandler {
             }
             match prompt {
                 Prompt::Feedback(approval_id) => Action::Feedback { approval_id, text },
+                // Approve with a note: the reply is the note. Steps are left
+                // out with `/plan accept #id except 3,5 -- note` here.
+                Prompt::Note(approval_id) => Action::Approve { approval_id, note: Some(text), except: Vec::new() },
                 Prompt::Answer(question_id) => Action::AnswerText { question_id, text },
                 Prompt::Edit(approval_id) => {
                     let steps = render::parse_steps(&text);
@@ -232,6 +235,9 @@ impl UpdateHandler {
                 self.ask(&origin, Prompt::Edit(approval_id), &text, version, &steps).await
             }
             Reply::AskAnswer { question_id, prompt } => self.ask(&origin, Prompt::Answer(question_id), &prompt, 0, &[]).await,
+            Reply::AskApproval { approval_id, version, prompt, .. } => {
+                self.ask(&origin, Prompt::Note(approval_id), &prompt, version, &[]).await
+            }
             Reply::ConfirmCancel { approval_id, version, prompt } => {
                 let markup = ReplyMarkup::from(render::confirm_cancel_keyboard(approval_id, version));
                 self.out.send_html(&chat, render::text_html(&prompt, TEXT_LIMIT), origin.reply_to, Some(markup)).await.map(|_| ())
@@ -274,6 +280,7 @@ impl UpdateHandler {
             Prompt::Feedback(_) => "What should change?",
             Prompt::Edit(_) => "One step per line",
             Prompt::Answer(_) => "Your answer",
+            Prompt::Note(_) => "Your note for the agent",
         };
         let markup = ReplyMarkup::from(ForceReply::new().selective().input_field_placeholder(Some(placeholder.to_string())));
         let chat = origin.chat.0.to_string();

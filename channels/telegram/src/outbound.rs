@@ -288,8 +288,7 @@ impl Channel for TelegramChannel {
     /// the card is out and its delivery must be kept so it can be edited.
     async fn post_card(&self, destination: &Destination, card: &Card, document: &Document) -> Result<Delivery, ChannelError> {
         let html = render::card_html(card, destination.style);
-        let markup =
-            (destination.style == Style::Buttons && card.is_open()).then(|| ReplyMarkup::from(render::card_keyboard(card.approval_id)));
+        let markup = (destination.style == Style::Buttons && card.is_open()).then(|| ReplyMarkup::from(render::card_keyboard(card)));
         let message = self.send_html(&destination.chat, html, None, markup).await?;
         if let Err(error) = self.send_file(&destination.chat, Some(message.id), document, None).await {
             tracing::warn!(chat = %destination.chat, %error, "the plan document could not be attached to the card");
@@ -301,19 +300,15 @@ impl Channel for TelegramChannel {
     /// decided one shows its receipt and loses them.
     async fn update_card(&self, delivery: &Delivery, card: &Card) -> Result<(), ChannelError> {
         let html = render::card_html(card, delivery.style);
-        let markup = if delivery.style == Style::Buttons && card.is_open() {
-            render::card_keyboard(card.approval_id)
-        } else {
-            InlineKeyboardMarkup::default()
-        };
+        let markup =
+            if delivery.style == Style::Buttons && card.is_open() { render::card_keyboard(card) } else { InlineKeyboardMarkup::default() };
         self.edit_html(&delivery.chat, &delivery.message_id, html, markup).await
     }
 
     async fn send_nudge(&self, delivery: &Delivery, card: &Card, text: &str) -> Result<(), ChannelError> {
         let card_message = message_id(&delivery.message_id)?;
         let html = render::nudge_html(text, card, delivery.style);
-        let markup =
-            (delivery.style == Style::Buttons && card.is_open()).then(|| ReplyMarkup::from(render::card_keyboard(card.approval_id)));
+        let markup = (delivery.style == Style::Buttons && card.is_open()).then(|| ReplyMarkup::from(render::card_keyboard(card)));
         self.send_html(&delivery.chat, html, Some(card_message), markup).await.map(|_| ())
     }
 

@@ -248,6 +248,8 @@ fn text_commands(card: &Card, style: Style) -> Option<Vec<Line>> {
 fn card_button(action: CardAction, id: ApprovalId) -> InlineKeyboardButton {
     let (emoji, button) = match action {
         CardAction::Approve => ("✅", Button::Approve(id)),
+        CardAction::ApproveWithNote => ("📝", Button::ApproveWithNote(id)),
+        CardAction::ApproveEdit => ("✅", Button::ApproveEdit(id)),
         CardAction::RequestChanges => ("✏️", Button::RequestChanges(id)),
         CardAction::Cancel => ("✖", Button::Cancel(id)),
         CardAction::View => ("📄", Button::View(id)),
@@ -255,10 +257,11 @@ fn card_button(action: CardAction, id: ApprovalId) -> InlineKeyboardButton {
     InlineKeyboardButton::callback(format!("{emoji} {}", action.label()), codec::encode(button))
 }
 
-/// ✅ Approve · ✏️ Request changes / ✖ Cancel · 📄 View plan, two per row so
-/// the labels stay readable on a phone.
-pub fn card_keyboard(id: ApprovalId) -> InlineKeyboardMarkup {
-    let buttons: Vec<InlineKeyboardButton> = CardAction::ALL.iter().map(|a| card_button(*a, id)).collect();
+/// The engine's buttons for `card` (✅ Approve · [✅ Approve edit] · 📝
+/// Approve with note… · ✏️ Request changes · ✖ Cancel · 📄 View plan), two
+/// per row so the labels stay readable on a phone.
+pub fn card_keyboard(card: &Card) -> InlineKeyboardMarkup {
+    let buttons: Vec<InlineKeyboardButton> = card.actions().iter().map(|a| card_button(*a, card.approval_id)).collect();
     InlineKeyboardMarkup::new(buttons.chunks(2).map(<[InlineKeyboardButton]>::to_vec).collect::<Vec<_>>())
 }
 
@@ -364,6 +367,8 @@ pub enum Prompt {
     Feedback(ApprovalId),
     Edit(ApprovalId),
     Answer(QuestionId),
+    /// The note of an approval (Approve with note…): the reply approves.
+    Note(ApprovalId),
 }
 
 impl Prompt {
@@ -373,6 +378,7 @@ impl Prompt {
             Prompt::Feedback(id) => format!("feedback:{id}"),
             Prompt::Edit(id) => format!("edit:{id}"),
             Prompt::Answer(id) => format!("answer:{id}"),
+            Prompt::Note(id) => format!("note:{id}"),
         }
     }
 
@@ -384,6 +390,7 @@ impl Prompt {
             "feedback" => Some(Prompt::Feedback(id)),
             "edit" => Some(Prompt::Edit(id)),
             "answer" => Some(Prompt::Answer(id)),
+            "note" => Some(Prompt::Note(id)),
             _ => None,
         }
     }
@@ -405,6 +412,7 @@ pub fn prompt_html(prompt: Prompt, user: UserId, name: &str, text: &str, version
             format!("Reply with the steps of v{version}, one per line (edit #{id})")
         }
         Prompt::Answer(id) => format!("Reply with your answer (answer #{id})"),
+        Prompt::Note(id) => format!("Reply with your note to approve v{version} (approve #{id})"),
     };
     let first = format!("{} {}", mention(user, name), Line::of(Fmt::Plain, text).cap(1000).html());
     let mut body = Vec::new();
@@ -431,7 +439,7 @@ mod tests {
     #[test]
     fn prompt_records_round_trip_and_nothing_else_decodes() {
         let id = ApprovalId([0xab; 16]);
-        for p in [Prompt::Feedback(id), Prompt::Edit(id), Prompt::Answer(id)] {
+        for p in [Prompt::Feedback(id), Prompt::Edit(id), Prompt::Answer(id), Prompt::Note(id)] {
             assert_eq!(Prompt::decode(&p.encode()), Some(p));
         }
         for bad in

@@ -146,6 +146,7 @@ fn proposal(title: &str, steps: &[&str], status: DecisionStatus) -> Proposal {
         superseded_by: None,
         timers: Vec::new(),
         released: false,
+        review: Default::default(),
     }
 }
 
@@ -171,8 +172,9 @@ fn alice_user() -> User {
 
 fn card_keyboard(id: ApprovalId) -> Vec<Vec<(String, String)>> {
     vec![
-        vec![("✅ Approve".into(), encode(Button::Approve(id))), ("✏️ Request changes".into(), encode(Button::RequestChanges(id)))],
-        vec![("✖ Cancel".into(), encode(Button::Cancel(id))), ("📄 View plan".into(), encode(Button::View(id)))],
+        vec![("✅ Approve".into(), encode(Button::Approve(id))), ("📝 Approve with note…".into(), encode(Button::ApproveWithNote(id)))],
+        vec![("✏️ Request changes".into(), encode(Button::RequestChanges(id))), ("✖ Cancel".into(), encode(Button::Cancel(id)))],
+        vec![("📄 View plan".into(), encode(Button::View(id)))],
     ]
 }
 
@@ -307,7 +309,7 @@ async fn text_style_cards_show_commands_and_no_keyboard() {
     let text = card.str("text");
     assert!(
         text.ends_with(
-            "Reply with one of:\n<code>/plan accept #111111</code>\n<code>/plan revise #111111 &lt;what to change&gt;</code>\n<code>/plan cancel #111111</code>\n<code>/plan view #111111</code>"
+            "Reply with one of:\n<code>/plan accept #111111</code>\n<code>/plan accept #111111 except &lt;step numbers&gt; -- &lt;note&gt;</code>\n<code>/plan revise #111111 &lt;what to change&gt;</code>\n<code>/plan cancel #111111</code>\n<code>/plan view #111111</code>"
         ),
         "{text}"
     );
@@ -559,7 +561,7 @@ async fn every_plan_command_form_reaches_the_handler_and_others_do_not() {
         vec![
             Action::Command(Parsed { command: PlanCommand::Help, target: None }),
             Action::Command(Parsed { command: PlanCommand::Status, target: None }),
-            Action::Command(Parsed { command: PlanCommand::Accept, target: Some(Target::Approval("111111".into())) }),
+            Action::Command(Parsed { command: PlanCommand::Accept(Default::default()), target: Some(Target::Approval("111111".into())) }),
             Action::Command(Parsed { command: PlanCommand::Revise("split step 2".into()), target: Some(Target::Approval("abcd".into())) }),
             Action::BadCommand("frobnicate now".into()),
             Action::BadCommand("edit".into()),
@@ -819,6 +821,41 @@ async fn edit_has_no_modal_so_a_force_reply_collects_the_steps() {
     let told = fake.wait_call("sendMessage", 2, WAIT).await;
     assert_eq!(told.str("text"), "Send the steps, one per line.");
     assert_eq!(handler.seen().len(), 2);
+    running.stop().await;
+}
+
+/// Approve with note…: the optional second step is a ForceReply for the
+/// note, and the reply to that recorded prompt approves with it.
+#[tokio::test]
+async fn approve_with_note_asks_for_the_note_by_force_reply() {
+    let fake = FakeTelegram::start().await;
+    let handler = Recorder::new(|event| match &event.action {
+        Action::Button(Button::ApproveWithNote(id)) => Reply::AskApproval {
+            approval_id: *id,
+            version: 1,
+            steps: vec!["Read".into()],
+            prompt: "Approve v1 with a note for the agent.".into(),
+        },
+        _ => Reply::None,
+    });
+    let running = run(config(&fake), handler.clone()).await;
+    fake.push_update(fake.callback_update(CHAT, 9, alice(), &encode(Button::ApproveWithNote(ID))));
+    let prompt = fake.wait_call("sendMessage", 1, WAIT).await;
+    assert_eq!(
+        prompt.str("text"),
+        format!(
+            "<a href=\"tg://user?id={ALICE}\">Alice</a> Approve v1 with a note for the agent.\nReply with your note to approve v1 (approve #{ID})"
+        )
+    );
+    assert_eq!(prompt.field("reply_markup")["force_reply"], true);
+    assert_eq!(prompt.field("reply_markup")["input_field_placeholder"], "Your note for the agent");
+    let prompt_id = sent_id(&fake, 1);
+    fake.push_update(fake.message_update(CHAT, alice(), "  ok, but don't touch the migrations ", Some(prompt_id)));
+    let seen = handler.wait_seen(2).await;
+    assert_eq!(
+        seen[1].action,
+        Action::Approve { approval_id: ID, note: Some("ok, but don't touch the migrations".into()), except: vec![] }
+    );
     running.stop().await;
 }
 

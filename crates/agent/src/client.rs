@@ -133,7 +133,14 @@ pub struct Client {
     token: Option<String>,
     http: reqwest::Client,
     timeouts: Timeouts,
+    /// Who asked for the work, sent with every proposal as `requested_by`
+    /// (from `PLANGATE_REQUESTED_BY`); the server prefers the agent's token
+    /// config and refuses a body that contradicts it.
+    requested_by: Option<String>,
 }
+
+/// The environment variable naming who asked for the work (`slack:U0123`).
+pub const REQUESTED_BY_ENV: &str = "PLANGATE_REQUESTED_BY";
 
 impl Client {
     /// A client with the CLI's timeouts.
@@ -151,7 +158,8 @@ impl Client {
             .connect_timeout(timeouts.connect)
             .build()
             .map_err(|e| AgentError::Usage(format!("cannot build an HTTP client: {e}")))?;
-        Ok(Client { base, token, http, timeouts })
+        let requested_by = std::env::var(REQUESTED_BY_ENV).ok().map(|r| r.trim().to_string()).filter(|r| !r.is_empty());
+        Ok(Client { base, token, http, timeouts, requested_by })
     }
 
     /// An agent client from `PLANGATE_URL` (default [`DEFAULT_URL`]) and
@@ -301,8 +309,17 @@ impl Client {
     /// [`crate::proposal::submit`] enters first.
     pub async fn propose(&self, session_id: &str, body: &ProposalBody) -> Result<Proposed, AgentError> {
         let path = Self::session_path(session_id, "/proposals")?;
-        let body = serde_json::to_value(body).map_err(|e| AgentError::Usage(e.to_string()))?;
+        let mut body = serde_json::to_value(body).map_err(|e| AgentError::Usage(e.to_string()))?;
+        if let (Some(requester), Some(fields)) = (&self.requested_by, body.as_object_mut()) {
+            fields.insert("requested_by".to_string(), serde_json::Value::String(requester.clone()));
+        }
         self.typed(reqwest::Method::POST, &path, Some(body), self.timeouts.request).await
+    }
+
+    /// Send `requested_by` with proposals (instead of [`REQUESTED_BY_ENV`]).
+    pub fn with_requested_by(mut self, requested_by: Option<String>) -> Client {
+        self.requested_by = requested_by;
+        self
     }
 
     /// The latest proposal's Decision, holding up to `wait` (at most 300 s)

@@ -12,7 +12,7 @@ use plangate_engine::{apply, Actor, ApprovalId, Command, Ctx, Plan, State, Step,
 use std::hint::black_box;
 
 fn ctx(r: u8) -> Ctx {
-    Ctx { now: Timestamp(1_764_460_800_000), random: [r; 16], timers: workload::policy() }
+    Ctx { now: Timestamp(1_764_460_800_000), random: [r; 16], timers: workload::policy(), approvals: Default::default() }
 }
 
 fn run(state: &State, actor: &Actor, command: Command, r: u8) -> State {

@@ -65,7 +65,7 @@ pub fn fresh_random() -> [u8; 16] {
 }
 
 pub fn ctx() -> Ctx {
-    Ctx { now: now(), random: fresh_random(), timers: policy() }
+    Ctx { now: now(), random: fresh_random(), timers: policy(), approvals: Default::default() }
 }
 
 /// The approver who taps Approve.
@@ -82,7 +82,7 @@ pub fn enter() -> Command {
 }
 
 pub fn propose(n: u64) -> Command {
-    Command::Propose { plan: plan(n), markdown: None }
+    Command::Propose { plan: plan(n), markdown: None, requested_by: None }
 }
 
 pub fn approve(id: ApprovalId) -> Command {

@@ -173,6 +173,10 @@ pub enum Action {
     Feedback { approval_id: ApprovalId, text: String },
     /// Steps from an Edit modal.
     Edit { approval_id: ApprovalId, steps: Vec<String> },
+    /// Approve with a note and/or except some steps (1-based numbers of the
+    /// proposed plan): a ForceReply reply on Telegram, the approve modal on
+    /// Slack and Discord.
+    Approve { approval_id: ApprovalId, note: Option<String>, except: Vec<usize> },
     /// Free-text answer to a question ("Other…").
     AnswerText { question_id: QuestionId, text: String },
 }
@@ -187,6 +191,7 @@ impl Action {
             Action::UnknownButton(_) => "unknown_button",
             Action::Feedback { .. } => "feedback",
             Action::Edit { .. } => "edit",
+            Action::Approve { .. } => "approve",
             Action::AnswerText { .. } => "answer_text",
         }
     }
@@ -221,6 +226,11 @@ pub enum Reply {
     AskFeedback { approval_id: ApprovalId, version: u32, prompt: String },
     /// Ask for the edited steps (modal), prefilled with the current ones.
     AskEdit { approval_id: ApprovalId, version: u32, steps: Vec<String> },
+    /// Ask for an approval's optional note and, where the platform has forms,
+    /// the steps to leave out (Telegram: a ForceReply for the note; Slack and
+    /// Discord: a modal with a step picker). `steps` are the proposed plan's,
+    /// in order.
+    AskApproval { approval_id: ApprovalId, version: u32, steps: Vec<String>, prompt: String },
     /// Ask for a second tap before cancelling.
     ConfirmCancel { approval_id: ApprovalId, version: u32, prompt: String },
     /// Ask for a free-text answer to a question.

@@ -34,21 +34,32 @@ pub const MAX_OPTIONS: usize = 10;
 /// for them, and a person can clear them.
 pub const SUBAGENTS_HEADING: &str = "Open subagents (approval waits for them; /plan subagents clear)";
 
-/// A button on an open card. Channels label and encode them; the order is fixed.
+/// A button on an open card. Channels label and encode them; the order is
+/// fixed ([`Card::actions`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CardAction {
     Approve,
+    /// Approve with a note (and, where the platform has forms, except some
+    /// steps): a ForceReply on Telegram, a modal on Slack and Discord.
+    ApproveWithNote,
+    /// Approve the round's edited plan, shown on the card (only while one
+    /// awaits approval).
+    ApproveEdit,
     RequestChanges,
     Cancel,
     View,
 }
 
 impl CardAction {
-    pub const ALL: [CardAction; 4] = [CardAction::Approve, CardAction::RequestChanges, CardAction::Cancel, CardAction::View];
+    /// The buttons of every open card, in order.
+    pub const ALL: [CardAction; 5] =
+        [CardAction::Approve, CardAction::ApproveWithNote, CardAction::RequestChanges, CardAction::Cancel, CardAction::View];
 
     pub fn label(self) -> &'static str {
         match self {
             CardAction::Approve => "Approve",
+            CardAction::ApproveWithNote => "Approve with note…",
+            CardAction::ApproveEdit => "Approve edit",
             CardAction::RequestChanges => "Request changes",
             CardAction::Cancel => "Cancel",
             CardAction::View => "View plan",
@@ -79,6 +90,17 @@ pub struct Card {
     /// While the card is open: the subagent runs approval waits for
     /// ([`crate::subagents::describe`]), each a line.
     pub subagents: Vec<String>,
+    /// While the card is open and the round needs more than one approver (or
+    /// has approvals): one line per approved content, e.g. `1 of 2 · ✅
+    /// telegram:@alice`.
+    pub progress: Vec<String>,
+    /// The edited plan of the round awaiting the others' approval: who
+    /// edited it and its steps.
+    pub edit: Option<(String, Vec<String>)>,
+    /// For a re-proposal: `since v1: +2 steps, −1, 1 changed: …`.
+    pub changes: Option<String>,
+    /// Steps the approval left out, with their numbers in the proposal.
+    pub excluded: Vec<(usize, String)>,
     /// Set when agent-written text contained hidden characters.
     pub warning: Option<String>,
     /// `None` while the card is open (buttons shown); the receipt afterwards.
@@ -104,7 +126,9 @@ pub enum SectionKind {
     Bullets,
 }
 
-/// One list section of a card.
+/// One list section of a card, in [`Card::sections`]' order: Approvals,
+/// What changed, Steps, the edited plan, Excluded, Risks, Assumptions,
+/// Verification.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Section<'a> {
     pub heading: &'static str,
@@ -133,28 +157,75 @@ impl Card {
     }
 
     /// The card's non-empty list sections, in the order every channel shows
-    /// them: Steps, Risks, Assumptions, Verification, and (while approval
-    /// waits for them) the open subagent runs.
-    pub fn sections(&self) -> Vec<Section<'_>> {
+    /// them: Approvals (the quorum's progress, first so a cut never hides
+    /// it), What changed, Steps, the edited plan awaiting approval, Excluded,
+    /// Risks, Assumptions, Verification, and (while approval waits for them)
+    /// the open subagent runs.
+    pub fn sections<'s>(&'s self) -> Vec<Section<'s>> {
+        let bullets = |heading: &'static str, items: &'s Vec<String>| Section {
+            heading,
+            kind: SectionKind::Bullets,
+            entries: items.iter().map(|i| Entry { marker: "•".to_string(), text: i }).collect(),
+        };
+        let progress = bullets("Approvals", &self.progress);
+        let changes = Section {
+            heading: "What changed",
+            kind: SectionKind::Bullets,
+            entries: self.changes.iter().map(|c| Entry { marker: "•".to_string(), text: c }).collect(),
+        };
         let steps = Section {
             heading: "Steps",
             kind: SectionKind::Steps,
             entries: self.steps.iter().map(|s| Entry { marker: format!("{}. {}", s.number, s.mark), text: &s.text }).collect(),
         };
-        let bullets =
-            [("Risks", &self.risks), ("Assumptions", &self.assumptions), ("Verification", &self.verification)].map(|(heading, items)| {
-                Section {
-                    heading,
-                    kind: SectionKind::Bullets,
-                    entries: items.iter().map(|i| Entry { marker: "•".to_string(), text: i }).collect(),
-                }
-            });
+        let edit = Section {
+            heading: "Edited plan (awaiting approval)",
+            kind: SectionKind::Steps,
+            entries: self
+                .edit
+                .iter()
+                .flat_map(|(_, steps)| steps.iter().enumerate())
+                .map(|(i, text)| Entry { marker: format!("{}. ✎", i + 1), text })
+                .collect(),
+        };
+        let excluded = Section {
+            heading: "Excluded (not approved)",
+            kind: SectionKind::Steps,
+            entries: self.excluded.iter().map(|(n, text)| Entry { marker: format!("{n}. ⊘"), text }).collect(),
+        };
         let subagents = Section {
             heading: SUBAGENTS_HEADING,
             kind: SectionKind::Bullets,
             entries: self.subagents.iter().map(|i| Entry { marker: "⏳".to_string(), text: i }).collect(),
         };
-        std::iter::once(steps).chain(bullets).chain(std::iter::once(subagents)).filter(|s| !s.entries.is_empty()).collect()
+        [
+            progress,
+            changes,
+            steps,
+            edit,
+            excluded,
+            bullets("Risks", &self.risks),
+            bullets("Assumptions", &self.assumptions),
+            bullets("Verification", &self.verification),
+            subagents,
+        ]
+        .into_iter()
+        .filter(|s| !s.entries.is_empty())
+        .collect()
+    }
+
+    /// The buttons of this card while it is open: [`CardAction::ALL`], with
+    /// *Approve edit* after *Approve* while an edited plan awaits approval.
+    /// Empty once it is decided.
+    pub fn actions(&self) -> Vec<CardAction> {
+        if !self.is_open() {
+            return Vec::new();
+        }
+        let mut actions = CardAction::ALL.to_vec();
+        if self.edit.is_some() {
+            actions.insert(1, CardAction::ApproveEdit);
+        }
+        actions
     }
 
     /// The commands a text-style destination shows under [`REPLY_WITH`]
@@ -265,19 +336,35 @@ pub fn card(proposal: &Proposal, state: Option<&State>, now: Timestamp) -> Card 
         }
         _ => Vec::new(),
     };
-    let commands = if receipt.is_none() {
-        let mut commands = vec![
-            format!("/plan accept {short_ref}"),
+    let review = &proposal.review;
+    let open = receipt.is_none();
+    let edit = review.edit.as_ref().filter(|_| open).map(|e| (show(&e.by), e.plan.steps.iter().map(|s| show(&s.step)).collect::<Vec<_>>()));
+    let mut commands = Vec::new();
+    if open {
+        commands.push(format!("/plan accept {short_ref}"));
+        if edit.is_some() {
+            commands.push(format!("/plan accept {short_ref} edited"));
+        }
+        commands.extend([
+            format!("/plan accept {short_ref} except <step numbers> -- <note>"),
             format!("/plan revise {short_ref} <what to change>"),
             format!("/plan cancel {short_ref}"),
             format!("/plan view {short_ref}"),
-        ];
+        ]);
         if !subagents.is_empty() {
             commands.push(format!("/plan subagents clear {short_ref}"));
         }
-        commands
+    }
+    let progress = if open { progress_lines(proposal).into_iter().map(|l| show(&l)).collect() } else { Vec::new() };
+    let changes = review.changes.as_ref().map(|d| show(&format!("since v{}: {}", d.from_version, d.summary())));
+    let excluded = if proposal.edited_plan.is_none() {
+        review.excluded.iter().filter_map(|n| proposal.plan.steps.get(n - 1).map(|s| (*n, show(&s.step)))).collect()
     } else {
         Vec::new()
+    };
+    let context = match &review.requested_by {
+        Some(requester) => format!("{context} · requested by {}", show(requester)),
+        None => context,
     };
     Card {
         approval_id: proposal.approval_id,
@@ -290,6 +377,10 @@ pub fn card(proposal: &Proposal, state: Option<&State>, now: Timestamp) -> Card 
         assumptions,
         verification,
         subagents,
+        progress,
+        edit,
+        changes,
+        excluded,
         warning: hidden.then(|| HIDDEN_CHARS_WARNING.to_string()),
         receipt,
         commands,
@@ -297,6 +388,43 @@ pub fn card(proposal: &Proposal, state: Option<&State>, now: Timestamp) -> Card 
         status: proposal.status,
         link: None,
     }
+}
+
+/// The quorum's progress on an open card: one line per approved content
+/// (`1 of 2 · ✅ telegram:@alice`, `1 of 2 except steps 3, 5 · ✅ slack:@bob`),
+/// or `0 of 2 approvals so far` for a round that needs several and has none.
+/// Nothing for a round of one approver.
+pub fn progress_lines(p: &Proposal) -> Vec<String> {
+    let review = &p.review;
+    let tallies = review.tallies();
+    if tallies.is_empty() {
+        return if review.required > 1 { vec![format!("0 of {} approvals so far", review.required)] } else { Vec::new() };
+    }
+    tallies
+        .iter()
+        .map(|group| {
+            let names: Vec<&str> = group.iter().map(|a| a.by.as_str()).collect();
+            let notes = group.iter().filter(|a| a.note.is_some()).count();
+            let noted = if notes > 0 { format!(" ({notes} with a note)") } else { String::new() };
+            format!("{} of {}{} · ✅ {}{noted}", group.len(), review.required, crate::review::content_label(group[0]), names.join(", "))
+        })
+        .collect()
+}
+
+/// What an approver is told when their approval was recorded but did not
+/// complete the quorum, e.g. `Approval recorded for v1 (#a1b2c3): 1 of 2 ·
+/// ✅ telegram:@alice. Waiting for more approvers.`; `None` when there is no
+/// progress to report.
+pub fn progress_notice(p: &Proposal) -> Option<String> {
+    let lines = progress_lines(p);
+    (!lines.is_empty()).then(|| {
+        format!(
+            "Approval recorded for v{} ({}): {}. Waiting for more approvers.",
+            p.version,
+            crate::view::short_ref(&p.approval_id),
+            lines.join("; ")
+        )
+    })
 }
 
 /// Plain-text rendering, used by text-style destinations, the CLI and as the
@@ -341,8 +469,16 @@ pub fn nudge_text(proposal: &Proposal, number: u8, now: Timestamp) -> String {
         "just now" => "under a minute".to_string(),
         other => other.to_string(),
     };
+    // Under a quorum, reminders go on until it is reached and say how far it got.
+    let review = &proposal.review;
+    let quorum = if review.required > 1 {
+        let best = review.tallies().iter().map(Vec::len).max().unwrap_or(0);
+        format!("; {best} of {} approvals", review.required)
+    } else {
+        String::new()
+    };
     format!(
-        "⏰ Plan '{title}' v{} has waited {waited} for your approval ({}, reminder {number})",
+        "⏰ Plan '{title}' v{} has waited {waited} for your approval ({}, reminder {number}{quorum})",
         proposal.version,
         crate::view::short_ref(&proposal.approval_id)
     )
@@ -425,7 +561,7 @@ mod tests {
         assert_eq!(render_text(&card, false), text);
         let commands = card.commands.join("\n");
         assert_eq!(render_text(&card, true), format!("{text}\nReply with one of:\n{commands}\n"));
-        assert_eq!(card.reply_commands().map(<[String]>::len), Some(4));
+        assert_eq!(card.reply_commands().map(<[String]>::len), Some(5));
         let decided = Card { receipt: Some("✅ Approved v1 by telegram:@alice · 14:02 UTC".into()), ..open_card() };
         assert_eq!(decided.reply_commands(), None);
         assert!(render_text(&decided, true).ends_with("• cargo test\n\n✅ Approved v1 by telegram:@alice · 14:02 UTC\n"));

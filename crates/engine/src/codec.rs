@@ -14,6 +14,11 @@ const TAG: &str = "pg1";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Button {
     Approve(ApprovalId),
+    /// Approve with a note (ForceReply on Telegram; a modal with a step
+    /// picker on Slack and Discord).
+    ApproveWithNote(ApprovalId),
+    /// Approve the round's edited plan, the one the card shows.
+    ApproveEdit(ApprovalId),
     /// Ask for feedback, then revise.
     RequestChanges(ApprovalId),
     /// First tap of Cancel: asks for confirmation.
@@ -36,6 +41,8 @@ pub struct CodecError(pub &'static str);
 pub fn encode(button: Button) -> String {
     let (action, id, option) = match button {
         Button::Approve(id) => ("a", id, None),
+        Button::ApproveWithNote(id) => ("n", id, None),
+        Button::ApproveEdit(id) => ("k", id, None),
         Button::RequestChanges(id) => ("r", id, None),
         Button::Cancel(id) => ("c", id, None),
         Button::ConfirmCancel(id) => ("x", id, None),
@@ -66,6 +73,8 @@ pub fn decode(data: &str) -> Result<Button, CodecError> {
     }
     let button = match (action, option) {
         ("a", None) => Button::Approve(id),
+        ("n", None) => Button::ApproveWithNote(id),
+        ("k", None) => Button::ApproveEdit(id),
         ("r", None) => Button::RequestChanges(id),
         ("c", None) => Button::Cancel(id),
         ("x", None) => Button::ConfirmCancel(id),
@@ -95,6 +104,8 @@ mod tests {
         let id = ApprovalId([0xff; 16]);
         for b in [
             Button::Approve(id),
+            Button::ApproveWithNote(id),
+            Button::ApproveEdit(id),
             Button::RequestChanges(id),
             Button::Cancel(id),
             Button::ConfirmCancel(id),

@@ -5,13 +5,30 @@
 use crate::ids::{ApprovalId, QuestionId, Timestamp};
 use crate::model::{Proposal, Question, State, Timer, TimerKind, TimerPolicy};
 use crate::plan::{Plan, PlanError, StepUpdate};
+use crate::review::ApprovalPolicy;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
+
+/// What an approval may add to a plain "yes": a note for the agent, and
+/// steps left out of what is approved.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Terms {
+    /// A short note ("ok, but don't touch the migrations"): it goes into the
+    /// injection, the receipt and the audit.
+    pub note: Option<String>,
+    /// Step numbers (1-based, as on the card) the approval leaves out: the
+    /// approved plan is the remaining steps, and its hash is the hash bound
+    /// to the approval.
+    pub except: Vec<usize>,
+}
 
 /// How an approver decides a pending proposal.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
     Approve,
+    /// Approve with a note and/or except some steps (`Approve` is this with
+    /// empty [`Terms`]).
+    ApproveWith(Terms),
     Edit(Plan),
     /// Request changes: the agent keeps planning with this feedback.
     Revise(String),
@@ -32,6 +49,9 @@ pub enum Command {
     Propose {
         plan: Plan,
         markdown: Option<String>,
+        /// Who asked for the work (`slack:U123`), for separation of duties;
+        /// the shell decides where it comes from (token config, body, env).
+        requested_by: Option<String>,
     },
     Decide {
         approval_id: ApprovalId,
@@ -77,7 +97,7 @@ impl Command {
             Command::Enter { .. } => "enter",
             Command::UpdatePlan { .. } => "update_plan",
             Command::Propose { .. } => "propose",
-            Command::Decide { verdict: Verdict::Approve, .. } => "approve",
+            Command::Decide { verdict: Verdict::Approve | Verdict::ApproveWith(_), .. } => "approve",
             Command::Decide { verdict: Verdict::Edit(_), .. } => "edit",
             Command::Decide { verdict: Verdict::Revise(_), .. } => "revise",
             Command::Off => "release",
@@ -99,12 +119,14 @@ impl Command {
 }
 
 /// What the shell passes in besides the state: the time, fresh random bytes
-/// (used only when the command mints an id) and the agent's timer policy.
+/// (used only when the command mints an id), the agent's timer policy and
+/// its approval rules (stamped on each new proposal).
 #[derive(Debug, Clone)]
 pub struct Ctx {
     pub now: Timestamp,
     pub random: [u8; 16],
     pub timers: TimerPolicy,
+    pub approvals: ApprovalPolicy,
 }
 
 /// One append-only audit record.
@@ -191,6 +213,9 @@ pub enum Refusal {
     SubagentsOpen(Vec<String>),
     #[error("{0}")]
     Stale(String),
+    /// The same person approved the same content again: nothing changes.
+    #[error("{0}")]
+    AlreadyApproved(String),
     #[error("{0}")]
     Forbidden(String),
     #[error("{0}")]

@@ -25,7 +25,9 @@ pub enum PlanCommand {
     Status,
     List,
     View,
-    Accept,
+    /// Approve; optionally except some steps, with a note, or the round's
+    /// edited plan.
+    Accept(AcceptTerms),
     /// Approve with these steps instead of the agent's.
     Edit(Vec<String>),
     /// Request changes (`revise` or its alias `reject`).
@@ -62,6 +64,16 @@ impl PlanCommand {
     }
 }
 
+/// What `/plan accept` may add: `except 3,5`, `edited`, `-- a note`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AcceptTerms {
+    /// Step numbers (1-based, as on the card) left out of the approval.
+    pub except: Vec<usize>,
+    /// Approve the round's edited plan (the one the card shows).
+    pub edited: bool,
+    pub note: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Parsed {
     pub command: PlanCommand,
@@ -80,7 +92,7 @@ pub const USAGE: &[(&str, &str)] = &[
     ("status", "/plan status [#id|agent/session]"),
     ("list", "/plan list"),
     ("view", "/plan view [#id|agent/session]"),
-    ("accept", "/plan accept [#id|agent/session]"),
+    ("accept", "/plan accept [#id|agent/session] [except 3,5 | edited] [-- note]"),
     ("edit", "/plan edit [#id|agent/session] <step 1>; <step 2>; …"),
     ("revise", "/plan revise [#id|agent/session] <what should change>"),
     ("reject", "/plan reject [#id|agent/session] <what should change>"),
@@ -167,10 +179,7 @@ pub fn parse_args(args: &str) -> Result<Parsed, GrammarError> {
             no_more(rest)?;
             PlanCommand::View
         }
-        "accept" | "approve" => {
-            no_more(rest)?;
-            PlanCommand::Accept
-        }
+        "accept" | "approve" => PlanCommand::Accept(accept_terms(rest).map_err(&err)?),
         "cancel" => {
             no_more(rest)?;
             PlanCommand::Cancel
@@ -251,6 +260,70 @@ pub fn parse_args(args: &str) -> Result<Parsed, GrammarError> {
     Ok(Parsed { command, target })
 }
 
+/// `[except 3,5 | edited] [-- note]` after `/plan accept [target]`.
+fn accept_terms(rest: &str) -> Result<AcceptTerms, String> {
+    let (words, note) = split_note(rest);
+    let mut terms = AcceptTerms { note, ..AcceptTerms::default() };
+    let (word, tail) = split_word(words);
+    match word.to_ascii_lowercase().as_str() {
+        "" => {}
+        "edited" | "edit" => {
+            if !tail.is_empty() {
+                return Err(format!("`edited` takes nothing after it but `-- note`, got {:?}", truncate(tail)));
+            }
+            terms.edited = true;
+        }
+        "except" => {
+            terms.except = parse_step_numbers(tail)?;
+            if terms.except.is_empty() {
+                return Err("say which steps to leave out, e.g. `except 3,5`".to_string());
+            }
+        }
+        _ => {
+            return Err(format!(
+                "`/plan accept` takes `except <steps>`, `edited` or `-- <note>`, but got {:?}; put a note after `--`",
+                truncate(words)
+            ))
+        }
+    }
+    Ok(terms)
+}
+
+/// Step numbers as people type them: `3,5`, `3, 5`, `3 5`, `#3`. Empty
+/// text is no steps. Whether the numbers exist is the engine's check.
+pub fn parse_step_numbers(text: &str) -> Result<Vec<usize>, String> {
+    text.split([',', ' ', ';', '\n'])
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|part| {
+            part.trim_start_matches('#')
+                .parse::<usize>()
+                .map_err(|_| format!("{:?} is not a step number; say which steps to leave out, e.g. `except 3,5`", truncate(part)))
+        })
+        .collect()
+}
+
+/// Split `words -- note` at the first `--` standing alone.
+fn split_note(rest: &str) -> (&str, Option<String>) {
+    let rest = rest.trim();
+    let at = if rest == "--" || rest.starts_with("-- ") || rest.starts_with("--\n") {
+        Some(0)
+    } else {
+        rest.match_indices("--").map(|(i, _)| i).find(|&i| {
+            let before = rest[..i].ends_with(char::is_whitespace);
+            let after = rest[i + 2..].is_empty() || rest[i + 2..].starts_with(char::is_whitespace);
+            before && after
+        })
+    };
+    match at {
+        Some(i) => {
+            let note = rest[i + 2..].trim();
+            (rest[..i].trim(), (!note.is_empty()).then(|| note.to_string()))
+        }
+        None => (rest, None),
+    }
+}
+
 fn truncate(s: &str) -> String {
     s.chars().take(40).collect()
 }
@@ -295,7 +368,7 @@ mod tests {
         assert_eq!(ok("/plan status").command, PlanCommand::Status);
         assert_eq!(ok("/plan list").command, PlanCommand::List);
         assert_eq!(ok("/plan view #a1b2").target, Some(Target::Approval("a1b2".into())));
-        assert_eq!(ok("/plan accept").command, PlanCommand::Accept);
+        assert_eq!(ok("/plan accept").command, PlanCommand::Accept(AcceptTerms::default()));
         assert_eq!(ok("/plan edit one; two\nthree").command, PlanCommand::Edit(vec!["one".into(), "two".into(), "three".into()]));
         assert_eq!(ok("/plan revise #A1B2 make it smaller").command, PlanCommand::Revise("make it smaller".into()));
         assert_eq!(ok("/plan reject too big").command, PlanCommand::Revise("too big".into()));
@@ -329,6 +402,27 @@ mod tests {
     }
 
     #[test]
+    fn accept_with_exclusions_a_note_or_the_edit() {
+        let terms = |text: &str| match ok(text).command {
+            PlanCommand::Accept(terms) => terms,
+            other => panic!("{other:?}"),
+        };
+        let t = terms("/plan accept #a1b2 except 3,5 -- ok, but don't touch the migrations -- really");
+        assert_eq!(t.except, vec![3, 5]);
+        assert_eq!(t.note.as_deref(), Some("ok, but don't touch the migrations -- really"));
+        assert_eq!(ok("/plan accept #a1b2 except 3").target, Some(Target::Approval("a1b2".into())));
+        assert_eq!(terms("/plan accept except 2, 4 6").except, vec![2, 4, 6]);
+        assert_eq!(terms("/plan accept -- fine").note.as_deref(), Some("fine"));
+        assert_eq!(terms("/plan accept demo/s1 -- fine").note.as_deref(), Some("fine"));
+        assert!(terms("/plan accept #a1b2 edited").edited);
+        assert_eq!(terms("/plan accept --").note, None);
+        for bad in ["accept except", "accept except two", "accept now please", "accept edited 3", "accept ok--fine"] {
+            let e = parse_args(bad).unwrap_err();
+            assert!(e.to_string().contains("Usage: /plan accept"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
     fn bot_addressing() {
         assert_eq!(ok("/plan@PlanBot status").command, PlanCommand::Status);
         assert_eq!(parse("/plan@OtherBot status", Some("PlanBot")).unwrap(), None);
@@ -347,7 +441,7 @@ mod tests {
         let e = parse_args("frobnicate").unwrap_err();
         assert!(e.message.contains("unknown command"));
         let e = parse_args("accept now please").unwrap_err();
-        assert!(e.message.contains("takes no text"));
+        assert!(e.message.contains("put a note after `--`"), "{e}");
         assert!(parse_args("edit #a1b2").is_err());
         assert!(parse_args("on #a1b2").is_err());
     }

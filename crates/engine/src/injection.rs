@@ -42,14 +42,16 @@ fn steps(plan: &Plan) -> String {
 /// has left its context.
 pub fn approved(p: &Proposal, who: &str) -> String {
     let who = name(who);
-    let list = if p.plan.steps.is_empty() { String::new() } else { format!("\nThe approved steps:\n{}", steps(&p.plan)) };
+    // What was approved: the proposal, or its steps but those an approver left out.
+    let approved = p.approved_plan();
+    let list = if approved.steps.is_empty() { String::new() } else { format!("\nThe approved steps:\n{}", steps(&approved)) };
     format!(
         "{}Plan v{} \"{}\" (approval {}, {}) was approved by {who}. Plan mode is off: execute exactly this plan, step by step, and keep the step list current with update_plan.{list}{FOOTER}",
         header("approved"),
         p.version,
         title(p),
         p.approval_id,
-        p.plan_hash,
+        p.effective_hash(),
     )
 }
 
@@ -125,4 +127,42 @@ pub fn plan_nudge(waited_ms: u64) -> String {
         "[PLAN_NUDGE]\nYou have been in plan mode for {} without proposing a plan. Propose one (exit_plan_mode, or POST …/proposals), or ask the user a question (ask_user_question). Do not change anything until a plan is approved.\n[/PLAN_NUDGE]",
         crate::ids::humanize_ms(i64::try_from(waited_ms).unwrap_or(i64::MAX))
     )
+}
+
+/// Add what the approvers attached to an approval to its text, before the
+/// closing tag: the steps they left out (with the steps to execute instead,
+/// and the order not to do the others) and their notes, quoted like
+/// feedback. The text is returned unchanged when there is nothing to add.
+pub fn with_review_terms(text: String, p: &Proposal) -> String {
+    let mut extra = Vec::new();
+    let excluded = &p.review.excluded;
+    if !excluded.is_empty() && p.edited_plan.is_none() {
+        let left_out: Vec<String> = excluded
+            .iter()
+            .filter_map(|n| {
+                p.plan
+                    .steps
+                    .get(n - 1)
+                    .map(|s| format!("- step {n} of the proposal: {}", sanitize_for_injection(&s.step).replace('\n', " ")))
+            })
+            .collect();
+        extra.push(format!(
+            "The approval EXCLUDES {} of the proposal: do NOT do {}, only the approved steps above.\n{}",
+            crate::review::step_list(excluded),
+            if excluded.len() == 1 { "it" } else { "them" },
+            left_out.join("\n"),
+        ));
+    }
+    for a in p.deciding_approvals() {
+        if let Some(note) = &a.note {
+            extra.push(format!("Note from {}:\n{}", name(&a.by), quote(note)));
+        }
+    }
+    if extra.is_empty() {
+        return text;
+    }
+    match text.strip_suffix(FOOTER) {
+        Some(body) => format!("{body}\n{}{FOOTER}", extra.join("\n")),
+        None => text,
+    }
 }

@@ -7,8 +7,10 @@
 //! [`command`]; its table is `docs/STATE_MACHINE.md`), decision receipts
 //! ([`receipt`]), the agent-facing views ([`view`]), the `[PLAN_DECISION]`
 //! texts ([`injection`]), the channel-neutral plan card ([`card`]), the
-//! `/plan` text grammar ([`grammar`]) and the button codec ([`codec`]), and
-//! cross-session step namespaces ([`namespace`]).
+//! `/plan` text grammar ([`grammar`]) and the button codec ([`codec`]),
+//! cross-session step namespaces ([`namespace`]), and how people review a
+//! version: quorums, separation of duties, notes and exclusions
+//! ([`review`]) and what changed since the version before ([`diff`]).
 //!
 //! **Architecture invariant:** no I/O, no clock, no randomness, no async. Time
 //! and random bytes are arguments; side effects are returned as
@@ -19,6 +21,7 @@
 pub mod card;
 pub mod codec;
 pub mod command;
+pub mod diff;
 pub mod grammar;
 pub mod ids;
 pub mod injection;
@@ -29,11 +32,12 @@ pub mod model;
 pub mod namespace;
 pub mod plan;
 pub mod receipt;
+pub mod review;
 pub mod subagents;
 pub mod text;
 pub mod view;
 
-pub use command::{AuditEvent, Command, Ctx, Effect, Refusal, Transition, Verdict};
+pub use command::{AuditEvent, Command, Ctx, Effect, Refusal, Terms, Transition, Verdict};
 pub use ids::{ApprovalId, QuestionId, SessionKey, Timestamp};
 pub use machine::apply;
 pub use model::{
@@ -41,6 +45,7 @@ pub use model::{
     TimerPolicy,
 };
 pub use plan::{Plan, PlanError, Step, StepStatus, StepUpdate};
+pub use review::{ApprovalPolicy, Review};
 pub use subagents::SubagentRun;
 
 /// The mutation gate for a session: may `tool` run with `input` now?

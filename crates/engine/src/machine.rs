@@ -9,10 +9,13 @@
 //! The whole transition table is `docs/STATE_MACHINE.md`.
 
 use crate::card::MAX_OPTIONS;
+use crate::command::Terms;
+use crate::diff;
 use crate::ids::{ApprovalId, QuestionId};
 use crate::injection;
 use crate::plan::{self, Plan, PlanError, StepUpdate};
 use crate::receipt::Receipt;
+use crate::review::{self, Review};
 use crate::subagents;
 
 pub use crate::command::{AuditEvent, Command, Ctx, Effect, Refusal, Transition, Verdict};
@@ -56,7 +59,7 @@ pub fn apply(state: &State, actor: &Actor, command: Command, ctx: &Ctx) -> Resul
     match command {
         Command::Enter { reason } => enter(&mut t, actor, reason, ctx)?,
         Command::UpdatePlan { steps, merge, explanation } => update_plan(&mut t, actor, steps, merge, explanation, ctx)?,
-        Command::Propose { plan, markdown } => propose(&mut t, actor, plan, markdown, ctx)?,
+        Command::Propose { plan, markdown, requested_by } => propose(&mut t, actor, plan, markdown, requested_by, ctx)?,
         Command::Decide { approval_id, verdict } => apply_verdict(&mut t, actor, approval_id, verdict, ctx)?,
         Command::Off => off(&mut t, actor, ctx)?,
         Command::CancelApproval(approval_id) => {
@@ -66,6 +69,9 @@ pub fn apply(state: &State, actor: &Actor, command: Command, ctx: &Ctx) -> Resul
         }
         Command::SetAuto(on) => {
             require_person(actor, "change auto mode")?;
+            if on {
+                review::check_auto_allowed(ctx.approvals)?;
+            }
             t.state.session.auto_approve = on;
             let detail = if on { "auto-approve on: later proposals approve themselves" } else { "auto-approve off" };
             audit(&mut t, actor, name, None, detail.to_string(), ctx);
@@ -203,8 +209,16 @@ fn update_plan(
     Ok(())
 }
 
-fn propose(t: &mut Transition, actor: &Actor, plan: Plan, markdown: Option<String>, ctx: &Ctx) -> Result<(), Refusal> {
+fn propose(
+    t: &mut Transition,
+    actor: &Actor,
+    plan: Plan,
+    markdown: Option<String>,
+    requested_by: Option<String>,
+    ctx: &Ctx,
+) -> Result<(), Refusal> {
     require_agent(actor)?;
+    let requested_by = requested_by.map(|r| review::validate_requester(&r)).transpose()?;
     if let Some(md) = &markdown {
         let chars = md.chars().count();
         if chars > plan::MAX_MARKDOWN_CHARS {
@@ -234,6 +248,9 @@ fn propose(t: &mut Transition, actor: &Actor, plan: Plan, markdown: Option<Strin
         return Err(Refusal::InvalidState("approval id collision; retry".to_string()));
     }
     let version = t.state.session.version + 1;
+    // What changed since the version before (the plan it proposed, which is
+    // what its approvers read).
+    let changes = t.state.latest.as_ref().map(|previous| diff::diff(&previous.plan, &plan, previous.version));
     for timer in t.state.session.agent_timers.drain(..) {
         t.effects.push(Effect::Cancel(timer));
     }
@@ -271,6 +288,7 @@ fn propose(t: &mut Transition, actor: &Actor, plan: Plan, markdown: Option<Strin
         superseded_by: None,
         timers: Vec::new(),
         released: false,
+        review: Review::new(ctx.approvals, requested_by, changes),
     };
     let session = &mut t.state.session;
     // Proposing again after a cancel resumes planning: still read-only.
@@ -282,7 +300,9 @@ fn propose(t: &mut Transition, actor: &Actor, plan: Plan, markdown: Option<Strin
     t.effects.push(Effect::WriteDocument { approval_id });
     let pid = Some((approval_id, version));
     let title = proposal.plan.title.clone();
-    if session.auto_approve {
+    // Auto mode is one person's standing "yes": it cannot stand in for a
+    // quorum, nor for someone other than the requester.
+    if session.auto_approve && review::check_auto_allowed(ctx.approvals).is_ok() {
         proposal.status = DecisionStatus::Approved;
         proposal.decided_by = Some("auto".to_string());
         proposal.decided_at = Some(ctx.now);
@@ -378,7 +398,15 @@ fn apply_verdict(t: &mut Transition, actor: &Actor, approval_id: ApprovalId, ver
     if let Verdict::Edit(plan) = &verdict {
         plan::validate_plan(plan)?;
     }
-    let who = actor.label();
+    // Approvals and edits count towards the round's quorum first; only the
+    // one that completes it decides.
+    let (verdict, who) = match verdict {
+        Verdict::Revise(feedback) => (Verdict::Revise(feedback), actor.label()),
+        approving => match count_approval(t, actor, approving, ctx)? {
+            Some(decided) => decided,
+            None => return Ok(()),
+        },
+    };
     let session = &mut t.state.session;
     let Some(proposal) = t.state.latest.as_mut() else {
         return Err(Refusal::Stale(format!("This plan was superseded by v{latest_version}.")));
@@ -386,14 +414,14 @@ fn apply_verdict(t: &mut Transition, actor: &Actor, approval_id: ApprovalId, ver
     proposal.decided_by = Some(who.clone());
     proposal.decided_at = Some(ctx.now);
     let action = match verdict {
-        Verdict::Approve => {
+        Verdict::Approve | Verdict::ApproveWith(_) => {
             proposal.status = DecisionStatus::Approved;
             session.mode = Mode::Normal;
             session.approval = ApprovalState::Approved;
             // Execute (and show on the live card) what was approved, not a
             // list the agent rewrote while it waited.
-            session.steps = proposal.plan.steps.clone();
-            proposal.injection = Some(injection::approved(proposal, &who));
+            session.steps = proposal.approved_plan().steps.clone();
+            proposal.injection = Some(injection::with_review_terms(injection::approved(proposal, &who), proposal));
             "approve"
         }
         Verdict::Edit(plan) => {
@@ -402,7 +430,7 @@ fn apply_verdict(t: &mut Transition, actor: &Actor, approval_id: ApprovalId, ver
             session.approval = ApprovalState::Edited;
             session.steps = plan.steps.clone();
             proposal.edited_plan = Some(plan);
-            proposal.injection = Some(injection::edited(proposal, &who));
+            proposal.injection = Some(injection::with_review_terms(injection::edited(proposal, &who), proposal));
             "edit"
         }
         Verdict::Revise(feedback) => {
@@ -418,6 +446,36 @@ fn apply_verdict(t: &mut Transition, actor: &Actor, approval_id: ApprovalId, ver
     session.injection = proposal.injection.clone();
     finish_decision(t, actor, action, ctx);
     Ok(())
+}
+
+/// Count an approval or an edit towards the round's quorum
+/// ([`review::record_approval`]). `Some((verdict, deciders))` when it
+/// completes the quorum: the proposal carries the approved terms and the
+/// caller decides it. `None` when it is one more on the way: the cards show
+/// the progress, the proposal stays pending (its reminders and timeout go
+/// on), and the approval is audited.
+fn count_approval(t: &mut Transition, actor: &Actor, verdict: Verdict, ctx: &Ctx) -> Result<Option<(Verdict, String)>, Refusal> {
+    let Some(proposal) = t.state.latest.as_mut() else {
+        return Err(Refusal::Stale(format!("This plan was superseded by v{}.", t.state.session.version)));
+    };
+    let (terms, edit) = match verdict {
+        Verdict::Approve => (Terms::default(), None),
+        Verdict::ApproveWith(terms) => (terms, None),
+        Verdict::Edit(plan) => (Terms::default(), Some(plan)),
+        Verdict::Revise(_) => return Err(Refusal::InvalidRequest("a request for changes is not an approval".to_string())),
+    };
+    match review::record_approval(proposal, actor, terms, edit, ctx.now)? {
+        review::Counted::Reached { deciders, except, edit } => {
+            proposal.review.excluded = except;
+            Ok(Some((edit.map(|plan| Verdict::Edit(*plan)).unwrap_or(Verdict::Approve), deciders)))
+        }
+        review::Counted::Waiting { detail } => {
+            let (id, version) = (proposal.approval_id, proposal.version);
+            t.effects.push(Effect::UpdateCards { approval_id: id });
+            audit(t, actor, "approve", Some((id, version)), detail, ctx);
+            Ok(None)
+        }
+    }
 }
 
 /// The effects every decision shares: timers cancelled, cards updated,

@@ -6,8 +6,10 @@
 
 use crate::ids::{ApprovalId, QuestionId, SessionKey, Timestamp};
 use crate::plan::{self, Plan, Step};
+use crate::review::{self, Review};
 use crate::subagents::SubagentRun;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// Where a session stands, as the gate sees it.
@@ -138,24 +140,64 @@ pub struct Proposal {
     /// (the session halted). Receipts say which.
     #[serde(default)]
     pub released: bool,
+    /// How people review this version: who asked for it, the round's rules
+    /// and approvals, what changed since the version before, and which steps
+    /// the approval left out ([`crate::review`]).
+    #[serde(default)]
+    pub review: Review,
 }
 
 impl Proposal {
-    /// The hash of what the agent must execute: the edited plan when an
-    /// approver edited it, else the proposal.
+    /// What the agent must execute once approved: the edited plan when
+    /// approvers edited it, the plan without the excluded steps when they
+    /// left some out, else the proposal.
+    pub fn approved_plan(&self) -> Cow<'_, Plan> {
+        match &self.edited_plan {
+            Some(edited) => Cow::Borrowed(edited),
+            None if !self.review.excluded.is_empty() => Cow::Owned(review::without_steps(&self.plan, &self.review.excluded)),
+            None => Cow::Borrowed(&self.plan),
+        }
+    }
+
+    /// The hash of what the agent must execute ([`Proposal::approved_plan`]):
+    /// bound to the approval, so an approval "except steps 3, 5" carries the
+    /// hash of the remaining steps.
     pub fn effective_hash(&self) -> String {
         match &self.edited_plan {
             Some(edited) => plan::plan_hash(edited, None),
+            None if !self.review.excluded.is_empty() => plan::plan_hash(&self.approved_plan(), None),
             None => self.plan_hash.clone(),
         }
     }
 
-    /// The markdown document: verbatim for markdown proposals, rendered otherwise.
+    /// The approvals that decided this proposal: those of the approved
+    /// content. Empty while pending and for other fates.
+    pub fn deciding_approvals(&self) -> Vec<&review::Approval> {
+        if !matches!(self.status, DecisionStatus::Approved | DecisionStatus::Edited) {
+            return Vec::new();
+        }
+        let hash = self.effective_hash();
+        self.review.approvals.iter().filter(|a| a.approved_hash == hash).collect()
+    }
+
+    /// The markdown document: verbatim for markdown proposals, rendered
+    /// otherwise; then, for a re-proposal, what changed since the version
+    /// before.
     pub fn document(&self) -> String {
-        match &self.markdown {
+        let mut doc = match &self.markdown {
             Some(md) => md.clone(),
             None => plan::render_markdown(&self.plan),
+        };
+        if let Some(changes) = &self.review.changes {
+            if !doc.ends_with('\n') {
+                doc.push('\n');
+            }
+            if !doc.ends_with("\n\n") {
+                doc.push('\n');
+            }
+            doc.push_str(&changes.markdown());
         }
+        doc
     }
 }
 
@@ -307,13 +349,13 @@ pub(crate) mod fixtures {
     /// What the agent of `demo/s1` proposed at `at`: a pending proposal,
     /// made the way every proposal is, by the state machine.
     pub(crate) fn proposed(plan: Plan, at: Timestamp) -> Proposal {
-        let ctx = Ctx { now: at, random: [1; 16], timers: TimerPolicy::default() };
+        let ctx = Ctx { now: at, random: [1; 16], timers: TimerPolicy::default(), approvals: Default::default() };
         let run = |state: &State, command| match crate::machine::apply(state, &Actor::Agent, command, &ctx) {
             Ok(t) => t.state,
             Err(refusal) => panic!("{refusal}"),
         };
         let planning = run(&State::new(SessionKey::new("demo", "s1")), Command::Enter { reason: None });
-        match run(&planning, Command::Propose { plan, markdown: None }).latest {
+        match run(&planning, Command::Propose { plan, markdown: None, requested_by: None }).latest {
             Some(proposal) => proposal,
             None => panic!("no proposal"),
         }

@@ -27,6 +27,36 @@ pub struct Receipt {
     pub at: Option<Timestamp>,
 }
 
+/// What an approval added to a plain yes, after the time: `: except steps
+/// 3, 5; note from telegram:@alice: don't touch the migrations`.
+fn approval_terms(p: &Proposal) -> String {
+    let mut parts = Vec::new();
+    if !p.review.excluded.is_empty() && p.edited_plan.is_none() {
+        parts.push(format!("except {}", crate::review::step_list(&p.review.excluded)));
+    }
+    for a in p.deciding_approvals() {
+        if let Some(note) = &a.note {
+            parts.push(format!("note from {}: {}", a.by, note.replace('\n', " ")));
+        }
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", parts.join("; "))
+    }
+}
+
+/// ` (1 of 2 approvals: telegram:@alice)` for a round that ended short of
+/// its quorum; nothing when nobody had approved.
+fn partial_quorum(p: &Proposal) -> String {
+    let best = p.review.tallies().into_iter().max_by_key(Vec::len).unwrap_or_default();
+    if best.is_empty() {
+        return String::new();
+    }
+    let names: Vec<&str> = best.iter().map(|a| a.by.as_str()).collect();
+    format!(" ({} of {} approvals: {})", best.len(), p.review.required, names.join(", "))
+}
+
 impl Receipt {
     /// The receipt of `p`; `None` while it is pending.
     pub fn of(p: &Proposal) -> Option<Receipt> {
@@ -35,15 +65,15 @@ impl Receipt {
         let at = p.decided_at;
         let (mark, head, tail) = match p.status {
             DecisionStatus::Pending => return None,
-            DecisionStatus::Approved => ("✅", format!("Approved v{v} by {by}"), String::new()),
-            DecisionStatus::Edited => ("✅", format!("Approved v{v} with edits by {by}"), String::new()),
+            DecisionStatus::Approved => ("✅", format!("Approved v{v} by {by}"), approval_terms(p)),
+            DecisionStatus::Edited => ("✅", format!("Approved v{v} with edits by {by}"), approval_terms(p)),
             DecisionStatus::Rejected => {
                 let feedback = p.feedback.as_deref().map(|f| format!(": {f}")).unwrap_or_default();
                 ("✏️", format!("Changes requested on v{v} by {by}"), feedback)
             }
             DecisionStatus::TimedOut => {
                 let waited = at.map(|t| format!(" after {}", humanize_ms(t.0 - p.created_at.0))).unwrap_or_default();
-                ("⌛", format!("Timed out v{v}{waited}"), ": not approved".to_string())
+                ("⌛", format!("Timed out v{v}{waited}"), format!(": not approved{}", partial_quorum(p)))
             }
             DecisionStatus::Cancelled if p.released => {
                 ("🔓", format!("Released by {by}"), format!(": no plan required (v{v} not approved)"))

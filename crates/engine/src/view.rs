@@ -3,6 +3,7 @@
 //! The HTTP API, the MCP server, the hook and the CLI all return these, so
 //! an agent sees the same thing whichever door it knocks on.
 
+use crate::diff::{DiffStep, PlanDiff};
 use crate::ids::ApprovalId;
 use crate::model::{ApprovalState, DecisionStatus, Mode, Proposal, State};
 use crate::plan::{Plan, Step, StepStatus};
@@ -79,10 +80,53 @@ pub struct DecisionView {
     pub plan: Option<Plan>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub injection: Option<String>,
+    /// Who asked for the work (separation of duties), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_by: Option<String>,
+    /// Distinct approvers this version needs; omitted when it is 1.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub required_approvals: u32,
+    /// The approvals of this version's round, in the order they came (also
+    /// while it is pending: the quorum's progress).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvals: Vec<ApprovalView>,
+    /// Steps the approval left out (numbers of the proposed plan); `plan`
+    /// then holds the remaining steps, which `plan_hash` is the hash of.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded_steps: Vec<DiffStep>,
+    /// What changed since the previous version (v2 and later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<PlanDiff>,
+}
+
+/// One approval of a round, as `Decision.approvals` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalView {
+    pub by: String,
+    /// RFC 3339.
+    pub at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Step numbers this approval left out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub except: Vec<usize>,
+    /// It approves the round's edited plan.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub edited: bool,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 impl DecisionView {
     pub fn of(p: &Proposal) -> DecisionView {
+        let review = &p.review;
+        let excluded = if p.edited_plan.is_none() { review.excluded.as_slice() } else { &[] };
         DecisionView {
             approval_id: p.approval_id.to_string(),
             version: p.version,
@@ -91,8 +135,28 @@ impl DecisionView {
             decided_by: p.decided_by.clone(),
             decided_at: p.decided_at.map(|t| t.rfc3339()),
             feedback: p.feedback.clone(),
-            plan: p.edited_plan.clone(),
+            // The plan to execute when it is not the proposal: edited, or
+            // approved except some steps.
+            plan: p.edited_plan.clone().or_else(|| (!excluded.is_empty()).then(|| p.approved_plan().into_owned())),
             injection: p.injection.clone(),
+            requested_by: review.requested_by.clone(),
+            required_approvals: review.required.max(1),
+            approvals: review
+                .approvals
+                .iter()
+                .map(|a| ApprovalView {
+                    by: a.by.clone(),
+                    at: a.at.rfc3339(),
+                    note: a.note.clone(),
+                    except: a.except.clone(),
+                    edited: a.edited,
+                })
+                .collect(),
+            excluded_steps: excluded
+                .iter()
+                .filter_map(|n| p.plan.steps.get(n - 1).map(|s| DiffStep { number: *n, step: s.step.clone() }))
+                .collect(),
+            changes: review.changes.clone(),
         }
     }
 

@@ -324,7 +324,7 @@ impl World {
     /// Apply one command to session `s`, check every invariant, and advance
     /// the model. Returns what `apply` returned.
     fn apply(&mut self, s: usize, who: Who, command: Command, random: [u8; 16]) -> Result<Transition, Refusal> {
-        let ctx = Ctx { now: Timestamp(self.now), random, timers: policy() };
+        let ctx = Ctx { now: Timestamp(self.now), random, timers: policy(), approvals: ApprovalPolicy::default() };
         let before = self.states[s].clone();
         let result = apply(&self.states[s], &who.actor(), command.clone(), &ctx);
         // The engine got a shared reference; refusals therefore change nothing,
@@ -504,7 +504,7 @@ impl World {
                 None => {
                     new_ids.push(id);
                     assert!(!self.question_ids.contains(&id));
-                    let Command::Propose { plan, markdown } = command else {
+                    let Command::Propose { plan, markdown, .. } = command else {
                         panic!("{name} minted proposal {id}");
                     };
                     assert_eq!(who, Who::Agent);
@@ -807,7 +807,7 @@ impl World {
                     Some(id) if *collide => id.0,
                     _ => self.fresh(),
                 };
-                let result = self.apply(s, *who, Command::Propose { plan, markdown }, random);
+                let result = self.apply(s, *who, Command::Propose { plan, markdown, requested_by: None }, random);
                 if let (Some(id), true, Ok(t)) = (latest, *collide, &result) {
                     // A colliding id is either refused or the idempotent no-op.
                     assert!(!t.changed, "a proposal was minted with the latest id {id}");

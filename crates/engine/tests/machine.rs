@@ -27,7 +27,7 @@ fn policy() -> TimerPolicy {
 }
 
 fn ctx_at(now: i64, seed: u8) -> Ctx {
-    Ctx { now: Timestamp(now), random: [seed; 16], timers: policy() }
+    Ctx { now: Timestamp(now), random: [seed; 16], timers: policy(), approvals: ApprovalPolicy::default() }
 }
 
 fn ctx(seed: u8) -> Ctx {
@@ -139,7 +139,7 @@ fn only_agent_nudges(effects: &[Effect]) -> bool {
 }
 
 fn propose_cmd(plan: Plan) -> Command {
-    Command::Propose { plan, markdown: None }
+    Command::Propose { plan, markdown: None, requested_by: None }
 }
 
 fn decide(id: ApprovalId, verdict: Verdict) -> Command {
@@ -436,6 +436,7 @@ fn row_propose_schedules_exactly_what_the_timer_policy_says() {
         now: Timestamp(T0),
         random: [1; 16],
         timers: TimerPolicy { nudges_ms: vec![300_000], timeout_ms: None, ..TimerPolicy::default() },
+        approvals: ApprovalPolicy::default(),
     };
     let t = ok(&in_plan(), &Actor::Agent, propose_cmd(plan()), &c);
     let id = ApprovalId([1; 16]);
@@ -488,14 +489,14 @@ fn row_propose_from_timed_out_is_a_new_version() {
 fn row_propose_markdown_keeps_it_verbatim_and_hashes_it() {
     let md = "# Add retries\n\n## Steps\n1. Read the client\n2. Add backoff\n";
     let p = plan::plan_from_markdown(md, None).unwrap();
-    let t = ok(&in_plan(), &Actor::Agent, Command::Propose { plan: p.clone(), markdown: Some(md.into()) }, &ctx(1));
+    let t = ok(&in_plan(), &Actor::Agent, Command::Propose { plan: p.clone(), markdown: Some(md.into()), requested_by: None }, &ctx(1));
     let proposal = latest(&t.state);
     assert_eq!(proposal.document(), md);
     assert_eq!(proposal.plan_hash, plan_hash(&p, Some(md)));
     assert_ne!(proposal.plan_hash, plan_hash(&p, None));
 
     let huge = "x".repeat(plan::MAX_MARKDOWN_CHARS + 1);
-    let r = refused(&in_plan(), &Actor::Agent, Command::Propose { plan: p, markdown: Some(huge) }, &ctx(1));
+    let r = refused(&in_plan(), &Actor::Agent, Command::Propose { plan: p, markdown: Some(huge), requested_by: None }, &ctx(1));
     assert!(matches!(&r, Refusal::InvalidPlan(e) if e.rule() == "markdown_length"), "{r:?}");
 }
 
@@ -918,7 +919,7 @@ fn row_cancel_halts_the_session_instead_of_opening_the_gate() {
         }
     }
     // The agent can propose again straight away (still read-only); a new approval opens the gate.
-    let t = ok(&t.state, &Actor::Agent, Command::Propose { plan: plan_v2(), markdown: None }, &ctx_at(now + MIN, 2));
+    let t = ok(&t.state, &Actor::Agent, Command::Propose { plan: plan_v2(), markdown: None, requested_by: None }, &ctx_at(now + MIN, 2));
     assert_eq!((t.state.session.mode, t.state.session.approval), (Mode::Plan, ApprovalState::Pending));
     // A person's release also ends the halt.
     let (s, id) = pending();
@@ -1564,6 +1565,7 @@ fn decision_view_approved() {
             "approval_id": id.to_string(), "version": 1, "status": "approved",
             "plan_hash": plan_hash(&plan(), None),
             "decided_by": "telegram:@alice", "decided_at": "2026-11-30T14:05:00.000Z",
+            "approvals": [{"by": "telegram:@alice", "at": "2026-11-30T14:05:00.000Z"}],
             "injection": p.injection.clone().unwrap()
         })
     );
@@ -1582,6 +1584,7 @@ fn decision_view_edited_carries_the_plan_and_its_hash() {
             "approval_id": id.to_string(), "version": 1, "status": "edited",
             "plan_hash": plan_hash(&edited_plan(), None),
             "decided_by": "slack:@bob", "decided_at": "2026-11-30T14:07:00.000Z",
+            "approvals": [{"by": "slack:@bob", "at": "2026-11-30T14:07:00.000Z", "edited": true}],
             "plan": {"title": "Add retries (edited)", "steps": [
                 {"step": "Read the client", "status": "pending"},
                 {"step": "Add capped backoff", "status": "pending"}
@@ -1743,7 +1746,7 @@ fn agent_nudges_remind_the_agent_once_each_and_stop_at_the_proposal() {
 fn escalation_fires_after_the_last_nudge_only_while_pending() {
     let mut policy = policy();
     policy.escalate_ms = Some(*NUDGES.last().unwrap());
-    let c = Ctx { now: Timestamp(T0), random: [1; 16], timers: policy };
+    let c = Ctx { now: Timestamp(T0), random: [1; 16], timers: policy, approvals: ApprovalPolicy::default() };
     let s = ok(&in_plan(), &Actor::Agent, propose_cmd(plan()), &c).state;
     let escalate = latest(&s).timers.iter().find(|t| t.kind == TimerKind::Escalate).cloned().unwrap();
     assert_eq!(escalate.due, Timestamp(T0 + 60 * MIN));

@@ -171,6 +171,23 @@ pub fn print_decision(decision: &Value, json_out: bool) {
     if let Some(f) = decision["feedback"].as_str() {
         println!("feedback: {f}");
     }
+    let approvals = decision["approvals"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let required = decision["required_approvals"].as_u64().unwrap_or(1);
+    if !approvals.is_empty() && (required > 1 || status == "pending") {
+        let names: Vec<&str> = approvals.iter().filter_map(|a| a["by"].as_str()).collect();
+        println!("approvals ({required} required): {}", names.join(", "));
+    }
+    for a in approvals {
+        if let (Some(by), Some(note)) = (a["by"].as_str(), a["note"].as_str()) {
+            println!("note from {by}: {note}");
+        }
+    }
+    for step in decision["excluded_steps"].as_array().map(Vec::as_slice).unwrap_or_default() {
+        println!("excluded: step {} {}", step["number"], step["step"].as_str().unwrap_or(""));
+    }
+    if let Ok(changes) = serde_json::from_value::<plangate_engine::diff::PlanDiff>(decision["changes"].clone()) {
+        println!("changes since v{}: {}", changes.from_version, changes.summary());
+    }
     if let Some(p) = decision["document_path"].as_str() {
         println!("document: {p}");
     }

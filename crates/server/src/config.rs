@@ -5,7 +5,7 @@
 
 use plangate_channel::Style;
 use plangate_engine::ids::is_valid_agent_id;
-use plangate_engine::TimerPolicy;
+use plangate_engine::{ApprovalPolicy, TimerPolicy};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -102,6 +102,12 @@ pub struct AgentConfig {
     /// that are neither Claude Code nor Codex: CI bots, scripts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webhook: Option<WebhookConfig>,
+    /// Who asks this agent for work (`"slack:U0123456789"`): every proposal
+    /// made with this token names them as its requester, and a proposal body
+    /// cannot name anyone else. For separation of duties
+    /// (`approvals.forbid_self`) that the agent cannot talk its way around.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_by: Option<String>,
 }
 
 /// `[agents.<id>.webhook]`: plangate POSTs every decision and answer of the
@@ -176,6 +182,21 @@ pub struct DestinationConfig {
     pub approvers: Vec<String>,
     #[serde(default)]
     pub style: Style,
+    /// The approval rules of plans whose cards go here (the strictest
+    /// setting that applies wins; see [`Settings::approval_policy`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approvals: Option<DestinationApprovals>,
+}
+
+/// `[destinations.<name>.approvals]`: the quorum and separation of duties
+/// for plans shown in this chat.
+#[derive(Debug, Clone, Deserialize, Serialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct DestinationApprovals {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forbid_self: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -192,6 +213,12 @@ pub struct ApprovalsConfig {
     /// heartbeat) before it expires and stops blocking approval; or "off".
     #[serde(default = "default_subagent_expiry")]
     pub subagent_expiry: String,
+    /// Distinct approvers a plan needs (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<u32>,
+    /// The requester of a plan may not approve or edit it (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forbid_self: Option<bool>,
 }
 
 /// A step namespace shared by the agents it names (`[namespaces.<name>]`).
@@ -221,6 +248,8 @@ impl Default for ApprovalsConfig {
             timeout: default_timeout(),
             escalate_to: Vec::new(),
             subagent_expiry: default_subagent_expiry(),
+            required: None,
+            forbid_self: None,
         }
     }
 }
@@ -282,6 +311,12 @@ pub struct ApprovalsOverride {
     pub escalate_to: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subagent_expiry: Option<String>,
+    /// Unlike the keys above, these never loosen `[approvals]`: a plan
+    /// follows the strictest rule that applies ([`Settings::approval_policy`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forbid_self: Option<bool>,
 }
 
 impl ApprovalsOverride {
@@ -292,6 +327,8 @@ impl ApprovalsOverride {
             timeout: self.timeout.clone().unwrap_or_else(|| base.timeout.clone()),
             escalate_to: self.escalate_to.clone().unwrap_or_else(|| base.escalate_to.clone()),
             subagent_expiry: self.subagent_expiry.clone().unwrap_or_else(|| base.subagent_expiry.clone()),
+            required: self.required.max(base.required),
+            forbid_self: self.forbid_self.max(base.forbid_self),
         }
     }
 }
@@ -370,6 +407,8 @@ pub struct Settings {
     pub policies: BTreeMap<String, TimerPolicy>,
     /// Per agent: the escalation destinations (names).
     pub escalations: BTreeMap<String, Vec<String>>,
+    /// Per agent: the approval rules of its proposals.
+    pub approval_policies: BTreeMap<String, ApprovalPolicy>,
 }
 
 impl Settings {
@@ -546,6 +585,7 @@ impl Settings {
                 }
             }
         }
+        let approval_policies = approval_policies(&raw, &escalations).map_err(&mut problem).unwrap_or_default();
         // The same key reported twice (an [approvals] problem seen through
         // each agent that inherits it) is one problem.
         let mut seen = std::collections::BTreeSet::new();
@@ -554,7 +594,7 @@ impl Settings {
             (0, Some(bind)) => {
                 let mut raw = raw;
                 raw.server.data_dir = data_dir.clone();
-                Ok(Settings { data_dir, bind, policies, escalations, raw })
+                Ok(Settings { data_dir, bind, policies, escalations, approval_policies, raw })
             }
             (1, _) => Err(problems.remove(0)),
             _ => Err(ConfigError::Several(problems)),
@@ -585,6 +625,21 @@ impl Settings {
             Some(ns) if ns.agents.iter().any(|a| a == agent) => NamespaceKey { store: format!("~shared:{name}"), shared: true },
             _ => NamespaceKey { store: format!("{agent}:{name}"), shared: false },
         }
+    }
+
+    /// The approval rules of `agent`'s proposals: the strictest of
+    /// `[approvals]`, `[agents.<agent>.approvals]` and the
+    /// `[destinations.<d>.approvals]` of every destination its cards go to
+    /// (its own and its escalation ones). `required` is the largest that
+    /// applies, `forbid_self` holds if any says so. Unknown agents get the
+    /// defaults (one approver).
+    pub fn approval_policy(&self, agent: &str) -> ApprovalPolicy {
+        self.approval_policies.get(agent).copied().unwrap_or_default()
+    }
+
+    /// The requester `agent`'s token config names, if any.
+    pub fn requested_by(&self, agent: &str) -> Option<&str> {
+        self.raw.agents.get(agent).and_then(|a| a.requested_by.as_deref())
     }
 
     pub fn nudge_interval_hint(&self) -> Duration {
@@ -641,6 +696,71 @@ fn check_channel_sections(raw: &Config) -> Vec<ConfigError> {
     .into_iter()
     .flatten()
     .collect()
+}
+
+/// Every agent's approval rules (see [`Settings::approval_policy`]),
+/// validated: `required` at least 1 wherever it is set, and no more than the
+/// distinct approvers the agent's destinations list (without its fixed
+/// requester, under `forbid_self`), so no plan can wait for approvers who do
+/// not exist.
+fn approval_policies(raw: &Config, escalations: &BTreeMap<String, Vec<String>>) -> Result<BTreeMap<String, ApprovalPolicy>, ConfigError> {
+    let at_least_one = |key: String, n: Option<u32>| match n {
+        Some(0) => Err(invalid(key, "must be at least 1 (the number of distinct approvers a plan needs)")),
+        _ => Ok(()),
+    };
+    at_least_one("approvals.required".into(), raw.approvals.required)?;
+    for (name, d) in &raw.destinations {
+        at_least_one(format!("destinations.{name}.approvals.required"), d.approvals.as_ref().and_then(|a| a.required))?;
+    }
+    let mut out = BTreeMap::new();
+    for (id, agent) in &raw.agents {
+        let own = agent.approvals.as_ref();
+        at_least_one(format!("agents.{id}.approvals.required"), own.and_then(|a| a.required))?;
+        if let Some(requester) = &agent.requested_by {
+            plangate_engine::review::validate_requester(requester)
+                .map_err(|e| invalid(format!("agents.{id}.requested_by"), e.to_string()))?;
+        }
+        let names: Vec<&String> = agent.destinations.iter().chain(escalations.get(id).map(Vec::as_slice).unwrap_or_default()).collect();
+        let destinations: Vec<(&String, &DestinationConfig)> =
+            names.iter().filter_map(|n| raw.destinations.get(*n).map(|d| (*n, d))).collect();
+        let mut policy = ApprovalPolicy::default();
+        let mut strictest = "approvals.required".to_string();
+        let mut consider = |key: String, required: Option<u32>, forbid_self: Option<bool>| {
+            if let Some(n) = required.filter(|n| *n > policy.required) {
+                policy.required = n;
+                strictest = key;
+            }
+            policy.forbid_self |= forbid_self.unwrap_or(false);
+        };
+        consider("approvals.required".into(), raw.approvals.required, raw.approvals.forbid_self);
+        if let Some(a) = own {
+            consider(format!("agents.{id}.approvals.required"), a.required, a.forbid_self);
+        }
+        for (name, d) in &destinations {
+            if let Some(a) = &d.approvals {
+                consider(format!("destinations.{name}.approvals.required"), a.required, a.forbid_self);
+            }
+        }
+        if policy.required > 1 {
+            let mut approvers: Vec<&String> = destinations.iter().flat_map(|(_, d)| d.approvers.iter()).collect();
+            approvers.sort();
+            approvers.dedup();
+            let requester_counts = policy.forbid_self && agent.requested_by.as_ref().is_some_and(|r| approvers.contains(&r));
+            let available = approvers.len() - usize::from(requester_counts);
+            if (policy.required as usize) > available {
+                let why = if requester_counts { " (not counting its requester, under forbid_self)" } else { "" };
+                return Err(invalid(
+                    strictest,
+                    format!(
+                        "agent {id} needs {} distinct approvers, but its destinations list {available}{why}; add approvers or lower the number",
+                        policy.required
+                    ),
+                ));
+            }
+        }
+        out.insert(id.clone(), policy);
+    }
+    Ok(out)
 }
 
 /// Whether a setting named `key` holds a secret (tokens, secrets, keys).
@@ -884,6 +1004,36 @@ mod tests {
         let toml = DEFAULT_TOML.replace("127.0.0.1:8787", "0.0.0.0:8787");
         let err = parse(&toml).unwrap_err().to_string();
         assert!(err.contains("public development value"), "{err}");
+    }
+
+    /// `[approvals]`, an agent's and its destinations' rules combine to the
+    /// strictest, and impossible quorums are refused naming the key.
+    #[test]
+    fn approval_rules_combine_to_the_strictest_and_must_be_reachable() {
+        let base = "[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n[telegram]\ntoken = \"t\"\n[slack]\nbot_token = \"b\"\napp_token = \"xapp-1\"\n\
+                    [destinations.a]\nchannel = \"telegram\"\nchat = \"1\"\napprovers = [\"telegram:1\", \"telegram:2\"]\n\
+                    [destinations.b]\nchannel = \"slack\"\nchat = \"C1\"\napprovers = [\"slack:U1\"]\n";
+        let agent = |extra: &str| format!("[agents.x]\ntoken = \"0123456789abcdef\"\ndestinations = [\"a\", \"b\"]\n{extra}");
+        let s = parse(&format!("{base}{}", agent(""))).unwrap();
+        assert_eq!(s.approval_policy("x"), ApprovalPolicy { required: 1, forbid_self: false });
+        assert_eq!(s.approval_policy("unknown"), ApprovalPolicy::default());
+        // The destination's stricter rule wins over the global one.
+        let toml = format!("{base}[destinations.b.approvals]\nrequired = 3\nforbid_self = true\n[approvals]\nrequired = 2\n{}", agent(""));
+        assert_eq!(parse(&toml).unwrap().approval_policy("x"), ApprovalPolicy { required: 3, forbid_self: true });
+        // Four approvers wanted, three exist.
+        let toml = format!("{base}{}[agents.x.approvals]\nrequired = 4\n", agent(""));
+        let err = parse(&toml).unwrap_err().to_string();
+        assert!(err.contains("agents.x.approvals.required") && err.contains("needs 4 distinct approvers"), "{err}");
+        // The fixed requester does not count under forbid_self.
+        let toml = format!("{base}{}[agents.x.approvals]\nrequired = 3\nforbid_self = true\n", agent("requested_by = \"slack:U1\"\n"));
+        let err = parse(&toml).unwrap_err().to_string();
+        assert!(err.contains("not counting its requester"), "{err}");
+        let toml = format!("{base}[approvals]\nrequired = 0\n{}", agent(""));
+        assert!(parse(&toml).unwrap_err().to_string().contains("approvals.required"));
+        let err = parse(&format!("{base}{}", agent("requested_by = \"alice\"\n"))).unwrap_err().to_string();
+        assert!(err.contains("agents.x.requested_by"), "{err}");
+        let s = parse(&format!("{base}{}", agent("requested_by = \"slack:U9\"\n"))).unwrap();
+        assert_eq!(s.requested_by("x"), Some("slack:U9"));
     }
 
     #[test]

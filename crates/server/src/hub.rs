@@ -11,9 +11,10 @@ use crate::core::{Core, CoreError, ExecMeta};
 use async_trait::async_trait;
 use plangate_channel::{Action, Inbound, InboundHandler, Reply};
 use plangate_engine::codec::Button;
+use plangate_engine::grammar::AcceptTerms;
 use plangate_engine::grammar::{self, Parsed, PlanCommand, Target};
 use plangate_engine::view::short_ref;
-use plangate_engine::{Actor, ApprovalId, Command, DecisionStatus, Mode, Plan, Proposal, Refusal, SessionKey, State, Step, Verdict};
+use plangate_engine::{Actor, ApprovalId, Command, DecisionStatus, Mode, Plan, Proposal, Refusal, SessionKey, State, Step, Terms, Verdict};
 use std::collections::HashMap;
 use std::sync::Arc;
 use tracing::Instrument;
@@ -127,6 +128,10 @@ impl Hub {
                 self.authorize_and_decide(&ev, approval_id, Decision::Verdict(Verdict::Revise(text))).await.into_notice()
             }
             Action::Edit { approval_id, steps } => self.edit(&ev, approval_id, steps).await.into_notice(),
+            Action::Approve { approval_id, note, except } => {
+                let verdict = Verdict::ApproveWith(Terms { note, except });
+                self.authorize_and_decide(&ev, approval_id, Decision::Verdict(verdict)).await.into_notice()
+            }
             Action::AnswerText { question_id, text } => self.answer(&ev, Some(question_id), None, text).await.into_notice(),
         };
         self.mark_seen(&ev).await;
@@ -163,6 +168,19 @@ impl Hub {
     async fn button(&self, ev: &Inbound, button: Button) -> Reply {
         match button {
             Button::Approve(id) => self.authorize_and_decide(ev, id, Decision::Verdict(Verdict::Approve)).await.into_notice(),
+            Button::ApproveWithNote(id) => match self.decidable(ev, id).await {
+                Ok(p) => match self.separated(ev, &p).await {
+                    Ok(()) => Reply::AskApproval {
+                        approval_id: id,
+                        version: p.version,
+                        steps: p.plan.steps.iter().map(|s| s.step.clone()).collect(),
+                        prompt: format!("Approve v{} ({}) with a note for the agent.", p.version, short_ref(&id)),
+                    },
+                    Err(why) => Reply::Notice(why),
+                },
+                Err(why) => Reply::Notice(why),
+            },
+            Button::ApproveEdit(id) => self.approve_edit(ev, id).await.into_notice(),
             Button::ConfirmCancel(id) => self.authorize_and_decide(ev, id, Decision::Cancel).await.into_notice(),
             Button::RequestChanges(id) => match self.decidable(ev, id).await {
                 Ok(p) => Reply::AskFeedback {
@@ -204,6 +222,27 @@ impl Hub {
         }
     }
 
+    /// Refuse (and audit) the requester of a `forbid_self` plan before a
+    /// form is opened for them; the engine checks again when they submit.
+    async fn separated(&self, ev: &Inbound, p: &Proposal) -> Result<(), Refused> {
+        match plangate_engine::review::check_separation(p, &Self::actor(ev), "approve") {
+            Ok(()) => Ok(()),
+            Err(refusal) => {
+                let why = refusal.to_string();
+                self.refuse(ev, &p.session, Some((p.approval_id, p.version)), &why).await;
+                Err(why)
+            }
+        }
+    }
+
+    /// Approve the round's edited plan, the one the card shows.
+    async fn approve_edit(&self, ev: &Inbound, id: ApprovalId) -> Result<String, Refused> {
+        // Authorized and still open (else: who decided it, or what replaced it).
+        let p = self.decidable(ev, id).await?;
+        let Some(edit) = p.review.edit.as_ref() else { return Err("No edited plan awaits approval on this plan.".to_string()) };
+        self.authorize_and_decide(ev, id, Decision::Verdict(Verdict::Edit(edit.plan.clone()))).await
+    }
+
     async fn question_for(&self, ev: &Inbound, qid: ApprovalId) -> Result<plangate_engine::Question, Refused> {
         let q = self.core.blocking(move |s| s.question(&qid)).await.ok().flatten().ok_or("This question no longer exists.")?;
         if let Err(why) = self.authorize(ev, &q.session.agent) {
@@ -241,10 +280,12 @@ impl Hub {
         let command = match decision {
             Decision::Verdict(verdict) => Command::Decide { approval_id: id, verdict },
             Decision::Cancel => Command::CancelApproval(id),
+            Decision::Refused(why) => return Err(why),
         };
         let done = self.core.execute_on_proposal(p.clone(), Self::actor(ev), command, self.meta(ev)).await.map_err(explain)?;
         let decided = done.transition.state.latest.as_ref().filter(|l| l.approval_id == id).unwrap_or(&p);
-        Ok(plangate_engine::card::receipt(decided).unwrap_or_else(|| "Done.".to_string()))
+        let said = plangate_engine::card::receipt(decided).or_else(|| plangate_engine::card::progress_notice(decided));
+        Ok(said.unwrap_or_else(|| "Done.".to_string()))
     }
 
     async fn edit(&self, ev: &Inbound, id: ApprovalId, steps: Vec<String>) -> Result<String, Refused> {
@@ -381,7 +422,7 @@ impl Hub {
                 Ok((state, _)) => self.restate(ev, &state).await,
                 Err(why) => Reply::Text(why),
             },
-            PlanCommand::Accept => self.decide_command(ev, target, |_| Decision::Verdict(Verdict::Approve)).await,
+            PlanCommand::Accept(terms) => self.decide_command(ev, target, move |p| accept_decision(p, &terms)).await,
             PlanCommand::Revise(feedback) => {
                 self.decide_command(ev, target, move |_| Decision::Verdict(Verdict::Revise(feedback.clone()))).await
             }
@@ -504,6 +545,24 @@ impl Hub {
 enum Decision {
     Verdict(Verdict),
     Cancel,
+    /// A command that cannot apply to this plan; the text says why.
+    Refused(String),
+}
+
+/// What `/plan accept` means for `p`: the round's edited plan (`edited`),
+/// with a note and/or except steps, or a plain approval.
+fn accept_decision(p: &Proposal, terms: &AcceptTerms) -> Decision {
+    if terms.edited {
+        return match &p.review.edit {
+            Some(edit) if terms.note.is_none() => Decision::Verdict(Verdict::Edit(edit.plan.clone())),
+            Some(_) => Decision::Refused("Approving an edit takes no note; approve it, then say more in the chat.".to_string()),
+            None => Decision::Refused(format!("No edited plan awaits approval on v{} ({}).", p.version, short_ref(&p.approval_id))),
+        };
+    }
+    if terms.note.is_none() && terms.except.is_empty() {
+        return Decision::Verdict(Verdict::Approve);
+    }
+    Decision::Verdict(Verdict::ApproveWith(Terms { note: terms.note.clone(), except: terms.except.clone() }))
 }
 
 trait IntoNotice {
@@ -519,7 +578,9 @@ impl IntoNotice for Result<String, Refused> {
 /// The user-facing sentence for a failed execution.
 fn explain(e: CoreError) -> String {
     match e {
-        CoreError::Refused(Refusal::Forbidden(m) | Refusal::Stale(m) | Refusal::InvalidState(m) | Refusal::InvalidRequest(m)) => m,
+        CoreError::Refused(
+            Refusal::Forbidden(m) | Refusal::Stale(m) | Refusal::InvalidState(m) | Refusal::InvalidRequest(m) | Refusal::AlreadyApproved(m),
+        ) => m,
         CoreError::Refused(r) => r.to_string(),
         CoreError::Storage(_) => "plangate could not record that (storage trouble); nothing changed, try again shortly.".to_string(),
         CoreError::NotFound(m) => m,

@@ -105,6 +105,12 @@ enum Cmd {
         action: String,
         #[arg(long)]
         feedback: Option<String>,
+        /// With `approve`: a note for the agent (it reads it with the decision).
+        #[arg(long)]
+        note: Option<String>,
+        /// With `approve`: step numbers to leave out of the approval, e.g. `3,5`.
+        #[arg(long, value_delimiter = ',')]
+        except: Vec<usize>,
         /// Who is deciding (recorded as operator:<actor>).
         #[arg(long, env = "USER", default_value = "cli")]
         actor: String,
@@ -333,9 +339,13 @@ async fn run(args: Args) -> Result<i32> {
             println!("{}", serde_json::to_string_pretty(&status)?);
             Ok(0)
         }
-        Cmd::Decide { approval_id, action, feedback, actor, operator_token, remote } => {
+        Cmd::Decide { approval_id, action, feedback, note, except, actor, operator_token, remote } => {
             let client = Client::new(&remote.url, Some(operator_token))?;
-            let body = json!({"action": action, "feedback": feedback, "actor": actor});
+            let mut body = json!({"action": action, "feedback": feedback, "actor": actor});
+            if note.is_some() || !except.is_empty() {
+                body["note"] = json!(note);
+                body["except"] = json!(except);
+            }
             let decision = client.ok(reqwest::Method::POST, &format!("/v1/approvals/{approval_id}/decision"), Some(body)).await?;
             cli::print_decision(&decision, false);
             Ok(0)

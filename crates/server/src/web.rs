@@ -125,7 +125,9 @@ impl Backend for CoreBackend {
         match self.core.execute_on_proposal(p.clone(), actor, command, ExecMeta::default()).await {
             Ok(done) => {
                 let decided = done.transition.state.latest.as_ref().filter(|l| l.approval_id == id).unwrap_or(&p);
-                Ok(plangate_engine::card::receipt(decided).unwrap_or_else(|| "Done.".to_string()))
+                // A quorum short of its number says how far it got.
+                let said = plangate_engine::card::receipt(decided).or_else(|| plangate_engine::card::progress_notice(decided));
+                Ok(said.unwrap_or_else(|| "Done.".to_string()))
             }
             Err(CoreError::Refused(Refusal::Forbidden(m))) => Err(Refused::Forbidden(m)),
             Err(CoreError::Refused(r)) => Err(Refused::Conflict(r.to_string())),

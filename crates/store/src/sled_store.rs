@@ -622,6 +622,7 @@ mod tests {
             now: Timestamp(now),
             random: [r; 16],
             timers: TimerPolicy { nudges_ms: vec![600_000], timeout_ms: Some(86_400_000), ..TimerPolicy::default() },
+            approvals: Default::default(),
         }
     }
 
@@ -640,7 +641,7 @@ mod tests {
             let store = SledStore::open(dir.path()).unwrap();
             let c = step(&store, &key, &Actor::Agent, Command::Enter { reason: None }, 1);
             store.commit(c).unwrap();
-            let c = step(&store, &key, &Actor::Agent, Command::Propose { plan: Plan::titled("p"), markdown: None }, 2);
+            let c = step(&store, &key, &Actor::Agent, Command::Propose { plan: Plan::titled("p"), markdown: None, requested_by: None }, 2);
             store.commit(c).unwrap();
             let id = store.load(&key).unwrap().latest.unwrap().approval_id;
             // The approve commit dies after its record and its first write
@@ -677,7 +678,7 @@ mod tests {
                     let c = step(store, &key, &Actor::Agent, Command::Enter { reason: None }, i);
                     store.commit(c).unwrap();
                     let plan = Plan::titled(format!("plan {i}"));
-                    let c = step(store, &key, &Actor::Agent, Command::Propose { plan, markdown: None }, 100 + i);
+                    let c = step(store, &key, &Actor::Agent, Command::Propose { plan, markdown: None, requested_by: None }, 100 + i);
                     store.commit(c).unwrap();
                 });
             }

@@ -8,6 +8,7 @@ fn ctx(now: i64, r: u8) -> Ctx {
         now: Timestamp(now),
         random: [r; 16],
         timers: TimerPolicy { nudges_ms: vec![600_000, 1_800_000], timeout_ms: Some(86_400_000), ..TimerPolicy::default() },
+        approvals: Default::default(),
     }
 }
 
@@ -17,7 +18,7 @@ fn propose(store: &SledStore, key: &SessionKey, r: u8) -> plangate_engine::Propo
     store.commit(Commit::of(&t, &before, None)).unwrap();
     let before = store.load(key).unwrap();
     let plan = Plan { steps: vec![Step::pending("a")], ..Plan::titled(format!("plan {r}")) };
-    let t = apply(&before, &Actor::Agent, Command::Propose { plan, markdown: None }, &ctx(1000, r)).unwrap();
+    let t = apply(&before, &Actor::Agent, Command::Propose { plan, markdown: None, requested_by: None }, &ctx(1000, r)).unwrap();
     store.commit(Commit::of(&t, &before, None)).unwrap();
     t.state.latest.unwrap()
 }
@@ -57,7 +58,8 @@ fn an_approval_id_is_never_reused() {
     let t = apply(&before, &Actor::Agent, Command::Enter { reason: None }, &ctx(1, 1)).unwrap();
     store.commit(Commit::of(&t, &before, None)).unwrap();
     let before = store.load(&key).unwrap();
-    let t = apply(&before, &Actor::Agent, Command::Propose { plan: Plan::titled("x"), markdown: None }, &ctx(2, 9)).unwrap();
+    let t = apply(&before, &Actor::Agent, Command::Propose { plan: Plan::titled("x"), markdown: None, requested_by: None }, &ctx(2, 9))
+        .unwrap();
     let err = store.commit(Commit::of(&t, &before, None)).unwrap_err();
     assert!(matches!(err, StoreError::DuplicateId(_)));
     // Nothing of the refused transaction was written.

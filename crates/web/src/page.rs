@@ -351,13 +351,13 @@ mod tests {
 
     /// A proposal made the way every proposal is: by the state machine.
     fn proposed(plan: Plan, markdown: Option<String>) -> Proposal {
-        let ctx = Ctx { now: Timestamp(0), random: [1; 16], timers: TimerPolicy::default() };
+        let ctx = Ctx { now: Timestamp(0), random: [1; 16], timers: TimerPolicy::default(), approvals: Default::default() };
         let run = |state: &State, command| match apply(state, &Actor::Agent, command, &ctx) {
             Ok(t) => t.state,
             Err(refusal) => panic!("{refusal}"),
         };
         let planning = run(&State::new(SessionKey::new("demo", "s1")), Command::Enter { reason: None });
-        run(&planning, Command::Propose { plan, markdown }).latest.unwrap_or_else(|| panic!("no proposal"))
+        run(&planning, Command::Propose { plan, markdown, requested_by: None }).latest.unwrap_or_else(|| panic!("no proposal"))
     }
 
     fn render(p: &Proposal, may_decide: bool) -> String {

@@ -42,7 +42,12 @@ fn populate(data_dir: &Path, n: usize, threads: usize, age_ms: i64) -> Duration 
                 }
                 let key = workload::key(i);
                 let at = Timestamp(workload::now().0 - age_ms);
-                let ctx = |at: Timestamp| Ctx { now: at, random: workload::fresh_random(), timers: workload::policy() };
+                let ctx = |at: Timestamp| Ctx {
+                    now: at,
+                    random: workload::fresh_random(),
+                    timers: workload::policy(),
+                    approvals: Default::default(),
+                };
                 let before = State::new(key.clone());
                 let entered = apply(&before, &Actor::Agent, workload::enter(), &ctx(at)).expect("enter");
                 let proposed = apply(&entered.state, &Actor::Agent, workload::propose(i as u64), &ctx(at)).expect("propose");

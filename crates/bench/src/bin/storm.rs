@@ -60,7 +60,7 @@ fn populate(data_dir: &Path, approvals: usize, chats: usize) -> Duration {
     let store = SledStore::open(data_dir).expect("store");
     let start = Instant::now();
     let at = Timestamp(workload::now().0 - AGE_MS);
-    let ctx = || Ctx { now: at, random: workload::fresh_random(), timers: workload::policy() };
+    let ctx = || Ctx { now: at, random: workload::fresh_random(), timers: workload::policy(), approvals: Default::default() };
     std::thread::scope(|s| {
         for lane in 0..16 {
             let store = &store;

@@ -218,7 +218,12 @@ impl Core {
         async move {
             let _guard = self.lock_for(key).lock().await;
             let before = self.load(key).await?;
-            let ctx = Ctx { now: self.now(), random: rand::random(), timers: self.settings.timer_policy(&key.agent) };
+            let ctx = Ctx {
+                now: self.now(),
+                random: rand::random(),
+                timers: self.settings.timer_policy(&key.agent),
+                approvals: self.settings.approval_policy(&key.agent),
+            };
             let transition = apply(&before, &actor, command, &ctx)?;
             let mut jobs = jobs_of(&transition);
             jobs.extend(webhook_jobs(&self.settings, &before, &transition));
@@ -299,7 +304,15 @@ impl Core {
         meta: ExecMeta,
     ) -> Result<Executed, CoreError> {
         let id = target.approval_id;
+        let (who, what) = (actor.label(), command.name());
         match self.execute(&target.session, actor, command, meta).await {
+            // Who may not decide, and a repeated approval: said to the
+            // person, and audited, though nothing changed.
+            Err(CoreError::Refused(refusal @ (Refusal::Forbidden(_) | Refusal::AlreadyApproved(_)))) => {
+                let detail = format!("{what} refused: {refusal}");
+                self.audit(&target.session, &who, "refused", Some((id, target.version)), detail).await;
+                Err(CoreError::Refused(refusal))
+            }
             Err(CoreError::Refused(Refusal::Stale(_))) => {
                 let state = self.load(&target.session).await?;
                 let current = self.blocking(move |s| s.proposal(&id)).await?.unwrap_or(target);

@@ -121,6 +121,32 @@ pub fn parse_proposal(body: Value) -> Result<(Plan, Option<String>), ApiError> {
     }
 }
 
+/// Take the proposal body's optional `requested_by` (a string) out of it,
+/// so what remains is a Plan or a markdown proposal.
+fn take_requested_by(body: &mut Value) -> Result<Option<String>, ApiError> {
+    match body.as_object_mut().and_then(|o| o.remove("requested_by")) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(ApiError::invalid_request("requested_by must be a string like \"slack:U0123456789\"")),
+    }
+}
+
+/// Who asked for the work: the agent's token config wins, and a body that
+/// names someone else is refused (an agent must not be able to pick who
+/// counts as "self" for separation of duties when its operator fixed it);
+/// else the body's `requested_by` (which the CLI, hook and MCP server fill
+/// from `PLANGATE_REQUESTED_BY`); else nobody.
+fn requester(configured: Option<&str>, named: Option<String>) -> Result<Option<String>, ApiError> {
+    match (configured, named) {
+        (Some(fixed), Some(named)) if named.trim() != fixed => Err(ApiError::invalid_request(format!(
+            "this agent's token names its requester ({fixed}); a proposal cannot name another ({:?}): drop requested_by",
+            named.chars().take(60).collect::<String>()
+        ))),
+        (Some(fixed), _) => Ok(Some(fixed.to_string())),
+        (None, named) => Ok(named),
+    }
+}
+
 pub(super) async fn propose(
     State(core): State<AppState>,
     AgentAuth(agent): AgentAuth,
@@ -131,8 +157,11 @@ pub(super) async fn propose(
     if !body.is_object() {
         return Err(ApiError::invalid_request("the body must be a Plan object or {\"markdown\": …}"));
     }
+    let mut body = body;
+    let named = take_requested_by(&mut body)?;
+    let requested_by = requester(core.settings.requested_by(&key.agent), named)?;
     let (plan, markdown) = parse_proposal(body)?;
-    let done = core.execute(&key, Actor::Agent, Command::Propose { plan, markdown }, ExecMeta::default()).await?;
+    let done = core.execute(&key, Actor::Agent, Command::Propose { plan, markdown, requested_by }, ExecMeta::default()).await?;
     let Some(latest) = done.transition.state.latest.as_ref() else {
         return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "proposal vanished"));
     };
@@ -353,4 +382,24 @@ pub(super) async fn namespace_steps(
         })
         .await?;
     Ok(Json(json!({"name": name, "shared": key.shared, "steps": merged.steps})))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The token's requester wins and cannot be contradicted; the body's is
+    /// used otherwise.
+    #[test]
+    fn requested_by_precedence() {
+        assert_eq!(requester(Some("slack:U1"), None).ok().flatten().as_deref(), Some("slack:U1"));
+        assert_eq!(requester(Some("slack:U1"), Some("slack:U1".into())).ok().flatten().as_deref(), Some("slack:U1"));
+        assert!(requester(Some("slack:U1"), Some("slack:U2".into())).is_err());
+        assert_eq!(requester(None, Some("slack:U2".into())).ok().flatten().as_deref(), Some("slack:U2"));
+        assert_eq!(requester(None, None).ok().flatten(), None);
+        let mut body = serde_json::json!({"title": "t", "requested_by": "slack:U2"});
+        assert_eq!(take_requested_by(&mut body).ok().flatten().as_deref(), Some("slack:U2"));
+        assert_eq!(body, serde_json::json!({"title": "t"}));
+        assert!(take_requested_by(&mut serde_json::json!({"requested_by": 5})).is_err());
+    }
 }

@@ -67,6 +67,7 @@ impl From<Refusal> for ApiError {
                 ApiError::new(StatusCode::CONFLICT, "subagents_open", message).details(json!({"open_subagents": open}))
             }
             Refusal::Stale(_) => ApiError::new(StatusCode::CONFLICT, "stale_approval", message),
+            Refusal::AlreadyApproved(_) => ApiError::new(StatusCode::CONFLICT, "already_approved", message),
             Refusal::Forbidden(_) => ApiError::new(StatusCode::FORBIDDEN, "forbidden", message),
             Refusal::InvalidRequest(_) => ApiError::invalid_request(message),
         }

@@ -8,7 +8,7 @@ use crate::core::ExecMeta;
 use axum::extract::{Path, Query, State};
 use axum::Json;
 use plangate_engine::view::{ApprovalSummary, DecisionView, StatusView};
-use plangate_engine::{Actor, Command, DecisionStatus, Plan, Verdict};
+use plangate_engine::{Actor, Command, DecisionStatus, Plan, Terms, Verdict};
 use plangate_store::AuditQuery;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -73,6 +73,11 @@ pub(super) struct OperatorDecisionBody {
     feedback: Option<String>,
     plan: Option<Plan>,
     actor: String,
+    /// `approve` only: a note for the agent (injection, receipt, audit).
+    note: Option<String>,
+    /// `approve` only: step numbers (1-based) left out of the approval.
+    #[serde(default)]
+    except: Vec<usize>,
 }
 
 /// The name an operator call records as `operator:<actor>`.
@@ -94,8 +99,17 @@ pub(super) async fn operator_decision(
     let actor_name = operator_actor(&body.actor)?;
     let target = core.blocking(move |s| s.proposal(&id)).await?.ok_or_else(|| ApiError::not_found("no such approval"))?;
     let actor = Actor::Operator { name: actor_name.to_string() };
+    let approving = matches!(body.action, OperatorAction::Approve);
+    if !approving && (body.note.is_some() || !body.except.is_empty()) {
+        return Err(ApiError::invalid_request("note and except go with action approve only"));
+    }
     let command = match body.action {
-        OperatorAction::Approve => Command::Decide { approval_id: id, verdict: Verdict::Approve },
+        OperatorAction::Approve if body.note.is_none() && body.except.is_empty() => {
+            Command::Decide { approval_id: id, verdict: Verdict::Approve }
+        }
+        OperatorAction::Approve => {
+            Command::Decide { approval_id: id, verdict: Verdict::ApproveWith(Terms { note: body.note, except: body.except }) }
+        }
         OperatorAction::Edit => {
             let plan = body.plan.ok_or_else(|| ApiError::invalid_request("action edit needs the edited `plan`"))?;
             Command::Decide { approval_id: id, verdict: Verdict::Edit(plan) }

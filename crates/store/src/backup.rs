@@ -96,7 +96,19 @@ impl SledStore {
         let mut docs = Vec::new();
         files(data_dir, &data_dir.join("plans"), &mut docs).map_err(|e| io("reading the plan documents", e))?;
         for rel in docs {
-            let bytes = std::fs::read(data_dir.join(&rel)).map_err(|e| io("reading a plan document", e))?;
+            if rel.file_name().is_some_and(|n| n.to_string_lossy().starts_with(".tmp-")) {
+                continue; // a write in progress, not a document
+            }
+            // Documents are written by chat jobs, outside the commit lock,
+            // through a temporary file renamed into place: one listed a
+            // moment ago may be gone (renamed, or pruned). Skip it; the
+            // document it became is listed under its own name or is rewritten
+            // by its outbox job after a restore.
+            let bytes = match std::fs::read(data_dir.join(&rel)) {
+                Ok(bytes) => bytes,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(io("reading a plan document", e)),
+            };
             out.write_all(b"F").map_err(|e| io("writing the backup", e))?;
             field(out, rel.to_string_lossy().as_bytes())?;
             field(out, &bytes)?;

@@ -335,3 +335,19 @@ impl Liveness {
 
 /// A minimal cancellation signal adapters watch for shutdown.
 pub type Shutdown = tokio::sync::watch::Receiver<bool>;
+
+/// Whether this process may hold the platform's one inbound connection (the
+/// Telegram long-poll, the Slack Socket Mode socket, the Discord gateway).
+/// Replicas on one PostgreSQL store elect one leader; a single process is
+/// always the leader. An adapter's transport connects while it is `true`
+/// and lets go as soon as it turns `false`. Outbound calls (posting and
+/// editing cards) and inbound HTTP endpoints work on every replica.
+pub type Leadership = tokio::sync::watch::Receiver<bool>;
+
+/// A [`Leadership`] that is always `true` (one process, tests).
+pub fn always_leader() -> Leadership {
+    let (tx, rx) = tokio::sync::watch::channel(true);
+    // Dropping the sender keeps the last value, which is all a reader sees.
+    drop(tx);
+    rx
+}

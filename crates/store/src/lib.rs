@@ -46,6 +46,22 @@ pub enum StoreError {
     Unavailable(String),
     #[error("a stored record is corrupt ({what}): {source}")]
     Corrupt { what: &'static str, source: serde_json::Error },
+    /// Another writer (another replica) changed the session since it was
+    /// loaded; nothing was written. Load again and re-apply.
+    #[error("the session changed under this transition (another replica committed first); nothing was written")]
+    Conflict,
+    /// The timer this transition fired was fired (and removed) by another
+    /// replica first; nothing was written.
+    #[error("the timer was already fired elsewhere; nothing was written")]
+    TimerGone,
+    /// An inbound event key of this transition was handled by another
+    /// replica first; nothing was written.
+    #[error("the event {0} was already handled; nothing was written")]
+    AlreadyHandled(String),
+    #[error("the PostgreSQL database has schema version {found}, newer than this plangate knows ({known}); upgrade plangate on every replica before starting this one")]
+    SchemaTooNew { found: i64, known: i64 },
+    #[error("PostgreSQL: {0}")]
+    Postgres(String),
 }
 
 /// Everything one transition writes, atomically.
@@ -62,6 +78,15 @@ pub struct Commit {
     pub audit: Vec<AuditEvent>,
     /// Keys of inbound events handled by this transition (update ids…).
     pub idempotency: Vec<String>,
+    /// The store revision of the session when it was loaded (from
+    /// [`Store::load_revision`]). A store shared by several processes writes
+    /// the commit only if the session is still at this revision, else fails
+    /// with [`StoreError::Conflict`]; `None` writes unconditionally.
+    pub expected_revision: Option<u64>,
+    /// The timer that caused this transition (also in `timers_remove`). A
+    /// shared store fails the commit with [`StoreError::TimerGone`] when it
+    /// is no longer there, so a timer fires once across replicas.
+    pub fired: Option<Timer>,
     /// Work to do after the commit (chat jobs), opaque to the store. Written
     /// with the transition, so a crash between the commit and the work
     /// leaves the work to be resumed, never lost.
@@ -101,10 +126,16 @@ impl Commit {
             }
         }
         commit.timers_remove.extend(fired.cloned());
+        commit.fired = fired.cloned();
         commit.audit = transition.audit.clone();
         commit
     }
 }
+
+/// See [`Store::subscribe_changes`].
+pub type ChangeListener = std::sync::Arc<dyn Fn(Option<SessionKey>) + Send + Sync>;
+/// See [`Store::elect_leader`].
+pub type LeaderListener = std::sync::Arc<dyn Fn(bool) + Send + Sync>;
 
 /// Filters for [`Store::audit`].
 #[derive(Debug, Default, Clone)]
@@ -181,6 +212,59 @@ pub trait Store: Send + Sync {
     fn set_namespace(&self, name: &str, ns: &Namespace) -> Result<(), StoreError>;
     /// Make everything written so far durable.
     fn flush(&self) -> Result<(), StoreError>;
+
+    // ---- Several processes on one store (PostgreSQL replicas) ----
+    //
+    // The defaults are a store that one process owns (sled): it is always
+    // the leader, its own commits are the only changes, every due timer and
+    // every outbox entry is its own.
+
+    /// Whether several processes may share this store at once. The server
+    /// runs the lease and wake-up machinery below only when it is.
+    fn shared(&self) -> bool {
+        false
+    }
+    /// [`Store::load`] and the session's store revision, to put in
+    /// [`Commit::expected_revision`].
+    fn load_revision(&self, key: &SessionKey) -> Result<(State, u64), StoreError> {
+        Ok((self.load(key)?, 0))
+    }
+    /// Like [`Store::due_timers_page`], but each timer returned is leased to
+    /// this process (other processes skip it until the lease runs out), so
+    /// replicas do not fire the same timers side by side.
+    fn claim_due_timers(&self, now: Timestamp, after: Option<&Timer>, limit: usize) -> Result<Vec<Timer>, StoreError> {
+        self.due_timers_page(now, after, limit)
+    }
+    /// Outbox entries for this process to run, leased to it: at start every
+    /// entry nobody holds; later, the entries whose holder died (its lease
+    /// ran out). A store one process owns returns every entry.
+    fn claim_outbox(&self, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
+        let mut all = self.outbox()?;
+        all.truncate(limit);
+        Ok(all)
+    }
+    /// Extend this process's leases (outbox entries it holds, timers it
+    /// claimed): called every third of a lease while it runs.
+    fn renew_leases(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+    /// Call `on_change(Some(key))` whenever any process commits a change to
+    /// `key`, and `on_change(None)` when changes may have been missed (a
+    /// lost connection): wake every waiter then. Runs until the process ends.
+    fn subscribe_changes(&self, on_change: ChangeListener) -> Result<(), StoreError> {
+        let _ = on_change;
+        Ok(())
+    }
+    /// Take part in the election of the process that holds `role` (one
+    /// Telegram poller, one Slack socket, one Discord gateway across the
+    /// replicas): `on_change(true)` when this process becomes the leader,
+    /// `on_change(false)` when it stops being it. A store one process owns
+    /// makes it the leader at once.
+    fn elect_leader(&self, role: &str, on_change: LeaderListener) -> Result<(), StoreError> {
+        let _ = role;
+        on_change(true);
+        Ok(())
+    }
     /// Write a consistent snapshot (commits held at their boundary) of the
     /// store and the plan documents under `data_dir` to `out`.
     fn snapshot(&self, data_dir: &std::path::Path, out: &mut dyn std::io::Write) -> Result<BackupStats, StoreError> {

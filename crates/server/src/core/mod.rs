@@ -160,6 +160,14 @@ impl Core {
         self.channels.write().unwrap_or_else(|e| e.into_inner()).insert(channel.name().to_string(), channel);
     }
 
+    /// Whether this process may hold `role`'s one inbound platform
+    /// connection ("telegram", "slack", "discord"; see
+    /// [`plangate_channel::Leadership`]). One process on sled always may.
+    pub fn leadership(&self, role: &'static str) -> plangate_channel::Leadership {
+        let _ = role;
+        plangate_channel::always_leader()
+    }
+
     /// Report `name`'s connection state on `/readyz`.
     pub fn register_liveness(&self, name: &'static str, liveness: plangate_channel::Liveness) {
         self.liveness.write().unwrap_or_else(|e| e.into_inner()).push((name, liveness));

@@ -81,17 +81,34 @@ async fn approval(s: &ServerProcess, id: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sigkill_at_random_moments_never_breaks_the_invariants() {
+    crash_loop("", CYCLES).await;
+}
+
+/// The same crash loop on the PostgreSQL backend (#18): every commit is one
+/// PostgreSQL transaction, and the restarted process (a new replica id)
+/// takes over the dead one's leased timers and chat work once its leases
+/// (1 s here) run out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sigkill_at_random_moments_never_breaks_the_invariants_on_postgres() {
+    let pg = plangate_testkit::pg::TestSchema::create().await;
+    crash_loop(&pg.store_config_with("lease_seconds = 1"), CYCLES / 2).await;
+    pg.cleanup().await;
+}
+
+/// Load, SIGKILL, restart, check, `cycles` times; `store` is the `[store]`
+/// section (empty: sled).
+async fn crash_loop(store: &str, cycles: usize) {
     let seed = std::env::var("PLANGATE_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5eed_u64);
     let fake = FakeTelegram::start().await;
     let extra = format!(
-        "[approvals]\nnudges = [\"1s\", \"2s\"]\ntimeout = \"3s\"\n\n[telegram]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\npoll_timeout_secs = 1\nper_chat_per_second = 1000\nglobal_per_second = 1000\n\n[destinations.tg]\nchannel = \"telegram\"\nchat = \"-100\"\napprovers = [\"telegram:1\"]\n",
+        "{store}\n[approvals]\nnudges = [\"1s\", \"2s\"]\ntimeout = \"3s\"\n\n[telegram]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\npoll_timeout_secs = 1\nper_chat_per_second = 1000\nglobal_per_second = 1000\n\n[destinations.tg]\nchannel = \"telegram\"\nchat = \"-100\"\napprovers = [\"telegram:1\"]\n",
         fake.api_url()
     );
     let mut s = ServerProcess::start_with(BIN, &["tg"], &extra).await;
     let acked = Arc::new(Mutex::new(Acknowledged::default()));
     let mut rng = Rng(seed);
     let mut settled: HashMap<String, Value> = HashMap::new();
-    for cycle in 0..CYCLES {
+    for cycle in 0..cycles {
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let workers: Vec<_> = (0..4)
             .map(|w| {
@@ -160,10 +177,10 @@ async fn sigkill_at_random_moments_never_breaks_the_invariants() {
         (acked.proposals.len(), acked.decisions.len())
     };
     println!(
-        "{CYCLES} kill -9 cycles: {proposals} proposals, {decisions} acknowledged decisions, {} nudges sent, {repeats} repeated",
+        "{cycles} kill -9 cycles: {proposals} proposals, {decisions} acknowledged decisions, {} nudges sent, {repeats} repeated",
         nudges.len()
     );
-    assert!(repeats <= CYCLES, "{repeats} nudges repeated across {CYCLES} crashes");
+    assert!(repeats <= cycles, "{repeats} nudges repeated across {cycles} crashes");
     assert!(proposals > 0 && decisions > 0);
 
     // Every card of a decided approval ends without buttons: the edits a

@@ -17,13 +17,17 @@
 mod backup;
 mod documents;
 mod group;
+pub mod migrate;
+mod postgres;
 mod redo;
 mod retention;
 mod sled_store;
 
+pub use self::postgres::{PgOptions, PgStore};
 pub use backup::BackupStats;
 pub use documents::{append_receipt, plan_document_path, write_document, DocumentError};
 pub use group::FlushStats;
+pub use migrate::MigrateReport;
 pub use retention::{PrunePolicy, PruneReport};
 pub use sled_store::{Durability, SledStore, SCHEMA_VERSION};
 

@@ -454,6 +454,10 @@ impl Store for SledStore {
     }
 
     fn proposals_by_prefix(&self, hex_prefix: &str) -> Result<Vec<Proposal>, StoreError> {
+        // Only hex (ASCII) can match; slicing below needs char boundaries.
+        if !hex_prefix.is_ascii() {
+            return Ok(Vec::new());
+        }
         // Whole bytes narrow the scan; an odd last nibble is filtered after.
         let whole = &hex_prefix[..hex_prefix.len() - hex_prefix.len() % 2];
         let Ok(bytes) = hex::decode(whole) else { return Ok(Vec::new()) };

@@ -1,43 +1,7 @@
 //! The PostgreSQL implementation of [`Store`]: several plangate processes
-//! (replicas) share one database schema.
-//!
-//! What sharing needs beyond the sled store's semantics, and how it is done:
-//!
-//! - **Lost updates.** Every session row carries a `revision`. A commit with
-//!   [`Commit::expected_revision`] writes only if the row is still at that
-//!   revision (`UPDATE … WHERE revision = r`, or an insert that must not
-//!   find the row), else fails with [`StoreError::Conflict`]; the caller
-//!   loads again and re-applies.
-//! - **A timer fired twice.** [`Commit::fired`] is deleted first; when it is
-//!   gone (another replica fired it) the commit fails with
-//!   [`StoreError::TimerGone`]. Due timers are handed out with leases
-//!   ([`Store::claim_due_timers`], `FOR UPDATE SKIP LOCKED`), so replicas do
-//!   not even try the same ones side by side.
-//! - **An inbound event handled twice.** Idempotency keys are inserted, not
-//!   overwritten: a key already there fails the commit with
-//!   [`StoreError::AlreadyHandled`], and exactly one `record_once` wins.
-//! - **After-commit work.** Outbox entries are written leased to the
-//!   committing replica; [`Store::claim_outbox`] hands out only entries
-//!   nobody holds or whose holder's lease ran out (it died).
-//! - **Waking waiters of other replicas.** A commit notifies
-//!   `plangate_<schema>` with the session key in the same transaction;
-//!   [`Store::subscribe_changes`] listens (see `listen`).
-//! - **One chat poller.** [`Store::elect_leader`] holds a session-level
-//!   advisory lock on a dedicated connection (see `leader`).
-//!
-//! Every commit is one transaction: all its writes or none, and durable
-//! when it returns (`synchronous_commit` on, PostgreSQL's default).
-//!
-//! **Synchronous, on purpose.** Like the sled store, this one blocks: the
-//! server calls it from `spawn_blocking` threads. Never call it from an
-//! async worker thread (the `postgres` client runs a small runtime of its
-//! own per connection and would block the worker, or panic inside one).
-//!
-//! **No TLS.** Connections are plain TCP (`NoTls`): run PostgreSQL on
-//! loopback or a private network, or behind a TLS tunnel.
-//!
-//! Plan documents stay files under `<data_dir>/plans` on each replica's
-//! disk; only their paths are in the database.
+//! (replicas) share one database schema. [`PgStore`]'s documentation says
+//! how sharing stays safe; `migrations` holds the tables, `listen` the
+//! change notifications, `leader` the elections.
 
 mod leader;
 mod listen;
@@ -296,10 +260,51 @@ impl Drop for Conn {
 }
 
 /// A [`Store`] in a PostgreSQL schema, shared by any number of plangate
-/// processes. See the module documentation for how sharing stays safe.
+/// processes (replicas).
 ///
-/// Blocking: call it from blocking threads (`spawn_blocking`), never from
-/// an async worker thread.
+/// What sharing needs beyond the sled store's semantics, and how it is done:
+///
+/// - **Lost updates.** Every session row carries a `revision`. A commit with
+///   [`Commit::expected_revision`] writes only if the row is still at that
+///   revision (`UPDATE … WHERE revision = r`, or an insert that must not
+///   find the row), else fails with [`StoreError::Conflict`]; the caller
+///   loads again and re-applies.
+/// - **A timer fired twice.** [`Commit::fired`] is deleted first; when it is
+///   gone (another replica fired it) the commit fails with
+///   [`StoreError::TimerGone`]. Due timers are handed out with leases
+///   ([`Store::claim_due_timers`], `FOR UPDATE SKIP LOCKED`), so replicas do
+///   not even try the same ones side by side. [`Store::next_timer`] skips
+///   timers another live replica holds, so a scheduler must look again at
+///   least once per lease (a holder that dies frees its timers then).
+/// - **An inbound event handled twice.** Idempotency keys are inserted, not
+///   overwritten: a key already there fails the commit with
+///   [`StoreError::AlreadyHandled`], and exactly one `record_once` wins.
+/// - **After-commit work.** Outbox entries are written leased to the
+///   committing replica; [`Store::claim_outbox`] hands out only entries
+///   nobody holds or whose holder's lease ran out (it died).
+/// - **Waking waiters of other replicas.** A commit notifies
+///   `plangate_<schema>` with the session key in the same transaction;
+///   [`Store::subscribe_changes`] listens (see `listen`).
+/// - **One chat poller.** [`Store::elect_leader`] holds a session-level
+///   advisory lock on a dedicated connection (see `leader`).
+///
+/// Every commit is one transaction: all its writes or none, and durable
+/// when it returns (`synchronous_commit` on, PostgreSQL's default). Unlike
+/// sled, an idempotency key already stored refuses the commit (sled
+/// overwrites it), and `expected_revision` is checked only when the commit
+/// writes a session. Serialization failures and deadlocks come back as
+/// [`StoreError::Conflict`] (nothing was written: load again).
+///
+/// **Synchronous, on purpose.** Like the sled store, this one blocks: the
+/// server calls it from `spawn_blocking` threads. Never call it from an
+/// async worker thread (the `postgres` client runs a small runtime of its
+/// own per connection and would block the worker, or panic inside one).
+///
+/// **No TLS.** Connections are plain TCP (`NoTls`): run PostgreSQL on
+/// loopback or a private network, or behind a TLS tunnel.
+///
+/// Plan documents stay files under `<data_dir>/plans` on each replica's
+/// disk; only their paths are in the database.
 pub struct PgStore {
     pool: Pool,
     shared: Arc<Shared>,

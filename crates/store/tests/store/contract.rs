@@ -222,6 +222,7 @@ fn listings_by_status_prefix_and_session(b: &dyn Backend) {
     assert_eq!(by("").len(), 3);
     assert!(by("2F").is_empty(), "ids are lowercase");
     assert!(by("%").is_empty() && by("_").is_empty() && by("zz").is_empty());
+    assert!(by("2é").is_empty() && by("é").is_empty(), "not hex, and no panic on a multi-byte character");
 
     let sessions: Vec<_> = store.sessions().unwrap().into_iter().map(|s| s.key.session_id).collect();
     assert_eq!(sessions, vec!["s21", "s2f", "s30"]);

@@ -1,29 +1,51 @@
 //! Durable state for plangate: sessions, proposals, questions, timers, card
-//! deliveries, audit and idempotency keys, in one embedded sled database;
-//! plus the markdown plan documents under `<data_dir>/plans`.
+//! deliveries, audit, idempotency keys, cursors, namespaces and the
+//! after-commit outbox; plus the markdown plan documents under
+//! `<data_dir>/plans`.
 //!
-//! The server talks to the [`Store`] trait, so the same engine could run on
-//! another database; [`SledStore`] is the embedded default.
+//! The server talks to the [`Store`] trait. Two backends implement it:
+//!
+//! - [`SledStore`], the embedded default: one sled database under
+//!   `<data_dir>/db`, owned by one process. Snapshots (`backup`) and
+//!   retention (`prune`) work on it.
+//! - [`PgStore`], for replicas: tables in one PostgreSQL schema shared by
+//!   any number of plangate processes. Session revisions refuse lost
+//!   updates ([`StoreError::Conflict`]), fired timers and inbound event keys
+//!   are taken once ([`StoreError::TimerGone`], [`StoreError::AlreadyHandled`]),
+//!   due timers and outbox entries are leased to one replica at a time,
+//!   commits notify the other replicas (`LISTEN`/`NOTIFY`), and advisory
+//!   locks elect the one replica that polls each chat. The schema is
+//!   migrated on open ([`StoreError::SchemaTooNew`] for a newer one);
+//!   [`migrate::sled_to_postgres`] moves a sled store into it. Back it up
+//!   with `pg_dump`; pruning is not there yet.
+//!
+//! Both are synchronous: call them from blocking threads, never from an
+//! async worker thread.
 //!
 //! **Architecture invariant:** a transition's records (state, proposals,
-//! questions, timers, audit, idempotency keys) are written atomically (all
-//! or none survive a crash: one redo record, replayed on open) and flushed
-//! to disk before [`Store::commit`] returns. Nobody is told about a
-//! transition that a crash could undo. Concurrent commits share their flush
-//! (group commit), so durable throughput grows with concurrency instead of
-//! being capped at one disk sync per transition. Nothing outside this crate
-//! knows sled.
+//! questions, timers, audit, idempotency keys, outbox) are written
+//! atomically (all or none survive a crash: one redo record replayed on
+//! open for sled, one transaction for PostgreSQL) and durably before
+//! [`Store::commit`] returns. Nobody is told about a transition that a
+//! crash could undo. On sled, concurrent commits share their flush (group
+//! commit), so durable throughput grows with concurrency instead of being
+//! capped at one disk sync per transition. Nothing outside this crate knows
+//! sled or PostgreSQL.
 
 mod backup;
 mod documents;
 mod group;
+pub mod migrate;
+mod postgres;
 mod redo;
 mod retention;
 mod sled_store;
 
+pub use self::postgres::{PgOptions, PgStore};
 pub use backup::BackupStats;
 pub use documents::{append_receipt, plan_document_path, write_document, DocumentError};
 pub use group::FlushStats;
+pub use migrate::MigrateReport;
 pub use retention::{PrunePolicy, PruneReport};
 pub use sled_store::{Durability, SledStore, SCHEMA_VERSION};
 

@@ -88,12 +88,29 @@ pub struct SledStore {
     namespaces: sled::Tree,
 }
 
-fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+/// Borrowed trees of a [`SledStore`] (see [`SledStore::raw_trees`]).
+pub(crate) struct RawTrees<'a> {
+    pub db: &'a sled::Db,
+    pub meta: &'a sled::Tree,
+    pub sessions: &'a sled::Tree,
+    pub proposals: &'a sled::Tree,
+    pub questions: &'a sled::Tree,
+    pub timers: &'a sled::Tree,
+    pub deliveries: &'a sled::Tree,
+    pub question_deliveries: &'a sled::Tree,
+    pub audit: &'a sled::Tree,
+    pub idempotency: &'a sled::Tree,
+    pub outbox: &'a sled::Tree,
+    pub documents: &'a sled::Tree,
+    pub namespaces: &'a sled::Tree,
+}
+
+pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     // Serializing our own plain structs to JSON cannot fail.
     serde_json::to_vec(value).unwrap_or_default()
 }
 
-fn decode<T: DeserializeOwned>(bytes: &[u8], what: &'static str) -> Result<T, StoreError> {
+pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8], what: &'static str) -> Result<T, StoreError> {
     serde_json::from_slice(bytes).map_err(|source| StoreError::Corrupt { what, source })
 }
 
@@ -323,6 +340,24 @@ impl SledStore {
     pub(crate) fn audit_tree(&self) -> &sled::Tree {
         &self.audit
     }
+    /// Every tree, for copying the whole store elsewhere (`migrate`).
+    pub(crate) fn raw_trees(&self) -> RawTrees<'_> {
+        RawTrees {
+            db: &self.db,
+            meta: &self.meta,
+            sessions: &self.sessions,
+            proposals: &self.proposals,
+            questions: &self.questions,
+            timers: &self.timers,
+            deliveries: &self.deliveries,
+            question_deliveries: &self.question_deliveries,
+            audit: &self.audit,
+            idempotency: &self.idempotency,
+            outbox: &self.outbox,
+            documents: &self.documents,
+            namespaces: &self.namespaces,
+        }
+    }
     pub(crate) fn flush_all(&self) -> Result<(), StoreError> {
         self.flushed(())
     }
@@ -419,6 +454,10 @@ impl Store for SledStore {
     }
 
     fn proposals_by_prefix(&self, hex_prefix: &str) -> Result<Vec<Proposal>, StoreError> {
+        // Only hex (ASCII) can match; slicing below needs char boundaries.
+        if !hex_prefix.is_ascii() {
+            return Ok(Vec::new());
+        }
         // Whole bytes narrow the scan; an odd last nibble is filtered after.
         let whole = &hex_prefix[..hex_prefix.len() - hex_prefix.len() % 2];
         let Ok(bytes) = hex::decode(whole) else { return Ok(Vec::new()) };

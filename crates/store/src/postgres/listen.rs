@@ -1,0 +1,104 @@
+//! [`Store::subscribe_changes`](crate::Store::subscribe_changes) on
+//! PostgreSQL: `LISTEN plangate_<schema>` on a connection of its own.
+//!
+//! Every commit notifies the channel with its session key (a JSON array
+//! `[agent, session_id]`) in its own transaction, so a notification arrives
+//! exactly when the change is visible. While the connection is down,
+//! notifications are lost, not queued: after every (re)connect and on every
+//! error the listener hears `None` ("changes may have been missed") and
+//! wakes every waiter, who then reads the store afresh.
+
+use super::Shared;
+use crate::{ChangeListener, StoreError};
+use plangate_engine::SessionKey;
+use postgres::fallible_iterator::FallibleIterator;
+use postgres::Client;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long to wait between connection attempts.
+const RETRY: Duration = Duration::from_secs(1);
+/// How often an idle connection is checked (a silent network drop would
+/// otherwise leave the listener deaf until TCP keepalive gives up).
+const CHECK_EVERY: Duration = Duration::from_secs(10);
+const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub(crate) fn spawn(shared: Arc<Shared>, listener: ChangeListener) -> Result<(), StoreError> {
+    std::thread::Builder::new()
+        .name("plangate-pg-listen".into())
+        .spawn(move || run(&shared, &listener))
+        .map(drop)
+        .map_err(|e| StoreError::Unavailable(format!("could not start the PostgreSQL change listener thread: {e}")))
+}
+
+/// Until the store is dropped: connect, `LISTEN`, forward.
+fn run(shared: &Shared, listener: &ChangeListener) {
+    let channel = shared.channel();
+    while !shared.closed() {
+        let error = match shared.connect("listener") {
+            Ok(mut client) => match client.batch_execute(&format!("LISTEN {channel}")) {
+                Ok(()) => {
+                    tracing::debug!(%channel, "listening for changes of other replicas");
+                    listener(None);
+                    match forward(shared, &mut client, listener) {
+                        Ok(()) => return,
+                        Err(e) => e,
+                    }
+                }
+                Err(e) => e.to_string(),
+            },
+            Err(e) => e.to_string(),
+        };
+        if shared.closed() {
+            return;
+        }
+        tracing::warn!(%channel, target = %shared.target, %error, "PostgreSQL change listener lost its connection; retrying every second");
+        listener(None);
+        if !shared.sleep(RETRY) {
+            return;
+        }
+    }
+}
+
+/// Forward notifications until the store is dropped (`Ok`) or the
+/// connection fails (`Err`).
+fn forward(shared: &Shared, client: &mut Client, listener: &ChangeListener) -> Result<(), String> {
+    let mut checked = Instant::now();
+    loop {
+        if shared.closed() {
+            return Ok(());
+        }
+        {
+            let mut notifications = client.notifications();
+            let mut iter = notifications.timeout_iter(Duration::from_millis(500));
+            while let Some(n) = iter.next().map_err(|e| e.to_string())? {
+                listener(parse(n.payload()));
+            }
+        }
+        if client.is_closed() {
+            return Err("the connection closed".into());
+        }
+        if checked.elapsed() >= CHECK_EVERY {
+            client.is_valid(CHECK_TIMEOUT).map_err(|e| e.to_string())?;
+            checked = Instant::now();
+        }
+    }
+}
+
+/// `[agent, session_id]`; anything else means "something changed" (`None`).
+fn parse(payload: &str) -> Option<SessionKey> {
+    let [agent, session_id]: [String; 2] = serde_json::from_str(payload).ok()?;
+    Some(SessionKey { agent, session_id })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payloads() {
+        assert_eq!(parse(r#"["demo","s 1"]"#), Some(SessionKey::new("demo", "s 1")));
+        assert_eq!(parse(""), None);
+        assert_eq!(parse(r#"["only"]"#), None);
+    }
+}

@@ -1,0 +1,163 @@
+//! Versioned schema migrations, applied when a [`super::PgStore`] opens.
+//!
+//! Each migration runs once per schema, recorded in `schema_migrations`.
+//! All pending migrations run in ONE transaction under a transaction-level
+//! advisory lock on the schema, so two replicas starting together take
+//! turns: the second finds the work done. A schema migrated by a newer
+//! plangate (a version above [`newest`]) is refused with
+//! [`StoreError::SchemaTooNew`]: an older binary must not write a layout it
+//! does not know.
+//!
+//! Rules for a new migration: append it (never edit a released one), keep it
+//! compatible with the previous release while replicas of both run side by
+//! side during a rolling upgrade (add columns and tables; drop them one
+//! release later).
+
+use super::Failure;
+use crate::StoreError;
+use postgres::Client;
+
+/// `(version, name, SQL)`, in version order. The SQL runs with
+/// `search_path` set to the store's schema.
+pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[(1, "initial tables", INITIAL)];
+
+/// The tables of the first release. Bodies are the same JSON bytes the sled
+/// store keeps (`bytea`, not `jsonb`: byte-exact round trips, and no
+/// refusal of a `\u0000` inside a plan). The columns beside them are the
+/// keys and filters queries need. Text keys use the "C" collation so that
+/// listings come back in the byte order sled returns them in.
+const INITIAL: &str = r#"
+CREATE TABLE sessions (
+    agent text COLLATE "C" NOT NULL,
+    session_id text COLLATE "C" NOT NULL,
+    latest_approval bytea,
+    revision bigint NOT NULL,
+    body bytea NOT NULL,
+    PRIMARY KEY (agent, session_id)
+);
+CREATE TABLE proposals (
+    approval_id bytea PRIMARY KEY,
+    id_hex text COLLATE "C" NOT NULL,
+    status text NOT NULL,
+    agent text COLLATE "C" NOT NULL,
+    session_id text COLLATE "C" NOT NULL,
+    created_at bigint NOT NULL,
+    body bytea NOT NULL
+);
+CREATE INDEX proposals_id_hex ON proposals (id_hex text_pattern_ops);
+CREATE INDEX proposals_status ON proposals (status, created_at);
+CREATE INDEX proposals_session ON proposals (agent, session_id);
+CREATE TABLE questions (
+    question_id bytea PRIMARY KEY,
+    agent text COLLATE "C" NOT NULL,
+    session_id text COLLATE "C" NOT NULL,
+    body bytea NOT NULL
+);
+-- Keyed exactly like sled's timers: (due, id, kind, n). The session is in
+-- the body only, as in sled.
+CREATE TABLE timers (
+    due bigint NOT NULL,
+    approval_id bytea NOT NULL,
+    kind smallint NOT NULL,
+    n smallint NOT NULL,
+    body bytea NOT NULL,
+    lease_owner text,
+    lease_until timestamptz,
+    PRIMARY KEY (due, approval_id, kind, n)
+);
+CREATE INDEX timers_lease_owner ON timers (lease_owner) WHERE lease_owner IS NOT NULL;
+CREATE TABLE deliveries (
+    approval_id bytea NOT NULL,
+    destination text COLLATE "C" NOT NULL,
+    chat text COLLATE "C" NOT NULL,
+    body bytea NOT NULL,
+    PRIMARY KEY (approval_id, destination, chat)
+);
+CREATE TABLE question_deliveries (
+    question_id bytea NOT NULL,
+    destination text COLLATE "C" NOT NULL,
+    chat text COLLATE "C" NOT NULL,
+    body bytea NOT NULL,
+    PRIMARY KEY (question_id, destination, chat)
+);
+CREATE TABLE audit (
+    seq bigserial PRIMARY KEY,
+    at bigint NOT NULL,
+    agent text COLLATE "C" NOT NULL,
+    session_id text COLLATE "C" NOT NULL,
+    approval_id bytea,
+    body bytea NOT NULL
+);
+CREATE INDEX audit_session ON audit (agent, session_id, seq);
+CREATE INDEX audit_approval ON audit (approval_id, seq);
+CREATE TABLE idempotency (
+    key text COLLATE "C" PRIMARY KEY,
+    at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE cursors (
+    key text COLLATE "C" PRIMARY KEY,
+    value text NOT NULL
+);
+CREATE TABLE documents (
+    approval_id bytea PRIMARY KEY,
+    path text NOT NULL
+);
+CREATE TABLE namespaces (
+    name text COLLATE "C" PRIMARY KEY,
+    body bytea NOT NULL
+);
+CREATE TABLE outbox (
+    seq bigint PRIMARY KEY,
+    work bytea NOT NULL,
+    lease_owner text,
+    lease_until timestamptz
+);
+-- Store::generate_seq.
+CREATE SEQUENCE ids;
+"#;
+
+/// The newest version this plangate knows.
+pub(crate) fn newest() -> i64 {
+    MIGRATIONS.iter().map(|m| m.0).max().unwrap_or(0)
+}
+
+/// What [`run`] did.
+#[derive(Debug, Default)]
+pub(crate) struct Applied {
+    pub versions: Vec<i64>,
+}
+
+/// Create the schema if needed and apply every migration it lacks, all in
+/// one transaction under the schema's migration lock. `schema` was
+/// validated (`[a-z_][a-z0-9_]*`), so it is safe to splice into SQL.
+pub(crate) fn run(client: &mut Client, schema: &str) -> Result<Applied, Failure> {
+    let mut tx = client.transaction()?;
+    tx.execute("SELECT pg_advisory_xact_lock(hashtext('plangate migrations'), hashtext($1))", &[&schema])?;
+    // Checked rather than `CREATE SCHEMA IF NOT EXISTS`: a role allowed to
+    // use an existing schema need not be allowed to create schemas.
+    let exists: bool = tx.query_one("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", &[&schema])?.get(0);
+    if !exists {
+        tx.batch_execute(&format!("CREATE SCHEMA {schema}"))?;
+    }
+    tx.batch_execute(&format!(
+        "SET LOCAL search_path TO {schema};
+         CREATE TABLE IF NOT EXISTS schema_migrations (
+             version bigint PRIMARY KEY,
+             name text NOT NULL,
+             applied_at timestamptz NOT NULL DEFAULT now()
+         );"
+    ))?;
+    let found: i64 = tx.query_one("SELECT coalesce(max(version), 0)::bigint FROM schema_migrations", &[])?.get(0);
+    let known = newest();
+    if found > known {
+        return Err(Failure::Store(StoreError::SchemaTooNew { found, known }));
+    }
+    let mut applied = Applied::default();
+    for (version, name, sql) in MIGRATIONS.iter().filter(|m| m.0 > found) {
+        tx.batch_execute(sql)?;
+        tx.execute("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", &[version, name])?;
+        applied.versions.push(*version);
+    }
+    tx.commit()?;
+    Ok(applied)
+}

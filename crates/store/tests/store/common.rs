@@ -1,0 +1,120 @@
+//! Helpers shared by the store tests.
+
+use plangate_engine::{apply, Actor, Command, Ctx, Plan, Proposal, SessionKey, Step, TimerPolicy, Timestamp};
+use plangate_store::{Commit, PgOptions, PgStore, SledStore, Store};
+use std::time::Duration;
+
+pub const PG_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+
+pub fn ctx(now: i64, r: u8) -> Ctx {
+    Ctx {
+        now: Timestamp(now),
+        random: [r; 16],
+        timers: TimerPolicy { nudges_ms: vec![600_000, 1_800_000], timeout_ms: Some(86_400_000), ..TimerPolicy::default() },
+        approvals: Default::default(),
+    }
+}
+
+/// Enter plan mode and propose a one-step plan; the proposal's id is `[r; 16]`.
+pub fn propose(store: &dyn Store, key: &SessionKey, r: u8) -> Proposal {
+    let before = store.load(key).unwrap();
+    let t = apply(&before, &Actor::Agent, Command::Enter { reason: None }, &ctx(1, r)).unwrap();
+    store.commit(Commit::of(&t, &before, None)).unwrap();
+    let before = store.load(key).unwrap();
+    let plan = Plan { steps: vec![Step::pending("a")], ..Plan::titled(format!("plan {r}")) };
+    let t = apply(&before, &Actor::Agent, Command::Propose { plan, markdown: None, requested_by: None }, &ctx(1000, r)).unwrap();
+    store.commit(Commit::of(&t, &before, None)).unwrap();
+    t.state.latest.unwrap()
+}
+
+/// A store that can be opened again (a restart) over the same data.
+pub trait Backend {
+    fn open(&self) -> Box<dyn Store>;
+}
+
+pub struct SledBackend(pub tempfile::TempDir);
+
+impl SledBackend {
+    pub fn new() -> SledBackend {
+        SledBackend(tempfile::tempdir().unwrap())
+    }
+}
+
+impl Backend for SledBackend {
+    fn open(&self) -> Box<dyn Store> {
+        Box::new(SledStore::open(self.0.path()).unwrap())
+    }
+}
+
+pub struct PgBackend(pub TestSchema);
+
+impl PgBackend {
+    pub fn new() -> PgBackend {
+        PgBackend(TestSchema::new())
+    }
+}
+
+impl Backend for PgBackend {
+    fn open(&self) -> Box<dyn Store> {
+        Box::new(self.0.open())
+    }
+}
+
+/// A PostgreSQL schema of its own for one test (`t_<hex>`), dropped when
+/// the test passed (kept for a look when it failed).
+pub struct TestSchema {
+    pub schema: String,
+}
+
+pub fn admin() -> postgres::Client {
+    postgres::Client::connect(PG_URL, postgres::NoTls)
+        .unwrap_or_else(|e| panic!("PostgreSQL is not reachable at 127.0.0.1:5432 (these tests need it; .ci/run starts it): {e}"))
+}
+
+impl TestSchema {
+    pub fn new() -> TestSchema {
+        drop(admin());
+        TestSchema { schema: format!("t_{:016x}", rand::random::<u64>()) }
+    }
+
+    pub fn options(&self) -> PgOptions {
+        PgOptions { schema: self.schema.clone(), pool_size: 4, ..PgOptions::new(PG_URL) }
+    }
+
+    pub fn options_with_lease(&self, lease: Duration) -> PgOptions {
+        PgOptions { lease, ..self.options() }
+    }
+
+    pub fn open(&self) -> PgStore {
+        PgStore::open(&self.options()).unwrap()
+    }
+
+    /// A plain connection with `search_path` on this schema.
+    pub fn client(&self) -> postgres::Client {
+        let mut client = admin();
+        client.batch_execute(&format!("SET search_path TO {}", self.schema)).unwrap();
+        client
+    }
+}
+
+impl Drop for TestSchema {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = admin().batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema));
+        }
+    }
+}
+
+/// Poll `cond` every 20 ms for up to `within`.
+pub fn eventually(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        if cond() {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -1,0 +1,355 @@
+//! The [`Store`] contract, run against sled and against PostgreSQL: what the
+//! server relies on, whichever backend it runs on.
+
+use crate::common::{ctx, propose, Backend};
+use plangate_delivery::{Delivery, Style};
+use plangate_engine::namespace::{Namespace, NamespaceStep};
+use plangate_engine::{
+    apply, Actor, ApprovalId, AuditEvent, Command, DecisionStatus, Plan, Question, QuestionStatus, SessionKey, Step, Timer, TimerKind,
+    Timestamp, Verdict,
+};
+use plangate_store::{AuditQuery, Commit, OutboxEntry, StoreError};
+
+macro_rules! contract {
+    ($($name:ident),* $(,)?) => {
+        mod sled {
+            $( #[test] fn $name() { super::$name(&crate::common::SledBackend::new()) } )*
+        }
+        mod postgres {
+            $( #[test] fn $name() { super::$name(&crate::common::PgBackend::new()) } )*
+        }
+    };
+}
+
+contract!(
+    commit_then_reopen_sees_everything,
+    an_approval_id_is_never_reused,
+    record_once_mark_seen_and_cursors,
+    clock_jumps_neither_double_fire_nor_skip,
+    due_timers_page_through_a_backlog_and_remove_in_batches,
+    a_timer_is_identified_by_due_id_and_kind,
+    listings_by_status_prefix_and_session,
+    deliveries_documents_and_namespaces,
+    questions_and_their_deliveries,
+    audit_filters_and_limits,
+    outbox_and_sequence_numbers,
+    a_single_process_claims_everything_due,
+);
+
+fn commit_then_reopen_sees_everything(b: &dyn Backend) {
+    let key = SessionKey::new("demo", "s1");
+    let p = {
+        let store = b.open();
+        propose(&*store, &key, 7)
+    };
+    let store = b.open();
+    let state = store.load(&key).unwrap();
+    assert_eq!(state.latest.as_ref().unwrap().approval_id, p.approval_id);
+    assert_eq!(store.proposal(&p.approval_id).unwrap().unwrap(), p);
+    let timers = store.timers().unwrap();
+    assert_eq!(timers.len(), 3);
+    assert_eq!(timers[0].kind, TimerKind::Nudge(1));
+    assert_eq!(timers[2].kind, TimerKind::Timeout);
+    assert_eq!(store.next_timer().unwrap().unwrap().due, Timestamp(601_000));
+    assert_eq!(store.due_timers(Timestamp(601_000)).unwrap().len(), 1);
+    assert_eq!(store.due_timers(Timestamp(600_999)).unwrap().len(), 0);
+    let audit = store.audit(&AuditQuery::default()).unwrap();
+    let actions: Vec<_> = audit.iter().map(|e| e.action.as_str()).collect();
+    assert_eq!(actions, vec!["enter", "propose"]);
+    assert_eq!(store.proposals_by_prefix(&p.approval_id.to_string()[..5]).unwrap().len(), 1);
+    assert!(store.load(&SessionKey::new("demo", "never")).unwrap().latest.is_none());
+    store.flush().unwrap();
+}
+
+fn an_approval_id_is_never_reused(b: &dyn Backend) {
+    let store = b.open();
+    propose(&*store, &SessionKey::new("demo", "a"), 9);
+    let key = SessionKey::new("demo", "b");
+    let before = store.load(&key).unwrap();
+    let t = apply(&before, &Actor::Agent, Command::Enter { reason: None }, &ctx(1, 1)).unwrap();
+    store.commit(Commit::of(&t, &before, None)).unwrap();
+    let before = store.load(&key).unwrap();
+    let t = apply(&before, &Actor::Agent, Command::Propose { plan: Plan::titled("x"), markdown: None, requested_by: None }, &ctx(2, 9))
+        .unwrap();
+    let err = store.commit(Commit::of(&t, &before, None)).unwrap_err();
+    assert!(matches!(err, StoreError::DuplicateId(_)), "{err}");
+    // Nothing of the refused transaction was written.
+    assert_eq!(store.load(&key).unwrap().session.version, 0);
+    assert_eq!(store.audit(&AuditQuery { session_id: Some("b".into()), ..AuditQuery::default() }).unwrap().len(), 1);
+}
+
+fn record_once_mark_seen_and_cursors(b: &dyn Backend) {
+    {
+        let store = b.open();
+        assert!(store.record_once("nudge:1").unwrap());
+        assert!(!store.record_once("nudge:1").unwrap());
+        assert!(store.seen("nudge:1").unwrap());
+        assert!(!store.seen("nudge:2").unwrap());
+        store.mark_seen("click:1").unwrap();
+        store.mark_seen("click:1").unwrap();
+        assert!(!store.record_once("click:1").unwrap(), "a seen key counts as recorded");
+        assert_eq!(store.cursor("telegram.offset").unwrap(), None);
+        store.set_cursor("telegram.offset", "41").unwrap();
+        store.set_cursor("telegram.offset", "42").unwrap();
+    }
+    let store = b.open();
+    assert!(store.seen("nudge:1").unwrap() && store.seen("click:1").unwrap());
+    assert_eq!(store.cursor("telegram.offset").unwrap().as_deref(), Some("42"));
+}
+
+/// Wall-clock jumps: due times are wall-clock, and what fires is whatever
+/// `due_timers(now)` returns for the clock the scheduler reads. A fired timer
+/// leaves the store in the transaction of its transition, so a clock that
+/// jumps back cannot fire it again, and a clock that jumps forward fires each
+/// remaining timer exactly once.
+fn clock_jumps_neither_double_fire_nor_skip(b: &dyn Backend) {
+    let store = b.open();
+    let key = SessionKey::new("demo", "jump");
+    let p = propose(&*store, &key, 3);
+    // Nudge 1 (due at 601 s) fires at its time.
+    let nudge = store.due_timers(Timestamp(601_000)).unwrap().remove(0);
+    let (before, revision) = store.load_revision(&key).unwrap();
+    let t = apply(&before, &Actor::Scheduler, Command::TimerFired(nudge.clone()), &ctx(601_000, 9)).unwrap();
+    let commit = Commit { expected_revision: Some(revision), ..Commit::of(&t, &before, Some(&nudge)) };
+    store.commit(commit).unwrap();
+    // The clock jumps back an hour: nothing is due, nudge 1 cannot fire again.
+    assert!(store.due_timers(Timestamp(601_000 - 3_600_000)).unwrap().is_empty());
+    assert!(!store.timers().unwrap().contains(&nudge));
+    // The clock jumps forward two days: the rest is due, each once, in order.
+    let due = store.due_timers(Timestamp(2 * 86_400_000)).unwrap();
+    let kinds: Vec<_> = due.iter().map(|t| t.kind).collect();
+    assert_eq!(kinds, vec![TimerKind::Nudge(2), TimerKind::Timeout]);
+    for timer in due {
+        let (before, revision) = store.load_revision(&key).unwrap();
+        let t = apply(&before, &Actor::Scheduler, Command::TimerFired(timer.clone()), &ctx(2 * 86_400_000, 9)).unwrap();
+        store.commit(Commit { expected_revision: Some(revision), ..Commit::of(&t, &before, Some(&timer)) }).unwrap();
+    }
+    assert!(store.timers().unwrap().is_empty());
+    assert_eq!(store.proposal(&p.approval_id).unwrap().unwrap().status, DecisionStatus::TimedOut);
+}
+
+/// The scheduler pages through a backlog of due timers: pages are disjoint,
+/// in due order, cover exactly what `due_timers` returns, and a batch
+/// removal takes exactly the timers it names.
+fn due_timers_page_through_a_backlog_and_remove_in_batches(b: &dyn Backend) {
+    let store = b.open();
+    for r in 1..=5u8 {
+        propose(&*store, &SessionKey::new("demo", format!("s{r}")), r);
+    }
+    // Both nudges of all five approvals are due; the timeouts are not.
+    let now = Timestamp(1_801_000);
+    let all = store.due_timers(now).unwrap();
+    assert_eq!(all.len(), 10);
+    let mut paged = Vec::new();
+    let mut after = None;
+    loop {
+        let page = store.due_timers_page(now, after.as_ref(), 3).unwrap();
+        assert!(page.len() <= 3);
+        let last = page.len() < 3;
+        after = page.last().cloned();
+        paged.extend(page);
+        if last {
+            break;
+        }
+    }
+    assert_eq!(paged, all, "pages cover the due timers once each, in order");
+    assert!(paged.windows(2).all(|w| w[0].due <= w[1].due));
+
+    let first_nudges: Vec<_> = all.iter().filter(|t| t.kind == TimerKind::Nudge(1)).cloned().collect();
+    store.remove_timers(&first_nudges).unwrap();
+    drop(store);
+    let store = b.open();
+    let left = store.due_timers(now).unwrap();
+    assert_eq!(left.len(), 5, "durably removed");
+    assert!(left.iter().all(|t| t.kind == TimerKind::Nudge(2)));
+    assert_eq!(store.timers().unwrap().len(), 10, "the timeouts are untouched");
+}
+
+fn timer(due: i64, id: u8, kind: TimerKind) -> Timer {
+    Timer { due: Timestamp(due), session: SessionKey::new("demo", "t"), approval_id: ApprovalId([id; 16]), kind }
+}
+
+/// Timers are keyed by (due, id, kind): removing one with another due time
+/// leaves the other, and order is due time first, negative times included.
+fn a_timer_is_identified_by_due_id_and_kind(b: &dyn Backend) {
+    let store = b.open();
+    let early = timer(-5, 1, TimerKind::Nudge(1));
+    let late = timer(500, 1, TimerKind::Nudge(1));
+    let other_kind = timer(500, 1, TimerKind::AgentNudge(1));
+    let expiry = timer(500, 0, TimerKind::SubagentExpiry);
+    let commit = Commit { timers_add: vec![late.clone(), early.clone(), other_kind.clone(), expiry.clone()], ..Commit::default() };
+    store.commit(commit).unwrap();
+    assert_eq!(store.timers().unwrap(), vec![early.clone(), expiry.clone(), late.clone(), other_kind.clone()]);
+    store.remove_timer(&timer(499, 1, TimerKind::Nudge(1))).unwrap();
+    assert_eq!(store.timers().unwrap().len(), 4, "a different due time is a different timer");
+    store.remove_timer(&late).unwrap();
+    assert_eq!(store.timers().unwrap(), vec![early.clone(), expiry, other_kind]);
+    assert_eq!(store.next_timer().unwrap(), Some(early.clone()));
+    // Adding the same timer again replaces it.
+    store.commit(Commit { timers_add: vec![early.clone()], ..Commit::default() }).unwrap();
+    assert_eq!(store.timers().unwrap().len(), 3);
+    store.remove_timers(&[]).unwrap();
+}
+
+fn listings_by_status_prefix_and_session(b: &dyn Backend) {
+    let store = b.open();
+    let alice = Actor::Human { id: "telegram:1".into(), name: "telegram:@alice".into() };
+    let mut ids = Vec::new();
+    for r in [0x21u8, 0x2f, 0x30] {
+        ids.push(propose(&*store, &SessionKey::new("demo", format!("s{r:x}")), r).approval_id);
+    }
+    let key = SessionKey::new("demo", "s30");
+    let before = store.load(&key).unwrap();
+    let t = apply(&before, &alice, Command::Decide { approval_id: ids[2], verdict: Verdict::Approve }, &ctx(2000, 0x40)).unwrap();
+    store.commit(Commit::of(&t, &before, None)).unwrap();
+
+    let pending: Vec<_> = store.proposals(Some(DecisionStatus::Pending)).unwrap().iter().map(|p| p.approval_id).collect();
+    assert_eq!(pending, vec![ids[0], ids[1]]);
+    assert_eq!(store.proposals(Some(DecisionStatus::Approved)).unwrap().len(), 1);
+    assert_eq!(store.proposals(None).unwrap().len(), 3);
+    let mut visited = Vec::new();
+    store.visit_proposals(Some(DecisionStatus::Pending), &mut |p| visited.push(p.approval_id)).unwrap();
+    visited.sort();
+    assert_eq!(visited, vec![ids[0], ids[1]]);
+    let mut all = 0;
+    store.visit_proposals(None, &mut |_| all += 1).unwrap();
+    assert_eq!(all, 3);
+
+    let by = |prefix: &str| store.proposals_by_prefix(prefix).unwrap().iter().map(|p| p.approval_id).collect::<Vec<_>>();
+    assert_eq!(by("2"), vec![ids[0], ids[1]], "an odd number of hex digits");
+    assert_eq!(by("21"), vec![ids[0]]);
+    assert_eq!(by("2f2"), vec![ids[1]]);
+    assert_eq!(by("").len(), 3);
+    assert!(by("2F").is_empty(), "ids are lowercase");
+    assert!(by("%").is_empty() && by("_").is_empty() && by("zz").is_empty());
+    assert!(by("2é").is_empty() && by("é").is_empty(), "not hex, and no panic on a multi-byte character");
+
+    let sessions: Vec<_> = store.sessions().unwrap().into_iter().map(|s| s.key.session_id).collect();
+    assert_eq!(sessions, vec!["s21", "s2f", "s30"]);
+}
+
+fn delivery(destination: &str, chat: &str, message: &str) -> Delivery {
+    Delivery {
+        destination: destination.into(),
+        channel: "telegram".into(),
+        chat: chat.into(),
+        message_id: message.into(),
+        thread: None,
+        style: Style::Buttons,
+    }
+}
+
+fn deliveries_documents_and_namespaces(b: &dyn Backend) {
+    let id = ApprovalId([7; 16]);
+    let other = ApprovalId([8; 16]);
+    {
+        let store = b.open();
+        store.add_delivery(&id, &delivery("ops", "-100", "1")).unwrap();
+        store.add_delivery(&id, &delivery("dev", "-200", "2")).unwrap();
+        store.add_delivery(&id, &delivery("ops", "-100", "3")).unwrap();
+        store.add_delivery(&other, &delivery("ops", "-100", "9")).unwrap();
+        store.set_document_path(&id, "plans/demo/a.md").unwrap();
+        let ns = Namespace {
+            steps: vec![NamespaceStep { step: Step::pending("shared"), updated_by: "agent".into(), updated_at: Timestamp(5) }],
+        };
+        store.set_namespace("team.infra", &ns).unwrap();
+    }
+    let store = b.open();
+    let ds = store.deliveries(&id).unwrap();
+    assert_eq!(ds, vec![delivery("dev", "-200", "2"), delivery("ops", "-100", "3")], "one per destination and chat, the latest");
+    assert_eq!(store.deliveries(&ApprovalId([9; 16])).unwrap(), vec![]);
+    assert_eq!(store.document_path(&id).unwrap().as_deref(), Some("plans/demo/a.md"));
+    assert_eq!(store.document_path(&other).unwrap(), None);
+    assert_eq!(store.namespace("team.infra").unwrap().steps.len(), 1);
+    assert_eq!(store.namespace("nobody").unwrap(), Namespace::default());
+}
+
+fn questions_and_their_deliveries(b: &dyn Backend) {
+    let store = b.open();
+    let key = SessionKey::new("demo", "q");
+    let before = store.load(&key).unwrap();
+    let t = apply(&before, &Actor::Agent, Command::Enter { reason: None }, &ctx(1, 1)).unwrap();
+    store.commit(Commit::of(&t, &before, None)).unwrap();
+    let before = store.load(&key).unwrap();
+    let ask = Command::Ask { question: "which db?".into(), options: vec!["pg".into(), "sled".into()], allow_freetext: false };
+    let t = apply(&before, &Actor::Agent, ask, &ctx(2, 2)).unwrap();
+    store.commit(Commit::of(&t, &before, None)).unwrap();
+    let q: Question = store.load(&key).unwrap().session.pending_question.unwrap();
+    assert_eq!(store.question(&q.question_id).unwrap().unwrap(), q);
+    assert_eq!(q.status, QuestionStatus::Pending);
+    assert_eq!(store.question(&ApprovalId([0; 16])).unwrap(), None);
+    store.add_question_delivery(&q.question_id, &delivery("ops", "-1", "5")).unwrap();
+    assert_eq!(store.question_deliveries(&q.question_id).unwrap(), vec![delivery("ops", "-1", "5")]);
+    assert_eq!(store.deliveries(&q.question_id).unwrap(), vec![], "card and question deliveries are apart");
+}
+
+fn event(n: i64, session: &str, approval: Option<u8>) -> AuditEvent {
+    AuditEvent {
+        at: Timestamp(n),
+        agent: "demo".into(),
+        session_id: session.into(),
+        actor: "agent".into(),
+        action: format!("a{n}"),
+        approval_id: approval.map(|b| ApprovalId([b; 16])),
+        version: None,
+        detail: String::new(),
+    }
+}
+
+fn audit_filters_and_limits(b: &dyn Backend) {
+    {
+        let store = b.open();
+        store.append_audit(&[event(1, "x", Some(1)), event(2, "y", None), event(3, "x", None)]).unwrap();
+        store.append_audit(&[]).unwrap();
+        store.commit(Commit { audit: vec![event(4, "y", Some(1))], ..Commit::default() }).unwrap();
+    }
+    let store = b.open();
+    let actions = |q: AuditQuery| store.audit(&q).unwrap().into_iter().map(|e| e.action).collect::<Vec<_>>();
+    assert_eq!(actions(AuditQuery::default()), vec!["a1", "a2", "a3", "a4"]);
+    assert_eq!(actions(AuditQuery { limit: 2, ..AuditQuery::default() }), vec!["a3", "a4"], "the newest, oldest first");
+    assert_eq!(actions(AuditQuery { session_id: Some("x".into()), ..AuditQuery::default() }), vec!["a1", "a3"]);
+    assert_eq!(actions(AuditQuery { approval_id: Some(ApprovalId([1; 16])), ..AuditQuery::default() }), vec!["a1", "a4"]);
+    let q = AuditQuery { agent: Some("demo".into()), session_id: Some("y".into()), limit: 1, ..AuditQuery::default() };
+    assert_eq!(actions(q), vec!["a4"]);
+    assert!(actions(AuditQuery { agent: Some("other".into()), ..AuditQuery::default() }).is_empty());
+}
+
+fn outbox_and_sequence_numbers(b: &dyn Backend) {
+    let last = {
+        let store = b.open();
+        let seqs: Vec<u64> = (0..3).map(|_| store.generate_seq().unwrap()).collect();
+        assert!(seqs.windows(2).all(|w| w[0] < w[1]));
+        let entries: Vec<_> = seqs.iter().rev().map(|&seq| OutboxEntry { seq, work: vec![seq as u8, 0, 255] }).collect();
+        store.commit(Commit { outbox: entries, ..Commit::default() }).unwrap();
+        let outbox = store.outbox().unwrap();
+        assert_eq!(outbox.iter().map(|e| e.seq).collect::<Vec<_>>(), seqs, "in seq order");
+        store.remove_outbox(seqs[1]).unwrap();
+        store.remove_outbox(12345).unwrap();
+        seqs[2]
+    };
+    let store = b.open();
+    assert_eq!(store.outbox().unwrap().len(), 2);
+    assert!(store.generate_seq().unwrap() > last, "greater than any before, across restarts");
+    store.renew_leases().unwrap();
+}
+
+/// One process on its own store: the claims hand it every due timer, like
+/// `due_timers_page`, and a commit's revision check passes.
+fn a_single_process_claims_everything_due(b: &dyn Backend) {
+    let store = b.open();
+    for r in 1..=3u8 {
+        propose(&*store, &SessionKey::new("demo", format!("c{r}")), r);
+    }
+    let now = Timestamp(1_801_000);
+    let due = store.due_timers(now).unwrap();
+    assert_eq!(store.claim_due_timers(now, None, 100).unwrap(), due);
+    assert_eq!(store.claim_due_timers(now, None, 2).unwrap(), due[..2]);
+    assert_eq!(store.claim_due_timers(now, Some(&due[1]), 100).unwrap(), due[2..]);
+    assert_eq!(store.next_timer().unwrap().as_ref(), due.first());
+    let key = SessionKey::new("demo", "c1");
+    let (before, revision) = store.load_revision(&key).unwrap();
+    let mut session = before.session.clone();
+    session.updated_at = Timestamp(3000);
+    store.commit(Commit { session: Some(session), expected_revision: Some(revision), ..Commit::default() }).unwrap();
+    assert_eq!(store.load(&key).unwrap().session.updated_at, Timestamp(3000));
+}

@@ -1,0 +1,417 @@
+//! What only the PostgreSQL store has: several processes on one schema.
+//! Two `PgStore`s in one test process stand for two replicas (each has its
+//! own pool, replica id, listener and leader connections).
+
+use crate::common::{admin, ctx, eventually, propose, TestSchema, PG_URL};
+use plangate_engine::{apply, Actor, Command, Plan, SessionKey, Timestamp};
+use plangate_store::{Commit, OutboxEntry, PgOptions, PgStore, Store, StoreError};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::Duration;
+
+#[test]
+fn revisions_count_commits_and_a_new_session_starts_at_zero() {
+    let db = TestSchema::new();
+    let store = db.open();
+    let key = SessionKey::new("demo", "rev");
+    let (state, revision) = store.load_revision(&key).unwrap();
+    assert_eq!((state.session.version, revision), (0, 0));
+    let t = apply(&state, &Actor::Agent, Command::Enter { reason: None }, &ctx(1, 1)).unwrap();
+    store.commit(Commit { expected_revision: Some(0), ..Commit::of(&t, &state, None) }).unwrap();
+    assert_eq!(store.load_revision(&key).unwrap().1, 1);
+    // Unconditional commits count too.
+    let (state, _) = store.load_revision(&key).unwrap();
+    store.commit(Commit { session: Some(state.session.clone()), ..Commit::default() }).unwrap();
+    assert_eq!(store.load_revision(&key).unwrap().1, 2);
+    // A stale revision writes nothing.
+    let err = store.commit(Commit { session: Some(state.session), expected_revision: Some(1), ..Commit::default() }).unwrap_err();
+    assert!(matches!(err, StoreError::Conflict), "{err}");
+    assert_eq!(store.load_revision(&key).unwrap().1, 2);
+    assert!(store.shared());
+}
+
+/// Two replicas apply different transitions to the same loaded revision at
+/// the same moment: exactly one lands, the other writes nothing.
+#[test]
+fn racing_commits_on_one_revision_one_wins_one_conflicts() {
+    let db = TestSchema::new();
+    let (a, b) = (db.open(), db.open());
+    assert_ne!(a.replica_id(), b.replica_id());
+    let key = SessionKey::new("demo", "race");
+    // Twice: a session that does not exist yet (revision 0), then an existing one.
+    for round in 0..2u8 {
+        let mut commits = Vec::new();
+        for (store, r) in [(&a, 10 + round * 2), (&b, 11 + round * 2)] {
+            let (before, revision) = store.load_revision(&key).unwrap();
+            let command = if round == 0 {
+                Command::Enter { reason: Some(format!("by {r}")) }
+            } else {
+                Command::Propose { plan: Plan::titled(format!("plan {r}")), markdown: None, requested_by: None }
+            };
+            let t = apply(&before, &Actor::Agent, command, &ctx(100, r)).unwrap();
+            commits.push(Commit { expected_revision: Some(revision), ..Commit::of(&t, &before, None) });
+        }
+        let barrier = Barrier::new(2);
+        let results: Vec<Result<(), StoreError>> = std::thread::scope(|s| {
+            let handles: Vec<_> = [&a, &b]
+                .into_iter()
+                .zip(commits)
+                .map(|(store, commit)| {
+                    let barrier = &barrier;
+                    s.spawn(move || {
+                        barrier.wait();
+                        store.commit(commit)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let ok = results.iter().filter(|r| r.is_ok()).count();
+        let conflicts = results.iter().filter(|r| matches!(r, Err(StoreError::Conflict))).count();
+        assert_eq!((ok, conflicts), (1, 1), "round {round}: {results:?}");
+        assert_eq!(a.load_revision(&key).unwrap().1, u64::from(round) + 1);
+    }
+    // The loser's proposal was not written.
+    assert_eq!(a.proposals(None).unwrap().len(), 1);
+    assert_eq!(a.audit(&Default::default()).unwrap().len(), 2, "one enter, one propose");
+}
+
+/// A timer fires once across replicas: the second commit that fired it
+/// finds it gone and writes nothing. An event key is handled once.
+#[test]
+fn a_fired_timer_and_an_event_key_are_handled_once() {
+    let db = TestSchema::new();
+    let (a, b) = (db.open(), db.open());
+    let key = SessionKey::new("demo", "once");
+    propose(&a, &key, 5);
+    let nudge = a.due_timers(Timestamp(601_000)).unwrap().remove(0);
+    let fire = |store: &PgStore| {
+        let (before, revision) = store.load_revision(&key).unwrap();
+        let t = apply(&before, &Actor::Scheduler, Command::TimerFired(nudge.clone()), &ctx(601_000, 9)).unwrap();
+        Commit { expected_revision: Some(revision), ..Commit::of(&t, &before, Some(&nudge)) }
+    };
+    a.commit(fire(&a)).unwrap();
+    let revision = b.load_revision(&key).unwrap().1;
+    let err = b.commit(fire(&b)).unwrap_err();
+    assert!(matches!(err, StoreError::TimerGone), "{err}");
+    assert_eq!(b.load_revision(&key).unwrap().1, revision, "nothing was written");
+
+    let keyed = |store: &PgStore| {
+        let (before, revision) = store.load_revision(&key).unwrap();
+        let mut s = before.session.clone();
+        s.updated_at = Timestamp(before.session.updated_at.0 + 1);
+        Commit { session: Some(s), expected_revision: Some(revision), idempotency: vec!["telegram:update:1".into()], ..Commit::default() }
+    };
+    a.commit(keyed(&a)).unwrap();
+    let revision = b.load_revision(&key).unwrap().1;
+    match b.commit(keyed(&b)) {
+        Err(StoreError::AlreadyHandled(k)) => assert_eq!(k, "telegram:update:1"),
+        other => panic!("expected AlreadyHandled, got {other:?}"),
+    }
+    assert_eq!(b.load_revision(&key).unwrap().1, revision, "nothing was written");
+    assert!(b.seen("telegram:update:1").unwrap());
+}
+
+#[test]
+fn record_once_is_true_exactly_once_across_replicas() {
+    let db = TestSchema::new();
+    let (a, b) = (db.open(), db.open());
+    let wins = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for store in [&a, &b, &a, &b] {
+            let wins = &wins;
+            s.spawn(move || {
+                for i in 0..25 {
+                    if store.record_once(&format!("nudge:{i}")).unwrap() {
+                        wins.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(wins.load(Ordering::Relaxed), 25);
+}
+
+/// Due timers are leased: two replicas claim disjoint sets; when a lease
+/// runs out (its holder died) the other claims the timers; a renewed lease
+/// holds.
+#[test]
+fn due_timers_are_claimed_by_one_replica_until_the_lease_runs_out() {
+    let db = TestSchema::new();
+    let lease = Duration::from_millis(600);
+    let a = PgStore::open(&db.options_with_lease(lease)).unwrap();
+    let b = PgStore::open(&db.options_with_lease(lease)).unwrap();
+    for r in 1..=5u8 {
+        propose(&a, &SessionKey::new("demo", format!("s{r}")), r);
+    }
+    let now = Timestamp(1_801_000);
+    let all = a.due_timers(now).unwrap();
+    assert_eq!(all.len(), 10);
+
+    let mine = a.claim_due_timers(now, None, 4).unwrap();
+    assert_eq!(mine, all[..4], "the earliest, in order");
+    let theirs = b.claim_due_timers(now, None, 100).unwrap();
+    assert_eq!(theirs, all[4..], "the rest, none of a's");
+    assert!(b.claim_due_timers(now, None, 100).unwrap() == theirs, "a replica's own claims come back to it");
+    assert_eq!(a.claim_due_timers(now, None, 100).unwrap(), mine);
+    // next_timer skips timers another live replica holds.
+    assert_eq!(a.next_timer().unwrap().as_ref(), all.first());
+    assert_eq!(b.next_timer().unwrap().as_ref(), all.get(4));
+    // The listings ignore leases.
+    assert_eq!(b.due_timers(now).unwrap(), all);
+
+    // a renews; b still cannot take a's timers after the original lease.
+    std::thread::sleep(Duration::from_millis(300));
+    a.renew_leases().unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    let claimed = b.claim_due_timers(now, None, 100).unwrap();
+    assert!(claimed.iter().all(|t| !mine.contains(t)), "a renewed its lease: {claimed:?}");
+    // a stops renewing (it died): after its lease b claims its timers too.
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(b.claim_due_timers(now, None, 100).unwrap(), all);
+    assert!(a.claim_due_timers(now, None, 100).unwrap().is_empty(), "b holds them all now");
+    // Paging after a timer works on claims too.
+    assert_eq!(b.claim_due_timers(now, Some(&all[7]), 100).unwrap(), all[8..]);
+}
+
+/// Outbox entries are written leased to the committing replica; others
+/// claim them only when that lease runs out, each entry to one replica.
+#[test]
+fn outbox_entries_go_to_one_replica_and_move_when_it_dies() {
+    let db = TestSchema::new();
+    let lease = Duration::from_millis(600);
+    let a = PgStore::open(&db.options_with_lease(lease)).unwrap();
+    let b = PgStore::open(&db.options_with_lease(lease)).unwrap();
+    let seqs: Vec<u64> = (0..6).map(|_| a.generate_seq().unwrap()).collect();
+    let entries: Vec<_> = seqs.iter().map(|&seq| OutboxEntry { seq, work: seq.to_be_bytes().to_vec() }).collect();
+    a.commit(Commit { outbox: entries.clone(), ..Commit::default() }).unwrap();
+    assert!(b.claim_outbox(100).unwrap().is_empty(), "a holds its own work");
+    assert!(a.claim_outbox(100).unwrap().is_empty(), "a runs it after the commit, not through claims");
+    assert_eq!(b.outbox().unwrap(), entries);
+
+    std::thread::sleep(Duration::from_millis(300));
+    a.renew_leases().unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    assert!(b.claim_outbox(100).unwrap().is_empty(), "a renewed its lease");
+
+    std::thread::sleep(Duration::from_millis(800));
+    let first = b.claim_outbox(4).unwrap();
+    assert_eq!(first, entries[..4], "oldest first");
+    let (from_a, from_b) = std::thread::scope(|s| {
+        let x = s.spawn(|| a.claim_outbox(100).unwrap());
+        let y = s.spawn(|| b.claim_outbox(100).unwrap());
+        (x.join().unwrap(), y.join().unwrap())
+    });
+    let mut got: Vec<u64> = from_a.iter().chain(&from_b).map(|e| e.seq).collect();
+    got.sort();
+    assert_eq!(got, seqs[4..], "the rest, each to one replica");
+    for e in &first {
+        b.remove_outbox(e.seq).unwrap();
+    }
+    assert_eq!(a.outbox().unwrap().len(), 2);
+}
+
+/// A commit of one replica reaches the change listener of another.
+#[test]
+fn changes_of_one_replica_wake_the_listeners_of_another() {
+    let db = TestSchema::new();
+    let (a, b) = (db.open(), db.open());
+    let heard: Arc<Mutex<Vec<Option<SessionKey>>>> = Arc::default();
+    let sink = heard.clone();
+    b.subscribe_changes(Arc::new(move |key| sink.lock().unwrap().push(key))).unwrap();
+    assert!(eventually(Duration::from_secs(5), || heard.lock().unwrap().contains(&None)), "connected: everyone woken once");
+    let key = SessionKey::new("demo", "wake me");
+    propose(&a, &key, 3);
+    assert!(
+        eventually(Duration::from_secs(5), || heard.lock().unwrap().contains(&Some(key.clone()))),
+        "heard: {:?}",
+        heard.lock().unwrap()
+    );
+    // A refused commit notifies nobody.
+    let before = heard.lock().unwrap().len();
+    let other = SessionKey::new("demo", "refused");
+    let (state, _) = a.load_revision(&other).unwrap();
+    let err = a.commit(Commit { session: Some(state.session), expected_revision: Some(7), ..Commit::default() }).unwrap_err();
+    assert!(matches!(err, StoreError::Conflict));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!heard.lock().unwrap()[before..].contains(&Some(other)));
+}
+
+/// The listener's connection dropped: it reconnects and says changes may
+/// have been missed.
+#[test]
+fn a_listener_that_lost_its_connection_reconnects_and_wakes_everyone() {
+    let db = TestSchema::new();
+    let store = db.open();
+    let nones = Arc::new(AtomicUsize::new(0));
+    let count = nones.clone();
+    store
+        .subscribe_changes(Arc::new(move |key| {
+            if key.is_none() {
+                count.fetch_add(1, Ordering::SeqCst);
+            }
+        }))
+        .unwrap();
+    assert!(eventually(Duration::from_secs(5), || nones.load(Ordering::SeqCst) == 1));
+    let mut admin = admin();
+    let killed = admin
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = left($1, 63)",
+            &[&format!("plangate listener {}", store.replica_id())],
+        )
+        .unwrap();
+    assert_eq!(killed, 1);
+    assert!(eventually(Duration::from_secs(5), || nones.load(Ordering::SeqCst) >= 3), "lost (1) and reconnected (1)");
+    let key = SessionKey::new("demo", "after");
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let sink = heard.clone();
+    store.subscribe_changes(Arc::new(move |k| sink.lock().unwrap().push(k))).unwrap();
+    assert!(eventually(Duration::from_secs(5), || heard.lock().unwrap().contains(&None)));
+    propose(&store, &key, 1);
+    assert!(eventually(Duration::from_secs(5), || heard.lock().unwrap().contains(&Some(key.clone()))));
+}
+
+struct Candidate {
+    store: Option<PgStore>,
+    leading: Arc<Mutex<bool>>,
+    changes: Arc<AtomicUsize>,
+}
+
+fn candidate(db: &TestSchema, role: &str) -> Candidate {
+    let store = db.open();
+    let leading = Arc::new(Mutex::new(false));
+    let changes = Arc::new(AtomicUsize::new(0));
+    let (flag, count) = (leading.clone(), changes.clone());
+    store
+        .elect_leader(
+            role,
+            Arc::new(move |now| {
+                *flag.lock().unwrap() = now;
+                count.fetch_add(1, Ordering::SeqCst);
+            }),
+        )
+        .unwrap();
+    Candidate { store: Some(store), leading, changes }
+}
+
+fn leaders(cs: &[&Candidate]) -> Vec<usize> {
+    cs.iter().enumerate().filter(|(_, c)| *c.leading.lock().unwrap()).map(|(i, _)| i).collect()
+}
+
+/// The pid of the connection holding the leader lock of `role`.
+fn lock_holder(db: &TestSchema, role: &str) -> Option<i32> {
+    let row = admin()
+        .query_opt(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2 \
+             AND classid = hashtext($1)::oid AND objid = hashtext($2)::oid",
+            &[&db.schema, &role],
+        )
+        .unwrap();
+    row.map(|r| r.get(0))
+}
+
+/// Exactly one of two replicas leads a role; when the leader's connection
+/// is cut (what a SIGKILL does), the other takes over within seconds.
+#[test]
+fn one_leader_and_a_takeover_when_its_connection_dies() {
+    let db = TestSchema::new();
+    let role = "telegram";
+    let (a, b) = (candidate(&db, role), candidate(&db, role));
+    assert!(eventually(Duration::from_secs(3), || leaders(&[&a, &b]).len() == 1));
+    // And it stays that way.
+    for _ in 0..10 {
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(leaders(&[&a, &b]).len(), 1);
+    }
+    let first = leaders(&[&a, &b])[0];
+    // Another role is elected on its own.
+    let c = candidate(&db, "slack");
+    assert!(eventually(Duration::from_secs(3), || *c.leading.lock().unwrap()));
+
+    let pid = lock_holder(&db, role).expect("the leader holds the lock");
+    let started = std::time::Instant::now();
+    assert!(admin().query_one("SELECT pg_terminate_backend($1)", &[&pid]).unwrap().get::<_, bool>(0));
+    let other = 1 - first;
+    assert!(eventually(Duration::from_secs(3), || leaders(&[&a, &b]) == vec![other]), "took over: {:?}", leaders(&[&a, &b]));
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert!(lock_holder(&db, role).is_some_and(|p| p != pid));
+    let old = [&a, &b][first];
+    assert!(old.changes.load(Ordering::SeqCst) >= 2, "the old leader was told it stopped leading");
+    // The old leader competes again and stays a follower.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(leaders(&[&a, &b]), vec![other]);
+}
+
+/// A replica that goes away (its store dropped) hands the role over.
+#[test]
+fn dropping_the_leader_hands_the_role_over() {
+    let db = TestSchema::new();
+    let (mut a, mut b) = (candidate(&db, "discord"), candidate(&db, "discord"));
+    assert!(eventually(Duration::from_secs(3), || leaders(&[&a, &b]).len() == 1));
+    let a_leads = *a.leading.lock().unwrap();
+    let (leader, follower) = if a_leads { (&mut a, &b) } else { (&mut b, &a) };
+    drop(leader.store.take());
+    assert!(eventually(Duration::from_secs(3), || *follower.leading.lock().unwrap()), "the follower took over");
+    assert!(!*leader.leading.lock().unwrap(), "the dropped leader was told it stopped");
+}
+
+#[test]
+fn a_schema_migrated_by_a_newer_plangate_is_refused() {
+    let db = TestSchema::new();
+    drop(db.open());
+    db.client().execute("INSERT INTO schema_migrations (version, name) VALUES (999, 'from the future')", &[]).unwrap();
+    let err = PgStore::open(&db.options()).unwrap_err();
+    assert!(matches!(err, StoreError::SchemaTooNew { found: 999, known: 1 }), "{err:?}");
+    assert!(err.to_string().contains("upgrade plangate on every replica"), "{err}");
+}
+
+/// Replicas starting together migrate once, without tripping over each other.
+#[test]
+fn replicas_starting_together_migrate_once() {
+    let db = TestSchema::new();
+    let stores: Vec<PgStore> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4).map(|_| s.spawn(|| PgStore::open(&db.options()))).collect();
+        handles.into_iter().map(|h| h.join().unwrap().unwrap()).collect()
+    });
+    let ids: HashSet<&str> = stores.iter().map(|s| s.replica_id()).collect();
+    assert_eq!(ids.len(), 4);
+    let rows = db.client().query("SELECT version FROM schema_migrations", &[]).unwrap();
+    assert_eq!(rows.iter().map(|r| r.get::<_, i64>(0)).collect::<Vec<_>>(), vec![1]);
+    drop(stores);
+    // Opening again applies nothing and keeps the data.
+    let store = db.open();
+    store.mark_seen("k").unwrap();
+    drop(store);
+    assert!(db.open().seen("k").unwrap());
+}
+
+#[test]
+fn bad_options_and_an_unreachable_server_are_clear_errors() {
+    let db = TestSchema::new();
+    for schema in ["", "Public", "a;b", "1x"] {
+        let err = PgStore::open(&PgOptions { schema: schema.into(), ..db.options() }).unwrap_err();
+        assert!(err.to_string().contains("invalid PostgreSQL schema name"), "{err}");
+    }
+    let err = PgStore::open(&PgOptions::new("not a url ::")).unwrap_err();
+    assert!(err.to_string().contains("URL"), "{err}");
+    let err = PgStore::open(&PgOptions { schema: db.schema.clone(), ..PgOptions::new("postgres://postgres:hunter2@127.0.0.1:1/test") })
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, StoreError::Unavailable(_)), "{err:?}");
+    assert!(text.contains("is PostgreSQL running at 127.0.0.1:1/test"), "{text}");
+    assert!(!text.contains("hunter2"), "{text}");
+    let _ = PG_URL;
+}
+
+#[test]
+fn snapshots_and_pruning_say_what_to_use_instead() {
+    let db = TestSchema::new();
+    let store = db.open();
+    let dir = tempfile::tempdir().unwrap();
+    let err = store.snapshot(dir.path(), &mut Vec::new()).unwrap_err().to_string();
+    assert!(err.contains("pg_dump --schema=t_"), "{err}");
+    let policy = plangate_store::PrunePolicy { decided_before: None, audit_before: None, batch: 10, dry_run: true };
+    let err = store.prune(dir.path(), &policy).unwrap_err().to_string();
+    assert!(err.contains("not supported on PostgreSQL"), "{err}");
+}

@@ -1,0 +1,89 @@
+//! What only the sled store has: its schema version check, flushes shared
+//! and skipped, snapshots.
+
+use crate::common::ctx;
+use plangate_engine::{apply, Actor, Command, SessionKey};
+use plangate_store::{Commit, SledStore, Store};
+
+#[test]
+fn schema_mismatch_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(SledStore::open(dir.path()).unwrap());
+    {
+        let db = sled::open(dir.path().join("db")).unwrap();
+        db.open_tree("meta").unwrap().insert("schema_version", "999").unwrap();
+        db.flush().unwrap();
+    }
+    let err = SledStore::open(dir.path()).err().unwrap();
+    assert!(err.to_string().contains("schema version 999"), "{err}");
+}
+
+/// A click that made a transition had its key written and flushed by that
+/// commit; the hub's `mark_seen` after it costs no second flush. A key new to
+/// the store (a refused click) is still made durable.
+#[test]
+fn mark_seen_after_the_commit_that_wrote_the_key_does_not_flush_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = SessionKey::new("demo", "click");
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        let before = store.load(&key).unwrap();
+        let t = apply(&before, &Actor::Agent, Command::Enter { reason: None }, &ctx(1, 1)).unwrap();
+        let mut commit = Commit::of(&t, &before, None);
+        commit.idempotency.push("telegram:update:7".into());
+        store.commit(commit).unwrap();
+        let after_commit = store.flush_stats();
+        store.mark_seen("telegram:update:7").unwrap();
+        assert_eq!(store.flush_stats().writes, after_commit.writes, "no second durable write for the same key");
+        assert_eq!(store.flush_stats().flushes, after_commit.flushes, "no second flush for the same key");
+        store.mark_seen("slack:action:refused").unwrap();
+        assert_eq!(store.flush_stats().writes, after_commit.writes + 1, "a new key is made durable");
+    }
+    let store = SledStore::open(dir.path()).unwrap();
+    assert!(store.seen("telegram:update:7").unwrap() && store.seen("slack:action:refused").unwrap());
+}
+
+/// A snapshot restores into an empty dir as the same data (documents too),
+/// later ids never collide with restored ones, and a non-empty target or a
+/// truncated file is refused.
+#[test]
+fn snapshot_restores_into_an_empty_dir_and_refuses_the_rest() {
+    use plangate_store::{SledStore, Store};
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    for i in 0..50u64 {
+        store.mark_seen(&format!("event-{i}")).unwrap();
+    }
+    let event = |n: u64| plangate_engine::AuditEvent {
+        at: plangate_engine::Timestamp(n as i64),
+        agent: "demo".into(),
+        session_id: "s".into(),
+        actor: "agent".into(),
+        action: format!("a{n}"),
+        approval_id: None,
+        version: None,
+        detail: String::new(),
+    };
+    store.append_audit(&[event(1), event(2)]).unwrap();
+    std::fs::create_dir_all(dir.path().join("plans/demo")).unwrap();
+    std::fs::write(dir.path().join("plans/demo/plan-x.md"), "# X\n").unwrap();
+    let mut bytes = Vec::new();
+    let stats = store.snapshot(dir.path(), &mut bytes).unwrap();
+    assert_eq!(stats.documents, 1);
+
+    let target = tempfile::tempdir().unwrap();
+    let restored_dir = target.path().join("restored");
+    SledStore::restore(&restored_dir, &mut bytes.as_slice()).unwrap();
+    assert_eq!(std::fs::read_to_string(restored_dir.join("plans/demo/plan-x.md")).unwrap(), "# X\n");
+    let restored = SledStore::open(&restored_dir).unwrap();
+    assert!(restored.seen("event-49").unwrap());
+    restored.append_audit(&[event(3)]).unwrap();
+    let actions: Vec<String> = restored.audit(&plangate_store::AuditQuery::default()).unwrap().into_iter().map(|e| e.action).collect();
+    assert_eq!(actions, vec!["a1", "a2", "a3"], "a new audit record does not overwrite a restored one");
+
+    let err = SledStore::restore(&restored_dir, &mut bytes.as_slice()).unwrap_err().to_string();
+    assert!(err.contains("not empty"), "{err}");
+    let cut = &bytes[..bytes.len() - 20];
+    let err = SledStore::restore(&target.path().join("cut"), &mut &cut[..]).unwrap_err().to_string();
+    assert!(err.contains("truncated") || err.contains("damaged"), "{err}");
+}

@@ -20,6 +20,9 @@ mod group;
 mod redo;
 mod retention;
 mod sled_store;
+// TEMP stub PgStore (drop at merge): the real one comes from branch `pg`.
+mod postgres_stub;
+pub use postgres_stub::{migrate, PgOptions, PgStore};
 
 pub use backup::BackupStats;
 pub use documents::{append_receipt, plan_document_path, write_document, DocumentError};

@@ -28,6 +28,9 @@ use tracing::{debug, warn};
 /// the next tick, or at once when a page came back full).
 const CLAIM_PAGE: usize = 1024;
 
+/// How long the start waits for the store to confirm the change subscription.
+const SUBSCRIBE_WAIT: Duration = Duration::from_secs(5);
+
 /// Start the replica machinery when the store is shared. Returns the tasks
 /// to await at shutdown (they end when `shutdown` turns true).
 pub async fn start(core: &Arc<Core>, shutdown: watch::Receiver<bool>) -> anyhow::Result<Vec<JoinHandle<()>>> {
@@ -39,9 +42,18 @@ pub async fn start(core: &Arc<Core>, shutdown: watch::Receiver<bool>) -> anyhow:
         // The receiver is gone only at shutdown.
         let _ = tx.send(key);
     });
-    core.blocking(move |s| s.subscribe_changes(listener))
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot subscribe to the store's change notifications: {e}"))?;
+    // Off the async workers (the PostgreSQL client blocks). A store may
+    // return once its listening thread runs, or keep this call for the
+    // subscription's life: a failure within the first seconds stops the
+    // start, a call still running after them is the subscription at work.
+    let store = core.store.clone();
+    let subscribing = tokio::task::spawn_blocking(move || store.subscribe_changes(listener));
+    match tokio::time::timeout(SUBSCRIBE_WAIT, subscribing).await {
+        Ok(Ok(Ok(()))) => {}
+        Ok(Ok(Err(e))) => anyhow::bail!("cannot subscribe to the store's change notifications: {e}"),
+        Ok(Err(e)) => anyhow::bail!("the task subscribing to the store's change notifications failed: {e}"),
+        Err(_) => debug!("the store keeps the change subscription call running; carrying on"),
+    }
     let wakes = tokio::spawn(forward_changes(core.clone(), rx, shutdown.clone()));
     let leases = tokio::spawn(keep_leases(core.clone(), shutdown));
     Ok(vec![wakes, leases])

@@ -21,7 +21,7 @@ pub fn explain(settings: &Settings, source: &str) -> String {
         let url = crate::config::mask_url_password(store.postgres_url.as_deref().unwrap_or_default());
         let _ = writeln!(
             out,
-            "store: postgres at {url}, schema {}, {} connections, lease {} s (replicas may share it; data_dir keeps plan documents only)",
+            "store: postgres at {url}, schema {}, {} connections, lease {} s (replicas may share it; each replica's data_dir keeps its plan documents and web secret)",
             store.postgres_schema, store.pool_size, store.lease_seconds
         );
     } else {

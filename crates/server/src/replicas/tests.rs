@@ -507,3 +507,19 @@ async fn claimed_outbox_entries_are_queued_once() {
     f.core.drain(Duration::from_secs(10)).await.unwrap();
     assert_eq!(f.chan.edits.load(Ordering::SeqCst), edits, "not made again");
 }
+
+/// The machinery starts only on a shared store, and stops with the server.
+#[tokio::test]
+async fn replica_tasks_run_on_a_shared_store_until_shutdown() {
+    let f = fixture();
+    let (stop, shutdown) = tokio::sync::watch::channel(false);
+    let tasks = super::start(&f.core, shutdown.clone()).await.unwrap();
+    assert_eq!(tasks.len(), 2, "change wake-ups and lease renewal");
+    stop.send(true).unwrap();
+    for task in tasks {
+        tokio::time::timeout(Duration::from_secs(5), task).await.expect("stopped at shutdown").unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let sled = Core::new(f.core.settings.clone(), Arc::new(SledStore::open(dir.path()).unwrap()));
+    assert!(super::start(&sled, shutdown).await.unwrap().is_empty(), "nothing to do for one process");
+}

@@ -57,6 +57,10 @@ pub struct Config {
     pub namespaces: BTreeMap<String, NamespaceConfig>,
     #[serde(default)]
     pub retention: RetentionConfig,
+    /// Where the state lives: sled under `data_dir` (one process), or one
+    /// PostgreSQL database several replicas share.
+    #[serde(default)]
+    pub store: StoreConfig,
     /// Raw channel sections, handed to each adapter's own config type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telegram: Option<serde_json::Value>,
@@ -398,6 +402,197 @@ impl RetentionConfig {
     }
 }
 
+/// `[store]`: sled (the default: one process, embedded, under
+/// `server.data_dir`) or PostgreSQL (several replicas on one database).
+#[derive(Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreConfig {
+    /// `"sled"` or `"postgres"`.
+    #[serde(default = "store_backend")]
+    pub backend: String,
+    /// `postgres://user[:password]@host[:port]/database` (or a `key=value`
+    /// connection string); required with `backend = "postgres"`. Its
+    /// password is masked by `config check`; prefer the environment
+    /// (`PLANGATE__STORE__POSTGRES_URL`) or a password file the client reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub postgres_url: Option<String>,
+    /// The schema plangate's tables live in (created if missing).
+    #[serde(default = "store_schema")]
+    pub postgres_schema: String,
+    /// Connections each replica keeps open.
+    #[serde(default = "store_pool_size")]
+    pub pool_size: u32,
+    /// How long a replica's claim on a timer, an outbox entry or a
+    /// leadership lasts without renewal (renewed every third of it): how
+    /// long a dead replica's work waits before another takes it over.
+    #[serde(default = "store_lease_seconds")]
+    pub lease_seconds: u64,
+}
+
+fn store_backend() -> String {
+    "sled".into()
+}
+fn store_schema() -> String {
+    "plangate".into()
+}
+fn store_pool_size() -> u32 {
+    16
+}
+fn store_lease_seconds() -> u64 {
+    10
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            backend: store_backend(),
+            postgres_url: None,
+            postgres_schema: store_schema(),
+            pool_size: store_pool_size(),
+            lease_seconds: store_lease_seconds(),
+        }
+    }
+}
+
+/// Never prints the URL's password (settings are `Debug`).
+impl std::fmt::Debug for StoreConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreConfig")
+            .field("backend", &self.backend)
+            .field("postgres_url", &self.postgres_url.as_deref().map(mask_url_password))
+            .field("postgres_schema", &self.postgres_schema)
+            .field("pool_size", &self.pool_size)
+            .field("lease_seconds", &self.lease_seconds)
+            .finish()
+    }
+}
+
+/// The shortest lease accepted: renewed every third of it, so at least
+/// once a second.
+pub const MIN_LEASE_SECONDS: u64 = 3;
+/// The longest lease accepted: a dead replica's timers wait this long.
+pub const MAX_LEASE_SECONDS: u64 = 600;
+
+impl StoreConfig {
+    /// Whether the store is PostgreSQL (else sled).
+    pub fn is_postgres(&self) -> bool {
+        self.backend.trim() == "postgres"
+    }
+
+    /// The lease of claims and leadership.
+    pub fn lease(&self) -> Duration {
+        Duration::from_secs(self.lease_seconds)
+    }
+
+    /// Every problem of the section, each with its key and the fix.
+    fn problems(&self) -> Vec<ConfigError> {
+        let mut out = Vec::new();
+        match self.backend.trim() {
+            "sled" | "postgres" => {}
+            other => out.push(invalid(
+                "store.backend",
+                format!("expected \"sled\" (one process, under server.data_dir) or \"postgres\" (replicas), got {other:?}"),
+            )),
+        }
+        if !self.is_postgres() {
+            return out;
+        }
+        match self.postgres_url.as_deref().map(str::trim) {
+            None | Some("") => out.push(invalid(
+                "store.postgres_url",
+                "is required with backend = \"postgres\": e.g. \"postgres://plangate@db.internal:5432/plangate\" \
+                 (or set PLANGATE__STORE__POSTGRES_URL)",
+            )),
+            Some(url) => {
+                if let Err(problem) = check_postgres_url(url) {
+                    out.push(invalid("store.postgres_url", problem));
+                }
+            }
+        }
+        if !is_valid_schema_name(&self.postgres_schema) {
+            out.push(invalid(
+                "store.postgres_schema",
+                format!(
+                    "{:?} is not a schema name plangate takes: 1–63 characters of lowercase letters, digits and `_`, \
+                     starting with a letter or `_` (e.g. \"plangate\"), and not starting with `pg_`",
+                    self.postgres_schema
+                ),
+            ));
+        }
+        if self.pool_size == 0 || self.pool_size > 1000 {
+            out.push(invalid("store.pool_size", format!("must be 1–1000 connections per replica, got {}", self.pool_size)));
+        }
+        if !(MIN_LEASE_SECONDS..=MAX_LEASE_SECONDS).contains(&self.lease_seconds) {
+            out.push(invalid(
+                "store.lease_seconds",
+                format!(
+                    "must be {MIN_LEASE_SECONDS}–{MAX_LEASE_SECONDS} seconds (renewed every third of it; a dead replica's work \
+                     is taken over after it), got {}",
+                    self.lease_seconds
+                ),
+            ));
+        }
+        out
+    }
+}
+
+/// A PostgreSQL schema name plangate can use unquoted: lowercase, so the
+/// name in the config is the name in the database.
+pub fn is_valid_schema_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    let first_ok = chars.next().is_some_and(|c| c.is_ascii_lowercase() || c == '_');
+    first_ok
+        && name.len() <= 63
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !name.starts_with("pg_")
+}
+
+/// A `postgres://` / `postgresql://` URL with a host, or a `key=value`
+/// connection string naming a host.
+fn check_postgres_url(url: &str) -> Result<(), String> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        let parsed =
+            reqwest::Url::parse(url).map_err(|e| format!("is not a URL ({e}); expected e.g. \"postgres://plangate@db:5432/plangate\""))?;
+        if parsed.host_str().is_none_or(str::is_empty) && !url.contains("host=") {
+            return Err("has no host; expected e.g. \"postgres://plangate@db:5432/plangate\"".into());
+        }
+        Ok(())
+    } else if url.contains('=') && url.split_whitespace().all(|pair| pair.contains('=')) {
+        if url.split_whitespace().any(|pair| pair.starts_with("host=") || pair.starts_with("hostaddr=")) {
+            Ok(())
+        } else {
+            Err("a key=value connection string needs host=…".into())
+        }
+    } else {
+        Err(format!("expected a postgres:// or postgresql:// URL (or a key=value connection string), got {:?}", mask_url_password(url)))
+    }
+}
+
+/// `url` with any password replaced by `********` (URLs and `password=`
+/// in key=value strings), for `config check`, logs and `Debug`.
+pub fn mask_url_password(url: &str) -> String {
+    let mask_pairs = |text: &str, sep: char| -> String {
+        text.split(sep)
+            .map(|pair| match pair.split_once("password=") {
+                Some((before, _)) => format!("{before}password=********"),
+                None => pair.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(&sep.to_string())
+    };
+    let Some((scheme, rest)) = url.split_once("://") else { return mask_pairs(url, ' ') };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let authority = match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _password)) => format!("{user}:********@{host}"),
+            None => authority.to_string(),
+        },
+        None => authority.to_string(),
+    };
+    format!("{scheme}://{authority}{}", mask_pairs(tail, '&'))
+}
+
 /// A validated configuration, with derived lookups.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -504,6 +699,9 @@ impl Settings {
         if let Err(e) = raw.retention.parsed() {
             problem(e);
         }
+        for e in raw.store.problems() {
+            problem(e);
+        }
         for (id, agent) in &raw.agents {
             if let Some(hook) = &agent.webhook {
                 if let Err(e) = check_webhook(id, hook, &tokens) {
@@ -605,6 +803,11 @@ impl Settings {
     pub fn masked(&self) -> serde_json::Value {
         let mut value = serde_json::to_value(&self.raw).unwrap_or_default();
         mask(&mut value);
+        if let Some(url) = value.pointer_mut("/store/postgres_url") {
+            if let Some(text) = url.as_str() {
+                *url = serde_json::Value::String(mask_url_password(text));
+            }
+        }
         value
     }
 
@@ -1150,6 +1353,66 @@ mod tests {
         assert!(s.namespace_key("a", "release").shared);
         assert_eq!(s.namespace_key("a", "notes"), NamespaceKey { store: "a:notes".into(), shared: false });
         assert_ne!(s.namespace_key("a", "notes"), s.namespace_key("b", "notes"));
+    }
+
+    #[test]
+    fn store_defaults_to_sled_and_postgres_needs_a_url_and_a_plain_schema() {
+        let s = parse(DEFAULT_TOML).unwrap();
+        assert!(!s.raw.store.is_postgres());
+        assert_eq!((s.raw.store.pool_size, s.raw.store.lease_seconds, s.raw.store.postgres_schema.as_str()), (16, 10, "plangate"));
+        let base = "[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n";
+        let pg = |extra: &str| parse(&format!("{base}[store]\nbackend = \"postgres\"\n{extra}"));
+        let s = pg("postgres_url = \"postgres://plangate@db.internal:5432/plangate\"\n").unwrap();
+        assert!(s.raw.store.is_postgres());
+        assert_eq!(s.raw.store.lease(), Duration::from_secs(10));
+        pg("postgres_url = \"host=/run/postgresql dbname=plangate\"\npostgres_schema = \"team_a\"\n").unwrap();
+        pg("postgres_url = \"postgresql:///plangate?host=/run/postgresql\"\n").unwrap();
+        for (extra, key, says) in [
+            ("", "store.postgres_url", "is required with backend = \"postgres\""),
+            ("postgres_url = \"  \"\n", "store.postgres_url", "is required"),
+            ("postgres_url = \"mysql://db/x\"\n", "store.postgres_url", "postgres:// or postgresql://"),
+            ("postgres_url = \"dbname=x\"\n", "store.postgres_url", "needs host="),
+            ("postgres_url = \"postgres://db/x\"\npostgres_schema = \"Plans\"\n", "store.postgres_schema", "lowercase"),
+            ("postgres_url = \"postgres://db/x\"\npostgres_schema = \"a; drop\"\n", "store.postgres_schema", "not a schema name"),
+            ("postgres_url = \"postgres://db/x\"\npostgres_schema = \"pg_catalog\"\n", "store.postgres_schema", "pg_"),
+            ("postgres_url = \"postgres://db/x\"\npostgres_schema = \"\"\n", "store.postgres_schema", "1–63"),
+            ("postgres_url = \"postgres://db/x\"\npool_size = 0\n", "store.pool_size", "1–1000"),
+            ("postgres_url = \"postgres://db/x\"\nlease_seconds = 1\n", "store.lease_seconds", "3–600"),
+        ] {
+            let err = pg(extra).unwrap_err().to_string();
+            assert!(err.contains(&format!("`{key}`")) && err.contains(says), "{extra}: {err}");
+        }
+        let err = parse(&format!("{base}[store]\nbackend = \"mysql\"\n")).unwrap_err().to_string();
+        assert!(err.contains("`store.backend`") && err.contains("\"sled\"") && err.contains("\"postgres\""), "{err}");
+        // Every problem of the section at once.
+        let err = pg("postgres_schema = \"X\"\n").unwrap_err().to_string();
+        assert!(err.contains("2 settings are invalid"), "{err}");
+        // Sled ignores the PostgreSQL keys (a config can be switched back by one line).
+        parse(&format!("{base}[store]\nbackend = \"sled\"\npostgres_schema = \"X\"\n")).unwrap();
+        let err = parse(&format!("{base}[store]\nbackend = \"sled\"\nurl = \"x\"\n")).unwrap_err().to_string();
+        assert!(err.contains("url"), "{err}");
+    }
+
+    #[test]
+    fn the_postgres_password_is_masked_everywhere() {
+        for (url, masked) in [
+            ("postgres://plangate:s3cret@db:5432/plangate", "postgres://plangate:********@db:5432/plangate"),
+            (
+                "postgres://plangate@db/plangate?password=s3cret&sslmode=require",
+                "postgres://plangate@db/plangate?password=********&sslmode=require",
+            ),
+            ("postgresql://u:s3cret@db", "postgresql://u:********@db"),
+            ("host=db user=u password=s3cret dbname=p", "host=db user=u password=******** dbname=p"),
+            ("postgres://db/plangate", "postgres://db/plangate"),
+        ] {
+            assert_eq!(mask_url_password(url), masked);
+        }
+        let toml = "[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n[store]\nbackend = \"postgres\"\npostgres_url = \"postgres://u:s3cret@db/p\"\n";
+        let s = parse(toml).unwrap();
+        assert_eq!(s.masked()["store"]["postgres_url"], "postgres://u:********@db/p");
+        assert!(!s.masked().to_string().contains("s3cret"));
+        assert!(!format!("{s:?}").contains("s3cret"));
+        assert_eq!(s.raw.store.postgres_url.as_deref(), Some("postgres://u:s3cret@db/p"), "the real URL is kept for the store");
     }
 
     #[test]

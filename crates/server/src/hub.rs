@@ -15,6 +15,8 @@ use plangate_engine::grammar::AcceptTerms;
 use plangate_engine::grammar::{self, Parsed, PlanCommand, Target};
 use plangate_engine::view::short_ref;
 use plangate_engine::{Actor, ApprovalId, Command, DecisionStatus, Mode, Plan, Proposal, Refusal, SessionKey, State, Step, Terms, Verdict};
+use plangate_store::StoreError;
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tracing::Instrument;
@@ -100,7 +102,23 @@ impl Hub {
         self.core.audit(key, &Self::who(ev), "refused", approval, detail).await;
     }
 
+    /// Handle one event: [`Hub::dispatch`], except that an event another
+    /// replica handled first (a platform's retry reaching a second replica)
+    /// gets no reply, like an event seen before: that replica answers it.
     async fn route(&self, ev: Inbound) -> Reply {
+        HANDLED_ELSEWHERE
+            .scope(Cell::new(false), async move {
+                let reply = self.dispatch(ev).await;
+                if HANDLED_ELSEWHERE.with(Cell::get) {
+                    tracing::debug!("the event was handled by another replica; no reply");
+                    return Reply::None;
+                }
+                reply
+            })
+            .await
+    }
+
+    async fn dispatch(&self, ev: Inbound) -> Reply {
         if let Some(key) = ev.idempotency_key.clone() {
             if self.core.blocking(move |s| s.seen(&key)).await.unwrap_or(false) {
                 return Reply::None;
@@ -575,8 +593,19 @@ impl IntoNotice for Result<String, Refused> {
     }
 }
 
-/// The user-facing sentence for a failed execution.
+tokio::task_local! {
+    /// Set while routing an event when its transition found the event
+    /// handled by another replica (see [`Hub::route`]).
+    static HANDLED_ELSEWHERE: Cell<bool>;
+}
+
+/// The user-facing sentence for a failed execution. An event another
+/// replica handled is also flagged, so [`Hub::route`] answers nothing.
 fn explain(e: CoreError) -> String {
+    if matches!(e, CoreError::Storage(StoreError::AlreadyHandled(_))) {
+        let _ = HANDLED_ELSEWHERE.try_with(|flag| flag.set(true));
+        return "That was already handled.".to_string();
+    }
     match e {
         CoreError::Refused(
             Refusal::Forbidden(m) | Refusal::Stale(m) | Refusal::InvalidState(m) | Refusal::InvalidRequest(m) | Refusal::AlreadyApproved(m),
@@ -666,11 +695,11 @@ impl InboundHandler for Hub {
     }
 
     fn load_cursor(&self, key: &str) -> Option<String> {
-        self.core.store.cursor(key).ok().flatten()
+        self.core.blocking_sync(|s| s.cursor(key)).ok().flatten()
     }
 
     fn save_cursor(&self, key: &str, value: &str) {
-        if let Err(e) = self.core.store.set_cursor(key, value) {
+        if let Err(e) = self.core.blocking_sync(|s| s.set_cursor(key, value)) {
             tracing::warn!(key, error = %e, "cursor not saved");
         }
     }

@@ -6,6 +6,9 @@
 //! * [`http`]: the agent and operator HTTP API of API.md (axum).
 //! * [`hub`]: inbound chat events (buttons, `/plan` commands) → engine.
 //! * [`scheduler`]: persisted timers (nudges, timeouts).
+//! * [`storage`]: opening the configured store (sled, or PostgreSQL for
+//!   replicas); [`replicas`]: what runs only when replicas share one store
+//!   (change wake-ups, outbox claims, leases).
 //! * [`web`]: the web page's backend (`plangate-web` renders and serves it).
 //! * [`cli`]: the `plangate` subcommands that talk to a running server.
 //!
@@ -23,5 +26,7 @@ pub mod http;
 pub mod hub;
 pub mod metrics;
 pub mod ops;
+pub mod replicas;
 pub mod scheduler;
+pub mod storage;
 pub mod web;

@@ -6,7 +6,6 @@ use plangate_server::cli::{self, Client};
 use plangate_server::config::Settings;
 use plangate_server::core::Core;
 use plangate_server::hub::Hub;
-use plangate_store::SledStore;
 use serde_json::json;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -169,6 +168,20 @@ enum Cmd {
         #[arg(long)]
         data_dir: PathBuf,
     },
+    /// Copy a stopped sled data dir into a PostgreSQL schema, for replicas. Prints what was copied.
+    /// Exit 0 copied; 1 refused or failed (e.g. a plangate still running on the data dir, PostgreSQL
+    /// unreachable); 2 bad arguments.
+    Migrate {
+        /// The sled data dir (`server.data_dir`); no plangate may be running on it.
+        #[arg(long, value_name = "DATA_DIR")]
+        from: PathBuf,
+        /// The PostgreSQL URL, e.g. postgres://plangate@db:5432/plangate.
+        #[arg(long, value_name = "POSTGRES_URL", env = "PLANGATE_MIGRATE_TO", hide_env_values = true)]
+        to: String,
+        /// The schema to create the tables in (`store.postgres_schema`).
+        #[arg(long, default_value = "plangate")]
+        schema: String,
+    },
     /// Check a config against the live platform APIs: tokens, chats, approvers (exit 1 when any check fails).
     Doctor {
         #[arg(long)]
@@ -322,6 +335,10 @@ async fn run(args: Args) -> Result<i32> {
             println!("{}", serde_json::to_string_pretty(&settings.masked())?);
             let source = config.map(|c| c.display().to_string()).unwrap_or_else(|| "the embedded config/default.toml".into());
             eprint!("{}", plangate_server::ops::explain::explain(&settings, &source));
+            // Reported, not judged: the file is valid even while the database is down.
+            if let Some(check) = plangate_server::ops::doctor::store(&settings).await {
+                eprintln!("store reachable: {check}");
+            }
             eprintln!("configuration is valid");
             Ok(0)
         }
@@ -422,8 +439,14 @@ async fn run(args: Args) -> Result<i32> {
             );
             Ok(0)
         }
+        Cmd::Migrate { from, to, schema } => migrate(from, to, schema).await,
         Cmd::Doctor { config } => {
             let settings = Settings::load(config.as_deref())?;
+            let store = plangate_server::ops::doctor::store(&settings).await;
+            match &store {
+                Some(check) => println!("{check}"),
+                None => println!("store: sled under {} (one process; nothing to reach)", settings.data_dir.display()),
+            }
             let checks = plangate_server::ops::doctor::run(&settings).await;
             for check in &checks {
                 println!("{check}");
@@ -431,7 +454,7 @@ async fn run(args: Args) -> Result<i32> {
             if checks.is_empty() {
                 println!("no chat channel is configured: nothing to check against a platform");
             }
-            Ok(if checks.iter().all(|c| c.ok) { 0 } else { 1 })
+            Ok(if checks.iter().chain(&store).all(|c| c.ok) { 0 } else { 1 })
         }
         Cmd::Completions { shell } => {
             use clap::CommandFactory;
@@ -547,15 +570,31 @@ async fn serve(config: Option<PathBuf>) -> Result<()> {
     let settings = Arc::new(Settings::load(config.as_deref())?);
     tracing::info!(data_dir = %settings.data_dir.display(), "data_dir (absolute; a relative one is resolved against the current directory)");
     std::fs::create_dir_all(&settings.data_dir).with_context(|| format!("cannot create data_dir {}", settings.data_dir.display()))?;
-    let store = SledStore::open(&settings.data_dir)?;
-    let pending = {
-        let mut n = 0i64;
-        plangate_store::Store::visit_proposals(&store, Some(plangate_engine::DecisionStatus::Pending), &mut |_| n += 1)?;
-        n
-    };
-    let core = Core::new(settings.clone(), Arc::new(store));
+    // Opening blocks (sled replays files; the PostgreSQL client is
+    // synchronous and must not run on an async worker), and so does the count.
+    let opening = settings.clone();
+    let (store, info, pending) = tokio::task::spawn_blocking(move || -> Result<_> {
+        let (store, info) = plangate_server::storage::store_from_settings(&opening)
+            .with_context(|| format!("cannot open the {} store", opening.raw.store.backend.trim()))?;
+        let mut pending = 0i64;
+        store.visit_proposals(Some(plangate_engine::DecisionStatus::Pending), &mut |_| pending += 1)?;
+        Ok((store, info, pending))
+    })
+    .await
+    .context("the task opening the store failed")??;
+    tracing::info!(
+        backend = info.backend,
+        location = %info.location,
+        replica = info.replica_id.as_deref().unwrap_or("-"),
+        shared = store.shared(),
+        "store opened"
+    );
+    let core = Core::new(settings.clone(), store);
+    core.set_store_info(info);
     core.metrics.set_pending(pending);
     let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
+    // Before anything can park a waiter: other replicas' commits wake them.
+    let replicas = plangate_server::replicas::start(&core, shutdown_rx.clone()).await?;
     let hub = Arc::new(Hub::new(core.clone()));
     let mut app = plangate_server::http::router(core.clone());
     if let Some(web) = plangate_server::web::start(&core).context("cannot start the web page")? {
@@ -581,12 +620,44 @@ async fn serve(config: Option<PathBuf>) -> Result<()> {
     let _ = shutdown_tx.send(true);
     let _ = scheduler.await;
     let _ = retention.await;
+    for task in replicas {
+        let _ = task.await;
+    }
     channels.stop().await;
     if let Err(left) = core.drain(std::time::Duration::from_secs(10)).await {
         tracing::warn!(%left, "stopping with chat work queued: it stays in the outbox and is resumed at the next start");
     }
-    core.store.flush()?;
+    core.blocking(|s| s.flush()).await?;
     Ok(())
+}
+
+/// `plangate migrate`: copy a stopped sled data dir into PostgreSQL.
+async fn migrate(from: PathBuf, to: String, schema: String) -> Result<i32> {
+    if !plangate_server::config::is_valid_schema_name(&schema) {
+        eprintln!(
+            "plangate migrate: --schema {schema:?} is not a schema name plangate takes (lowercase letters, digits and _, \
+             starting with a letter or _, not pg_)"
+        );
+        return Ok(cli::EXIT_USAGE);
+    }
+    let mut options = plangate_store::PgOptions::new(to);
+    options.schema = schema;
+    let target = format!("{} (schema {})", plangate_server::config::mask_url_password(&options.url), options.schema);
+    eprintln!("migrating {} into {target} …", from.display());
+    let migrated = tokio::task::spawn_blocking(move || plangate_store::migrate::sled_to_postgres(&from, &options))
+        .await
+        .context("the migration task failed")?;
+    match migrated {
+        Ok(report) => {
+            println!("{report}");
+            eprintln!("done: set [store] backend = \"postgres\" with this URL and schema, and start the replicas");
+            Ok(0)
+        }
+        Err(e) => {
+            eprintln!("plangate migrate: {e}");
+            Ok(1)
+        }
+    }
 }
 
 async fn shutdown_signal() {

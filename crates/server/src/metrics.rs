@@ -36,6 +36,8 @@ pub struct Metrics {
     gate: Family<One, Counter>,
     chat_backlog: Gauge,
     waiting: Gauge,
+    leader: Family<One, Gauge>,
+    conflicts: Counter,
 }
 
 impl Default for Metrics {
@@ -77,6 +79,18 @@ impl Metrics {
         registry.register("outbox_backlog", "Chat jobs (cards, edits, nudges, receipts) queued or running", chat_backlog.clone());
         let waiting = Gauge::default();
         registry.register("waiting_long_polls", "Agent long-polls parked waiting for a decision or an answer", waiting.clone());
+        let leader = Family::<One, Gauge>::default();
+        registry.register(
+            "leader",
+            "1 while this process holds the role's one inbound platform connection (telegram, slack, discord), else 0; always 1 on sled",
+            leader.clone(),
+        );
+        let conflicts = Counter::default();
+        registry.register(
+            "store_commit_conflicts",
+            "Commits refused because another replica changed the session first (each is re-applied to the new state)",
+            conflicts.clone(),
+        );
         Metrics {
             registry,
             proposals,
@@ -89,7 +103,19 @@ impl Metrics {
             gate,
             chat_backlog,
             waiting,
+            leader,
+            conflicts,
         }
+    }
+
+    /// Whether this process leads `role` now.
+    pub fn set_leader(&self, role: &str, leading: bool) {
+        self.leader.get_or_create(&[("role", role.to_string())]).set(i64::from(leading));
+    }
+
+    /// A commit lost a race with another replica.
+    pub fn commit_conflict(&self) {
+        self.conflicts.inc();
     }
 
     /// The pending approvals found in the store at start; transitions keep

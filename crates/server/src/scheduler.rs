@@ -11,8 +11,15 @@
 //! [`CHAT_BACKLOG`](crate::core::CHAT_BACKLOG) chat jobs are queued, so 100,000 overdue reminders after downtime cost disk, not
 //! memory, and go out at the platforms' pace. Timeouts, escalations and
 //! agent nudges never wait.
+//!
+//! Replicas on one shared store claim the due timers they fire (a lease:
+//! the others skip them), so a timer fires on one replica; should that
+//! replica die, its leased timers become claimable when the lease runs
+//! out, which is why a replica never sleeps longer than the lease. Another
+//! replica's new timers wake this scheduler through the store's change
+//! notifications (see `replicas`).
 
-use crate::core::{Core, ExecMeta};
+use crate::core::{Core, CoreError, ExecMeta};
 use plangate_engine::{Actor, ApprovalId, Command, Timer, TimerKind, Timestamp};
 use plangate_store::StoreError;
 use std::collections::HashMap;
@@ -50,9 +57,10 @@ pub async fn run(core: Arc<Core>, mut shutdown: watch::Receiver<bool>) {
             continue;
         }
         let next = core.blocking(|s| s.next_timer()).await;
+        let longest = if core.store.shared() { MAX_SLEEP.min(crate::replicas::lease(&core)) } else { MAX_SLEEP };
         let sleep = match next {
-            Ok(Some(t)) => Duration::from_millis(u64::try_from(t.due.0 - core.now().0).unwrap_or(0)).min(MAX_SLEEP),
-            Ok(None) => MAX_SLEEP,
+            Ok(Some(t)) => Duration::from_millis(u64::try_from(t.due.0 - core.now().0).unwrap_or(0)).min(longest),
+            Ok(None) => longest,
             Err(e) => {
                 warn!(error = %e, "cannot read timers; retrying");
                 Duration::from_secs(1)
@@ -73,7 +81,7 @@ pub async fn fire_due(core: &Arc<Core>) -> bool {
     let mut deferred = false;
     let mut after: Option<Timer> = None;
     loop {
-        let page = match due_page(core, now, after.take()).await {
+        let page = match claim_page(core, now, after.take()).await {
             Ok(page) => page,
             Err(e) => {
                 warn!(error = %e, "cannot read due timers");
@@ -89,8 +97,11 @@ pub async fn fire_due(core: &Arc<Core>) -> bool {
             }
             let key = timer.session.clone();
             let meta = ExecMeta { idempotency: None, fired: Some(timer.clone()) };
-            if let Err(e) = core.execute(&key, Actor::Scheduler, Command::TimerFired(timer.clone()), meta).await {
-                warn!(error = %e, ?timer, "timer transition failed; it stays scheduled");
+            match core.execute(&key, Actor::Scheduler, Command::TimerFired(timer.clone()), meta).await {
+                Ok(_) => {}
+                // Fired on another replica meanwhile: its transition, not ours.
+                Err(CoreError::Storage(StoreError::TimerGone)) => debug!(?timer, "timer already fired by another replica"),
+                Err(e) => warn!(error = %e, ?timer, "timer transition failed; it stays scheduled"),
             }
         }
         if last_page {
@@ -101,6 +112,12 @@ pub async fn fire_due(core: &Arc<Core>) -> bool {
         debug!(backlog = core.chat_backlog(), "nudges left due until the chat backlog drains");
     }
     deferred
+}
+
+/// One page of the timers due at `now`, after `after`, claimed for this
+/// process (on a shared store, others skip them until the lease runs out).
+async fn claim_page(core: &Arc<Core>, now: Timestamp, after: Option<Timer>) -> Result<Vec<Timer>, StoreError> {
+    core.blocking(move |s| s.claim_due_timers(now, after.as_ref(), PAGE)).await
 }
 
 /// One page of the timers due at `now`, after `after`.

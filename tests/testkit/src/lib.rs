@@ -11,9 +11,12 @@
 //!   never).
 //! * [`limits`]: the platforms' send limits, which a fake enforces (429s
 //!   included) once told to.
+//! * [`pg`]: a fresh schema per test on the machine's PostgreSQL, its
+//!   `[store]` section, and N replicas of the binary sharing it.
 
 pub mod discord;
 pub mod limits;
+pub mod pg;
 pub mod server;
 pub mod slack;
 pub mod telegram;

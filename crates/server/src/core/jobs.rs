@@ -31,6 +31,10 @@ const CHAT_WORKERS: usize = CHAT_BACKLOG;
 /// the pace.
 const LANE_WIDTH: usize = 256;
 
+/// "Every entry" for the claim at start: as large as a store's `LIMIT`
+/// takes (an `i64`), so a PostgreSQL store is never asked for a negative one.
+const RESUME_ALL: usize = i64::MAX as usize;
+
 /// The chat jobs a transition asks for, in effect order, each with the
 /// approval (or question) whose queue it joins.
 pub(super) fn jobs_of(t: &Transition) -> Vec<(ApprovalId, Job)> {
@@ -169,11 +173,30 @@ impl Core {
     /// Re-queue the chat work committed but not done before the last stop
     /// (a crash between a decision's commit and its card edits, say). Call
     /// once at start, after the channels are registered. Returns how many
-    /// jobs were queued (unreadable entries are logged and dropped).
+    /// jobs were queued (unreadable entries are logged and dropped). On a
+    /// store shared by replicas, only the entries nobody holds are taken
+    /// (leased to this process); see [`Core::claim_outbox`] for the rest.
     pub async fn resume_outbox(self: &Arc<Self>) -> Result<usize, StoreError> {
-        let entries = self.blocking(|s| s.outbox()).await?;
+        let count = self.claim_outbox(RESUME_ALL).await?;
+        if count > 0 {
+            tracing::info!(count, "resumed chat work left over from the last run");
+        }
+        Ok(count)
+    }
+
+    /// Claim up to `limit` outbox entries from the store and queue those not
+    /// already queued in this process: at start, everything left over; on
+    /// replicas, later, the entries of a replica that died (its lease ran
+    /// out). Returns how many jobs were queued.
+    pub async fn claim_outbox(self: &Arc<Self>, limit: usize) -> Result<usize, StoreError> {
+        let entries = self.blocking(move |s| s.claim_outbox(limit)).await?;
         let mut count = 0;
         for entry in entries {
+            // Registered as queued before it is, so a concurrent claim
+            // cannot queue it twice.
+            if !super::lock(&self.queued_outbox).insert(entry.seq) {
+                continue;
+            }
             match serde_json::from_slice::<(ApprovalId, Job)>(&entry.work) {
                 Ok((id, job)) => {
                     self.enqueue(id, job, Some(entry.seq));
@@ -181,15 +204,24 @@ impl Core {
                 }
                 Err(e) => {
                     warn!(seq = entry.seq, error = %e, "unreadable outbox entry dropped");
-                    let seq = entry.seq;
-                    let _ = self.blocking(move |s| s.remove_outbox(seq)).await;
+                    let _ = self.outbox_done(entry.seq).await;
                 }
             }
         }
-        if count > 0 {
-            tracing::info!(count, "resumed chat work left over from the last run");
-        }
         Ok(count)
+    }
+
+    /// An outbox entry's work is done: remove it from the store (not
+    /// flushed: at least once), then from the entries queued here.
+    pub(super) async fn outbox_done(&self, seq: u64) -> Result<(), StoreError> {
+        let removed = self.blocking(move |s| s.remove_outbox(seq)).await;
+        super::lock(&self.queued_outbox).remove(&seq);
+        removed
+    }
+
+    /// Outbox entries queued in this process and not yet done.
+    pub fn queued_outbox(&self) -> usize {
+        super::lock(&self.queued_outbox).len()
     }
 
     /// Queue a chat job behind the earlier jobs of the same approval, and
@@ -248,7 +280,7 @@ impl Core {
                     tracing::error!(approval = %id, "a chat job panicked; carrying on with the next");
                 }
                 if let Some(seq) = seq {
-                    if let Err(e) = self.blocking(move |s| s.remove_outbox(seq)).await {
+                    if let Err(e) = self.outbox_done(seq).await {
                         warn!(seq, error = %e, "outbox entry not removed; the job will run again after a restart");
                     }
                 }

@@ -30,7 +30,7 @@ use plangate_engine::{
     apply, Actor, ApprovalId, AuditEvent, Command, Ctx, Effect, Proposal, Refusal, SessionKey, State, Timer, Timestamp, Transition,
 };
 use plangate_store::{Commit, OutboxEntry, Store, StoreError};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -41,6 +41,18 @@ use tracing::{info_span, warn, Instrument};
 use webhooks::{webhook_jobs, WebhookQueues};
 
 const LOCK_STRIPES: usize = 64;
+
+/// How many times a transition is re-applied after another replica
+/// changed its session first, before the caller is told to retry.
+const MAX_CONFLICT_RETRIES: u32 = 20;
+/// The pause before a re-apply, at random within these bounds (ms), so two
+/// replicas racing on one session do not collide again in lockstep.
+const CONFLICT_PAUSE_MS: (u64, u64) = (1, 10);
+
+/// A poisoned lock's data is still consistent here (sets and maps of ids).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 #[derive(Debug, Error)]
 pub enum CoreError {
@@ -103,6 +115,15 @@ pub struct Core {
     /// Turned true when a graceful shutdown begins: every parked long-poll
     /// answers `503 shutting_down` at once (see `waiters`).
     stopping: watch::Sender<bool>,
+    /// Outbox entries queued in this process (their `seq`), from the commit
+    /// that writes them until their job is done: a replica's claimer
+    /// queues only the entries not already here.
+    queued_outbox: Arc<Mutex<HashSet<u64>>>,
+    /// Per role ("telegram", …): whether this process holds it, as the
+    /// store's election says (see [`Core::leadership`]).
+    leaders: Mutex<HashMap<&'static str, Arc<watch::Sender<bool>>>>,
+    /// What store was opened (set once at start; tests may leave it unset).
+    store_info: OnceLock<crate::storage::StoreInfo>,
 }
 
 impl Core {
@@ -132,6 +153,9 @@ impl Core {
             metrics: Arc::new(crate::metrics::Metrics::new()),
             liveness: RwLock::new(Vec::new()),
             stopping: watch::channel(false).0,
+            queued_outbox: Arc::new(Mutex::new(HashSet::new())),
+            leaders: Mutex::new(HashMap::new()),
+            store_info: OnceLock::new(),
         })
     }
 
@@ -162,10 +186,65 @@ impl Core {
 
     /// Whether this process may hold `role`'s one inbound platform
     /// connection ("telegram", "slack", "discord"; see
-    /// [`plangate_channel::Leadership`]). One process on sled always may.
+    /// [`plangate_channel::Leadership`]). One process on sled always may;
+    /// replicas on a shared store take part in the store's election, once
+    /// per role (later calls share the first one's watch).
     pub fn leadership(&self, role: &'static str) -> plangate_channel::Leadership {
-        let _ = role;
-        plangate_channel::always_leader()
+        let mut leaders = lock(&self.leaders);
+        if let Some(tx) = leaders.get(role) {
+            return tx.subscribe();
+        }
+        if !self.store.shared() {
+            let tx = Arc::new(watch::channel(true).0);
+            self.metrics.set_leader(role, true);
+            let rx = tx.subscribe();
+            leaders.insert(role, tx);
+            return rx;
+        }
+        let tx = Arc::new(watch::channel(false).0);
+        self.metrics.set_leader(role, false);
+        let rx = tx.subscribe();
+        leaders.insert(role, tx.clone());
+        drop(leaders);
+        let metrics = self.metrics.clone();
+        let listener: plangate_store::LeaderListener = Arc::new(move |leading: bool| {
+            let was = tx.send_replace(leading);
+            metrics.set_leader(role, leading);
+            match (was, leading) {
+                (false, true) => tracing::info!(role, "became leader for {role}"),
+                (true, false) => tracing::warn!(role, "lost leadership for {role}"),
+                _ => {}
+            }
+        });
+        // The store call may block (PostgreSQL): never on an async worker.
+        let store = self.store.clone();
+        let elect = move || {
+            if let Err(e) = store.elect_leader(role, listener) {
+                tracing::error!(role, error = %e, "cannot take part in the election; this replica will not hold {role}");
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(elect)),
+            Err(_) => elect(),
+        }
+        rx
+    }
+
+    /// The roles this process leads right now (`/healthz`, `/readyz`).
+    pub fn leading_roles(&self) -> Vec<&'static str> {
+        let mut roles: Vec<&'static str> = lock(&self.leaders).iter().filter(|(_, tx)| *tx.borrow()).map(|(role, _)| *role).collect();
+        roles.sort_unstable();
+        roles
+    }
+
+    /// Record what store was opened (once, at start).
+    pub fn set_store_info(&self, info: crate::storage::StoreInfo) {
+        let _ = self.store_info.set(info);
+    }
+
+    /// What store was opened, if recorded.
+    pub fn store_info(&self) -> Option<&crate::storage::StoreInfo> {
+        self.store_info.get()
     }
 
     /// Report `name`'s connection state on `/readyz`.
@@ -208,12 +287,34 @@ impl Core {
             .unwrap_or_else(|e| Err(StoreError::Unavailable(format!("store task failed: {e}"))))
     }
 
+    /// A store call from synchronous code that may be running on an async
+    /// worker (an adapter's cursor load or save): done on a thread of its
+    /// own there, because the PostgreSQL client panics on an async worker;
+    /// in place when no runtime is around. For rare calls only.
+    pub fn blocking_sync<T: Send>(&self, f: impl FnOnce(&dyn Store) -> Result<T, StoreError> + Send) -> Result<T, StoreError> {
+        let store = self.store.as_ref();
+        if tokio::runtime::Handle::try_current().is_err() {
+            return f(store);
+        }
+        std::thread::scope(|scope| {
+            scope.spawn(move || f(store)).join().unwrap_or_else(|_| Err(StoreError::Unavailable("a store call panicked".to_string())))
+        })
+    }
+
     pub async fn load(&self, key: &SessionKey) -> Result<State, StoreError> {
         let key = key.clone();
         self.blocking(move |s| s.load(&key)).await
     }
 
     /// Apply one command to one session: the only way state changes.
+    ///
+    /// On a store shared by replicas the commit is conditional on the
+    /// session's revision at load: when another replica committed first
+    /// ([`StoreError::Conflict`]), the session is loaded again and the
+    /// command re-applied to what that replica wrote, so two approvers
+    /// clicking on two replicas get one decision and one refusal from the
+    /// engine ("already approved by …"), never two decisions. Only the
+    /// attempt that committed has its effects performed and its jobs queued.
     pub async fn execute(
         self: &Arc<Self>,
         key: &SessionKey,
@@ -225,38 +326,81 @@ impl Core {
             info_span!("transition", agent = %key.agent, session = %key.session_id, command = command.name(), actor = %actor.label());
         async move {
             let _guard = self.lock_for(key).lock().await;
-            let before = self.load(key).await?;
-            let ctx = Ctx {
-                now: self.now(),
-                random: rand::random(),
-                timers: self.settings.timer_policy(&key.agent),
-                approvals: self.settings.approval_policy(&key.agent),
-            };
-            let transition = apply(&before, &actor, command, &ctx)?;
-            let mut jobs = jobs_of(&transition);
-            jobs.extend(webhook_jobs(&self.settings, &before, &transition));
-            let mut seqs = vec![None; jobs.len()];
-            if transition.changed || meta.fired.is_some() || meta.idempotency.is_some() {
+            let shared = self.store.shared();
+            let mut conflicts = 0;
+            let (before, transition, jobs, seqs) = loop {
+                let load_key = key.clone();
+                let (before, revision) = self.blocking(move |s| s.load_revision(&load_key)).await?;
+                let ctx = Ctx {
+                    now: self.now(),
+                    random: rand::random(),
+                    timers: self.settings.timer_policy(&key.agent),
+                    approvals: self.settings.approval_policy(&key.agent),
+                };
+                let transition = apply(&before, &actor, command.clone(), &ctx)?;
+                let mut jobs = jobs_of(&transition);
+                jobs.extend(webhook_jobs(&self.settings, &before, &transition));
+                if !(transition.changed || meta.fired.is_some() || meta.idempotency.is_some()) {
+                    let seqs = vec![None; jobs.len()];
+                    break (before, transition, jobs, seqs);
+                }
                 let mut commit = Commit::of(&transition, &before, meta.fired.as_ref());
                 commit.idempotency.extend(meta.idempotency.clone());
+                commit.expected_revision = shared.then_some(revision);
                 let work: Vec<Vec<u8>> = jobs.iter().map(|job| serde_json::to_vec(job).unwrap_or_default()).collect();
                 let metrics = self.metrics.clone();
+                let queued = self.queued_outbox.clone();
                 let committed = self
                     .blocking(move |s| {
                         for work in work {
                             commit.outbox.push(OutboxEntry { seq: s.generate_seq()?, work });
                         }
-                        let seqs: Vec<Option<u64>> = commit.outbox.iter().map(|e| Some(e.seq)).collect();
+                        let seqs: Vec<u64> = commit.outbox.iter().map(|e| e.seq).collect();
+                        // Marked queued before they exist: the outbox claimer
+                        // (replicas) must never queue them a second time.
+                        lock(&queued).extend(seqs.iter().copied());
                         let started = std::time::Instant::now();
-                        s.commit(commit)?;
+                        let result = s.commit(commit);
+                        if result.is_err() {
+                            let mut queued = lock(&queued);
+                            seqs.iter().for_each(|seq| {
+                                queued.remove(seq);
+                            });
+                        }
+                        result?;
                         metrics.commit_latency(started.elapsed().as_secs_f64());
                         Ok(seqs)
                     })
                     .await;
                 match committed {
                     Ok(committed) => {
-                        seqs = committed;
                         self.degraded.store(false, Ordering::Relaxed);
+                        break (before, transition, jobs, committed.into_iter().map(Some).collect());
+                    }
+                    Err(StoreError::Conflict) if conflicts < MAX_CONFLICT_RETRIES => {
+                        conflicts += 1;
+                        self.metrics.commit_conflict();
+                        tracing::debug!(attempt = conflicts, "another replica changed the session first; loading it again");
+                        let pause = rand::random::<u64>() % (CONFLICT_PAUSE_MS.1 - CONFLICT_PAUSE_MS.0 + 1) + CONFLICT_PAUSE_MS.0;
+                        tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+                    }
+                    // Not degradation: the store works, others keep winning.
+                    Err(e @ StoreError::Conflict) => {
+                        self.metrics.commit_conflict();
+                        warn!(attempts = conflicts + 1, "the session kept changing under this transition; gave up, nothing was recorded");
+                        return Err(e.into());
+                    }
+                    // The timer fired on another replica: its transition is
+                    // that replica's to perform.
+                    Err(e @ StoreError::TimerGone) => {
+                        tracing::debug!("the timer already fired on another replica; nothing to do");
+                        return Err(e.into());
+                    }
+                    // The event was handled by another replica (a platform's
+                    // retry reaching a second replica): like a seen event.
+                    Err(e @ StoreError::AlreadyHandled(_)) => {
+                        tracing::debug!(error = %e, "the event was already handled by another replica");
+                        return Err(e.into());
                     }
                     Err(e) => {
                         tracing::error!(error = %e, "commit failed; the transition is not applied");
@@ -264,7 +408,7 @@ impl Core {
                         return Err(e.into());
                     }
                 }
-            }
+            };
             tracing::info!(changed = transition.changed, effects = transition.effects.len(), "committed");
             if transition.changed {
                 self.metrics.transition(&before, &transition, &actor);

@@ -52,9 +52,22 @@ impl Core {
         waiters.entry(key.clone()).or_insert_with(|| watch::channel(0).0).subscribe()
     }
 
-    pub(super) fn wake(&self, key: &SessionKey) {
+    /// Wake every watcher of `key` (long-polls, hook waits, the web page's
+    /// live view): they re-read the session. Called after this process's
+    /// commits, and for other replicas' commits when the store tells.
+    pub fn wake(&self, key: &SessionKey) {
         let waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(tx) = waiters.get(key) {
+            tx.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// Wake every watcher of every session: the store may have missed
+    /// telling about other replicas' commits (a lost connection), so each
+    /// re-reads what it waits on. Costs one read per parked waiter.
+    pub fn wake_all(&self) {
+        let waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        for tx in waiters.values() {
             tx.send_modify(|n| *n += 1);
         }
     }

@@ -329,7 +329,7 @@ impl Core {
             let span = info_span!("webhook", agent = %session.agent, session = %session.session_id, delivery = %hook.delivery);
             self.deliver_webhook(hook).instrument(span).await;
             if let Some(seq) = seq {
-                if let Err(e) = self.blocking(move |s| s.remove_outbox(seq)).await {
+                if let Err(e) = self.outbox_done(seq).await {
                     warn!(seq, error = %e, "outbox entry not removed; the delivery will be made again after a restart");
                 }
             }

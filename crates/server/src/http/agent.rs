@@ -18,13 +18,20 @@ pub(super) async fn healthz(State(core): State<AppState>) -> Response {
         let body = json!({"status": "degraded", "reason": "the last commit failed; decisions are not being recorded"});
         (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
     } else {
-        Json(json!({"status": "ok", "waiting": core.parked_waiters()})).into_response()
+        let mut body = json!({"status": "ok", "waiting": core.parked_waiters()});
+        // Replicas only: which one this is and the platform connections it holds.
+        if core.store.shared() {
+            body["replica"] = json!(core.store_info().and_then(|i| i.replica_id.clone()));
+            body["leader_for"] = json!(core.leading_roles());
+        }
+        Json(body).into_response()
     }
 }
 
 /// Readiness (liveness stays `/healthz`): the store takes a durable write
 /// within 2 s, and every configured channel is connected to its platform.
-/// 503 with the reason of each failing check otherwise.
+/// 503 with the reason of each failing check otherwise. Also says which
+/// store backend serves, this replica's id, and the roles it leads.
 pub(super) async fn readyz(State(core): State<AppState>) -> Response {
     let mut checks = serde_json::Map::new();
     let mut ready = true;
@@ -43,7 +50,17 @@ pub(super) async fn readyz(State(core): State<AppState>) -> Response {
         checks.insert(name.into(), json!(state.err().unwrap_or_else(|| "ok".into())));
     }
     let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-    (status, Json(json!({"status": if ready { "ready" } else { "not_ready" }, "checks": checks}))).into_response()
+    let backend = core.store_info().map(|i| i.backend).unwrap_or(if core.store.shared() { "shared" } else { "sled" });
+    let body = json!({
+        "status": if ready { "ready" } else { "not_ready" },
+        "checks": checks,
+        "store_backend": backend,
+        "replica": core.store_info().and_then(|i| i.replica_id.clone()),
+        // The roles whose platform connection this process holds; a replica
+        // that leads none is ready all the same (it serves the API).
+        "leader_for": core.leading_roles(),
+    });
+    (status, Json(body)).into_response()
 }
 
 /// A long-poll, cut short by a graceful shutdown with `503 shutting_down`.

@@ -1,5 +1,5 @@
 //! What a valid configuration resolves to, in words: the absolute data dir,
-//! the channels, and per agent its destinations and the nudges, timeout and
+//! the store, the channels, and per agent its destinations and the nudges, timeout and
 //! escalation it really gets (and whether each came from `[approvals]` or
 //! from its own section). `plangate config check` prints it, so an operator
 //! sees the effect of inheritance and relative paths before the first start.
@@ -16,6 +16,17 @@ pub fn explain(settings: &Settings, source: &str) -> String {
     let cwd = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_else(|_| "?".into());
     let _ =
         writeln!(out, "data_dir: {} (a relative data_dir is resolved against the current directory, {cwd})", settings.data_dir.display());
+    let store = &raw.store;
+    if store.is_postgres() {
+        let url = crate::config::mask_url_password(store.postgres_url.as_deref().unwrap_or_default());
+        let _ = writeln!(
+            out,
+            "store: postgres at {url}, schema {}, {} connections, lease {} s (replicas may share it; each replica's data_dir keeps its plan documents and web secret)",
+            store.postgres_schema, store.pool_size, store.lease_seconds
+        );
+    } else {
+        let _ = writeln!(out, "store: sled under data_dir (one process)");
+    }
     let channels: Vec<&str> = [("telegram", raw.telegram.is_some()), ("slack", raw.slack.is_some()), ("discord", raw.discord.is_some())]
         .into_iter()
         .filter_map(|(name, on)| on.then_some(name))

@@ -4,7 +4,10 @@ use plangate_engine::{apply, Actor, Command, Ctx, Plan, Proposal, SessionKey, St
 use plangate_store::{Commit, PgOptions, PgStore, SledStore, Store};
 use std::time::Duration;
 
-pub const PG_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+/// The test database: `PLANGATE_TEST_PG`, else the machine's PostgreSQL.
+pub fn pg_url() -> String {
+    std::env::var("PLANGATE_TEST_PG").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_string())
+}
 
 pub fn ctx(now: i64, r: u8) -> Ctx {
     Ctx {
@@ -67,8 +70,8 @@ pub struct TestSchema {
 }
 
 pub fn admin() -> postgres::Client {
-    postgres::Client::connect(PG_URL, postgres::NoTls)
-        .unwrap_or_else(|e| panic!("PostgreSQL is not reachable at 127.0.0.1:5432 (these tests need it; .ci/run starts it): {e}"))
+    postgres::Client::connect(&pg_url(), postgres::NoTls)
+        .unwrap_or_else(|e| panic!("PostgreSQL is not reachable at {} (these tests need it; .ci/run starts it): {e}", pg_url()))
 }
 
 impl TestSchema {
@@ -78,7 +81,7 @@ impl TestSchema {
     }
 
     pub fn options(&self) -> PgOptions {
-        PgOptions { schema: self.schema.clone(), pool_size: 4, ..PgOptions::new(PG_URL) }
+        PgOptions { schema: self.schema.clone(), pool_size: 4, ..PgOptions::new(pg_url()) }
     }
 
     pub fn options_with_lease(&self, lease: Duration) -> PgOptions {

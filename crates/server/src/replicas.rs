@@ -1,0 +1,129 @@
+//! What runs only when several plangate processes share one store
+//! (PostgreSQL, [`Store::shared`](plangate_store::Store::shared)):
+//!
+//! * **Wake-ups.** Another replica's commit must release this replica's
+//!   long-polls, hook waits, `GET …/injection?wait` and web page live views
+//!   just as a local commit does, and may schedule a timer this replica's
+//!   scheduler should sleep less for. The store calls a listener for every
+//!   change (`Some(session)`) or when it may have missed some (`None`); the
+//!   listener runs on the store's thread, so it only forwards to a task
+//!   here, which wakes the session's watchers (all of them on `None`) and
+//!   the scheduler.
+//! * **Leases.** Every third of `store.lease_seconds`, this replica renews
+//!   its claims (timers, outbox entries, leadership is the store's own), and
+//!   claims the outbox entries whose holder died, queueing those it has not
+//!   queued already.
+//!
+//! A store one process owns (sled) needs none of it: [`start`] does nothing.
+
+use crate::core::Core;
+use plangate_engine::SessionKey;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+use tracing::{debug, warn};
+
+/// Outbox entries claimed at once by the periodic claim (more are taken at
+/// the next tick, or at once when a page came back full).
+const CLAIM_PAGE: usize = 1024;
+
+/// How long the start waits for the store to confirm the change subscription.
+const SUBSCRIBE_WAIT: Duration = Duration::from_secs(5);
+
+/// Start the replica machinery when the store is shared. Returns the tasks
+/// to await at shutdown (they end when `shutdown` turns true).
+pub async fn start(core: &Arc<Core>, shutdown: watch::Receiver<bool>) -> anyhow::Result<Vec<JoinHandle<()>>> {
+    if !core.store.shared() {
+        return Ok(Vec::new());
+    }
+    let (tx, rx) = mpsc::unbounded_channel::<Option<SessionKey>>();
+    let listener: plangate_store::ChangeListener = Arc::new(move |key| {
+        // The receiver is gone only at shutdown.
+        let _ = tx.send(key);
+    });
+    // Off the async workers (the PostgreSQL client blocks). A store may
+    // return once its listening thread runs, or keep this call for the
+    // subscription's life: a failure within the first seconds stops the
+    // start, a call still running after them is the subscription at work.
+    let store = core.store.clone();
+    let subscribing = tokio::task::spawn_blocking(move || store.subscribe_changes(listener));
+    match tokio::time::timeout(SUBSCRIBE_WAIT, subscribing).await {
+        Ok(Ok(Ok(()))) => {}
+        Ok(Ok(Err(e))) => anyhow::bail!("cannot subscribe to the store's change notifications: {e}"),
+        Ok(Err(e)) => anyhow::bail!("the task subscribing to the store's change notifications failed: {e}"),
+        Err(_) => debug!("the store keeps the change subscription call running; carrying on"),
+    }
+    let wakes = tokio::spawn(forward_changes(core.clone(), rx, shutdown.clone()));
+    let leases = tokio::spawn(keep_leases(core.clone(), shutdown));
+    Ok(vec![wakes, leases])
+}
+
+/// Wake this process's watchers for every change the store reports.
+pub async fn forward_changes(
+    core: Arc<Core>,
+    mut changes: mpsc::UnboundedReceiver<Option<SessionKey>>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        let change = tokio::select! {
+            change = changes.recv() => change,
+            _ = shutdown.changed() => return,
+        };
+        match change {
+            Some(Some(key)) => core.wake(&key),
+            Some(None) => {
+                debug!("the store may have missed changes; waking every waiter");
+                core.wake_all();
+            }
+            None => return,
+        }
+        // Another replica may have scheduled an earlier timer.
+        core.scheduler_wake.notify_one();
+    }
+}
+
+/// Renew this replica's leases and take over a dead replica's outbox
+/// entries, every third of the lease, until shutdown.
+async fn keep_leases(core: Arc<Core>, mut shutdown: watch::Receiver<bool>) {
+    let every = core.settings.raw.store.lease() / 3;
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = shutdown.changed() => return,
+        }
+        if let Err(e) = core.blocking(|s| s.renew_leases()).await {
+            warn!(error = %e, "cannot renew this replica's leases; other replicas may take its work over");
+        }
+        claim_abandoned(&core).await;
+    }
+}
+
+/// Claim and queue outbox entries nobody holds any more, a page at a time.
+pub async fn claim_abandoned(core: &Arc<Core>) {
+    loop {
+        match core.claim_outbox(CLAIM_PAGE).await {
+            Ok(0) => return,
+            Ok(count) => {
+                tracing::info!(count, "took over chat work another replica left unfinished");
+                if count < CLAIM_PAGE {
+                    return;
+                }
+            }
+            Err(e) => {
+                warn!(error = %e, "cannot claim outbox entries; retrying at the next renewal");
+                return;
+            }
+        }
+    }
+}
+
+/// The lease of claims and leadership: how long the scheduler sleeps at
+/// most on a shared store, since a dead replica's leased timers become
+/// claimable when it runs out.
+pub fn lease(core: &Core) -> Duration {
+    core.settings.raw.store.lease()
+}
+
+#[cfg(test)]
+mod tests;

@@ -168,6 +168,22 @@ async fn web_card_links_sign_in_and_decide_over_http() {
     assert_eq!(d["decided_by"], "telegram:@alice via web", "{d}");
     // Decided and not executing: the read link has expired with the approval.
     assert_eq!(get_page(&s, &card, None).await.0, 410);
+
+    // A sign-in link with one character changed is refused like a used one.
+    let link = sign_in_link(&fake, ALICE, "alice").await;
+    let token = link.rsplit('/').next().unwrap_or_default();
+    let last = token.chars().last().map(|c| if c == '0' { '1' } else { '0' }).unwrap_or('0');
+    let forged = format!("{}{last}", &token[..token.len() - 1]);
+    let refused = client().post(s.url("/signin")).form(&[("token", forged.as_str())]).send().await.expect("forged");
+    assert_eq!(refused.status(), 410);
+
+    // Signing out is recorded in the store: the same cookie opens nothing afterwards.
+    let (_, inbox, _) = get_page(&s, "/", Some(&bob)).await;
+    assert!(inbox.contains("Signed in as"), "{inbox}");
+    let out = client().post(s.url("/signout")).header("cookie", &bob).form(&[("csrf", csrf_of(&inbox))]).send().await.expect("sign out");
+    assert_eq!(out.status(), 303);
+    let (_, inbox, _) = get_page(&s, "/", Some(&bob)).await;
+    assert!(!inbox.contains("Signed in as"), "a signed-out cookie is no session: {inbox}");
 }
 
 // ------------------------------------------------------------------ browser

@@ -6,11 +6,19 @@
 //! of the plan's agent, refusals are audited) and executed as the same
 //! engine command by the same [`Core::execute_on_proposal`]; the actor is
 //! the chat identity the person signed in with, named "… via web".
+//!
+//! The page keeps no state in this process (see `plangate-web`): its
+//! single-use sign-in links and sign-outs are records in the store
+//! ([`Store::record_once`], [`Store::mark_seen`]), and the secret its links
+//! and cookies are signed with is the store's `web.secret` cursor when the
+//! store is shared by replicas, so every replica accepts what another
+//! issued. A store one process owns keeps the secret in `data_dir/web-secret`
+//! as it always did, so read links on cards already posted keep working.
 
 use crate::core::{Core, CoreError, ExecMeta};
 use async_trait::async_trait;
 use plangate_engine::{Actor, ApprovalId, AuditEvent, Command, Proposal, Refusal, SessionKey, State, Timestamp, Verdict};
-use plangate_store::AuditQuery;
+use plangate_store::{AuditQuery, Store};
 use plangate_web::{Backend, Identity, Links, Refused, Web, WebDecision};
 use std::path::Path;
 use std::sync::Arc;
@@ -20,6 +28,8 @@ use tokio::sync::watch;
 /// The file under `data_dir` holding the secret read links are derived
 /// with: kept across restarts so the links on posted cards keep working.
 pub const SECRET_FILE: &str = "web-secret";
+/// The store cursor holding the web secret (hex) when replicas share the store.
+pub const SECRET_CURSOR: &str = "web.secret";
 
 /// The page's backend over the core.
 pub struct CoreBackend {
@@ -30,10 +40,33 @@ pub struct CoreBackend {
 /// core (cards, `/plan web`), the page state is returned for the router.
 pub fn start(core: &Arc<Core>) -> std::io::Result<Option<Arc<Web>>> {
     let Some(public_url) = core.settings.raw.server.public_url.clone() else { return Ok(None) };
-    let secret = load_or_create_secret(&core.settings.data_dir)?;
-    let links = Arc::new(Links::new(&public_url, &secret));
+    let secret = if core.store.shared() { shared_secret(core.store.clone())? } else { load_or_create_secret(&core.settings.data_dir)? };
+    // The core's clock, without the links (held by the core) holding the core.
+    let weak = Arc::downgrade(core);
+    let fallback = plangate_web::system_clock();
+    let clock: plangate_web::Clock = Arc::new(move || weak.upgrade().map_or_else(|| fallback(), |c| c.now()));
+    let links = Arc::new(Links::with_clock(&public_url, &secret, clock));
     core.set_web_links(links.clone());
     Ok(Some(Web::new(Arc::new(CoreBackend { core: core.clone() }), links)))
+}
+
+/// The secret replicas share: the store's [`SECRET_CURSOR`], set to 32
+/// random bytes by whichever replica starts first (atomically, so replicas
+/// starting at once agree). Read on a thread of its own: `start` runs on the
+/// async runtime, where a blocking store call must not run on a worker.
+fn shared_secret(store: Arc<dyn Store>) -> std::io::Result<Vec<u8>> {
+    let fresh = hex::encode(rand::random::<[u8; 32]>());
+    let text = std::thread::spawn(move || store.cursor_or_init(SECRET_CURSOR, &fresh))
+        .join()
+        .map_err(|_| std::io::Error::other("reading the web secret from the store panicked"))?
+        .map_err(|e| std::io::Error::other(format!("cannot read or create the web secret in the store: {e}")))?;
+    match hex::decode(text.trim()) {
+        Ok(secret) if secret.len() >= 16 => Ok(secret),
+        _ => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("the store's {SECRET_CURSOR} cursor is not a hex secret of at least 16 bytes"),
+        )),
+    }
 }
 
 /// 32 random bytes, created 0600 on first start.
@@ -147,5 +180,73 @@ impl Backend for CoreBackend {
             Some(op) => !token.is_empty() && bool::from(op.as_bytes().ct_eq(token.as_bytes())),
             None => false,
         }
+    }
+
+    async fn use_once(&self, key: &str) -> bool {
+        let key = key.to_string();
+        match self.core.blocking(move |s| s.record_once(&key)).await {
+            Ok(first) => first,
+            Err(e) => {
+                tracing::error!(error = %e, "web: cannot record a single use; refused");
+                false
+            }
+        }
+    }
+
+    async fn revoke(&self, session_id: &str) -> bool {
+        let key = plangate_web::auth::sign_out_key(session_id);
+        match self.core.blocking(move |s| s.mark_seen(&key)).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::error!(error = %e, "web: cannot record a sign-out");
+                false
+            }
+        }
+    }
+
+    async fn revoked(&self, session_id: &str) -> bool {
+        let key = plangate_web::auth::sign_out_key(session_id);
+        match self.core.blocking(move |s| s.seen(&key)).await {
+            Ok(seen) => seen,
+            Err(e) => {
+                tracing::error!(error = %e, "web: cannot read sign-outs; the session is refused");
+                true
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plangate_store::SledStore;
+
+    #[test]
+    fn the_shared_secret_is_created_once_and_read_back() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store: Arc<dyn Store> = Arc::new(SledStore::open(dir.path()).expect("open"));
+        let first = shared_secret(store.clone()).expect("created");
+        assert_eq!(first.len(), 32);
+        assert_eq!(shared_secret(store.clone()).expect("read back"), first, "a second replica gets the same secret");
+        assert_eq!(store.cursor(SECRET_CURSOR).expect("cursor"), Some(hex::encode(&first)));
+        assert!(!dir.path().join(SECRET_FILE).exists(), "not in the data_dir's file");
+    }
+
+    #[test]
+    fn a_garbled_shared_secret_is_an_error_not_a_new_secret() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store: Arc<dyn Store> = Arc::new(SledStore::open(dir.path()).expect("open"));
+        for garbled in ["not hex", "abcd"] {
+            store.set_cursor(SECRET_CURSOR, garbled).expect("set");
+            let e = shared_secret(store.clone()).expect_err("refused");
+            assert!(e.to_string().contains(SECRET_CURSOR), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_file_secret_survives_a_restart() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let first = load_or_create_secret(dir.path()).expect("created");
+        assert_eq!(load_or_create_secret(dir.path()).expect("read"), first);
     }
 }

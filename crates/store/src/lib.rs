@@ -228,6 +228,19 @@ pub trait Store: Send + Sync {
     fn record_once(&self, key: &str) -> Result<bool, StoreError>;
     fn cursor(&self, key: &str) -> Result<Option<String>, StoreError>;
     fn set_cursor(&self, key: &str, value: &str) -> Result<(), StoreError>;
+    /// The value of cursor `key`, setting it to `value` first when absent;
+    /// atomic across processes on a shared store (replicas that start at
+    /// once agree on one value, e.g. the web secret). The default suits a
+    /// store one process owns.
+    fn cursor_or_init(&self, key: &str, value: &str) -> Result<String, StoreError> {
+        match self.cursor(key)? {
+            Some(v) => Ok(v),
+            None => {
+                self.set_cursor(key, value)?;
+                Ok(value.to_string())
+            }
+        }
+    }
     fn document_path(&self, id: &ApprovalId) -> Result<Option<String>, StoreError>;
     fn set_document_path(&self, id: &ApprovalId, path: &str) -> Result<(), StoreError>;
     fn namespace(&self, name: &str) -> Result<Namespace, StoreError>;

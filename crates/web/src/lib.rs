@@ -12,16 +12,24 @@
 //! Who is who ([`auth`]): a read link per approval (unguessable, derived
 //! with the server's secret; read only, never decide), personal single-use
 //! sign-in links the bot sends privately (`/plan web`), the operator token.
+//! Sign-in links and session cookies are signed, not remembered: plangate
+//! may run as several replicas behind a load balancer on one store, and a
+//! link sent by one replica, or a cookie set by one, works on every other.
 //!
 //! It is a read/decide surface over the engine and adds no decision rule:
 //! every state change is a POST that the server's [`Backend`] turns into the
 //! same engine command a chat button sends, after the same approver
 //! allowlist check.
 //!
-//! **Architecture invariant:** no state of its own beyond sign-ins and
-//! sessions; everything it shows comes from the [`Backend`], everything it
-//! changes goes through [`Backend::decide`]; every interpolation is escaped
-//! and agent markdown is sanitized; no inline script (the CSP forbids it).
+//! **Architecture invariant:** no per-process state: every replica that
+//! shares the web secret serves every request the same. Tokens, cookies and
+//! CSRF tokens are HMACs under keys derived from that secret; the only
+//! records are in the store, through the [`Backend`]: used sign-in links
+//! ([`Backend::use_once`]) and signed-out sessions ([`Backend::revoke`]),
+//! refusing when the store cannot answer. Everything it shows comes from the
+//! [`Backend`], everything it changes goes through [`Backend::decide`];
+//! every interpolation is escaped and agent markdown is sanitized; no inline
+//! script (the CSP forbids it).
 
 pub mod auth;
 pub mod diff;
@@ -86,22 +94,59 @@ pub trait Backend: Send + Sync + 'static {
     fn subscribe(&self, key: &SessionKey) -> watch::Receiver<u64>;
     /// Whether `token` is the operator token (constant time).
     fn is_operator_token(&self, token: &str) -> bool;
+    /// Record `key` as used, durably and across replicas: `true` only the
+    /// first time. `false` too when it cannot be recorded (storage
+    /// trouble): a sign-in link is then refused, never let through twice.
+    async fn use_once(&self, key: &str) -> bool;
+    /// Record that browser session `session_id` signed out (see
+    /// [`auth::sign_out_key`]), on every replica; `false` when it could not
+    /// be recorded.
+    async fn revoke(&self, session_id: &str) -> bool;
+    /// Whether browser session `session_id` signed out; `true` when the
+    /// store cannot tell (the session is refused, never assumed live).
+    async fn revoked(&self, session_id: &str) -> bool;
+}
+
+/// Where the web page reads the time for sign-in links and sessions.
+pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
+
+/// The system's wall clock, in milliseconds since the Unix epoch.
+pub fn system_clock() -> Clock {
+    Arc::new(|| {
+        let ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
+        Timestamp(i64::try_from(ms).unwrap_or(i64::MAX))
+    })
 }
 
 /// The links the server hands out: read links for cards, sign-in links for
-/// `/plan web`. Shared by the page and the server's chat side.
+/// `/plan web`. Shared by the page and the server's chat side; derived from
+/// the web secret alone, so every replica hands out links every other
+/// accepts.
 pub struct Links {
     base: String,
     read_key: auth::ReadKey,
-    sign_ins: auth::SignIns,
+    auth: auth::AuthKeys,
+    clock: Clock,
 }
 
 impl Links {
     /// `public_url` is where people reach the page (`https://plans.example`);
-    /// `secret` derives the read tokens (keep it across restarts, or every
-    /// read link changes).
+    /// `secret` derives the read tokens and signs sign-ins and sessions
+    /// (keep it across restarts, or every read link changes; share it
+    /// between replicas). Time from the system clock.
     pub fn new(public_url: &str, secret: &[u8]) -> Links {
-        Links { base: public_url.trim_end_matches('/').to_string(), read_key: auth::ReadKey::new(secret), sign_ins: Default::default() }
+        Links::with_clock(public_url, secret, system_clock())
+    }
+
+    /// [`Links::new`] with the time from `clock` (the server's, which tests
+    /// turn forward).
+    pub fn with_clock(public_url: &str, secret: &[u8], clock: Clock) -> Links {
+        Links {
+            base: public_url.trim_end_matches('/').to_string(),
+            read_key: auth::ReadKey::new(secret),
+            auth: auth::AuthKeys::derive(secret),
+            clock,
+        }
     }
 
     /// The read-only link of one approval, for its cards.
@@ -109,26 +154,63 @@ impl Links {
         format!("{}/p/{id}?k={}", self.base, self.read_key.token(id))
     }
 
-    /// A personal, single-use sign-in link for `who`.
+    /// A personal, single-use sign-in link for `who`, valid for
+    /// [`auth::SIGN_IN_TTL`].
     pub fn sign_in_url(&self, who: Identity) -> String {
-        format!("{}/signin/{}", self.base, self.sign_ins.issue(who))
+        format!("{}/signin/{}", self.base, self.auth.sign_in_token(&who, self.now()))
     }
 
     /// Whether cookies must be `Secure` (the page is public over https).
     pub fn secure(&self) -> bool {
         self.base.starts_with("https://")
     }
+
+    fn now(&self) -> Timestamp {
+        (self.clock)()
+    }
 }
 
-/// The page's state: the backend, the links, the browser sessions.
+/// The page's state: the backend and the links. Nothing else: sessions are
+/// in their cookies, used sign-ins and sign-outs in the store.
 pub struct Web {
     pub backend: Arc<dyn Backend>,
     pub links: Arc<Links>,
-    sessions: auth::Sessions,
 }
 
 impl Web {
     pub fn new(backend: Arc<dyn Backend>, links: Arc<Links>) -> Arc<Web> {
-        Arc::new(Web { backend, links, sessions: Default::default() })
+        Arc::new(Web { backend, links })
+    }
+
+    /// Use a sign-in token: who it signs in, if its MAC and expiry check
+    /// out and no replica used it before (recorded now, so it works once).
+    pub async fn redeem_sign_in(&self, token: &str) -> Option<Identity> {
+        let Some(sign_in) = self.links.auth.check_sign_in(token, self.links.now()) else {
+            tracing::warn!("web sign-in refused: not a valid, unexpired sign-in link");
+            return None;
+        };
+        if !self.backend.use_once(&sign_in.once_key()).await {
+            tracing::warn!(who = %sign_in.who.label(), "web sign-in refused: the link was used before (or the store could not tell)");
+            return None;
+        }
+        Some(sign_in.who)
+    }
+
+    /// A new session for `who`: its cookie value and the session.
+    pub fn start_session(&self, who: Identity) -> (String, auth::Session) {
+        self.links.auth.start_session(who, self.links.now())
+    }
+
+    /// The session a cookie value stands for: signed with this secret,
+    /// within its lifetime, and not signed out on any replica.
+    pub async fn session(&self, cookie: &str) -> Option<auth::Session> {
+        let session = self.links.auth.session(cookie, self.links.now())?;
+        if self.backend.revoked(&session.id).await {
+            return None;
+        }
+        Some(session)
     }
 }
+
+#[cfg(test)]
+mod replicas_test;

@@ -7,6 +7,10 @@
 //!   `POST /p/{id}/decide`: a decision (session + CSRF token).
 //! * `GET /signin/{token}` then `POST /signin`: a personal sign-in link;
 //!   `POST /signin/operator`: the operator token; `POST /signout`.
+//!
+//! No handler keeps state between requests: a session is its signed cookie
+//! (checked with [`Web::session`]), so a load balancer may send each request
+//! of one browser to a different replica.
 //! * `GET /web/style.css`, `/web/live.js`: the embedded assets.
 //!
 //! Every response carries a Content-Security-Policy without inline script,
@@ -72,10 +76,11 @@ fn html(status: StatusCode, markup: Markup) -> Response {
     (status, [(header::CONTENT_TYPE, "text/html; charset=utf-8")], markup.into_string()).into_response()
 }
 
-/// The signed-in session of this request, if any.
-fn session(web: &Web, headers: &HeaderMap) -> Option<(String, Session)> {
+/// The signed-in session of this request, if any: a valid cookie of a
+/// session that did not sign out. Anything else is no session, alike.
+async fn session(web: &Web, headers: &HeaderMap) -> Option<Session> {
     let cookie = headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(auth::cookie_value)?;
-    web.sessions.get(cookie).map(|s| (cookie.to_string(), s))
+    web.session(cookie).await
 }
 
 fn not_found(who: Option<&Identity>) -> Response {
@@ -115,7 +120,7 @@ struct Loaded {
 }
 
 async fn load(web: &Web, headers: &HeaderMap, id: &str, k: Option<&str>) -> Result<Loaded, Response> {
-    let session = session(web, headers).map(|(_, s)| s);
+    let session = session(web, headers).await;
     let who = session.as_ref().map(|s| &s.who);
     let Some(id) = ApprovalId::parse(id) else { return Err(not_found(who)) };
     let Some(proposal) = web.backend.proposal(id).await else { return Err(not_found(who)) };
@@ -242,7 +247,7 @@ struct DecideForm {
 }
 
 async fn decide(State(web): State<Shared>, headers: HeaderMap, Path(id): Path<String>, Form(form): Form<DecideForm>) -> Response {
-    let Some((_, session)) = session(&web, &headers) else {
+    let Some(session) = session(&web, &headers).await else {
         return html(
             StatusCode::FORBIDDEN,
             page::message("Sign in to decide", "Deciding needs a sign-in link from the bot (/plan web).", None),
@@ -293,7 +298,7 @@ async fn decide(State(web): State<Shared>, headers: HeaderMap, Path(id): Path<St
 }
 
 async fn inbox(State(web): State<Shared>, headers: HeaderMap) -> Response {
-    let Some((_, session)) = session(&web, &headers) else { return html(StatusCode::OK, page::sign_in()) };
+    let Some(session) = session(&web, &headers).await else { return html(StatusCode::OK, page::sign_in()) };
     let mut mine: Vec<Proposal> =
         web.backend.proposals().await.into_iter().filter(|p| web.backend.may_decide(&session.who, &p.session.agent)).collect();
     mine.sort_by_key(|p| (p.status != DecisionStatus::Pending, p.created_at));
@@ -314,8 +319,10 @@ async fn sign_in_page() -> Response {
     html(StatusCode::OK, page::sign_in())
 }
 
+/// The page of a sign-in link: its shape only (the MAC, the expiry and the
+/// single use are checked on the POST), so opening it uses nothing up.
 async fn confirm_sign_in(Path(token): Path<String>) -> Response {
-    if token.len() != 32 || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if token.is_empty() || token.len() > auth::MAX_TOKEN_LEN || !token.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
         return html(StatusCode::NOT_FOUND, page::message("Not a sign-in link", "Ask the bot for a new one: /plan web", None));
     }
     html(StatusCode::OK, page::confirm_sign_in(&token))
@@ -327,7 +334,8 @@ struct TokenForm {
 }
 
 fn signed_in(web: &Web, who: Identity) -> Response {
-    let cookie = auth::session_cookie(&web.sessions.start(who), web.links.secure());
+    let (value, _) = web.start_session(who);
+    let cookie = auth::session_cookie(&value, web.links.secure());
     let mut response = Redirect::to("/").into_response();
     if let Ok(value) = HeaderValue::from_str(&cookie) {
         response.headers_mut().insert(header::SET_COOKIE, value);
@@ -336,7 +344,7 @@ fn signed_in(web: &Web, who: Identity) -> Response {
 }
 
 async fn sign_in(State(web): State<Shared>, Form(form): Form<TokenForm>) -> Response {
-    match web.links.sign_ins.redeem(form.token.trim()) {
+    match web.redeem_sign_in(form.token.trim()).await {
         Some(who) => {
             tracing::info!(who = %who.label(), "signed in to the web page");
             signed_in(&web, who)
@@ -363,13 +371,25 @@ struct CsrfForm {
     csrf: String,
 }
 
+/// Sign out: the cookie is cleared, and the session is recorded as signed
+/// out in the store, so a copy of the cookie opens nothing on any replica.
 async fn sign_out(State(web): State<Shared>, headers: HeaderMap, Form(form): Form<CsrfForm>) -> Response {
-    if let Some((cookie, session)) = session(&web, &headers) {
-        if csrf_ok(&session, &form.csrf) {
-            web.sessions.end(&cookie);
+    let mut response = Redirect::to("/").into_response();
+    if let Some(session) = session(&web, &headers).await.filter(|s| csrf_ok(s, &form.csrf)) {
+        if web.backend.revoke(&session.id).await {
+            tracing::info!(who = %session.who.label(), "signed out of the web page");
+        } else {
+            tracing::error!(who = %session.who.label(), "web sign-out not recorded (storage trouble)");
+            response = html(
+                StatusCode::SERVICE_UNAVAILABLE,
+                page::message(
+                    "Not signed out everywhere",
+                    "This browser is signed out, but plangate could not record it (storage trouble): the session stays valid elsewhere until it expires. Sign out again shortly.",
+                    None,
+                ),
+            );
         }
     }
-    let mut response = Redirect::to("/").into_response();
     if let Ok(value) = HeaderValue::from_str(&auth::clear_cookie(web.links.secure())) {
         response.headers_mut().insert(header::SET_COOKIE, value);
     }

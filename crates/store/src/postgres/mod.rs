@@ -1003,6 +1003,17 @@ impl Store for PgStore {
         })
     }
 
+    /// One statement: the first replica's value wins, every replica reads
+    /// it back (`DO UPDATE SET value = cursors.value` makes `RETURNING`
+    /// answer on a conflict too).
+    fn cursor_or_init(&self, key: &str, value: &str) -> Result<String, StoreError> {
+        self.retrying("initializing a cursor", |c, st| {
+            let sql = "INSERT INTO cursors (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = cursors.value RETURNING value";
+            let row = st.query_one(c, sql, &[&key, &value])?;
+            Ok(row.try_get(0)?)
+        })
+    }
+
     fn document_path(&self, id: &ApprovalId) -> Result<Option<String>, StoreError> {
         self.retrying("reading a document path", |c, st| {
             let row = st.query_opt(c, "SELECT path FROM documents WHERE approval_id = $1", &[&&id.0[..]])?;

@@ -34,7 +34,17 @@ contract!(
     audit_filters_and_limits,
     outbox_and_sequence_numbers,
     a_single_process_claims_everything_due,
+    cursor_or_init_keeps_the_first_value,
 );
+
+/// The web secret every replica must agree on: the first value set wins,
+/// later initializations read it back unchanged.
+fn cursor_or_init_keeps_the_first_value(b: &dyn Backend) {
+    let store = b.open();
+    assert_eq!(store.cursor_or_init("web.secret", "aaaa").unwrap(), "aaaa");
+    assert_eq!(store.cursor_or_init("web.secret", "bbbb").unwrap(), "aaaa");
+    assert_eq!(store.cursor("web.secret").unwrap().as_deref(), Some("aaaa"));
+}
 
 fn commit_then_reopen_sees_everything(b: &dyn Backend) {
     let key = SessionKey::new("demo", "s1");

@@ -315,6 +315,13 @@ impl Core {
             Job::AppendReceipt(id, text) => {
                 let Ok(Some(p)) = self.blocking(move |s| s.proposal(&id)).await else { return };
                 let path = self.document_location(&p).await;
+                // On replicas the document is a file on the replica whose job
+                // wrote it (see README, "Running several replicas"): the
+                // decision may land on another one, which has no file to add to.
+                if self.store.shared() && !path.exists() {
+                    tracing::debug!(approval = %id, "the plan document is on another replica; receipt not appended here");
+                    return;
+                }
                 let result = tokio::task::spawn_blocking(move || plangate_store::append_receipt(&path, &text)).await;
                 if !matches!(result, Ok(Ok(()))) {
                     warn!(approval = %id, "receipt not appended to the plan document");

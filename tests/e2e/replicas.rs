@@ -1,0 +1,302 @@
+//! Several replicas on one PostgreSQL (#18), as real processes on loopback
+//! behind no proxy: racing decisions on different replicas make exactly one
+//! decision; a decision on replica A releases a waiter on replica C; a
+//! replica killed with SIGKILL in the middle of a nudge storm loses no nudge
+//! and records none twice; the Telegram polling leader killed hands polling
+//! to another replica, and no update is handled twice.
+//!
+//! Each test runs in its own PostgreSQL schema on the machine's server
+//! (127.0.0.1:5432); the test fails, never skips, when it is not there.
+
+use plangate_testkit::pg::{start_replicas, TestSchema};
+use plangate_testkit::server::{eventually, ServerProcess};
+use plangate_testkit::telegram::{FakeTelegram, TOKEN};
+use reqwest::Method;
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_plangate");
+const CHAT: i64 = -100_777;
+const ALICE: i64 = 111;
+
+fn telegram(fake: &FakeTelegram) -> String {
+    format!(
+        "[telegram]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\npoll_timeout_secs = 1\nper_chat_per_second = 1000\nglobal_per_second = 1000\n\n[destinations.tg]\nchannel = \"telegram\"\nchat = \"{CHAT}\"\napprovers = [\"telegram:{ALICE}\"]\n",
+        fake.api_url()
+    )
+}
+
+/// `n` replicas of one configuration (`extra`) on the schema, each with its
+/// own port and data dir; agent `demo` sends its cards to `destinations`.
+/// Leases of 3 s: a dead replica's timers and chat work are taken over 3 s
+/// after its last renewal (10 s by default).
+async fn replicas(pg: &TestSchema, n: usize, destinations: &[&str], extra: &str) -> Vec<ServerProcess> {
+    start_replicas(BIN, n, pg, destinations, extra).await
+}
+
+async fn propose(s: &ServerProcess, session: &str, title: &str) -> String {
+    let (st, _) = ServerProcess::send(s.agent(Method::POST, &format!("/v1/sessions/{session}/enter"))).await;
+    assert_eq!(st, 200, "enter {session}");
+    let body = json!({"title": title, "steps": [{"step": "Change the code"}, {"step": "Run the tests"}]});
+    let (st, v) = ServerProcess::send(s.agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&body)).await;
+    assert_eq!(st, 201, "propose {session}: {v}");
+    v["approval_id"].as_str().expect("approval id").to_string()
+}
+
+async fn decide(s: &ServerProcess, id: &str, action: &str, actor: &str) -> (u16, Value) {
+    let body = json!({"action": action, "actor": actor, "feedback": "not like this"});
+    ServerProcess::send(s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&body)).await
+}
+
+async fn audit_actions(s: &ServerProcess, id: &str) -> Vec<String> {
+    let (st, v) = ServerProcess::send(s.operator(Method::GET, &format!("/v1/audit?approval={id}"))).await;
+    assert_eq!(st, 200, "{v}");
+    v.as_array().into_iter().flatten().filter_map(|e| e["action"].as_str().map(str::to_string)).collect()
+}
+
+/// The replicas (by index) that say they hold the Telegram connection.
+async fn telegram_leaders(replicas: &[Option<&ServerProcess>]) -> Vec<usize> {
+    let mut leaders = Vec::new();
+    for (i, s) in replicas.iter().enumerate() {
+        let Some(s) = s else { continue };
+        let (_, v) = ServerProcess::send(s.http.get(s.url("/healthz"))).await;
+        if v["leader_for"].as_array().is_some_and(|roles| roles.iter().any(|r| r == "telegram")) {
+            leaders.push(i);
+        }
+    }
+    leaders
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn racing_decisions_on_three_replicas_make_exactly_one() {
+    let pg = TestSchema::create().await;
+    let rs = replicas(&pg, 3, &[], "").await;
+    for round in 0..12 {
+        let session = format!("race-{round}");
+        let id = propose(&rs[round % 3], &session, &format!("Race {round}")).await;
+        // Two approvals and a request for changes, at once, on three replicas.
+        let (a, b, c) = tokio::join!(
+            decide(&rs[0], &id, "approve", "alice"),
+            decide(&rs[1], &id, "approve", "bob"),
+            decide(&rs[2], &id, "revise", "carol"),
+        );
+        let answers = [a, b, c];
+        let winners: Vec<_> = answers.iter().filter(|(st, _)| *st == 200).collect();
+        assert_eq!(winners.len(), 1, "round {round}: exactly one decision wins, got {answers:?}");
+        let winner = winners[0].1["decided_by"].as_str().expect("decided_by").to_string();
+        for (st, v) in answers.iter().filter(|(st, _)| *st != 200) {
+            assert_eq!(*st, 409, "round {round}: a losing decision is a conflict: {v}");
+            let message = v["error"]["message"].as_str().or(v["message"].as_str()).unwrap_or_default().to_string();
+            assert!(
+                message.contains("already") && message.contains(&winner),
+                "round {round}: the loser is told who decided first ({winner}): {v}"
+            );
+        }
+        // One decision in the audit, whichever replica is asked.
+        let actions = audit_actions(&rs[(round + 1) % 3], &id).await;
+        let decisions = actions.iter().filter(|a| ["approve", "revise", "reject"].contains(&a.as_str())).count();
+        assert_eq!(decisions, 1, "round {round}: {actions:?}");
+        if round == 0 {
+            println!("racing decisions: {winner} won; the others were told: {:?}", answers.iter().map(|a| a.0).collect::<Vec<_>>());
+        }
+    }
+    pg.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_decision_on_replica_a_releases_a_waiter_on_replica_c() {
+    let pg = TestSchema::create().await;
+    let rs = replicas(&pg, 3, &[], "").await;
+    let mut released = Vec::new();
+    for round in 0..5 {
+        let session = format!("wake-{round}");
+        let id = propose(&rs[0], &session, "Cross-replica wake").await;
+        let waiter = rs[2].agent(Method::GET, &format!("/v1/sessions/{session}/decision?wait=30"));
+        let waiting = tokio::spawn(async move { ServerProcess::send(waiter).await });
+        rs[2].waiting(1).await;
+        let started = Instant::now();
+        let (st, v) = decide(&rs[0], &id, "approve", "alice").await;
+        assert_eq!(st, 200, "{v}");
+        let (st, v) = tokio::time::timeout(Duration::from_secs(10), waiting).await.expect("the waiter on C is released").expect("task");
+        released.push(started.elapsed());
+        assert_eq!(st, 200, "{v}");
+        assert_eq!(v["status"], "approved", "{v}");
+        assert_eq!(v["decided_by"], "operator:alice", "{v}");
+    }
+    println!("decision on A → waiter on C released: {released:?}");
+    pg.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replica_killed_mid_nudge_storm_loses_no_nudge_and_repeats_none_recorded() {
+    const PLANS: usize = 30;
+    let pg = TestSchema::create().await;
+    let fake = FakeTelegram::start().await;
+    // Ten messages a second per chat and replica: the storm takes seconds,
+    // so the replica killed in its middle holds reminders not yet sent.
+    let paced = telegram(&fake).replace("per_chat_per_second = 1000", "per_chat_per_second = 10");
+    let extra = format!("[approvals]\nnudges = [\"3s\", \"5s\"]\ntimeout = \"120s\"\n\n{paced}");
+    let mut rs = replicas(&pg, 3, &["tg"], &extra).await;
+    let mut ids = Vec::new();
+    let first = Instant::now();
+    for i in 0..PLANS {
+        ids.push(propose(&rs[i % 3], &format!("storm-{i}"), &format!("Storm {i}")).await);
+    }
+    // The first reminders fall due 3 s after the first proposal: kill
+    // replica 0 right then, with its share of the storm leased and in flight.
+    let nudges = |fake: &FakeTelegram| fake.calls("sendMessage").into_iter().map(|r| r.str("text")).filter(|t| t.starts_with('⏰')).count();
+    let (_, health) = ServerProcess::send(rs[0].http.get(rs[0].url("/healthz"))).await;
+    let victim = health["replica"].as_str().expect("a replica id on /healthz").to_string();
+    let held = format!(
+        "SELECT (SELECT count(*) FROM {0}.timers WHERE lease_owner = '{victim}' AND lease_until > clock_timestamp()) \
+         + (SELECT count(*) FROM {0}.outbox WHERE lease_owner = '{victim}' AND lease_until > clock_timestamp())",
+        pg.schema
+    );
+    let mut held_at_kill = 0;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    // Killed while it holds several reminders (claimed timers, queued sends).
+    while held_at_kill < 3 || nudges(&fake) == 0 {
+        assert!(Instant::now() < deadline, "replica 0 never held reminders to send");
+        held_at_kill = pg.query(&held).await.parse::<u64>().unwrap_or(0);
+        if nudges(&fake) == 0 {
+            held_at_kill = 0;
+        }
+    }
+    rs[0].kill9().await;
+    let killed_at = first.elapsed();
+    let sent_before_kill = nudges(&fake);
+    // Every reminder of every plan arrives (the dead replica's leases run
+    // out and the others take its timers and chat work over).
+    let short: Vec<String> = ids.iter().map(|id| format!("#{}", &id[..6])).collect();
+    let mut per_key: HashMap<(String, u8), usize> = HashMap::new();
+    let deadline = Instant::now() + Duration::from_secs(40);
+    loop {
+        per_key.clear();
+        for text in fake.calls("sendMessage").into_iter().map(|r| r.str("text")).filter(|t| t.starts_with('⏰')) {
+            let Some(id) = short.iter().find(|s| text.contains(s.as_str())) else { continue };
+            let number = if text.contains("reminder 1") {
+                1
+            } else if text.contains("reminder 2") {
+                2
+            } else {
+                0
+            };
+            *per_key.entry((id.clone(), number)).or_default() += 1;
+        }
+        if per_key.len() == PLANS * 2 || Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let missing: Vec<_> = short.iter().flat_map(|s| [1u8, 2].map(|n| (s.clone(), n))).filter(|k| !per_key.contains_key(k)).collect();
+    let repeated: Vec<_> = per_key.iter().filter(|(_, n)| **n > 1).collect();
+    println!(
+        "nudge storm: {PLANS} plans × 2 reminders on 3 replicas; replica 0 killed at {killed_at:?} holding {held_at_kill} leased timers/chat jobs, after {sent_before_kill} reminders; \
+         {} reminders sent in all, {} missing, {} repeated",
+        per_key.values().sum::<usize>(),
+        missing.len(),
+        repeated.len()
+    );
+    assert!(missing.is_empty(), "reminders never sent: {missing:?}");
+    // A send is recorded (keyed by approval, reminder, chat) right after the
+    // platform answers: only a send in flight at the SIGKILL can be repeated.
+    assert!(repeated.len() <= 3, "reminders repeated beyond the sends in flight at the kill: {repeated:?}");
+    pg.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_polling_leader_killed_another_replica_polls_and_no_update_is_handled_twice() {
+    let pg = TestSchema::create().await;
+    let fake = FakeTelegram::start().await;
+    let mut rs = replicas(&pg, 3, &["tg"], &telegram(&fake)).await;
+    let all: Vec<Option<&ServerProcess>> = rs.iter().map(Some).collect();
+    let mut leaders = Vec::new();
+    eventually(Duration::from_secs(10), "one Telegram leader", || {
+        let all = all.clone();
+        async move { telegram_leaders(&all).await.len() == 1 }
+    })
+    .await;
+    leaders.extend(telegram_leaders(&all).await);
+    let leader = leaders[0];
+
+    // Ten plans with their cards; approve them by taps on the cards, the
+    // second half tapped just before the leader dies.
+    let mut ids = Vec::new();
+    for i in 0..10 {
+        ids.push(propose(&rs[i % 3], &format!("lead-{i}"), &format!("Leader {i}")).await);
+    }
+    let cards = fake
+        .wait_for(Duration::from_secs(15), |reqs| {
+            let cards: Vec<_> = reqs.iter().filter(|r| r.method == "sendMessage" && r.keyboard().is_some()).cloned().collect();
+            (cards.len() >= 10).then_some(cards)
+        })
+        .await;
+    let alice = FakeTelegram::user(ALICE, Some("alice"), "Alice");
+    let mut callbacks = HashSet::new();
+    let mut tap = |id: &str| {
+        let card = cards.iter().find(|c| c.str("text").contains(&format!("#{}", &id[..6]))).expect("card");
+        let keyboard = card.keyboard().expect("buttons");
+        let approve = keyboard.iter().flatten().find(|(label, _)| label.contains("Approve")).expect("Approve button").1.clone();
+        let update = fake.callback_update(CHAT, card.message_id_sent().expect("message id"), alice.clone(), &approve);
+        callbacks.insert(update["callback_query"]["id"].as_str().expect("callback id").to_string());
+        fake.push_update(update);
+    };
+    for id in &ids[..5] {
+        tap(id);
+    }
+    for id in &ids[..5] {
+        let id = id.clone();
+        let s = &rs[(leader + 1) % 3];
+        eventually(Duration::from_secs(10), "the first five approved", || {
+            let req = s.operator(Method::GET, &format!("/v1/approvals/{id}"));
+            async move { ServerProcess::send(req).await.1["decision"]["status"] == "approved" }
+        })
+        .await;
+    }
+    for id in &ids[5..] {
+        tap(id);
+    }
+    rs[leader].kill9().await;
+    let killed = Instant::now();
+    let survivors: Vec<Option<&ServerProcess>> = rs.iter().enumerate().map(|(i, s)| (i != leader).then_some(s)).collect();
+    eventually(Duration::from_secs(10), "another replica takes the Telegram connection over", || {
+        let survivors = survivors.clone();
+        async move { telegram_leaders(&survivors).await.len() == 1 }
+    })
+    .await;
+    let takeover = killed.elapsed();
+    let new_leader = telegram_leaders(&survivors).await[0];
+    let observer = &rs[new_leader];
+    for id in &ids {
+        let id = id.clone();
+        eventually(Duration::from_secs(15), "every tapped plan approved", || {
+            let req = observer.operator(Method::GET, &format!("/v1/approvals/{id}"));
+            async move { ServerProcess::send(req).await.1["decision"]["status"] == "approved" }
+        })
+        .await;
+    }
+    // Each plan approved once; each tap answered at most once.
+    for id in &ids {
+        let actions = audit_actions(observer, id).await;
+        assert_eq!(actions.iter().filter(|a| *a == "approve").count(), 1, "{id}: {actions:?}");
+        assert!(!actions.iter().any(|a| a == "refused"), "{id}: {actions:?}");
+    }
+    let mut answers: HashMap<String, usize> = HashMap::new();
+    for r in fake.calls("answerCallbackQuery") {
+        *answers.entry(r.str("callback_query_id")).or_default() += 1;
+    }
+    let twice: Vec<_> = answers.iter().filter(|(_, n)| **n > 1).collect();
+    println!(
+        "leader kill: replica {leader} polled and was killed; replica {new_leader} took over after {takeover:?}; \
+         10 taps, {} answered, {} answered twice; every plan approved once",
+        answers.len(),
+        twice.len()
+    );
+    assert!(twice.is_empty(), "taps handled twice: {twice:?}");
+    // A tap whose answer is missing was handled by the old leader, which
+    // died before answering it: Telegram's spinner times out; the decision
+    // stands (checked above).
+    assert!(answers.keys().all(|c| callbacks.contains(c)), "answers to taps nobody made: {answers:?}");
+    pg.cleanup().await;
+}

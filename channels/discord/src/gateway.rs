@@ -3,10 +3,11 @@
 use crate::inbound::Inbox;
 use crate::rest::Rest;
 use crate::DiscordError;
-use plangate_channel::Shutdown;
+use plangate_channel::{Leadership, Shutdown};
 use serenity::all::{Context, EventHandler, GatewayIntents, Interaction, Ready};
-use serenity::client::ClientBuilder;
+use serenity::client::{Client, ClientBuilder};
 use std::sync::Arc;
+use std::time::Duration;
 
 struct Handler {
     inbox: Arc<Inbox>,
@@ -49,41 +50,95 @@ impl EventHandler for Handler {
     }
 }
 
-async fn wait_for(mut shutdown: Shutdown) {
-    loop {
-        if *shutdown.borrow() {
-            return;
-        }
-        if shutdown.changed().await.is_err() {
-            // The sender is gone: nobody can ask us to stop any more, so run on.
-            std::future::pending::<()>().await;
-        }
+/// Resolves when shutdown is requested. The sender gone means nobody can
+/// ask us to stop any more, so then it never resolves and the task runs on.
+async fn stopped(shutdown: &mut Shutdown) {
+    if shutdown.wait_for(|stop| *stop).await.is_err() {
+        std::future::pending::<()>().await;
     }
 }
 
-/// Build the client (it asks `GET /api/v10/gateway` for the websocket URL)
-/// and run it until `shutdown`.
-pub(crate) async fn spawn(
+/// How long to wait before connecting again when the gateway client could
+/// not be built or stopped on its own (a bad token, Discord unreachable).
+const RETRY: Duration = Duration::from_secs(30);
+
+/// The gateway client, which asks `GET /api/v10/gateway` for the websocket
+/// URL (only the leader needs it, so it is built per leadership term).
+pub(crate) async fn connect(rest: &Arc<Rest>, inbox: &Arc<Inbox>, liveness: &plangate_channel::Liveness) -> Result<Client, DiscordError> {
+    let handler = Handler { inbox: inbox.clone(), rest: rest.clone(), liveness: liveness.clone() };
+    let builder = ClientBuilder::new_with_http(rest.serenity_http(), GatewayIntents::empty()).event_handler(handler);
+    builder.await.map_err(|e| DiscordError::Gateway(e.to_string()))
+}
+
+/// Run the gateway while `leader` is true, until `shutdown`. Discord
+/// delivers each interaction to one session of the bot, so only one replica
+/// keeps one; the others wait on the watch and report "follower". Losing
+/// leadership shuts the shard down; winning it builds a new client and
+/// identifies again. `first` is the client [`start`](crate::start) built
+/// when this process led from the beginning (a bad setup then fails the
+/// start, as it always did).
+pub(crate) fn spawn(
     rest: Arc<Rest>,
     inbox: Arc<Inbox>,
-    shutdown: Shutdown,
+    first: Option<Client>,
+    mut shutdown: Shutdown,
+    mut leader: Leadership,
     liveness: plangate_channel::Liveness,
-) -> Result<tokio::task::JoinHandle<()>, DiscordError> {
-    let http = rest.serenity_http();
-    let builder = ClientBuilder::new_with_http(http, GatewayIntents::empty()).event_handler(Handler { inbox, rest, liveness });
-    let mut client = builder.await.map_err(|e| DiscordError::Gateway(e.to_string()))?;
-    let shards = client.shard_manager.clone();
-    Ok(tokio::spawn(async move {
-        tokio::select! {
-            result = client.start() => {
-                if let Err(e) = result {
-                    tracing::error!(error = %e, "discord gateway stopped");
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut ready = first;
+        loop {
+            if !*leader.borrow() {
+                // A client built while leading is stale now; build afresh.
+                ready = None;
+                liveness.follower();
+                tracing::info!("discord: another replica holds the gateway session; waiting to be elected");
+                tokio::select! {
+                    () = stopped(&mut shutdown) => break,
+                    () = plangate_channel::leading(&mut leader) => {}
+                }
+                liveness.leading();
+            }
+            let mut client = match ready.take() {
+                Some(client) => client,
+                None => match connect(&rest, &inbox, &liveness).await {
+                    Ok(client) => client,
+                    Err(e) => {
+                        tracing::error!(error = %e, "discord gateway: trying again in {RETRY:?}");
+                        liveness.down(e.to_string());
+                        tokio::select! {
+                            () = stopped(&mut shutdown) => break,
+                            () = plangate_channel::not_leading(&mut leader) => continue,
+                            () = tokio::time::sleep(RETRY) => continue,
+                        }
+                    }
+                },
+            };
+            let shards = client.shard_manager.clone();
+            tokio::select! {
+                result = client.start() => {
+                    let why = match result {
+                        Ok(()) => "the gateway client stopped".to_string(),
+                        Err(e) => e.to_string(),
+                    };
+                    tracing::error!(error = %why, "discord gateway stopped; connecting again in {RETRY:?}");
+                    liveness.down(why);
+                    tokio::select! {
+                        () = stopped(&mut shutdown) => break,
+                        () = plangate_channel::not_leading(&mut leader) => {}
+                        () = tokio::time::sleep(RETRY) => {}
+                    }
+                }
+                () = stopped(&mut shutdown) => {
+                    tracing::info!("discord gateway shutting down");
+                    shards.shutdown_all().await;
+                    break;
+                }
+                () = plangate_channel::not_leading(&mut leader) => {
+                    tracing::info!("discord: no longer the leader; shutting the gateway session down");
+                    shards.shutdown_all().await;
                 }
             }
-            () = wait_for(shutdown) => {
-                tracing::info!("discord gateway shutting down");
-                shards.shutdown_all().await;
-            }
         }
-    }))
+    })
 }

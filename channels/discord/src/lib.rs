@@ -25,6 +25,14 @@
 //!   `verify` and accepts small-order keys and signatures, so it is not used),
 //!   a timestamp window, and a replay check by interaction id.
 //!
+//! # Replicas
+//! Discord gives each interaction to one gateway session of the bot, so
+//! only the replica whose [`plangate_channel::Leadership`] is `true` runs
+//! the gateway; the others wait on the watch and report "follower" as
+//! ready. Losing leadership shuts the shard down, winning it builds a new
+//! client and identifies. Command registration at start, every REST call
+//! and the interactions endpoint work on every replica.
+//!
 //! # Acknowledging within 3 s
 //! The handler gets `defer_after_ms` (2 s by default). If it answers in time
 //! its reply is the interaction response; if not, the interaction is deferred
@@ -67,7 +75,7 @@ pub use config::{DiscordConfig, Transport};
 pub use endpoint::{Verifier, INTERACTIONS_PATH};
 pub use outbound::DiscordChannel;
 
-use plangate_channel::{Adapter, ChannelError, ConfigError, InboundHandler, Shutdown};
+use plangate_channel::{Adapter, ChannelError, ConfigError, InboundHandler, Leadership, Shutdown};
 use std::sync::Arc;
 use thiserror::Error;
 
@@ -98,9 +106,17 @@ pub fn system_clock() -> Clock {
     })
 }
 
-/// Start the adapter: register `/plan`, then run the configured transport.
-pub async fn start(config: DiscordConfig, handler: Arc<dyn InboundHandler>, shutdown: Shutdown) -> Result<Adapter, DiscordError> {
-    start_with_clock(config, handler, shutdown, system_clock()).await
+/// Start the adapter: register `/plan`, then run the configured transport:
+/// the gateway only while `leader` is true (its task ends on `shutdown`),
+/// or the interactions endpoint, which every replica serves (`leader` is not
+/// used).
+pub async fn start(
+    config: DiscordConfig,
+    handler: Arc<dyn InboundHandler>,
+    shutdown: Shutdown,
+    leader: Leadership,
+) -> Result<Adapter, DiscordError> {
+    start_with_clock(config, handler, shutdown, leader, system_clock()).await
 }
 
 /// [`start`] with an injected clock (for the interactions endpoint's
@@ -109,6 +125,7 @@ pub async fn start_with_clock(
     config: DiscordConfig,
     handler: Arc<dyn InboundHandler>,
     shutdown: Shutdown,
+    leader: Leadership,
     clock: Clock,
 ) -> Result<Adapter, DiscordError> {
     let settings = config.validate()?;
@@ -122,7 +139,17 @@ pub async fn start_with_clock(
     let inbox = Arc::new(inbound::Inbox::new(handler, rest.clone(), &settings));
     let liveness = plangate_channel::Liveness::new("gateway connection", None);
     let (routes, task) = match settings.transport {
-        Transport::Gateway => (None, Some(gateway::spawn(rest.clone(), inbox, shutdown, liveness.clone()).await?)),
+        Transport::Gateway => {
+            // Leading from the start: the client is built now, so a gateway
+            // Discord will not hand out fails the start. A follower builds
+            // its client when elected.
+            let leads = *leader.borrow();
+            let first = match leads {
+                true => Some(gateway::connect(&rest, &inbox, &liveness).await?),
+                false => None,
+            };
+            (None, Some(gateway::spawn(rest.clone(), inbox, first, shutdown, leader, liveness.clone())))
+        }
         Transport::Http => {
             // validate() refuses HTTP without a key.
             let verifier = settings

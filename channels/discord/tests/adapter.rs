@@ -3,7 +3,9 @@
 
 use async_trait::async_trait;
 use ed25519_dalek::{Signer, SigningKey};
-use plangate_channel::{Action, Adapter, Channel, Delivery, Destination, Document, Inbound, InboundHandler, Reply, Style, User};
+use plangate_channel::{
+    always_leader, Action, Adapter, Channel, Delivery, Destination, Document, Inbound, InboundHandler, Reply, Style, User,
+};
 use plangate_discord::{start, start_with_clock, DiscordConfig, Transport, INTERACTIONS_PATH};
 use plangate_engine::card::{Card, CardStep};
 use plangate_engine::codec::{encode, Button};
@@ -167,8 +169,8 @@ struct Running {
 async fn run(fake: &DiscordFake, config: DiscordConfig, handler: Arc<Recorder>, clock: Option<plangate_discord::Clock>) -> Running {
     let (stop, shutdown) = watch::channel(false);
     let mut adapter = match clock {
-        Some(clock) => start_with_clock(config, handler, shutdown, clock).await,
-        None => start(config, handler, shutdown).await,
+        Some(clock) => start_with_clock(config, handler, shutdown, always_leader(), clock).await,
+        None => start(config, handler, shutdown, always_leader()).await,
     }
     .expect("adapter starts");
     let endpoint = match adapter.routes.take() {
@@ -260,7 +262,7 @@ async fn post(fake: &DiscordFake, channel: &Arc<dyn Channel>, style: Style) -> D
 async fn start_registers_plan_with_every_subcommand_in_the_guild() {
     let fake = DiscordFake::start(APP).await;
     let (_stop, shutdown) = watch::channel(false);
-    let adapter = start(config(&fake, Transport::Http), Recorder::new(|_| Reply::None), shutdown).await.unwrap();
+    let adapter = start(config(&fake, Transport::Http), Recorder::new(|_| Reply::None), shutdown, always_leader()).await.unwrap();
     assert_eq!(adapter.expected_team.as_deref(), Some(GUILD.to_string().as_str()));
     assert!(adapter.task.is_none(), "no gateway in HTTP mode");
     let requests = fake.requests();
@@ -290,7 +292,7 @@ async fn global_registration_without_guild() {
     let mut c = config(&fake, Transport::Http);
     c.guild_id = None;
     let (_stop, shutdown) = watch::channel(false);
-    let adapter = start(c, Recorder::new(|_| Reply::None), shutdown).await.unwrap();
+    let adapter = start(c, Recorder::new(|_| Reply::None), shutdown, always_leader()).await.unwrap();
     assert_eq!(adapter.expected_team, None);
     assert_eq!(fake.requests()[0].line(), format!("POST /api/v10/applications/{APP}/commands"));
 }
@@ -560,7 +562,7 @@ async fn gateway_approve_round_trip() {
     let mut c = config(&fake, Transport::Gateway);
     c.application_public_key = None;
     let (stop, shutdown) = watch::channel(false);
-    let adapter = start(c, handler.clone(), shutdown).await.unwrap();
+    let adapter = start(c, handler.clone(), shutdown, always_leader()).await.unwrap();
     assert!(adapter.routes.is_none());
     let identify = fake.wait_identified(WAIT).await;
     assert_eq!(identify["d"]["token"], "Bot test-bot-token");
@@ -597,6 +599,65 @@ async fn gateway_approve_round_trip() {
         json!({"type": 4, "data": {"content": "✅ Approved v2", "allowed_mentions": no_mentions(), "flags": 64, "attachments": []}})
     );
     print_sequence("approve (gateway)", &fake);
+
+    stop.send(true).unwrap();
+    tokio::time::timeout(WAIT, adapter.task.unwrap()).await.expect("gateway task ends on shutdown").unwrap();
+}
+
+/// Wait (up to `WAIT`) until `done` holds; for state that has no watch.
+async fn eventually(what: &str, done: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !done() {
+        assert!(tokio::time::Instant::now() < deadline, "not within {WAIT:?}: {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn only_the_leader_runs_the_gateway_session() {
+    let fake = DiscordFake::start(APP).await;
+    let handler = Recorder::new(|_| Reply::None);
+    let mut c = config(&fake, Transport::Gateway);
+    c.application_public_key = None;
+    let (lead, leader) = watch::channel(false);
+    let (stop, shutdown) = watch::channel(false);
+    let adapter = start(c, handler.clone(), shutdown, leader).await.expect("a follower starts");
+    let live = adapter.liveness.clone();
+    let follower = || live.status() == Ok(Some(plangate_channel::FOLLOWER));
+    let identified = || fake.frames().iter().filter(|f| f["op"] == 2).count();
+    let click = |id: u64| fake::component_interaction(id, &format!("tok-{id}"), APP, &alice(), 42, &encode(Button::View(approval())));
+
+    // A follower registers /plan (every replica may) but opens no session.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let lines: Vec<String> = fake.requests().iter().map(Recorded::line).collect();
+    assert_eq!(lines, [format!("POST /api/v10/applications/{APP}/guilds/{GUILD}/commands")], "no gateway lookup");
+    assert_eq!(identified(), 0, "no IDENTIFY from a follower");
+    assert!(follower());
+    adapter.channel.send_text(&CHANNEL.to_string(), "from a follower").await.unwrap();
+
+    // Elected: looks the gateway up, identifies, handles interactions.
+    lead.send_replace(true);
+    fake.wait_identified(WAIT).await;
+    eventually("ready", || live.status() == Ok(None)).await;
+    fake.dispatch("INTERACTION_CREATE", click(9001));
+    handler.wait(1).await;
+
+    // Deposed: the shard shuts down; an interaction sent now waits at the
+    // fake (Discord would give it to the session that leads) instead.
+    lead.send_replace(false);
+    eventually("a follower again", follower).await;
+    fake.dispatch("INTERACTION_CREATE", click(9002));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(handler.events().len(), 1, "no session here any more");
+    assert_eq!(identified(), 1, "no new IDENTIFY while a follower");
+
+    // Elected again: a new session, which gets the waiting interaction.
+    lead.send_replace(true);
+    let events = handler.wait(2).await;
+    assert_eq!(identified(), 2);
+    assert_eq!(events[1], inbound(Action::Button(Button::View(approval())), 9002));
+    let gateway_lookups = fake.requests().iter().filter(|r| r.path.starts_with("/api/v10/gateway")).count();
+    assert_eq!(gateway_lookups, 2, "one per term");
 
     stop.send(true).unwrap();
     tokio::time::timeout(WAIT, adapter.task.unwrap()).await.expect("gateway task ends on shutdown").unwrap();
@@ -1093,11 +1154,13 @@ async fn weak_or_missing_public_keys_fail_at_start() {
     let mut c = config(&fake, Transport::Http);
     c.application_public_key = Some(hex::encode(identity));
     let (_stop, shutdown) = watch::channel(false);
-    let Err(err) = start(c, Recorder::new(|_| Reply::None), shutdown.clone()).await else { panic!("a weak key must be refused") };
+    let Err(err) = start(c, Recorder::new(|_| Reply::None), shutdown.clone(), always_leader()).await else {
+        panic!("a weak key must be refused")
+    };
     assert!(err.to_string().starts_with("`discord.application_public_key`: is a small-order"), "{err}");
     let mut c = config(&fake, Transport::Http);
     c.application_public_key = None;
-    let Err(err) = start(c, Recorder::new(|_| Reply::None), shutdown).await else { panic!("HTTP mode needs a key") };
+    let Err(err) = start(c, Recorder::new(|_| Reply::None), shutdown, always_leader()).await else { panic!("HTTP mode needs a key") };
     assert!(err.to_string().contains("application_public_key"), "{err}");
     assert!(fake.requests().is_empty(), "nothing is sent with a bad config");
 }

@@ -23,6 +23,13 @@
 //! `X-Slack-Signature` (HMAC-SHA256 with the signing secret, constant-time) and
 //! a ±300 s `X-Slack-Request-Timestamp` *before* anything is parsed.
 //!
+//! **Replicas.** Slack spreads an app's envelopes over all its open Socket
+//! Mode connections, so only the replica whose [`Leadership`] is `true`
+//! connects; the others wait on the watch and report "follower" as ready.
+//! Losing leadership closes the socket, winning it opens one. Sends, edits,
+//! uploads and the signed HTTP routes work on every replica, and so does
+//! `auth.test` at start.
+//!
 //! **Limits handled.** Slack wants an ack within 3 s, so the handler always
 //! runs after the ack (spawned) and answers through `response_url`,
 //! `chat.postEphemeral` or `views.open`. Duplicates (Slack retries, replays,
@@ -60,6 +67,7 @@
 //! [`Reply`]: plangate_channel::Reply
 //! [`Adapter::routes`]: plangate_channel::Adapter::routes
 //! [`RateLimiter`]: plangate_channel::RateLimiter
+//! [`Leadership`]: plangate_channel::Leadership
 
 mod config;
 mod http;
@@ -73,7 +81,7 @@ pub use config::{SlackConfig, Transport, DEFAULT_API_URL};
 pub use outbound::SlackChannel;
 pub use verify::{Clock, Verifier};
 
-use plangate_channel::{Adapter, ConfigError, InboundHandler, Shutdown};
+use plangate_channel::{Adapter, ConfigError, InboundHandler, Leadership, Shutdown};
 use std::sync::Arc;
 use thiserror::Error;
 
@@ -86,9 +94,6 @@ pub enum SlackError {
     /// The HTTPS connector could not load the system's root certificates.
     #[error("cannot load TLS root certificates: {0}")]
     Tls(String),
-    /// Socket Mode could not be set up.
-    #[error("Slack Socket Mode: {0}")]
-    Socket(String),
     /// `team_id` is unset and `auth.test` could not say which workspace the
     /// bot belongs to.
     #[error(
@@ -114,14 +119,20 @@ impl Default for StartOptions {
 
 /// Start the Slack adapter: build the Web API client, learn the home
 /// workspace from `auth.test` when `team_id` is unset (failing closed: an
-/// error, not an adapter that accepts every workspace), and either connect
-/// Socket Mode (the returned task ends when `shutdown` becomes true) or hand
-/// back the signed HTTP routes for the server to mount.
+/// error, not an adapter that accepts every workspace), and either run
+/// Socket Mode (connected only while `leader` is true; the returned task
+/// ends when `shutdown` becomes true) or hand back the signed HTTP routes for
+/// the server to mount (every replica serves them; `leader` is not used).
 ///
 /// [`Adapter::expected_team`] is always set: the home workspace. The server
 /// allows it and [`SlackConfig::allowed_teams`], and refuses every other team.
-pub async fn start(config: SlackConfig, handler: Arc<dyn InboundHandler>, shutdown: Shutdown) -> Result<Adapter, SlackError> {
-    start_with(config, handler, shutdown, StartOptions::default()).await
+pub async fn start(
+    config: SlackConfig,
+    handler: Arc<dyn InboundHandler>,
+    shutdown: Shutdown,
+    leader: Leadership,
+) -> Result<Adapter, SlackError> {
+    start_with(config, handler, shutdown, leader, StartOptions::default()).await
 }
 
 /// [`start`] with an injected clock (tests of the timestamp window).
@@ -129,6 +140,7 @@ pub async fn start_with(
     config: SlackConfig,
     handler: Arc<dyn InboundHandler>,
     shutdown: Shutdown,
+    leader: Leadership,
     options: StartOptions,
 ) -> Result<Adapter, SlackError> {
     config.validate()?;
@@ -155,7 +167,7 @@ pub async fn start_with(
         Transport::Socket => {
             let app_token = config::secret_text(&config.app_token).unwrap_or_default();
             let liveness = plangate_channel::Liveness::new("Socket Mode hello", None);
-            let task = socket::spawn(api, dispatcher, app_token, shutdown, liveness.clone()).await?;
+            let task = socket::spawn(api, dispatcher, app_token, shutdown, leader, liveness.clone());
             Ok(Adapter { channel, routes: None, task: Some(task), expected_team, liveness })
         }
         Transport::Http => {

@@ -10,8 +10,7 @@
 
 use crate::inbound::{Ack, Dispatcher, Interaction, SlashCommand};
 use crate::outbound::Api;
-use crate::SlackError;
-use plangate_channel::Shutdown;
+use plangate_channel::{Leadership, Shutdown};
 use slack_morphism::prelude::*;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
@@ -31,13 +30,19 @@ impl std::fmt::Display for AckedWithoutPayload {
 
 impl std::error::Error for AckedWithoutPayload {}
 
-pub(crate) async fn spawn(
+/// Run Socket Mode on this replica while `leader` is true. Slack would
+/// spread envelopes over every open connection of the app, so only one
+/// replica connects; the others wait on the watch and report "follower".
+/// Losing leadership closes the socket (the listener's clients are shut
+/// down); winning it opens a new one. The task ends on `shutdown`.
+pub(crate) fn spawn(
     api: Arc<Api>,
     dispatcher: Arc<Dispatcher>,
     app_token: &str,
     mut shutdown: Shutdown,
+    mut leader: Leadership,
     liveness: plangate_channel::Liveness,
-) -> Result<JoinHandle<()>, SlackError> {
+) -> JoinHandle<()> {
     let callbacks = SlackSocketModeListenerCallbacks::new()
         .with_command_events(on_command)
         .with_interaction_events(on_interaction)
@@ -46,24 +51,60 @@ pub(crate) async fn spawn(
         SlackClientEventsListenerEnvironment::new(api.client.clone())
             .with_error_handler(on_error)
             .with_user_state(dispatcher)
-            .with_user_state(liveness),
+            .with_user_state(liveness.clone()),
     );
     // One connection; slack-morphism reconnects it when it drops.
     let config = SlackClientSocketModeConfig::new().with_max_connections_count(1).with_reconnect_timeout_in_seconds(5);
     let listener = SlackClientSocketModeListener::new(&config, environment, callbacks);
     let token = SlackApiToken::new(SlackApiTokenValue::new(app_token.to_string())).with_token_type(SlackApiTokenType::App);
-    listener.listen_for(&token).await.map_err(|e| SlackError::Socket(e.to_string()))?;
-    Ok(tokio::spawn(async move {
-        listener.start().await;
-        tracing::info!("Slack Socket Mode started");
-        while !*shutdown.borrow_and_update() {
-            if shutdown.changed().await.is_err() {
+    tokio::spawn(async move {
+        loop {
+            if !*leader.borrow() {
+                liveness.follower();
+                tracing::info!("Slack Socket Mode: another replica holds the connection; waiting to be elected");
+                tokio::select! {
+                    () = stopped(&mut shutdown) => break,
+                    () = plangate_channel::leading(&mut leader) => {}
+                }
+                liveness.leading();
+            }
+            if *shutdown.borrow() {
                 break;
             }
+            // Registers the connection (no network yet: `apps.connections.open`
+            // and the websocket come with `start`); shutdown unregisters it,
+            // so each term registers again.
+            if let Err(e) = listener.listen_for(&token).await {
+                liveness.down(format!("Socket Mode could not be set up: {e}"));
+                tracing::error!(error = %e, "Slack Socket Mode could not be set up; trying again in {RETRY:?}");
+                tokio::select! {
+                    () = stopped(&mut shutdown) => break,
+                    () = tokio::time::sleep(RETRY) => continue,
+                }
+            }
+            listener.start().await;
+            tracing::info!("Slack Socket Mode started");
+            let lost = tokio::select! {
+                () = stopped(&mut shutdown) => false,
+                () = plangate_channel::not_leading(&mut leader) => true,
+            };
+            listener.shutdown().await;
+            if !lost {
+                break;
+            }
+            tracing::info!("Slack Socket Mode: no longer the leader; socket closed");
         }
-        listener.shutdown().await;
         tracing::info!("Slack Socket Mode stopped");
-    }))
+    })
+}
+
+/// How long to wait before registering the connection again after a failure.
+const RETRY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Resolves when shutdown is requested; a dropped sender counts as one
+/// (nobody could stop the task otherwise), as it always did here.
+async fn stopped(shutdown: &mut Shutdown) {
+    let _ = shutdown.wait_for(|stop| *stop).await;
 }
 
 async fn dispatcher_of(state: &SlackClientEventsUserState) -> Option<Arc<Dispatcher>> {

@@ -4,7 +4,7 @@
 //! timestamps, replays, foreign team).
 
 use plangate_channel::{
-    Action, Adapter, Channel, ChannelError, Delivery, Destination, Document, Inbound, InboundHandler, Reply, Style, User,
+    always_leader, Action, Adapter, Channel, ChannelError, Delivery, Destination, Document, Inbound, InboundHandler, Reply, Style, User,
 };
 use plangate_engine::card::{Card, CardStep};
 use plangate_engine::codec::{encode, Button};
@@ -119,9 +119,10 @@ async fn harness_with(
     let clock_fn = clock.clone();
     let mut cfg = config(&fake, transport);
     tweak(&mut cfg);
-    let adapter = start_with(cfg, handler.clone(), rx, StartOptions { clock: Arc::new(move || clock_fn.load(Ordering::SeqCst)) })
-        .await
-        .expect("adapter starts");
+    let adapter =
+        start_with(cfg, handler.clone(), rx, always_leader(), StartOptions { clock: Arc::new(move || clock_fn.load(Ordering::SeqCst)) })
+            .await
+            .expect("adapter starts");
     let mut base = String::new();
     if let Some(routes) = adapter.routes.clone() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -912,14 +913,77 @@ async fn start_checks_the_config_and_shutdown_ends_the_socket_mode_task() {
     let (tx, rx) = watch::channel(false);
     let mut missing = config(&fake, Transport::Socket);
     missing.app_token = None;
-    match start(missing, Recorder::new(|_| Reply::None), rx.clone()).await {
+    match start(missing, Recorder::new(|_| Reply::None), rx.clone(), always_leader()).await {
         Err(plangate_slack::SlackError::Config(plangate_channel::ConfigError { key: "slack.app_token", .. })) => {}
         Err(other) => panic!("wrong error: {other}"),
         Ok(_) => panic!("started without an app token"),
     }
-    let mut adapter = start(config(&fake, Transport::Socket), Recorder::new(|_| Reply::None), rx).await.expect("starts");
+    let mut adapter = start(config(&fake, Transport::Socket), Recorder::new(|_| Reply::None), rx, always_leader()).await.expect("starts");
     fake.wait_connected(T).await;
     tx.send(true).unwrap();
+    let task = adapter.task.take().expect("Socket Mode runs a task");
+    tokio::time::timeout(T, task).await.expect("the task ends on shutdown").unwrap();
+}
+
+/// Wait (up to `T`) until `done` holds; for state that has no watch.
+async fn eventually(what: &str, done: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + T;
+    while !done() {
+        assert!(tokio::time::Instant::now() < deadline, "not within {T:?}: {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn only_the_leader_holds_the_socket_mode_connection() {
+    let fake = SlackFake::start().await;
+    let handler = Recorder::new(|_| Reply::None);
+    let (lead, leader) = watch::channel(false);
+    let (stop, shutdown) = watch::channel(false);
+    let mut adapter = start(config(&fake, Transport::Socket), handler.clone(), shutdown, leader).await.expect("a follower starts");
+    let live = adapter.liveness.clone();
+    let follower = || live.status() == Ok(Some(plangate_channel::FOLLOWER));
+    let command = |trigger: &str| slash_command("U1", "alice", "C1", "status", trigger, &fake.response_url(trigger));
+
+    // A follower opens no connection, is ready, and still sends.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(fake.calls("apps.connections.open").is_empty(), "a follower asks for no socket");
+    assert_eq!(fake.connections(), 0);
+    assert!(follower());
+    adapter.channel.send_text("C1", "from a follower").await.unwrap();
+    assert_eq!(fake.calls("chat.postMessage").len(), 1);
+
+    // Elected: connects; ready once Slack says hello.
+    lead.send_replace(true);
+    fake.wait_connected(T).await;
+    eventually("ready after hello", || live.status() == Ok(None)).await;
+    let env = fake.send_envelope("slash_commands", command("t1"));
+    fake.wait_for_ack(&env, T).await;
+    handler.wait_events(1).await;
+
+    // Deposed: the socket closes, and envelopes reach nobody here.
+    lead.send_replace(false);
+    eventually("a follower again", follower).await;
+    let frames = fake.frames().len();
+    // The socket's close travels to the fake; give it a moment, then probe.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let lost = fake.send_envelope("slash_commands", command("t2"));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(fake.frames().len(), frames, "no frame after losing leadership (no ack of {lost})");
+    assert_eq!(handler.events().len(), 1);
+    assert_eq!(fake.connections(), 1, "no new connection while a follower");
+    assert_eq!(fake.calls("apps.connections.open").len(), 1);
+
+    // Elected again: a new connection that works.
+    lead.send_replace(true);
+    fake.wait_calls("apps.connections.open", 2, T).await;
+    eventually("connected again", || fake.connections() == 2 && live.status() == Ok(None)).await;
+    let env = fake.send_envelope("slash_commands", command("t3"));
+    fake.wait_for_ack(&env, T).await;
+    let events = handler.wait_events(2).await;
+    assert_eq!(events[1].idempotency_key.as_deref(), Some("slack:command:t3"));
+
+    stop.send_replace(true);
     let task = adapter.task.take().expect("Socket Mode runs a task");
     tokio::time::timeout(T, task).await.expect("the task ends on shutdown").unwrap();
 }
@@ -1346,7 +1410,7 @@ async fn without_team_id_a_failed_auth_test_stops_the_start() {
         cfg.team_id = Some(" ".into());
         let (_tx, rx) = watch::channel(false);
         let handler = Recorder::new(|_| Reply::None);
-        let error = match start(cfg, handler, rx).await {
+        let error = match start(cfg, handler, rx, always_leader()).await {
             Err(e) => e,
             Ok(_) => panic!("started without knowing its workspace ({failure:?})"),
         };

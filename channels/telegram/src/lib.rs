@@ -16,11 +16,21 @@
 //! restart. Every callback query is answered exactly once.
 //!
 //! **Transports.** Long polling by default (`getUpdates`, timeout ≤ 15 s, the
-//! offset saved through the handler's cursor after every batch so a restart
-//! resumes where it stopped). Or `transport = "webhook"`: the server mounts
-//! `POST /telegram/webhook` from [`Adapter::routes`]; it requires a
-//! `webhook_secret`, compares `X-Telegram-Bot-Api-Secret-Token` in constant
-//! time before reading the body, and registers itself with `setWebhook`.
+//! offset saved through the handler's cursor after every handled update so
+//! a restart resumes where it stopped). Or `transport = "webhook"`: the
+//! server mounts `POST /telegram/webhook` from [`Adapter::routes`]; it
+//! requires a `webhook_secret`, compares `X-Telegram-Bot-Api-Secret-Token` in
+//! constant time before reading the body, and registers itself with
+//! `setWebhook`.
+//!
+//! **Replicas.** Telegram serves `getUpdates` to one caller per bot, so only
+//! the replica whose [`Leadership`] is `true` long-polls; the others wait on
+//! the watch (no polling loop) and report "follower" as ready. Losing
+//! leadership drops an unanswered poll (its updates stay Telegram's, for the
+//! new leader) and stops after the update in hand; winning it resumes from
+//! the saved offset, which the previous leader moved on. Sends, edits and the
+//! webhook route work on every replica, and so do the start-time calls
+//! (`getMe`, `setMyCommands`, `deleteWebhook` or `setWebhook`).
 //!
 //! **Limits handled.** Message text 4096 (cards cut at a line boundary with
 //! "… full plan in the attached document"; the document is always whole),
@@ -50,7 +60,7 @@ pub use inbound::{idempotency_key, UNKNOWN_BUTTON};
 pub use outbound::TelegramChannel;
 pub use transport::{CURSOR_KEY, SECRET_HEADER, WEBHOOK_PATH};
 
-use plangate_channel::{Adapter, ConfigError, InboundHandler, Shutdown};
+use plangate_channel::{Adapter, ConfigError, InboundHandler, Leadership, Shutdown};
 use secrecy::{ExposeSecret, SecretString};
 use std::fmt::Display;
 use std::str::FromStr;
@@ -93,9 +103,15 @@ fn startup<'a>(method: &'static str, token: &'a str) -> impl FnOnce(RequestError
 /// `/plan@Bot`, its id to recognise replies to its prompts), register the
 /// `/plan` command, then either spawn long polling (after `deleteWebhook`,
 /// since Telegram refuses `getUpdates` while a webhook is set) or call
-/// `setWebhook` and return the route. The polling task ends when `shutdown`
-/// turns true (or its sender is dropped).
-pub async fn start(config: TelegramConfig, handler: Arc<dyn InboundHandler>, shutdown: Shutdown) -> Result<Adapter, TelegramError> {
+/// `setWebhook` and return the route. The polling task polls only while
+/// `leader` is true, and ends when `shutdown` turns true (or its sender is
+/// dropped). The webhook transport ignores `leader`: every replica serves it.
+pub async fn start(
+    config: TelegramConfig,
+    handler: Arc<dyn InboundHandler>,
+    shutdown: Shutdown,
+    leader: Leadership,
+) -> Result<Adapter, TelegramError> {
     config.validate()?;
     let token: &str = config.token.expose_secret();
     let bot = Bot::new(token).set_api_url(parse_url("telegram.api_url", &config.api_url)?);
@@ -117,10 +133,12 @@ pub async fn start(config: TelegramConfig, handler: Arc<dyn InboundHandler>, shu
             let stale = std::time::Duration::from_secs(u64::from(config.poll_timeout_secs) * 2 + 5);
             let liveness = plangate_channel::Liveness::new("getUpdates", Some(stale));
             liveness.ok(); // getMe just answered
-            let task = tokio::spawn(transport::poll(updates, bot, config.poll_timeout_secs, shutdown, liveness.clone()));
+            let task = tokio::spawn(transport::poll(updates, bot, config.poll_timeout_secs, shutdown, leader, liveness.clone()));
             Ok(Adapter { channel, routes: None, task: Some(task), expected_team: None, liveness })
         }
         Transport::Webhook => {
+            // Telegram calls whichever replica the URL reaches: no leader.
+            drop(leader);
             // validate() guarantees both are set.
             let secret = config.webhook_secret.clone().unwrap_or_else(|| SecretString::new(String::new()));
             let url = parse_url("telegram.webhook_url", config.webhook_url.as_deref().unwrap_or_default())?;

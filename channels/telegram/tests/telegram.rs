@@ -5,7 +5,7 @@
 
 use async_trait::async_trait;
 use plangate_channel::{
-    Action, Adapter, ChannelError, ConfigError, Delivery, Destination, Document, Inbound, InboundHandler, Reply, Style, User,
+    always_leader, Action, Adapter, ChannelError, ConfigError, Delivery, Destination, Document, Inbound, InboundHandler, Reply, Style, User,
 };
 use plangate_engine::card::{card, document_file_name, Card};
 use plangate_engine::codec::{encode, Button};
@@ -119,7 +119,7 @@ impl Running {
 
 async fn run(config: TelegramConfig, handler: Arc<Recorder>) -> Running {
     let (stop, shutdown) = watch::channel(false);
-    let adapter = start(config, handler, shutdown).await.expect("adapter starts");
+    let adapter = start(config, handler, shutdown, always_leader()).await.expect("adapter starts");
     Running { adapter, stop }
 }
 
@@ -699,6 +699,97 @@ async fn a_restart_resumes_from_the_saved_cursor() {
     second.stop().await;
 }
 
+/// Wait (up to `WAIT`) until `done` holds; for state that has no watch.
+async fn eventually(what: &str, done: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !done() {
+        assert!(tokio::time::Instant::now() < deadline, "not within {WAIT:?}: {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn only_the_leader_long_polls_and_each_term_resumes_from_the_saved_offset() {
+    let fake = FakeTelegram::start().await;
+    let handler = Recorder::new(|_| Reply::None);
+    let (lead, leader) = watch::channel(false);
+    let (stop, shutdown) = watch::channel(false);
+    let adapter = start(config(&fake), handler.clone(), shutdown, leader).await.expect("a follower starts");
+    let running = Running { adapter, stop };
+    let live = running.adapter.liveness.clone();
+    // Start-time calls run on every replica.
+    let methods: Vec<String> = fake.requests().iter().map(|r| r.method.clone()).collect();
+    assert_eq!(methods, ["getMe", "setMyCommands", "deleteWebhook"]);
+
+    // A follower: an update waits at Telegram, nobody polls, and /readyz is fine.
+    let u1 = fake.push_update(fake.message_update(CHAT, alice(), "/plan status", None));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(fake.calls("getUpdates").is_empty(), "a follower never polls");
+    assert!(handler.seen().is_empty());
+    assert_eq!(live.status(), Ok(Some(plangate_channel::FOLLOWER)));
+    // Outbound works on every replica.
+    running.adapter.channel.send_text(&CHAT.to_string(), "from a follower").await.unwrap();
+
+    // Elected: a short poll at once, then long polls.
+    lead.send_replace(true);
+    handler.wait_seen(1).await;
+    handler.wait_cursor(&(u1 + 1).to_string()).await;
+    let first = &fake.calls("getUpdates")[0];
+    assert_eq!(first.field("timeout"), &json!(0), "a takeover starts with a short poll");
+    assert!(first.field("offset").is_null(), "nothing saved yet");
+    let polls = fake.wait_call("getUpdates", 2, WAIT).await;
+    assert_eq!(polls.field("timeout"), &json!(1));
+    assert_eq!(polls.field("offset"), &json!(u1 + 1));
+    eventually("ready once polled", || live.status() == Ok(None)).await;
+
+    // Deposed: the poll in flight is dropped and no other one starts.
+    lead.send_replace(false);
+    eventually("a follower again", || live.status() == Ok(Some(plangate_channel::FOLLOWER))).await;
+    let deposed = std::time::Instant::now();
+    // Pushed while the dropped poll may still wait at the fake: even if the
+    // fake answers it, nobody reads the answer.
+    let u2 = fake.push_update(fake.message_update(CHAT, alice(), "/plan list", None));
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let late: Vec<String> = fake.calls("getUpdates").iter().filter(|p| p.at > deposed).map(describe).collect();
+    assert!(late.is_empty(), "polled after losing leadership: {late:?}");
+    assert_eq!(handler.seen().len(), 1, "u2 is the new leader's");
+    assert_eq!(handler.cursor(), Some((u1 + 1).to_string()));
+
+    // Another replica leads meanwhile: it handles u2 and saves the offset.
+    handler.save_cursor(CURSOR_KEY, &(u2 + 1).to_string());
+    let u3 = fake.push_update(fake.message_update(CHAT, alice(), "/plan view", None));
+
+    // Elected again: resumes from the saved offset, so neither u1 nor u2
+    // reaches the server a second time.
+    let before = fake.calls("getUpdates").len();
+    lead.send_replace(true);
+    let resumed = fake.wait_call("getUpdates", before + 1, WAIT).await;
+    assert_eq!(resumed.field("offset"), &json!(u2 + 1));
+    assert_eq!(resumed.field("timeout"), &json!(0));
+    handler.wait_seen(2).await;
+    handler.wait_cursor(&(u3 + 1).to_string()).await;
+    let keys: Vec<String> = handler.seen().iter().map(|e| e.idempotency_key.clone().unwrap()).collect();
+    assert_eq!(keys, [u1, u3].map(|u| format!("telegram:update:{u}")));
+
+    // Shutdown ends the task, whatever the leadership.
+    lead.send_replace(false);
+    eventually("a follower again", || live.status() == Ok(Some(plangate_channel::FOLLOWER))).await;
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn a_follower_that_is_never_elected_still_shuts_down() {
+    let fake = FakeTelegram::start().await;
+    let handler = Recorder::new(|_| Reply::None);
+    // The sender is gone: this replica stays a follower for good.
+    let (_, leader) = watch::channel(false);
+    let (stop, shutdown) = watch::channel(false);
+    let adapter = start(config(&fake), handler, shutdown, leader).await.expect("starts");
+    eventually("a follower", || adapter.liveness.status() == Ok(Some(plangate_channel::FOLLOWER))).await;
+    Running { adapter, stop }.stop().await;
+    assert!(fake.calls("getUpdates").is_empty());
+}
+
 #[tokio::test]
 async fn a_panicking_handler_costs_one_update_not_the_transport() {
     let fake = FakeTelegram::start().await;
@@ -953,7 +1044,7 @@ fn webhook_config(fake: &FakeTelegram, secret: Option<&str>) -> TelegramConfig {
 async fn webhook_mode_requires_a_secret() {
     let fake = FakeTelegram::start().await;
     let (_stop, shutdown) = watch::channel(false);
-    let result = start(webhook_config(&fake, None), Recorder::new(|_| Reply::None), shutdown).await;
+    let result = start(webhook_config(&fake, None), Recorder::new(|_| Reply::None), shutdown, always_leader()).await;
     match result {
         Err(TelegramError::Config(ConfigError { key, .. })) => assert_eq!(key, "telegram.webhook_secret"),
         Err(other) => panic!("{other}"),
@@ -1012,7 +1103,7 @@ async fn a_bad_token_fails_at_start_without_leaking_it() {
     let fake = FakeTelegram::start().await;
     let config = TelegramConfig { token: SecretString::new("999:WRONG-secret-token".into()), ..config(&fake) };
     let (_stop, shutdown) = watch::channel(false);
-    let error = match start(config, Recorder::new(|_| Reply::None), shutdown).await {
+    let error = match start(config, Recorder::new(|_| Reply::None), shutdown, always_leader()).await {
         Err(e) => e,
         Ok(_) => panic!("started with a wrong token"),
     };

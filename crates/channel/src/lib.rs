@@ -262,8 +262,9 @@ pub struct Adapter {
     /// Routes to mount on plangate's HTTP server (webhooks, signed
     /// interaction endpoints); `None` when the transport needs none.
     pub routes: Option<axum::Router>,
-    /// The background transport (long polling, Socket Mode, gateway). Ends
-    /// when `shutdown` is cancelled.
+    /// The background transport (long polling, Socket Mode, gateway). It
+    /// holds its connection only while its [`Leadership`] is `true`, and
+    /// ends when `shutdown` is cancelled.
     pub task: Option<tokio::task::JoinHandle<()>>,
     /// The Slack workspace (`team.id`) or Discord guild this adapter serves,
     /// when configured: the server refuses (and audits) events whose
@@ -275,8 +276,10 @@ pub struct Adapter {
 
 /// Whether an adapter's connection to its platform works, for `/readyz`:
 /// the transport reports each success (a poll answered, Socket Mode's
-/// `hello`, the gateway connected) and each loss, with its reason. Cheap to
-/// clone; every clone shares the state.
+/// `hello`, the gateway connected) and each loss, with its reason. A replica
+/// that leaves the connection to another ([`Leadership`]) is a
+/// [`follower`](Liveness::follower), and ready. Cheap to clone; every clone
+/// shares the state.
 #[derive(Clone, Default)]
 pub struct Liveness(Arc<std::sync::Mutex<LiveState>>);
 
@@ -286,7 +289,13 @@ struct LiveState {
     down: Option<String>,
     stale_after: Option<Duration>,
     what: &'static str,
+    /// Another replica holds the connection (see [`Leadership`]).
+    follower: bool,
 }
+
+/// What [`Liveness::status`] says about a replica that does not hold the
+/// connection.
+pub const FOLLOWER: &str = "follower: another replica holds the connection";
 
 impl Liveness {
     /// `what` names the success (`"getUpdates"`, `"Socket Mode hello"`); a
@@ -312,9 +321,42 @@ impl Liveness {
         self.state().down = Some(reason.into());
     }
 
-    /// `Ok` while connected, else why not, in words for an operator.
+    /// This replica lets another one hold the connection (it lost, or never
+    /// won, the [`Leadership`] election): ready, since not connecting is
+    /// what it should do. Outbound calls and HTTP endpoints still work here.
+    pub fn follower(&self) {
+        let mut s = self.state();
+        s.follower = true;
+        s.down = None;
+    }
+
+    /// This replica now holds the connection. Coming from [`follower`]
+    /// (a takeover), it is not ready until the transport's next success:
+    /// an earlier success was another connection's. A no-op otherwise, so
+    /// a process that leads from the start keeps what its start reported.
+    ///
+    /// [`follower`]: Liveness::follower
+    pub fn leading(&self) {
+        let mut s = self.state();
+        if s.follower {
+            s.follower = false;
+            s.down = Some("this replica is taking over the connection from another one".to_string());
+        }
+    }
+
+    /// `Ok` while connected, else why not, in words for an operator. A
+    /// follower is ready: see [`Liveness::status`] for the words.
     pub fn check(&self) -> Result<(), String> {
+        self.status().map(|_| ())
+    }
+
+    /// Like [`Liveness::check`], with a note when ready without a
+    /// connection of its own: `Ok(Some(FOLLOWER))` on a follower.
+    pub fn status(&self) -> Result<Option<&'static str>, String> {
         let s = self.state();
+        if s.follower {
+            return Ok(Some(FOLLOWER));
+        }
         let Some(last) = s.last_ok else {
             return Err(match &s.down {
                 Some(why) => format!("not connected yet: {why}"),
@@ -328,7 +370,7 @@ impl Liveness {
             Some(limit) if last.elapsed() > limit => {
                 Err(format!("no successful {} for {} s (expected every {} s at most)", s.what, last.elapsed().as_secs(), limit.as_secs()))
             }
-            _ => Ok(()),
+            _ => Ok(None),
         }
     }
 }
@@ -350,4 +392,73 @@ pub fn always_leader() -> Leadership {
     // Dropping the sender keeps the last value, which is all a reader sees.
     drop(tx);
     rx
+}
+
+/// Resolves once `leader` is `true` (at once if it is). A [`Leadership`]
+/// whose sender is gone never changes again: if it is `false` then, this
+/// never resolves (select it against shutdown), rather than erroring in a
+/// loop.
+pub async fn leading(leader: &mut Leadership) {
+    if leader.wait_for(|lead| *lead).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// Resolves once `leader` is `false` (at once if it is): the transport must
+/// let go. Never resolves for a closed `true` one ([`always_leader`]).
+pub async fn not_leading(leader: &mut Leadership) {
+    if leader.wait_for(|lead| !*lead).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_follower_is_ready_and_a_takeover_waits_for_its_own_success() {
+        let live = Liveness::new("hello", None);
+        assert!(live.check().is_err(), "nothing yet");
+        live.follower();
+        assert_eq!(live.status(), Ok(Some(FOLLOWER)));
+        live.down("a late error of the old connection");
+        assert_eq!(live.status(), Ok(Some(FOLLOWER)), "a follower has no connection to lose");
+        live.leading();
+        let why = live.check().unwrap_err();
+        assert!(why.contains("taking over"), "{why}");
+        live.ok();
+        assert_eq!(live.status(), Ok(None));
+        live.leading();
+        assert_eq!(live.status(), Ok(None), "already leading: nothing changes");
+    }
+
+    #[tokio::test]
+    async fn closed_leadership_settles_instead_of_erroring() {
+        let never = std::time::Duration::from_millis(50);
+        let mut leader = always_leader();
+        tokio::time::timeout(never, leading(&mut leader)).await.expect("always leads");
+        assert!(tokio::time::timeout(never, not_leading(&mut leader)).await.is_err(), "never loses");
+
+        let (tx, mut follower) = tokio::sync::watch::channel(false);
+        drop(tx);
+        tokio::time::timeout(never, not_leading(&mut follower)).await.expect("not leading");
+        assert!(tokio::time::timeout(never, leading(&mut follower)).await.is_err(), "never leads");
+    }
+
+    #[tokio::test]
+    async fn leadership_changes_wake_the_waiters() {
+        let wait = std::time::Duration::from_secs(5);
+        let (tx, mut leader) = tokio::sync::watch::channel(false);
+        let (led, leads) = tokio::sync::oneshot::channel();
+        let waiter = tokio::spawn(async move {
+            leading(&mut leader).await;
+            let _ = led.send(());
+            not_leading(&mut leader).await;
+        });
+        tx.send_replace(true);
+        tokio::time::timeout(wait, leads).await.expect("woken when leading").expect("sent");
+        tx.send_replace(false);
+        tokio::time::timeout(wait, waiter).await.expect("woken when not leading").expect("no panic");
+    }
 }

@@ -2,7 +2,10 @@
 //!
 //! Each adapter gets its own config section (deserialized by the adapter's
 //! own type, so unknown keys fail at start with the adapter's message), the
-//! hub as its inbound handler, and the shutdown signal. Its outbound half is
+//! hub as its inbound handler, the shutdown signal, and its role's
+//! leadership (`Core::leadership`: only the elected replica holds the
+//! Telegram poll, the Slack socket or the Discord gateway; every replica
+//! sends, edits and serves the HTTP endpoints). Its outbound half is
 //! registered with the core; its HTTP routes (webhooks, signed interaction
 //! endpoints) are merged into plangate's axum router.
 
@@ -38,14 +41,17 @@ pub async fn start_all(core: &Arc<Core>, hub: Arc<Hub>, shutdown: Shutdown, mut 
     let handler: Arc<dyn InboundHandler> = hub.clone();
     if let Some(value) = &raw.telegram {
         let config: plangate_telegram::TelegramConfig = section(value, "telegram")?;
-        let adapter =
-            plangate_telegram::start(config, handler.clone(), shutdown.clone()).await.context("cannot start the Telegram adapter")?;
+        let adapter = plangate_telegram::start(config, handler.clone(), shutdown.clone(), core.leadership("telegram"))
+            .await
+            .context("cannot start the Telegram adapter")?;
         adapters.push(("telegram", adapter));
     }
     if let Some(value) = &raw.slack {
         let config: plangate_slack::SlackConfig = section(value, "slack")?;
         let allowed = config.allowed_teams();
-        let adapter = plangate_slack::start(config, handler.clone(), shutdown.clone()).await.context("cannot start the Slack adapter")?;
+        let adapter = plangate_slack::start(config, handler.clone(), shutdown.clone(), core.leadership("slack"))
+            .await
+            .context("cannot start the Slack adapter")?;
         // The home workspace (configured, or learned from auth.test) and the
         // opted-in others, registered as soon as the adapter is up.
         for team in adapter.expected_team.iter().cloned().chain(allowed) {
@@ -55,8 +61,9 @@ pub async fn start_all(core: &Arc<Core>, hub: Arc<Hub>, shutdown: Shutdown, mut 
     }
     if let Some(value) = &raw.discord {
         let config: plangate_discord::DiscordConfig = section(value, "discord")?;
-        let adapter =
-            plangate_discord::start(config, handler.clone(), shutdown.clone()).await.context("cannot start the Discord adapter")?;
+        let adapter = plangate_discord::start(config, handler.clone(), shutdown.clone(), core.leadership("discord"))
+            .await
+            .context("cannot start the Discord adapter")?;
         adapters.push(("discord", adapter));
     }
     let mut tasks = Vec::new();

@@ -133,9 +133,9 @@ async fn a_replica_killed_mid_nudge_storm_loses_no_nudge_and_repeats_none_record
     const PLANS: usize = 30;
     let pg = TestSchema::create().await;
     let fake = FakeTelegram::start().await;
-    // Ten messages a second per chat and replica: the storm takes seconds,
+    // Five messages a second per chat and replica: the storm takes seconds,
     // so the replica killed in its middle holds reminders not yet sent.
-    let paced = telegram(&fake).replace("per_chat_per_second = 1000", "per_chat_per_second = 10");
+    let paced = telegram(&fake).replace("per_chat_per_second = 1000", "per_chat_per_second = 5");
     let extra = format!("[approvals]\nnudges = [\"3s\", \"5s\"]\ntimeout = \"120s\"\n\n{paced}");
     let mut rs = replicas(&pg, 3, &["tg"], &extra).await;
     let mut ids = Vec::new();
@@ -170,7 +170,7 @@ async fn a_replica_killed_mid_nudge_storm_loses_no_nudge_and_repeats_none_record
     // out and the others take its timers and chat work over).
     let short: Vec<String> = ids.iter().map(|id| format!("#{}", &id[..6])).collect();
     let mut per_key: HashMap<(String, u8), usize> = HashMap::new();
-    let deadline = Instant::now() + Duration::from_secs(40);
+    let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         per_key.clear();
         for text in fake.calls("sendMessage").into_iter().map(|r| r.str("text")).filter(|t| t.starts_with('⏰')) {
@@ -267,6 +267,11 @@ async fn the_polling_leader_killed_another_replica_polls_and_no_update_is_handle
     .await;
     let takeover = killed.elapsed();
     let new_leader = telegram_leaders(&survivors).await[0];
+    // The other survivor polls nothing and is ready all the same.
+    let follower = (0..3).find(|i| *i != leader && *i != new_leader).expect("a follower");
+    let (st, ready) = ServerProcess::send(rs[follower].http.get(rs[follower].url("/readyz"))).await;
+    assert_eq!(st, 200, "a follower is ready: {ready}");
+    assert!(ready["checks"]["telegram"].as_str().is_some_and(|c| c.starts_with("follower")), "{ready}");
     let observer = &rs[new_leader];
     for id in &ids {
         let id = id.clone();
@@ -282,21 +287,29 @@ async fn the_polling_leader_killed_another_replica_polls_and_no_update_is_handle
         assert_eq!(actions.iter().filter(|a| *a == "approve").count(), 1, "{id}: {actions:?}");
         assert!(!actions.iter().any(|a| a == "refused"), "{id}: {actions:?}");
     }
+    // Every tap is answered (no spinner left turning). An update the old
+    // leader handled but whose offset it had not saved yet is fetched again
+    // by the new leader: the hub recognises its key and does nothing, and
+    // the adapter answers the query once more without a toast (Telegram
+    // ignores a second answer). At most one toast per tap: one handling.
     let mut answers: HashMap<String, usize> = HashMap::new();
+    let mut toasts: HashMap<String, usize> = HashMap::new();
     for r in fake.calls("answerCallbackQuery") {
-        *answers.entry(r.str("callback_query_id")).or_default() += 1;
+        let id = r.str("callback_query_id");
+        *answers.entry(id.clone()).or_default() += 1;
+        if !r.str("text").is_empty() {
+            *toasts.entry(id).or_default() += 1;
+        }
     }
-    let twice: Vec<_> = answers.iter().filter(|(_, n)| **n > 1).collect();
+    let twice: Vec<_> = toasts.iter().filter(|(_, n)| **n > 1).collect();
+    let redelivered = answers.values().filter(|n| **n > 1).count();
     println!(
         "leader kill: replica {leader} polled and was killed; replica {new_leader} took over after {takeover:?}; \
-         10 taps, {} answered, {} answered twice; every plan approved once",
+         10 taps, {} answered, {} toasts shown twice, {redelivered} redelivered to the new leader and recognised; every plan approved once",
         answers.len(),
         twice.len()
     );
     assert!(twice.is_empty(), "taps handled twice: {twice:?}");
-    // A tap whose answer is missing was handled by the old leader, which
-    // died before answering it: Telegram's spinner times out; the decision
-    // stands (checked above).
-    assert!(answers.keys().all(|c| callbacks.contains(c)), "answers to taps nobody made: {answers:?}");
+    assert!(callbacks.iter().all(|c| answers.contains_key(c)), "taps never answered: {callbacks:?} vs {answers:?}");
     pg.cleanup().await;
 }

@@ -252,9 +252,10 @@ impl Core {
         self.liveness.write().unwrap_or_else(|e| e.into_inner()).push((name, liveness));
     }
 
-    /// Each started channel and whether it is connected (else why not).
-    pub fn channel_readiness(&self) -> Vec<(&'static str, Result<(), String>)> {
-        self.liveness.read().unwrap_or_else(|e| e.into_inner()).iter().map(|(name, l)| (*name, l.check())).collect()
+    /// Each started channel and whether it is connected (else why not); a
+    /// follower replica's channel is ready with a note that says so.
+    pub fn channel_readiness(&self) -> Vec<(&'static str, Result<Option<&'static str>, String>)> {
+        self.liveness.read().unwrap_or_else(|e| e.into_inner()).iter().map(|(name, l)| (*name, l.status())).collect()
     }
 
     pub fn channel(&self, name: &str) -> Option<Arc<dyn Channel>> {

@@ -47,7 +47,12 @@ pub(super) async fn readyz(State(core): State<AppState>) -> Response {
     checks.insert("store".into(), json!(store));
     for (name, state) in core.channel_readiness() {
         ready &= state.is_ok();
-        checks.insert(name.into(), json!(state.err().unwrap_or_else(|| "ok".into())));
+        let shown = match state {
+            Ok(None) => "ok".to_string(),
+            Ok(Some(note)) => note.to_string(),
+            Err(why) => why,
+        };
+        checks.insert(name.into(), json!(shown));
     }
     let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     let backend = core.store_info().map(|i| i.backend).unwrap_or(if core.store.shared() { "shared" } else { "sled" });

@@ -1008,7 +1008,8 @@ impl Store for PgStore {
     /// answer on a conflict too).
     fn cursor_or_init(&self, key: &str, value: &str) -> Result<String, StoreError> {
         self.retrying("initializing a cursor", |c, st| {
-            let sql = "INSERT INTO cursors (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = cursors.value RETURNING value";
+            let sql =
+                "INSERT INTO cursors (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = cursors.value RETURNING value";
             let row = st.query_one(c, sql, &[&key, &value])?;
             Ok(row.try_get(0)?)
         })

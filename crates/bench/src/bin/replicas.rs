@@ -1,0 +1,198 @@
+//! Replicas on PostgreSQL against one process on sled (#18), through the
+//! real binary over HTTP, side by side in one run:
+//!
+//! 1. Durable decisions/s and approve latency at 1, 16 and 64 concurrent
+//!    sessions, for three deployments: sled (one process), PostgreSQL with
+//!    one replica, PostgreSQL with three replicas. Each worker owns one
+//!    session and loops: propose, then approve over the operator API; with
+//!    three replicas the proposal goes to replica `w % 3` and the approval
+//!    to the next one, as a load balancer would spread them. A decision
+//!    counts when its 200 is back (committed: flushed on sled, committed
+//!    on PostgreSQL). The latency is the approve call's.
+//! 2. Wake-up across replicas: an agent long-polls `decision?wait=30` on
+//!    replica B; from just before the approval is POSTed to replica A until
+//!    the agent's answer arrives. Beside it, the same on one sled process
+//!    (waiter and decision on the same process) and on one PostgreSQL
+//!    replica.
+//!
+//! No chat channels are configured, so the figures are plangate's own
+//! (engine, store, wake-ups, HTTP), not a platform fake's.
+//!
+//! Needs PostgreSQL on 127.0.0.1:5432 (or `PLANGATE_TEST_PG`); each
+//! deployment uses its own schema, dropped at the end.
+//!
+//! Run: `CARGO_TARGET_DIR=/work/target-bench cargo build --release -p plangate-server && CARGO_TARGET_DIR=/work/target-bench cargo run --release -p plangate-bench --bin replicas -- --secs 5 --wake-samples 200`
+
+use plangate_bench::stats::{fmt, rate, Samples};
+use plangate_bench::{arg, plangate_bin};
+use plangate_testkit::pg::TestSchema;
+use plangate_testkit::server::ServerProcess;
+use reqwest::Method;
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+struct Deployment {
+    name: &'static str,
+    replicas: Vec<ServerProcess>,
+    schema: Option<TestSchema>,
+}
+
+async fn deploy(bin: &str, name: &'static str, n: usize, postgres: bool) -> Deployment {
+    let schema = if postgres { Some(TestSchema::create().await) } else { None };
+    let config = schema.as_ref().map(plangate_testkit::pg::store_config).unwrap_or_default();
+    let mut replicas = Vec::new();
+    for _ in 0..n {
+        replicas.push(ServerProcess::start(bin, &config).await);
+    }
+    Deployment { name, replicas, schema }
+}
+
+async fn call(req: reqwest::RequestBuilder) -> (u16, Value) {
+    ServerProcess::send(req).await
+}
+
+fn plan(n: u64) -> Value {
+    json!({"title": format!("Bench plan {n}"), "steps": [{"step": "Change the fetcher"}, {"step": "Add a test"}, {"step": "Run the suite"}]})
+}
+
+/// One worker: propose, approve, until `stop`; returns the approve latencies.
+async fn worker(d: Arc<Vec<(String, reqwest::Client)>>, w: usize, round: usize, stop: Arc<AtomicBool>) -> Samples {
+    let n = d.len();
+    let (propose_on, decide_on) = (&d[w % n], &d[(w + 1) % n]);
+    let session = format!("bench-{round}-{w}");
+    let agent = |(base, http): &(String, reqwest::Client), m: Method, p: &str| {
+        http.request(m, format!("{base}{p}")).bearer_auth(plangate_testkit::server::AGENT_TOKEN)
+    };
+    let (st, v) = call(agent(propose_on, Method::POST, &format!("/v1/sessions/{session}/enter")).json(&json!({}))).await;
+    assert_eq!(st, 200, "enter: {v}");
+    let mut samples = Samples::default();
+    let mut i = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        i += 1;
+        let (st, v) = call(agent(propose_on, Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&plan(i))).await;
+        assert_eq!(st, 201, "propose: {v}");
+        let id = v["approval_id"].as_str().expect("id").to_string();
+        let (base, http) = decide_on;
+        let req = http
+            .post(format!("{base}/v1/approvals/{id}/decision"))
+            .bearer_auth(plangate_testkit::server::OPERATOR_TOKEN)
+            .json(&json!({"action": "approve", "actor": "bench"}));
+        let t = Instant::now();
+        let (st, v) = call(req).await;
+        let took = t.elapsed();
+        assert_eq!(st, 200, "approve: {v}");
+        if !stop.load(Ordering::Relaxed) {
+            samples.push(took);
+        }
+        // Back to planning for the next round.
+        let (st, v) = call(agent(propose_on, Method::POST, &format!("/v1/sessions/{session}/enter")).json(&json!({}))).await;
+        assert_eq!(st, 200, "enter: {v}");
+    }
+    samples
+}
+
+/// Decisions/s and approve latency with `sessions` workers for `secs`.
+async fn throughput(d: &Deployment, sessions: usize, secs: u64, round: usize) -> (f64, Samples) {
+    let endpoints: Arc<Vec<(String, reqwest::Client)>> = Arc::new(
+        d.replicas
+            .iter()
+            .map(|s| (s.base.clone(), reqwest::Client::builder().no_proxy().pool_max_idle_per_host(128).build().expect("client")))
+            .collect(),
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..sessions).map(|w| tokio::spawn(worker(endpoints.clone(), w, round, stop.clone()))).collect();
+    tokio::time::sleep(Duration::from_secs(secs)).await;
+    stop.store(true, Ordering::Relaxed);
+    let elapsed = started.elapsed();
+    let mut all = Samples::default();
+    for t in tasks {
+        all.extend(t.await.expect("worker"));
+    }
+    (rate(all.len() as u64, elapsed), all)
+}
+
+/// Approve on `decide` while an agent waits on `wait`: decision POST →
+/// the waiter's answer.
+async fn wake(decide: &ServerProcess, wait: &ServerProcess, samples: usize, tag: &str) -> Samples {
+    let mut out = Samples::default();
+    for i in 0..samples + 10 {
+        let session = format!("wake-{tag}-{i}");
+        let (st, _) = call(decide.agent(Method::POST, &format!("/v1/sessions/{session}/enter")).json(&json!({}))).await;
+        assert_eq!(st, 200);
+        let (st, v) = call(decide.agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&plan(i as u64))).await;
+        assert_eq!(st, 201, "{v}");
+        let id = v["approval_id"].as_str().expect("id").to_string();
+        let waiter = tokio::spawn(call(wait.agent(Method::GET, &format!("/v1/sessions/{session}/decision?wait=30"))));
+        wait.waiting(1).await;
+        let t = Instant::now();
+        let (st, v) = call(
+            decide.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "approve", "actor": "bench"})),
+        )
+        .await;
+        assert_eq!(st, 200, "{v}");
+        let (st, v) = waiter.await.expect("waiter");
+        let took = t.elapsed();
+        assert_eq!((st, v["status"].as_str()), (200, Some("approved")), "{v}");
+        if i >= 10 {
+            out.push(took);
+        }
+    }
+    out
+}
+
+#[tokio::main(flavor = "multi_thread")]
+async fn main() {
+    let bin = plangate_bin();
+    let secs: u64 = arg("--secs", 5);
+    let wake_samples: usize = arg("--wake-samples", 200);
+    println!("binary: {bin}");
+    let deployments = vec![
+        deploy(&bin, "sled, 1 process", 1, false).await,
+        deploy(&bin, "PostgreSQL, 1 replica", 1, true).await,
+        deploy(&bin, "PostgreSQL, 3 replicas", 3, true).await,
+    ];
+
+    println!("\n## Durable decisions/s and approve latency ({secs} s per cell)\n");
+    println!("| sessions | deployment | decisions/s | approve p50 | approve p99 | ratio to sled |");
+    println!("|---|---|---|---|---|---|");
+    for (round, sessions) in [1usize, 16, 64].into_iter().enumerate() {
+        let mut sled_rate = None;
+        for d in &deployments {
+            let (per_s, samples) = throughput(d, sessions, secs, round).await;
+            let base = *sled_rate.get_or_insert(per_s);
+            println!(
+                "| {sessions} | {} | {per_s:.0} | {} | {} | {:.2}× |",
+                d.name,
+                fmt(samples.p50()),
+                fmt(samples.p99()),
+                per_s / base.max(1e-9)
+            );
+        }
+    }
+
+    println!("\n## Decision → waiting agent released ({wake_samples} samples each)\n");
+    println!("| waiter on | decision on | p50 | p99 | max |");
+    println!("|---|---|---|---|---|");
+    let sled = &deployments[0].replicas[0];
+    let rows = [
+        ("sled process", "the same process", wake(sled, sled, wake_samples, "sled").await),
+        (
+            "PostgreSQL replica",
+            "the same replica",
+            wake(&deployments[1].replicas[0], &deployments[1].replicas[0], wake_samples, "pg1").await,
+        ),
+        ("PostgreSQL replica B", "replica A", wake(&deployments[2].replicas[0], &deployments[2].replicas[1], wake_samples, "pg3").await),
+    ];
+    for (waiter, decision, s) in &rows {
+        println!("| {waiter} | {decision} | {} | {} | {} |", fmt(s.p50()), fmt(s.p99()), fmt(s.max()));
+    }
+    for d in deployments {
+        drop(d.replicas);
+        if let Some(schema) = d.schema {
+            schema.cleanup().await;
+        }
+    }
+}

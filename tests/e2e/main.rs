@@ -18,6 +18,7 @@ mod hooks;
 mod hooks_lifecycle;
 mod hub;
 mod mcp;
+mod migrate;
 mod ops_backup;
 mod ops_config;
 mod ops_doctor;

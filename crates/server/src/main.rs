@@ -644,12 +644,17 @@ async fn migrate(from: PathBuf, to: String, schema: String) -> Result<i32> {
     options.schema = schema;
     let target = format!("{} (schema {})", plangate_server::config::mask_url_password(&options.url), options.schema);
     eprintln!("migrating {} into {target} …", from.display());
+    let plans = from.join("plans");
     let migrated = tokio::task::spawn_blocking(move || plangate_store::migrate::sled_to_postgres(&from, &options))
         .await
         .context("the migration task failed")?;
     match migrated {
         Ok(report) => {
             println!("{report}");
+            println!(
+                "plan documents: not copied; they stay files under {} (give the replicas that directory, or a shared volume, if people open them)",
+                plans.display()
+            );
             eprintln!("done: set [store] backend = \"postgres\" with this URL and schema, and start the replicas");
             Ok(0)
         }

@@ -34,7 +34,7 @@ fn code(v: &Value) -> &str {
 async fn walkthrough_propose_decide_decision() {
     let s = start().await;
     let (st, v) = call(s.http.get(s.url("/healthz"))).await;
-    assert_eq!((st, v), (200, json!({"status": "ok", "waiting": 0})));
+    assert_eq!((st, &v["status"], &v["waiting"]), (200, &json!("ok"), &json!(0)), "{v}");
 
     // A never-seen session is normal/none, version 0.
     let (st, v) = call(s.agent(Method::GET, "/v1/sessions/s1")).await;

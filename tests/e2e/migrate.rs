@@ -36,7 +36,7 @@ async fn migrate(from: &std::path::Path, pg: &TestSchema) -> (i32, String, Strin
 async fn a_sled_store_moves_to_postgres_and_its_approvals_are_decided_there() {
     let pg = TestSchema::create().await;
     let fake = FakeTelegram::start().await;
-    let mut sled = ServerProcess::start_with(BIN, &["tg"], &telegram(&fake)).await;
+    let mut sled = ServerProcess::start_with(BIN, &["tg"], &format!("{}\n{}", plangate_testkit::pg::SLED, telegram(&fake))).await;
     let mut ids = Vec::new();
     for i in 0..5 {
         let session = format!("move-{i}");

@@ -22,7 +22,9 @@ async fn plangate(args: &[&str]) -> (i32, String) {
 
 #[tokio::test]
 async fn a_backup_taken_under_load_restores_every_acknowledged_decision() {
-    let s = Arc::new(ServerProcess::start(BIN, "").await);
+    // `plangate backup` is a sled feature (PostgreSQL has pg_dump): sled
+    // here even in the PostgreSQL pass of the suite.
+    let s = Arc::new(ServerProcess::start(BIN, plangate_testkit::pg::SLED).await);
     let acknowledged: Arc<Mutex<Vec<String>>> = Arc::default();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut load = Vec::new();

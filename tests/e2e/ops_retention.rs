@@ -26,8 +26,9 @@ async fn prune(s: &ServerProcess, dry_run: bool) -> Value {
 
 #[tokio::test]
 async fn prune_removes_old_decided_approvals_and_keeps_pending_work() {
-    let extra = "[retention]\ndecided_approvals = \"1s\"\naudit = \"1s\"\ninterval = \"1h\"\n";
-    let s = ServerProcess::start(BIN, extra).await;
+    // Retention is a sled feature: sled here even in the PostgreSQL pass.
+    let extra = format!("[retention]\ndecided_approvals = \"1s\"\naudit = \"1s\"\ninterval = \"1h\"\n{}", plangate_testkit::pg::SLED);
+    let s = ServerProcess::start(BIN, &extra).await;
     let pending = propose(&s, "p1", "Still waiting").await;
     let old = propose(&s, "d1", "Done long ago").await;
     s.decide_when_pending("d1", json!({"action": "approve", "actor": "alice"})).await;

@@ -26,6 +26,11 @@ pub fn test_url() -> String {
     std::env::var("PLANGATE_TEST_PG").unwrap_or_else(|_| format!("postgres://{USER}@{HOST}:{PORT}/{DATABASE}"))
 }
 
+/// A `[store]` section that keeps a test on sled when the suite runs on
+/// PostgreSQL (`PLANGATE_TEST_BACKEND=postgres`): for what only sled does
+/// (`backup`, `prune`) and for `migrate`'s source.
+pub const SLED: &str = "\n[store]\nbackend = \"sled\"\n";
+
 /// The lease the replica configs use: short, so a killed replica's timers
 /// and chat work are taken over within seconds (the config's minimum is 3).
 pub const TEST_LEASE_SECONDS: u64 = 3;

@@ -41,6 +41,13 @@ impl ServerProcess {
     /// `[server]` section (`server_extra`, e.g. `public_url = "…"`).
     pub async fn start_with_server(bin: &str, destinations: &[&str], server_extra: &str, extra: &str) -> ServerProcess {
         let destinations = serde_json::to_string(destinations).expect("names");
+        // `PLANGATE_TEST_BACKEND=postgres`: the same test on PostgreSQL, in
+        // a schema of its own (what `.ci/run`'s second pass does).
+        let store = if std::env::var("PLANGATE_TEST_BACKEND").is_ok_and(|b| b == "postgres") && !extra.contains("[store]") {
+            crate::pg::store_config(&crate::pg::TestSchema::create().await)
+        } else {
+            String::new()
+        };
         let data_dir = tempfile::tempdir().expect("temp dir");
         let config_path = data_dir.path().join("test-config.toml");
         let config = format!(
@@ -59,6 +66,7 @@ destinations = {destinations}
 token = "{OTHER_AGENT_TOKEN}"
 
 {extra}
+{store}
 "#,
             data = data_dir.path().join("data").display()
         );

@@ -306,7 +306,7 @@ impl Drop for Conn {
 /// Plan documents stay files under `<data_dir>/plans` on each replica's
 /// disk; only their paths are in the database.
 pub struct PgStore {
-    pool: Pool,
+    pool: OffThreadDrop,
     shared: Arc<Shared>,
     /// The lease in seconds, as `make_interval` takes it.
     lease_secs: f64,
@@ -327,6 +327,32 @@ impl Drop for PgStore {
     /// with its connection).
     fn drop(&mut self) {
         self.shared.closed.store(true, Ordering::Release);
+    }
+}
+
+/// The pool, closed on a thread of its own when the store is dropped.
+///
+/// Closing a `postgres` connection blocks on the client's own runtime,
+/// which panics on a thread that runs an async runtime: the server drops
+/// its store at the end of `main`, on one. A fresh thread has none.
+struct OffThreadDrop(Option<Pool>);
+
+impl std::ops::Deref for OffThreadDrop {
+    type Target = Pool;
+    fn deref(&self) -> &Pool {
+        // `Some` from construction until `drop`, which nothing outlives.
+        self.0.as_ref().expect("the pool lives as long as its store")
+    }
+}
+
+impl Drop for OffThreadDrop {
+    fn drop(&mut self) {
+        if let Some(pool) = self.0.take() {
+            let closing = std::thread::Builder::new().name("plangate-pg-close".into()).spawn(move || drop(pool));
+            if let Ok(thread) = closing {
+                let _ = thread.join();
+            }
+        }
     }
 }
 
@@ -476,7 +502,7 @@ impl PgStore {
                 StoreError::Unavailable(format!("no PostgreSQL connection pool at {}: {e}; is PostgreSQL running there?", shared.target))
             })?;
         let lease_secs = options.lease.as_secs_f64().max(0.001);
-        Ok(PgStore { pool, shared, lease_secs })
+        Ok(PgStore { pool: OffThreadDrop(Some(pool)), shared, lease_secs })
     }
 
     /// This process's name in leases (`hostname-pid-8hex`).

@@ -41,7 +41,7 @@ mod redo;
 mod retention;
 mod sled_store;
 
-pub use self::postgres::{PgOptions, PgStore};
+pub use self::postgres::{probe as probe_postgres, PgOptions, PgStore};
 pub use backup::BackupStats;
 pub use documents::{append_receipt, plan_document_path, write_document, DocumentError};
 pub use group::FlushStats;

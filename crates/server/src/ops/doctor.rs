@@ -9,12 +9,11 @@
 //! approvers are not checked yet.
 //!
 //! With `[store] backend = "postgres"`, the database comes first: plangate
-//! connects and says hello in PostgreSQL's own protocol (a startup message
-//! for the configured user and database), so a wrong host, a database or
-//! role that does not exist, or a `pg_hba.conf` that refuses this machine
-//! is named here rather than at the first start. The password is not
-//! checked (the server asks for it; that is as far as the probe goes), and
-//! nothing is created.
+//! connects once the way `serve` does (password included) and reads how far
+//! the schema is migrated (`plangate_store::probe_postgres`), so a wrong
+//! host, a wrong password, a database or role that does not exist, a
+//! `pg_hba.conf` that refuses this machine or a schema migrated by a newer
+//! plangate is named here rather than at the first start. Nothing is created.
 
 use crate::config::Settings;
 use serde_json::{json, Value};
@@ -144,183 +143,6 @@ pub async fn run(settings: &Settings) -> Vec<Check> {
     checks
 }
 
-/// How long the PostgreSQL probe may take.
-const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// Where a PostgreSQL URL points: host (or a Unix socket directory), port,
-/// user and database, with libpq's defaults.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PgTarget {
-    pub host: String,
-    pub port: u16,
-    pub user: String,
-    pub database: String,
-}
-
-impl std::fmt::Display for PgTarget {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.host.starts_with('/') {
-            write!(f, "{}/.s.PGSQL.{}", self.host, self.port)
-        } else {
-            write!(f, "{}:{}", self.host, self.port)
-        }
-    }
-}
-
-/// Parse a `postgres://` URL or a `key=value` string (the forms
-/// `store.postgres_url` takes). The user defaults to `$USER`, the database
-/// to the user, as libpq does.
-pub fn pg_target(url: &str) -> Result<PgTarget, String> {
-    let default_user = || std::env::var("USER").unwrap_or_else(|_| "postgres".into());
-    let mut host = String::new();
-    let mut port: Option<String> = None;
-    let mut user = String::new();
-    let mut database = String::new();
-    let decode = |s: &str| -> String {
-        let bytes = s.as_bytes();
-        let mut out = Vec::with_capacity(bytes.len());
-        let mut i = 0;
-        while i < bytes.len() {
-            match (bytes[i], bytes.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok())) {
-                (b'%', Some(b)) => {
-                    out.push(b);
-                    i += 3;
-                }
-                (b, _) => {
-                    out.push(b);
-                    i += 1;
-                }
-            }
-        }
-        String::from_utf8_lossy(&out).into_owned()
-    };
-    let mut pairs: Vec<(String, String)> = Vec::new();
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        let parsed = reqwest::Url::parse(url).map_err(|e| format!("not a URL ({e})"))?;
-        host = parsed.host_str().map(|h| decode(h.trim_start_matches('[').trim_end_matches(']'))).unwrap_or_default();
-        port = parsed.port().map(|p| p.to_string());
-        user = decode(parsed.username());
-        database = decode(parsed.path().trim_start_matches('/'));
-        pairs.extend(parsed.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())));
-    } else {
-        for pair in url.split_whitespace() {
-            let (k, v) = pair.split_once('=').ok_or_else(|| format!("{pair:?} is not key=value"))?;
-            pairs.push((k.to_string(), v.trim_matches('\'').to_string()));
-        }
-    }
-    for (k, v) in pairs {
-        match k.as_str() {
-            "host" | "hostaddr" => host = v,
-            "port" => port = Some(v),
-            "user" => user = v,
-            "dbname" => database = v,
-            _ => {}
-        }
-    }
-    // Several hosts (failover lists): the first.
-    let host = host.split(',').next().unwrap_or_default().to_string();
-    if host.is_empty() {
-        return Err("no host".into());
-    }
-    let port = match port.as_deref().and_then(|p| p.split(',').next()) {
-        None | Some("") => 5432,
-        Some(p) => p.parse().map_err(|_| format!("port {p:?} is not a number"))?,
-    };
-    let user = if user.is_empty() { default_user() } else { user };
-    let database = if database.is_empty() { user.clone() } else { database };
-    Ok(PgTarget { host, port, user, database })
-}
-
-/// What a PostgreSQL server said to a startup message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PgHello {
-    /// In, without a password (trust).
-    Accepted,
-    /// It asks for a password (which the probe does not send).
-    WantsPassword,
-    /// It refused: its message and SQLSTATE code.
-    Refused { message: String, code: String },
-}
-
-/// Say hello to the PostgreSQL server at `target` (PROTOCOL 3.0 startup
-/// message), read its first answer, and say goodbye.
-pub async fn pg_hello(target: &PgTarget) -> Result<PgHello, String> {
-    let hello = async {
-        if target.host.starts_with('/') {
-            #[cfg(unix)]
-            {
-                let path = format!("{}/.s.PGSQL.{}", target.host, target.port);
-                let stream = tokio::net::UnixStream::connect(&path).await.map_err(|e| format!("cannot connect to {path}: {e}"))?;
-                return startup(stream, target).await;
-            }
-            #[cfg(not(unix))]
-            return Err("Unix sockets are not supported on this platform".to_string());
-        }
-        let stream = tokio::net::TcpStream::connect((target.host.as_str(), target.port))
-            .await
-            .map_err(|e| format!("cannot connect to {target}: {e}"))?;
-        startup(stream, target).await
-    };
-    tokio::time::timeout(PROBE_TIMEOUT, hello).await.map_err(|_| format!("no answer from {target} within {} s", PROBE_TIMEOUT.as_secs()))?
-}
-
-async fn startup<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(mut stream: S, target: &PgTarget) -> Result<PgHello, String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut body = Vec::new();
-    body.extend_from_slice(&196_608i32.to_be_bytes()); // protocol 3.0
-    for (k, v) in [("user", &target.user), ("database", &target.database), ("application_name", &"plangate doctor".to_string())] {
-        body.extend_from_slice(k.as_bytes());
-        body.push(0);
-        body.extend_from_slice(v.as_bytes());
-        body.push(0);
-    }
-    body.push(0);
-    let mut message = ((body.len() + 4) as i32).to_be_bytes().to_vec();
-    message.extend_from_slice(&body);
-    let io = |e: std::io::Error| format!("talking to {target}: {e}");
-    stream.write_all(&message).await.map_err(io)?;
-    // Trust lets the user in (R 0) before the database is opened, which
-    // may still fail (E): read on until the server is ready (Z) or says no.
-    let mut answer = None;
-    for _ in 0..256 {
-        let kind = stream.read_u8().await.map_err(io)?;
-        let len = stream.read_i32().await.map_err(io)?;
-        let len =
-            usize::try_from(len).ok().filter(|l| (4..=65_536).contains(l)).ok_or_else(|| format!("{target} does not speak PostgreSQL"))?;
-        let mut payload = vec![0u8; len - 4];
-        stream.read_exact(&mut payload).await.map_err(io)?;
-        answer = match kind {
-            b'R' => match payload.get(..4).map(|c| i32::from_be_bytes([c[0], c[1], c[2], c[3]])) {
-                Some(0) => continue,
-                Some(_) => Some(PgHello::WantsPassword),
-                None => return Err(format!("{target} does not speak PostgreSQL")),
-            },
-            b'Z' => Some(PgHello::Accepted),
-            b'E' => {
-                let mut message = String::new();
-                let mut code = String::new();
-                for field in payload.split(|b| *b == 0).filter(|f| !f.is_empty()) {
-                    let text = String::from_utf8_lossy(&field[1..]).into_owned();
-                    match field[0] {
-                        b'M' => message = text,
-                        b'C' => code = text,
-                        _ => {}
-                    }
-                }
-                Some(PgHello::Refused { message, code })
-            }
-            // Parameter status, backend key, notices: on to the answer.
-            b'S' | b'K' | b'N' => continue,
-            _ => return Err(format!("{target} does not speak PostgreSQL")),
-        };
-        break;
-    }
-    let answer = answer.ok_or_else(|| format!("{target} never said whether it accepts the connection"))?;
-    // Terminate, politely; the answer is in either way.
-    let _ = stream.write_all(&[b'X', 0, 0, 0, 4]).await;
-    Ok(answer)
-}
-
 /// The store check: `None` on sled (nothing to reach), else whether the
 /// configured PostgreSQL answers and accepts the user and database.
 pub async fn store(settings: &Settings) -> Option<Check> {
@@ -328,30 +150,19 @@ pub async fn store(settings: &Settings) -> Option<Check> {
     if !config.is_postgres() {
         return None;
     }
-    let url = config.postgres_url.clone().unwrap_or_default();
+    let (url, schema) = (config.postgres_url.clone().unwrap_or_default(), config.postgres_schema.clone());
     let what = "store.postgres_url".to_string();
-    let target = match pg_target(url.trim()) {
-        Ok(t) => t,
-        Err(e) => return Some(Check { ok: false, what, detail: format!("cannot tell where it points ({e})") }),
-    };
-    let who = format!("user {} on database {} at {target}", target.user, target.database);
-    Some(match pg_hello(&target).await {
-        Ok(PgHello::Accepted) => {
-            Check { ok: true, what, detail: format!("PostgreSQL answers and accepts {who} (schema {})", config.postgres_schema) }
-        }
-        Ok(PgHello::WantsPassword) => Check {
-            ok: true,
-            what,
-            detail: format!("PostgreSQL answers for {who} and asks for a password (not checked here; `serve` logs in with it)"),
-        },
-        Ok(PgHello::Refused { message, code }) => Check {
+    let probed = tokio::task::spawn_blocking(move || plangate_store::probe_postgres(url.trim(), &schema)).await;
+    Some(match probed {
+        Ok(Ok(found)) => Check { ok: true, what, detail: found },
+        Ok(Err(e)) => Check {
             ok: false,
             what,
             detail: format!(
-                "PostgreSQL refused {who}: {message} (SQLSTATE {code}); create the role or database, or allow this host in pg_hba.conf"
+                "{e}; is PostgreSQL running there, does the role exist with this password, and does pg_hba.conf allow this host?"
             ),
         },
-        Err(e) => Check { ok: false, what, detail: format!("{e}; is PostgreSQL running there, and the URL right?") },
+        Err(e) => Check { ok: false, what, detail: format!("the probe failed: {e}") },
     })
 }
 
@@ -359,63 +170,32 @@ pub async fn store(settings: &Settings) -> Option<Check> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn postgres_urls_point_where_libpq_would() {
-        let t = pg_target("postgres://plangate:pw@db.internal:6543/plans?sslmode=require").unwrap();
-        assert_eq!(t, PgTarget { host: "db.internal".into(), port: 6543, user: "plangate".into(), database: "plans".into() });
-        let t = pg_target("postgresql://u@db").unwrap();
-        assert_eq!((t.port, t.database.as_str()), (5432, "u"));
-        let t = pg_target("postgresql:///plans?host=/run/postgresql&user=p").unwrap();
-        assert_eq!((t.host.as_str(), t.user.as_str(), t.to_string().as_str()), ("/run/postgresql", "p", "/run/postgresql/.s.PGSQL.5432"));
-        let t = pg_target("host=10.0.0.5 port=5433 user=p dbname=x password=secret").unwrap();
-        assert_eq!(t, PgTarget { host: "10.0.0.5".into(), port: 5433, user: "p".into(), database: "x".into() });
-        assert!(pg_target("dbname=x").is_err());
-        assert!(pg_target("postgres://db:notaport/x").is_err());
+    fn settings(url: &str) -> Settings {
+        let toml = format!(
+            "[server]\nbind = \"127.0.0.1:0\"\noperator_token = \"doctor-test-operator-token-0123\"\ndata_dir = \"./data\"\n\n\
+             [store]\nbackend = \"postgres\"\npostgres_url = \"{url}\"\npostgres_schema = \"t_doctor_probe\"\n"
+        );
+        Settings::from_toml(&toml).expect("a valid config")
     }
 
     /// A port nobody listens on: named, with what to look at.
     #[tokio::test]
     async fn an_unreachable_postgres_is_named() {
         let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let target = PgTarget { host: "127.0.0.1".into(), port: free, user: "u".into(), database: "d".into() };
-        let err = pg_hello(&target).await.unwrap_err();
-        assert!(err.contains(&format!("cannot connect to 127.0.0.1:{free}")), "{err}");
+        let check = store(&settings(&format!("postgres://u@127.0.0.1:{free}/d"))).await.expect("a store check");
+        assert!(!check.ok);
+        assert!(check.detail.contains(&format!("127.0.0.1:{free}")) && check.detail.contains("is PostgreSQL running"), "{}", check.detail);
     }
 
-    /// The PostgreSQL the tests run against (trust auth) lets the probe in.
+    /// The PostgreSQL the tests run against (trust auth) lets the probe in;
+    /// a database that does not exist is named.
     #[tokio::test]
     async fn the_test_postgres_accepts_the_probe() {
-        let target = pg_target("postgres://postgres@127.0.0.1:5432/test").unwrap();
-        let hello = pg_hello(&target)
-            .await
-            .unwrap_or_else(|e| panic!("PostgreSQL is not reachable at 127.0.0.1:5432 (the store tests need it; .ci/run starts it): {e}"));
-        assert_eq!(hello, PgHello::Accepted);
-        let missing = PgTarget { database: "plangate_no_such_database".into(), ..target };
-        assert!(matches!(pg_hello(&missing).await, Ok(PgHello::Refused { code, .. }) if code == "3D000"));
-    }
-
-    /// A server that answers like PostgreSQL does to a bad database.
-    #[tokio::test]
-    async fn a_refusal_carries_the_server_message() {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let server = tokio::spawn(async move {
-            let (mut s, _) = listener.accept().await.unwrap();
-            let len = s.read_i32().await.unwrap();
-            let mut startup = vec![0u8; len as usize - 4];
-            s.read_exact(&mut startup).await.unwrap();
-            let fields = b"SFATAL\0C3D000\0Mdatabase \"nope\" does not exist\0\0";
-            let mut answer = vec![b'E'];
-            answer.extend_from_slice(&((fields.len() + 4) as i32).to_be_bytes());
-            answer.extend_from_slice(fields);
-            s.write_all(&answer).await.unwrap();
-            String::from_utf8_lossy(&startup).into_owned()
-        });
-        let target = PgTarget { host: "127.0.0.1".into(), port, user: "plangate".into(), database: "nope".into() };
-        let hello = pg_hello(&target).await.unwrap();
-        assert_eq!(hello, PgHello::Refused { message: "database \"nope\" does not exist".into(), code: "3D000".into() });
-        let startup = server.await.unwrap();
-        assert!(startup.contains("user\0plangate\0database\0nope\0"), "{startup:?}");
+        let url = std::env::var("PLANGATE_TEST_PG").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+        let check = store(&settings(&url)).await.expect("a store check");
+        assert!(check.ok, "PostgreSQL is not reachable at {url} (these tests need it; .ci/run starts it): {}", check.detail);
+        assert!(check.detail.contains("not created yet"), "{}", check.detail);
+        let missing = store(&settings("postgres://postgres@127.0.0.1:5432/plangate_no_such_database")).await.expect("a store check");
+        assert!(!missing.ok && missing.detail.contains("plangate_no_such_database"), "{}", missing.detail);
     }
 }

@@ -1111,6 +1111,40 @@ fn outbox_entry(row: &Row) -> Result<OutboxEntry, Failure> {
     Ok(OutboxEntry { seq: u64::try_from(seq).unwrap_or(0), work })
 }
 
+/// Connect once to `url` the way `serve` does (password included), look at
+/// `schema`, and say what was found, for `plangate doctor` and `config
+/// check`: who and where, and how far the schema is migrated. Creates
+/// nothing. Blocking, like the store.
+pub fn probe(url: &str, schema: &str) -> Result<String, StoreError> {
+    let mut config: postgres::Config = url.parse().map_err(|e| {
+        StoreError::Unavailable(format!("the PostgreSQL URL {} is invalid: {e}; expected postgres://user@host:5432/database", redact(url)))
+    })?;
+    config.connect_timeout(CONNECT_TIMEOUT).application_name("plangate doctor");
+    let target = describe(&config);
+    let mut client = config.connect(postgres::NoTls).map_err(|e| map_pg(&target, "a connection", e))?;
+    let row = client
+        .query_one(
+            "SELECT current_user::text, current_database()::text, current_setting('server_version'), \
+             to_regclass(format('%I.schema_migrations', $1::text)) IS NOT NULL",
+            &[&schema],
+        )
+        .map_err(|e| map_pg(&target, "the probe query", e))?;
+    let (user, database, version, migrated): (String, String, String, bool) = (row.get(0), row.get(1), row.get(2), row.get(3));
+    let newest = migrations::newest();
+    let state = if migrated {
+        let sql = format!("SELECT coalesce(max(version), 0) FROM \"{schema}\".schema_migrations");
+        let found: i64 = client.query_one(sql.as_str(), &[]).map_err(|e| map_pg(&target, "reading the schema version", e))?.get(0);
+        match found.cmp(&newest) {
+            std::cmp::Ordering::Greater => return Err(StoreError::SchemaTooNew { found, known: newest }),
+            std::cmp::Ordering::Equal => format!("schema {schema} at migration {found}, the newest this plangate knows"),
+            std::cmp::Ordering::Less => format!("schema {schema} at migration {found}; the first start migrates it to {newest}"),
+        }
+    } else {
+        format!("schema {schema} not created yet (the first start creates it)")
+    };
+    Ok(format!("PostgreSQL {version} at {target} accepts user {user} on database {database}; {state}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,6 +22,8 @@
 //! deployment uses its own schema, dropped at the end.
 //!
 //! Run: `CARGO_TARGET_DIR=/work/target-bench cargo build --release -p plangate-server && CARGO_TARGET_DIR=/work/target-bench cargo run --release -p plangate-bench --bin replicas -- --secs 5 --wake-samples 200`
+//! (`--baseline-bin PATH` adds a sled row for another build of `plangate`,
+//! e.g. the commit before #18, measured in the same run.)
 
 use plangate_bench::stats::{fmt, rate, Samples};
 use plangate_bench::{arg, plangate_bin};
@@ -149,14 +151,24 @@ async fn main() {
     let secs: u64 = arg("--secs", 5);
     let wake_samples: usize = arg("--wake-samples", 200);
     println!("binary: {bin}");
-    let deployments = vec![
+    // `--baseline-bin PATH`: the same sled row for another build (the
+    // commit before #18), so "the sled path is not slower" is a ratio from
+    // one run, not a comparison with an old table.
+    let baseline: String = arg("--baseline-bin", String::new());
+    let mut deployments = Vec::new();
+    if !baseline.is_empty() {
+        println!("baseline binary: {baseline}");
+        deployments.push(deploy(&baseline, "sled, 1 process, before #18", 1, false).await);
+    }
+    deployments.extend([
         deploy(&bin, "sled, 1 process", 1, false).await,
         deploy(&bin, "PostgreSQL, 1 replica", 1, true).await,
         deploy(&bin, "PostgreSQL, 3 replicas", 3, true).await,
-    ];
+    ]);
+    let sled_at = usize::from(!baseline.is_empty());
 
     println!("\n## Durable decisions/s and approve latency ({secs} s per cell)\n");
-    println!("| sessions | deployment | decisions/s | approve p50 | approve p99 | ratio to sled |");
+    println!("| sessions | deployment | decisions/s | approve p50 | approve p99 | decisions/s vs the first row |");
     println!("|---|---|---|---|---|---|");
     for (round, sessions) in [1usize, 16, 64].into_iter().enumerate() {
         let mut sled_rate = None;
@@ -176,15 +188,12 @@ async fn main() {
     println!("\n## Decision → waiting agent released ({wake_samples} samples each)\n");
     println!("| waiter on | decision on | p50 | p99 | max |");
     println!("|---|---|---|---|---|");
-    let sled = &deployments[0].replicas[0];
+    let sled = &deployments[sled_at].replicas[0];
+    let (pg1, pg3) = (&deployments[sled_at + 1].replicas, &deployments[sled_at + 2].replicas);
     let rows = [
         ("sled process", "the same process", wake(sled, sled, wake_samples, "sled").await),
-        (
-            "PostgreSQL replica",
-            "the same replica",
-            wake(&deployments[1].replicas[0], &deployments[1].replicas[0], wake_samples, "pg1").await,
-        ),
-        ("PostgreSQL replica B", "replica A", wake(&deployments[2].replicas[0], &deployments[2].replicas[1], wake_samples, "pg3").await),
+        ("PostgreSQL replica", "the same replica", wake(&pg1[0], &pg1[0], wake_samples, "pg1").await),
+        ("PostgreSQL replica B", "replica A", wake(&pg3[0], &pg3[1], wake_samples, "pg3").await),
     ];
     for (waiter, decision, s) in &rows {
         println!("| {waiter} | {decision} | {} | {} | {} |", fmt(s.p50()), fmt(s.p99()), fmt(s.max()));

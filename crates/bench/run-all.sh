@@ -30,3 +30,4 @@ step e2e "$bin/e2e" --samples 200
 step startup "$bin/startup" --approvals 100000
 step startup-overdue "$bin/startup" --approvals 100000 --age-mins 120 --watch-secs 40 --no-list
 step storm "$bin/storm"
+step replicas "$bin/replicas" --secs 5 --wake-samples 200

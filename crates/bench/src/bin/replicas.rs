@@ -43,7 +43,9 @@ struct Deployment {
 
 async fn deploy(bin: &str, name: &'static str, n: usize, postgres: bool) -> Deployment {
     let schema = if postgres { Some(TestSchema::create().await) } else { None };
-    let config = schema.as_ref().map(plangate_testkit::pg::store_config).unwrap_or_default();
+    // The default pool (16 connections per replica), not the tests' 4.
+    let config =
+        schema.as_ref().map(|s| plangate_testkit::pg::store_config(s).replace("pool_size = 4", "pool_size = 16")).unwrap_or_default();
     let mut replicas = Vec::new();
     for _ in 0..n {
         replicas.push(ServerProcess::start(bin, &config).await);

@@ -202,6 +202,10 @@ pub trait Store: Send + Sync {
     fn remove_timer(&self, timer: &Timer) -> Result<(), StoreError>;
     /// A number greater than any this store returned before, across restarts.
     fn generate_seq(&self) -> Result<u64, StoreError>;
+    /// `n` of them at once, increasing (one round trip on PostgreSQL).
+    fn generate_seqs(&self, n: usize) -> Result<Vec<u64>, StoreError> {
+        (0..n).map(|_| self.generate_seq()).collect()
+    }
     /// Every outbox entry not yet done, in `seq` order.
     fn outbox(&self) -> Result<Vec<OutboxEntry>, StoreError>;
     /// Mark an outbox entry done. Not flushed: after a crash the work may be

@@ -23,7 +23,8 @@
 //!
 //! Run: `CARGO_TARGET_DIR=/work/target-bench cargo build --release -p plangate-server && CARGO_TARGET_DIR=/work/target-bench cargo run --release -p plangate-bench --bin replicas -- --secs 5 --wake-samples 200`
 //! (`--baseline-bin PATH` adds a sled row for another build of `plangate`,
-//! e.g. the commit before #18, measured in the same run.)
+//! e.g. the commit before #18, measured in the same run; with
+//! `--baseline-postgres`, a PostgreSQL row of that build too.)
 
 use plangate_bench::stats::{fmt, rate, Samples};
 use plangate_bench::{arg, plangate_bin};
@@ -160,14 +161,19 @@ async fn main() {
     let mut deployments = Vec::new();
     if !baseline.is_empty() {
         println!("baseline binary: {baseline}");
-        deployments.push(deploy(&baseline, "sled, 1 process, before #18", 1, false).await);
+        deployments.push(deploy(&baseline, "sled, 1 process, baseline build", 1, false).await);
+        // `--baseline-postgres`: the baseline build on PostgreSQL too (it
+        // must be a build that has the PostgreSQL store).
+        if plangate_bench::flag("--baseline-postgres") {
+            deployments.push(deploy(&baseline, "PostgreSQL, 1 replica, baseline build", 1, true).await);
+        }
     }
     deployments.extend([
         deploy(&bin, "sled, 1 process", 1, false).await,
         deploy(&bin, "PostgreSQL, 1 replica", 1, true).await,
         deploy(&bin, "PostgreSQL, 3 replicas", 3, true).await,
     ]);
-    let sled_at = usize::from(!baseline.is_empty());
+    let sled_at = deployments.len() - 3;
 
     println!("\n## Durable decisions/s and approve latency ({secs} s per cell)\n");
     println!("| sessions | deployment | decisions/s | approve p50 | approve p99 | decisions/s vs the first row |");

@@ -353,9 +353,8 @@ impl Core {
                 let queued = self.queued_outbox.clone();
                 let committed = self
                     .blocking(move |s| {
-                        for work in work {
-                            commit.outbox.push(OutboxEntry { seq: s.generate_seq()?, work });
-                        }
+                        let seqs = s.generate_seqs(work.len())?;
+                        commit.outbox.extend(seqs.into_iter().zip(work).map(|(seq, work)| OutboxEntry { seq, work }));
                         let seqs: Vec<u64> = commit.outbox.iter().map(|e| e.seq).collect();
                         // Marked queued before they exist: the outbox claimer
                         // (replicas) must never queue them a second time.

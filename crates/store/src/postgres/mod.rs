@@ -356,6 +356,24 @@ impl Drop for OffThreadDrop {
     }
 }
 
+/// The identity columns of `timers`, as arrays for `unnest`.
+fn timer_columns(timers: &[Timer]) -> (Vec<i64>, Vec<Vec<u8>>, Vec<i16>, Vec<i16>) {
+    let mut columns = (
+        Vec::with_capacity(timers.len()),
+        Vec::with_capacity(timers.len()),
+        Vec::with_capacity(timers.len()),
+        Vec::with_capacity(timers.len()),
+    );
+    for t in timers {
+        let (due, id, kind, n) = timer_identity(t);
+        columns.0.push(due);
+        columns.1.push(id.to_vec());
+        columns.2.push(kind);
+        columns.3.push(n);
+    }
+    columns
+}
+
 /// A timer's identity, exactly sled's key: (due, id, kind, n).
 type TimerIdentity<'a> = (i64, &'a [u8], i16, i16);
 
@@ -403,8 +421,6 @@ const SESSION_UPSERT: &str = "INSERT INTO sessions (agent, session_id, latest_ap
 const LOAD: &str = "SELECT s.revision, s.body, p.body FROM sessions s LEFT JOIN proposals p ON p.approval_id = s.latest_approval \
      WHERE s.agent = $1 AND s.session_id = $2";
 const TIMER_DELETE: &str = "DELETE FROM timers WHERE due = $1 AND approval_id = $2 AND kind = $3 AND n = $4";
-const TIMER_UPSERT: &str = "INSERT INTO timers (due, approval_id, kind, n, body) VALUES ($1, $2, $3, $4, $5) \
-     ON CONFLICT (due, approval_id, kind, n) DO UPDATE SET body = EXCLUDED.body, lease_owner = NULL, lease_until = NULL";
 const IDEMPOTENCY_INSERT: &str = "INSERT INTO idempotency (key) VALUES ($1) ON CONFLICT DO NOTHING";
 const PROPOSAL_EXISTS: &str = "SELECT 1 FROM proposals WHERE approval_id = $1";
 const PROPOSAL_UPSERT: &str = "INSERT INTO proposals (approval_id, id_hex, status, agent, session_id, created_at, body) \
@@ -413,8 +429,18 @@ const PROPOSAL_UPSERT: &str = "INSERT INTO proposals (approval_id, id_hex, statu
 const QUESTION_UPSERT: &str = "INSERT INTO questions (question_id, agent, session_id, body) VALUES ($1, $2, $3, $4) \
      ON CONFLICT (question_id) DO UPDATE SET agent = EXCLUDED.agent, session_id = EXCLUDED.session_id, body = EXCLUDED.body";
 const AUDIT_INSERT: &str = "INSERT INTO audit (at, agent, session_id, approval_id, body) VALUES ($1, $2, $3, $4, $5)";
-const OUTBOX_INSERT: &str = "INSERT INTO outbox (seq, work, lease_owner, lease_until) \
-     VALUES ($1, $2, $3, clock_timestamp() + make_interval(secs => $4)) \
+/// Audit rows in array order (their `seq` follows it).
+const AUDIT_INSERT_MANY: &str = "INSERT INTO audit (at, agent, session_id, approval_id, body) \
+     SELECT at, agent, session_id, approval_id, body \
+     FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bytea[], $5::bytea[]) WITH ORDINALITY \
+     AS u(at, agent, session_id, approval_id, body, ord) ORDER BY ord";
+const TIMERS_DELETE: &str = "DELETE FROM timers WHERE (due, approval_id, kind, n) IN \
+     (SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::smallint[], $4::smallint[]))";
+const TIMERS_UPSERT: &str = "INSERT INTO timers (due, approval_id, kind, n, body) \
+     SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::smallint[], $4::smallint[], $5::bytea[]) \
+     ON CONFLICT (due, approval_id, kind, n) DO UPDATE SET body = EXCLUDED.body, lease_owner = NULL, lease_until = NULL";
+const OUTBOX_INSERT_MANY: &str = "INSERT INTO outbox (seq, work, lease_owner, lease_until) \
+     SELECT seq, work, $3, clock_timestamp() + make_interval(secs => $4) FROM unnest($1::bigint[], $2::bytea[]) AS u(seq, work) \
      ON CONFLICT (seq) DO UPDATE SET work = EXCLUDED.work, lease_owner = EXCLUDED.lease_owner, lease_until = EXCLUDED.lease_until";
 const NOTIFY: &str = "SELECT pg_notify($1, $2)";
 /// Lease the first `$3` due timers that are free for `$2` (nobody holds
@@ -640,20 +666,39 @@ impl PgStore {
         for q in &commit.questions {
             st.execute(tx, QUESTION_UPSERT, &[&&q.question_id.0[..], &q.session.agent, &q.session.session_id, &encode(q)])?;
         }
-        for timer in &commit.timers_remove {
-            let (due, id, kind, n) = timer_identity(timer);
-            st.execute(tx, TIMER_DELETE, &[&due, &id, &kind, &n])?;
+        // One statement per kind of row, however many rows (arrays through
+        // `unnest`): a commit costs a fixed number of round trips.
+        if !commit.timers_remove.is_empty() {
+            let (dues, ids, kinds, ns) = timer_columns(&commit.timers_remove);
+            st.execute(tx, TIMERS_DELETE, &[&dues, &ids, &kinds, &ns])?;
         }
-        for timer in &commit.timers_add {
-            let (due, id, kind, n) = timer_identity(timer);
-            st.execute(tx, TIMER_UPSERT, &[&due, &id, &kind, &n, &encode(timer)])?;
+        if !commit.timers_add.is_empty() {
+            // A timer twice in one commit: the later wins, as row by row did
+            // (one INSERT … ON CONFLICT may not touch a row twice).
+            let mut added: Vec<&Timer> = Vec::with_capacity(commit.timers_add.len());
+            for t in commit.timers_add.iter().rev() {
+                if !added.iter().any(|a| timer_identity(a) == timer_identity(t)) {
+                    added.push(t);
+                }
+            }
+            added.reverse();
+            let added: Vec<Timer> = added.into_iter().cloned().collect();
+            let (dues, ids, kinds, ns) = timer_columns(&added);
+            let bodies: Vec<Vec<u8>> = added.iter().map(encode).collect();
+            st.execute(tx, TIMERS_UPSERT, &[&dues, &ids, &kinds, &ns, &bodies])?;
         }
-        for event in &commit.audit {
-            insert_audit(tx, st, event)?;
+        if !commit.audit.is_empty() {
+            let ats: Vec<i64> = commit.audit.iter().map(|e| e.at.0).collect();
+            let agents: Vec<&str> = commit.audit.iter().map(|e| e.agent.as_str()).collect();
+            let sessions: Vec<&str> = commit.audit.iter().map(|e| e.session_id.as_str()).collect();
+            let approvals: Vec<Option<Vec<u8>>> = commit.audit.iter().map(|e| e.approval_id.map(|id| id.0.to_vec())).collect();
+            let bodies: Vec<Vec<u8>> = commit.audit.iter().map(encode).collect();
+            st.execute(tx, AUDIT_INSERT_MANY, &[&ats, &agents, &sessions, &approvals, &bodies])?;
         }
-        for entry in &commit.outbox {
-            let seq = to_i64(entry.seq, "outbox seq")?;
-            st.execute(tx, OUTBOX_INSERT, &[&seq, &entry.work, &self.shared.replica, &self.lease_secs])?;
+        if !commit.outbox.is_empty() {
+            let seqs = commit.outbox.iter().map(|e| to_i64(e.seq, "outbox seq")).collect::<Result<Vec<i64>, _>>()?;
+            let works: Vec<&[u8]> = commit.outbox.iter().map(|e| e.work.as_slice()).collect();
+            st.execute(tx, OUTBOX_INSERT_MANY, &[&seqs, &works, &self.shared.replica, &self.lease_secs])?;
         }
         if let Some(session) = &commit.session {
             // Delivered to listeners when (and only if) this commits.
@@ -873,10 +918,8 @@ impl Store for PgStore {
             ns.push(n);
         }
         // One statement: all or none.
-        let sql = "DELETE FROM timers WHERE (due, approval_id, kind, n) IN \
-                   (SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::smallint[], $4::smallint[]))";
         self.retrying("removing timers", |c, st| {
-            st.execute(c, sql, &[&dues, &ids, &kinds, &ns])?;
+            st.execute(c, TIMERS_DELETE, &[&dues, &ids, &kinds, &ns])?;
             Ok(())
         })
     }
@@ -885,6 +928,20 @@ impl Store for PgStore {
         self.retrying("generating a sequence number", |c, st| {
             let seq: i64 = st.query_one(c, "SELECT nextval('ids')", &[])?.try_get(0)?;
             Ok(u64::try_from(seq).unwrap_or(0))
+        })
+    }
+
+    fn generate_seqs(&self, n: usize) -> Result<Vec<u64>, StoreError> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let count = limit(n);
+        self.retrying("generating sequence numbers", |c, st| {
+            let rows = st.query(c, "SELECT nextval('ids') FROM generate_series(1::bigint, $1::bigint)", &[&count])?;
+            let mut seqs =
+                rows.iter().map(|r| r.try_get::<_, i64>(0).map(|v| u64::try_from(v).unwrap_or(0))).collect::<Result<Vec<u64>, _>>()?;
+            seqs.sort_unstable();
+            Ok(seqs)
         })
     }
 

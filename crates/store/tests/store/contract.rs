@@ -35,7 +35,26 @@ contract!(
     outbox_and_sequence_numbers,
     a_single_process_claims_everything_due,
     cursor_or_init_keeps_the_first_value,
+    many_rows_of_a_kind_in_one_commit,
 );
+
+/// What PostgreSQL writes with one statement per kind of row: audit records
+/// keep the commit's order, a timer added twice is one timer (the later),
+/// timers removed together go together.
+fn many_rows_of_a_kind_in_one_commit(b: &dyn Backend) {
+    let store = b.open();
+    store.commit(Commit { audit: vec![event(7, "z", None), event(5, "z", None), event(6, "z", None)], ..Commit::default() }).unwrap();
+    let actions: Vec<String> = store.audit(&AuditQuery::default()).unwrap().into_iter().map(|e| e.action).collect();
+    assert_eq!(actions, vec!["a7", "a5", "a6"]);
+    let (a, b2, c) = (timer(10, 1, TimerKind::Nudge(0)), timer(20, 1, TimerKind::Nudge(1)), timer(30, 1, TimerKind::Timeout));
+    let mut again = a.clone();
+    again.session = SessionKey::new("demo", "later");
+    store.commit(Commit { timers_add: vec![a.clone(), b2.clone(), c.clone(), again.clone()], ..Commit::default() }).unwrap();
+    let timers = store.timers().unwrap();
+    assert_eq!(timers, vec![again, b2.clone(), c.clone()], "the later of a timer added twice");
+    store.commit(Commit { timers_remove: vec![b2, c], ..Commit::default() }).unwrap();
+    assert_eq!(store.timers().unwrap().len(), 1);
+}
 
 /// The web secret every replica must agree on: the first value set wins,
 /// later initializations read it back unchanged.
@@ -339,7 +358,12 @@ fn outbox_and_sequence_numbers(b: &dyn Backend) {
     };
     let store = b.open();
     assert_eq!(store.outbox().unwrap().len(), 2);
-    assert!(store.generate_seq().unwrap() > last, "greater than any before, across restarts");
+    let next = store.generate_seq().unwrap();
+    assert!(next > last, "greater than any before, across restarts");
+    let batch = store.generate_seqs(4).unwrap();
+    assert_eq!(batch.len(), 4);
+    assert!(batch[0] > next && batch.windows(2).all(|w| w[0] < w[1]), "a batch is increasing and after: {batch:?}");
+    assert!(store.generate_seqs(0).unwrap().is_empty());
     store.renew_leases().unwrap();
 }
 

@@ -965,8 +965,8 @@ async fn only_the_leader_holds_the_socket_mode_connection() {
     lead.send_replace(false);
     eventually("a follower again", follower).await;
     let frames = fake.frames().len();
-    // The socket's close travels to the fake; give it a moment, then probe.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The socket's close reaches the fake.
+    eventually("the socket closed", || fake.open_sockets() == 0).await;
     let lost = fake.send_envelope("slash_commands", command("t2"));
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(fake.frames().len(), frames, "no frame after losing leadership (no ack of {lost})");

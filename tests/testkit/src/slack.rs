@@ -282,6 +282,11 @@ impl SlackFake {
         self.state.connections.load(Ordering::SeqCst)
     }
 
+    /// Socket Mode connections open right now.
+    pub fn open_sockets(&self) -> usize {
+        lock(&self.state.sockets).len()
+    }
+
     /// Wait until a Socket Mode client is connected.
     pub async fn wait_connected(&self, timeout: Duration) {
         let mut rx = self.state.version.subscribe();
@@ -557,6 +562,9 @@ async fn run_socket(state: Arc<FakeState>, mut ws: WebSocket) {
             },
         }
     }
+    // Close this socket's queue first, so the pruning below sees it closed
+    // (while `rx` lived, its sender counted as open and stayed listed).
+    drop(rx);
     lock(&state.sockets).retain(|tx| !tx.is_closed());
     state.bump();
 }

@@ -422,9 +422,10 @@ pub struct StoreConfig {
     /// Connections each replica keeps open.
     #[serde(default = "store_pool_size")]
     pub pool_size: u32,
-    /// How long a replica's claim on a timer, an outbox entry or a
-    /// leadership lasts without renewal (renewed every third of it): how
-    /// long a dead replica's work waits before another takes it over.
+    /// How long a replica's claim on a timer or an outbox entry lasts
+    /// without renewal (renewed every third of it): how long a dead
+    /// replica's work waits before another takes it over. (Platform
+    /// leadership is an advisory lock that goes with its connection.)
     #[serde(default = "store_lease_seconds")]
     pub lease_seconds: u64,
 }

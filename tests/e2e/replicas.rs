@@ -105,7 +105,7 @@ async fn racing_decisions_on_three_replicas_make_exactly_one() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_decision_on_replica_a_releases_a_waiter_on_replica_c() {
+async fn a_decision_on_replica_a_releases_waiters_on_replicas_b_and_c() {
     let pg = TestSchema::create().await;
     let rs = replicas(&pg, 3, &[], "").await;
     let mut released = Vec::new();
@@ -114,7 +114,11 @@ async fn a_decision_on_replica_a_releases_a_waiter_on_replica_c() {
         let id = propose(&rs[0], &session, "Cross-replica wake").await;
         let waiter = rs[2].agent(Method::GET, &format!("/v1/sessions/{session}/decision?wait=30"));
         let waiting = tokio::spawn(async move { ServerProcess::send(waiter).await });
+        // A Claude Code channel's stream parks on another replica (B).
+        let stream = rs[1].agent(Method::GET, &format!("/v1/sessions/{session}/injection?wait=30"));
+        let streaming = tokio::spawn(async move { ServerProcess::send(stream).await });
         rs[2].waiting(1).await;
+        rs[1].waiting(1).await;
         let started = Instant::now();
         let (st, v) = decide(&rs[0], &id, "approve", "alice").await;
         assert_eq!(st, 200, "{v}");
@@ -123,6 +127,10 @@ async fn a_decision_on_replica_a_releases_a_waiter_on_replica_c() {
         assert_eq!(st, 200, "{v}");
         assert_eq!(v["status"], "approved", "{v}");
         assert_eq!(v["decided_by"], "operator:alice", "{v}");
+        let (st, v) = tokio::time::timeout(Duration::from_secs(10), streaming).await.expect("the stream on B is released").expect("task");
+        assert_eq!(st, 200, "{v}");
+        assert!(v["injection"].as_str().is_some_and(|t| t.starts_with("[PLAN_DECISION]: approved")), "{v}");
+        assert_eq!(v["approval_id"].as_str(), Some(id.as_str()), "{v}");
     }
     println!("decision on A → waiter on C released: {released:?}");
     pg.cleanup().await;

@@ -17,8 +17,18 @@ async fn readyz_reports_the_store_and_each_channel_with_the_reason() {
 
     let fake = FakeTelegram::start().await;
     let s = ServerProcess::start_with(BIN, &["ops"], &crate::telegram::config(&fake)).await;
-    let (st, body) = ServerProcess::send(s.http.get(s.url("/readyz"))).await;
-    assert_eq!((st, body["checks"]["telegram"].as_str()), (200, Some("ok")), "{body}");
+    // Ready once connected: at once on sled (one process leads from the
+    // start); on PostgreSQL after this replica wins the Telegram election
+    // and its first getUpdates answers ("taking over" until then).
+    let ready = s.url("/readyz");
+    eventually(Duration::from_secs(10), "ready with Telegram connected", || {
+        let req = s.http.get(&ready);
+        async move {
+            let (st, body) = ServerProcess::send(req).await;
+            st == 200 && body["checks"]["telegram"] == "ok"
+        }
+    })
+    .await;
 
     // getUpdates starts failing: after two poll timeouts + 5 s, not ready, and why.
     for _ in 0..100 {

@@ -139,7 +139,12 @@ async fn harness_with(timeout: &str, panics: bool) -> Harness {
     for i in 0..5 {
         let key = SessionKey::new("demo", format!("s{i}"));
         core.execute(&key, Actor::Agent, Command::Enter { reason: None }, ExecMeta::default()).await.unwrap();
-        let propose = Command::Propose { plan: Plan::titled(format!("plan {i}")), markdown: None, requested_by: None };
+        let propose = Command::Propose {
+            plan: Plan::titled(format!("plan {i}")),
+            markdown: None,
+            requested_by: None,
+            harness: plangate_engine::Harness::Api,
+        };
         core.execute(&key, Actor::Agent, propose, ExecMeta::default()).await.unwrap();
         sessions.push(key);
     }
@@ -245,7 +250,8 @@ async fn card_edits_committed_before_a_crash_are_resumed_on_start_once() {
     core.register_channel(hung.clone());
     let key = SessionKey::new("demo", "crash");
     core.execute(&key, Actor::Agent, Command::Enter { reason: None }, ExecMeta::default()).await.unwrap();
-    let propose = Command::Propose { plan: Plan::titled("survives"), markdown: None, requested_by: None };
+    let propose =
+        Command::Propose { plan: Plan::titled("survives"), markdown: None, requested_by: None, harness: plangate_engine::Harness::Api };
     let id = core.execute(&key, Actor::Agent, propose, ExecMeta::default()).await.unwrap().transition.state.latest.unwrap().approval_id;
     let approver = Actor::Human { id: "telegram:1".into(), name: "telegram:@alice".into() };
     let approve = Command::Decide { approval_id: id, verdict: plangate_engine::Verdict::Approve };

@@ -140,7 +140,12 @@ impl Fixture {
         let plan = Plan { steps: vec![Step::pending("one"), Step::pending("two")], ..Plan::titled(title) };
         let done = self
             .core
-            .execute(&key, Actor::Agent, Command::Propose { plan, markdown: None, requested_by: None }, ExecMeta::default())
+            .execute(
+                &key,
+                Actor::Agent,
+                Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+                ExecMeta::default(),
+            )
             .await
             .unwrap();
         self.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
@@ -236,7 +241,8 @@ async fn request_changes_cancel_view_and_stale_clicks() {
 
     // v2 supersedes nothing pending (v1 was decided); v3 supersedes v2.
     let key = SessionKey::new("demo", "s1");
-    let propose = |t: &str| Command::Propose { plan: Plan::titled(t), markdown: None, requested_by: None };
+    let propose =
+        |t: &str| Command::Propose { plan: Plan::titled(t), markdown: None, requested_by: None, harness: plangate_engine::Harness::Api };
     let v2 = f
         .core
         .execute(&key, Actor::Agent, propose("Second"), ExecMeta::default())
@@ -331,7 +337,7 @@ async fn edit_on_off_auto_answer_restate() {
         .execute(
             &SessionKey::new("demo", "s1"),
             Actor::Agent,
-            Command::Propose { plan: Plan::titled("Auto"), markdown: None, requested_by: None },
+            Command::Propose { plan: Plan::titled("Auto"), markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
             ExecMeta::default(),
         )
         .await

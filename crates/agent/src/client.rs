@@ -9,7 +9,7 @@ use crate::proposal::ProposalBody;
 use crate::session;
 use plangate_engine::namespace::NamespaceStep;
 use plangate_engine::view::{DecisionView, StatusView};
-use plangate_engine::{QuestionStatus, Step, StepUpdate};
+use plangate_engine::{Harness, QuestionStatus, Step, StepUpdate};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -137,6 +137,10 @@ pub struct Client {
     /// (from `PLANGATE_REQUESTED_BY`); the server prefers the agent's token
     /// config and refuses a body that contradicts it.
     requested_by: Option<String>,
+    /// Which harness this client speaks for, sent with gate calls and
+    /// proposals so the texts the model reads name its own tools
+    /// ([`plangate_engine::Harness`]); [`Harness::Api`] sends nothing.
+    harness: Harness,
 }
 
 /// The environment variable naming who asked for the work (`slack:U0123`).
@@ -159,7 +163,7 @@ impl Client {
             .build()
             .map_err(|e| AgentError::Usage(format!("cannot build an HTTP client: {e}")))?;
         let requested_by = std::env::var(REQUESTED_BY_ENV).ok().map(|r| r.trim().to_string()).filter(|r| !r.is_empty());
-        Ok(Client { base, token, http, timeouts, requested_by })
+        Ok(Client { base, token, http, timeouts, requested_by, harness: Harness::Api })
     }
 
     /// An agent client from `PLANGATE_URL` (default [`DEFAULT_URL`]) and
@@ -313,7 +317,16 @@ impl Client {
         if let (Some(requester), Some(fields)) = (&self.requested_by, body.as_object_mut()) {
             fields.insert("requested_by".to_string(), serde_json::Value::String(requester.clone()));
         }
+        if let (Harness::ClaudeCode | Harness::Codex, Some(fields)) = (self.harness, body.as_object_mut()) {
+            fields.insert("harness".to_string(), json!(self.harness));
+        }
         self.typed(reqwest::Method::POST, &path, Some(body), self.timeouts.request).await
+    }
+
+    /// Speak for `harness` (see the field).
+    pub fn for_harness(mut self, harness: Harness) -> Client {
+        self.harness = harness;
+        self
     }
 
     /// Send `requested_by` with proposals (instead of [`REQUESTED_BY_ENV`]).
@@ -447,12 +460,38 @@ impl Client {
 
     /// Ask the mutation gate about one tool call.
     pub async fn gate(&self, session_id: &str, tool: &str, input: &Value) -> Result<GateAnswer, AgentError> {
+        self.gate_call(session_id, tool, input, PlanFile::No).await
+    }
+
+    /// [`Client::gate`] with what the harness's hook knows about a plan file.
+    pub async fn gate_call(&self, session_id: &str, tool: &str, input: &Value, plan_file: PlanFile) -> Result<GateAnswer, AgentError> {
         if !session::is_valid(session_id) {
             return Err(AgentError::Usage(format!("session_id {session_id:?} is invalid")));
         }
-        let body = json!({"session_id": session_id, "tool": tool, "input": input});
+        let mut body = json!({"session_id": session_id, "tool": tool, "input": input});
+        if self.harness != Harness::Api {
+            body["harness"] = json!(self.harness);
+        }
+        match plan_file {
+            PlanFile::No => {}
+            PlanFile::Write { harness_plan_mode } => {
+                body["plan_file"] = json!(true);
+                body["harness_plan_mode"] = json!(harness_plan_mode);
+            }
+        }
         self.typed(reqwest::Method::POST, "/v1/gate", Some(body), self.timeouts.request).await
     }
+}
+
+/// Whether a gate call writes the harness's own plan file, as its hook
+/// verified on this machine (`POST /v1/gate`'s `plan_file`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanFile {
+    /// Not a plan file write (or not verified as one).
+    No,
+    /// A write of only the plan file; `harness_plan_mode` when the harness
+    /// says it is in its own plan mode.
+    Write { harness_plan_mode: bool },
 }
 
 /// An untaken `[PLAN_DECISION]` (or `[PLAN_NUDGE]`) text and, when it

@@ -52,6 +52,9 @@ pub enum Command {
         /// Who asked for the work (`slack:U123`), for separation of duties;
         /// the shell decides where it comes from (token config, body, env).
         requested_by: Option<String>,
+        /// Which harness proposes: the texts the agent reads from now on
+        /// name its tools ([`crate::harness`]).
+        harness: crate::harness::Harness,
     },
     Decide {
         approval_id: ApprovalId,

@@ -4,6 +4,7 @@
 //! [`sanitize_for_injection`](crate::text::sanitize_for_injection) and quoted
 //! line by line, so it can neither close the envelope nor forge a decision.
 
+use crate::harness::Harness;
 use crate::model::Proposal;
 use crate::plan::Plan;
 use crate::text::sanitize_for_injection;
@@ -14,8 +15,9 @@ fn header(status: &str) -> String {
 
 const FOOTER: &str = "\n[/PLAN_DECISION]";
 
-fn quote(text: &str) -> String {
-    sanitize_for_injection(text).lines().map(|l| format!("> {l}")).collect::<Vec<_>>().join("\n")
+fn quote(text: &str, h: Harness) -> String {
+    let prefix = h.quote_prefix();
+    sanitize_for_injection(text).lines().map(|l| format!("{prefix}{l}")).collect::<Vec<_>>().join("\n")
 }
 
 /// A decider's display name comes from a chat platform or the operator's
@@ -40,18 +42,19 @@ fn steps(plan: &Plan) -> String {
 /// The approved plan's steps go with the decision (the seed's approved-plan
 /// injection), so the agent executes that list even when the plan it wrote
 /// has left its context.
-pub fn approved(p: &Proposal, who: &str) -> String {
+pub fn approved(p: &Proposal, who: &str, h: Harness) -> String {
     let who = name(who);
     // What was approved: the proposal, or its steps but those an approver left out.
     let approved = p.approved_plan();
     let list = if approved.steps.is_empty() { String::new() } else { format!("\nThe approved steps:\n{}", steps(&approved)) };
     format!(
-        "{}Plan v{} \"{}\" (approval {}, {}) was approved by {who}. Plan mode is off: execute exactly this plan, step by step, and keep the step list current with update_plan.{list}{FOOTER}",
+        "{}Plan v{} \"{}\" (approval {}, {}) was approved by {who}. Plan mode is off: {}.{list}{FOOTER}",
         header("approved"),
         p.version,
         title(p),
         p.approval_id,
         p.effective_hash(),
+        h.how_to_execute(),
     )
 }
 
@@ -69,23 +72,30 @@ pub fn edited(p: &Proposal, who: &str) -> String {
     )
 }
 
-pub fn rejected(p: &Proposal, who: &str, feedback: &str, rejection_count: u32) -> String {
+pub fn rejected(p: &Proposal, who: &str, feedback: &str, rejection_count: u32, h: Harness) -> String {
     let who = name(who);
     let next = if rejection_count >= 3 {
-        format!("This plan has been sent back {rejection_count} times. Before proposing again, ask the user a clarifying question (ask_user_question) instead of guessing.")
+        format!("This plan has been sent back {rejection_count} times. Before proposing again, {}.", h.how_to_ask())
     } else {
-        "Stay in plan mode, revise the plan to address this feedback, and propose it again.".to_string()
+        h.how_to_revise().to_string()
     };
-    format!("{}{who} requested changes to plan v{} \"{}\":\n{}\n{next}{FOOTER}", header("rejected"), p.version, title(p), quote(feedback),)
+    format!(
+        "{}{who} requested changes to plan v{} \"{}\":\n{}\n{next}{FOOTER}",
+        header("rejected"),
+        p.version,
+        title(p),
+        quote(feedback, h)
+    )
 }
 
-pub fn timed_out(p: &Proposal, waited_ms: i64) -> String {
+pub fn timed_out(p: &Proposal, waited_ms: i64, h: Harness) -> String {
     format!(
-        "{}Nobody decided plan v{} \"{}\" within {}. It was NOT approved: do not execute it. Stay in plan mode; propose again or ask a question.{FOOTER}",
+        "{}Nobody decided plan v{} \"{}\" within {}. It was NOT approved: do not execute it. {}{FOOTER}",
         header("timed_out"),
         p.version,
         title(p),
         crate::ids::humanize_ms(waited_ms),
+        h.how_to_go_on_unapproved(),
     )
 }
 
@@ -111,21 +121,22 @@ pub fn released(who: &str) -> String {
 /// A person answered the agent's question. Delivered like a decision text
 /// when no waiting call took the answer (a Claude Code channel event, the
 /// next prompt); its own tag, because it decides nothing.
-pub fn answered(question: &str, answer: &str, who: &str) -> String {
+pub fn answered(question: &str, answer: &str, who: &str, h: Harness) -> String {
     format!(
         "[PLAN_ANSWER]\n{} answered your question.\nQuestion:\n{}\nAnswer:\n{}\n[/PLAN_ANSWER]",
         name(who),
-        quote(question),
-        quote(answer)
+        quote(question, h),
+        quote(answer, h)
     )
 }
 
 /// The reminder an agent gets when it sits in plan mode without proposing.
 /// Not a decision, so it has its own tag.
-pub fn plan_nudge(waited_ms: u64) -> String {
+pub fn plan_nudge(waited_ms: u64, h: Harness) -> String {
     format!(
-        "[PLAN_NUDGE]\nYou have been in plan mode for {} without proposing a plan. Propose one (exit_plan_mode, or POST …/proposals), or ask the user a question (ask_user_question). Do not change anything until a plan is approved.\n[/PLAN_NUDGE]",
-        crate::ids::humanize_ms(i64::try_from(waited_ms).unwrap_or(i64::MAX))
+        "[PLAN_NUDGE]\nYou have been in plan mode for {} without proposing a plan. {}. Do not change anything until a plan is approved.\n[/PLAN_NUDGE]",
+        crate::ids::humanize_ms(i64::try_from(waited_ms).unwrap_or(i64::MAX)),
+        h.how_to_propose()
     )
 }
 
@@ -133,7 +144,7 @@ pub fn plan_nudge(waited_ms: u64) -> String {
 /// closing tag: the steps they left out (with the steps to execute instead,
 /// and the order not to do the others) and their notes, quoted like
 /// feedback. The text is returned unchanged when there is nothing to add.
-pub fn with_review_terms(text: String, p: &Proposal) -> String {
+pub fn with_review_terms(text: String, p: &Proposal, h: Harness) -> String {
     let mut extra = Vec::new();
     let excluded = &p.review.excluded;
     if !excluded.is_empty() && p.edited_plan.is_none() {
@@ -155,7 +166,7 @@ pub fn with_review_terms(text: String, p: &Proposal) -> String {
     }
     for a in p.deciding_approvals() {
         if let Some(note) = &a.note {
-            extra.push(format!("Note from {}:\n{}", name(&a.by), quote(note)));
+            extra.push(format!("Note from {}:\n{}", name(&a.by), quote(note, h)));
         }
     }
     if extra.is_empty() {

@@ -23,6 +23,7 @@ pub mod codec;
 pub mod command;
 pub mod diff;
 pub mod grammar;
+pub mod harness;
 pub mod ids;
 pub mod injection;
 pub mod list;
@@ -38,6 +39,7 @@ pub mod text;
 pub mod view;
 
 pub use command::{AuditEvent, Command, Ctx, Effect, Refusal, Terms, Transition, Verdict};
+pub use harness::Harness;
 pub use ids::{ApprovalId, QuestionId, SessionKey, Timestamp};
 pub use machine::apply;
 pub use model::{
@@ -48,14 +50,8 @@ pub use plan::{Plan, PlanError, Step, StepStatus, StepUpdate};
 pub use review::{ApprovalPolicy, Review};
 pub use subagents::SubagentRun;
 
-/// The mutation gate for a session: may `tool` run with `input` now?
-///
-/// Mutations run only while the session is [`Mode::Normal`] *and*, under the
-/// default [`GateScope::ApprovedPlan`], it executes a plan a human approved or
-/// a person released it (`/plan off`). Everywhere else (plan mode, a halted
-/// session after Cancel, an unknown session, one that never planned, one whose
-/// plan completed) only what `plangate-gate` proves read-only under `policy`
-/// runs, and a denial says how to get approval. Default-deny throughout.
+/// [`gate_call`] for a plain API call: `tool` with `input`, advice in the
+/// API's terms, no plan file.
 pub fn gate(
     session: &Session,
     scope: GateScope,
@@ -63,6 +59,46 @@ pub fn gate(
     tool: &str,
     input: &serde_json::Value,
 ) -> plangate_gate::Verdict {
+    gate_call(session, scope, policy, &GateCall { tool, input, harness: Harness::Api, plan_file: false, harness_plan_mode: false })
+}
+
+/// One tool call the gate judges, with what the harness's hook knows.
+#[derive(Debug, Clone, Copy)]
+pub struct GateCall<'a> {
+    pub tool: &'a str,
+    pub input: &'a serde_json::Value,
+    /// Who asks: a denial's advice names this harness's tools.
+    pub harness: Harness,
+    /// The hook verified, on the agent's machine, that this call writes only
+    /// the harness's own plan file (Claude Code: a `.md` file directly in
+    /// its plans directory, no traversal, no link out). plangate cannot see
+    /// that disk, so it trusts the hook, which is its own code; an agent that
+    /// bypasses the hook bypasses the gate altogether.
+    pub plan_file: bool,
+    /// The harness says it is in its own plan mode (Claude Code's
+    /// `permission_mode: "plan"`, which the model cannot switch on itself
+    /// except by entering plan mode, which only restricts it).
+    pub harness_plan_mode: bool,
+}
+
+/// The mutation gate for a session: may `call.tool` run with `call.input` now?
+///
+/// Mutations run only while the session is [`Mode::Normal`] *and*, under the
+/// default [`GateScope::ApprovedPlan`], it executes a plan a human approved or
+/// a person released it (`/plan off`). Everywhere else (plan mode, a halted
+/// session after Cancel, an unknown session, one that never planned, one whose
+/// plan completed) only what `plangate-gate` proves read-only under `policy`
+/// runs, and a denial says how to get approval in the caller's harness's
+/// terms. Default-deny throughout.
+///
+/// One exception, the harness's own plan file: Claude Code's native plan
+/// mode has the model write its plan to a file before `ExitPlanMode`, and a
+/// gate that refuses that write makes approval impossible. A call the hook
+/// marked as writing only that file ([`GateCall::plan_file`]) is allowed
+/// while planning: in plangate's plan mode, or in the harness's own plan
+/// mode (a session still unknown to plangate, or halted after a Cancel and
+/// about to propose again). `deny_tools` still wins.
+pub fn gate_call(session: &Session, scope: GateScope, policy: &plangate_gate::Policy, call: &GateCall) -> plangate_gate::Verdict {
     use plangate_gate::Verdict;
     let executing = matches!(session.approval, ApprovalState::Approved | ApprovalState::Edited);
     let open = match (session.mode, scope) {
@@ -74,16 +110,33 @@ pub fn gate(
     if let Some(reason) = open {
         return Verdict::Allow(reason);
     }
-    match plangate_gate::check_plan_mode(policy, tool, input) {
+    let planning = session.mode == Mode::Plan || call.harness_plan_mode;
+    if call.plan_file && planning && !policy.deny_tools.iter().any(|t| t == call.tool) {
+        return Verdict::Allow("writes only the harness's own plan file while planning".to_string());
+    }
+    match plangate_gate::check_plan_mode(policy, call.tool, call.input) {
         Verdict::Allow(reason) => Verdict::Allow(reason),
-        Verdict::Deny(reason) => Verdict::Deny(match session.mode {
-            Mode::Plan => reason,
-            Mode::Halted => format!(
-                "{reason}. The last plan was cancelled, so this session is halted (read-only): propose a new plan and wait for a human to approve it, or ask a person to release the session (/plan off)"
-            ),
-            Mode::Normal => format!(
-                "{reason}. This session holds no approved plan, and nothing may change without one: enter plan mode (enter_plan_mode, or POST /v1/sessions/{{id}}/enter), propose a plan, and wait for a human to approve it"
-            ),
-        }),
+        Verdict::Deny(reason) => Verdict::Deny(with_advice(session.mode, reason, call.harness)),
+    }
+}
+
+/// A denial with, outside plan mode, how to get a plan approved in the
+/// caller's harness.
+fn with_advice(mode: Mode, reason: String, harness: Harness) -> String {
+    if mode == Mode::Plan {
+        return reason;
+    }
+    // A reason that ends a sentence already must not get a second period.
+    let reason = reason.trim_end_matches('.');
+    match mode {
+        Mode::Plan => reason.to_string(),
+        Mode::Halted => format!(
+                "{reason}. The last plan was cancelled, so this session is halted (read-only): to change anything, {}; or ask a person to release the session (/plan off)",
+            harness.how_to_get_approval()
+        ),
+        Mode::Normal => format!(
+            "{reason}. This session holds no approved plan, and nothing may change without one: {}",
+            harness.how_to_get_approval()
+        ),
     }
 }

@@ -11,6 +11,7 @@
 use crate::card::MAX_OPTIONS;
 use crate::command::Terms;
 use crate::diff;
+use crate::harness::Harness;
 use crate::ids::{ApprovalId, QuestionId};
 use crate::injection;
 use crate::plan::{self, Plan, PlanError, StepUpdate};
@@ -59,7 +60,7 @@ pub fn apply(state: &State, actor: &Actor, command: Command, ctx: &Ctx) -> Resul
     match command {
         Command::Enter { reason } => enter(&mut t, actor, reason, ctx)?,
         Command::UpdatePlan { steps, merge, explanation } => update_plan(&mut t, actor, steps, merge, explanation, ctx)?,
-        Command::Propose { plan, markdown, requested_by } => propose(&mut t, actor, plan, markdown, requested_by, ctx)?,
+        Command::Propose { plan, markdown, requested_by, harness } => propose(&mut t, actor, plan, markdown, requested_by, harness, ctx)?,
         Command::Decide { approval_id, verdict } => apply_verdict(&mut t, actor, approval_id, verdict, ctx)?,
         Command::Off => off(&mut t, actor, ctx)?,
         Command::CancelApproval(approval_id) => {
@@ -215,6 +216,7 @@ fn propose(
     plan: Plan,
     markdown: Option<String>,
     requested_by: Option<String>,
+    harness: Harness,
     ctx: &Ctx,
 ) -> Result<(), Refusal> {
     require_agent(actor)?;
@@ -293,6 +295,7 @@ fn propose(
     let session = &mut t.state.session;
     // Proposing again after a cancel resumes planning: still read-only.
     session.mode = Mode::Plan;
+    session.harness = harness;
     session.released_by = None;
     session.version = version;
     session.steps = proposal.plan.steps.clone();
@@ -306,7 +309,7 @@ fn propose(
         proposal.status = DecisionStatus::Approved;
         proposal.decided_by = Some("auto".to_string());
         proposal.decided_at = Some(ctx.now);
-        let text = injection::approved(&proposal, "auto");
+        let text = injection::approved(&proposal, "auto", session.harness);
         proposal.injection = Some(text.clone());
         session.injection = Some(text);
         session.mode = Mode::Normal;
@@ -408,6 +411,7 @@ fn apply_verdict(t: &mut Transition, actor: &Actor, approval_id: ApprovalId, ver
         },
     };
     let session = &mut t.state.session;
+    let h = session.harness;
     let Some(proposal) = t.state.latest.as_mut() else {
         return Err(Refusal::Stale(format!("This plan was superseded by v{latest_version}.")));
     };
@@ -421,7 +425,7 @@ fn apply_verdict(t: &mut Transition, actor: &Actor, approval_id: ApprovalId, ver
             // Execute (and show on the live card) what was approved, not a
             // list the agent rewrote while it waited.
             session.steps = proposal.approved_plan().steps.clone();
-            proposal.injection = Some(injection::with_review_terms(injection::approved(proposal, &who), proposal));
+            proposal.injection = Some(injection::with_review_terms(injection::approved(proposal, &who, h), proposal, h));
             "approve"
         }
         Verdict::Edit(plan) => {
@@ -430,7 +434,7 @@ fn apply_verdict(t: &mut Transition, actor: &Actor, approval_id: ApprovalId, ver
             session.approval = ApprovalState::Edited;
             session.steps = plan.steps.clone();
             proposal.edited_plan = Some(plan);
-            proposal.injection = Some(injection::with_review_terms(injection::edited(proposal, &who), proposal));
+            proposal.injection = Some(injection::with_review_terms(injection::edited(proposal, &who), proposal, h));
             "edit"
         }
         Verdict::Revise(feedback) => {
@@ -439,7 +443,7 @@ fn apply_verdict(t: &mut Transition, actor: &Actor, approval_id: ApprovalId, ver
             session.rejection_count += 1;
             let feedback = crate::text::sanitize_for_injection(&feedback);
             proposal.feedback = Some(feedback.clone());
-            proposal.injection = Some(injection::rejected(proposal, &who, &feedback, session.rejection_count));
+            proposal.injection = Some(injection::rejected(proposal, &who, &feedback, session.rejection_count, h));
             "revise"
         }
     };
@@ -631,7 +635,7 @@ fn answer_question(t: &mut Transition, actor: &Actor, question_id: Option<Questi
     // The answer also waits as text for the agent, in case no waiting call
     // takes it (the agent gave up waiting): after any untaken decision text,
     // in place of a reminder to propose, which an answer makes moot.
-    let text = injection::answered(&question.question, &answer, &actor.label());
+    let text = injection::answered(&question.question, &answer, &actor.label(), t.state.session.harness);
     let session = &mut t.state.session;
     session.injection = match session.injection.take() {
         Some(earlier) if !earlier.starts_with("[PLAN_NUDGE]") => Some(format!("{earlier}\n\n{text}")),
@@ -662,7 +666,7 @@ fn timer_fired(t: &mut Transition, timer: Timer, ctx: &Ctx) {
         // One message at a time: a pending decision text matters more.
         if session.injection.is_none() {
             let waited = ctx.timers.nudges_ms.get(usize::from(number).saturating_sub(1)).copied().unwrap_or(0);
-            session.injection = Some(injection::plan_nudge(waited));
+            session.injection = Some(injection::plan_nudge(waited, session.harness));
         }
         audit(t, &Actor::Scheduler, "agent_nudge", None, format!("reminder {number} to propose a plan"), ctx);
         return;
@@ -697,7 +701,7 @@ fn timer_fired(t: &mut Transition, timer: Timer, ctx: &Ctx) {
             proposal.status = DecisionStatus::TimedOut;
             proposal.decided_by = Some("timeout".to_string());
             proposal.decided_at = Some(ctx.now);
-            let text = injection::timed_out(proposal, waited);
+            let text = injection::timed_out(proposal, waited, t.state.session.harness);
             proposal.injection = Some(text.clone());
             let session = &mut t.state.session;
             session.approval = ApprovalState::TimedOut;

@@ -249,6 +249,10 @@ pub struct Session {
     /// agent plans again.
     #[serde(default)]
     pub released_by: Option<String>,
+    /// The harness of the last proposal ([`crate::harness`]): what the
+    /// texts this session's agent reads tell it to do.
+    #[serde(default)]
+    pub harness: crate::harness::Harness,
 }
 
 impl Session {
@@ -269,6 +273,7 @@ impl Session {
             updated_at: Timestamp(0),
             agent_timers: Vec::new(),
             released_by: None,
+            harness: crate::harness::Harness::Api,
         }
     }
 }
@@ -355,7 +360,7 @@ pub(crate) mod fixtures {
             Err(refusal) => panic!("{refusal}"),
         };
         let planning = run(&State::new(SessionKey::new("demo", "s1")), Command::Enter { reason: None });
-        match run(&planning, Command::Propose { plan, markdown: None, requested_by: None }).latest {
+        match run(&planning, Command::Propose { plan, markdown: None, requested_by: None, harness: crate::Harness::Api }).latest {
             Some(proposal) => proposal,
             None => panic!("no proposal"),
         }

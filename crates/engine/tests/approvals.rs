@@ -70,7 +70,12 @@ fn refused(state: &State, actor: &Actor, command: Command, ctx: &Ctx) -> Refusal
 fn pending_with(rules: ApprovalPolicy, requested_by: Option<&str>) -> (State, ApprovalId) {
     let c = ctx_at(T0, 1, rules);
     let s = ok(&State::new(key()), &Actor::Agent, Command::Enter { reason: None }, &c).state;
-    let propose = Command::Propose { plan: plan(), markdown: None, requested_by: requested_by.map(str::to_string) };
+    let propose = Command::Propose {
+        plan: plan(),
+        markdown: None,
+        requested_by: requested_by.map(str::to_string),
+        harness: plangate_engine::Harness::Api,
+    };
     (ok(&s, &Actor::Agent, propose, &c).state, ApprovalId([1; 16]))
 }
 
@@ -161,7 +166,13 @@ fn quorum_broken_by_a_request_for_changes_and_a_new_round_starts_empty() {
     // v2 is a new round: no approvals carried over.
     let v2 = Plan { steps: ["Read the client", "Add capped backoff", "Test it"].into_iter().map(Step::pending).collect(), ..plan() };
     let c = ctx_at(T0 + 8 * MIN, 2, policy(2, false));
-    let s = ok(&t.state, &Actor::Agent, Command::Propose { plan: v2, markdown: None, requested_by: None }, &c).state;
+    let s = ok(
+        &t.state,
+        &Actor::Agent,
+        Command::Propose { plan: v2, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+        &c,
+    )
+    .state;
     assert!(latest(&s).review.approvals.is_empty());
     assert_eq!(section(&card_of(&s), "Approvals"), ["• 0 of 2 approvals so far"]);
 }
@@ -312,7 +323,8 @@ fn the_requester_can_never_approve_or_edit_under_forbid_self() {
 fn requested_by_must_be_an_identity() {
     let c = ctx_at(T0, 1, policy(1, false));
     let s = ok(&State::new(key()), &Actor::Agent, Command::Enter { reason: None }, &c).state;
-    let propose = Command::Propose { plan: plan(), markdown: None, requested_by: Some("alice".into()) };
+    let propose =
+        Command::Propose { plan: plan(), markdown: None, requested_by: Some("alice".into()), harness: plangate_engine::Harness::Api };
     let r = refused(&s, &Actor::Agent, propose, &c);
     assert!(matches!(&r, Refusal::InvalidRequest(m) if m.contains("requested_by")), "{r:?}");
 }
@@ -327,7 +339,13 @@ fn auto_mode_cannot_stand_in_for_a_quorum_or_for_separation_of_duties() {
     // Switched on under looser rules, it is ignored under stricter ones.
     let s = ok(&s, &alice(), Command::SetAuto(true), &at(0)).state;
     let c = ctx_at(T0, 1, policy(2, false));
-    let s = ok(&s, &Actor::Agent, Command::Propose { plan: plan(), markdown: None, requested_by: None }, &c).state;
+    let s = ok(
+        &s,
+        &Actor::Agent,
+        Command::Propose { plan: plan(), markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+        &c,
+    )
+    .state;
     assert_eq!(latest(&s).status, DecisionStatus::Pending);
 }
 
@@ -432,7 +450,13 @@ fn a_reproposal_carries_what_changed_on_card_document_and_api() {
         ..plan()
     };
     let c = ctx_at(T0 + 6 * MIN, 2, policy(1, false));
-    let s = ok(&s, &Actor::Agent, Command::Propose { plan: v2, markdown: None, requested_by: None }, &c).state;
+    let s = ok(
+        &s,
+        &Actor::Agent,
+        Command::Propose { plan: v2, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+        &c,
+    )
+    .state;
     let p = latest(&s);
     let changes = p.review.changes.as_ref().unwrap();
     assert_eq!(changes.from_version, 1);

@@ -807,7 +807,12 @@ impl World {
                     Some(id) if *collide => id.0,
                     _ => self.fresh(),
                 };
-                let result = self.apply(s, *who, Command::Propose { plan, markdown, requested_by: None }, random);
+                let result = self.apply(
+                    s,
+                    *who,
+                    Command::Propose { plan, markdown, requested_by: None, harness: plangate_engine::Harness::Api },
+                    random,
+                );
                 if let (Some(id), true, Ok(t)) = (latest, *collide, &result) {
                     // A colliding id is either refused or the idempotent no-op.
                     assert!(!t.changed, "a proposal was minted with the latest id {id}");

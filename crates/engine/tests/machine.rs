@@ -139,7 +139,7 @@ fn only_agent_nudges(effects: &[Effect]) -> bool {
 }
 
 fn propose_cmd(plan: Plan) -> Command {
-    Command::Propose { plan, markdown: None, requested_by: None }
+    Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api }
 }
 
 fn decide(id: ApprovalId, verdict: Verdict) -> Command {
@@ -489,14 +489,24 @@ fn row_propose_from_timed_out_is_a_new_version() {
 fn row_propose_markdown_keeps_it_verbatim_and_hashes_it() {
     let md = "# Add retries\n\n## Steps\n1. Read the client\n2. Add backoff\n";
     let p = plan::plan_from_markdown(md, None).unwrap();
-    let t = ok(&in_plan(), &Actor::Agent, Command::Propose { plan: p.clone(), markdown: Some(md.into()), requested_by: None }, &ctx(1));
+    let t = ok(
+        &in_plan(),
+        &Actor::Agent,
+        Command::Propose { plan: p.clone(), markdown: Some(md.into()), requested_by: None, harness: plangate_engine::Harness::Api },
+        &ctx(1),
+    );
     let proposal = latest(&t.state);
     assert_eq!(proposal.document(), md);
     assert_eq!(proposal.plan_hash, plan_hash(&p, Some(md)));
     assert_ne!(proposal.plan_hash, plan_hash(&p, None));
 
     let huge = "x".repeat(plan::MAX_MARKDOWN_CHARS + 1);
-    let r = refused(&in_plan(), &Actor::Agent, Command::Propose { plan: p, markdown: Some(huge), requested_by: None }, &ctx(1));
+    let r = refused(
+        &in_plan(),
+        &Actor::Agent,
+        Command::Propose { plan: p, markdown: Some(huge), requested_by: None, harness: plangate_engine::Harness::Api },
+        &ctx(1),
+    );
     assert!(matches!(&r, Refusal::InvalidPlan(e) if e.rule() == "markdown_length"), "{r:?}");
 }
 
@@ -919,7 +929,12 @@ fn row_cancel_halts_the_session_instead_of_opening_the_gate() {
         }
     }
     // The agent can propose again straight away (still read-only); a new approval opens the gate.
-    let t = ok(&t.state, &Actor::Agent, Command::Propose { plan: plan_v2(), markdown: None, requested_by: None }, &ctx_at(now + MIN, 2));
+    let t = ok(
+        &t.state,
+        &Actor::Agent,
+        Command::Propose { plan: plan_v2(), markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+        &ctx_at(now + MIN, 2),
+    );
     assert_eq!((t.state.session.mode, t.state.session.approval), (Mode::Plan, ApprovalState::Pending));
     // A person's release also ends the halt.
     let (s, id) = pending();

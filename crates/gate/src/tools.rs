@@ -65,6 +65,19 @@ pub const READ_ONLY_TOOLS: &[&str] = &[
     "Agent",
     "Task",
     "AskUserQuestion",
+    // Claude Code 2.1.328 (each from the tool's own description in that
+    // version, not its name). `ToolSearch` only loads the schemas of deferred
+    // tools (`ExitPlanMode`, `EnterPlanMode`, `WebFetch`, MCP tools): a model
+    // that follows the system prompt calls it before `ExitPlanMode`.
+    // `EnterPlanMode` switches Claude Code into plan mode, which only
+    // restricts. `ListAgents` lists the agents it can message, `CronList`
+    // the scheduled prompts; `ReportFindings` hands review findings to the
+    // host UI as data.
+    "ToolSearch",
+    "EnterPlanMode",
+    "ListAgents",
+    "CronList",
+    "ReportFindings",
 ];
 
 /// `(tool, argument)` pairs that always make a read-only tool a write:
@@ -100,6 +113,12 @@ const WRITE_TOOLS: &[(&str, &str)] = &[
     ("CronCreate", "schedules prompts"),
     ("CronDelete", "deletes scheduled prompts"),
     ("Skill", "runs a skill, which can run commands the gate does not see"),
+    // Claude Code 2.1.328, from each tool's description in that version.
+    ("ScheduleWakeup", "schedules this session to wake up and run a prompt later"),
+    ("Workflow", "runs a JavaScript workflow that orchestrates subagents, which the gate does not see"),
+    ("RunWorkflow", "runs a JavaScript workflow that orchestrates subagents, which the gate does not see"),
+    ("RemoteTrigger", "manages scheduled remote agents"),
+    ("DeferredToolPlaceholder", "is a placeholder that Claude Code says is never to be called"),
     // Codex. `spawn_agent` is what its PreToolUse hook reports for a new
     // sub-agent (`codex-rs/core/src/tools/hook_names.rs`).
     ("write_stdin", "writes to a running process"),

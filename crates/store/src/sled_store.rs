@@ -680,7 +680,13 @@ mod tests {
             let store = SledStore::open(dir.path()).unwrap();
             let c = step(&store, &key, &Actor::Agent, Command::Enter { reason: None }, 1);
             store.commit(c).unwrap();
-            let c = step(&store, &key, &Actor::Agent, Command::Propose { plan: Plan::titled("p"), markdown: None, requested_by: None }, 2);
+            let c = step(
+                &store,
+                &key,
+                &Actor::Agent,
+                Command::Propose { plan: Plan::titled("p"), markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+                2,
+            );
             store.commit(c).unwrap();
             let id = store.load(&key).unwrap().latest.unwrap().approval_id;
             // The approve commit dies after its record and its first write
@@ -717,7 +723,13 @@ mod tests {
                     let c = step(store, &key, &Actor::Agent, Command::Enter { reason: None }, i);
                     store.commit(c).unwrap();
                     let plan = Plan::titled(format!("plan {i}"));
-                    let c = step(store, &key, &Actor::Agent, Command::Propose { plan, markdown: None, requested_by: None }, 100 + i);
+                    let c = step(
+                        store,
+                        &key,
+                        &Actor::Agent,
+                        Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+                        100 + i,
+                    );
                     store.commit(c).unwrap();
                 });
             }

@@ -357,7 +357,9 @@ mod tests {
             Err(refusal) => panic!("{refusal}"),
         };
         let planning = run(&State::new(SessionKey::new("demo", "s1")), Command::Enter { reason: None });
-        run(&planning, Command::Propose { plan, markdown, requested_by: None }).latest.unwrap_or_else(|| panic!("no proposal"))
+        run(&planning, Command::Propose { plan, markdown, requested_by: None, harness: plangate_engine::Harness::Api })
+            .latest
+            .unwrap_or_else(|| panic!("no proposal"))
     }
 
     fn render(p: &Proposal, may_decide: bool) -> String {

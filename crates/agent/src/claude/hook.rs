@@ -41,16 +41,15 @@
 //!
 //! **Subagents.** Approve and Edit wait while subagent runs are open. The
 //! hook opens and closes runs from Claude Code's own events, so the gate
-//! works without the agent registering anything: the subagent tool (`Agent`,
-//! called `Task` before Claude Code 2.1.63; [`SUBAGENT_TOOLS`]) opens
-//! `tool:<tool_use_id>` on `PreToolUse` once the gate allows it (a run that
-//! cannot be recorded blocks the call), and `PostToolUse` /
-//! `PostToolUseFailure` of the same `tool_use_id` close it; `SubagentStart` /
-//! `SubagentStop` open and close `agent:<agent_id>`, which also covers
-//! background subagents (whose tool call returns at launch), and every tool
-//! call inside a subagent (`PreToolUse` with `agent_id`) is that run's
-//! heartbeat. A run nobody closes expires (`[approvals] subagent_expiry`) or
-//! is cleared by a person.
+//! works without the agent registering anything: `SubagentStart` /
+//! `SubagentStop` open and close `agent:<agent_id>`, for foreground and
+//! background subagents alike, and every tool call inside a subagent
+//! (`PreToolUse` with `agent_id`) is that run's heartbeat. The subagent tool
+//! itself (`Agent`, called `Task` before Claude Code 2.1.63;
+//! [`SUBAGENT_TOOLS`]) opens nothing (see [`subagent_tool`] for why);
+//! `PostToolUse` / `PostToolUseFailure` still close a `tool:<tool_use_id>`
+//! run that an earlier plangate opened. A run nobody closes expires
+//! (`[approvals] subagent_expiry`) or is cleared by a person.
 //!
 //! plangate's own MCP tools (`mcp__plangate__<tool>`, [`crate::mcp::TOOLS`])
 //! are where the hook and `plangate mcp` meet: the MCP server cannot know
@@ -81,7 +80,7 @@
 //! understands. Outside the decision wait the hook answers within about two
 //! seconds.
 
-use crate::client::{AgentError, Client, GateDecision, Timeouts};
+use crate::client::{AgentError, Client, GateDecision, PlanFile, Timeouts};
 use crate::proposal::{submit, FileRecall, NoRecall, ProposalBody, Recall};
 use plangate_engine::plan::render_markdown;
 use plangate_engine::view::DecisionView;
@@ -222,7 +221,7 @@ pub struct Settings {
 impl Settings {
     pub fn from_env() -> Result<Settings, AgentError> {
         Ok(Settings {
-            client: Client::from_env(Timeouts::HOOK)?,
+            client: Client::from_env(Timeouts::HOOK)?.for_harness(plangate_engine::Harness::ClaudeCode),
             wait: wait_from_env()?,
             recall: match FileRecall::from_env("claude") {
                 Some(r) => Box::new(r),
@@ -304,6 +303,11 @@ struct ToolCall {
     tool_use_id: Option<String>,
     /// Set when the call comes from inside a subagent.
     agent_id: Option<String>,
+    /// Claude Code's `permission_mode` is `"plan"`.
+    in_plan_mode: bool,
+    /// The hook input's `cwd`: the project root when `CLAUDE_PROJECT_DIR`
+    /// is not set (for the plans directory).
+    cwd: Option<String>,
 }
 
 /// The parsed parts of an event that matter here.
@@ -388,7 +392,9 @@ fn parse(bytes: &[u8]) -> Result<Input, Answer> {
             let tool_name = text_field(&value, "tool_name")
                 .ok_or_else(|| Answer::deny(event, "plangate: the hook input has no tool_name, so this call is blocked"))?;
             let tool_input = value.get("tool_input").cloned().unwrap_or_else(|| json!({}));
-            Input::Tool(ToolCall { event, session_id, tool_name, tool_input, tool_use_id, agent_id })
+            let in_plan_mode = value.get("permission_mode").and_then(Value::as_str) == Some("plan");
+            let cwd = text_field(&value, "cwd");
+            Input::Tool(ToolCall { event, session_id, tool_name, tool_input, tool_use_id, agent_id, in_plan_mode, cwd })
         }
         Event::PostToolUse | Event::PostToolUseFailure => {
             Input::ToolDone { event, session_id, tool_name: text_field(&value, "tool_name").unwrap_or_default(), tool_use_id }
@@ -527,13 +533,19 @@ async fn gate(call: &ToolCall, settings: &Settings) -> Answer {
             let _ = settings.client.open_subagent(&call.session_id, &agent_run(agent)).await;
         }
     };
-    let (verdict, ()) = tokio::join!(settings.client.gate(&call.session_id, &call.tool_name, &call.tool_input), heartbeat);
+    let env = super::plan_file::Environment::current(call.cwd.as_deref());
+    let plan_file = match super::plan_file::is_plan_file_write(&call.tool_name, &call.tool_input, &env) {
+        true => PlanFile::Write { harness_plan_mode: call.in_plan_mode },
+        false => PlanFile::No,
+    };
+    let verdict = settings.client.gate_call(&call.session_id, &call.tool_name, &call.tool_input, plan_file);
+    let (verdict, ()) = tokio::join!(verdict, heartbeat);
     match verdict {
         Ok(verdict) if verdict.decision == GateDecision::Allow && call.event == Event::PreToolUse => {
             if own_mcp_tool(&call.tool_name).is_some() {
                 with_session(call)
             } else if SUBAGENT_TOOLS.contains(&call.tool_name.as_str()) {
-                open_tool_run(call, settings).await
+                subagent_tool(call)
             } else {
                 // Allow is no decision: Claude Code's own permission rules still apply.
                 Answer::NoDecision
@@ -545,30 +557,34 @@ async fn gate(call: &ToolCall, settings: &Settings) -> Answer {
     }
 }
 
-/// The gate let a subagent tool call through: record its run before the
-/// subagent starts, or block the call (an approval must never overtake a
-/// subagent plangate does not know about).
-async fn open_tool_run(call: &ToolCall, settings: &Settings) -> Answer {
-    let Some(id) = &call.tool_use_id else {
-        return Answer::deny(
+/// The gate let a subagent tool call through. Its run is opened by
+/// `SubagentStart`, not here: Claude Code 2.1.328 launches subagents in the
+/// background, firing `PostToolUse` and `SubagentStart` at the same
+/// instant, and a call that Claude Code then refuses to start (its own
+/// permission rules, the host's answer) gets no `PostToolUse` at all, so a
+/// run opened here stayed open and the next `ExitPlanMode` was refused with
+/// `subagents_open`. A call without a `tool_use_id` comes from a Claude
+/// Code before 2.0.43, which has no `SubagentStart` either: such a subagent
+/// could not be tracked, so it is blocked.
+fn subagent_tool(call: &ToolCall) -> Answer {
+    match &call.tool_use_id {
+        Some(_) => Answer::NoDecision,
+        None => Answer::deny(
             call.event,
             format!(
-                "plangate: this {} call carries no tool_use_id (Claude Code before 2.0.43), so plangate cannot track the \
-                 subagent and it is blocked; update Claude Code",
+                "plangate: this {} call carries no tool_use_id (Claude Code before 2.0.43, which reports no SubagentStart), so \
+                 plangate cannot track the subagent and it is blocked; update Claude Code",
                 call.tool_name
             ),
-        );
-    };
-    match settings.client.open_subagent(&call.session_id, &tool_run(id)).await {
-        Ok(()) => Answer::NoDecision,
-        Err(e) => Answer::deny(call.event, format!("plangate could not record this subagent run, so it is blocked: {e}")),
+        ),
     }
 }
 
 /// Propose, wait, answer. The flag says whether the answer hands Claude a
 /// final decision (then its injection is taken: see [`answer`]).
 async fn exit_plan_mode(call: &ToolCall, settings: &Settings, channel: bool) -> (Answer, bool) {
-    let markdown = match plan_text(&call.tool_input) {
+    let env = super::plan_file::Environment::current(call.cwd.as_deref());
+    let markdown = match plan_text(&call.tool_input, &env) {
         Ok(m) => m,
         Err(why) => return (Answer::deny(call.event, format!("plangate: {why}")), false),
     };
@@ -694,33 +710,30 @@ fn decide(call: &ToolCall, d: &DecisionView, recalled: bool, channel: bool) -> A
 }
 
 /// The plan markdown of an `ExitPlanMode` call.
-fn plan_text(tool_input: &Value) -> Result<String, String> {
+fn plan_text(tool_input: &Value, env: &super::plan_file::Environment) -> Result<String, String> {
     if let Some(plan) = tool_input.get("plan").and_then(Value::as_str).filter(|p| !p.trim().is_empty()) {
         return Ok(plan.to_string());
     }
     match tool_input.get("planFilePath").and_then(Value::as_str).filter(|p| !p.trim().is_empty()) {
-        Some(path) => read_plan_file(path),
-        None => Err("ExitPlanMode carried no plan (tool_input.plan is missing or empty), so it is blocked".to_string()),
+        Some(path) => read_plan_file(path, env),
+        None => Err(
+            "ExitPlanMode carried no plan, so it is blocked: write your plan to the plan file that plan mode names (Write), then call ExitPlanMode again"
+                .to_string(),
+        ),
     }
-}
-
-/// Claude Code's plans directory: `$CLAUDE_CONFIG_DIR/plans` or `~/.claude/plans`.
-fn plans_dir() -> Option<PathBuf> {
-    let non_empty = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-    non_empty("CLAUDE_CONFIG_DIR").or_else(|| non_empty("HOME").map(|h| h.join(".claude"))).map(|d| d.join("plans"))
 }
 
 /// Read a plan file, but only a `.md` file inside Claude Code's plans
 /// directory: the path comes from tool input, and the file's text goes to
 /// the approvers' chats.
-fn read_plan_file(path: &str) -> Result<String, String> {
+fn read_plan_file(path: &str, env: &super::plan_file::Environment) -> Result<String, String> {
     let refuse = || format!("ExitPlanMode's planFilePath {path:?} is not a .md file in Claude Code's plans directory, so it is blocked");
     let expanded = match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
         (Some(rest), Some(home)) => Path::new(&home).join(rest),
         _ => PathBuf::from(path),
     };
     let file = expanded.canonicalize().map_err(|e| format!("cannot read ExitPlanMode's plan file {path:?} ({e}), so it is blocked"))?;
-    let root = plans_dir().and_then(|d| d.canonicalize().ok()).ok_or_else(refuse)?;
+    let root = env.plans_dir().and_then(|d| d.canonicalize().ok()).ok_or_else(refuse)?;
     if !file.starts_with(&root) || file.extension().is_none_or(|e| e != "md") {
         return Err(refuse());
     }
@@ -807,6 +820,8 @@ mod tests {
             tool_input,
             tool_use_id: None,
             agent_id: None,
+            in_plan_mode: false,
+            cwd: None,
         };
         let answer = with_session(&input(json!({"steps": [], "session_id": "elsewhere"})));
         let v = rendered(&answer);
@@ -818,9 +833,10 @@ mod tests {
 
     #[test]
     fn plan_files_outside_the_plans_dir_are_refused() {
-        let err = plan_text(&json!({"planFilePath": "/etc/passwd"})).err().unwrap_or_default();
+        let env = super::super::plan_file::Environment::current(None);
+        let err = plan_text(&json!({"planFilePath": "/etc/passwd"}), &env).err().unwrap_or_default();
         assert!(err.contains("blocked"), "{err}");
-        assert!(plan_text(&json!({})).is_err());
-        assert_eq!(plan_text(&json!({"plan": "# T"})), Ok("# T".to_string()));
+        assert!(plan_text(&json!({}), &env).is_err());
+        assert_eq!(plan_text(&json!({"plan": "# T"}), &env), Ok("# T".to_string()));
     }
 }

@@ -25,6 +25,7 @@ pub mod channel;
 pub mod hook;
 pub mod install;
 pub mod mcp_servers;
+pub mod plan_file;
 
 pub use hook::{answer, run, Answer, Event};
 

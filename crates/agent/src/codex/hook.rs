@@ -136,7 +136,11 @@ impl Settings {
             Some(r) => Box::new(r),
             None => Box::new(NoRecall),
         };
-        Ok(Settings { client: Client::from_env(Timeouts::HOOK)?, wait: wait_from_env()?, recall })
+        Ok(Settings {
+            client: Client::from_env(Timeouts::HOOK)?.for_harness(plangate_engine::Harness::Codex),
+            wait: wait_from_env()?,
+            recall,
+        })
     }
 }
 
@@ -275,15 +279,15 @@ pub async fn answer(bytes: &[u8], settings: impl FnOnce() -> Result<Settings, Ag
     }
 }
 
-/// Appended to the gate's denials: how a Codex agent gets a mutation through.
-const HOW_TO_PROPOSE: &str = "To change anything, end your turn with your plan in a <proposed_plan> block \
-     (each tag on a line of its own); plangate sends it to a human, and once they approve it, calls like this one are allowed.";
-
+/// The gate's denial as the server words it: the client speaks for
+/// [`plangate_engine::Harness::Codex`], so the advice already says how a
+/// Codex agent gets a mutation through (a `<proposed_plan>` block at the end
+/// of its turn), not plangate's MCP tools or API, which Codex cannot call.
 async fn gate(input: &Input, settings: &Settings) -> Answer {
     match settings.client.gate(&input.session_id, &input.tool_name, &input.tool_input).await {
         // Allow is no decision: Codex's own sandbox and approval rules still apply.
         Ok(verdict) if verdict.decision == GateDecision::Allow => Answer::NoDecision,
-        Ok(verdict) => Answer::deny(input.event, format!("plangate: {}. {HOW_TO_PROPOSE}", verdict.reason.trim_end_matches('.'))),
+        Ok(verdict) => Answer::deny(input.event, format!("plangate: {}", verdict.reason)),
         Err(e) => Answer::deny(input.event, format!("plangate could not check this call, so it is blocked: {e}")),
     }
 }

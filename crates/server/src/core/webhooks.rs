@@ -465,7 +465,13 @@ mod tests {
         let mut state = State::new(key);
         state = run(&state, Actor::Agent, Command::Enter { reason: None }, n).state;
         let plan = plangate_engine::plan::plan_from_markdown("# Fix\n\n1. read\n2. write\n", None).unwrap();
-        run(&state, Actor::Agent, Command::Propose { plan, markdown: None, requested_by: None }, n + 1).state
+        run(
+            &state,
+            Actor::Agent,
+            Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+            n + 1,
+        )
+        .state
     }
 
     fn kinds(events: &[Event]) -> Vec<String> {
@@ -510,7 +516,12 @@ mod tests {
         assert!(events(&approved, &t).is_empty());
         // A new proposal supersedes the pending one: the agent did it itself.
         let plan = plangate_engine::plan::plan_from_markdown("# Other\n\n1. again\n", None).unwrap();
-        let t = run(&state, Actor::Agent, Command::Propose { plan, markdown: None, requested_by: None }, 6);
+        let t = run(
+            &state,
+            Actor::Agent,
+            Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+            6,
+        );
         assert!(t.retired.is_some());
         assert!(events(&state, &t).is_empty());
     }
@@ -530,7 +541,12 @@ mod tests {
 
         let auto = run(&state, person(), Command::SetAuto(true), 5).state;
         let plan = plangate_engine::plan::plan_from_markdown("# Auto\n\n1. go\n", None).unwrap();
-        let t = run(&auto, Actor::Agent, Command::Propose { plan, markdown: None, requested_by: None }, 6);
+        let t = run(
+            &auto,
+            Actor::Agent,
+            Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+            6,
+        );
         assert_eq!(kinds(&events(&auto, &t)), ["decision approved"]);
     }
 

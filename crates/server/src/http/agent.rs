@@ -153,6 +153,18 @@ fn take_requested_by(body: &mut Value) -> Result<Option<String>, ApiError> {
     }
 }
 
+/// Take the proposal body's optional `harness` (`"api"`, `"claude_code"`,
+/// `"codex"`) out of it: which harness proposes, so the texts its model
+/// reads name its own tools. Absent means `api`.
+fn take_harness(body: &mut Value) -> Result<plangate_engine::Harness, ApiError> {
+    match body.as_object_mut().and_then(|o| o.remove("harness")) {
+        None | Some(Value::Null) => Ok(plangate_engine::Harness::Api),
+        Some(v) => {
+            serde_json::from_value(v).map_err(|_| ApiError::invalid_request("harness must be one of \"api\", \"claude_code\", \"codex\""))
+        }
+    }
+}
+
 /// Who asked for the work: the agent's token config wins, and a body that
 /// names someone else is refused (an agent must not be able to pick who
 /// counts as "self" for separation of duties when its operator fixed it);
@@ -181,9 +193,10 @@ pub(super) async fn propose(
     }
     let mut body = body;
     let named = take_requested_by(&mut body)?;
+    let harness = take_harness(&mut body)?;
     let requested_by = requester(core.settings.requested_by(&key.agent), named)?;
     let (plan, markdown) = parse_proposal(body)?;
-    let done = core.execute(&key, Actor::Agent, Command::Propose { plan, markdown, requested_by }, ExecMeta::default()).await?;
+    let done = core.execute(&key, Actor::Agent, Command::Propose { plan, markdown, requested_by, harness }, ExecMeta::default()).await?;
     let Some(latest) = done.transition.state.latest.as_ref() else {
         return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "proposal vanished"));
     };
@@ -338,6 +351,16 @@ pub(super) struct GateBody {
     tool: String,
     #[serde(default)]
     input: Value,
+    /// Who asks: the denial's advice names this harness's tools.
+    #[serde(default)]
+    harness: plangate_engine::Harness,
+    /// The harness's hook checked on the agent's machine that this call
+    /// writes only the harness's own plan file ([`plangate_engine::GateCall`]).
+    #[serde(default)]
+    plan_file: bool,
+    /// The harness reports that it is in its own plan mode.
+    #[serde(default)]
+    harness_plan_mode: bool,
 }
 
 pub(super) async fn gate(
@@ -347,7 +370,14 @@ pub(super) async fn gate(
 ) -> Result<Json<Value>, ApiError> {
     let key = session_key(agent.clone(), &body.session_id)?;
     let state = core.load(&key).await?;
-    let verdict = crate::gate::check(&core.settings, &agent, &state.session, &body.tool, &body.input);
+    let call = plangate_engine::GateCall {
+        tool: &body.tool,
+        input: &body.input,
+        harness: body.harness,
+        plan_file: body.plan_file,
+        harness_plan_mode: body.harness_plan_mode,
+    };
+    let verdict = crate::gate::check(&core.settings, &agent, &state.session, &call);
     let (decision, reason) = match &verdict {
         crate::gate::Verdict::Allow(r) => ("allow", r.clone()),
         crate::gate::Verdict::Deny(r) => ("deny", r.clone()),

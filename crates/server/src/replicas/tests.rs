@@ -283,7 +283,12 @@ impl Fixture {
         let plan = Plan { steps: vec![Step::pending("one")], ..Plan::titled("Deploy") };
         let done = self
             .core
-            .execute(&key, Actor::Agent, Command::Propose { plan, markdown: None, requested_by: None }, ExecMeta::default())
+            .execute(
+                &key,
+                Actor::Agent,
+                Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+                ExecMeta::default(),
+            )
             .await
             .unwrap();
         self.core.drain(Duration::from_secs(10)).await.unwrap();

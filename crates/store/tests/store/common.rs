@@ -25,7 +25,13 @@ pub fn propose(store: &dyn Store, key: &SessionKey, r: u8) -> Proposal {
     store.commit(Commit::of(&t, &before, None)).unwrap();
     let before = store.load(key).unwrap();
     let plan = Plan { steps: vec![Step::pending("a")], ..Plan::titled(format!("plan {r}")) };
-    let t = apply(&before, &Actor::Agent, Command::Propose { plan, markdown: None, requested_by: None }, &ctx(1000, r)).unwrap();
+    let t = apply(
+        &before,
+        &Actor::Agent,
+        Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+        &ctx(1000, r),
+    )
+    .unwrap();
     store.commit(Commit::of(&t, &before, None)).unwrap();
     t.state.latest.unwrap()
 }

@@ -98,8 +98,13 @@ fn an_approval_id_is_never_reused(b: &dyn Backend) {
     let t = apply(&before, &Actor::Agent, Command::Enter { reason: None }, &ctx(1, 1)).unwrap();
     store.commit(Commit::of(&t, &before, None)).unwrap();
     let before = store.load(&key).unwrap();
-    let t = apply(&before, &Actor::Agent, Command::Propose { plan: Plan::titled("x"), markdown: None, requested_by: None }, &ctx(2, 9))
-        .unwrap();
+    let t = apply(
+        &before,
+        &Actor::Agent,
+        Command::Propose { plan: Plan::titled("x"), markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+        &ctx(2, 9),
+    )
+    .unwrap();
     let err = store.commit(Commit::of(&t, &before, None)).unwrap_err();
     assert!(matches!(err, StoreError::DuplicateId(_)), "{err}");
     // Nothing of the refused transaction was written.

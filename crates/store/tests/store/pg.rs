@@ -47,7 +47,12 @@ fn racing_commits_on_one_revision_one_wins_one_conflicts() {
             let command = if round == 0 {
                 Command::Enter { reason: Some(format!("by {r}")) }
             } else {
-                Command::Propose { plan: Plan::titled(format!("plan {r}")), markdown: None, requested_by: None }
+                Command::Propose {
+                    plan: Plan::titled(format!("plan {r}")),
+                    markdown: None,
+                    requested_by: None,
+                    harness: plangate_engine::Harness::Api,
+                }
             };
             let t = apply(&before, &Actor::Agent, command, &ctx(100, r)).unwrap();
             commits.push(Commit { expected_revision: Some(revision), ..Commit::of(&t, &before, None) });

@@ -13,11 +13,17 @@
 //!   included) once told to.
 //! * [`pg`]: a fresh schema per test on the machine's PostgreSQL, its
 //!   `[store]` section, and N replicas of the binary sharing it.
+//! * [`clients`]: the pinned real agent clients (Claude Code, Codex CLI) that
+//!   `.ci/install-clients` installs; [`skip`]: skipping loudly when a
+//!   prerequisite like them is missing (a failure under
+//!   `PLANGATE_REQUIRE_ALL`).
 
+pub mod clients;
 pub mod discord;
 pub mod limits;
 pub mod pg;
 pub mod server;
+pub mod skip;
 pub mod slack;
 pub mod telegram;
 pub mod webhook;

@@ -17,9 +17,15 @@
 //!   `.ci/install-clients` installs; [`skip`]: skipping loudly when a
 //!   prerequisite like them is missing (a failure under
 //!   `PLANGATE_REQUIRE_ALL`).
+//! * [`fake_anthropic`]: a scripted fake of the Anthropic Messages API on
+//!   127.0.0.1, the model side of the real Claude Code, which [`claude`]
+//!   runs against it.
 
+mod agent_proc;
+pub mod claude;
 pub mod clients;
 pub mod discord;
+pub mod fake_anthropic;
 pub mod limits;
 pub mod pg;
 pub mod server;

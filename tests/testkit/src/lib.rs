@@ -17,15 +17,18 @@
 //!   `.ci/install-clients` installs; [`skip`]: skipping loudly when a
 //!   prerequisite like them is missing (a failure under
 //!   `PLANGATE_REQUIRE_ALL`).
-//! * [`fake_anthropic`]: a scripted fake of the Anthropic Messages API on
-//!   127.0.0.1, the model side of the real Claude Code, which [`claude`]
-//!   runs against it.
+//! * [`fake_anthropic`], [`fake_openai`]: scripted fakes of the Anthropic
+//!   Messages API and the OpenAI Responses API on 127.0.0.1, the model side
+//!   of a real client; [`claude`] and [`codex`] run the real clients against
+//!   them.
 
 mod agent_proc;
 pub mod claude;
 pub mod clients;
+pub mod codex;
 pub mod discord;
 pub mod fake_anthropic;
+pub mod fake_openai;
 pub mod limits;
 pub mod pg;
 pub mod server;

@@ -20,7 +20,8 @@
 //! * [`fake_anthropic`], [`fake_openai`]: scripted fakes of the Anthropic
 //!   Messages API and the OpenAI Responses API on 127.0.0.1, the model side
 //!   of a real client; [`claude`] and [`codex`] run the real clients against
-//!   them.
+//!   them; [`hook_recorder`]: a command hook that records what a client
+//!   sends each hook event.
 
 mod agent_proc;
 pub mod claude;
@@ -29,6 +30,7 @@ pub mod codex;
 pub mod discord;
 pub mod fake_anthropic;
 pub mod fake_openai;
+pub mod hook_recorder;
 pub mod limits;
 pub mod pg;
 pub mod server;

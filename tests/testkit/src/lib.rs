@@ -13,11 +13,28 @@
 //!   included) once told to.
 //! * [`pg`]: a fresh schema per test on the machine's PostgreSQL, its
 //!   `[store]` section, and N replicas of the binary sharing it.
+//! * [`clients`]: the pinned real agent clients (Claude Code, Codex CLI) that
+//!   `.ci/install-clients` installs; [`skip`]: skipping loudly when a
+//!   prerequisite like them is missing (a failure under
+//!   `PLANGATE_REQUIRE_ALL`).
+//! * [`fake_anthropic`], [`fake_openai`]: scripted fakes of the Anthropic
+//!   Messages API and the OpenAI Responses API on 127.0.0.1, the model side
+//!   of a real client; [`claude`] and [`codex`] run the real clients against
+//!   them; [`hook_recorder`]: a command hook that records what a client
+//!   sends each hook event.
 
+mod agent_proc;
+pub mod claude;
+pub mod clients;
+pub mod codex;
 pub mod discord;
+pub mod fake_anthropic;
+pub mod fake_openai;
+pub mod hook_recorder;
 pub mod limits;
 pub mod pg;
 pub mod server;
+pub mod skip;
 pub mod slack;
 pub mod telegram;
 pub mod webhook;

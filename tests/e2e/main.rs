@@ -28,6 +28,7 @@ mod ops_metrics;
 mod ops_ready;
 mod ops_retention;
 mod ops_shutdown;
+mod real_claude;
 mod replicas;
 mod sec_config;
 mod sec_gate;

@@ -19,8 +19,8 @@
 //!   root and only if it stays inside it — Claude Code's own rule, which
 //!   falls back to the default otherwise — else `$CLAUDE_CONFIG_DIR/plans`
 //!   or `~/.claude/plans`;
-//! * the plans directory exists and is a directory, not a link, and the
-//!   file's parent resolves to the same place (no link out);
+//! * the plans directory is a directory, not a link to one (or does not
+//!   exist yet: in a new HOME the plan's `Write` creates it);
 //! * the file, if it exists, is a regular file with one link (not a
 //!   symlink, not a hard link to something else).
 //!
@@ -138,14 +138,11 @@ fn is_file_in(file: &Path, dir: &Path) -> bool {
     if !plain || file.extension().is_none_or(|e| e != "md") || file.parent() != Some(dir) {
         return false;
     }
-    // The directory itself: a real directory, not a link to one.
+    // The directory itself: a real directory, not a link to one; or not
+    // there yet (a new HOME: `Write` creates it, as a real directory).
     match std::fs::symlink_metadata(dir) {
         Ok(meta) if meta.file_type().is_dir() => {}
-        _ => return false,
-    }
-    // Its path resolves to where the file's parent resolves (no link on the way out).
-    match (dir.canonicalize(), file.parent().map(Path::canonicalize)) {
-        (Ok(a), Some(Ok(b))) if a == b => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return true,
         _ => return false,
     }
     match std::fs::symlink_metadata(file) {
@@ -209,6 +206,9 @@ mod tests {
             assert!(!is_plan_file_write(tool, &write(&path), &h.env), "{tool} {path:?}");
         }
         assert!(!is_plan_file_write("Write", &json!({"content": "x"}), &h.env));
+        // A new HOME has no plans directory yet: the plan's Write creates it.
+        std::fs::remove_dir_all(&h.plans).expect("rm plans");
+        assert!(is_plan_file_write("Write", &write(&h.plans.join("first.md")), &h.env));
     }
 
     #[cfg(unix)]

@@ -1,0 +1,276 @@
+//! The real Claude Code (the pinned version, `plangate_testkit::clients`)
+//! with plangate's hooks installed by the real installer, against the real
+//! `plangate` binary, its model played by the scripted fake Messages API.
+//!
+//! What a new user does: `plangate hook install claude --scope local` in the
+//! project, then Claude Code plans in its native plan mode (ToolSearch to
+//! load `ExitPlanMode`, `Write` of the plan file, `ExitPlanMode`), and a
+//! human decides over plangate. Each test skips loudly without the client
+//! (`.ci/install-clients`) and fails instead under `PLANGATE_REQUIRE_ALL`.
+
+use plangate_testkit::claude::{new_session_id, ClaudeHost, ClaudeRun, Decision, PermissionAsk};
+use plangate_testkit::clients::{self, ClaudeCode};
+use plangate_testkit::fake_anthropic::{FakeAnthropic, Turn};
+use plangate_testkit::server::{ServerProcess, AGENT_TOKEN};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+const BIN: &str = env!("CARGO_BIN_EXE_plangate");
+
+/// A project with plangate's hooks installed by `bin hook install claude
+/// --scope local`, a HOME of its own, and the environment Claude Code passes
+/// to the hooks.
+struct Project {
+    dir: tempfile::TempDir,
+    home: tempfile::TempDir,
+    state: tempfile::TempDir,
+    env: Vec<(String, String)>,
+}
+
+impl Project {
+    fn install(bin: &str, server: &ServerProcess, wait: &str) -> Project {
+        let dir = tempfile::tempdir().expect("project dir");
+        let home = tempfile::tempdir().expect("home");
+        let state = tempfile::tempdir().expect("state");
+        let out = std::process::Command::new(bin)
+            .args(["hook", "install", "claude", "--scope", "local", "--wait", wait])
+            .current_dir(dir.path())
+            .env("HOME", home.path())
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .output()
+            .expect("run the installer");
+        assert!(out.status.success(), "install: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(dir.path().join(".claude/settings.local.json").exists());
+        let env = vec![
+            ("PLANGATE_URL".to_string(), server.base.clone()),
+            ("PLANGATE_TOKEN".to_string(), AGENT_TOKEN.to_string()),
+            ("PLANGATE_STATE_DIR".to_string(), state.path().to_string_lossy().into_owned()),
+            ("PLANGATE_HOOK_WAIT".to_string(), wait.to_string()),
+        ];
+        Project { dir, home, state, env }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn claude(&self, claude: &ClaudeCode, fake: &FakeAnthropic) -> ClaudeRun {
+        let mut run = ClaudeRun::new(claude, fake, self.path()).home(self.home.path());
+        for (k, v) in &self.env {
+            run = run.env(k, v);
+        }
+        run
+    }
+}
+
+/// Drive a host-mode run to its `result`, answering every permission prompt
+/// but `ExitPlanMode`'s with allow: that one is plangate's to answer (its
+/// `PermissionRequest` hook and the host are asked at once; the first answer
+/// wins). Returns the prompts the host saw.
+async fn drive(host: &mut ClaudeHost) -> Vec<PermissionAsk> {
+    let mut asked = Vec::new();
+    while let Some(line) = host.next().await {
+        if let Some(ask) = PermissionAsk::of(&line) {
+            if ask.tool_name != "ExitPlanMode" {
+                host.answer(&ask, Decision::Allow).await;
+            }
+            asked.push(ask);
+        } else if line["type"] == "result" {
+            break;
+        }
+    }
+    asked
+}
+
+/// The native plan-mode script: load `ExitPlanMode`, write the plan file
+/// (the path plan mode names), call `ExitPlanMode`; then `after`.
+fn plan_mode_script(fake: &FakeAnthropic, plan: &'static str, after: impl IntoIterator<Item = Turn>) {
+    fake.push([Turn::tool_search(&["ExitPlanMode"])]);
+    fake.push_with(move |req| {
+        let path = req.plan_file_path().expect("the plan-mode prompt names the plan file");
+        Turn::tool("Write", json!({"file_path": path, "content": plan}))
+    });
+    fake.push([Turn::tool("ExitPlanMode", json!({}))]);
+    fake.push(after);
+}
+
+async fn session(s: &ServerProcess, sid: &str) -> Value {
+    ServerProcess::send(s.agent(reqwest::Method::GET, &format!("/v1/sessions/{sid}"))).await.1
+}
+
+const PLAN: &str = "# Add notes\n\n1. Create notes.txt with a greeting\n";
+
+/// Before any plan, the gate denies a mutation (even under
+/// bypassPermissions) and says how to get a plan approved in Claude Code's
+/// terms; reads pass.
+#[tokio::test]
+async fn real_claude_code_cannot_mutate_without_a_plan_and_reads_pass() {
+    let Some(claude) = clients::claude_code() else { return };
+    let s = ServerProcess::start(BIN, "").await;
+    let project = Project::install(BIN, &s, "5");
+    std::fs::write(project.path().join("README.md"), "hello from the readme").expect("readme");
+    let fake = FakeAnthropic::start().await;
+    let readme = project.path().join("README.md");
+    fake.push([
+        Turn::tool("Read", json!({"file_path": readme})),
+        Turn::tool("Bash", json!({"command": "touch mutated", "description": "Create a file"})),
+        Turn::text("I could not change anything."),
+    ]);
+    let out = project.claude(&claude, &fake).permission_mode("bypassPermissions").session_id(&new_session_id()).run("make a file").await;
+    out.assert_success();
+
+    assert!(!project.path().join("mutated").exists(), "the gate let `touch` run");
+    let read = fake.results_of("Read");
+    assert!(read[0].text.contains("hello from the readme"), "{read:?}");
+    let bash = &fake.results_of("Bash")[0];
+    assert!(bash.is_error, "{bash:?}");
+    for words in ["plangate", "no approved plan", "EnterPlanMode", "ExitPlanMode"] {
+        assert!(bash.text.contains(words), "{words:?} not in {:?}", bash.text);
+    }
+    assert!(!bash.text.contains("POST /v1/sessions"), "API advice given to Claude Code: {}", bash.text);
+}
+
+/// Claude Code's own plan mode, end to end: ToolSearch loads ExitPlanMode,
+/// the plan file is written (the only write allowed), ExitPlanMode proposes
+/// it, a human approves, and the next `Write` succeeds.
+#[tokio::test]
+async fn real_claude_code_native_plan_mode_gets_a_plan_approved_and_then_writes() {
+    let Some(claude) = clients::claude_code() else { return };
+    let s = ServerProcess::start(BIN, "").await;
+    let project = Project::install(BIN, &s, "30");
+    let fake = FakeAnthropic::start().await;
+    let notes = project.path().join("notes.txt");
+    let sneaky = project.path().join("sneaky.md");
+    plan_mode_script(&fake, PLAN, [Turn::tool("Write", json!({"file_path": notes, "content": "hello\n"})), Turn::text("Done.")]);
+    let sid = new_session_id();
+    let mut host = project.claude(&claude, &fake).permission_mode("plan").session_id(&sid).host().await;
+    host.send_user("add notes").await;
+    let approver = async {
+        let id = s.pending_approval(&sid).await;
+        // Nothing mutated while the plan waits; the plan file is where plan mode put it.
+        assert!(!notes.exists() && !sneaky.exists());
+        let (st, a) = ServerProcess::send(s.operator(reqwest::Method::GET, &format!("/v1/approvals/{id}"))).await;
+        assert_eq!(st, 200, "{a}");
+        assert!(a.to_string().contains("Create notes.txt with a greeting"), "{a}");
+        s.decide_when_pending(&sid, json!({"action": "approve", "actor": "alice"})).await
+    };
+    let (asked, decided) = tokio::join!(drive(&mut host), approver);
+    assert_eq!(decided["status"], "approved", "{decided}");
+    let out = host.finish().await;
+    out.assert_success();
+
+    assert!(asked.iter().any(|a| a.tool_name == "ExitPlanMode"), "{asked:?}");
+    let exit = fake.results_of("ExitPlanMode");
+    assert!(exit[0].text.starts_with("User has approved your plan"), "{exit:?}");
+    let write = fake.results_of("Write");
+    assert_eq!(write.len(), 2, "{write:?}");
+    assert!(!write[0].is_error, "the plan file write was refused: {:?}", write[0]);
+    assert!(!write[1].is_error, "{:?}", write[1]);
+    assert_eq!(std::fs::read_to_string(&notes).expect("notes.txt"), "hello\n");
+    let status = session(&s, &sid).await;
+    assert_eq!((status["mode"].as_str(), status["approval"].as_str()), (Some("normal"), Some("approved")), "{status}");
+}
+
+/// Changes requested: the feedback reaches the model as ExitPlanMode's
+/// result, with what to do in Claude Code; nothing is written.
+#[tokio::test]
+async fn real_claude_code_revise_feedback_reaches_the_model() {
+    let Some(claude) = clients::claude_code() else { return };
+    let s = ServerProcess::start(BIN, "").await;
+    let project = Project::install(BIN, &s, "30");
+    let fake = FakeAnthropic::start().await;
+    let notes = project.path().join("notes.txt");
+    plan_mode_script(&fake, PLAN, [Turn::tool("Write", json!({"file_path": notes, "content": "x"})), Turn::text("Waiting.")]);
+    let sid = new_session_id();
+    let mut host = project.claude(&claude, &fake).permission_mode("plan").session_id(&sid).host().await;
+    host.send_user("add notes").await;
+    let reviser = s.decide_when_pending(&sid, json!({"action": "revise", "feedback": "add a rollback step", "actor": "bob"}));
+    let (_, decided) = tokio::join!(drive(&mut host), reviser);
+    assert_eq!(decided["status"], "rejected", "{decided}");
+    host.finish().await.assert_success();
+
+    let exit = &fake.results_of("ExitPlanMode")[0];
+    assert!(exit.is_error, "{exit:?}");
+    for words in ["add a rollback step", "bob", "ExitPlanMode again"] {
+        assert!(exit.text.contains(words), "{words:?} not in {:?}", exit.text);
+    }
+    assert!(!notes.exists(), "a write ran after changes were requested");
+    assert!(fake.results_of("Write")[1].is_error);
+}
+
+/// No decision within the hook's wait: Claude is told the plan awaits
+/// approval; the human approves later, and on `--resume` the decision
+/// arrives with the next prompt (UserPromptSubmit), after which writes run.
+#[tokio::test]
+async fn real_claude_code_late_decision_arrives_on_resume() {
+    let Some(claude) = clients::claude_code() else { return };
+    let s = ServerProcess::start(BIN, "").await;
+    let project = Project::install(BIN, &s, "0");
+    let fake = FakeAnthropic::start().await;
+    plan_mode_script(&fake, PLAN, [Turn::text("Waiting for approval.")]);
+    let sid = new_session_id();
+    let mut host = project.claude(&claude, &fake).permission_mode("plan").session_id(&sid).host().await;
+    host.send_user("add notes").await;
+    drive(&mut host).await;
+    host.finish().await.assert_success();
+    let exit = &fake.results_of("ExitPlanMode")[0];
+    assert!(exit.is_error && exit.text.contains("awaiting approval"), "{exit:?}");
+
+    s.decide_when_pending(&sid, json!({"action": "approve", "actor": "alice"})).await;
+    let notes = project.path().join("notes.txt");
+    fake.push([Turn::tool("Write", json!({"file_path": notes, "content": "late\n"})), Turn::text("Done.")]);
+    let out = project.claude(&claude, &fake).permission_mode("bypassPermissions").resume(&sid).run("go on").await;
+    out.assert_success();
+    let resumed = fake.requests().into_iter().rev().find(|r| r.all_text().contains("go on")).expect("the resumed request");
+    assert!(resumed.all_text().contains("[PLAN_DECISION]: approved"), "no decision in the resumed prompt");
+    assert_eq!(std::fs::read_to_string(&notes).expect("notes.txt"), "late\n");
+}
+
+/// Only the plan file: in plan mode a `Write` next to it, a traversal out
+/// of the plans directory, or a file in the project is still refused.
+#[tokio::test]
+async fn real_claude_code_plan_mode_writes_nothing_but_the_plan_file() {
+    let Some(claude) = clients::claude_code() else { return };
+    let s = ServerProcess::start(BIN, "").await;
+    let project = Project::install(BIN, &s, "0");
+    let fake = FakeAnthropic::start().await;
+    let plans: PathBuf = project.home.path().join(".claude/plans");
+    let outside = project.home.path().join(".claude/settings.md");
+    let in_project = project.path().join("NOTES.md");
+    fake.push([
+        Turn::tool("Write", json!({"file_path": format!("{}/../settings.md", plans.display()), "content": "x"})),
+        Turn::tool("Write", json!({"file_path": in_project, "content": "x"})),
+        Turn::tool("Write", json!({"file_path": plans.join("nested/plan.md"), "content": "x"})),
+        Turn::text("Nothing written."),
+    ]);
+    let sid = new_session_id();
+    let mut host = project.claude(&claude, &fake).permission_mode("plan").session_id(&sid).host().await;
+    host.send_user("try").await;
+    drive(&mut host).await;
+    host.finish().await.assert_success();
+    let writes = fake.results_of("Write");
+    assert_eq!(writes.len(), 3, "{writes:?}");
+    assert!(writes.iter().all(|w| w.is_error), "{writes:?}");
+    assert!(!outside.exists() && !in_project.exists() && !plans.join("nested/plan.md").exists());
+}
+
+/// The installed hook command names this machine's binary; when it is gone
+/// (moved, uninstalled), every tool call is blocked, not run.
+#[tokio::test]
+async fn real_claude_code_with_a_missing_plangate_binary_blocks_the_call() {
+    let Some(claude) = clients::claude_code() else { return };
+    let s = ServerProcess::start(BIN, "").await;
+    let bin_dir = tempfile::tempdir().expect("bin dir");
+    let copy = bin_dir.path().join("plangate");
+    std::fs::copy(BIN, &copy).expect("copy the binary");
+    let project = Project::install(&copy.to_string_lossy(), &s, "5");
+    std::fs::remove_file(&copy).expect("remove the binary");
+    let fake = FakeAnthropic::start().await;
+    fake.push([Turn::tool("Bash", json!({"command": "touch mutated", "description": "Create a file"})), Turn::text("Blocked.")]);
+    let out = project.claude(&claude, &fake).permission_mode("bypassPermissions").session_id(&new_session_id()).run("make a file").await;
+    out.assert_success();
+    assert!(!project.path().join("mutated").exists(), "the call ran without its gate");
+    let bash = &fake.results_of("Bash")[0];
+    assert!(bash.is_error, "{bash:?}");
+    let _ = &project.state;
+}

@@ -458,7 +458,11 @@ async fn run(args: Args) -> Result<i32> {
             if checks.is_empty() {
                 println!("no chat channel is configured: nothing to check against a platform");
             }
-            Ok(if checks.iter().chain(&store).all(|c| c.ok) { 0 } else { 1 })
+            let codex = plangate_server::ops::doctor::codex_hooks(&std::env::current_dir()?);
+            for check in &codex {
+                println!("{check}");
+            }
+            Ok(if checks.iter().chain(&store).chain(&codex).all(|c| c.ok) { 0 } else { 1 })
         }
         Cmd::Completions { shell } => {
             use clap::CommandFactory;

@@ -114,21 +114,39 @@ pub fn peek(path: &Path) -> Option<Value> {
 /// created, the `previous` text (when there was a file) is kept as a backup
 /// first, and the file is replaced atomically. Returns the backup's path.
 pub fn write(path: &Path, previous: Option<&str>, value: &Value) -> Result<Option<PathBuf>, InstallError> {
+    let mut out = serde_json::to_string_pretty(value).unwrap_or_default();
+    out.push('\n');
+    write_text(path, previous, &out)
+}
+
+/// [`write`] for a file kept as text (Codex's `config.toml`, edited in
+/// place so its comments survive). The backup and the new file get the old
+/// file's permissions: a `config.toml` readable only by its owner may hold
+/// secrets, and neither copy should be more readable than the original.
+pub fn write_text(path: &Path, previous: Option<&str>, text: &str) -> Result<Option<PathBuf>, InstallError> {
     let io = |source| InstallError::Io { path: path.to_path_buf(), source };
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
     std::fs::create_dir_all(&dir).map_err(io)?;
+    let permissions = std::fs::metadata(path).ok().map(|m| m.permissions());
+    // Each copy is created empty and given its permissions before the text goes in.
+    let create = |file: &Path, contents: &str| -> Result<(), InstallError> {
+        let io = |source| InstallError::Io { path: file.to_path_buf(), source };
+        let mut out = std::fs::File::create(file).map_err(io)?;
+        if let Some(p) = &permissions {
+            std::fs::set_permissions(file, p.clone()).map_err(io)?;
+        }
+        std::io::Write::write_all(&mut out, contents.as_bytes()).map_err(io)
+    };
     let backup = match previous {
-        Some(text) => {
+        Some(old) => {
             let backup = backup_path(path);
-            std::fs::write(&backup, text).map_err(|source| InstallError::Io { path: backup.clone(), source })?;
+            create(&backup, old)?;
             Some(backup)
         }
         None => None,
     };
-    let mut out = serde_json::to_string_pretty(value).unwrap_or_default();
-    out.push('\n');
     let tmp = dir.join(format!(".{}.plangate-{}", file_name(path), std::process::id()));
-    std::fs::write(&tmp, out).map_err(|source| InstallError::Io { path: tmp.clone(), source })?;
+    create(&tmp, text)?;
     std::fs::rename(&tmp, path).map_err(io)?;
     Ok(backup)
 }

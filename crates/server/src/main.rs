@@ -268,6 +268,10 @@ enum HookInstallCmd {
         /// Seconds a Stop with a plan waits for a decision (the hook timeout is this plus 10).
         #[arg(long, env = "PLANGATE_HOOK_WAIT", default_value_t = plangate_agent::codex::install::default_wait_secs())]
         wait: u64,
+        /// Also record the hooks as trusted in $CODEX_HOME/config.toml (what Codex's /hooks dialog does): Codex runs no
+        /// hook it has not been told to trust, so without this nothing is gated until you trust them there.
+        #[arg(long)]
+        trust: bool,
     },
 }
 
@@ -454,7 +458,11 @@ async fn run(args: Args) -> Result<i32> {
             if checks.is_empty() {
                 println!("no chat channel is configured: nothing to check against a platform");
             }
-            Ok(if checks.iter().chain(&store).all(|c| c.ok) { 0 } else { 1 })
+            let codex = plangate_server::ops::doctor::codex_hooks(&std::env::current_dir()?);
+            for check in &codex {
+                println!("{check}");
+            }
+            Ok(if checks.iter().chain(&store).chain(&codex).all(|c| c.ok) { 0 } else { 1 })
         }
         Cmd::Completions { shell } => {
             use clap::CommandFactory;
@@ -522,10 +530,10 @@ async fn run(args: Args) -> Result<i32> {
             std::io::Write::flush(&mut std::io::stdout())?;
             Ok(out.code)
         }
-        Cmd::Hook(HookCmd::Install(HookInstallCmd::Codex { scope, dry_run, wait })) => {
+        Cmd::Hook(HookCmd::Install(HookInstallCmd::Codex { scope, dry_run, wait, trust })) => {
             let scope = scope.parse()?;
             let exe = plangate_agent::hooks_file::current_binary()?;
-            let installed = plangate_agent::codex::install::install(scope, &std::env::current_dir()?, &exe, wait, dry_run)?;
+            let mut installed = plangate_agent::codex::install::install(scope, &std::env::current_dir()?, &exe, wait, dry_run)?;
             let path = installed.path.display();
             if installed.dry_run {
                 println!("{}", serde_json::to_string_pretty(&installed.hooks)?);
@@ -535,6 +543,29 @@ async fn run(args: Args) -> Result<i32> {
             } else {
                 let backup = installed.backup.as_ref().map(|b| format!(" (previous file kept as {})", b.display())).unwrap_or_default();
                 eprintln!("installed the plangate hooks in {path}{backup}");
+            }
+            if trust {
+                let done = plangate_agent::codex::trust::trust(&installed.path, &installed.hooks, installed.dry_run)?;
+                let config = done.config.display();
+                let verb = if done.dry_run { "would trust" } else { "trusted" };
+                for hook in &done.hooks {
+                    eprintln!("{verb} {}: [hooks.state.{:?}] trusted_hash = {:?} in {config}", hook.event, hook.key, hook.hash);
+                }
+                if done.dry_run {
+                    eprintln!("dry run: {config} was not changed");
+                } else if !done.changed {
+                    eprintln!("{config} already trusts them; nothing to do");
+                } else if let Some(b) = &done.backup {
+                    eprintln!("previous {config} kept as {}", b.display());
+                }
+                for hook in &done.disabled {
+                    eprintln!(
+                        "note: {config} turns the {} hook off (enabled = false under [hooks.state.{:?}]); Codex skips it until you \
+                         remove that line or enable it in /hooks",
+                        hook.event, hook.key
+                    );
+                }
+                installed.trust = Ok(done.review(&installed.path));
             }
             for note in installed.notes() {
                 eprintln!("{note}");

@@ -35,9 +35,12 @@
 //! default `~/.codex/hooks.json`). Codex runs a non-managed hook only after
 //! the user has reviewed and trusted it (`/hooks` in the Codex CLI), and
 //! asks again when its command changes; until then nothing is gated, which
-//! [`Installed::notes`] says.
+//! [`Installed::notes`] says loudly unless the user's `config.toml` already
+//! trusts these hooks. `--trust` records them as trusted itself
+//! ([`super::trust`]).
 
 use super::hook::{DEFAULT_WAIT, MAX_WAIT_SECS, TIMEOUT_MARGIN_SECS};
+use super::trust::{self, Review};
 use super::{hook_command, is_hook_command};
 use crate::hooks_file::{self, Group, InstallError};
 use serde_json::{json, Value};
@@ -89,6 +92,9 @@ pub struct Installed {
     pub also_in: Vec<PathBuf>,
     /// `config.toml` next to the file, when it has inline `[hooks]` tables.
     pub inline_toml: Option<PathBuf>,
+    /// Whether Codex runs the hooks as written, by the user's `config.toml`
+    /// (the error when that cannot be told).
+    pub trust: Result<Review, String>,
 }
 
 impl Installed {
@@ -115,12 +121,18 @@ impl Installed {
                     .to_string(),
             );
         }
-        if self.changed && !self.dry_run {
-            notes.push(
-                "next: open Codex and review the new hooks with /hooks: Codex runs a hook only once you trust it (and asks again \
-                 when its command changes); until then nothing is gated"
-                    .to_string(),
-            );
+        match &self.trust {
+            Ok(review) if review.all_trusted() => {}
+            Ok(review) => notes.push(format!(
+                "WARNING: Codex runs a hook only once you trust it, and it does not trust these yet ({}), so NOTHING IS GATED: \
+                 re-run with --trust to record them as trusted in {}, or review them in Codex's /hooks dialog",
+                review.problems(),
+                review.config.display()
+            )),
+            Err(e) => notes.push(format!(
+                "WARNING: Codex runs a hook only once you trust it, and whether it trusts these cannot be told ({e}), so \
+                 nothing may be gated: re-run with --trust, or review them in Codex's /hooks dialog"
+            )),
         }
         notes
     }
@@ -137,7 +149,7 @@ pub fn default_wait_secs() -> u64 {
 }
 
 /// Codex's config directory: `$CODEX_HOME`, else `~/.codex`.
-fn codex_home() -> Result<PathBuf, InstallError> {
+pub fn codex_home() -> Result<PathBuf, InstallError> {
     hooks_file::env_dir("CODEX_HOME")
         .or_else(|| hooks_file::env_dir("HOME").map(|h| h.join(".codex")))
         .ok_or_else(|| InstallError::Usage("neither CODEX_HOME nor HOME is set: cannot find Codex's config directory".to_string()))
@@ -169,9 +181,13 @@ pub fn merge(hooks: Value, gate_command: &str, stop_command: &str, timeout: u64)
 
 /// Whether `config.toml` has an inline hooks table (`[hooks…]` or
 /// `[[hooks.…]]` on a line of its own): a line scan, not a TOML parse, only
-/// for a note.
+/// for a note. `[hooks.state.…]` is Codex's record of trusted hooks
+/// ([`super::trust`]), not hooks.
 fn has_inline_hooks(config_toml: &str) -> bool {
-    config_toml.lines().map(str::trim_start).any(|l| l.starts_with("[hooks") || l.starts_with("[[hooks"))
+    config_toml
+        .lines()
+        .map(str::trim_start)
+        .any(|l| (l.starts_with("[hooks") || l.starts_with("[[hooks")) && !l.starts_with("[hooks.state"))
 }
 
 /// Merge the hooks, running the binary at `exe`, into the hooks file of
@@ -198,8 +214,9 @@ pub fn install(scope: Scope, project_dir: &Path, exe: &Path, wait_secs: u64, dry
         .collect();
     let toml = path.with_file_name("config.toml");
     let inline_toml = std::fs::read_to_string(&toml).ok().filter(|t| has_inline_hooks(t)).map(|_| toml);
+    let trust = trust::review(&path, &after).map_err(|e| e.to_string());
     let mut installed =
-        Installed { scope, path, gate_command, stop_command, hooks: after, changed, backup: None, dry_run, also_in, inline_toml };
+        Installed { scope, path, gate_command, stop_command, hooks: after, changed, backup: None, dry_run, also_in, inline_toml, trust };
     if dry_run || !changed {
         return Ok(installed);
     }
@@ -250,6 +267,7 @@ mod tests {
         assert!(has_inline_hooks("model = \"o3\"\n[[hooks.PreToolUse]]\nmatcher = \"Bash\"\n"));
         assert!(has_inline_hooks("[hooks]\n"));
         assert!(!has_inline_hooks("# [hooks] in a comment\nhooks_note = 1\n"));
+        assert!(!has_inline_hooks("[hooks.state.\"/h/hooks.json:stop:0:0\"]\ntrusted_hash = \"sha256:0\"\n"));
 
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         std::fs::create_dir_all(dir.path().join(".codex")).unwrap_or_else(|e| panic!("{e}"));

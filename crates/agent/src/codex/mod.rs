@@ -1,5 +1,6 @@
 //! Codex: its `<proposed_plan>` block ([`plan`]), the `plangate hook codex`
-//! command hook ([`hook`]) and its installer ([`install`]).
+//! command hook ([`hook`]), its installer ([`install`]) and the trust Codex
+//! needs before it runs the hook at all ([`trust`]).
 //!
 //! Codex (CLI 0.124+, hooks on by default) runs a command hook once per
 //! event, with the event as JSON on stdin, and reads the answer from stdout
@@ -17,6 +18,7 @@
 pub mod hook;
 pub mod install;
 mod plan;
+pub mod trust;
 
 pub use plan::{extract_proposed_plan, CodexError, CodexPlan, CLOSE_TAG, OPEN_TAG};
 

@@ -14,6 +14,9 @@
 //! host, a wrong password, a database or role that does not exist, a
 //! `pg_hba.conf` that refuses this machine or a schema migrated by a newer
 //! plangate is named here rather than at the first start. Nothing is created.
+//!
+//! Last, plangate's Codex hooks ([`codex_hooks`]): installed but not trusted
+//! in Codex's `config.toml`, they gate nothing, and Codex does not say so.
 
 use crate::config::Settings;
 use serde_json::{json, Value};
@@ -139,6 +142,53 @@ pub async fn run(settings: &Settings) -> Vec<Check> {
             Err(e) => (false, format!("cannot reach {base}: {}", e.without_url())),
         };
         checks.push(Check { ok, what: "discord.bot_token".into(), detail });
+    }
+    checks
+}
+
+/// plangate's Codex hooks, one check per hooks file that has them (this
+/// project's `.codex/hooks.json`, the user's `$CODEX_HOME/hooks.json`):
+/// whether Codex runs them, i.e. whether the user's `config.toml` trusts
+/// each one at its current hash. Codex skips an untrusted hook without a
+/// word, so an installed gate that is not trusted gates nothing; a hash
+/// that changed (the binary moved, another `--wait`) is the same. Computed
+/// from the two files ([`plangate_agent::codex::trust`]), without starting
+/// Codex.
+pub fn codex_hooks(project_dir: &std::path::Path) -> Vec<Check> {
+    use plangate_agent::codex::{install, trust};
+    let mut checks = Vec::new();
+    let mut seen = Vec::new();
+    for scope in install::Scope::ALL {
+        let Ok(path) = install::hooks_path(scope, project_dir) else { continue };
+        if seen.contains(&path) {
+            continue;
+        }
+        seen.push(path.clone());
+        let Some(hooks) = plangate_agent::hooks_file::peek(&path) else { continue };
+        if trust::plangate_hooks(&path, &hooks).is_empty() {
+            continue;
+        }
+        let what = format!("codex hooks {}", path.display());
+        let (flag, from) = match scope {
+            install::Scope::Project => ("", format!(" in {}", project_dir.display())),
+            install::Scope::User => (" --scope user", String::new()),
+        };
+        let fix = format!("run `plangate hook install codex{flag} --trust`{from}, or review them in Codex's /hooks dialog");
+        checks.push(match trust::review(&path, &hooks) {
+            Ok(review) if review.all_trusted() => {
+                Check { ok: true, what, detail: format!("Codex runs them: {} trusted in {}", review.hooks.len(), review.config.display()) }
+            }
+            Ok(review) => Check {
+                ok: false,
+                what,
+                detail: format!(
+                    "{} in {}; Codex skips such hooks without a word, so nothing is gated: {fix}",
+                    review.problems(),
+                    review.config.display()
+                ),
+            },
+            Err(e) => Check { ok: false, what, detail: format!("cannot tell whether Codex trusts them: {e}") },
+        });
     }
     checks
 }

@@ -70,7 +70,7 @@ async fn telegram_leaders(replicas: &[Option<&ServerProcess>]) -> Vec<usize> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn racing_decisions_on_three_replicas_make_exactly_one() {
-    let pg = TestSchema::create().await;
+    let Some(pg) = TestSchema::create_or_skip().await else { return };
     let rs = replicas(&pg, 3, &[], "").await;
     for round in 0..12 {
         let session = format!("race-{round}");
@@ -106,7 +106,7 @@ async fn racing_decisions_on_three_replicas_make_exactly_one() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_decision_on_replica_a_releases_waiters_on_replicas_b_and_c() {
-    let pg = TestSchema::create().await;
+    let Some(pg) = TestSchema::create_or_skip().await else { return };
     let rs = replicas(&pg, 3, &[], "").await;
     let mut released = Vec::new();
     for round in 0..5 {
@@ -139,7 +139,7 @@ async fn a_decision_on_replica_a_releases_waiters_on_replicas_b_and_c() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_replica_killed_mid_nudge_storm_loses_no_nudge_and_repeats_none_recorded() {
     const PLANS: usize = 30;
-    let pg = TestSchema::create().await;
+    let Some(pg) = TestSchema::create_or_skip().await else { return };
     let fake = FakeTelegram::start().await;
     // Five messages a second per chat and replica: the storm takes seconds,
     // so the replica killed in its middle holds reminders not yet sent.
@@ -215,7 +215,7 @@ async fn a_replica_killed_mid_nudge_storm_loses_no_nudge_and_repeats_none_record
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_polling_leader_killed_another_replica_polls_and_no_update_is_handled_twice() {
-    let pg = TestSchema::create().await;
+    let Some(pg) = TestSchema::create_or_skip().await else { return };
     let fake = FakeTelegram::start().await;
     let mut rs = replicas(&pg, 3, &["tg"], &telegram(&fake)).await;
     let all: Vec<Option<&ServerProcess>> = rs.iter().map(Some).collect();

@@ -195,8 +195,8 @@ struct Driver {
 }
 
 impl Driver {
-    /// Start chromedriver. Absent: the test fails, unless
-    /// `PLANGATE_SKIP_BROWSER_TESTS=1` says to skip it (never silently).
+    /// Start chromedriver. Absent: the test skips with one loud line, and
+    /// fails instead under `PLANGATE_REQUIRE_ALL` (CI; `plangate_testkit::skip`).
     async fn start() -> Option<Driver> {
         let bin = std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "chromedriver".to_string());
         let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port");
@@ -205,14 +205,11 @@ impl Driver {
         let child = tokio::process::Command::new(&bin).arg(format!("--port={port}")).process_group(0).kill_on_drop(true).spawn();
         let child = match child {
             Ok(child) => child,
-            Err(e) if std::env::var("PLANGATE_SKIP_BROWSER_TESTS").as_deref() == Ok("1") => {
-                eprintln!("SKIPPED browser test: {bin} not runnable ({e}) and PLANGATE_SKIP_BROWSER_TESTS=1");
+            Err(e) => {
+                let hint = "apt-get install chromium chromium-driver (.ci/run installs them), or set CHROMEDRIVER to its path";
+                plangate_testkit::skip::skip(&format!("chromedriver ({bin})"), &e.to_string(), hint);
                 return None;
             }
-            Err(e) => panic!(
-                "the browser test needs {bin} (Debian: apt-get install chromium chromium-driver; .ci/run installs them): {e}. \
-                 Set PLANGATE_SKIP_BROWSER_TESTS=1 to skip it explicitly."
-            ),
         };
         let url = format!("http://127.0.0.1:{port}");
         let probe = reqwest::Client::builder().no_proxy().build().expect("client");

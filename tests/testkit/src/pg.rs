@@ -2,8 +2,11 @@
 //! PostgreSQL (127.0.0.1:5432, user `postgres`, database `test`, trust
 //! auth; `.ci/run` starts it), and N `plangate serve` replicas sharing it.
 //!
-//! Tests that need PostgreSQL fail, never skip, when it is not there: the
-//! panic says where it was looked for and what starts it. A test calls
+//! A test that needs PostgreSQL asks [`TestSchema::create_or_skip`]: when it
+//! is not there the test skips with one loud line naming what to install
+//! ([`crate::skip`]), and fails instead under `PLANGATE_REQUIRE_ALL` (CI).
+//! A run that asked for PostgreSQL itself (`PLANGATE_TEST_BACKEND=postgres`)
+//! fails when it is absent ([`TestSchema::create`]). A test calls
 //! [`TestSchema::cleanup`] at its end, so a failed test leaves its schema
 //! behind to look at.
 //!
@@ -45,6 +48,23 @@ pub struct TestSchema {
 }
 
 impl TestSchema {
+    /// What to do without PostgreSQL, for a skip line.
+    pub const INSTALL_HINT: &'static str = "apt-get install postgresql and allow trust auth for postgres@127.0.0.1, database test \
+         (or set PLANGATE_TEST_PG to a database URL); see CONTRIBUTING.md";
+
+    /// [`TestSchema::create`], or `None` after a loud skip line when
+    /// PostgreSQL is not reachable (a failure under `PLANGATE_REQUIRE_ALL`).
+    pub async fn create_or_skip() -> Option<TestSchema> {
+        let schema = format!("t_{:016x}", random_u64());
+        match psql(&format!("CREATE SCHEMA {schema}")).await {
+            Ok(_) => Some(TestSchema { url: test_url(), schema }),
+            Err(e) => {
+                crate::skip::skip(&format!("PostgreSQL at {}", test_url()), &e, Self::INSTALL_HINT);
+                None
+            }
+        }
+    }
+
     /// Create a schema with a random name. Panics, saying so, when
     /// PostgreSQL is not reachable.
     pub async fn create() -> TestSchema {

@@ -9,8 +9,9 @@
 //! panics with `MISSING (…)` and the same words: in CI a missing
 //! prerequisite is a failure, not a skip.
 //!
-//! (The browser test's chromedriver and the PostgreSQL tests predate this
-//! and fail rather than skip; they can move to [`require`].)
+//! Users: the pinned agent clients (`crate::clients`), PostgreSQL
+//! (`crate::pg::TestSchema::create_or_skip`, and the store crate's own
+//! tests, which say the same), chromedriver (the browser test).
 //!
 //! ```ignore
 //! let Some(claude) = plangate_testkit::clients::claude_code() else { return };
@@ -44,9 +45,14 @@ pub fn require<T>(what: &str, install_hint: &str, found: Result<T, String>) -> O
 /// Report that the test is skipped because `what` is missing (`why`).
 /// Panics instead under `PLANGATE_REQUIRE_ALL`.
 pub fn skip(what: &str, why: &str, install_hint: &str) {
+    // One line, whatever the error text holds (psql's has several).
+    let why = why.split_whitespace().collect::<Vec<_>>().join(" ");
     let missing = format!("{what} not installed: {why}");
     if require_all() {
         panic!("MISSING ({missing}): {install_hint}. {REQUIRE_ALL_ENV} is set, so the test fails instead of skipping");
     }
-    eprintln!("SKIPPED ({missing}): {install_hint}");
+    // Straight to the process's stderr: libtest captures `eprintln!` of a
+    // passing test, and a skip nobody sees is a silent one.
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "SKIPPED ({missing}): {install_hint}");
 }

@@ -58,8 +58,9 @@ impl Backend for SledBackend {
 pub struct PgBackend(pub TestSchema);
 
 impl PgBackend {
-    pub fn new() -> PgBackend {
-        PgBackend(TestSchema::new())
+    /// `None` (after a loud skip line) without PostgreSQL.
+    pub fn new() -> Option<PgBackend> {
+        TestSchema::new().map(PgBackend)
     }
 }
 
@@ -80,10 +81,33 @@ pub fn admin() -> postgres::Client {
         .unwrap_or_else(|e| panic!("PostgreSQL is not reachable at {} (these tests need it; .ci/run starts it): {e}", pg_url()))
 }
 
+/// Said when PostgreSQL is missing: the same words as the testkit's
+/// `skip` (this crate's tests do not depend on the testkit, which depends
+/// on the server).
+fn skip_without_postgres(why: &str) {
+    let what = format!("PostgreSQL at {} not installed: {why}", pg_url());
+    let hint = "apt-get install postgresql and allow trust auth for postgres@127.0.0.1, database test \
+                (or set PLANGATE_TEST_PG to a database URL); see CONTRIBUTING.md";
+    if std::env::var("PLANGATE_REQUIRE_ALL").is_ok_and(|v| !v.is_empty() && v != "0") {
+        panic!("MISSING ({what}): {hint}. PLANGATE_REQUIRE_ALL is set, so the test fails instead of skipping");
+    }
+    // Straight to stderr: libtest captures `eprintln!` of a passing test.
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "SKIPPED ({what}): {hint}");
+}
+
 impl TestSchema {
-    pub fn new() -> TestSchema {
-        drop(admin());
-        TestSchema { schema: format!("t_{:016x}", rand::random::<u64>()) }
+    /// A new schema name, once PostgreSQL answers; `None` after a loud skip
+    /// line when it does not (a failure under `PLANGATE_REQUIRE_ALL`).
+    pub fn new() -> Option<TestSchema> {
+        match postgres::Client::connect(&pg_url(), postgres::NoTls) {
+            Ok(client) => drop(client),
+            Err(e) => {
+                skip_without_postgres(&e.to_string());
+                return None;
+            }
+        }
+        Some(TestSchema { schema: format!("t_{:016x}", rand::random::<u64>()) })
     }
 
     pub fn options(&self) -> PgOptions {

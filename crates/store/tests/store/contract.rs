@@ -16,7 +16,7 @@ macro_rules! contract {
             $( #[test] fn $name() { super::$name(&crate::common::SledBackend::new()) } )*
         }
         mod postgres {
-            $( #[test] fn $name() { super::$name(&crate::common::PgBackend::new()) } )*
+            $( #[test] fn $name() { if let Some(pg) = crate::common::PgBackend::new() { super::$name(&pg) } } )*
         }
     };
 }

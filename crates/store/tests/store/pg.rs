@@ -12,7 +12,7 @@ use std::time::Duration;
 
 #[test]
 fn revisions_count_commits_and_a_new_session_starts_at_zero() {
-    let db = TestSchema::new();
+    let Some(db) = TestSchema::new() else { return };
     let store = db.open();
     let key = SessionKey::new("demo", "rev");
     let (state, revision) = store.load_revision(&key).unwrap();
@@ -35,7 +35,7 @@ fn revisions_count_commits_and_a_new_session_starts_at_zero() {
 /// the same moment: exactly one lands, the other writes nothing.
 #[test]
 fn racing_commits_on_one_revision_one_wins_one_conflicts() {
-    let db = TestSchema::new();
+    let Some(db) = TestSchema::new() else { return };
     let (a, b) = (db.open(), db.open());
     assert_ne!(a.replica_id(), b.replica_id());
     let key = SessionKey::new("demo", "race");
@@ -86,7 +86,7 @@ fn racing_commits_on_one_revision_one_wins_one_conflicts() {
 /// finds it gone and writes nothing. An event key is handled once.
 #[test]
 fn a_fired_timer_and_an_event_key_are_handled_once() {
-    let db = TestSchema::new();
+    let Some(db) = TestSchema::new() else { return };
     let (a, b) = (db.open(), db.open());
     let key = SessionKey::new("demo", "once");
     propose(&a, &key, 5);
@@ -120,7 +120,7 @@ fn a_fired_timer_and_an_event_key_are_handled_once() {
 
 #[test]
 fn record_once_is_true_exactly_once_across_replicas() {
-    let db = TestSchema::new();
+    let Some(db) = TestSchema::new() else { return };
     let (a, b) = (db.open(), db.open());
     let wins = AtomicUsize::new(0);
     std::thread::scope(|s| {
@@ -143,7 +143,7 @@ fn record_once_is_true_exactly_once_across_replicas() {
 /// holds.
 #[test]
 fn due_timers_are_claimed_by_one_replica_until_the_lease_runs_out() {
-    let db = TestSchema::new();
+    let Some(db) = TestSchema::new() else { return };
     let lease = Duration::from_millis(600);
     let a = PgStore::open(&db.options_with_lease(lease)).unwrap();
     let b = PgStore::open(&db.options_with_lease(lease)).unwrap();
@@ -184,7 +184,7 @@ fn due_timers_are_claimed_by_one_replica_until_the_lease_runs_out() {
 /// claim them only when that lease runs out, each entry to one replica.
 #[test]
 fn outbox_entries_go_to_one_replica_and_move_when_it_dies() {
-    let db = TestSchema::new();
+    let Some(db) = TestSchema::new() else { return };
     let lease = Duration::from_millis(600);
     let a = PgStore::open(&db.options_with_lease(lease)).unwrap();
     let b = PgStore::open(&db.options_with_lease(lease)).unwrap();
@@ -220,7 +220,7 @@ fn outbox_entries_go_to_one_replica_and_move_when_it_dies() {
 /// A commit of one replica reaches the change listener of another.
 #[test]
 fn changes_of_one_replica_wake_the_listeners_of_another() {
-    let db = TestSchema::new();
+    let Some(db) = TestSchema::new() else { return };
     let (a, b) = (db.open(), db.open());
     let heard: Arc<Mutex<Vec<Option<SessionKey>>>> = Arc::default();
     let sink = heard.clone();
@@ -247,7 +247,7 @@ fn changes_of_one_replica_wake_the_listeners_of_another() {
 /// have been missed.
 #[test]
 fn a_listener_that_lost_its_connection_reconnects_and_wakes_everyone() {
-    let db = TestSchema::new();
+    let Some(db) = TestSchema::new() else { return };
     let store = db.open();
     let nones = Arc::new(AtomicUsize::new(0));
     let count = nones.clone();
@@ -320,7 +320,7 @@ fn lock_holder(db: &TestSchema, role: &str) -> Option<i32> {
 /// is cut (what a SIGKILL does), the other takes over within seconds.
 #[test]
 fn one_leader_and_a_takeover_when_its_connection_dies() {
-    let db = TestSchema::new();
+    let Some(db) = TestSchema::new() else { return };
     let role = "telegram";
     let (a, b) = (candidate(&db, role), candidate(&db, role));
     assert!(eventually(Duration::from_secs(3), || leaders(&[&a, &b]).len() == 1));
@@ -351,7 +351,7 @@ fn one_leader_and_a_takeover_when_its_connection_dies() {
 /// A replica that goes away (its store dropped) hands the role over.
 #[test]
 fn dropping_the_leader_hands_the_role_over() {
-    let db = TestSchema::new();
+    let Some(db) = TestSchema::new() else { return };
     let (mut a, mut b) = (candidate(&db, "discord"), candidate(&db, "discord"));
     assert!(eventually(Duration::from_secs(3), || leaders(&[&a, &b]).len() == 1));
     let a_leads = *a.leading.lock().unwrap();
@@ -363,7 +363,7 @@ fn dropping_the_leader_hands_the_role_over() {
 
 #[test]
 fn a_schema_migrated_by_a_newer_plangate_is_refused() {
-    let db = TestSchema::new();
+    let Some(db) = TestSchema::new() else { return };
     drop(db.open());
     db.client().execute("INSERT INTO schema_migrations (version, name) VALUES (999, 'from the future')", &[]).unwrap();
     let err = PgStore::open(&db.options()).unwrap_err();
@@ -374,7 +374,7 @@ fn a_schema_migrated_by_a_newer_plangate_is_refused() {
 /// Replicas starting together migrate once, without tripping over each other.
 #[test]
 fn replicas_starting_together_migrate_once() {
-    let db = TestSchema::new();
+    let Some(db) = TestSchema::new() else { return };
     let stores: Vec<PgStore> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..4).map(|_| s.spawn(|| PgStore::open(&db.options()))).collect();
         handles.into_iter().map(|h| h.join().unwrap().unwrap()).collect()
@@ -393,7 +393,7 @@ fn replicas_starting_together_migrate_once() {
 
 #[test]
 fn bad_options_and_an_unreachable_server_are_clear_errors() {
-    let db = TestSchema::new();
+    let Some(db) = TestSchema::new() else { return };
     for schema in ["", "Public", "a;b", "1x"] {
         let err = PgStore::open(&PgOptions { schema: schema.into(), ..db.options() }).unwrap_err();
         assert!(err.to_string().contains("invalid PostgreSQL schema name"), "{err}");
@@ -410,7 +410,7 @@ fn bad_options_and_an_unreachable_server_are_clear_errors() {
 
 #[test]
 fn snapshots_and_pruning_say_what_to_use_instead() {
-    let db = TestSchema::new();
+    let Some(db) = TestSchema::new() else { return };
     let store = db.open();
     let dir = tempfile::tempdir().unwrap();
     let err = store.snapshot(dir.path(), &mut Vec::new()).unwrap_err().to_string();

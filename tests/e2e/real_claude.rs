@@ -274,3 +274,129 @@ async fn real_claude_code_with_a_missing_plangate_binary_blocks_the_call() {
     assert!(bash.is_error, "{bash:?}");
     let _ = &project.state;
 }
+
+/// Plain `claude -p` has no ExitPlanMode: plangate's MCP tools plan instead.
+/// ToolSearch loads them (deferred in 2.1.328), the hook gives each call
+/// Claude's session, a human approves, and the write runs.
+#[tokio::test]
+async fn real_claude_code_plans_through_plangates_mcp_tools_in_print_mode() {
+    let Some(claude) = clients::claude_code() else { return };
+    let s = ServerProcess::start(BIN, "").await;
+    let project = Project::install(BIN, &s, "5");
+    let mcp = json!({"mcpServers": {"plangate": {"type": "stdio", "command": BIN, "args": ["mcp"], "env": {
+        "PLANGATE_URL": s.base, "PLANGATE_TOKEN": AGENT_TOKEN}}}});
+    let mcp_config = project.path().join("mcp.json");
+    std::fs::write(&mcp_config, mcp.to_string()).expect("mcp config");
+    let fake = FakeAnthropic::start().await;
+    let notes = project.path().join("notes.txt");
+    fake.push([
+        Turn::tool_search(&["mcp__plangate__enter_plan_mode", "mcp__plangate__exit_plan_mode"]),
+        Turn::tool("mcp__plangate__enter_plan_mode", json!({"reason": "add notes"})),
+        Turn::tool("mcp__plangate__exit_plan_mode", json!({"markdown": PLAN, "wait_seconds": 60})),
+        Turn::tool("Write", json!({"file_path": notes, "content": "via mcp\n"})),
+        Turn::text("Done."),
+    ]);
+    let sid = new_session_id();
+    let run = project
+        .claude(&claude, &fake)
+        .permission_mode("bypassPermissions")
+        .session_id(&sid)
+        .arg("--mcp-config")
+        .arg(&mcp_config.to_string_lossy())
+        .arg("--strict-mcp-config");
+    let approver = s.decide_when_pending(&sid, json!({"action": "approve", "actor": "alice"}));
+    let (out, decided) = tokio::join!(run.run("add notes"), approver);
+    out.assert_success();
+    assert_eq!(decided["status"], "approved", "{decided}");
+    let exit = &fake.results_of("mcp__plangate__exit_plan_mode")[0];
+    assert!(!exit.is_error && exit.text.contains("approved"), "{exit:?}");
+    assert_eq!(std::fs::read_to_string(&notes).expect("notes.txt"), "via mcp\n");
+}
+
+/// A subagent explores while Claude plans: its run opens at SubagentStart
+/// and closes at SubagentStop, and the plan proposed after it finished is
+/// approved. (Plan mode is set not to use auto mode, whose server-side
+/// safety check cannot run against a fake model and refuses `Agent`.)
+#[tokio::test]
+async fn real_claude_code_subagent_runs_open_and_close_and_the_plan_is_approved() {
+    let Some(claude) = clients::claude_code() else { return };
+    let s = ServerProcess::start(BIN, "").await;
+    let project = Project::install(BIN, &s, "30");
+    // A user setting (Claude Code ignores it in a project's settings).
+    std::fs::create_dir_all(project.home.path().join(".claude")).expect("user dir");
+    std::fs::write(project.home.path().join(".claude/settings.json"), r#"{"useAutoModeDuringPlan": false}"#).expect("settings");
+    std::fs::write(project.path().join("README.md"), "subagent reads this").expect("readme");
+    let fake = FakeAnthropic::start().await;
+    let readme = project.path().join("README.md");
+    // The subagent's own script: read, then report.
+    fake.push_when(|r| r.is_subagent(), move |_| Turn::tool("Read", json!({"file_path": readme})));
+    fake.push_when(|r| r.is_subagent(), |_| Turn::text("The README says hello."));
+    let notes = project.path().join("notes.txt");
+    fake.push([
+        Turn::tool("Agent", json!({"description": "Explore", "prompt": "Read README.md", "subagent_type": "Explore"})),
+        Turn::text("Waiting for the explorer."),
+    ]);
+    // After the subagent's notification: plan, then write.
+    plan_mode_script(&fake, PLAN, [Turn::tool("Write", json!({"file_path": notes, "content": "after explore\n"})), Turn::text("Done.")]);
+    let sid = new_session_id();
+    let mut host = project.claude(&claude, &fake).permission_mode("plan").session_id(&sid).host().await;
+    host.send_user("explore, then add notes").await;
+    let approver = s.decide_when_pending(&sid, json!({"action": "approve", "actor": "alice"}));
+    // Two turns: the launch ("Waiting…"), then the subagent's notification.
+    let turns = async {
+        drive(&mut host).await;
+        drive(&mut host).await
+    };
+    let (_, decided) = tokio::join!(turns, approver);
+    assert_eq!(decided["status"], "approved", "{decided}");
+    host.finish().await;
+
+    let runs = subagent_audit(&s, &sid).await;
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert!(runs[0].starts_with("subagent_open agent:") && runs[1].starts_with("subagent_close agent:"), "{runs:?}");
+    let read = fake.results_of("Read");
+    assert!(read.iter().any(|r| r.text.contains("subagent reads this")), "the subagent did not run: {read:?}");
+    let written = std::fs::read_to_string(&notes).unwrap_or_default();
+    assert_eq!(
+        written,
+        "after explore\n",
+        "{:#?}",
+        fake.tool_results().iter().map(|r| (&r.tool_name, r.is_error, &r.text)).collect::<Vec<_>>()
+    );
+}
+
+/// A subagent launch that Claude Code itself refuses (here: plan mode's
+/// auto-mode check cannot run) reports no PostToolUse: plangate opened a
+/// run at its PreToolUse before, which stayed open and refused the plan
+/// with `subagents_open`. Now nothing is left open and the plan goes on.
+#[tokio::test]
+async fn real_claude_code_refused_subagent_leaves_no_run_open() {
+    let Some(claude) = clients::claude_code() else { return };
+    let s = ServerProcess::start(BIN, "").await;
+    let project = Project::install(BIN, &s, "30");
+    let fake = FakeAnthropic::start().await;
+    fake.push([Turn::tool("Agent", json!({"description": "Explore", "prompt": "Read README.md", "subagent_type": "Explore"}))]);
+    plan_mode_script(&fake, PLAN, [Turn::text("Done.")]);
+    let sid = new_session_id();
+    let mut host = project.claude(&claude, &fake).permission_mode("plan").session_id(&sid).host().await;
+    host.send_user("explore, then plan").await;
+    let approver = s.decide_when_pending(&sid, json!({"action": "approve", "actor": "alice"}));
+    let (_, decided) = tokio::join!(drive(&mut host), approver);
+    assert_eq!(decided["status"], "approved", "{decided}");
+    host.finish().await;
+    assert!(fake.results_of("Agent")[0].is_error, "the launch was not refused: {:?}", fake.results_of("Agent"));
+    assert_eq!(subagent_audit(&s, &sid).await, Vec::<String>::new());
+}
+
+/// The subagent runs in the session's audit, as `action detail`.
+async fn subagent_audit(s: &ServerProcess, sid: &str) -> Vec<String> {
+    let (_, audit) = ServerProcess::send(s.operator(reqwest::Method::GET, &format!("/v1/audit?session={sid}"))).await;
+    audit
+        .as_array()
+        .expect("audit")
+        .iter()
+        .filter_map(|e| {
+            e["action"].as_str().filter(|a| a.starts_with("subagent_")).map(|a| format!("{a} {}", e["detail"].as_str().unwrap_or("")))
+        })
+        .collect()
+}

@@ -29,6 +29,7 @@ mod ops_ready;
 mod ops_retention;
 mod ops_shutdown;
 mod replicas;
+mod sec_authority;
 mod sec_config;
 mod sec_gate;
 mod sec_hook;

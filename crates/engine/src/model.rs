@@ -249,6 +249,10 @@ pub struct Session {
     /// agent plans again.
     #[serde(default)]
     pub released_by: Option<String>,
+    /// People who asked to release the session while a quorum needs more
+    /// of them ([`crate::authority::record_release`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub release_requests: Vec<crate::authority::ReleaseRequest>,
 }
 
 impl Session {
@@ -269,6 +273,7 @@ impl Session {
             updated_at: Timestamp(0),
             agent_timers: Vec::new(),
             released_by: None,
+            release_requests: Vec::new(),
         }
     }
 }

@@ -4,6 +4,7 @@
 //! 3 a.m.
 
 use plangate_channel::Style;
+use plangate_engine::authority::Approvers;
 use plangate_engine::ids::is_valid_agent_id;
 use plangate_engine::{ApprovalPolicy, TimerPolicy};
 use serde::{Deserialize, Serialize};
@@ -835,10 +836,15 @@ impl Settings {
     /// `[approvals]`, `[agents.<agent>.approvals]` and the
     /// `[destinations.<d>.approvals]` of every destination its cards go to
     /// (its own and its escalation ones). `required` is the largest that
-    /// applies, `forbid_self` holds if any says so. Unknown agents get the
-    /// defaults (one approver).
+    /// applies, `forbid_self` holds if any says so. With them, who may open
+    /// the gate (the approver lists of those destinations) and the requester
+    /// the agent's config names. Unknown agents: one approver, and nobody
+    /// on the list (only the operator may act).
     pub fn approval_policy(&self, agent: &str) -> ApprovalPolicy {
-        self.approval_policies.get(agent).copied().unwrap_or_default()
+        self.approval_policies
+            .get(agent)
+            .cloned()
+            .unwrap_or_else(|| ApprovalPolicy { approvers: Approvers::listed(Vec::<String>::new()), ..ApprovalPolicy::default() })
     }
 
     /// The requester `agent`'s token config names, if any.
@@ -927,7 +933,9 @@ fn approval_policies(raw: &Config, escalations: &BTreeMap<String, Vec<String>>) 
         let names: Vec<&String> = agent.destinations.iter().chain(escalations.get(id).map(Vec::as_slice).unwrap_or_default()).collect();
         let destinations: Vec<(&String, &DestinationConfig)> =
             names.iter().filter_map(|n| raw.destinations.get(*n).map(|d| (*n, d))).collect();
-        let mut policy = ApprovalPolicy::default();
+        let listed = destinations.iter().flat_map(|(_, d)| d.approvers.iter().cloned());
+        let mut policy =
+            ApprovalPolicy { approvers: Approvers::listed(listed), requested_by: agent.requested_by.clone(), ..ApprovalPolicy::default() };
         let mut strictest = "approvals.required".to_string();
         let mut consider = |key: String, required: Option<u32>, forbid_self: Option<bool>| {
             if let Some(n) = required.filter(|n| *n > policy.required) {
@@ -1219,11 +1227,12 @@ mod tests {
                     [destinations.b]\nchannel = \"slack\"\nchat = \"C1\"\napprovers = [\"slack:U1\"]\n";
         let agent = |extra: &str| format!("[agents.x]\ntoken = \"0123456789abcdef\"\ndestinations = [\"a\", \"b\"]\n{extra}");
         let s = parse(&format!("{base}{}", agent(""))).unwrap();
-        assert_eq!(s.approval_policy("x"), ApprovalPolicy { required: 1, forbid_self: false });
-        assert_eq!(s.approval_policy("unknown"), ApprovalPolicy::default());
+        assert_eq!((s.approval_policy("x").required, s.approval_policy("x").forbid_self), (1, false));
+        assert_eq!(s.approval_policy("unknown").approvers, Approvers::listed(Vec::<String>::new()));
         // The destination's stricter rule wins over the global one.
         let toml = format!("{base}[destinations.b.approvals]\nrequired = 3\nforbid_self = true\n[approvals]\nrequired = 2\n{}", agent(""));
-        assert_eq!(parse(&toml).unwrap().approval_policy("x"), ApprovalPolicy { required: 3, forbid_self: true });
+        let p = parse(&toml).unwrap().approval_policy("x");
+        assert_eq!((p.required, p.forbid_self), (3, true));
         // Four approvers wanted, three exist.
         let toml = format!("{base}{}[agents.x.approvals]\nrequired = 4\n", agent(""));
         let err = parse(&toml).unwrap_err().to_string();

@@ -1071,7 +1071,7 @@ fn weakness(value: &str) -> Option<String> {
     if chars.len() < MIN_TOKEN_CHARS {
         return Some(format!("is too short ({} characters; at least {MIN_TOKEN_CHARS})", chars.len()));
     }
-    let repeats = |unit: usize| chars.len() % unit == 0 && chars.chunks(unit).all(|c| c == &chars[..unit]);
+    let repeats = |unit: usize| chars.len().is_multiple_of(unit) && chars.chunks(unit).all(|c| c == &chars[..unit]);
     if (1..=8).any(|unit| unit < chars.len() && repeats(unit)) {
         return Some("is weak (one character or a short pattern repeated)".to_string());
     }

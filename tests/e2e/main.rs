@@ -35,6 +35,7 @@ mod sec_gate;
 mod sec_hook;
 mod sec_slack;
 mod sec_telegram;
+mod sec_web;
 mod seed_rules;
 mod slack;
 mod telegram;

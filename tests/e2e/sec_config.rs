@@ -174,3 +174,81 @@ async fn the_embedded_default_runs_as_is_with_an_absolute_data_dir() {
     child.start_kill().expect("kill");
     let _ = child.wait().await;
 }
+
+/// Issue 26, item 2: `server.public_url` set (the README puts the page
+/// behind a public TLS proxy) with the development operator token: `config
+/// check` said "configuration is valid" and anyone could sign in with the
+/// public token. A public URL is public exposure, like a webhook transport.
+#[tokio::test]
+async fn a_public_url_refuses_the_development_tokens() {
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("plangate.toml");
+    let file_arg = file.to_str().expect("utf-8");
+    let toml = shipped("default.toml").replace(
+        "operator_token = \"dev-operator-token\"",
+        "operator_token = \"dev-operator-token\"\npublic_url = \"https://plans.example.com\"",
+    );
+    std::fs::write(&file, toml).expect("write");
+    let out = plangate(&["config", "check", "--config", file_arg], dir.path(), &[]).await;
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.stderr.contains("`server.operator_token`"), "{}", out.stderr);
+    assert!(out.stderr.contains("server.public_url"), "{}", out.stderr);
+    assert!(out.stderr.contains("PLANGATE__SERVER__OPERATOR_TOKEN"), "{}", out.stderr);
+    let out = plangate(&["serve", "--config", file_arg], dir.path(), &[("PLANGATE__SERVER__BIND", "127.0.0.1:0")]).await;
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(!out.stdout.contains("listening"), "{}", out.stdout);
+}
+
+/// Issue 26, item 2: the quick start's `from-env-PLANGATE__SERVER__OPERATOR_TOKEN`,
+/// left in place because the variable was never exported, worked as a real
+/// bearer token on loopback. A value that exists only to be replaced never
+/// works anywhere.
+#[tokio::test]
+async fn a_from_env_placeholder_is_refused_even_on_loopback() {
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("plangate.toml");
+    let file_arg = file.to_str().expect("utf-8");
+    std::fs::write(&file, shipped("quickstart.toml")).expect("write");
+    // Every other variable exported, the operator token forgotten.
+    let env = [
+        ("PLANGATE__TELEGRAM__TOKEN", "123456:a-real-bot-token-0419"),
+        ("PLANGATE__AGENTS__CLAUDE__TOKEN", "9f2c4e7a1b3d5f60a8c2e4b6d8f0a1c3"),
+    ];
+    for command in [&["config", "check", "--config", file_arg][..], &["serve", "--config", file_arg][..]] {
+        let out = plangate(command, dir.path(), &env).await;
+        assert_eq!(out.code, 1, "{}", out.stdout);
+        assert!(out.stderr.contains("`server.operator_token`: is a placeholder"), "{}", out.stderr);
+        assert!(out.stderr.contains("PLANGATE__SERVER__OPERATOR_TOKEN"), "{}", out.stderr);
+        assert!(!out.stdout.contains("listening"), "{}", out.stdout);
+    }
+    // Exported, it runs.
+    let env = [&env[..], &[("PLANGATE__SERVER__OPERATOR_TOKEN", "5b1e9c2a7f3d4e6081a9c3e5f7b2d4a6")][..]].concat();
+    let out = plangate(&["config", "check", "--config", file_arg], dir.path(), &env).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}
+
+/// Issue 26, item 2: `operator_token = "000000000000000000000000"` passed
+/// `config check`. Tokens of plangate's own that are short or obviously weak
+/// are refused, with how to make a good one.
+#[tokio::test]
+async fn weak_tokens_are_refused_with_how_to_make_one() {
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("plangate.toml");
+    let file_arg = file.to_str().expect("utf-8");
+    let good_agent = "token = \"9f2c4e7a1b3d5f60a8c2e4b6d8f0a1c3\"";
+    for (operator, agent) in [
+        ("000000000000000000000000", good_agent),
+        ("abcabcabcabcabcabcabcabc", good_agent),
+        ("short-tok", good_agent),
+        ("5b1e9c2a7f3d4e6081a9c3e5f7b2d4a6", "token = \"passwordpassword\""),
+    ] {
+        let toml = shipped("default.toml")
+            .replace("operator_token = \"dev-operator-token\"", &format!("operator_token = \"{operator}\""))
+            .replace("token = \"dev-agent-token\"", agent);
+        std::fs::write(&file, toml).expect("write");
+        let out = plangate(&["config", "check", "--config", file_arg], dir.path(), &[]).await;
+        assert_eq!(out.code, 1, "{operator} / {agent}: {}", out.stdout);
+        assert!(out.stderr.contains("openssl rand -hex 32"), "{}", out.stderr);
+        assert!(out.stderr.contains("too short") || out.stderr.contains("weak"), "{}", out.stderr);
+    }
+}

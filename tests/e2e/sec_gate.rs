@@ -163,3 +163,41 @@ async fn allow_commands_cannot_reenable_command_runners() {
         assert_denied("Bash", &input, &verdict, &format!("`{name}`"));
     }
 }
+
+/// Issue 26, part 5: read-only commands a planning agent runs all day were
+/// denied (`git grep`, `git remote -v`, `git tag --list`, `git describe`,
+/// `git shortlog`, `jq`, `npm ls`), teaching users to switch the gate off.
+/// They are allowed; the options that make the same commands write or run
+/// programs, and the commands that build or run code, stay denied.
+#[tokio::test]
+async fn planning_read_commands_are_allowed_and_their_writers_denied() {
+    let s = planning("", "reads").await;
+    for command in [
+        "git grep -n TODO",
+        "git remote -v",
+        "git tag --list",
+        "git describe --tags",
+        "git shortlog -sn",
+        "jq .name package.json",
+        "npm ls --depth 0",
+    ] {
+        let (decision, reason) = ask(&s, "reads", "Bash", json!({ "command": command })).await;
+        assert_eq!(decision, "allow", "{command}: {reason}");
+    }
+    for (command, names) in [
+        ("git grep -O TODO", "`git grep -O`"),
+        ("git grep --open-files-in-pager TODO", "--open-files-in-pager"),
+        ("git remote add evil https://evil.example/x.git", "`git remote add`"),
+        ("git tag v9.9.9", "creates a tag"),
+        ("git describe --dirty", "--dirty"),
+        ("git grep -n TODO > hits.txt", "`>`"),
+        ("npm install", "`npm install`"),
+        ("npm ls --script-shell=/tmp/x", "`npm ls --script-shell`"),
+        ("cargo check", "`cargo`"),
+        ("cargo build", "`cargo`"),
+    ] {
+        let input = json!({ "command": command });
+        let verdict = ask(&s, "reads", "Bash", input.clone()).await;
+        assert_denied("Bash", &input, &verdict, names);
+    }
+}

@@ -203,6 +203,18 @@ pub struct Transition {
     /// For [`Command::TakeInjection`]: the injection that was taken.
     pub taken_injection: Option<String>,
     pub changed: bool,
+    /// The [`crate::authority::check`] that let this transition open the
+    /// gate, if it did: [`crate::machine::apply`] refuses a transition that
+    /// opens it without one.
+    pub(crate) opened_by: Option<crate::authority::Authorized>,
+}
+
+impl Transition {
+    /// Who opened the gate with this transition (the approvers of a quorum
+    /// count one by one; this is the last), if it did.
+    pub fn opened_by(&self) -> Option<&crate::authority::Authorized> {
+        self.opened_by.as_ref()
+    }
 }
 
 /// Why a command was refused. Nothing changes when one is returned.

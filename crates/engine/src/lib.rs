@@ -18,6 +18,7 @@
 //! the new state. That is what lets one state machine serve every channel and
 //! lets tests drive it without a runtime.
 
+pub mod authority;
 pub mod card;
 pub mod codec;
 pub mod command;

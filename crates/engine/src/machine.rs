@@ -8,6 +8,7 @@
 //! [`crate::command`] (commands, effects, refusals) and are re-exported here.
 //! The whole transition table is `docs/STATE_MACHINE.md`.
 
+use crate::authority::{self, Opening};
 use crate::card::MAX_OPTIONS;
 use crate::command::Terms;
 use crate::diff;
@@ -39,7 +40,7 @@ pub use crate::model::{
 /// | plan/pending | revise (person) | plan/rejected, rejection_count+1 |
 /// | plan/pending | timeout (scheduler) | plan/timed_out |
 /// | plan/pending | cancel (person) | halted/cancelled: read-only until a new approval or a release |
-/// | any but executing or released | off = release (person) | normal/none, `released_by` set; a pending one is cancelled |
+/// | any but executing or released | off = release (person, [`authority::check`], counted under a quorum) | normal/none, `released_by` set; a pending one is cancelled |
 /// | normal/approved, normal/edited | update_plan closing every step (agent) | normal/none |
 /// | any | a decision on a stale or decided id | unchanged, refused with who won |
 /// | any | subagent open/close (agent), clear (person), expiry (scheduler) | unchanged; open runs block propose, approve, edit |
@@ -55,6 +56,7 @@ pub fn apply(state: &State, actor: &Actor, command: Command, ctx: &Ctx) -> Resul
         audit: Vec::new(),
         taken_injection: None,
         changed: true,
+        opened_by: None,
     };
     let name = command.name();
     match command {
@@ -71,7 +73,7 @@ pub fn apply(state: &State, actor: &Actor, command: Command, ctx: &Ctx) -> Resul
         Command::SetAuto(on) => {
             require_person(actor, "change auto mode")?;
             if on {
-                review::check_auto_allowed(ctx.approvals)?;
+                t.opened_by = Some(authority::check(&t.state, actor, Opening::Auto, &ctx.approvals)?);
             }
             t.state.session.auto_approve = on;
             let detail = if on { "auto-approve on: later proposals approve themselves" } else { "auto-approve off" };
@@ -110,6 +112,15 @@ pub fn apply(state: &State, actor: &Actor, command: Command, ctx: &Ctx) -> Resul
             }
             timer_fired(&mut t, timer, ctx)
         }
+    }
+    // The structural half of the one check: whatever the command, a
+    // transition that lets mutations run where they could not must carry
+    // the authorization `authority::check` gave. A path that forgets it
+    // fails closed here.
+    if !authority::holds_open(&state.session) && authority::holds_open(&t.state.session) && t.opened_by.is_none() {
+        return Err(Refusal::Forbidden(format!(
+            "{name} would open the gate without the approval rules' check; refused, nothing changed (a bug in plangate: please report it)"
+        )));
     }
     if t.changed {
         t.state.session.updated_at = ctx.now;
@@ -159,6 +170,7 @@ fn enter(t: &mut Transition, actor: &Actor, reason: Option<String>, ctx: &Ctx) -
     session.approval = ApprovalState::None;
     session.rejection_count = 0;
     session.released_by = None;
+    session.release_requests.clear();
     // A new planning round: an untaken injection about the previous plan
     // ("approved, plan mode is off") would now be false.
     session.injection = None;
@@ -290,13 +302,15 @@ fn propose(
         superseded_by: None,
         timers: Vec::new(),
         released: false,
-        review: Review::new(ctx.approvals, requested_by, changes),
+        review: Review::new(&ctx.approvals, requested_by, changes),
     };
+    let auto = authority::auto_approval(&t.state.session, &ctx.approvals);
     let session = &mut t.state.session;
     // Proposing again after a cancel resumes planning: still read-only.
     session.mode = Mode::Plan;
     session.harness = harness;
     session.released_by = None;
+    session.release_requests.clear();
     session.version = version;
     session.steps = proposal.plan.steps.clone();
     session.latest_approval = Some(approval_id);
@@ -305,7 +319,7 @@ fn propose(
     let title = proposal.plan.title.clone();
     // Auto mode is one person's standing "yes": it cannot stand in for a
     // quorum, nor for someone other than the requester.
-    if session.auto_approve && review::check_auto_allowed(ctx.approvals).is_ok() {
+    if let Some(auto) = auto {
         proposal.status = DecisionStatus::Approved;
         proposal.decided_by = Some("auto".to_string());
         proposal.decided_at = Some(ctx.now);
@@ -320,6 +334,7 @@ fn propose(
         }
         t.effects.push(Effect::Wake);
         t.state.latest = Some(proposal);
+        t.opened_by = Some(auto);
         audit(t, actor, "propose", pid, format!("{title:?} ({hash})"), ctx);
         audit(t, actor, "approve", pid, "auto mode: approved without a human decision".to_string(), ctx);
         if let Some(last) = t.audit.last_mut() {
@@ -459,18 +474,20 @@ fn apply_verdict(t: &mut Transition, actor: &Actor, approval_id: ApprovalId, ver
 /// the progress, the proposal stays pending (its reminders and timeout go
 /// on), and the approval is audited.
 fn count_approval(t: &mut Transition, actor: &Actor, verdict: Verdict, ctx: &Ctx) -> Result<Option<(Verdict, String)>, Refusal> {
+    let (terms, edit, opening) = match verdict {
+        Verdict::Approve => (Terms::default(), None, Opening::Approve),
+        Verdict::ApproveWith(terms) => (terms, None, Opening::Approve),
+        Verdict::Edit(plan) => (Terms::default(), Some(plan), Opening::Edit),
+        Verdict::Revise(_) => return Err(Refusal::InvalidRequest("a request for changes is not an approval".to_string())),
+    };
+    let auth = authority::check(&t.state, actor, opening, &ctx.approvals)?;
     let Some(proposal) = t.state.latest.as_mut() else {
         return Err(Refusal::Stale(format!("This plan was superseded by v{}.", t.state.session.version)));
     };
-    let (terms, edit) = match verdict {
-        Verdict::Approve => (Terms::default(), None),
-        Verdict::ApproveWith(terms) => (terms, None),
-        Verdict::Edit(plan) => (Terms::default(), Some(plan)),
-        Verdict::Revise(_) => return Err(Refusal::InvalidRequest("a request for changes is not an approval".to_string())),
-    };
-    match review::record_approval(proposal, actor, terms, edit, ctx.now)? {
+    match review::record_approval(proposal, &auth, terms, edit, ctx.now)? {
         review::Counted::Reached { deciders, except, edit } => {
             proposal.review.excluded = except;
+            t.opened_by = Some(auth);
             Ok(Some((edit.map(|plan| Verdict::Edit(*plan)).unwrap_or(Verdict::Approve), deciders)))
         }
         review::Counted::Waiting { detail } => {
@@ -487,6 +504,8 @@ fn count_approval(t: &mut Transition, actor: &Actor, verdict: Verdict, ctx: &Ctx
 /// its fate already; its [`Receipt`] words the document line and the audit,
 /// as it words the cards.
 fn finish_decision(t: &mut Transition, actor: &Actor, action: &str, ctx: &Ctx) {
+    // Requests to release a session whose plan was just decided are moot.
+    t.state.session.release_requests.clear();
     let Some(proposal) = t.state.latest.as_mut() else { return };
     let id = proposal.approval_id;
     let pid = Some((id, proposal.version));
@@ -509,6 +528,7 @@ fn finish_decision(t: &mut Transition, actor: &Actor, action: &str, ctx: &Ctx) {
 /// is: "released by …".
 fn off(t: &mut Transition, actor: &Actor, ctx: &Ctx) -> Result<(), Refusal> {
     require_person(actor, "release a session from planning")?;
+    let auth = authority::check(&t.state, actor, Opening::Release, &ctx.approvals)?;
     let session = &t.state.session;
     if session.mode == Mode::Normal && session.released_by.is_some() {
         return Err(Refusal::InvalidState("the session is already released: no plan is required".to_string()));
@@ -519,7 +539,15 @@ fn off(t: &mut Transition, actor: &Actor, ctx: &Ctx) -> Result<(), Refusal> {
             session.version
         )));
     }
-    let who = actor.label();
+    let who = match authority::record_release(&mut t.state.session, &auth, ctx.now)? {
+        authority::Released::Reached { by } => by,
+        authority::Released::Waiting { detail } => {
+            let latest = t.state.latest.as_ref().filter(|p| p.status == DecisionStatus::Pending).map(|p| (p.approval_id, p.version));
+            audit(t, actor, "release_requested", latest, detail, ctx);
+            return Ok(());
+        }
+    };
+    t.opened_by = Some(auth);
     let session = &mut t.state.session;
     session.mode = Mode::Normal;
     session.approval = ApprovalState::None;

@@ -253,6 +253,10 @@ pub struct Session {
     /// texts this session's agent reads tell it to do.
     #[serde(default)]
     pub harness: crate::harness::Harness,
+    /// People who asked to release the session while a quorum needs more
+    /// of them ([`crate::authority::record_release`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub release_requests: Vec<crate::authority::ReleaseRequest>,
 }
 
 impl Session {
@@ -274,6 +278,7 @@ impl Session {
             agent_timers: Vec::new(),
             released_by: None,
             harness: crate::harness::Harness::Api,
+            release_requests: Vec::new(),
         }
     }
 }

@@ -30,6 +30,7 @@
 //! * Identities: a chat approver is `<channel>:<user id>` (the same person on
 //!   two platforms is two identities), an operator `operator:<name>`.
 
+use crate::authority::{Approvers, Authorized};
 use crate::command::{Refusal, Terms};
 use crate::diff::PlanDiff;
 use crate::ids::Timestamp;
@@ -44,18 +45,25 @@ pub const MAX_REQUESTER_CHARS: usize = 128;
 
 /// The rules a proposal's round is held to, from the configuration: passed
 /// in [`crate::Ctx`] and stamped on each proposal when it is made, so a
-/// round keeps the rules it started with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// round keeps the rules it started with. Every opening of the gate is
+/// checked against them by [`crate::authority::check`].
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApprovalPolicy {
     /// Distinct approvers needed (at least 1).
     pub required: u32,
-    /// The requester may not approve or edit.
+    /// The requester may not approve, edit or release.
     pub forbid_self: bool,
+    /// Who may open the gate besides the operator: the approver lists of the
+    /// agent's destinations. Read when a person acts, never stamped.
+    pub approvers: Approvers,
+    /// The requester the agent's configuration names, for a session with no
+    /// proposal that names one (a release before any plan).
+    pub requested_by: Option<String>,
 }
 
 impl Default for ApprovalPolicy {
     fn default() -> Self {
-        ApprovalPolicy { required: 1, forbid_self: false }
+        ApprovalPolicy { required: 1, forbid_self: false, approvers: Approvers::default(), requested_by: None }
     }
 }
 
@@ -126,13 +134,13 @@ pub struct Review {
 impl Default for Review {
     /// One approver, no requester: how proposals stored before reviews read.
     fn default() -> Self {
-        Review::new(ApprovalPolicy::default(), None, None)
+        Review::new(&ApprovalPolicy::default(), None, None)
     }
 }
 
 impl Review {
     /// The rules of a new round: `policy`, and who asked.
-    pub fn new(policy: ApprovalPolicy, requested_by: Option<String>, changes: Option<PlanDiff>) -> Review {
+    pub fn new(policy: &ApprovalPolicy, requested_by: Option<String>, changes: Option<PlanDiff>) -> Review {
         Review {
             requested_by,
             required: policy.required.max(1),
@@ -161,7 +169,7 @@ impl Review {
 /// Refuse auto mode where it would stand in for rules it cannot meet: a
 /// quorum of more than one, or separation of duties (whoever switched it on
 /// could be the requester).
-pub fn check_auto_allowed(policy: ApprovalPolicy) -> Result<(), Refusal> {
+pub fn check_auto_allowed(policy: &ApprovalPolicy) -> Result<(), Refusal> {
     if policy.required > 1 {
         return Err(Refusal::Forbidden(format!(
             "auto-approve cannot stand in for {} distinct approvers (approvals.required = {})",
@@ -269,21 +277,19 @@ pub enum Counted {
     },
 }
 
-/// Record `actor`'s approval of `proposal` (pending, decidable, the actor a
-/// person: the machine has checked) with `terms`, or with the edited plan
-/// `edit`. Refuses the requester under `forbid_self`, a repeat of the same
+/// Record an approval of `proposal` (pending and decidable: the machine has
+/// checked) with `terms`, or with the edited plan `edit`, by whoever
+/// [`crate::authority::check`] authorized (a person on the approver list,
+/// not the requester under `forbid_self`). Refuses a repeat of the same
 /// approval, and a second edit in a round that has one.
 pub fn record_approval(
     proposal: &mut Proposal,
-    actor: &Actor,
+    auth: &Authorized,
     terms: Terms,
     edit: Option<Plan>,
     now: Timestamp,
 ) -> Result<Counted, Refusal> {
-    check_separation(proposal, actor, if edit.is_some() { "edit" } else { "approve" })?;
-    let Some(approver) = identity(actor) else {
-        return Err(Refusal::Forbidden("only a human approver can decide a plan".to_string()));
-    };
+    let approver = auth.identity().to_string();
     if edit.is_some() && !terms.except.is_empty() {
         return Err(Refusal::InvalidRequest("an edit chooses its own steps; it cannot exclude steps too".to_string()));
     }
@@ -305,7 +311,7 @@ pub fn record_approval(
                 )))
             }
             Some(_) => {}
-            None => review.edit = Some(Edit { by: actor.label(), plan: plan.clone(), hash: approved_hash.clone() }),
+            None => review.edit = Some(Edit { by: auth.by().to_string(), plan: plan.clone(), hash: approved_hash.clone() }),
         }
     }
     let version = proposal.version;
@@ -319,8 +325,15 @@ pub fn record_approval(
     }
     let replaced = review.approvals.iter().any(|a| a.approver == approver);
     review.approvals.retain(|a| a.approver != approver);
-    let approval =
-        Approval { approver, by: actor.label(), at: now, note: terms.note, except: terms.except, edited: edit.is_some(), approved_hash };
+    let approval = Approval {
+        approver,
+        by: auth.by().to_string(),
+        at: now,
+        note: terms.note,
+        except: terms.except,
+        edited: edit.is_some(),
+        approved_hash,
+    };
     review.approvals.push(approval.clone());
     let same: Vec<&Approval> = review.approvals.iter().filter(|a| a.approved_hash == approval.approved_hash).collect();
     if same.len() >= required {
@@ -398,12 +411,18 @@ mod tests {
         }
     }
 
+    /// `actor`'s approval of `p`, authorized the way the machine does it.
+    fn authorized(p: &Proposal, actor: &Actor) -> Authorized {
+        let state = crate::model::State { session: crate::model::Session::new(p.session.clone()), latest: Some(p.clone()) };
+        crate::authority::check(&state, actor, crate::authority::Opening::Approve, &ApprovalPolicy::default()).unwrap()
+    }
+
     #[test]
     fn tallies_group_by_content() {
         let mut p = proposed(plan(), Timestamp(0));
         p.review.required = 3;
-        let alice = Actor::Human { id: "telegram:1".into(), name: "telegram:@alice".into() };
-        let bob = Actor::Human { id: "slack:U2".into(), name: "slack:@bob".into() };
+        let alice = authorized(&p, &Actor::Human { id: "telegram:1".into(), name: "telegram:@alice".into() });
+        let bob = authorized(&p, &Actor::Human { id: "slack:U2".into(), name: "slack:@bob".into() });
         record_approval(&mut p, &alice, Terms::default(), None, Timestamp(1)).unwrap();
         record_approval(&mut p, &bob, Terms { note: None, except: vec![2] }, None, Timestamp(2)).unwrap();
         let tallies = p.review.tallies();

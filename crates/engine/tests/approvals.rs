@@ -19,7 +19,7 @@ fn key() -> SessionKey {
 }
 
 fn policy(required: u32, forbid_self: bool) -> ApprovalPolicy {
-    ApprovalPolicy { required, forbid_self }
+    ApprovalPolicy { required, forbid_self, ..ApprovalPolicy::default() }
 }
 
 fn ctx_at(now: i64, seed: u8, approvals: ApprovalPolicy) -> Ctx {

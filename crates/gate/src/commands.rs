@@ -72,6 +72,11 @@ fn decide(policy: &Policy, words: &[Word<'_>]) -> Result<String, String> {
         // No write-capable flags known: any arguments the grammar accepted.
         "ls" | "cat" | "pwd" | "grep" | "head" | "wc" | "stat" | "du" | "df" | "echo" | "printenv" | "whoami" | "uname" | "which"
         | "basename" | "dirname" | "realpath" | "true" => Ok(None),
+        // Reads JSON and prints it: no option writes a file or runs a
+        // program (`--rawfile`, `-f`, `-L` only read); redirections are the
+        // grammar's business.
+        "jq" => Ok(None),
+        "npm" => check_npm(&args).map(Some),
         "rg" => flags("rg", &RG, &args).map(|()| None),
         "sort" => flags("sort", &SORT, &args).map(|()| None),
         "tail" => check_tail(&args).map(|()| None),
@@ -486,7 +491,41 @@ fn check_hostname(args: &[&str]) -> Result<(), String> {
     Ok(())
 }
 
-const GIT_SUBCOMMANDS: &str = "status, log, diff, show, branch --list, rev-parse, ls-files, blame";
+const GIT_SUBCOMMANDS: &str =
+    "status, log, diff, show, branch --list, rev-parse, ls-files, blame, grep, remote -v, tag --list, describe, shortlog";
+
+/// `git grep`: `-O`/`--open-files-in-pager` runs a pager (any program, with
+/// a value: `-Ovim`), `--textconv` runs text-conversion programs from git
+/// config. `-O` takes an optional value in its own word, so it is not a
+/// value letter: the scan goes on and finds it in `-nO`.
+const GIT_GREP: Flags = Flags {
+    short_value: b"efABCm",
+    short_deny: &[(b'O', "opens the matching files in a pager or editor, which can run commands (--open-files-in-pager)")],
+    long_deny: &[
+        ("open-files-in-pager", "opens the matching files in a pager or editor, which can run commands"),
+        ("textconv", "runs text-conversion programs from git config"),
+        ("ext-grep", "runs an external grep"),
+        ("help", GIT_HELP),
+    ],
+    long_exact_ok: &[],
+};
+
+/// `git describe`: `--dirty` and `--broken` refresh the index (a write).
+const GIT_DESCRIBE: Flags = Flags {
+    short_value: b"",
+    short_deny: &[],
+    long_deny: &[
+        ("dirty", "refreshes the index, which writes .git/index"),
+        ("broken", "refreshes the index, which writes .git/index"),
+        ("help", GIT_HELP),
+    ],
+    long_exact_ok: &[],
+};
+
+/// `git shortlog`: log options, so the diff options that write or run
+/// programs are refused as for `git log`; every short letter is scanned (no
+/// value letters), so `-so x` shows its `-o`.
+const GIT_SHORTLOG: Flags = Flags { short_value: b"", ..GIT_DIFF };
 
 /// `git [--no-pager|-P|--no-optional-locks|...] SUBCOMMAND ARGS`. Returns the
 /// label for the allow reason (`git log`).
@@ -522,6 +561,19 @@ fn check_git(args: &[&str], glob: Option<&str>) -> Result<String, String> {
             }
         }
         "status" | "rev-parse" | "ls-files" => flags(&format!("git {sub}"), &GIT_PLAIN, rest)?,
+        "grep" => flags("git grep", &GIT_GREP, rest)?,
+        "describe" => flags("git describe", &GIT_DESCRIBE, rest)?,
+        "shortlog" => {
+            flags("git shortlog", &GIT_SHORTLOG, rest)?;
+            if rest.iter().any(|a| a.contains("%G")) {
+                return Err("`git shortlog` with a `%G` format placeholder runs gpg".to_string());
+            }
+        }
+        "remote" => check_git_remote(rest)?,
+        "tag" => match glob {
+            Some(glob) => return Err(positional_glob("git tag", glob)),
+            None => check_git_tag(rest)?,
+        },
         "branch" => match glob {
             Some(glob) => return Err(positional_glob("git branch", glob)),
             None => check_git_branch(rest)?,
@@ -544,6 +596,136 @@ fn git_global_reason(a: &str) -> String {
         _ => "is not on the read-only list (allowed: --no-pager, -P, --no-optional-locks, --*-pathspecs, --no-replace-objects)",
     };
     format!("`git {}` {why}", shown(name))
+}
+
+/// `git remote` only lists: bare, or with `-v`/`--verbose`. Every
+/// subcommand (`add`, `set-url`, `remove`, `update`, `prune`, even `show`,
+/// which talks to the remote through programs git config can name) is
+/// refused.
+fn check_git_remote(args: &[&str]) -> Result<(), String> {
+    for &a in args {
+        match a {
+            "-v" | "--verbose" => {}
+            _ if a.starts_with('-') => return Err(format!("`git remote {}` is not a listing option (only -v)", shown(a))),
+            _ => {
+                return Err(format!(
+                    "`git remote {}` is not a listing (add, set-url, remove, rename, update, prune change remotes or fetch); use `git remote -v`",
+                    shown(a)
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `git tag` only lists: bare, or with `-l`/`--list` (then operands are
+/// patterns). `git tag NAME` creates a tag and `-a/-s/-d/-f/-v/-m/...`
+/// create, delete or verify (gpg) tags, so the options are an allow list.
+fn check_git_tag(args: &[&str]) -> Result<(), String> {
+    let mut list = false;
+    let mut patterns: Option<&str> = None;
+    let mut i = 0;
+    while let Some(&a) = args.get(i) {
+        i += 1;
+        match a {
+            "-l" | "--list" => list = true,
+            "-n" | "-i" | "--ignore-case" | "--no-color" | "--color" | "--no-column" | "--column" | "--omit-empty" => {}
+            // Value in the next word (or optional, for `--contains` and
+            // friends, when last): a value that looks like an option is refused.
+            "--sort" | "--format" | "--points-at" | "--contains" | "--no-contains" | "--merged" | "--no-merged" => {
+                if let Some(&v) = args.get(i) {
+                    if v.starts_with('-') {
+                        return Err(format!("`git tag {a} {}`: write the value as `{a}=VALUE`", shown(v)));
+                    }
+                    i += 1;
+                }
+            }
+            _ if [
+                "--color=",
+                "--column=",
+                "--sort=",
+                "--format=",
+                "--contains=",
+                "--no-contains=",
+                "--merged=",
+                "--no-merged=",
+                "--points-at=",
+            ]
+            .iter()
+            .any(|p| a.starts_with(p)) => {}
+            // `-n3`: how many annotation lines to print.
+            _ if a.len() > 2 && a.starts_with("-n") && a[2..].bytes().all(|c| c.is_ascii_digit()) => {}
+            _ if a.starts_with('-') => {
+                return Err(format!(
+                    "`git tag {}` is not a listing option (-a, -s, -d, -f, -m, -v and friends create, delete or verify tags)",
+                    shown(a)
+                ))
+            }
+            _ => {
+                patterns.get_or_insert(a);
+            }
+        }
+    }
+    match patterns {
+        Some(p) if !list => Err(format!("`git tag {}` creates a tag; use `git tag --list PATTERN` to list", shown(p))),
+        _ => Ok(()),
+    }
+}
+
+/// `npm ls` / `npm list` with an allow list of display options: npm takes
+/// any `--<config key>=<value>` on its command line (`--script-shell`,
+/// `--userconfig`, `--prefix`, ...), so a deny list could never be complete.
+/// No global option before the subcommand; every other subcommand installs,
+/// runs scripts or publishes.
+fn check_npm(args: &[&str]) -> Result<String, String> {
+    let Some(&sub) = args.first() else {
+        return Err("`npm` needs a read-only subcommand (ls)".to_string());
+    };
+    if sub.starts_with('-') {
+        let name = sub.split('=').next().unwrap_or(sub);
+        return Err(format!("`npm {}` before the subcommand sets npm config, which can name programs to run", shown(name)));
+    }
+    if !matches!(sub, "ls" | "list") {
+        return Err(format!("`npm {}` is not a read-only npm subcommand (allowed: ls); it can install, build or run scripts", shown(sub)));
+    }
+    let mut i = 1;
+    while let Some(&a) = args.get(i) {
+        i += 1;
+        match a {
+            "--all"
+            | "-a"
+            | "--json"
+            | "--long"
+            | "-l"
+            | "--parseable"
+            | "-p"
+            | "--global"
+            | "-g"
+            | "--link"
+            | "--unicode"
+            | "--no-unicode"
+            | "--workspaces"
+            | "--include-workspace-root"
+            | "--package-lock-only"
+            | "--production"
+            | "--dev" => {}
+            "--depth" | "--omit" | "--include" | "--workspace" | "-w" => match args.get(i) {
+                Some(&v) if !v.starts_with('-') => i += 1,
+                _ => return Err(format!("`npm {sub} {a}` needs a value (e.g. `{a} 0`)")),
+            },
+            _ if ["--depth=", "--omit=", "--include=", "--workspace="].iter().any(|p| a.starts_with(p)) => {}
+            _ if a.starts_with('-') => {
+                let name = if a.starts_with("--") { a.split('=').next().unwrap_or(a) } else { a };
+                return Err(format!(
+                    "`npm {sub} {}` is not a display option of npm {sub}; npm reads any `--<key>` as config, which can name programs or files",
+                    shown(name)
+                ));
+            }
+            // Package names to show.
+            _ => {}
+        }
+    }
+    Ok(format!("npm {sub}"))
 }
 
 /// `git branch` only lists: with no operands, or operands as `--list`

@@ -4,6 +4,7 @@
 //! 3 a.m.
 
 use plangate_channel::Style;
+use plangate_engine::authority::Approvers;
 use plangate_engine::ids::is_valid_agent_id;
 use plangate_engine::{ApprovalPolicy, TimerPolicy};
 use serde::{Deserialize, Serialize};
@@ -652,11 +653,18 @@ impl Settings {
                 ))
             })
             .unwrap_or_default();
-        let short_token = "must be at least 12 characters; generate one with `openssl rand -hex 32`";
+        // The public development tokens of config/default.toml are judged by
+        // where the server listens (`check_secrets`), every other by itself.
+        let weak = |key: &str, token: &str| -> Option<ConfigError> {
+            let shipped_default = shipped_secrets().is_ok_and(|all| all.iter().any(|(v, k)| v == token && *k == Shipped::Default));
+            let env = format!("PLANGATE__{}", key.replace('.', "__").to_ascii_uppercase());
+            let why = weakness(token).filter(|_| !shipped_default)?;
+            Some(invalid(key, format!("{why}; generate one with `openssl rand -hex 32` and set it in the file or in {env}")))
+        };
         let mut tokens: Vec<(&str, String)> = Vec::new();
         if let Some(op) = &raw.server.operator_token {
-            if op.trim().len() < 12 {
-                problem(invalid("server.operator_token", short_token));
+            if let Some(e) = weak("server.operator_token", op) {
+                problem(e);
             }
             tokens.push((op, "server.operator_token".into()));
         }
@@ -667,8 +675,8 @@ impl Settings {
                     "agent ids are 1–64 characters of letters, digits, `-` and `_`; rename the section",
                 ));
             }
-            if agent.token.trim().len() < 12 {
-                problem(invalid(format!("agents.{id}.token"), short_token));
+            if let Some(e) = weak(&format!("agents.{id}.token"), &agent.token) {
+                problem(e);
             }
             if let Some((_, other)) = tokens.iter().find(|(t, _)| *t == agent.token) {
                 problem(invalid(format!("agents.{id}.token"), format!("is the same as {other}; every token must be unique")));
@@ -835,10 +843,15 @@ impl Settings {
     /// `[approvals]`, `[agents.<agent>.approvals]` and the
     /// `[destinations.<d>.approvals]` of every destination its cards go to
     /// (its own and its escalation ones). `required` is the largest that
-    /// applies, `forbid_self` holds if any says so. Unknown agents get the
-    /// defaults (one approver).
+    /// applies, `forbid_self` holds if any says so. With them, who may open
+    /// the gate (the approver lists of those destinations) and the requester
+    /// the agent's config names. Unknown agents: one approver, and nobody
+    /// on the list (only the operator may act).
     pub fn approval_policy(&self, agent: &str) -> ApprovalPolicy {
-        self.approval_policies.get(agent).copied().unwrap_or_default()
+        self.approval_policies
+            .get(agent)
+            .cloned()
+            .unwrap_or_else(|| ApprovalPolicy { approvers: Approvers::listed(Vec::<String>::new()), ..ApprovalPolicy::default() })
     }
 
     /// The requester `agent`'s token config names, if any.
@@ -927,7 +940,9 @@ fn approval_policies(raw: &Config, escalations: &BTreeMap<String, Vec<String>>) 
         let names: Vec<&String> = agent.destinations.iter().chain(escalations.get(id).map(Vec::as_slice).unwrap_or_default()).collect();
         let destinations: Vec<(&String, &DestinationConfig)> =
             names.iter().filter_map(|n| raw.destinations.get(*n).map(|d| (*n, d))).collect();
-        let mut policy = ApprovalPolicy::default();
+        let listed = destinations.iter().flat_map(|(_, d)| d.approvers.iter().cloned());
+        let mut policy =
+            ApprovalPolicy { approvers: Approvers::listed(listed), requested_by: agent.requested_by.clone(), ..ApprovalPolicy::default() };
         let mut strictest = "approvals.required".to_string();
         let mut consider = |key: String, required: Option<u32>, forbid_self: Option<bool>| {
             if let Some(n) = required.filter(|n| *n > policy.required) {
@@ -1042,16 +1057,47 @@ fn public_endpoint(raw: &Config) -> Option<&'static str> {
     None
 }
 
+/// The shortest token of plangate's own it accepts (characters): 16 random
+/// characters are what `openssl rand -hex 8` gives, the least worth having.
+pub const MIN_TOKEN_CHARS: usize = 16;
+
+/// Why a token of plangate's own (the operator's, an agent's) is too weak
+/// to guard anything, if it is — a platform's credential is the platform's
+/// business:
+/// too short, or one character or a short pattern repeated
+/// (`000000000000000000000000`, `abcabcabcabc…`, `passwordpassword`).
+fn weakness(value: &str) -> Option<String> {
+    let chars: Vec<char> = value.trim().chars().collect();
+    if chars.len() < MIN_TOKEN_CHARS {
+        return Some(format!("is too short ({} characters; at least {MIN_TOKEN_CHARS})", chars.len()));
+    }
+    let repeats = |unit: usize| chars.len().is_multiple_of(unit) && chars.chunks(unit).all(|c| c == &chars[..unit]);
+    if (1..=8).any(|unit| unit < chars.len() && repeats(unit)) {
+        return Some("is weak (one character or a short pattern repeated)".to_string());
+    }
+    let mut distinct = chars.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    if distinct.len() < 6 {
+        return Some(format!("is weak (only {} distinct characters)", distinct.len()));
+    }
+    None
+}
+
 /// Refuse every secret that is a shipped or placeholder value: anything that
-/// starts with `change-me`, any value of `config/example.toml`, and the public
-/// development values of `config/default.toml` unless the server listens on
-/// loopback only and no platform calls it (webhook or HTTP transport).
+/// starts with `change-me` or `from-env-` (a value that exists only to be
+/// replaced, never valid anywhere), any value of `config/example.toml`, and
+/// the public development values of `config/default.toml` unless the server
+/// listens on loopback only, no platform calls it (webhook or HTTP
+/// transport) and it has no public web page (`server.public_url`).
 fn check_secrets(raw: &Config, bind: &SocketAddr) -> Result<(), ConfigError> {
     let shipped = shipped_secrets()?;
     let exposed = if !bind.ip().is_loopback() {
         Some(format!("server.bind = \"{bind}\" is not loopback"))
+    } else if let Some(e) = public_endpoint(raw) {
+        Some(format!("{e} lets a platform reach this server"))
     } else {
-        public_endpoint(raw).map(|e| format!("{e} lets a platform reach this server"))
+        raw.server.public_url.as_ref().map(|url| format!("server.public_url = \"{url}\" puts its sign-in page on the network"))
     };
     let mut found = Vec::new();
     secrets(&serde_json::to_value(raw).unwrap_or_default(), "", false, &mut found);
@@ -1061,8 +1107,14 @@ fn check_secrets(raw: &Config, bind: &SocketAddr) -> Result<(), ConfigError> {
         let fix = format!("set a real secret (e.g. `openssl rand -hex 32` for a token of plangate's own) in the file or in {env}");
         let normalized: String = value.trim().to_ascii_lowercase().chars().filter(|c| !matches!(c, '-' | '_')).collect();
         let kind = shipped.iter().filter(|(v, _)| *v == value).map(|(_, k)| *k).min_by_key(|k| *k != Shipped::Example);
+        let named = value.trim().strip_prefix("from-env-").map(str::to_string);
         let problem = match (kind, &exposed) {
             _ if normalized.starts_with("changeme") => format!("is a placeholder (\"change-me…\"); {fix}"),
+            _ if named.is_some() => format!(
+                "is a placeholder (\"{value}\") left in place: export {} (or put a real secret in the file); \
+                 a placeholder never works as a secret",
+                named.unwrap_or(env.clone())
+            ),
             (Some(Shipped::Example), _) => format!("is the example value from config/example.toml, public to anyone; {fix}"),
             (Some(Shipped::Default), Some(why)) => format!(
                 "still has the public development value from config/default.toml, accepted only on a loopback bind \
@@ -1076,7 +1128,7 @@ fn check_secrets(raw: &Config, bind: &SocketAddr) -> Result<(), ConfigError> {
     let Some((key, mut problem)) = refused.next() else {
         return Ok(());
     };
-    let others: Vec<String> = refused.map(|(k, _)| format!("`{k}`")).collect();
+    let others: Vec<String> = refused.map(|(k, _)| format!("`{k}` (PLANGATE__{})", k.replace('.', "__").to_ascii_uppercase())).collect();
     if !others.is_empty() {
         problem.push_str(&format!(" (the same goes for {})", others.join(", ")));
     }
@@ -1219,11 +1271,12 @@ mod tests {
                     [destinations.b]\nchannel = \"slack\"\nchat = \"C1\"\napprovers = [\"slack:U1\"]\n";
         let agent = |extra: &str| format!("[agents.x]\ntoken = \"0123456789abcdef\"\ndestinations = [\"a\", \"b\"]\n{extra}");
         let s = parse(&format!("{base}{}", agent(""))).unwrap();
-        assert_eq!(s.approval_policy("x"), ApprovalPolicy { required: 1, forbid_self: false });
-        assert_eq!(s.approval_policy("unknown"), ApprovalPolicy::default());
+        assert_eq!((s.approval_policy("x").required, s.approval_policy("x").forbid_self), (1, false));
+        assert_eq!(s.approval_policy("unknown").approvers, Approvers::listed(Vec::<String>::new()));
         // The destination's stricter rule wins over the global one.
         let toml = format!("{base}[destinations.b.approvals]\nrequired = 3\nforbid_self = true\n[approvals]\nrequired = 2\n{}", agent(""));
-        assert_eq!(parse(&toml).unwrap().approval_policy("x"), ApprovalPolicy { required: 3, forbid_self: true });
+        let p = parse(&toml).unwrap().approval_policy("x");
+        assert_eq!((p.required, p.forbid_self), (3, true));
         // Four approvers wanted, three exist.
         let toml = format!("{base}{}[agents.x.approvals]\nrequired = 4\n", agent(""));
         let err = parse(&toml).unwrap_err().to_string();
@@ -1245,7 +1298,7 @@ mod tests {
         let cases = [
             ("[server]\nbind = \"nope\"\ndata_dir = \"d\"\n", "server.bind"),
             ("[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n[agents.a]\ntoken = \"short\"\n", "agents.a.token"),
-            ("[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n[agents.a]\ntoken = \"0123456789abc\"\ndestinations = [\"x\"]\n", "agents.a.destinations"),
+            ("[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n[agents.a]\ntoken = \"0123456789abcdef-a\"\ndestinations = [\"x\"]\n", "agents.a.destinations"),
             ("[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n[approvals]\nnudges = [\"2h\"]\ntimeout = \"1h\"\n", "approvals.nudges[0]"),
             ("[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n[approvals]\ntimeout = \"soon\"\n", "approvals.timeout"),
             ("[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n[destinations.x]\nchannel = \"irc\"\nchat = \"1\"\n", "destinations.x.channel"),
@@ -1267,8 +1320,8 @@ mod tests {
             [telegram]\ntoken = \"1:real-bot-token\"\n\
             [destinations.leads]\nchannel = \"telegram\"\nchat = \"-1\"\n\
             [approvals]\nnudges = [\"10m\"]\ntimeout = \"2h\"\nescalate_to = [\"leads\"]\n\
-            [agents.a]\ntoken = \"0123456789abc\"\n[agents.a.approvals]\nnudges = [\"5m\", \"20m\"]\n\
-            [agents.b]\ntoken = \"0123456789abd\"\n[agents.b.approvals]\nescalate_to = []\n";
+            [agents.a]\ntoken = \"0123456789abcdef-a\"\n[agents.a.approvals]\nnudges = [\"5m\", \"20m\"]\n\
+            [agents.b]\ntoken = \"0123456789abcdef-b\"\n[agents.b.approvals]\nescalate_to = []\n";
         let s = parse(toml).unwrap();
         let a = s.timer_policy("a");
         assert_eq!(a.nudges_ms, vec![300_000, 1_200_000]);
@@ -1289,20 +1342,36 @@ mod tests {
     }
 
     /// The README's quick-start config, taken from README.md itself, is
-    /// `config/quickstart.toml` and loads as written (so the doc cannot
-    /// drift); its stand-in secrets are refused once the server is exposed.
+    /// `config/quickstart.toml` and loads once the environment variables its
+    /// stand-in secrets name are set (so the doc cannot drift); left in
+    /// place, a stand-in is refused naming its variable, anywhere.
     #[test]
     fn the_readme_quick_start_config_loads_as_written() {
         let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
         let after = readme.split("<!-- quickstart:plangate.toml -->").nth(1).expect("the README marks its quick-start config");
         let block = after.split("```toml\n").nth(1).and_then(|b| b.split("```").next()).expect("a toml block after the marker");
         assert_eq!(block, QUICKSTART_TOML, "README.md and config/quickstart.toml differ");
+        let err = parse(block).unwrap_err().to_string();
+        assert!(err.contains("is a placeholder") && err.contains("export PLANGATE__"), "{err}");
+        let block = &block
+            .replace("from-env-PLANGATE__SERVER__OPERATOR_TOKEN", "5b1e9c2a7f3d4e6081a9c3e5f7b2d4a6")
+            .replace("from-env-PLANGATE__TELEGRAM__TOKEN", "123456:a-real-bot-token")
+            .replace("from-env-PLANGATE__AGENTS__CLAUDE__TOKEN", "9f2c4e7a1b3d5f60a8c2e4b6d8f0a1c3");
         let s = parse(block).unwrap();
         assert_eq!(s.raw.agents["claude"].destinations, vec!["phone".to_string()]);
         serde_json::from_value::<plangate_telegram::TelegramConfig>(s.raw.telegram.clone().unwrap()).unwrap().validate().unwrap();
         assert_eq!(s.timer_policy("claude").nudges_ms, vec![600_000, 1_800_000, 3_600_000], "the default nudges");
-        let err = parse(&block.replace("127.0.0.1:8787", "0.0.0.0:8787")).unwrap_err().to_string();
-        assert!(err.contains("public development value"), "{err}");
+    }
+
+    /// Tokens of plangate's own: short ones and repeated patterns are refused.
+    #[test]
+    fn weak_tokens_of_our_own_are_refused() {
+        for weak in ["short", "000000000000000000000000", "abcabcabcabcabcabcabc", "passwordpassword", "aabbccaabbccaabbccab"] {
+            assert!(weakness(weak).is_some(), "{weak}");
+        }
+        for strong in ["9f2c4e7a1b3d5f60a8c2e4b6d8f0a1c3", "test-agent-token-0123456789", "operator-token-123"] {
+            assert_eq!(weakness(strong), None, "{strong}");
+        }
     }
 
     #[test]
@@ -1336,7 +1405,7 @@ mod tests {
     fn subagent_expiry_and_shared_namespaces() {
         let s = parse(DEFAULT_TOML).unwrap();
         assert_eq!(s.timer_policy("demo").subagent_expiry_ms, Some(30 * 60_000));
-        let base = "[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n[agents.a]\ntoken = \"0123456789abc\"\n[agents.b]\ntoken = \"0123456789abd\"\n";
+        let base = "[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n[agents.a]\ntoken = \"0123456789abcdef-a\"\n[agents.b]\ntoken = \"0123456789abcdef-b\"\n";
         let s = parse(&format!("{base}[approvals]\nsubagent_expiry = \"off\"\n[agents.b.approvals]\nsubagent_expiry = \"5m\"\n")).unwrap();
         assert_eq!((s.timer_policy("a").subagent_expiry_ms, s.timer_policy("b").subagent_expiry_ms), (None, Some(300_000)));
         for (extra, key) in [

@@ -458,11 +458,7 @@ impl Hub {
                     Ok(found) => found,
                     Err(why) => return Reply::Text(why),
                 };
-                let ok = format!(
-                    "Released by {}: no plan required. The agent may change things without an approved plan.",
-                    Self::actor(ev).label()
-                );
-                self.session_command(ev, &state.session.key, Command::Off, &ok).await
+                self.release(ev, &state.session.key).await
             }
             PlanCommand::Answer(text) => match self.resolve(ev, target).await {
                 Ok((state, _)) => {
@@ -518,13 +514,44 @@ impl Hub {
     }
 
     async fn session_command(&self, ev: &Inbound, key: &SessionKey, command: Command, ok: &str) -> Reply {
+        match self.session_execute(ev, key, command).await {
+            Ok(_) => Reply::Text(ok.to_string()),
+            Err(why) => Reply::Text(why),
+        }
+    }
+
+    /// Authorize and execute a command on a session; a refusal of who may
+    /// act (here or by the engine's rules) is audited.
+    async fn session_execute(&self, ev: &Inbound, key: &SessionKey, command: Command) -> Result<crate::core::Executed, Refused> {
         if let Err(why) = self.authorize(ev, &key.agent) {
             self.refuse(ev, key, None, &why).await;
-            return Reply::Text(why);
+            return Err(why);
         }
         match self.core.execute(key, Self::actor(ev), command, self.meta(ev)).await {
-            Ok(_) => Reply::Text(ok.to_string()),
-            Err(e) => Reply::Text(explain(e)),
+            Ok(done) => Ok(done),
+            Err(e @ CoreError::Refused(Refusal::Forbidden(_) | Refusal::AlreadyApproved(_))) => {
+                let why = explain(e);
+                self.refuse(ev, key, None, &why).await;
+                Err(why)
+            }
+            Err(e) => Err(explain(e)),
+        }
+    }
+
+    /// `/plan off`: released, or — under a quorum — one more request on the
+    /// way, said as the engine counted it.
+    async fn release(&self, ev: &Inbound, key: &SessionKey) -> Reply {
+        match self.session_execute(ev, key, Command::Off).await {
+            Ok(done) => match &done.transition.state.session.released_by {
+                Some(by) => {
+                    Reply::Text(format!("Released by {by}: no plan required. The agent may change things without an approved plan."))
+                }
+                None => {
+                    let counted = done.transition.audit.last().map(|a| a.detail.clone()).unwrap_or_default();
+                    Reply::Text(format!("Not released yet: {counted}."))
+                }
+            },
+            Err(why) => Reply::Text(why),
         }
     }
 

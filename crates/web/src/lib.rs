@@ -161,6 +161,16 @@ impl Links {
     }
 
     /// Whether cookies must be `Secure` (the page is public over https).
+    /// The origin (`scheme://host[:port]`) of the public URL: what a
+    /// browser sends as `Origin` for a form posted from the page itself.
+    pub fn origin(&self) -> &str {
+        let after_scheme = self.base.find("://").map(|i| i + 3).unwrap_or(0);
+        match self.base[after_scheme..].find('/') {
+            Some(slash) => &self.base[..after_scheme + slash],
+            None => &self.base,
+        }
+    }
+
     pub fn secure(&self) -> bool {
         self.base.starts_with("https://")
     }

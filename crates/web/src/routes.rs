@@ -54,8 +54,51 @@ pub fn router(web: Arc<Web>) -> Router {
         .route("/signout", post(sign_out))
         .route(page::STYLE_PATH, get(|| async { asset("text/css; charset=utf-8", STYLE) }))
         .route(page::SCRIPT_PATH, get(|| async { asset("text/javascript; charset=utf-8", SCRIPT) }))
+        .layer(axum::middleware::from_fn_with_state(web.clone(), same_origin_posts))
         .layer(axum::middleware::map_response(security_headers))
         .with_state(web)
+}
+
+/// Refuse a state-changing request (every POST: sign-in, sign-out, a
+/// decision) that a browser says comes from another site. Without it a
+/// form on any site could sign a visitor's browser in as the attacker
+/// (login CSRF) or post with their cookie. A browser sends
+/// `Sec-Fetch-Site` (modern ones) or at least `Origin` on a POST; a request
+/// with neither is not a browser's cross-site form, and its cookie and CSRF
+/// token are checked as before.
+async fn same_origin_posts(State(web): State<Shared>, request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    if request.method() == axum::http::Method::POST {
+        if let Err(why) = same_origin(request.headers(), web.links.origin()) {
+            tracing::warn!(path = %request.uri().path(), why, "web: cross-site request refused");
+            return html(
+                StatusCode::FORBIDDEN,
+                page::message("Refused", "This request came from another site. Open plangate's page and try again there.", None),
+            );
+        }
+    }
+    next.run(request).await
+}
+
+/// Whether a POST's fetch metadata says it came from the page itself: the
+/// public URL's origin, or the host the request was sent to (a page opened
+/// at another address of the same server, such as a loopback one).
+fn same_origin(headers: &HeaderMap, origin: &str) -> Result<(), &'static str> {
+    if let Some(site) = headers.get("sec-fetch-site") {
+        // `none`: the person started it (a bookmark, the address bar).
+        if !matches!(site.as_bytes(), b"same-origin" | b"none") {
+            return Err("Sec-Fetch-Site is not same-origin");
+        }
+    }
+    if let Some(sent) = headers.get(header::ORIGIN) {
+        let sent = sent.to_str().unwrap_or_default();
+        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
+        let sent_host = sent.split_once("://").map(|(_, rest)| rest).unwrap_or_default();
+        let ours = sent.eq_ignore_ascii_case(origin) || (!host.is_empty() && sent_host.eq_ignore_ascii_case(host));
+        if !ours {
+            return Err("Origin is not the page's");
+        }
+    }
+    Ok(())
 }
 
 async fn security_headers(mut response: Response) -> Response {
@@ -394,4 +437,37 @@ async fn sign_out(State(web): State<Shared>, headers: HeaderMap, Form(form): For
         response.headers_mut().insert(header::SET_COOKIE, value);
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_origin;
+    use axum::http::HeaderMap;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        pairs.iter().map(|(k, v)| (k.parse().expect("name"), v.parse().expect("value"))).collect()
+    }
+
+    #[test]
+    fn posts_from_the_page_pass_and_from_other_sites_do_not() {
+        let page = "https://plans.example.com";
+        let host = ("host", "127.0.0.1:8787");
+        for ok in [
+            &[][..],
+            &[("origin", "https://plans.example.com"), ("sec-fetch-site", "same-origin")][..],
+            &[("origin", "http://127.0.0.1:8787"), host][..],
+            &[("sec-fetch-site", "none")][..],
+        ] {
+            assert!(same_origin(&headers(ok), page).is_ok(), "{ok:?}");
+        }
+        for bad in [
+            &[("origin", "https://evil.example"), host][..],
+            &[("origin", "null"), host][..],
+            &[("sec-fetch-site", "cross-site")][..],
+            &[("sec-fetch-site", "same-site"), ("origin", "https://plans.example.com")][..],
+            &[("origin", "https://plans.example.com.evil.example")][..],
+        ] {
+            assert!(same_origin(&headers(bad), page).is_err(), "{bad:?}");
+        }
+    }
 }

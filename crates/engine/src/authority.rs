@@ -1,0 +1,252 @@
+//! Who may open the gate: the one check every transition that lets
+//! mutations run goes through.
+//!
+//! Four things let an agent mutate under the default gate scope: an
+//! approval, an edit (an approval of the edited plan), a release (`/plan
+//! off`, operator `release`) and auto mode (a standing "yes" to later
+//! proposals). A person who may not do one of them must not be able to do
+//! another: a requester refused Approve under separation of duties must not
+//! simply release the session instead, and one approver must not release
+//! what two must approve. So they share one function, [`check`], which
+//! applies every rule of the round to every [`Opening`]:
+//!
+//! * **a person** — never the agent or the scheduler;
+//! * **the approver list** — a chat identity must be on the approver list
+//!   of one of the agent's destinations ([`Approvers`]); the operator, who
+//!   holds everything, is on every list;
+//! * **separation of duties** — under `forbid_self`, never the requester;
+//! * **the quorum** — what needs `required` distinct approvers is counted
+//!   (approvals by [`crate::review::record_approval`], releases by
+//!   [`record_release`], both of which take the [`Authorized`] proof that
+//!   only [`check`] makes); auto mode, which cannot count, is refused under
+//!   a quorum.
+//!
+//! [`crate::machine::apply`] enforces the other half: a transition that
+//! leaves the gate open where it was shut, or turns auto mode on, without an
+//! [`Authorized`] from [`check`] is refused. A new path that forgets the
+//! check fails closed instead of opening the gate.
+
+use crate::command::Refusal;
+use crate::ids::Timestamp;
+use crate::model::{Actor, ApprovalState, DecisionStatus, Mode, Session, State};
+use crate::review::{self, ApprovalPolicy};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+/// A transition that lets mutations run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opening {
+    /// Approve the pending plan (with or without a note or excluded steps).
+    Approve,
+    /// Approve an edited version of the pending plan.
+    Edit,
+    /// Release the session: no plan required.
+    Release,
+    /// Switch auto mode on: later proposals approve themselves.
+    Auto,
+}
+
+impl Opening {
+    /// Every opening, for tests that must cover them all.
+    pub const ALL: [Opening; 4] = [Opening::Approve, Opening::Edit, Opening::Release, Opening::Auto];
+
+    /// The verb refusals use: "someone else must {verb} it".
+    pub fn verb(self) -> &'static str {
+        match self {
+            Opening::Approve => "approve",
+            Opening::Edit => "edit",
+            Opening::Release => "release",
+            Opening::Auto => "turn on auto-approve for",
+        }
+    }
+}
+
+/// Who, besides the operator, may open the gate of an agent's sessions.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Approvers {
+    /// The caller checked the person itself. Only for tests and tools that
+    /// drive the engine directly; the server always passes [`Approvers::Listed`].
+    #[default]
+    Unchecked,
+    /// The identities (`telegram:111`) on the approver lists of the agent's
+    /// destinations, its escalation ones included. Empty: nobody but the
+    /// operator (an unknown agent).
+    Listed(Arc<BTreeSet<String>>),
+}
+
+impl Approvers {
+    pub fn listed<I: IntoIterator<Item = S>, S: Into<String>>(ids: I) -> Approvers {
+        Approvers::Listed(Arc::new(ids.into_iter().map(Into::into).collect()))
+    }
+
+    fn admits(&self, actor: &Actor) -> bool {
+        match (self, actor) {
+            (_, Actor::Operator { .. }) => true,
+            (Approvers::Unchecked, Actor::Human { .. }) => true,
+            (Approvers::Listed(ids), Actor::Human { id, .. }) => ids.contains(id),
+            (_, Actor::Agent | Actor::Scheduler) => false,
+        }
+    }
+}
+
+/// Proof that [`check`] passed: the only way to count an approval or a
+/// release, and what [`crate::machine::apply`] looks for when a transition
+/// opens the gate. Its fields are private, so nothing else can make one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Authorized {
+    opening: Opening,
+    identity: String,
+    by: String,
+    required: u32,
+}
+
+impl Authorized {
+    pub fn opening(&self) -> Opening {
+        self.opening
+    }
+    /// The identity that counts towards a quorum (`telegram:111`).
+    pub fn identity(&self) -> &str {
+        &self.identity
+    }
+    /// How receipts name them (`telegram:@alice`).
+    pub fn by(&self) -> &str {
+        &self.by
+    }
+    /// Distinct approvers the opening needs.
+    pub fn required(&self) -> u32 {
+        self.required
+    }
+}
+
+/// The rules an opening of `state` is held to: the pending proposal's
+/// stamped rules for its approval or edit; for a release, the strictest of
+/// those and the current configuration (`policy`), with the requester of
+/// the latest proposal, else the one the agent's configuration names; for
+/// auto mode, the current configuration.
+fn rules(state: &State, opening: Opening, policy: &ApprovalPolicy) -> (u32, bool, Option<String>) {
+    let pending = state.latest.as_ref().filter(|p| p.status == DecisionStatus::Pending);
+    match (opening, pending) {
+        (Opening::Approve | Opening::Edit, Some(p)) => (p.review.required.max(1), p.review.forbid_self, p.review.requested_by.clone()),
+        (Opening::Release, Some(p)) => (
+            p.review.required.max(policy.required).max(1),
+            p.review.forbid_self || policy.forbid_self,
+            p.review.requested_by.clone().or_else(|| policy.requested_by.clone()),
+        ),
+        (Opening::Release, None) => {
+            let latest = state.latest.as_ref().and_then(|p| p.review.requested_by.clone());
+            (policy.required.max(1), policy.forbid_self, latest.or_else(|| policy.requested_by.clone()))
+        }
+        // No pending proposal to approve: the machine refuses it as stale;
+        // hold it to the configuration meanwhile.
+        (Opening::Approve | Opening::Edit | Opening::Auto, _) => (policy.required.max(1), policy.forbid_self, policy.requested_by.clone()),
+    }
+}
+
+/// The one check of every opening: a person, on the approver list, not the
+/// requester under separation of duties, and — for auto mode, which cannot
+/// be counted — no quorum. Approvals and releases under a quorum are then
+/// counted with the returned proof.
+pub fn check(state: &State, actor: &Actor, opening: Opening, policy: &ApprovalPolicy) -> Result<Authorized, Refusal> {
+    let what = match opening {
+        Opening::Approve | Opening::Edit => "decide a plan",
+        Opening::Release => "release a session from planning",
+        Opening::Auto => "change auto mode",
+    };
+    let Some(identity) = review::identity(actor) else {
+        return Err(Refusal::Forbidden(format!("only a human approver can {what}; an agent can never {what}")));
+    };
+    if !policy.approvers.admits(actor) {
+        return Err(Refusal::Forbidden(format!(
+            "You ({identity}) are not on the approver list of any destination of {}'s plans, so you cannot {what} here.",
+            state.session.key.agent
+        )));
+    }
+    let (required, forbid_self, requester) = rules(state, opening, policy);
+    if forbid_self && requester.as_deref() == Some(identity.as_str()) {
+        let requester = requester.unwrap_or_default();
+        return Err(Refusal::Forbidden(format!(
+            "You asked for this work ({requester}), and separation of duties (approvals.forbid_self) means someone else must {} it. \
+             You can still request changes or cancel.",
+            opening.verb()
+        )));
+    }
+    if opening == Opening::Auto {
+        review::check_auto_allowed(&ApprovalPolicy { required, forbid_self, ..ApprovalPolicy::default() })?;
+    }
+    Ok(Authorized { opening, identity, by: actor.label(), required })
+}
+
+/// The standing authorization of auto mode for a proposal the agent just
+/// made: only while auto mode is on and the current rules allow it (no
+/// quorum, no separation of duties). `None`: the proposal waits for people.
+pub fn auto_approval(session: &Session, policy: &ApprovalPolicy) -> Option<Authorized> {
+    if !session.auto_approve || review::check_auto_allowed(policy).is_err() {
+        return None;
+    }
+    Some(Authorized { opening: Opening::Approve, identity: "auto".to_string(), by: "auto".to_string(), required: 1 })
+}
+
+/// Whether the session, as it stands, lets mutations run under the default
+/// gate scope ([`crate::GateScope::ApprovedPlan`]); auto mode counts, as a
+/// "yes" given in advance.
+pub fn holds_open(session: &Session) -> bool {
+    let executing = matches!(session.approval, ApprovalState::Approved | ApprovalState::Edited);
+    session.auto_approve || (session.mode == Mode::Normal && (executing || session.released_by.is_some()))
+}
+
+/// One person's request to release a session, waiting for the quorum.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReleaseRequest {
+    /// Who, as an identity: what makes requests distinct.
+    pub approver: String,
+    /// How receipts show them.
+    pub by: String,
+    pub at: Timestamp,
+    /// The session version it was made at: a new proposal starts over.
+    pub version: u32,
+}
+
+/// What a release request did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Released {
+    /// Enough distinct people asked: release, naming them all.
+    Reached { by: String },
+    /// One more on the way: `1 of 2 approvers asked to release demo/s1`.
+    Waiting { detail: String },
+}
+
+/// Count `auth`'s request to release `session`: requests of earlier
+/// versions lapse, a repeat by the same person changes nothing, and the
+/// release happens once `auth.required()` distinct people asked.
+pub fn record_release(session: &mut Session, auth: &Authorized, now: Timestamp) -> Result<Released, Refusal> {
+    let version = session.version;
+    let required = auth.required.max(1) as usize;
+    session.release_requests.retain(|r| r.version == version);
+    if session.release_requests.iter().any(|r| r.approver == auth.identity) {
+        return Err(Refusal::AlreadyApproved(format!(
+            "You already asked to release {} ({} of {required}); another approver must release it too (/plan off).",
+            session.key,
+            session.release_requests.len()
+        )));
+    }
+    session.release_requests.push(ReleaseRequest { approver: auth.identity.clone(), by: auth.by.clone(), at: now, version });
+    let have = session.release_requests.len();
+    if have >= required {
+        let names: Vec<&str> = session.release_requests.iter().map(|r| r.by.as_str()).collect();
+        let by = match names.as_slice() {
+            [rest @ .., last] if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+            _ => auth.by.clone(),
+        };
+        session.release_requests.clear();
+        return Ok(Released::Reached { by });
+    }
+    Ok(Released::Waiting {
+        detail: format!(
+            "{have} of {required} approvers asked to release {} (approvals.required = {required}): {} more must release it too \
+             (/plan off, or the operator's release), or approve the plan",
+            session.key,
+            required - have
+        ),
+    })
+}

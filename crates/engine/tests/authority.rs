@@ -147,7 +147,12 @@ fn start(from: From, policy: &ApprovalPolicy) -> State {
     if from == From::Planning {
         return planning;
     }
-    let propose = Command::Propose { plan: plan("v1"), markdown: None, requested_by: Some("telegram:333".into()) };
+    let propose = Command::Propose {
+        plan: plan("v1"),
+        markdown: None,
+        requested_by: Some("telegram:333".into()),
+        harness: plangate_engine::Harness::Api,
+    };
     let pending = run(&planning, &Actor::Agent, propose, 2);
     if from == From::Pending {
         return pending;
@@ -199,7 +204,12 @@ fn cell(tr: &Transition, rule: Rule) -> Result<(), String> {
     }
     // Auto mode opens the gate for the next proposal.
     if tr.opening == Opening::Auto {
-        let propose = Command::Propose { plan: plan("later"), markdown: None, requested_by: Some("telegram:333".into()) };
+        let propose = Command::Propose {
+            plan: plan("later"),
+            markdown: None,
+            requested_by: Some("telegram:333".into()),
+            harness: plangate_engine::Harness::Api,
+        };
         state = apply(&state, &Actor::Agent, propose, &ctx(n, &policy)).map_err(|e| format!("propose refused: {e}"))?.state;
     }
     let expected = rule.opens(tr.opening);

@@ -28,6 +28,12 @@ pub enum Harness {
     ClaudeCode,
     /// Codex through `plangate hook codex`: the plan is a `<proposed_plan>`
     /// block in the final message of a turn.
+    ///
+    /// Codex hands a `Stop` hook's answer to the model XML-escaped (`<`,
+    /// `>`, `&` become `&lt;`, `&gt;`, `&amp;` inside its `<hook_prompt>`;
+    /// seen with 0.169.0), and that is how every `[PLAN_*]` text reaches it,
+    /// so those texts name the block without angle brackets. A gate denial
+    /// arrives verbatim (the `PreToolUse` reason) and spells the tag out.
     Codex,
 }
 
@@ -52,7 +58,9 @@ impl Harness {
         match self {
             Harness::Api => "Propose one (exit_plan_mode, or POST …/proposals), or ask the user a question (ask_user_question)",
             Harness::ClaudeCode => "Write your plan to the plan file and call ExitPlanMode, or ask the user a question (AskUserQuestion)",
-            Harness::Codex => "Write it in a <proposed_plan> block and end your turn, or ask the user a question in your reply",
+            Harness::Codex => {
+                "End your turn with the plan in a proposed_plan block (its opening and closing tags each on a line of its own), or ask the user a question in your reply"
+            }
         }
     }
 
@@ -64,7 +72,7 @@ impl Harness {
                 "Stay in plan mode: revise your plan file to address this feedback and call ExitPlanMode again. Change nothing else."
             }
             Harness::Codex => {
-                "Change nothing yet: revise the plan to address this feedback and present it again in a <proposed_plan> block, then end your turn."
+                "Change nothing yet: revise the plan to address this feedback and present it again in a proposed_plan block, as before, then end your turn."
             }
         }
     }
@@ -91,13 +99,13 @@ impl Harness {
         match self {
             Harness::Api => "Stay in plan mode; propose again or ask a question.",
             Harness::ClaudeCode => "Stay in plan mode; call ExitPlanMode again to re-propose, or ask the user (AskUserQuestion).",
-            Harness::Codex => "Change nothing; present the plan again in a <proposed_plan> block, or ask the user in your reply.",
+            Harness::Codex => "Change nothing; present the plan again in a proposed_plan block, as before, or ask the user in your reply.",
         }
     }
 
-    /// The prefix of a quoted line (feedback, questions). Codex HTML-escapes
-    /// `>` in text a hook hands back (`&gt; …`, seen with 0.169.0), so its
-    /// quotes use a bar.
+    /// The prefix of a quoted line (feedback, questions). Codex XML-escapes
+    /// the text a `Stop` hook hands back (`&gt; …`, seen with 0.169.0; see
+    /// [`Harness::Codex`]), so its quotes use a bar.
     pub fn quote_prefix(self) -> &'static str {
         match self {
             Harness::Codex => "| ",

@@ -298,9 +298,26 @@ async fn stop(input: &Input, settings: &Settings) -> Answer {
         None | Some(Err(CodexError::NoBlock)) => deliver_undelivered(input, settings).await,
         // A broken block: tell the model once; if it breaks it again, stop.
         Some(Err(e)) if !input.stop_hook_active => Answer::Continue(format!(
-            "plangate could not read your plan: {e}. End your reply with the complete plan in one <proposed_plan> … </proposed_plan> block, each tag on a line of its own."
+            "plangate could not read your plan: {}. End your reply with the complete plan in one proposed_plan block, its opening and closing tags each on a line of its own.",
+            unreadable(&e)
         )),
         Some(Err(e)) => Answer::LetStop(format!("plangate: the plan in the last message could not be read ({e}); it was not submitted")),
+    }
+}
+
+/// Why a plan block could not be read, for the model: without angle
+/// brackets, like every text of a `Stop` answer (Codex XML-escapes it, see
+/// [`plangate_engine::Harness::Codex`]), so the tags are named, not written.
+fn unreadable(e: &CodexError) -> String {
+    match e {
+        CodexError::NoBlock => "there is no proposed_plan block".to_string(),
+        CodexError::Unterminated { line } => {
+            format!("the proposed_plan block opened on line {line} is never closed (is the message cut off?)")
+        }
+        CodexError::Nested { line, outer } => {
+            format!("line {line} opens a proposed_plan block inside the one opened on line {outer}; close the first one first")
+        }
+        CodexError::Empty { start, end } => format!("the proposed_plan block on lines {start}–{end} is empty"),
     }
 }
 
@@ -325,7 +342,7 @@ async fn propose(input: &Input, settings: &Settings, body: ProposalBody) -> Answ
         // The plan itself was refused (too long, no title…): the model can fix that, once.
         Ok(Err(e @ AgentError::Api { status: 422, .. })) if !input.stop_hook_active => {
             return Answer::Continue(format!(
-                "plangate refused your plan: {e}. Fix it and end your reply with the plan in a <proposed_plan> block again."
+                "plangate refused your plan: {e}. Fix it and end your reply with the plan in a proposed_plan block again."
             ))
         }
         Ok(Err(e)) => return Answer::LetStop(format!("plangate could not submit the plan: {e}")),
@@ -417,6 +434,48 @@ mod tests {
         assert!(rendered(&stop)["systemMessage"].as_str().unwrap_or("").contains("PLANGATE_TOKEN"));
         let odd = answer(br#"{"hook_event_name":"Stop","session_id":"s","last_assistant_message":7}"#, no_settings).await;
         assert!(matches!(odd, Answer::LetStop(_)), "{odd:?}");
+    }
+
+    /// Codex XML-escapes what a `Stop` answer hands the model (0.169.0:
+    /// `<hook_prompt …>[PLAN_DECISION] … present it again in a
+    /// &lt;proposed_plan&gt; block`), so nothing plangate itself writes into
+    /// one holds `<`, `>` or `&`: the plan-block advice of every
+    /// `[PLAN_DECISION]` and `[PLAN_NUDGE]` text, and the hook's own answer
+    /// to a block it cannot read (here, without a server: it asks none).
+    #[tokio::test]
+    async fn what_a_stop_answer_tells_codex_survives_its_escaping() {
+        use plangate_engine::Harness;
+        let h = Harness::Codex;
+        let mut texts: Vec<String> =
+            [h.how_to_propose(), h.how_to_revise(), h.how_to_go_on_unapproved(), h.how_to_ask(), h.how_to_execute(), h.quote_prefix()]
+                .map(String::from)
+                .to_vec();
+        for e in [
+            CodexError::NoBlock,
+            CodexError::Unterminated { line: 1 },
+            CodexError::Nested { line: 3, outer: 1 },
+            CodexError::Empty { start: 1, end: 2 },
+        ] {
+            texts.push(unreadable(&e));
+        }
+        let settings = || -> Result<Settings, AgentError> {
+            Ok(Settings { client: Client::new("http://127.0.0.1:9", None)?, wait: Duration::ZERO, recall: Box::new(NoRecall) })
+        };
+        let cut_off =
+            br#"{"hook_event_name":"Stop","session_id":"s","stop_hook_active":false,"last_assistant_message":"<proposed_plan>\n# Plan\n"}"#;
+        match answer(cut_off, settings).await {
+            Answer::Continue(text) => {
+                assert!(text.contains("proposed_plan block opened on line 1 is never closed"), "{text}");
+                texts.push(text);
+            }
+            other => panic!("a cut-off plan is sent back: {other:?}"),
+        }
+        for text in texts {
+            assert!(!text.contains(['<', '>', '&']), "Codex would show this escaped: {text}");
+            assert!(!text.contains("enter_plan_mode") && !text.contains("update_plan"), "{text}");
+        }
+        // A gate denial is a `PreToolUse` reason, which Codex shows verbatim: there the tag is written out.
+        assert!(h.how_to_get_approval().contains("<proposed_plan>"));
     }
 
     /// The output shapes Codex's parser accepts (`output_parser.rs`): no

@@ -29,6 +29,7 @@ mod ops_ready;
 mod ops_retention;
 mod ops_shutdown;
 mod real_claude;
+mod real_codex;
 mod replicas;
 mod sec_authority;
 mod sec_config;

@@ -10,7 +10,8 @@
 //! Hooks: [`CodexRun::hooks`] writes `$CODEX_HOME/hooks.json` and marks each
 //! hook trusted the way Codex's `/hooks` review does, with the key and hash
 //! `codex app-server` reports (`hooks/list`): Codex silently skips a hook
-//! that is not trusted.
+//! that is not trusted. To test an installer instead, [`CodexRun::write_config`]
+//! writes `config.toml` first and leaves it to the installer from then on.
 
 use crate::agent_proc::{scrub_env, Proc};
 use crate::clients::Codex;
@@ -54,6 +55,8 @@ pub struct CodexRun {
     model: String,
     config: String,
     hooks: Option<Value>,
+    /// `config.toml` is already written (see [`CodexRun::write_config`]): keep it.
+    keep_config: bool,
     env: Vec<(String, String)>,
     args: Vec<String>,
     timeout: Duration,
@@ -71,6 +74,7 @@ impl CodexRun {
             model: DEFAULT_MODEL.to_string(),
             config: String::new(),
             hooks: None,
+            keep_config: false,
             env: Vec::new(),
             args: Vec::new(),
             timeout: DEFAULT_TIMEOUT,
@@ -105,7 +109,20 @@ impl CodexRun {
     /// `$CODEX_HOME/hooks.json` (`{"hooks": {"PreToolUse": [...], …}}`),
     /// every hook in it trusted.
     pub fn hooks(mut self, hooks: Value) -> Self {
+        assert!(!self.keep_config, "hooks() rewrites config.toml, which write_config() keeps as it is");
         self.hooks = Some(hooks);
+        self
+    }
+
+    /// Write `config.toml` now (the provider, the trusted working directory,
+    /// [`config`](Self::config)) and keep it as it is from then on: for a
+    /// test where something else edits it before the run, such as `plangate
+    /// hook install codex --scope user --trust` recording its hooks as
+    /// trusted. Not with [`hooks`](Self::hooks).
+    pub fn write_config(mut self) -> Self {
+        assert!(self.hooks.is_none(), "write_config keeps config.toml as it is; hooks() would rewrite it");
+        std::fs::write(self.home.path().join("config.toml"), self.base_config()).expect("write config.toml");
+        self.keep_config = true;
         self
     }
 
@@ -151,6 +168,9 @@ impl CodexRun {
 
     /// Write `config.toml` (and `hooks.json`, trusted).
     async fn prepare(&self) {
+        if self.keep_config {
+            return;
+        }
         let home = self.home.path();
         let config = self.base_config();
         std::fs::write(home.join("config.toml"), &config).expect("write config.toml");

@@ -85,9 +85,14 @@ async fn same_origin_posts(State(web): State<Shared>, request: axum::extract::Re
 fn same_origin(headers: &HeaderMap, origin: &str) -> Result<(), &'static str> {
     if let Some(site) = headers.get("sec-fetch-site") {
         // `none`: the person started it (a bookmark, the address bar).
-        if !matches!(site.as_bytes(), b"same-origin" | b"none") {
-            return Err("Sec-Fetch-Site is not same-origin");
-        }
+        // A browser sets this header itself (no page can), so it settles
+        // the question; `Origin` is then not consulted: under the page's
+        // `Referrer-Policy: no-referrer` Chromium sends `Origin: null` on
+        // the page's own form posts.
+        return match site.as_bytes() {
+            b"same-origin" | b"none" => Ok(()),
+            _ => Err("Sec-Fetch-Site is not same-origin"),
+        };
     }
     if let Some(sent) = headers.get(header::ORIGIN) {
         let sent = sent.to_str().unwrap_or_default();

@@ -27,16 +27,12 @@
 //! subagent's requests can have a script of their own beside the main
 //! agent's.
 
-use axum::extract::{Request as HttpRequest, State};
-use axum::http::{HeaderMap, StatusCode};
+use crate::scripted::{self, sse_response, Fake, Protocol};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::Router;
 use serde_json::{json, Value};
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
+
+pub use crate::scripted::Kind;
 
 /// The text a main request gets when the script is empty.
 pub const EXHAUSTED: &str = "(fake model: script exhausted)";
@@ -91,29 +87,9 @@ impl Turn {
     }
 }
 
-/// What kind of request it was.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// Answered from the script.
-    Main,
-    /// Answered with [`SIDE_TEXT`] (or a token count).
-    Side,
-}
-
-/// A request the fake got.
-#[derive(Debug, Clone)]
-pub struct Request {
-    pub method: String,
-    /// With the query: `/v1/messages?beta=true`.
-    pub path: String,
-    /// Header names in lower case.
-    pub headers: HashMap<String, String>,
-    pub body: Value,
-    pub kind: Kind,
-    pub at: Instant,
-    /// For main requests: the tool calls the fake answered it with.
-    pub answered_calls: Vec<ToolCall>,
-}
+/// A request the fake got; [`Request::header`] and the fields are
+/// [`scripted::Request`]'s, the rest below reads the Messages API's body.
+pub type Request = scripted::Request<ToolCall>;
 
 /// A `tool_use` block the fake sent.
 #[derive(Debug, Clone, PartialEq)]
@@ -137,10 +113,6 @@ pub struct ToolResult {
 }
 
 impl Request {
-    pub fn header(&self, name: &str) -> &str {
-        self.headers.get(&name.to_ascii_lowercase()).map(String::as_str).unwrap_or("")
-    }
-
     /// `model` of the body.
     pub fn model(&self) -> &str {
         self.body["model"].as_str().unwrap_or("")
@@ -275,124 +247,74 @@ fn find_path(text: &str, infix: &str, suffix: &str) -> Option<String> {
     (path.starts_with('/') && !path.contains(char::is_whitespace)).then(|| path.to_string())
 }
 
-type Make = Box<dyn FnOnce(&Request) -> Turn + Send>;
-type Accept = Box<dyn Fn(&Request) -> bool + Send>;
+/// The Anthropic Messages API as a [`Protocol`].
+pub enum Messages {}
 
-struct Step {
-    accept: Option<Accept>,
-    make: Make,
-}
+impl Protocol for Messages {
+    type Turn = Turn;
+    type Call = ToolCall;
+    const NAME: &'static str = "fake Anthropic API";
 
-#[derive(Default)]
-struct Inner {
-    script: VecDeque<Step>,
-    requests: Vec<Request>,
-    calls: Vec<ToolCall>,
-    next_id: u64,
-    exhausted: usize,
-}
-
-struct Shared {
-    inner: Mutex<Inner>,
-    changed: watch::Sender<u64>,
-}
-
-/// The fake API; stops serving when dropped.
-pub struct FakeAnthropic {
-    base: String,
-    shared: Arc<Shared>,
-    server: JoinHandle<()>,
-}
-
-impl Drop for FakeAnthropic {
-    fn drop(&mut self) {
-        self.server.abort();
+    fn classify(method: &str, path: &str, body: &Value) -> Kind {
+        classify(method, path, body)
     }
-}
 
-impl FakeAnthropic {
-    /// Bind 127.0.0.1:0 and serve.
-    pub async fn start() -> FakeAnthropic {
-        let shared = Arc::new(Shared { inner: Mutex::new(Inner::default()), changed: watch::channel(0).0 });
-        let app = Router::new().fallback(receive).with_state(shared.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind fake Anthropic API");
-        let base = format!("http://{}", listener.local_addr().expect("local addr"));
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
+    fn unscripted(kind: Kind) -> Turn {
+        Turn::text(if kind == Kind::Main { EXHAUSTED } else { SIDE_TEXT })
+    }
+
+    fn calls(turn: &Turn, first_id: u64) -> Vec<ToolCall> {
+        let uses = turn.blocks.iter().filter_map(|b| match b {
+            Block::ToolUse { name, input } => Some((name, input)),
+            Block::Text(_) => None,
         });
-        FakeAnthropic { base, shared, server }
+        (first_id..)
+            .zip(uses)
+            .map(|(n, (name, input))| ToolCall { id: format!("toolu_fake_{n:04}"), name: name.clone(), input: input.clone() })
+            .collect()
     }
 
-    /// `http://127.0.0.1:PORT`: the `ANTHROPIC_BASE_URL`.
-    pub fn base_url(&self) -> &str {
-        &self.base
-    }
-
-    /// Append fixed turns to the script.
-    pub fn push(&self, turns: impl IntoIterator<Item = Turn>) {
-        let mut inner = self.lock();
-        for turn in turns {
-            inner.script.push_back(Step { accept: None, make: Box::new(move |_| turn) });
+    fn respond(request: &Request, turn: &Turn, seq: usize) -> Response {
+        let route = request.route();
+        if route.ends_with("/count_tokens") {
+            return axum::Json(json!({"input_tokens": 1000})).into_response();
+        }
+        if request.method != "POST" || !route.starts_with("/v1/messages") {
+            return (
+                StatusCode::NOT_FOUND,
+                axum::Json(json!({"type": "error", "error": {"type": "not_found_error", "message": "fake: no such route"}})),
+            )
+                .into_response();
+        }
+        let message_id = format!("msg_fake_{seq:04}");
+        let model = request.body["model"].as_str().unwrap_or("claude-fake");
+        if request.body["stream"] == true {
+            sse_response(sse_events(&message_id, model, turn, &request.answered_calls))
+        } else {
+            axum::Json(message_json(&message_id, model, turn, &request.answered_calls)).into_response()
         }
     }
+}
 
-    /// Append a step that makes its turn from the request it answers.
-    pub fn push_with(&self, make: impl FnOnce(&Request) -> Turn + Send + 'static) {
-        self.lock().script.push_back(Step { accept: None, make: Box::new(make) });
-    }
+/// The fake API (the script, the request log: see [`Fake`]); stops serving
+/// when dropped.
+pub type FakeAnthropic = Fake<Messages>;
 
-    /// Append a step that answers only a request `accept` accepts; a request
-    /// takes the first step in the script that accepts it (a step without a
-    /// condition accepts every request).
-    pub fn push_when(&self, accept: impl Fn(&Request) -> bool + Send + 'static, make: impl FnOnce(&Request) -> Turn + Send + 'static) {
-        self.lock().script.push_back(Step { accept: Some(Box::new(accept)), make: Box::new(make) });
-    }
-
-    /// How many steps are left.
-    pub fn pending(&self) -> usize {
-        self.lock().script.len()
-    }
-
-    /// How many main requests found no step for them.
-    pub fn exhausted(&self) -> usize {
-        self.lock().exhausted
-    }
-
-    /// Every request, side ones included, in arrival order.
-    pub fn all_requests(&self) -> Vec<Request> {
-        self.lock().requests.clone()
-    }
-
-    /// The main requests, in arrival order.
-    pub fn requests(&self) -> Vec<Request> {
-        self.lock().requests.iter().filter(|r| r.kind == Kind::Main).cloned().collect()
-    }
-
-    /// The last main request.
-    pub fn last_request(&self) -> Option<Request> {
-        self.requests().pop()
-    }
-
-    /// Every tool call the fake sent, in order.
-    pub fn calls(&self) -> Vec<ToolCall> {
-        self.lock().calls.clone()
+impl Fake<Messages> {
+    /// `http://127.0.0.1:PORT`: the `ANTHROPIC_BASE_URL`.
+    pub fn base_url(&self) -> &str {
+        self.origin()
     }
 
     /// Every tool result that reached the fake, once each (the first time it
     /// was sent), in order, named after the fake's call of that id.
     pub fn tool_results(&self) -> Vec<ToolResult> {
-        let inner = self.lock();
-        let mut seen = std::collections::HashSet::new();
-        let mut out = Vec::new();
-        for request in inner.requests.iter().filter(|r| r.kind == Kind::Main) {
-            for mut result in request.tool_results() {
-                if seen.insert(result.tool_use_id.clone()) {
-                    result.tool_name = inner.calls.iter().find(|c| c.id == result.tool_use_id).map(|c| c.name.clone());
-                    out.push(result);
-                }
-            }
+        let mut results = self.first_sent(Request::tool_results, |r| &r.tool_use_id);
+        let calls = self.calls();
+        for result in &mut results {
+            result.tool_name = calls.iter().find(|c| c.id == result.tool_use_id).map(|c| c.name.clone());
         }
-        out
+        results
     }
 
     /// The result of the fake's call with this id.
@@ -404,25 +326,6 @@ impl FakeAnthropic {
     pub fn results_of(&self, name: &str) -> Vec<ToolResult> {
         self.tool_results().into_iter().filter(|r| r.tool_name.as_deref() == Some(name)).collect()
     }
-
-    /// Wait until `check` finds what it looks for in the requests so far
-    /// (all of them, side ones included).
-    pub async fn wait_for<T>(&self, within: Duration, what: &str, mut check: impl FnMut(&[Request]) -> Option<T>) -> T {
-        let mut changed = self.shared.changed.subscribe();
-        let deadline = tokio::time::Instant::now() + within;
-        loop {
-            if let Some(found) = check(&self.all_requests()) {
-                return found;
-            }
-            if tokio::time::timeout_at(deadline, changed.changed()).await.is_err() {
-                panic!("fake Anthropic API: still not true after {within:?}: {what}; {} requests", self.all_requests().len());
-            }
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.shared.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
 }
 
 fn classify(method: &str, path: &str, body: &Value) -> Kind {
@@ -433,68 +336,6 @@ fn classify(method: &str, path: &str, body: &Value) -> Kind {
         Kind::Main
     } else {
         Kind::Side
-    }
-}
-
-async fn receive(State(shared): State<Arc<Shared>>, request: HttpRequest) -> Response {
-    let (parts, body) = request.into_parts();
-    let body = axum::body::to_bytes(body, 256 * 1024 * 1024).await.unwrap_or_default();
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let path = parts.uri.path_and_query().map(|p| p.to_string()).unwrap_or_default();
-    let method = parts.method.to_string();
-    let kind = classify(&method, &path, &body);
-    let mut request =
-        Request { method, path, headers: headers(&parts.headers), body, kind, at: Instant::now(), answered_calls: Vec::new() };
-    // Take the step under the lock, make its turn without it (a dynamic
-    // step may look at the fake), then number the calls and record.
-    let step = if kind == Kind::Main {
-        let mut inner = shared.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let found = inner.script.iter().position(|s| s.accept.as_ref().is_none_or(|a| a(&request)));
-        let step = found.and_then(|i| inner.script.remove(i));
-        if step.is_none() {
-            inner.exhausted += 1;
-        }
-        step
-    } else {
-        None
-    };
-    let turn = match step {
-        Some(step) => (step.make)(&request),
-        None if kind == Kind::Main => Turn::text(EXHAUSTED),
-        None => Turn::text(SIDE_TEXT),
-    };
-    let message_id = {
-        let mut inner = shared.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let message_id = format!("msg_fake_{:04}", inner.requests.len());
-        let mut calls = Vec::new();
-        for block in &turn.blocks {
-            if let Block::ToolUse { name, input } = block {
-                inner.next_id += 1;
-                calls.push(ToolCall { id: format!("toolu_fake_{:04}", inner.next_id), name: name.clone(), input: input.clone() });
-            }
-        }
-        inner.calls.extend(calls.iter().cloned());
-        request.answered_calls = calls;
-        inner.requests.push(request.clone());
-        message_id
-    };
-    shared.changed.send_modify(|n| *n += 1);
-    let route = request.path.split('?').next().unwrap_or("");
-    if route.ends_with("/count_tokens") {
-        return json_response(json!({"input_tokens": 1000}));
-    }
-    if request.method != "POST" || !route.starts_with("/v1/messages") {
-        return (
-            StatusCode::NOT_FOUND,
-            axum::Json(json!({"type": "error", "error": {"type": "not_found_error", "message": "fake: no such route"}})),
-        )
-            .into_response();
-    }
-    let model = request.body["model"].as_str().unwrap_or("claude-fake").to_string();
-    if request.body["stream"] == true {
-        sse_response(&message_id, &model, &turn, &request.answered_calls)
-    } else {
-        json_response(message_json(&message_id, &model, &turn, &request.answered_calls))
     }
 }
 
@@ -578,25 +419,11 @@ fn halves(text: &str) -> Vec<&str> {
     vec![&text[..mid], &text[mid..]]
 }
 
-fn sse_response(id: &str, model: &str, turn: &Turn, calls: &[ToolCall]) -> Response {
-    let mut body = String::new();
-    for event in sse_events(id, model, turn, calls) {
-        body.push_str(&format!("event: {}\ndata: {event}\n\n", event["type"].as_str().unwrap_or("")));
-    }
-    ([("content-type", "text/event-stream"), ("cache-control", "no-cache")], body).into_response()
-}
-
-fn json_response(value: Value) -> Response {
-    axum::Json(value).into_response()
-}
-
-fn headers(map: &HeaderMap) -> HashMap<String, String> {
-    map.iter().map(|(k, v)| (k.as_str().to_ascii_lowercase(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
+    use std::time::Instant;
 
     fn request(body: Value) -> Request {
         Request {

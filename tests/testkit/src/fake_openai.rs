@@ -2,7 +2,7 @@
 //! real Codex CLI offline (a `[model_providers.fake]` with `wire_api =
 //! "responses"`; see [`crate::codex`]).
 //!
-//! The same design as [`crate::fake_anthropic`]: a script of [`Turn`]s, each
+//! The same machinery as [`crate::fake_anthropic`] ([`crate::scripted`]): a script of [`Turn`]s, each
 //! a list of output [`Item`]s (an assistant message, a `function_call` such
 //! as `exec_command {"cmd": …}`, or a freeform `custom_tool_call` such as
 //! `apply_patch`). Every main request — `POST /v1/responses` with a
@@ -16,16 +16,12 @@
 //! short message and never consume the script; a main request that finds
 //! the script empty gets [`EXHAUSTED`].
 
-use axum::extract::{Request as HttpRequest, State};
-use axum::http::{HeaderMap, StatusCode};
+use crate::scripted::{self, sse_response, Fake, Protocol};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::Router;
 use serde_json::{json, Value};
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
+
+pub use crate::scripted::Kind;
 
 /// The text a main request gets when the script is empty.
 pub const EXHAUSTED: &str = "(fake model: script exhausted)";
@@ -83,13 +79,6 @@ impl Turn {
     }
 }
 
-/// What kind of request it was.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Main,
-    Side,
-}
-
 /// A call the fake sent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Call {
@@ -110,25 +99,11 @@ pub struct Output {
     pub raw: Value,
 }
 
-/// A request the fake got.
-#[derive(Debug, Clone)]
-pub struct Request {
-    pub method: String,
-    pub path: String,
-    /// Header names in lower case.
-    pub headers: HashMap<String, String>,
-    pub body: Value,
-    pub kind: Kind,
-    pub at: Instant,
-    /// For main requests: the calls the fake answered with.
-    pub answered_calls: Vec<Call>,
-}
+/// A request the fake got; [`Request::header`] and the fields are
+/// [`scripted::Request`]'s, the rest below reads the Responses API's body.
+pub type Request = scripted::Request<Call>;
 
 impl Request {
-    pub fn header(&self, name: &str) -> &str {
-        self.headers.get(&name.to_ascii_lowercase()).map(String::as_str).unwrap_or("")
-    }
-
     /// The `input` array.
     pub fn input(&self) -> &[Value] {
         self.body["input"].as_array().map(Vec::as_slice).unwrap_or(&[])
@@ -174,141 +149,71 @@ fn output_text(output: &Value) -> String {
     }
 }
 
-type Make = Box<dyn FnOnce(&Request) -> Turn + Send>;
-type Accept = Box<dyn Fn(&Request) -> bool + Send>;
+/// The OpenAI Responses API as a [`Protocol`].
+pub enum Responses {}
 
-struct Step {
-    accept: Option<Accept>,
-    make: Make,
-}
+impl Protocol for Responses {
+    type Turn = Turn;
+    type Call = Call;
+    const NAME: &'static str = "fake OpenAI API";
 
-#[derive(Default)]
-struct Inner {
-    script: VecDeque<Step>,
-    requests: Vec<Request>,
-    calls: Vec<Call>,
-    next_id: u64,
-    exhausted: usize,
-}
-
-struct Shared {
-    inner: Mutex<Inner>,
-    changed: watch::Sender<u64>,
-}
-
-/// The fake API; stops serving when dropped.
-pub struct FakeOpenAi {
-    base: String,
-    shared: Arc<Shared>,
-    server: JoinHandle<()>,
-}
-
-impl Drop for FakeOpenAi {
-    fn drop(&mut self) {
-        self.server.abort();
+    fn classify(method: &str, path: &str, body: &Value) -> Kind {
+        classify(method, path, body)
     }
-}
 
-impl FakeOpenAi {
-    /// Bind 127.0.0.1:0 and serve.
-    pub async fn start() -> FakeOpenAi {
-        let shared = Arc::new(Shared { inner: Mutex::new(Inner::default()), changed: watch::channel(0).0 });
-        let app = Router::new().fallback(receive).with_state(shared.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind fake OpenAI API");
-        let base = format!("http://{}", listener.local_addr().expect("local addr"));
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
+    fn unscripted(kind: Kind) -> Turn {
+        Turn::message(if kind == Kind::Main { EXHAUSTED } else { SIDE_TEXT })
+    }
+
+    fn calls(turn: &Turn, first_id: u64) -> Vec<Call> {
+        let calls = turn.items.iter().filter_map(|item| match item {
+            Item::Message(_) => None,
+            Item::FunctionCall { name, arguments } => Some((name, arguments.clone())),
+            Item::CustomToolCall { name, input } => Some((name, Value::String(input.clone()))),
         });
-        FakeOpenAi { base, shared, server }
+        (first_id..)
+            .zip(calls)
+            .map(|(n, (name, arguments))| Call { call_id: format!("call_fake_{n:04}"), name: name.clone(), arguments })
+            .collect()
     }
 
+    fn respond(request: &Request, turn: &Turn, seq: usize) -> Response {
+        if request.method != "POST" || !request.route().ends_with("/responses") {
+            return (
+                StatusCode::NOT_FOUND,
+                axum::Json(json!({"error": {"message": "fake: no such route", "type": "invalid_request_error"}})),
+            )
+                .into_response();
+        }
+        let model = request.body["model"].as_str().unwrap_or("fake");
+        sse_response(sse_events(&format!("resp_fake_{seq:04}"), model, turn, &request.answered_calls))
+    }
+}
+
+/// The fake API (the script, the request log: see [`Fake`]); stops serving
+/// when dropped.
+pub type FakeOpenAi = Fake<Responses>;
+
+impl Fake<Responses> {
     /// `http://127.0.0.1:PORT/v1`: the provider's `base_url`.
     pub fn base_url(&self) -> String {
-        format!("{}/v1", self.base)
-    }
-
-    /// Append fixed turns to the script.
-    pub fn push(&self, turns: impl IntoIterator<Item = Turn>) {
-        let mut inner = self.lock();
-        for turn in turns {
-            inner.script.push_back(Step { accept: None, make: Box::new(move |_| turn) });
-        }
-    }
-
-    /// Append a step that makes its turn from the request it answers.
-    pub fn push_with(&self, make: impl FnOnce(&Request) -> Turn + Send + 'static) {
-        self.lock().script.push_back(Step { accept: None, make: Box::new(make) });
-    }
-
-    /// Append a step that answers only a request `accept` accepts (a request
-    /// takes the first step that accepts it).
-    pub fn push_when(&self, accept: impl Fn(&Request) -> bool + Send + 'static, make: impl FnOnce(&Request) -> Turn + Send + 'static) {
-        self.lock().script.push_back(Step { accept: Some(Box::new(accept)), make: Box::new(make) });
-    }
-
-    /// How many steps are left.
-    pub fn pending(&self) -> usize {
-        self.lock().script.len()
-    }
-
-    /// How many main requests found no step for them.
-    pub fn exhausted(&self) -> usize {
-        self.lock().exhausted
-    }
-
-    /// Every request, side ones included.
-    pub fn all_requests(&self) -> Vec<Request> {
-        self.lock().requests.clone()
-    }
-
-    /// The main requests.
-    pub fn requests(&self) -> Vec<Request> {
-        self.lock().requests.iter().filter(|r| r.kind == Kind::Main).cloned().collect()
-    }
-
-    /// Every call the fake sent.
-    pub fn calls(&self) -> Vec<Call> {
-        self.lock().calls.clone()
+        format!("{}/v1", self.origin())
     }
 
     /// Every call output that reached the fake, once each, in order, named
     /// after the fake's call of that id.
     pub fn outputs(&self) -> Vec<Output> {
-        let inner = self.lock();
-        let mut seen = std::collections::HashSet::new();
-        let mut out = Vec::new();
-        for request in inner.requests.iter().filter(|r| r.kind == Kind::Main) {
-            for mut output in request.outputs() {
-                if seen.insert(output.call_id.clone()) {
-                    output.name = inner.calls.iter().find(|c| c.call_id == output.call_id).map(|c| c.name.clone());
-                    out.push(output);
-                }
-            }
+        let mut outputs = self.first_sent(Request::outputs, |o| &o.call_id);
+        let calls = self.calls();
+        for output in &mut outputs {
+            output.name = calls.iter().find(|c| c.call_id == output.call_id).map(|c| c.name.clone());
         }
-        out
+        outputs
     }
 
     /// The outputs of every call of tool `name`.
     pub fn outputs_of(&self, name: &str) -> Vec<Output> {
         self.outputs().into_iter().filter(|o| o.name.as_deref() == Some(name)).collect()
-    }
-
-    /// Wait until `check` finds what it looks for in the requests so far.
-    pub async fn wait_for<T>(&self, within: Duration, what: &str, mut check: impl FnMut(&[Request]) -> Option<T>) -> T {
-        let mut changed = self.shared.changed.subscribe();
-        let deadline = tokio::time::Instant::now() + within;
-        loop {
-            if let Some(found) = check(&self.all_requests()) {
-                return found;
-            }
-            if tokio::time::timeout_at(deadline, changed.changed()).await.is_err() {
-                panic!("fake OpenAI API: still not true after {within:?}: {what}; {} requests", self.all_requests().len());
-            }
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.shared.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -319,61 +224,6 @@ fn classify(method: &str, path: &str, body: &Value) -> Kind {
     } else {
         Kind::Side
     }
-}
-
-async fn receive(State(shared): State<Arc<Shared>>, request: HttpRequest) -> Response {
-    let (parts, body) = request.into_parts();
-    let body = axum::body::to_bytes(body, 256 * 1024 * 1024).await.unwrap_or_default();
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let path = parts.uri.path_and_query().map(|p| p.to_string()).unwrap_or_default();
-    let method = parts.method.to_string();
-    let kind = classify(&method, &path, &body);
-    let mut request =
-        Request { method, path, headers: headers(&parts.headers), body, kind, at: Instant::now(), answered_calls: Vec::new() };
-    let step = if kind == Kind::Main {
-        let mut inner = shared.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let found = inner.script.iter().position(|s| s.accept.as_ref().is_none_or(|a| a(&request)));
-        let step = found.and_then(|i| inner.script.remove(i));
-        if step.is_none() {
-            inner.exhausted += 1;
-        }
-        step
-    } else {
-        None
-    };
-    let turn = match step {
-        Some(step) => (step.make)(&request),
-        None if kind == Kind::Main => Turn::message(EXHAUSTED),
-        None => Turn::message(SIDE_TEXT),
-    };
-    let response_id = {
-        let mut inner = shared.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let response_id = format!("resp_fake_{:04}", inner.requests.len());
-        let mut calls = Vec::new();
-        for item in &turn.items {
-            let (name, arguments) = match item {
-                Item::Message(_) => continue,
-                Item::FunctionCall { name, arguments } => (name, arguments.clone()),
-                Item::CustomToolCall { name, input } => (name, Value::String(input.clone())),
-            };
-            inner.next_id += 1;
-            calls.push(Call { call_id: format!("call_fake_{:04}", inner.next_id), name: name.clone(), arguments });
-        }
-        inner.calls.extend(calls.iter().cloned());
-        request.answered_calls = calls;
-        inner.requests.push(request.clone());
-        response_id
-    };
-    shared.changed.send_modify(|n| *n += 1);
-    if request.method != "POST" || !request.path.split('?').next().unwrap_or("").ends_with("/responses") {
-        return (StatusCode::NOT_FOUND, axum::Json(json!({"error": {"message": "fake: no such route", "type": "invalid_request_error"}})))
-            .into_response();
-    }
-    let mut body = String::new();
-    for event in sse_events(&response_id, request.body["model"].as_str().unwrap_or("fake"), &turn, &request.answered_calls) {
-        body.push_str(&format!("event: {}\ndata: {event}\n\n", event["type"].as_str().unwrap_or("")));
-    }
-    ([("content-type", "text/event-stream"), ("cache-control", "no-cache")], body).into_response()
 }
 
 /// The turn as the streamed events of the Responses API.
@@ -419,13 +269,11 @@ pub fn sse_events(id: &str, model: &str, turn: &Turn, calls: &[Call]) -> Vec<Val
     events
 }
 
-fn headers(map: &HeaderMap) -> HashMap<String, String> {
-    map.iter().map(|(k, v)| (k.as_str().to_ascii_lowercase(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
+    use std::time::Instant;
 
     #[test]
     fn only_responses_with_tools_are_main() {

@@ -19,7 +19,8 @@
 //!   `PLANGATE_REQUIRE_ALL`).
 //! * [`fake_anthropic`], [`fake_openai`]: scripted fakes of the Anthropic
 //!   Messages API and the OpenAI Responses API on 127.0.0.1, the model side
-//!   of a real client; [`claude`] and [`codex`] run the real clients against
+//!   of a real client, both a [`scripted`] fake that is only its protocol;
+//!   [`claude`] and [`codex`] run the real clients against
 //!   them; [`hook_recorder`]: a command hook that records what a client
 //!   sends each hook event.
 
@@ -33,6 +34,7 @@ pub mod fake_openai;
 pub mod hook_recorder;
 pub mod limits;
 pub mod pg;
+pub mod scripted;
 pub mod server;
 pub mod skip;
 pub mod slack;

@@ -646,7 +646,9 @@ async fn serve(config: Option<PathBuf>) -> Result<()> {
         tracing::info!(waiting = stopping.parked_waiters(), "shutting down: waiting long-polls are answered 503 shutting_down");
         stopping.begin_shutdown();
     };
-    axum::serve(listener, app).with_graceful_shutdown(graceful).await?;
+    // With each connection's peer address: failed authentications are
+    // limited per client address (`throttle`).
+    axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>()).with_graceful_shutdown(graceful).await?;
     tracing::info!("shutting down: in-flight transitions have committed");
     let _ = shutdown_tx.send(true);
     let _ = scheduler.await;

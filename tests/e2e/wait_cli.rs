@@ -128,7 +128,7 @@ async fn timeout_exits_4_without_running_and_a_failing_program_exits_5() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("still pending"));
     assert!(!out.path().join("runs").exists(), "the program ran without a decision");
     decide(&s, &id, json!({"action": "approve", "actor": "alice"})).await;
-    let output = finished(wait(&s, out.path(), &["--session", "w3", "--exec", "false"])).await;
+    let output = finished(wait(&s, out.path(), &["--session", "w3", "--approval", &id, "--exec", "false"])).await;
     assert_eq!(output.status.code(), Some(5));
     assert!(String::from_utf8_lossy(&output.stderr).contains("\"false\" exited with"), "{}", String::from_utf8_lossy(&output.stderr));
     // No proposal, no program: usage errors.
@@ -170,4 +170,70 @@ async fn wait_reconnects_after_the_server_restarts() {
     assert_eq!(status.code(), Some(0), "{log}");
     assert_eq!(read(out.path(), "runs"), "run\n");
     assert!(read(out.path(), "env").starts_with("status=approved\n"));
+}
+
+/// `plangate propose … --print-id`: the approval id alone on stdout.
+async fn propose_cli(s: &ServerProcess, session: &str, dir: &Path, title: &str) -> String {
+    let file = dir.join(format!("{title}.md"));
+    std::fs::write(&file, format!("# {title}\n\n1. read\n2. write\n")).expect("plan file");
+    let output = Command::new(BIN)
+        .args(["propose", file.to_str().expect("path"), "--session", session, "--print-id"])
+        .env("PLANGATE_URL", &s.base)
+        .env("PLANGATE_TOKEN", AGENT_TOKEN)
+        .output()
+        .await
+        .expect("plangate propose");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let id = String::from_utf8(output.stdout).expect("utf-8");
+    assert!(id.ends_with('\n') && id.trim().len() == 32 && id.lines().count() == 1, "one line, the id: {id:?}");
+    id.trim().to_string()
+}
+
+/// v1 approved; the propose of v2 failed (422); `plangate wait --session j1
+/// --exec …` ran the program at once with `status=approved v=1`: a runner
+/// that missed the failed propose acted on the old plan. Now a decision made
+/// before the wait started is refused (exit 4, nothing run) unless
+/// `--accept-decided`, and `--approval ID` binds the wait to one proposal.
+#[tokio::test]
+async fn wait_never_acts_on_a_decision_made_before_it_started() {
+    let s = ServerProcess::start(BIN, "").await;
+    let out = tempfile::tempdir().unwrap();
+    let v1 = propose(&s, "j1", "First").await;
+    decide(&s, &v1, json!({"action": "approve", "actor": "alice"})).await;
+    let (st, _) = call(s.agent(Method::POST, "/v1/sessions/j1/enter")).await;
+    assert_eq!(st, 200);
+    let bad = json!({"title": "Second", "steps": [{"step": "read"}], "unknown_field": true});
+    let (st, d) = call(s.agent(Method::POST, "/v1/sessions/j1/proposals").json(&bad)).await;
+    assert_eq!(st, 422, "the propose of v2 fails: {d}");
+
+    let output = finished(wait(&s, out.path(), &["--session", "j1", "--exec", "sh", "-c", RECORDER])).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(4), "{stderr}");
+    assert!(!out.path().join("runs").exists(), "the program ran on v1's old approval");
+    assert!(stderr.contains("already approved before `plangate wait` started") && stderr.contains("--accept-decided"), "{stderr}");
+
+    // Asked for: the decision already made.
+    let output = finished(wait(&s, out.path(), &["--session", "j1", "--accept-decided", "--exec", "sh", "-c", RECORDER])).await;
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(read(out.path(), "runs"), "run\n");
+    std::fs::remove_file(out.path().join("runs")).unwrap();
+
+    // Bound to one proposal: the id `propose --print-id` printed.
+    let v2 = propose_cli(&s, "j1", out.path(), "Third").await;
+    assert_eq!(v2, s.pending_approval("j1").await);
+    let output = finished(wait(&s, out.path(), &["--session", "j1", "--approval", &v1, "--exec", "sh", "-c", RECORDER])).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("is not the latest proposal"), "{stderr}");
+    assert!(!out.path().join("runs").exists(), "a superseded approval runs nothing");
+
+    let child = wait(&s, out.path(), &["--session", "j1", "--approval", &v2, "--exec", "sh", "-c", RECORDER]);
+    s.waiting(1).await;
+    decide(&s, &v2, json!({"action": "approve", "actor": "alice"})).await;
+    let output = finished(child).await;
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(read(out.path(), "runs"), "run\n");
+    assert!(read(out.path(), "env").contains(&format!("id={v2}\nversion=2\n")), "{}", read(out.path(), "env"));
+    let output = finished(wait(&s, out.path(), &["--session", "j1", "--approval", "not-an-id"])).await;
+    assert_eq!(output.status.code(), Some(2));
 }

@@ -33,6 +33,9 @@ pub struct ProposeArgs {
     pub wait: bool,
     pub timeout: Duration,
     pub json: bool,
+    /// Print only the approval id on stdout (`ID=$(plangate propose …
+    /// --print-id)`), for `plangate wait --approval ID`.
+    pub print_id: bool,
     pub codex: bool,
     pub token: String,
     pub url: String,
@@ -54,7 +57,26 @@ pub async fn propose_command(args: ProposeArgs) -> Result<i32> {
         }
     };
     let client = Client::new(&args.url, Some(args.token))?;
-    propose(&client, &args.session, body, args.wait, args.json, args.timeout).await
+    let out = if args.print_id {
+        Output::Id
+    } else if args.json {
+        Output::Json
+    } else {
+        Output::Text
+    };
+    propose(&client, &args.session, body, args.wait, out, args.timeout).await
+}
+
+/// What `plangate propose` prints on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// A line per fact: `v1 <approval id> pending`, feedback, approvals…
+    Text,
+    /// The Decision JSON.
+    Json,
+    /// The approval id alone, one line: what a script captures to bind
+    /// `plangate wait --approval` to this proposal and no other.
+    Id,
 }
 
 /// Read a proposal file: markdown, a JSON Plan, or a Codex message (`-` for
@@ -91,7 +113,8 @@ pub fn read_proposal(file: &str, title: Option<&str>, codex: bool) -> Result<Pro
 /// short id, elapsed time) and replaces it with the outcome; elsewhere it
 /// prints nothing until the decision. The decision goes to stdout (the
 /// Decision JSON with `--json`).
-pub async fn propose(client: &Client, session: &str, body: ProposalBody, wait: bool, json_out: bool, timeout: Duration) -> Result<i32> {
+pub async fn propose(client: &Client, session: &str, body: ProposalBody, wait: bool, out: Output, timeout: Duration) -> Result<i32> {
+    let json_out = out == Output::Json;
     let submitted = submit(client, &NoRecall, session, &body, "plangate propose").await?;
     let mut current = submitted.decision;
     if wait && !current.is_final() {
@@ -120,6 +143,10 @@ pub async fn propose(client: &Client, session: &str, body: ProposalBody, wait: b
         } else if !current.is_final() {
             eprintln!("plangate: still pending after {}s; not approved", started.elapsed().as_secs());
         }
+    }
+    if out == Output::Id {
+        println!("{}", current.approval_id);
+        return Ok(exit_code(&current, wait));
     }
     let mut value = serde_json::to_value(&current)?;
     if let Some(p) = submitted.document_path {

@@ -10,6 +10,7 @@
 //!   replicas); [`replicas`]: what runs only when replicas share one store
 //!   (change wake-ups, outbox claims, leases).
 //! * [`web`]: the web page's backend (`plangate-web` renders and serves it).
+//! * [`throttle`]: failed authentications limited per client address.
 //! * [`cli`]: the `plangate` subcommands that talk to a running server.
 //!
 //! **Architecture invariant:** every state change goes through
@@ -29,4 +30,5 @@ pub mod ops;
 pub mod replicas;
 pub mod scheduler;
 pub mod storage;
+pub mod throttle;
 pub mod web;

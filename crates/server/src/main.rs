@@ -56,6 +56,10 @@ enum Cmd {
         /// Print the Decision as JSON.
         #[arg(long)]
         json: bool,
+        /// Print only the approval id on stdout, for `plangate wait --approval ID`
+        /// (ID=$(plangate propose plan.md --session S --print-id)).
+        #[arg(long, conflicts_with = "json")]
+        print_id: bool,
         /// Extract the last <proposed_plan> block of a Codex message.
         #[arg(long)]
         codex: bool,
@@ -75,6 +79,15 @@ enum Cmd {
         /// Print the Decision as JSON.
         #[arg(long)]
         json: bool,
+        /// Act only on this approval (the id `plangate propose --print-id` printed): if the
+        /// session's latest proposal is another one (a newer version superseded it), exit 4
+        /// and run nothing.
+        #[arg(long, value_name = "ID")]
+        approval: Option<String>,
+        /// Without --approval, also act on a decision made before `wait` started (by default
+        /// that is refused with exit 4: it may be the decision of an older plan).
+        #[arg(long)]
+        accept_decided: bool,
         /// Run PROGRAM [ARGS]... once the decision is in, without a shell: the decision is in its
         /// environment (PLANGATE_DECISION_STATUS, PLANGATE_APPROVAL_ID, PLANGATE_VERSION,
         /// PLANGATE_FEEDBACK, PLANGATE_INJECTION, …) and, as the Decision JSON, on its stdin.
@@ -346,13 +359,15 @@ async fn run(args: Args) -> Result<i32> {
             eprintln!("configuration is valid");
             Ok(0)
         }
-        Cmd::Propose { file, session, title, wait, timeout, json, codex, token, remote } => {
+        Cmd::Propose { file, session, title, wait, timeout, json, print_id, codex, token, remote } => {
             let timeout = Duration::from_secs(timeout);
-            cli::propose_command(cli::ProposeArgs { file, session, title, wait, timeout, json, codex, token, url: remote.url }).await
+            let url = remote.url;
+            cli::propose_command(cli::ProposeArgs { file, session, title, wait, timeout, json, print_id, codex, token, url }).await
         }
-        Cmd::Wait { session, timeout, json, exec, token, remote } => {
+        Cmd::Wait { session, timeout, json, approval, accept_decided, exec, token, remote } => {
             let timeout = timeout.map(Duration::from_secs);
-            cli::wait::wait_command(cli::wait::WaitArgs { session, timeout, json, exec, token, url: remote.url }).await
+            let url = remote.url;
+            cli::wait::wait_command(cli::wait::WaitArgs { session, timeout, json, approval, accept_decided, exec, token, url }).await
         }
         Cmd::Status { session, token, remote } => {
             let client = Client::new(&remote.url, Some(token))?;
@@ -646,7 +661,9 @@ async fn serve(config: Option<PathBuf>) -> Result<()> {
         tracing::info!(waiting = stopping.parked_waiters(), "shutting down: waiting long-polls are answered 503 shutting_down");
         stopping.begin_shutdown();
     };
-    axum::serve(listener, app).with_graceful_shutdown(graceful).await?;
+    // With each connection's peer address: failed authentications are
+    // limited per client address (`throttle`).
+    axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>()).with_graceful_shutdown(graceful).await?;
     tracing::info!("shutting down: in-flight transitions have committed");
     let _ = shutdown_tx.send(true);
     let _ = scheduler.await;

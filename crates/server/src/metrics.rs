@@ -38,6 +38,7 @@ pub struct Metrics {
     waiting: Gauge,
     leader: Family<One, Gauge>,
     conflicts: Counter,
+    auth_failures: Family<Two, Counter>,
 }
 
 impl Default for Metrics {
@@ -91,7 +92,14 @@ impl Metrics {
             "Commits refused because another replica changed the session first (each is re-applied to the new state)",
             conflicts.clone(),
         );
+        let auth_failures = Family::<Two, Counter>::default();
+        registry.register(
+            "auth_failures",
+            "Wrong credentials, by surface (api: a bearer token; web_operator, web_link: the web page's sign-ins) and outcome (refused: within the address's budget; limited: answered 429)",
+            auth_failures.clone(),
+        );
         Metrics {
+            auth_failures,
             registry,
             proposals,
             decisions,
@@ -111,6 +119,11 @@ impl Metrics {
     /// Whether this process leads `role` now.
     pub fn set_leader(&self, role: &str, leading: bool) {
         self.leader.get_or_create(&[("role", role.to_string())]).set(i64::from(leading));
+    }
+
+    /// A wrong credential on `surface`, `refused` or `limited` (429).
+    pub fn auth_failure(&self, surface: &'static str, outcome: &'static str) {
+        self.auth_failures.get_or_create(&[("surface", surface.to_string()), ("outcome", outcome.to_string())]).inc();
     }
 
     /// A commit lost a race with another replica.

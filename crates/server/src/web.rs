@@ -16,10 +16,11 @@
 //! as it always did, so read links on cards already posted keep working.
 
 use crate::core::{Core, CoreError, ExecMeta};
+use crate::throttle::Surface;
 use async_trait::async_trait;
 use plangate_engine::{Actor, ApprovalId, AuditEvent, Command, Proposal, Refusal, SessionKey, State, Timestamp, Verdict};
 use plangate_store::{AuditQuery, Store};
-use plangate_web::{Backend, Identity, Links, Refused, Web, WebDecision};
+use plangate_web::{Backend, Identity, Links, Refused, SignInSurface, Web, WebDecision};
 use std::path::Path;
 use std::sync::Arc;
 use subtle::ConstantTimeEq;
@@ -180,6 +181,19 @@ impl Backend for CoreBackend {
             Some(op) => !token.is_empty() && bool::from(op.as_bytes().ct_eq(token.as_bytes())),
             None => false,
         }
+    }
+
+    fn operator_token_sha256(&self) -> Option<[u8; 32]> {
+        let token = self.core.settings.raw.server.operator_token.as_deref()?;
+        Some(<sha2::Sha256 as sha2::Digest>::digest(token.as_bytes()).into())
+    }
+
+    async fn sign_in_failed(&self, client: std::net::IpAddr, surface: SignInSurface) -> Option<std::time::Duration> {
+        let surface = match surface {
+            SignInSurface::OperatorToken => Surface::WebOperator,
+            SignInSurface::Link => Surface::WebLink,
+        };
+        self.core.auth_failed(client, surface).await
     }
 
     async fn use_once(&self, key: &str) -> bool {

@@ -18,11 +18,22 @@
 //! sessions signed out ([`sign_out_key`]). A store that cannot answer refuses
 //! (a used link, a signed-out session): never fail open.
 //!
+//! **An operator session is bound to the operator token it was made with**
+//! ([`AuthKeys::start_operator_session`]): its cookie carries a keyed
+//! fingerprint of that token ([`AuthKeys::operator_binding`], an HMAC under
+//! a key derived from the web secret of the token's SHA-256, never the
+//! token or a plain hash of it), and [`crate::Web::session`] compares it
+//! with the current token's on every request. Rotating the operator token
+//! (and restarting) therefore signs out every operator browser at once,
+//! the way the old token stops working on the API.
+//!
 //! Wire format of a token and of a cookie value: lowercase hex of
 //! `version ‖ kind ‖ time (i64 ms, big endian) ‖ nonce (16 bytes) ‖ identity
 //! ‖ HMAC-SHA256 (32 bytes)`, where the identity is a tag byte and, for a
-//! person, two length-prefixed (u32, big endian) UTF-8 strings; so any
-//! identity round-trips exactly, whatever characters it holds.
+//! person, two length-prefixed (u32, big endian) UTF-8 strings (so any
+//! identity round-trips exactly, whatever characters it holds), for a bound
+//! operator the 16-byte binding. The unbound operator tag of earlier
+//! cookies still parses, to a session no request accepts.
 
 use hmac::{Hmac, Mac};
 use plangate_engine::{ApprovalId, Timestamp};
@@ -50,6 +61,9 @@ const NONCE_LEN: usize = 16;
 const MAC_LEN: usize = 32;
 const TAG_OPERATOR: u8 = 0;
 const TAG_PERSON: u8 = 1;
+const TAG_OPERATOR_BOUND: u8 = 2;
+/// Bytes of an operator session's binding to its token.
+pub const BINDING_LEN: usize = 16;
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -151,6 +165,10 @@ pub struct Session {
     /// Every form carries it; a POST without the session's token is refused.
     pub csrf: String,
     pub started: Timestamp,
+    /// For the operator: which operator token the session was made with
+    /// ([`AuthKeys::operator_binding`]); `None` for a person, and for an
+    /// operator cookie from before sessions were bound (refused).
+    pub binding: Option<[u8; BINDING_LEN]>,
 }
 
 /// What sign-in tokens, session cookies and CSRF tokens are signed with:
@@ -161,6 +179,7 @@ pub struct AuthKeys {
     sign_in: [u8; 32],
     session: [u8; 32],
     csrf: [u8; 32],
+    binding: [u8; 32],
 }
 
 impl std::fmt::Debug for AuthKeys {
@@ -175,6 +194,8 @@ struct Sealed {
     time: Timestamp,
     nonce: [u8; NONCE_LEN],
     who: Identity,
+    /// An operator's binding to its token (sessions only).
+    binding: Option<[u8; BINDING_LEN]>,
 }
 
 fn ms(d: Duration) -> i64 {
@@ -186,13 +207,13 @@ impl AuthKeys {
     /// that read tokens never MAC, so they are independent of the read key.
     pub fn derive(secret: &[u8]) -> AuthKeys {
         let key = |purpose: &[u8]| mac(secret, &[b"plangate web key v1\0", purpose]);
-        AuthKeys { sign_in: key(b"sign-in"), session: key(b"session"), csrf: key(b"csrf") }
+        AuthKeys { sign_in: key(b"sign-in"), session: key(b"session"), csrf: key(b"csrf"), binding: key(b"operator binding") }
     }
 
     /// A new sign-in token for `who`, valid once until `now` +
     /// [`SIGN_IN_TTL`].
     pub fn sign_in_token(&self, who: &Identity, now: Timestamp) -> String {
-        let sealed = Sealed { time: now.plus_ms(SIGN_IN_TTL.as_millis() as u64), nonce: rand::random(), who: who.clone() };
+        let sealed = Sealed { time: now.plus_ms(SIGN_IN_TTL.as_millis() as u64), nonce: rand::random(), who: who.clone(), binding: None };
         seal(&self.sign_in, KIND_SIGN_IN, &sealed)
     }
 
@@ -204,11 +225,45 @@ impl AuthKeys {
         fresh.then(|| SignIn { who: s.who, nonce: hex::encode(s.nonce) })
     }
 
-    /// Start a session for `who`: the cookie value and the session.
+    /// Start a session for `who`: the cookie value and the session. An
+    /// operator session started here is bound to no token and opens
+    /// nothing: use [`AuthKeys::start_operator_session`].
     pub fn start_session(&self, who: Identity, now: Timestamp) -> (String, Session) {
-        let sealed = Sealed { time: now, nonce: rand::random(), who };
+        let sealed = Sealed { time: now, nonce: rand::random(), who, binding: None };
         let cookie = seal(&self.session, KIND_SESSION, &sealed);
         (cookie, self.session_of(sealed))
+    }
+
+    /// Start an operator session bound to the operator token whose SHA-256
+    /// is `token_sha256`: the cookie value and the session.
+    pub fn start_operator_session(&self, token_sha256: &[u8; 32], now: Timestamp) -> (String, Session) {
+        let binding = Some(self.operator_binding(token_sha256));
+        let sealed = Sealed { time: now, nonce: rand::random(), who: Identity::Operator, binding };
+        let cookie = seal(&self.session, KIND_SESSION, &sealed);
+        (cookie, self.session_of(sealed))
+    }
+
+    /// What an operator cookie carries of its token: an HMAC of the token's
+    /// SHA-256 under a key derived from the web secret, cut to 128 bits. It
+    /// tells tokens apart without revealing one: a leaked cookie gives no
+    /// hash to guess the token against offline.
+    pub fn operator_binding(&self, token_sha256: &[u8; 32]) -> [u8; BINDING_LEN] {
+        let full = mac(&self.binding, &[token_sha256]);
+        let mut out = [0; BINDING_LEN];
+        out.copy_from_slice(&full[..BINDING_LEN]);
+        out
+    }
+
+    /// Whether `session` may act now that the operator token's SHA-256 is
+    /// `current` (`None`: no operator token is configured). A person's
+    /// session is not bound to a token; an operator's must be bound to the
+    /// current one (constant time).
+    pub fn bound_to_current_token(&self, session: &Session, current: Option<&[u8; 32]>) -> bool {
+        match (&session.who, session.binding, current) {
+            (Identity::Person { .. }, _, _) => true,
+            (Identity::Operator, Some(binding), Some(current)) => binding.ct_eq(&self.operator_binding(current)).into(),
+            (Identity::Operator, _, _) => false,
+        }
     }
 
     /// The session a cookie value stands for, if it was signed with these
@@ -222,7 +277,7 @@ impl AuthKeys {
 
     fn session_of(&self, s: Sealed) -> Session {
         let id = hex::encode(s.nonce);
-        Session { csrf: self.csrf(&id), who: s.who, id, started: s.time }
+        Session { csrf: self.csrf(&id), who: s.who, id, started: s.time, binding: s.binding }
     }
 
     /// The CSRF token of a session: derived from its id, so every replica
@@ -237,7 +292,13 @@ fn seal(key: &[u8], kind: u8, s: &Sealed) -> String {
     body.extend_from_slice(&s.time.0.to_be_bytes());
     body.extend_from_slice(&s.nonce);
     match &s.who {
-        Identity::Operator => body.push(TAG_OPERATOR),
+        Identity::Operator => match &s.binding {
+            Some(binding) => {
+                body.push(TAG_OPERATOR_BOUND);
+                body.extend_from_slice(binding);
+            }
+            None => body.push(TAG_OPERATOR),
+        },
         Identity::Person { id, name } => {
             body.push(TAG_PERSON);
             for text in [id, name] {
@@ -270,12 +331,13 @@ fn open(key: &[u8], kind: u8, token: &str) -> Option<Sealed> {
     }
     let time = Timestamp(i64::from_be_bytes(r.array()?));
     let nonce = r.array()?;
-    let who = match r.byte()? {
-        TAG_OPERATOR => Identity::Operator,
-        TAG_PERSON => Identity::Person { id: r.text()?, name: r.text()? },
+    let (who, binding) = match r.byte()? {
+        TAG_OPERATOR => (Identity::Operator, None),
+        TAG_OPERATOR_BOUND => (Identity::Operator, Some(r.array()?)),
+        TAG_PERSON => (Identity::Person { id: r.text()?, name: r.text()? }, None),
         _ => return None,
     };
-    r.0.is_empty().then_some(Sealed { time, nonce, who })
+    r.0.is_empty().then_some(Sealed { time, nonce, who, binding })
 }
 
 /// Reads a signed body front to back; `None` when it runs short.
@@ -451,6 +513,29 @@ mod tests {
             assert!(keys().session(&cookie[..cut], T0).is_none(), "truncated to {cut}");
         }
         assert!(keys().session("not a cookie", T0).is_none());
+    }
+
+    #[test]
+    fn an_operator_session_is_bound_to_its_token() {
+        let old = [1u8; 32];
+        let new = [2u8; 32];
+        let (cookie, session) = keys().start_operator_session(&old, T0);
+        let opened = keys().session(&cookie, T0).expect("valid cookie");
+        assert_eq!(opened, session);
+        assert!(keys().bound_to_current_token(&opened, Some(&old)));
+        assert!(!keys().bound_to_current_token(&opened, Some(&new)), "the token was rotated");
+        assert!(!keys().bound_to_current_token(&opened, None), "no operator token any more");
+        // An operator cookie bound to no token (as before binding) opens nothing.
+        let (unbound, _) = keys().start_session(Identity::Operator, T0);
+        let unbound = keys().session(&unbound, T0).expect("still parses");
+        assert!(!keys().bound_to_current_token(&unbound, Some(&old)));
+        // A person is bound to no token, and the binding is per secret.
+        let (_, person) = keys().start_session(alice(), T0);
+        assert!(keys().bound_to_current_token(&person, None));
+        assert_ne!(keys().operator_binding(&old), AuthKeys::derive(b"secret two").operator_binding(&old));
+        for at in 0..cookie.len() / 2 {
+            assert!(keys().session(&flip(&cookie, at), T0).is_none(), "byte {at} changed");
+        }
     }
 
     #[test]

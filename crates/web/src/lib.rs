@@ -42,6 +42,7 @@ pub use routes::{read_link_live, router};
 
 use async_trait::async_trait;
 use plangate_engine::{ApprovalId, AuditEvent, Plan, Proposal, SessionKey, State, Timestamp};
+use std::net::IpAddr;
 use std::sync::Arc;
 use tokio::sync::watch;
 
@@ -94,6 +95,15 @@ pub trait Backend: Send + Sync + 'static {
     fn subscribe(&self, key: &SessionKey) -> watch::Receiver<u64>;
     /// Whether `token` is the operator token (constant time).
     fn is_operator_token(&self, token: &str) -> bool;
+    /// SHA-256 of the operator token now configured (`None`: none is).
+    /// Operator sessions are bound to it, so rotating the token signs out
+    /// every operator browser ([`auth::AuthKeys::operator_binding`]).
+    fn operator_token_sha256(&self) -> Option<[u8; 32]>;
+    /// A wrong credential on the sign-in `surface` from `client`: take it
+    /// from the address's budget of failures (shared with the API's bearer
+    /// tokens), count and audit it. `Some(retry after)` when the address is
+    /// over budget: answer 429. A correct credential never comes here.
+    async fn sign_in_failed(&self, client: IpAddr, surface: SignInSurface) -> Option<std::time::Duration>;
     /// Record `key` as used, durably and across replicas: `true` only the
     /// first time. `false` too when it cannot be recorded (storage
     /// trouble): a sign-in link is then refused, never let through twice.
@@ -105,6 +115,15 @@ pub trait Backend: Send + Sync + 'static {
     /// Whether browser session `session_id` signed out; `true` when the
     /// store cannot tell (the session is refused, never assumed live).
     async fn revoked(&self, session_id: &str) -> bool;
+}
+
+/// Which sign-in a wrong credential was presented to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignInSurface {
+    /// `POST /signin/operator`: the operator token.
+    OperatorToken,
+    /// `POST /signin`: a sign-in link (bad, expired or used).
+    Link,
 }
 
 /// Where the web page reads the time for sign-in links and sessions.
@@ -206,15 +225,28 @@ impl Web {
         Some(sign_in.who)
     }
 
-    /// A new session for `who`: its cookie value and the session.
-    pub fn start_session(&self, who: Identity) -> (String, auth::Session) {
-        self.links.auth.start_session(who, self.links.now())
+    /// A new session for `who`: its cookie value and the session. An
+    /// operator's is bound to the operator token configured now; `None`
+    /// when there is none to bind it to.
+    pub fn start_session(&self, who: Identity) -> Option<(String, auth::Session)> {
+        match who {
+            Identity::Operator => {
+                let token = self.backend.operator_token_sha256()?;
+                Some(self.links.auth.start_operator_session(&token, self.links.now()))
+            }
+            person => Some(self.links.auth.start_session(person, self.links.now())),
+        }
     }
 
     /// The session a cookie value stands for: signed with this secret,
-    /// within its lifetime, and not signed out on any replica.
+    /// within its lifetime, not signed out on any replica, and, for the
+    /// operator, made with the operator token configured now.
     pub async fn session(&self, cookie: &str) -> Option<auth::Session> {
         let session = self.links.auth.session(cookie, self.links.now())?;
+        if !self.links.auth.bound_to_current_token(&session, self.backend.operator_token_sha256().as_ref()) {
+            tracing::warn!("web: an operator session made with another operator token (rotated since) was refused");
+            return None;
+        }
         if self.backend.revoked(&session.id).await {
             return None;
         }

@@ -78,6 +78,12 @@ impl Backend for FakeBackend {
     fn is_operator_token(&self, token: &str) -> bool {
         token == "operator-token"
     }
+    fn operator_token_sha256(&self) -> Option<[u8; 32]> {
+        Some(<sha2::Sha256 as sha2::Digest>::digest(b"operator-token").into())
+    }
+    async fn sign_in_failed(&self, _: std::net::IpAddr, _: crate::SignInSurface) -> Option<std::time::Duration> {
+        None
+    }
     async fn use_once(&self, key: &str) -> bool {
         self.keys_to_write().is_some_and(|mut keys| keys.insert(key.to_string()))
     }
@@ -275,7 +281,7 @@ async fn expired_and_forged_links_and_cookies_are_refused_alike() {
     let cookie = sign_in(&a, &token_of(&a.links.sign_in_url(alice()))).await.map_err(|a| a.body).expect("signed in");
     let mut changed = hex_bytes(&cookie);
     changed[20] ^= 0x80;
-    let (strange, _) = stranger.start_session(alice());
+    let (strange, _) = stranger.start_session(alice()).expect("a person's session");
     for forged in [hex::encode(&changed), strange, cookie[..cookie.len() - 2].to_string(), String::new()] {
         let inbox = send(&b, "GET", "/", Some(&forged), None).await;
         assert_eq!(inbox.status, StatusCode::OK);

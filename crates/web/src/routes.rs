@@ -8,6 +8,10 @@
 //! * `GET /signin/{token}` then `POST /signin`: a personal sign-in link;
 //!   `POST /signin/operator`: the operator token; `POST /signout`.
 //!
+//! A wrong operator token or sign-in link takes one from the client
+//! address's budget of failures ([`Backend::sign_in_failed`](crate::Backend::sign_in_failed));
+//! beyond it the answer is `429` with `Retry-After`.
+//!
 //! No handler keeps state between requests: a session is its signed cookie
 //! (checked with [`Web::session`]), so a load balancer may send each request
 //! of one browser to a different replica.
@@ -18,8 +22,9 @@
 
 use crate::auth::{self, csrf_ok, Identity, Session};
 use crate::page::{self, InboxRow, PlanPage};
-use crate::{Refused, Web, WebDecision};
-use axum::extract::{Form, Path, Query, State};
+use crate::{Refused, SignInSurface, Web, WebDecision};
+use axum::extract::{ConnectInfo, Form, FromRequestParts, Path, Query, State};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -30,6 +35,7 @@ use plangate_engine::text::reveal;
 use plangate_engine::{ApprovalId, DecisionStatus, Plan, Proposal, Step};
 use serde::Deserialize;
 use std::convert::Infallible;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
 const STYLE: &str = include_str!("../assets/style.css");
@@ -82,6 +88,12 @@ async fn same_origin_posts(State(web): State<Shared>, request: axum::extract::Re
 /// Whether a POST's fetch metadata says it came from the page itself: the
 /// public URL's origin, or the host the request was sent to (a page opened
 /// at another address of the same server, such as a loopback one).
+///
+/// `Sec-Fetch-Site` is set by the browser itself (no page can forge it), so
+/// when it is there it decides alone: under the page's own
+/// `Referrer-Policy: no-referrer`, Chrome posts the page's forms with
+/// `Origin: null` and `Sec-Fetch-Site: same-origin`. `Origin` decides only
+/// for a browser that sends no `Sec-Fetch-Site`.
 fn same_origin(headers: &HeaderMap, origin: &str) -> Result<(), &'static str> {
     if let Some(site) = headers.get("sec-fetch-site") {
         // `none`: the person started it (a bookmark, the address bar).
@@ -382,7 +394,9 @@ struct TokenForm {
 }
 
 fn signed_in(web: &Web, who: Identity) -> Response {
-    let (value, _) = web.start_session(who);
+    let Some((value, _)) = web.start_session(who) else {
+        return html(StatusCode::FORBIDDEN, page::message("Wrong token", "No operator token is configured.", None));
+    };
     let cookie = auth::session_cookie(&value, web.links.secure());
     let mut response = Redirect::to("/").into_response();
     if let Ok(value) = HeaderValue::from_str(&cookie) {
@@ -391,26 +405,63 @@ fn signed_in(web: &Web, who: Identity) -> Response {
     response
 }
 
-async fn sign_in(State(web): State<Shared>, Form(form): Form<TokenForm>) -> Response {
+/// The address a request came from: the TCP peer the server recorded
+/// (behind a reverse proxy, the proxy's), or the unspecified address when
+/// it recorded none (a router driven without a socket).
+struct Client(IpAddr);
+
+impl<S: Send + Sync> FromRequestParts<S> for Client {
+    type Rejection = Infallible;
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Infallible> {
+        let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
+        Ok(Client(peer.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))))
+    }
+}
+
+/// The answer to a wrong credential: `refused` while the address is within
+/// its budget of failures, else `429` with `Retry-After`. Only failures are
+/// counted: a correct token or link never gets here, so it is never slowed.
+async fn failed(web: &Web, client: IpAddr, surface: SignInSurface, refused: Response) -> Response {
+    let Some(wait) = web.backend.sign_in_failed(client, surface).await else { return refused };
+    let secs = wait.as_millis().div_ceil(1000).max(1);
+    let mut response = html(
+        StatusCode::TOO_MANY_REQUESTS,
+        page::message("Too many failed sign-ins", &format!("Too many failed sign-ins from this address. Try again in {secs} s."), None),
+    );
+    if let Ok(value) = HeaderValue::from_str(&secs.to_string()) {
+        response.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    response
+}
+
+async fn sign_in(State(web): State<Shared>, Client(client): Client, Form(form): Form<TokenForm>) -> Response {
     match web.redeem_sign_in(form.token.trim()).await {
         Some(who) => {
             tracing::info!(who = %who.label(), "signed in to the web page");
             signed_in(&web, who)
         }
-        None => html(
-            StatusCode::GONE,
-            page::message("This sign-in link is used up", "Sign-in links work once, within 10 minutes. Ask the bot again: /plan web", None),
-        ),
+        None => {
+            let refused = html(
+                StatusCode::GONE,
+                page::message(
+                    "This sign-in link is used up",
+                    "Sign-in links work once, within 10 minutes. Ask the bot again: /plan web",
+                    None,
+                ),
+            );
+            failed(&web, client, SignInSurface::Link, refused).await
+        }
     }
 }
 
-async fn sign_in_operator(State(web): State<Shared>, Form(form): Form<TokenForm>) -> Response {
+async fn sign_in_operator(State(web): State<Shared>, Client(client): Client, Form(form): Form<TokenForm>) -> Response {
     if web.backend.is_operator_token(form.token.trim()) {
         tracing::info!("operator signed in to the web page");
         signed_in(&web, Identity::Operator)
     } else {
-        tracing::warn!("wrong operator token on the web sign-in");
-        html(StatusCode::FORBIDDEN, page::message("Wrong token", "That is not the operator token.", None))
+        tracing::warn!(%client, "wrong operator token on the web sign-in");
+        let refused = html(StatusCode::FORBIDDEN, page::message("Wrong token", "That is not the operator token.", None));
+        failed(&web, client, SignInSurface::OperatorToken, refused).await
     }
 }
 
@@ -462,6 +513,8 @@ mod tests {
             &[("origin", "https://plans.example.com"), ("sec-fetch-site", "same-origin")][..],
             &[("origin", "http://127.0.0.1:8787"), host][..],
             &[("sec-fetch-site", "none")][..],
+            // Chrome's own form post under `Referrer-Policy: no-referrer`.
+            &[("origin", "null"), ("sec-fetch-site", "same-origin"), host][..],
         ] {
             assert!(same_origin(&headers(ok), page).is_ok(), "{ok:?}");
         }

@@ -1,6 +1,14 @@
-//! `plangate wait --session S [--timeout SECS] [--json] [--exec PROGRAM [ARGS]...]`:
+//! `plangate wait --session S [--approval ID | --accept-decided] [--timeout SECS] [--json] [--exec PROGRAM [ARGS]...]`:
 //! wait for a session's decision and hand it to a local program (e.g. to
 //! resume a headless agent).
+//!
+//! **Never a stale decision.** A runner that missed a failed `propose` (v1
+//! approved, v2 refused) must not resume the agent on v1's approval. So
+//! `--approval ID` binds the wait to one proposal (the id `plangate propose
+//! --print-id` printed): if the session's latest proposal is another one, it
+//! exits 4 and runs nothing. Without it, a decision that was already made
+//! when `wait` started (seen by a first poll that does not wait) is refused
+//! the same way, unless `--accept-decided` says that is what is meant.
 //!
 //! **Waiting.** Long-polls of at most 300 s, one after the other (the server
 //! holds each until the decision, so nothing polls in between). A lost
@@ -48,6 +56,10 @@ pub struct WaitArgs {
     /// `None`: wait until decided.
     pub timeout: Option<Duration>,
     pub json: bool,
+    /// Act only on this approval.
+    pub approval: Option<String>,
+    /// Without `approval`, also act on a decision made before the wait.
+    pub accept_decided: bool,
     /// The program and its arguments; empty without `--exec`.
     pub exec: Vec<String>,
     pub token: String,
@@ -67,13 +79,48 @@ pub async fn wait_command(args: WaitArgs) -> Result<i32> {
         eprintln!("plangate: --exec needs a program to run, e.g. --exec ./resume.sh");
         return Ok(EXIT_USAGE);
     }
+    if let Some(id) = &args.approval {
+        if id.len() != 32 || !id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            eprintln!(
+                "plangate: --approval {id:?} is not an approval id (32 lowercase hex characters, as `plangate propose --print-id` prints)"
+            );
+            return Ok(EXIT_USAGE);
+        }
+    }
     let client = Client::with_timeouts(&args.url, Some(args.token.clone()), Timeouts::CLI)?;
-    let Some(decision) = wait_for_decision(&client, &args.session, args.timeout).await? else {
-        eprintln!(
-            "plangate: session {:?} has no proposal yet; `plangate wait` follows a proposal's decision, so propose first",
-            args.session
-        );
-        return Ok(EXIT_USAGE);
+    let decision = match wait_for_decision(&client, &args.session, args.approval.as_deref(), args.timeout).await? {
+        Waited::Decision(d) => d,
+        Waited::NoProposal => {
+            eprintln!(
+                "plangate: session {:?} has no proposal yet; `plangate wait` follows a proposal's decision, so propose first",
+                args.session
+            );
+            return Ok(EXIT_USAGE);
+        }
+        Waited::NotTheApproval(latest) => {
+            eprintln!(
+                "plangate: approval {} is not the latest proposal of session {:?} (that is v{} {}, {}): it was superseded or belongs to another session; nothing was run",
+                args.approval.as_deref().unwrap_or_default(),
+                args.session,
+                latest.version,
+                latest.approval_id,
+                latest.status.as_str()
+            );
+            print_decision(&serde_json::to_value(&latest)?, args.json);
+            return Ok(EXIT_NOT_APPROVED);
+        }
+        Waited::AlreadyDecided(d) if !args.accept_decided => {
+            eprintln!(
+                "plangate: plan v{} ({}) of session {:?} was already {} before `plangate wait` started; it may not be the plan you mean, so nothing was run. Pass --approval ID (the id `plangate propose --print-id` prints) to wait for one proposal, or --accept-decided to act on this decision",
+                d.version,
+                d.approval_id,
+                args.session,
+                d.status.as_str()
+            );
+            print_decision(&serde_json::to_value(&d)?, args.json);
+            return Ok(EXIT_NOT_APPROVED);
+        }
+        Waited::AlreadyDecided(d) => d,
     };
     let code = exit_code(&decision, true);
     if !decision.is_final() {
@@ -108,21 +155,50 @@ fn transient(e: &AgentError) -> bool {
     }
 }
 
+/// How a wait ended.
+#[derive(Debug)]
+enum Waited {
+    /// Decided while waiting (or, with `--approval`, the bound approval
+    /// decided at any time); or still pending at `--timeout`.
+    Decision(DecisionView),
+    /// Without `--approval`: the latest proposal was already decided when
+    /// the wait started.
+    AlreadyDecided(DecisionView),
+    /// With `--approval`: the session's latest proposal is another one.
+    NotTheApproval(DecisionView),
+    /// The session has no proposal.
+    NoProposal,
+}
+
 /// Chained long-polls until the latest proposal is decided or `timeout`
-/// has passed, reconnecting after transient failures. `None` when the
-/// session has no proposal.
-async fn wait_for_decision(client: &Client, session: &str, timeout: Option<Duration>) -> Result<Option<DecisionView>, AgentError> {
+/// has passed, reconnecting after transient failures. The first poll does
+/// not wait, so a decision made before the wait is told apart from one made
+/// during it. With `approval`, a latest proposal that is not that one ends
+/// the wait at once.
+async fn wait_for_decision(
+    client: &Client,
+    session: &str,
+    approval: Option<&str>,
+    timeout: Option<Duration>,
+) -> Result<Waited, AgentError> {
     let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
     let left = || deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now()));
     let mut failures = 0u32;
+    let mut first = true;
     loop {
         // Whole seconds, rounded up: the server's `wait` is in seconds.
         let wait = left().map_or(MAX_WAIT, |l| Duration::from_secs(l.as_millis().div_ceil(1000) as u64).min(MAX_WAIT));
+        let wait = if first { Duration::ZERO } else { wait };
         match client.decision(session, wait).await {
-            Ok(Some(d)) if d.is_final() => return Ok(Some(d)),
-            Ok(Some(d)) if left().is_some_and(|l| l < Duration::from_millis(100)) => return Ok(Some(d)),
-            Ok(Some(_)) => failures = 0,
-            Ok(None) => return Ok(None),
+            Ok(Some(d)) if approval.is_some_and(|id| id != d.approval_id) => return Ok(Waited::NotTheApproval(d)),
+            Ok(Some(d)) if d.is_final() && first && approval.is_none() => return Ok(Waited::AlreadyDecided(d)),
+            Ok(Some(d)) if d.is_final() => return Ok(Waited::Decision(d)),
+            Ok(Some(d)) if !first && left().is_some_and(|l| l < Duration::from_millis(100)) => return Ok(Waited::Decision(d)),
+            Ok(Some(_)) => {
+                failures = 0;
+                first = false;
+            }
+            Ok(None) => return Ok(Waited::NoProposal),
             Err(e) if transient(&e) => {
                 failures += 1;
                 let pause = reconnect_pause(failures, rand::random::<f64>());

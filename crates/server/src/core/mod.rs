@@ -124,6 +124,9 @@ pub struct Core {
     leaders: Mutex<HashMap<&'static str, Arc<watch::Sender<bool>>>>,
     /// What store was opened (set once at start; tests may leave it unset).
     store_info: OnceLock<crate::storage::StoreInfo>,
+    /// Failed authentications per client address (API bearer tokens and
+    /// the web page's sign-ins share one budget per address).
+    auth_throttle: crate::throttle::AuthThrottle,
 }
 
 impl Core {
@@ -151,6 +154,7 @@ impl Core {
             parked: AtomicUsize::new(0),
             web_links: OnceLock::new(),
             metrics: Arc::new(crate::metrics::Metrics::new()),
+            auth_throttle: crate::throttle::AuthThrottle::default(),
             liveness: RwLock::new(Vec::new()),
             stopping: watch::channel(false).0,
             queued_outbox: Arc::new(Mutex::new(HashSet::new())),
@@ -526,6 +530,38 @@ impl Core {
     }
 
     /// Record something that happened outside a transition.
+    /// A credential from `client` on `surface` was wrong: take it from the
+    /// address's budget, count it, log it, and audit it (every failure
+    /// within the budget, then at most one `429` a minute per address, so
+    /// a flood cannot fill the audit). `Some(retry after)` when the address
+    /// is over budget and must be answered 429.
+    pub async fn auth_failed(&self, client: std::net::IpAddr, surface: crate::throttle::Surface) -> Option<std::time::Duration> {
+        let failure = self.auth_throttle.fail(client);
+        let key = SessionKey::new("-", "-");
+        let actor = format!("client {client}");
+        match failure {
+            crate::throttle::Failure::Counted => {
+                self.metrics.auth_failure(surface.as_str(), "refused");
+                warn!(%client, surface = surface.as_str(), "authentication failed");
+                self.audit(&key, &actor, "auth_failed", None, format!("wrong credential on {}", surface.as_str())).await;
+                None
+            }
+            crate::throttle::Failure::Limited { retry_after, audit } => {
+                self.metrics.auth_failure(surface.as_str(), "limited");
+                if audit {
+                    warn!(%client, surface = surface.as_str(), retry_after_s = retry_after.as_secs_f64(), "too many failed authentications; answering 429");
+                    let detail = format!(
+                        "too many failed authentications on {}: answered 429, retry after {} s (further 429s of this address are counted in /metrics, audited at most once a minute)",
+                        surface.as_str(),
+                        crate::throttle::retry_after_secs(retry_after)
+                    );
+                    self.audit(&key, &actor, "auth_limited", None, detail).await;
+                }
+                Some(retry_after)
+            }
+        }
+    }
+
     pub async fn audit(&self, key: &SessionKey, actor: &str, action: &str, approval: Option<(ApprovalId, u32)>, detail: String) {
         let event = AuditEvent {
             at: self.now(),

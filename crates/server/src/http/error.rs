@@ -16,14 +16,21 @@ pub struct ApiError {
     code: &'static str,
     message: String,
     details: Value,
+    /// Seconds for a `Retry-After` header.
+    retry_after: Option<u64>,
 }
 
 impl ApiError {
     pub(super) fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError { status, code, message: message.into(), details: json!({}) }
+        ApiError { status, code, message: message.into(), details: json!({}), retry_after: None }
     }
     pub(super) fn details(mut self, details: Value) -> ApiError {
         self.details = details;
+        self
+    }
+    /// Tell the client when to try again (`Retry-After`, seconds).
+    pub(super) fn retry_after(mut self, secs: u64) -> ApiError {
+        self.retry_after = Some(secs);
         self
     }
     pub(super) fn invalid_request(message: impl Into<String>) -> ApiError {
@@ -42,8 +49,9 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = json!({"error": {"code": self.code, "message": self.message, "details": self.details}});
-        if self.code == "shutting_down" {
-            return (self.status, [(axum::http::header::RETRY_AFTER, "1")], Json(body)).into_response();
+        let retry_after = if self.code == "shutting_down" { Some(1) } else { self.retry_after };
+        if let Some(secs) = retry_after {
+            return (self.status, [(axum::http::header::RETRY_AFTER, secs.to_string())], Json(body)).into_response();
         }
         (self.status, Json(body)).into_response()
     }

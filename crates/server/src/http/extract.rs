@@ -5,6 +5,8 @@ use super::ApiError;
 use super::AppState;
 use super::{MAX_BODY_BYTES, MAX_WAIT_SECS};
 use crate::core::Core;
+use crate::throttle::{retry_after_secs, Surface};
+use axum::extract::ConnectInfo;
 use axum::extract::{FromRequest, FromRequestParts, Query, Request};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, StatusCode};
@@ -13,6 +15,7 @@ use plangate_engine::{ApprovalId, SessionKey};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::json;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 use subtle::ConstantTimeEq;
 
@@ -65,7 +68,37 @@ pub(super) enum Caller {
     Operator,
 }
 
-pub(super) fn identify(core: &Core, headers: &HeaderMap) -> Result<Caller, ApiError> {
+/// The address a request came from (the TCP peer: behind a reverse proxy,
+/// the proxy's), or the unspecified address when the server was not
+/// started with connection info (in-process tests).
+pub fn client_addr(parts: &Parts) -> IpAddr {
+    parts.extensions.get::<ConnectInfo<SocketAddr>>().map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip())
+}
+
+/// Who the bearer token names. A token that names no one is taken from the
+/// client address's budget of failures ([`Core::auth_failed`]): `401`
+/// within it, `429` with `Retry-After` beyond it. A correct token is looked
+/// at first and never waits.
+pub(super) async fn identify(core: &Core, parts: &Parts) -> Result<Caller, ApiError> {
+    let found = known(core, &parts.headers)?;
+    if let Some(caller) = found {
+        return Ok(caller);
+    }
+    match core.auth_failed(client_addr(parts), Surface::Api).await {
+        None => Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "unknown token")),
+        Some(wait) => {
+            let secs = retry_after_secs(wait);
+            Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too_many_failures",
+                format!("too many wrong tokens from this address; try again in {secs} s with the right one"),
+            )
+            .retry_after(secs))
+        }
+    }
+}
+
+fn known(core: &Core, headers: &HeaderMap) -> Result<Option<Caller>, ApiError> {
     let Some(token) = bearer(headers) else {
         return Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "missing `Authorization: Bearer <token>`"));
     };
@@ -82,7 +115,7 @@ pub(super) fn identify(core: &Core, headers: &HeaderMap) -> Result<Caller, ApiEr
             found = Some(Caller::Operator);
         }
     }
-    found.ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "unknown token"))
+    Ok(found)
 }
 
 /// The calling agent, from its token alone.
@@ -91,7 +124,7 @@ pub struct AgentAuth(pub String);
 impl FromRequestParts<AppState> for AgentAuth {
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, core: &AppState) -> Result<Self, ApiError> {
-        match identify(core, &parts.headers)? {
+        match identify(core, parts).await? {
             Caller::Agent(id) => Ok(AgentAuth(id)),
             Caller::Operator => {
                 Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", "this endpoint needs an agent token, not the operator token"))
@@ -106,7 +139,7 @@ pub struct OperatorAuth;
 impl FromRequestParts<AppState> for OperatorAuth {
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, core: &AppState) -> Result<Self, ApiError> {
-        match identify(core, &parts.headers)? {
+        match identify(core, parts).await? {
             Caller::Operator => Ok(OperatorAuth),
             Caller::Agent(_) => {
                 Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", "this endpoint needs the operator token; agents cannot decide"))

@@ -3,10 +3,14 @@
 //! and steps added while executing wait for an approval of their own.
 
 use plangate_testkit::server::ServerProcess;
+use plangate_testkit::telegram::{FakeTelegram, TOKEN};
 use reqwest::Method;
 use serde_json::{json, Value};
+use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
+const WAIT: Duration = Duration::from_secs(15);
+const CHAT: i64 = -1002900;
 
 async fn call(req: reqwest::RequestBuilder) -> (u16, Value) {
     ServerProcess::send(req).await
@@ -126,4 +130,69 @@ async fn a_rejected_amendment_drops_its_steps() {
     let text = taken["injection"].as_str().unwrap_or_default();
     assert!(text.contains("never force-push main") && text.contains("Force-push main") && text.contains("NOT approved"), "{text}");
     assert_eq!(gate(&s, "r1").await.0, "allow");
+}
+
+/// `text` from `user` in the chat, and the bot's answer containing `needle`.
+async fn say(fake: &FakeTelegram, user: (i64, &str), text: &str, needle: &str) -> String {
+    let before = fake.calls("sendMessage").len();
+    fake.push_update(fake.message_update(CHAT, FakeTelegram::user(user.0, Some(user.1), user.1), text, None));
+    fake.wait_for(WAIT, |reqs| {
+        let sent: Vec<_> = reqs.iter().filter(|r| r.method == "sendMessage").collect();
+        sent.get(before..).unwrap_or_default().iter().find(|r| r.str("text").contains(needle)).map(|r| r.str("text").to_string())
+    })
+    .await
+}
+
+/// On Telegram, under a quorum of two: the amendment gets a card of its
+/// own, titled as an amendment with the added step as `+ …`, and the gate
+/// waits for both approvers, as it did for the plan.
+#[tokio::test]
+async fn an_amendment_card_on_telegram_under_a_quorum_of_two() {
+    let fake = FakeTelegram::start().await;
+    let extra = format!(
+        r#"
+[telegram]
+token = "{TOKEN}"
+api_url = "{}"
+poll_timeout_secs = 1
+
+[destinations.ops]
+channel = "telegram"
+chat = "{CHAT}"
+approvers = ["telegram:111", "telegram:222"]
+
+[destinations.ops.approvals]
+required = 2
+"#,
+        fake.api_url()
+    );
+    let s = ServerProcess::start_with(BIN, &["ops"], &extra).await;
+    let (alice, bob) = ((111, "alice"), (222, "bob"));
+    let (st, d) = call(s.agent(Method::POST, "/v1/sessions/q1/enter")).await;
+    assert_eq!(st, 200, "{d}");
+    let plan = json!({"title": "Fix typo", "steps": [{"step": "Fix the typo in README"}]});
+    let (st, d) = call(s.agent(Method::POST, "/v1/sessions/q1/proposals").json(&plan)).await;
+    assert_eq!(st, 201, "{d}");
+    say(&fake, alice, "/plan accept demo/q1", "1 of 2").await;
+    say(&fake, bob, "/plan accept demo/q1", "Approved").await;
+    assert_eq!(gate(&s, "q1").await.0, "allow");
+
+    let body = json!({"merge": true, "steps": [{"step": "Also rotate all secrets"}]});
+    let (st, d) = call(s.agent(Method::POST, "/v1/sessions/q1/steps").json(&body)).await;
+    assert_eq!(st, 200, "{d}");
+    let card = fake
+        .wait_for(WAIT, |reqs| {
+            reqs.iter().filter(|r| r.method == "sendMessage").map(|r| r.str("text")).find(|t| t.contains("Amendment to v1"))
+        })
+        .await;
+    assert!(card.contains("Fix typo") && card.contains("+ Also rotate all secrets"), "{card}");
+    assert_eq!(gate(&s, "q1").await.0, "deny");
+
+    say(&fake, alice, "/plan accept demo/q1", "1 of 2").await;
+    assert_eq!(gate(&s, "q1").await.0, "deny", "one of two approvals opens nothing");
+    say(&fake, bob, "/plan accept demo/q1", "Approved").await;
+    assert_eq!(gate(&s, "q1").await.0, "allow");
+    let view = status(&s, "q1").await;
+    assert_eq!(view["amendment"]["status"], "approved", "{view}");
+    assert_eq!(step_texts(&view), ["Fix the typo in README", "Also rotate all secrets"], "{view}");
 }

@@ -38,7 +38,10 @@ fn ok(state: &State, actor: &Actor, command: Command, ctx: &Ctx) -> State {
     }
 }
 
-fn update(texts: &[(&str, StepStatus)], merge: bool) -> Command {
+/// Step texts with the status an update gives them.
+type Steps<'a> = &'a [(&'a str, StepStatus)];
+
+fn update(texts: Steps, merge: bool) -> Command {
     let steps = texts.iter().map(|(t, status)| StepUpdate { status: Some(*status), ..StepUpdate::from(Step::pending(*t)) }).collect();
     Command::UpdatePlan { steps, merge, explanation: None }
 }
@@ -87,7 +90,7 @@ fn amended(approvals: &ApprovalPolicy) -> (State, ApprovalId) {
 #[test]
 fn rewriting_or_removing_approved_steps_is_refused_and_status_is_free() {
     let (s, _) = approved(&ApprovalPolicy::default());
-    let table: [(&[(&str, StepStatus)], bool, bool); 5] = [
+    let table: [(Steps, bool, bool); 5] = [
         // Issue 29's reproduction: a whole new list.
         (&[("Drop the production database", StepStatus::InProgress), ("Force-push main", StepStatus::Pending)], false, false),
         // Removing the approved step.

@@ -190,7 +190,8 @@ required = 2
 
     say(&fake, alice, "/plan accept demo/q1", "1 of 2").await;
     assert_eq!(gate(&s, "q1").await.0, "deny", "one of two approvals opens nothing");
-    say(&fake, bob, "/plan accept demo/q1", "Approved").await;
+    // The chat's one waiting approval, without naming it.
+    say(&fake, bob, "/plan accept", "Approved").await;
     assert_eq!(gate(&s, "q1").await.0, "allow");
     let view = status(&s, "q1").await;
     assert_eq!(view["amendment"]["status"], "approved", "{view}");

@@ -281,6 +281,9 @@ struct World {
     /// Subagent runs that expired, and clears by a person that went through.
     expired: usize,
     cleared: usize,
+    /// Amendments opened by steps added while executing, and decisions of them.
+    amendments: usize,
+    amendments_decided: usize,
 }
 
 impl World {
@@ -300,6 +303,8 @@ impl World {
             decisions: 0,
             expired: 0,
             cleared: 0,
+            amendments: 0,
+            amendments_decided: 0,
         }
     }
 
@@ -338,6 +343,9 @@ impl World {
             Ok(t) => {
                 self.check(s, who, &command, &before, t);
                 self.expired += t.audit.iter().filter(|a| a.action == "subagent_expired").count();
+                self.amendments += t.audit.iter().filter(|a| a.action == "amend").count();
+                let amendment_decided = before.session.amendment_pending.is_some() && t.state.session.amendment_pending.is_none();
+                self.amendments_decided += usize::from(amendment_decided && matches!(command, Command::Decide { .. }));
                 self.cleared += usize::from(matches!(command, Command::ClearSubagents { .. }));
                 self.states[s] = t.state.clone();
             }
@@ -1012,6 +1020,10 @@ fn the_generator_reaches_decisions_refusals_and_collisions() {
     assert!(world.expired > 5, "only {} subagent runs expired", world.expired);
     assert!(world.cleared > 5, "only {} clears of subagent runs", world.cleared);
     assert!(world.refusals > 50, "only {} refusals", world.refusals);
+    assert!(world.amendments > 5, "only {} amendments", world.amendments);
+    // Rare (an amendment is usually superseded or withdrawn first): their
+    // decisions have their rows in tests/amendments.rs.
+    assert!(world.amendments_decided >= 1, "no amendment decided");
     for s in ["approved", "edited", "rejected", "timed_out", "cancelled", "superseded"] {
         assert!(statuses.contains(s), "never reached {s}: {statuses:?}");
     }

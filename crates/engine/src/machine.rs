@@ -269,7 +269,10 @@ fn open_amendment(t: &mut Transition, actor: &Actor, added: Vec<plan::Step>, ctx
     if base.approval_id == approval_id {
         return Err(Refusal::InvalidState("approval id collision; retry".to_string()));
     }
-    let of_version = base.amends.as_ref().filter(|_| base.status == DecisionStatus::Pending).map_or(base.version, |a| a.of_version);
+    // What it amends: the latest approved version, not an amendment that
+    // waits or was turned down.
+    let approved_base = matches!(base.status, DecisionStatus::Approved | DecisionStatus::Edited);
+    let of_version = base.amends.as_ref().filter(|_| !approved_base).map_or(base.version, |a| a.of_version);
     let version = t.state.session.version + 1;
     let mut approved = base.approved_plan().into_owned();
     approved.steps = t.state.session.steps.iter().filter(|s| reference.contains(&s.step.trim().to_string())).cloned().collect();

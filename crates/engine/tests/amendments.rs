@@ -232,3 +232,14 @@ fn extending_a_waiting_amendment_supersedes_it() {
     assert_eq!(p.amends.as_ref().map(|a| a.of_version), Some(1));
     assert_eq!(t.state.session.amendment_pending, Some(ApprovalId([9; 16])));
 }
+
+#[test]
+fn after_a_rejection_a_new_amendment_still_amends_the_approved_version() {
+    let (s, id) = amended(&ApprovalPolicy::default());
+    let s = ok(&s, &bob(), Command::Decide { approval_id: id, verdict: Verdict::Revise("no".into()) }, &one(7));
+    let s = ok(&s, &Actor::Agent, update(&[("Update the changelog", StepStatus::Pending)], true), &one(8));
+    let p = s.latest.as_ref().expect("the new amendment");
+    assert_eq!((p.version, p.amends.as_ref().map(|a| a.of_version)), (3, Some(1)));
+    assert_eq!(texts(&s), ["Fix the typo in README", "Update the changelog"]);
+    assert_eq!(card::card(p, Some(&s), Timestamp(T0)).title, "Amendment to v1: Fix typo");
+}

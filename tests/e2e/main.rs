@@ -31,6 +31,7 @@ mod ops_shutdown;
 mod real_claude;
 mod real_codex;
 mod replicas;
+mod sec_amend;
 mod sec_authority;
 mod sec_config;
 mod sec_gate;

@@ -147,6 +147,7 @@ fn proposal(title: &str, steps: &[&str], status: DecisionStatus) -> Proposal {
         timers: Vec::new(),
         released: false,
         review: Default::default(),
+        amends: None,
     }
 }
 

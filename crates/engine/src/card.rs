@@ -305,7 +305,11 @@ pub fn card(proposal: &Proposal, state: Option<&State>, now: Timestamp) -> Card 
         }
         _ => &plan.steps,
     };
-    let title = show(&plan.title);
+    // An amendment says so, so nobody mistakes it for the plan it extends.
+    let title = match &proposal.amends {
+        Some(a) => show(&format!("Amendment to v{}: {}", a.of_version, plan.title)),
+        None => show(&plan.title),
+    };
     let agent = show(&proposal.session.agent);
     let session = show(&proposal.session.session_id);
     let context = format!(
@@ -323,8 +327,19 @@ pub fn card(proposal: &Proposal, state: Option<&State>, now: Timestamp) -> Card 
         (StepStatus::InProgress, Some(form)) if !form.is_empty() => form.to_string(),
         _ => s.step.clone(),
     };
-    let steps =
-        live.iter().enumerate().map(|(i, s)| CardStep { number: i + 1, mark: s.status.mark(), text: show(&step_text(s)) }).collect();
+    // Honest cards: steps added after approval are marked, and a live list
+    // never shows a step the deciders did not see as if they approved it.
+    let approved = crate::amendment::texts(&proposal.approved_plan().steps);
+    let added = proposal.amends.as_ref().map(|a| crate::amendment::texts(&a.added)).unwrap_or_default();
+    let marked = |s: &Step| {
+        let text = s.step.trim().to_string();
+        match (added.contains(&text), approved.contains(&text)) {
+            (true, _) => format!("+ {}", step_text(s)),
+            (false, false) => format!("+ {} (added after approval, not approved)", step_text(s)),
+            (false, true) => step_text(s),
+        }
+    };
+    let steps = live.iter().enumerate().map(|(i, s)| CardStep { number: i + 1, mark: s.status.mark(), text: show(&marked(s)) }).collect();
     let risks = plan.risks.iter().map(|s| show(s)).collect();
     let assumptions = plan.assumptions.iter().map(|s| show(s)).collect();
     let verification = plan.verification.iter().map(|s| show(s)).collect();

@@ -235,4 +235,7 @@ pub enum Refusal {
     Forbidden(String),
     #[error("{0}")]
     InvalidRequest(String),
+    /// The agent rewrote or removed a step a human approved.
+    #[error("{0}")]
+    ApprovedStepsLocked(String),
 }

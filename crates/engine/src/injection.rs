@@ -177,3 +177,56 @@ pub fn with_review_terms(text: String, p: &Proposal, h: Harness) -> String {
         None => text,
     }
 }
+
+/// The steps an amendment added, one a line, as `+ step`.
+fn added(p: &Proposal) -> String {
+    p.amends
+        .iter()
+        .flat_map(|a| &a.added)
+        .map(|s| format!("+ {}", sanitize_for_injection(&s.step).replace('\n', " ")))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// An amendment approved: the added steps may now be done, and the amended
+/// list (its hash) is what the approval binds.
+pub fn amendment_approved(p: &Proposal, who: &str) -> String {
+    let who = name(who);
+    let approved = p.approved_plan();
+    format!(
+        "{}Amendment v{} to \"{}\" (approval {}, {}) was approved by {who}: the steps you added may be done. Go on executing the amended plan.\nAdded:\n{}\nThe approved steps:\n{}{FOOTER}",
+        header("approved"),
+        p.version,
+        title(p),
+        p.approval_id,
+        p.effective_hash(),
+        added(p),
+        steps(&approved),
+    )
+}
+
+/// An amendment rejected: like a revise, the feedback goes to the agent;
+/// the added steps are gone and the approved plan goes on.
+pub fn amendment_rejected(p: &Proposal, who: &str, feedback: &str, h: Harness) -> String {
+    let who = name(who);
+    format!(
+        "{}{who} rejected amendment v{} to \"{}\": the steps you added after approval were NOT approved and were removed from your plan. Do not do them:\n{}\nFeedback:\n{}\nGo on with the approved steps only; to do more, enter plan mode and propose a new version.{FOOTER}",
+        header("rejected"),
+        p.version,
+        title(p),
+        added(p),
+        quote(feedback, h),
+    )
+}
+
+/// Nobody decided an amendment in time: as a rejection without feedback.
+pub fn amendment_timed_out(p: &Proposal, waited_ms: i64) -> String {
+    format!(
+        "{}Nobody decided amendment v{} to \"{}\" within {}. The steps you added after approval were NOT approved and were removed from your plan; do not do them:\n{}\nGo on with the approved steps only.{FOOTER}",
+        header("timed_out"),
+        p.version,
+        title(p),
+        crate::ids::humanize_ms(waited_ms),
+        added(p),
+    )
+}

@@ -18,6 +18,7 @@
 //! the new state. That is what lets one state machine serve every channel and
 //! lets tests drive it without a runtime.
 
+pub mod amendment;
 pub mod authority;
 pub mod card;
 pub mod codec;
@@ -103,6 +104,9 @@ pub fn gate_call(session: &Session, scope: GateScope, policy: &plangate_gate::Po
     use plangate_gate::Verdict;
     let executing = matches!(session.approval, ApprovalState::Approved | ApprovalState::Edited);
     let open = match (session.mode, scope) {
+        // Steps added after approval wait for people: until they decide,
+        // nothing beyond what the policy proves read-only runs.
+        (Mode::Normal, _) if session.amendment_pending.is_some() => None,
         (Mode::Normal, GateScope::PlanModeOnly) => Some("not in plan mode (gate scope: plan_mode_only)".to_string()),
         (Mode::Normal, GateScope::ApprovedPlan) if executing => Some("executing the plan a human approved".to_string()),
         (Mode::Normal, GateScope::ApprovedPlan) => session.released_by.as_ref().map(|who| format!("released by {who}: no plan required")),
@@ -117,6 +121,11 @@ pub fn gate_call(session: &Session, scope: GateScope, policy: &plangate_gate::Po
     }
     match plangate_gate::check_plan_mode(policy, call.tool, call.input) {
         Verdict::Allow(reason) => Verdict::Allow(reason),
+        Verdict::Deny(reason) if session.amendment_pending.is_some() => Verdict::Deny(format!(
+            "{}. Steps were added to the approved plan after it was approved (amendment v{}): they wait for a human's approval, and nothing may change until it is decided. Wait for the decision (GET /v1/sessions/{{id}}/decision?wait=N); rejected, the added steps are dropped and the approved plan goes on",
+            reason.trim_end_matches('.'),
+            session.version
+        )),
         Verdict::Deny(reason) => Verdict::Deny(with_advice(session.mode, reason, call.harness)),
     }
 }

@@ -8,6 +8,7 @@
 //! [`crate::command`] (commands, effects, refusals) and are re-exported here.
 //! The whole transition table is `docs/STATE_MACHINE.md`.
 
+use crate::amendment::{self, Amendment};
 use crate::authority::{self, Opening};
 use crate::card::MAX_OPTIONS;
 use crate::command::Terms;
@@ -165,9 +166,11 @@ fn enter(t: &mut Transition, actor: &Actor, reason: Option<String>, ctx: &Ctx) -
         t.changed = false;
         return Ok(());
     }
+    withdraw_amendment(t, ctx);
     let session = &mut t.state.session;
     session.mode = Mode::Plan;
     session.approval = ApprovalState::None;
+    session.approved_steps.clear();
     session.rejection_count = 0;
     session.released_by = None;
     session.release_requests.clear();
@@ -196,9 +199,16 @@ fn update_plan(
 ) -> Result<(), Refusal> {
     require_agent(actor)?;
     let merged = plan::update_steps(&t.state.session.steps, steps, merge)?;
+    let executing = amendment::executing(&t.state.session);
+    // While executing, the approved steps are locked and new ones wait for
+    // people: an approval is not a key to whatever the agent writes next.
+    let update = if executing {
+        amendment::check(&amendment::reference(&t.state), amendment::pending(&t.state), &merged)?
+    } else {
+        amendment::Update::Within
+    };
     t.state.session.steps = merged;
     let session = &t.state.session;
-    let executing = session.mode == Mode::Normal && matches!(session.approval, ApprovalState::Approved | ApprovalState::Edited);
     let mut detail = format!("{} step(s){}", session.steps.len(), if merge { ", merged" } else { "" });
     if let Some(e) = explanation {
         detail.push_str(": ");
@@ -209,17 +219,165 @@ fn update_plan(
     // let the agent open its own gate by marking steps done, so there the
     // step list is recorded and the session stays in plan mode.
     let all_closed = !session.steps.is_empty() && session.steps.iter().all(|s| s.status.is_closed());
+    if let amendment::Update::Amend(added) = update {
+        audit(t, actor, "update_plan", latest, detail, ctx);
+        return open_amendment(t, actor, added, ctx);
+    }
     if executing {
         if let Some((id, _)) = latest {
             t.effects.push(Effect::UpdateCards { approval_id: id });
         }
-        if all_closed {
+        if all_closed && t.state.session.amendment_pending.is_none() {
             t.state.session.approval = ApprovalState::None;
+            t.state.session.approved_steps.clear();
             detail.push_str("; every step is closed, the plan is complete");
         }
     }
     audit(t, actor, "update_plan", latest, detail, ctx);
     Ok(())
+}
+
+/// The timers of a new proposal (or amendment): approver reminders, the
+/// escalation and the timeout, as the agent's policy asks.
+fn proposal_timers(session: &Session, approval_id: ApprovalId, ctx: &Ctx) -> Vec<Timer> {
+    let timer = |due, kind| Timer { due, session: session.key.clone(), approval_id, kind };
+    let mut timers = Vec::new();
+    for (i, offset) in ctx.timers.nudges_ms.iter().enumerate().take(u8::MAX as usize) {
+        timers.push(timer(ctx.now.plus_ms(*offset), TimerKind::Nudge(i as u8 + 1)));
+    }
+    if let Some(escalate) = ctx.timers.escalate_ms {
+        timers.push(timer(ctx.now.plus_ms(escalate), TimerKind::Escalate));
+    }
+    if let Some(timeout) = ctx.timers.timeout_ms {
+        timers.push(timer(ctx.now.plus_ms(timeout), TimerKind::Timeout));
+    }
+    timers
+}
+
+/// Steps added while executing: a new version of the plan, the approved
+/// steps plus `added`, that waits for people like a proposal (own approval
+/// id, card, reminders, timeout, quorum) while the session keeps executing
+/// what was approved — with the gate shut until it is decided
+/// ([`crate::amendment`]). A pending amendment the agent extends again is
+/// superseded by the new one, which asks for every added step.
+fn open_amendment(t: &mut Transition, actor: &Actor, added: Vec<plan::Step>, ctx: &Ctx) -> Result<(), Refusal> {
+    let reference = amendment::reference(&t.state);
+    let Some(base) = t.state.latest.as_ref() else {
+        return Err(Refusal::InvalidState("there is no approved plan to amend".to_string()));
+    };
+    let approval_id = ApprovalId(ctx.random);
+    if base.approval_id == approval_id {
+        return Err(Refusal::InvalidState("approval id collision; retry".to_string()));
+    }
+    // What it amends: the latest approved version, not an amendment that
+    // waits or was turned down.
+    let approved_base = matches!(base.status, DecisionStatus::Approved | DecisionStatus::Edited);
+    let of_version = base.amends.as_ref().filter(|_| !approved_base).map_or(base.version, |a| a.of_version);
+    let version = t.state.session.version + 1;
+    let mut approved = base.approved_plan().into_owned();
+    approved.steps = t.state.session.steps.iter().filter(|s| reference.contains(&s.step.trim().to_string())).cloned().collect();
+    let mut amended = approved.clone();
+    amended.steps = t.state.session.steps.clone();
+    let changes = diff::diff(&approved, &amended, of_version);
+    let requested_by = base.review.requested_by.clone();
+    if let Some(mut old) = t.state.latest.take() {
+        if old.status == DecisionStatus::Pending {
+            old.status = DecisionStatus::Superseded;
+            old.superseded_by = Some(version);
+            old.decided_at = Some(ctx.now);
+            for timer in old.timers.drain(..) {
+                t.effects.push(Effect::Cancel(timer));
+            }
+            t.effects.push(Effect::UpdateCards { approval_id: old.approval_id });
+            if let Some(receipt) = Receipt::of(&old) {
+                t.effects.push(Effect::AppendReceipt { approval_id: old.approval_id, text: receipt.document_line(ctx.now) });
+            }
+            let who = Some((old.approval_id, old.version));
+            audit(t, actor, "superseded", who, format!("superseded by v{version}"), ctx);
+            t.retired = Some(old);
+        }
+        // A decided base is on record already, unchanged.
+    }
+    let hash = plan::plan_hash(&amended, None);
+    let added_texts: Vec<String> = added.iter().map(|s| format!("+ {}", s.step.trim())).collect();
+    let mut proposal = Proposal {
+        approval_id,
+        session: t.state.session.key.clone(),
+        version,
+        plan: amended,
+        markdown: None,
+        plan_hash: hash.clone(),
+        created_at: ctx.now,
+        status: DecisionStatus::Pending,
+        decided_by: None,
+        decided_at: None,
+        feedback: None,
+        edited_plan: None,
+        injection: None,
+        superseded_by: None,
+        timers: Vec::new(),
+        released: false,
+        review: Review::new(&ctx.approvals, requested_by, Some(changes)),
+        amends: Some(Amendment { of_version, added }),
+    };
+    let auto = authority::auto_approval(&t.state.session, &ctx.approvals);
+    let session = &mut t.state.session;
+    session.approved_steps = reference;
+    session.version = version;
+    session.latest_approval = Some(approval_id);
+    t.effects.push(Effect::WriteDocument { approval_id });
+    let pid = Some((approval_id, version));
+    let detail = format!("amends v{of_version} ({hash}): {}", added_texts.join("; "));
+    if let Some(auto) = auto {
+        // Auto mode is a standing "yes" to later versions; amendments are versions.
+        proposal.status = DecisionStatus::Approved;
+        proposal.decided_by = Some("auto".to_string());
+        proposal.decided_at = Some(ctx.now);
+        session.approved_steps = amendment::texts(&session.steps);
+        let text = injection::amendment_approved(&proposal, "auto");
+        proposal.injection = Some(text.clone());
+        session.injection = Some(text);
+        t.effects.push(Effect::PostCards { approval_id });
+        if let Some(receipt) = Receipt::of(&proposal) {
+            t.effects.push(Effect::AppendReceipt { approval_id, text: receipt.document_line(ctx.now) });
+        }
+        t.effects.push(Effect::Wake);
+        t.state.latest = Some(proposal);
+        t.opened_by = Some(auto);
+        audit(t, actor, "amend", pid, detail, ctx);
+        audit(t, &Actor::Agent, "approve", pid, "auto mode: amendment approved without a human decision".to_string(), ctx);
+        if let Some(last) = t.audit.last_mut() {
+            last.actor = "auto".to_string();
+        }
+        return Ok(());
+    }
+    session.amendment_pending = Some(approval_id);
+    proposal.timers = proposal_timers(session, approval_id, ctx);
+    t.effects.extend(proposal.timers.iter().cloned().map(Effect::Schedule));
+    t.effects.push(Effect::PostCards { approval_id });
+    t.effects.push(Effect::Wake);
+    t.state.latest = Some(proposal);
+    audit(t, actor, "amend", pid, format!("{detail}; waiting for approval"), ctx);
+    Ok(())
+}
+
+/// The agent enters plan mode while an amendment waits: it is moot (a new
+/// version will be proposed from plan mode), so it is withdrawn as
+/// superseded and its reminders stop.
+fn withdraw_amendment(t: &mut Transition, ctx: &Ctx) {
+    t.state.session.amendment_pending = None;
+    let Some(old) = t.state.latest.as_mut().filter(|p| p.amends.is_some() && p.status == DecisionStatus::Pending) else {
+        return;
+    };
+    old.status = DecisionStatus::Superseded;
+    old.decided_at = Some(ctx.now);
+    for timer in old.timers.drain(..) {
+        t.effects.push(Effect::Cancel(timer));
+    }
+    t.effects.push(Effect::UpdateCards { approval_id: old.approval_id });
+    if let Some(receipt) = Receipt::of(old) {
+        t.effects.push(Effect::AppendReceipt { approval_id: old.approval_id, text: receipt.document_line(ctx.now) });
+    }
 }
 
 fn propose(
@@ -303,6 +461,7 @@ fn propose(
         timers: Vec::new(),
         released: false,
         review: Review::new(&ctx.approvals, requested_by, changes),
+        amends: None,
     };
     let auto = authority::auto_approval(&t.state.session, &ctx.approvals);
     let session = &mut t.state.session;
@@ -313,6 +472,8 @@ fn propose(
     session.release_requests.clear();
     session.version = version;
     session.steps = proposal.plan.steps.clone();
+    session.approved_steps.clear();
+    session.amendment_pending = None;
     session.latest_approval = Some(approval_id);
     t.effects.push(Effect::WriteDocument { approval_id });
     let pid = Some((approval_id, version));
@@ -328,6 +489,7 @@ fn propose(
         session.injection = Some(text);
         session.mode = Mode::Normal;
         session.approval = ApprovalState::Approved;
+        session.approved_steps = amendment::texts(&session.steps);
         t.effects.push(Effect::PostCards { approval_id });
         if let Some(receipt) = Receipt::of(&proposal) {
             t.effects.push(Effect::AppendReceipt { approval_id, text: receipt.document_line(ctx.now) });
@@ -343,21 +505,7 @@ fn propose(
         return Ok(());
     }
     session.approval = ApprovalState::Pending;
-    for (i, offset) in ctx.timers.nudges_ms.iter().enumerate().take(u8::MAX as usize) {
-        let timer = Timer { due: ctx.now.plus_ms(*offset), session: session.key.clone(), approval_id, kind: TimerKind::Nudge(i as u8 + 1) };
-        proposal.timers.push(timer);
-    }
-    if let Some(escalate) = ctx.timers.escalate_ms {
-        proposal.timers.push(Timer {
-            due: ctx.now.plus_ms(escalate),
-            session: session.key.clone(),
-            approval_id,
-            kind: TimerKind::Escalate,
-        });
-    }
-    if let Some(timeout) = ctx.timers.timeout_ms {
-        proposal.timers.push(Timer { due: ctx.now.plus_ms(timeout), session: session.key.clone(), approval_id, kind: TimerKind::Timeout });
-    }
+    proposal.timers = proposal_timers(session, approval_id, ctx);
     t.effects.extend(proposal.timers.iter().cloned().map(Effect::Schedule));
     t.effects.push(Effect::PostCards { approval_id });
     t.effects.push(Effect::Wake);
@@ -425,6 +573,9 @@ fn apply_verdict(t: &mut Transition, actor: &Actor, approval_id: ApprovalId, ver
             None => return Ok(()),
         },
     };
+    if amendment::pending(&t.state).is_some() {
+        return decide_amendment(t, actor, verdict, who, ctx);
+    }
     let session = &mut t.state.session;
     let h = session.harness;
     let Some(proposal) = t.state.latest.as_mut() else {
@@ -440,6 +591,7 @@ fn apply_verdict(t: &mut Transition, actor: &Actor, approval_id: ApprovalId, ver
             // Execute (and show on the live card) what was approved, not a
             // list the agent rewrote while it waited.
             session.steps = proposal.approved_plan().steps.clone();
+            session.approved_steps = amendment::texts(&session.steps);
             proposal.injection = Some(injection::with_review_terms(injection::approved(proposal, &who, h), proposal, h));
             "approve"
         }
@@ -448,6 +600,7 @@ fn apply_verdict(t: &mut Transition, actor: &Actor, approval_id: ApprovalId, ver
             session.mode = Mode::Normal;
             session.approval = ApprovalState::Edited;
             session.steps = plan.steps.clone();
+            session.approved_steps = amendment::texts(&session.steps);
             proposal.edited_plan = Some(plan);
             proposal.injection = Some(injection::with_review_terms(injection::edited(proposal, &who), proposal, h));
             "edit"
@@ -459,6 +612,56 @@ fn apply_verdict(t: &mut Transition, actor: &Actor, approval_id: ApprovalId, ver
             let feedback = crate::text::sanitize_for_injection(&feedback);
             proposal.feedback = Some(feedback.clone());
             proposal.injection = Some(injection::rejected(proposal, &who, &feedback, session.rejection_count, h));
+            "revise"
+        }
+    };
+    session.injection = proposal.injection.clone();
+    finish_decision(t, actor, action, ctx);
+    Ok(())
+}
+
+/// The decision that completes an amendment's round (or a request for
+/// changes to it). The session goes on executing either way: approved, the
+/// added steps join the approved reference and the approval binds the
+/// amended plan's hash; edited, the person's list is the new reference;
+/// rejected, the added steps are dropped and the feedback reaches the agent
+/// like a revise.
+fn decide_amendment(t: &mut Transition, actor: &Actor, verdict: Verdict, who: String, ctx: &Ctx) -> Result<(), Refusal> {
+    let session = &mut t.state.session;
+    let h = session.harness;
+    let Some(proposal) = t.state.latest.as_mut() else {
+        return Err(Refusal::Stale(format!("This plan was superseded by v{}.", session.version)));
+    };
+    session.amendment_pending = None;
+    proposal.decided_by = Some(who.clone());
+    proposal.decided_at = Some(ctx.now);
+    let action = match verdict {
+        Verdict::Approve | Verdict::ApproveWith(_) => {
+            proposal.status = DecisionStatus::Approved;
+            // Steps an approver left out go, whichever they are; the live
+            // list keeps the progress the agent reported meanwhile.
+            let kept = amendment::texts(&proposal.approved_plan().steps);
+            session.steps.retain(|s| kept.contains(&s.step.trim().to_string()));
+            session.approved_steps = amendment::texts(&session.steps);
+            proposal.injection = Some(injection::with_review_terms(injection::amendment_approved(proposal, &who), proposal, h));
+            "approve"
+        }
+        Verdict::Edit(plan) => {
+            proposal.status = DecisionStatus::Edited;
+            session.approval = ApprovalState::Edited;
+            session.steps = plan.steps.clone();
+            session.approved_steps = amendment::texts(&session.steps);
+            proposal.edited_plan = Some(plan);
+            proposal.injection = Some(injection::with_review_terms(injection::edited(proposal, &who), proposal, h));
+            "edit"
+        }
+        Verdict::Revise(feedback) => {
+            proposal.status = DecisionStatus::Rejected;
+            let feedback = crate::text::sanitize_for_injection(&feedback);
+            proposal.feedback = Some(feedback.clone());
+            let approved = &session.approved_steps;
+            session.steps.retain(|s| approved.contains(&s.step.trim().to_string()));
+            proposal.injection = Some(injection::amendment_rejected(proposal, &who, &feedback, h));
             "revise"
         }
     };
@@ -552,6 +755,7 @@ fn off(t: &mut Transition, actor: &Actor, ctx: &Ctx) -> Result<(), Refusal> {
     session.mode = Mode::Normal;
     session.approval = ApprovalState::None;
     session.released_by = Some(who.clone());
+    session.approved_steps.clear();
     // Nothing was approved: the steps must not survive into normal mode,
     // where hydration would present them as work to do.
     session.steps.clear();
@@ -587,6 +791,8 @@ fn cancel(t: &mut Transition, actor: &Actor, ctx: &Ctx) {
     session.approval = ApprovalState::Cancelled;
     session.released_by = None;
     session.steps.clear();
+    session.approved_steps.clear();
+    session.amendment_pending = None;
     for timer in session.agent_timers.drain(..) {
         t.effects.push(Effect::Cancel(timer));
     }
@@ -729,10 +935,18 @@ fn timer_fired(t: &mut Transition, timer: Timer, ctx: &Ctx) {
             proposal.status = DecisionStatus::TimedOut;
             proposal.decided_by = Some("timeout".to_string());
             proposal.decided_at = Some(ctx.now);
-            let text = injection::timed_out(proposal, waited, t.state.session.harness);
-            proposal.injection = Some(text.clone());
             let session = &mut t.state.session;
-            session.approval = ApprovalState::TimedOut;
+            let text = if proposal.amends.is_some() {
+                // Nobody approved the added steps: they go, the approved plan goes on.
+                session.amendment_pending = None;
+                let approved = &session.approved_steps;
+                session.steps.retain(|s| approved.contains(&s.step.trim().to_string()));
+                injection::amendment_timed_out(proposal, waited)
+            } else {
+                session.approval = ApprovalState::TimedOut;
+                injection::timed_out(proposal, waited, session.harness)
+            };
+            proposal.injection = Some(text.clone());
             session.injection = Some(text);
             finish_decision(t, &Actor::Scheduler, "timeout", ctx);
         }

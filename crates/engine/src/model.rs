@@ -145,6 +145,11 @@ pub struct Proposal {
     /// the approval left out ([`crate::review`]).
     #[serde(default)]
     pub review: Review,
+    /// Set when this version is an amendment: steps the agent added while
+    /// executing an approved plan, waiting for an approval of their own
+    /// ([`crate::amendment`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amends: Option<crate::amendment::Amendment>,
 }
 
 impl Proposal {
@@ -257,6 +262,16 @@ pub struct Session {
     /// of them ([`crate::authority::record_release`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub release_requests: Vec<crate::authority::ReleaseRequest>,
+    /// The texts of the steps a human approved, while the session executes
+    /// them: the reference the agent's step updates are held to
+    /// ([`crate::amendment`]). Empty when nothing is approved.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approved_steps: Vec<String>,
+    /// The amendment waiting for people while the session executes: the
+    /// gate, which sees only the session, denies mutations until it is
+    /// decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amendment_pending: Option<ApprovalId>,
 }
 
 impl Session {
@@ -279,6 +294,8 @@ impl Session {
             released_by: None,
             harness: crate::harness::Harness::Api,
             release_requests: Vec::new(),
+            approved_steps: Vec::new(),
+            amendment_pending: None,
         }
     }
 }

@@ -37,6 +37,19 @@ pub struct StatusView {
     /// `release`); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub released_by: Option<String>,
+    /// The steps added after approval and their approval
+    /// ([`crate::amendment`]), while the session executes and its latest
+    /// version is an amendment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amendment: Option<AmendmentView>,
+}
+
+/// `"amendment"` of the session view.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AmendmentView {
+    pub approval_id: String,
+    pub status: DecisionStatus,
+    pub added: Vec<Step>,
 }
 
 impl StatusView {
@@ -60,6 +73,10 @@ impl StatusView {
                 options: q.options.clone(),
             }),
             released_by: s.released_by.clone(),
+            amendment: state.latest.as_ref().filter(|_| s.mode == Mode::Normal).and_then(|p| {
+                let a = p.amends.as_ref()?;
+                Some(AmendmentView { approval_id: p.approval_id.to_string(), status: p.status, added: a.added.clone() })
+            }),
         }
     }
 }

@@ -281,6 +281,9 @@ struct World {
     /// Subagent runs that expired, and clears by a person that went through.
     expired: usize,
     cleared: usize,
+    /// Amendments opened by steps added while executing, and decisions of them.
+    amendments: usize,
+    amendments_decided: usize,
 }
 
 impl World {
@@ -300,6 +303,8 @@ impl World {
             decisions: 0,
             expired: 0,
             cleared: 0,
+            amendments: 0,
+            amendments_decided: 0,
         }
     }
 
@@ -338,6 +343,9 @@ impl World {
             Ok(t) => {
                 self.check(s, who, &command, &before, t);
                 self.expired += t.audit.iter().filter(|a| a.action == "subagent_expired").count();
+                self.amendments += t.audit.iter().filter(|a| a.action == "amend").count();
+                let amendment_decided = before.session.amendment_pending.is_some() && t.state.session.amendment_pending.is_none();
+                self.amendments_decided += usize::from(amendment_decided && matches!(command, Command::Decide { .. }));
                 self.cleared += usize::from(matches!(command, Command::ClearSubagents { .. }));
                 self.states[s] = t.state.clone();
             }
@@ -420,7 +428,27 @@ impl World {
         assert_eq!(after.session.latest_approval, latest.map(|p| p.approval_id));
         assert_eq!(after.session.version, latest.map_or(0, |p| p.version));
         let status = latest.map(|p| p.status);
+        // An amendment (steps added while executing) is decided while the
+        // session goes on executing what was approved: the gate waits for
+        // it only while it is pending.
+        let amending = latest.filter(|p| p.amends.is_some() && after.session.mode == Mode::Normal);
+        if let Some(p) = amending {
+            assert!(matches!(after.session.approval, ApprovalState::Approved | ApprovalState::Edited | ApprovalState::None));
+            let pending = (p.status == DecisionStatus::Pending).then_some(p.approval_id);
+            assert_eq!(after.session.amendment_pending, pending, "the gate does not know amendment v{} waits", p.version);
+            // What executes is what was approved, plus what waits for approval.
+            let approved = &after.session.approved_steps;
+            let added: Vec<String> = p.amends.iter().flat_map(|a| &a.added).map(|s| s.step.trim().to_string()).collect();
+            let executing = matches!(after.session.approval, ApprovalState::Approved | ApprovalState::Edited);
+            for step in after.session.steps.iter().filter(|_| executing) {
+                let text = step.step.trim().to_string();
+                assert!(approved.contains(&text) || (pending.is_some() && added.contains(&text)), "{text:?} executes unapproved");
+            }
+        } else {
+            assert_eq!(after.session.amendment_pending, None);
+        }
         match after.session.approval {
+            _ if amending.is_some() => {}
             ApprovalState::Pending => {
                 assert_eq!(status, Some(DecisionStatus::Pending));
                 assert_eq!(after.session.mode, Mode::Plan, "pending outside plan mode");
@@ -445,7 +473,14 @@ impl World {
         for scope in [GateScope::ApprovedPlan, GateScope::PlanModeOnly] {
             let was_open = matches!(gate(&before.session, scope, &policy, "Bash", &mutation), plangate_gate::Verdict::Allow(_));
             let is_open = matches!(gate(&after.session, scope, &policy, "Bash", &mutation), plangate_gate::Verdict::Allow(_));
-            if is_open && !was_open {
+            // The one exception: an amendment's timeout ends its wait, and
+            // the plan a person approved before it goes on (without the
+            // added steps); the authority is that earlier approval.
+            let amendment_lapsed = before.session.amendment_pending.is_some()
+                && after.session.amendment_pending.is_none()
+                && matches!(command, Command::TimerFired(Timer { kind: TimerKind::Timeout, .. }))
+                && authority::holds_open(&before.session);
+            if is_open && !was_open && !amendment_lapsed {
                 assert!(who.is_person() || auto_propose, "{who:?} opened the gate ({scope:?}) by {name}");
             }
             if matches!(after.session.mode, Mode::Plan | Mode::Halted) {
@@ -504,6 +539,21 @@ impl World {
                 None => {
                     new_ids.push(id);
                     assert!(!self.question_ids.contains(&id));
+                    if let Some(amends) = &p.amends {
+                        // Steps added while executing: an amendment of the approved plan.
+                        assert!(matches!(command, Command::UpdatePlan { .. }) && who == Who::Agent, "{name} minted amendment {id}");
+                        assert_eq!(before.session.mode, Mode::Normal);
+                        assert!(matches!(before.session.approval, ApprovalState::Approved | ApprovalState::Edited));
+                        assert!(!amends.added.is_empty());
+                        assert_eq!(p.version, before.session.version + 1, "versions go up by one");
+                        assert_eq!(p.plan_hash, plan_hash(&p.plan, None), "the amendment is bound to the amended plan");
+                        assert!(
+                            p.status == DecisionStatus::Pending || (before.session.auto_approve && p.status == DecisionStatus::Approved)
+                        );
+                        self.proposed_hash.insert(id, p.plan_hash.clone());
+                        self.ids.push(id);
+                        continue;
+                    }
                     let Command::Propose { plan, markdown, .. } = command else {
                         panic!("{name} minted proposal {id}");
                     };
@@ -671,6 +721,16 @@ impl World {
             assert!(t.audit.iter().any(|a| a.detail == sentence), "the audit does not say {sentence:?}: {:?}", t.audit);
         }
         match p.status {
+            DecisionStatus::Superseded if p.amends.is_some() => {
+                // Extended again, or withdrawn by entering plan mode.
+                assert!(
+                    matches!(command, Command::UpdatePlan { .. } | Command::Enter { .. }),
+                    "{} superseded amendment {id}",
+                    command.name()
+                );
+                assert_ne!(who, Who::Scheduler);
+                return;
+            }
             DecisionStatus::Superseded => {
                 assert!(matches!(command, Command::Propose { .. }) && who == Who::Agent);
                 assert_eq!(t.retired.as_ref().map(|r| r.approval_id), Some(id));
@@ -685,6 +745,15 @@ impl World {
                     assert!(before.session.open_subagents.is_empty(), "approved with subagents open");
                 }
                 match (verdict, p.status) {
+                    (Verdict::Approve, DecisionStatus::Approved) if p.amends.is_some() => {
+                        // The live list keeps the agent's progress; its steps are the amended plan's.
+                        let texts = |steps: &[plangate_engine::Step]| steps.iter().map(|s| s.step.trim().to_string()).collect::<Vec<_>>();
+                        assert_eq!(texts(&t.state.session.steps), texts(&p.plan.steps));
+                    }
+                    (Verdict::Revise(_), DecisionStatus::Rejected) if p.amends.is_some() => {
+                        let added: Vec<&str> = p.amends.iter().flat_map(|a| &a.added).map(|s| s.step.trim()).collect();
+                        assert!(t.state.session.steps.iter().all(|s| !added.contains(&s.step.trim())), "rejected steps stayed");
+                    }
                     (Verdict::Approve, DecisionStatus::Approved) => {
                         assert!(p.edited_plan.is_none());
                         assert_eq!(t.state.session.steps, p.plan.steps, "executing something other than what was approved");
@@ -951,6 +1020,10 @@ fn the_generator_reaches_decisions_refusals_and_collisions() {
     assert!(world.expired > 5, "only {} subagent runs expired", world.expired);
     assert!(world.cleared > 5, "only {} clears of subagent runs", world.cleared);
     assert!(world.refusals > 50, "only {} refusals", world.refusals);
+    assert!(world.amendments > 5, "only {} amendments", world.amendments);
+    // Rare (an amendment is usually superseded or withdrawn first): their
+    // decisions have their rows in tests/amendments.rs.
+    assert!(world.amendments_decided >= 1, "no amendment decided");
     for s in ["approved", "edited", "rejected", "timed_out", "cancelled", "superseded"] {
         assert!(statuses.contains(s), "never reached {s}: {statuses:?}");
     }

@@ -319,7 +319,9 @@ impl Hub {
         let agents = self.chat_agents(ev);
         let sessions = self.core.blocking(|s| s.sessions()).await.unwrap_or_default();
         let mut out = Vec::new();
-        for session in sessions.into_iter().filter(|s| agents.contains(&s.key.agent) && matches!(s.mode, Mode::Plan | Mode::Halted)) {
+        // An amendment waits while its session executes (normal mode).
+        let active = |s: &plangate_engine::Session| matches!(s.mode, Mode::Plan | Mode::Halted) || s.amendment_pending.is_some();
+        for session in sessions.into_iter().filter(|s| agents.contains(&s.key.agent) && active(s)) {
             if let Ok(state) = self.core.load(&session.key).await {
                 out.push(state);
             }

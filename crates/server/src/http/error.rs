@@ -76,6 +76,7 @@ impl From<Refusal> for ApiError {
             }
             Refusal::Stale(_) => ApiError::new(StatusCode::CONFLICT, "stale_approval", message),
             Refusal::AlreadyApproved(_) => ApiError::new(StatusCode::CONFLICT, "already_approved", message),
+            Refusal::ApprovedStepsLocked(_) => ApiError::new(StatusCode::CONFLICT, "approved_steps_locked", message),
             Refusal::Forbidden(_) => ApiError::new(StatusCode::FORBIDDEN, "forbidden", message),
             Refusal::InvalidRequest(_) => ApiError::invalid_request(message),
         }

@@ -1,0 +1,137 @@
+//! Staying within the approved plan: the steps a human approved are locked,
+//! and steps added while executing are an amendment that waits for people.
+//!
+//! An approval binds a content hash, but the agent keeps a live step list
+//! (`update_plan`) while it executes. If that list could be rewritten, an
+//! approval of "Fix the typo" would be a key to "Drop the production
+//! database". So while a session executes, the texts of the approved steps
+//! are the reference ([`crate::model::Session::approved_steps`]):
+//!
+//! * changing a step's status, active form or criteria is free;
+//! * rewriting or removing an approved step is refused
+//!   ([`crate::Refusal::ApprovedStepsLocked`]): a different plan is a new
+//!   version, proposed from plan mode;
+//! * a step that is not in the reference makes the update an
+//!   **amendment**: a new version of the plan (its own approval id, card,
+//!   reminders and timeout) decided like any proposal, through
+//!   [`crate::authority::check`] and the round's quorum. While it waits the
+//!   gate denies mutations; approved, its steps join the reference;
+//!   rejected or timed out, they are dropped and the approved plan goes on.
+//!
+//! The rules here are pure functions of the step lists; the transitions are
+//! in [`crate::machine`].
+
+use crate::command::Refusal;
+use crate::model::{ApprovalState, DecisionStatus, Mode, Proposal, Session, State};
+use crate::plan::Step;
+use serde::{Deserialize, Serialize};
+
+/// What makes a proposal an amendment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Amendment {
+    /// The version whose approved steps it extends.
+    pub of_version: u32,
+    /// The steps added after approval, as the agent sent them.
+    pub added: Vec<Step>,
+}
+
+/// What an update of an executing session's step list amounts to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Update {
+    /// Within what was approved (or what a pending amendment already asks for).
+    Within,
+    /// New steps: an amendment asking for them (all the steps beyond the
+    /// approved ones, a pending amendment's included).
+    Amend(Vec<Step>),
+}
+
+/// Whether the session executes an approved plan, where the lock holds.
+pub fn executing(session: &Session) -> bool {
+    session.mode == Mode::Normal && matches!(session.approval, ApprovalState::Approved | ApprovalState::Edited)
+}
+
+/// The approved step texts of an executing session. Sessions approved
+/// before the lock existed carry none: their latest approved plan is the
+/// reference then.
+pub fn reference(state: &State) -> Vec<String> {
+    if !state.session.approved_steps.is_empty() {
+        return state.session.approved_steps.clone();
+    }
+    match &state.latest {
+        Some(p) if matches!(p.status, DecisionStatus::Approved | DecisionStatus::Edited) => texts(&p.approved_plan().steps),
+        _ => Vec::new(),
+    }
+}
+
+/// The trimmed texts of `steps`: how steps are matched, as a merge matches them.
+pub fn texts(steps: &[Step]) -> Vec<String> {
+    steps.iter().map(|s| s.step.trim().to_string()).collect()
+}
+
+/// The session's latest proposal when it is an amendment still waiting.
+pub fn pending(state: &State) -> Option<&Proposal> {
+    state.latest.as_ref().filter(|p| p.amends.is_some() && p.status == DecisionStatus::Pending)
+}
+
+/// Check `updated`, the step list the agent's update would leave, against
+/// the approved `reference` and a `pending` amendment.
+pub fn check(reference: &[String], pending: Option<&Proposal>, updated: &[Step]) -> Result<Update, Refusal> {
+    let now = texts(updated);
+    let missing: Vec<&String> = reference.iter().filter(|r| !now.contains(r)).collect();
+    if !missing.is_empty() {
+        let quoted: Vec<String> = missing.iter().map(|m| format!("{m:?}")).collect();
+        return Err(Refusal::ApprovedStepsLocked(format!(
+            "A human approved {} and it cannot be rewritten or removed while the plan executes. You may change a step's status, \
+             active_form and criteria, or add steps (an amendment a human must approve); to change what the plan does, enter plan \
+             mode and propose a new version instead.",
+            match quoted.as_slice() {
+                [one] => format!("the step {one}"),
+                many => format!("the steps {}", many.join(", ")),
+            }
+        )));
+    }
+    let added: Vec<Step> = updated.iter().filter(|s| !reference.contains(&s.step.trim().to_string())).cloned().collect();
+    let asked: Vec<String> = pending.and_then(|p| p.amends.as_ref()).map(|a| texts(&a.added)).unwrap_or_default();
+    match (pending, added.is_empty()) {
+        (_, false) if texts(&added) == asked => Ok(Update::Within),
+        (Some(p), true) => Err(Refusal::InvalidState(format!(
+            "amendment v{} ({} step(s) added after approval) waits for a human's decision; its steps stay until it is decided",
+            p.version,
+            asked.len()
+        ))),
+        (None, true) => Ok(Update::Within),
+        (_, false) => Ok(Update::Amend(added)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn steps(texts: &[&str]) -> Vec<Step> {
+        texts.iter().map(|t| Step::pending(*t)).collect()
+    }
+
+    #[test]
+    fn approved_steps_may_not_be_rewritten_or_removed() {
+        let reference = vec!["Fix the typo in README".to_string()];
+        for updated in [steps(&["Drop the production database", "Force-push main"]), steps(&[]), steps(&["Fix the typo in README!"])] {
+            match check(&reference, None, &updated) {
+                Err(Refusal::ApprovedStepsLocked(m)) => {
+                    assert!(m.contains("\"Fix the typo in README\"") && m.contains("propose a new version"), "{m}")
+                }
+                other => panic!("{updated:?}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn status_changes_are_within_and_new_steps_amend() {
+        let reference = vec!["Read".to_string(), "Write".to_string()];
+        let mut moved = steps(&["Write", "Read"]);
+        moved[0].status = crate::plan::StepStatus::Completed;
+        assert_eq!(check(&reference, None, &moved), Ok(Update::Within));
+        let more = steps(&["Read", "Write", "Rotate secrets"]);
+        assert_eq!(check(&reference, None, &more), Ok(Update::Amend(steps(&["Rotate secrets"]))));
+    }
+}

@@ -136,16 +136,18 @@ fn with_advice(mode: Mode, reason: String, harness: Harness) -> String {
     if mode == Mode::Plan {
         return reason;
     }
-    // A reason that ends a sentence already must not get a second period.
-    let reason = reason.trim_end_matches('.');
+    // Outside plan mode the gate's own "plan mode allows only read-only …"
+    // would mislead; the advice below says what to do instead. A reason that
+    // ends a sentence already must not get a second period.
+    let reason = plangate_gate::text::without_plan_mode_advice(&reason).trim_end_matches('.');
     match mode {
         Mode::Plan => reason.to_string(),
         Mode::Halted => format!(
-                "{reason}. The last plan was cancelled, so this session is halted (read-only): to change anything, {}; or ask a person to release the session (/plan off)",
+            "{reason}, and the last plan was cancelled, so this session is halted (read-only): to change anything, {}; or ask a person to release the session (/plan off)",
             harness.how_to_get_approval()
         ),
         Mode::Normal => format!(
-            "{reason}. This session holds no approved plan, and nothing may change without one: {}",
+            "{reason}, and this session holds no approved plan: nothing may change without one. To change anything, {}",
             harness.how_to_get_approval()
         ),
     }

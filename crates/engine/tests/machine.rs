@@ -1790,7 +1790,11 @@ fn gate_scope_decides_what_a_session_without_an_approved_plan_may_do() {
     assert!(!open(&unknown, GateScope::ApprovedPlan));
     assert!(open(&unknown, GateScope::PlanModeOnly));
     match gate(&unknown.session, GateScope::ApprovedPlan, &policy, "Bash", &rm) {
-        V::Deny(why) => assert!(why.contains("no approved plan") && why.contains("enter plan mode"), "{why}"),
+        V::Deny(why) => {
+            assert!(why.contains("no approved plan") && why.contains("enter plan mode"), "{why}");
+            // Not in plan mode: the gate's plan-mode wording is not repeated.
+            assert!(!why.contains("plan mode allows only"), "{why}");
+        }
         allow => panic!("{allow:?}"),
     }
     // Reading stays possible everywhere.

@@ -18,6 +18,12 @@ pub(crate) const TOOL_SUFFIX: &str = "plan mode allows only read-only tools unti
 /// Longest quoted fragment in a reason, in characters.
 const MAX_SHOWN: usize = 60;
 
+/// `reason` without the plan-mode advice the gate appends, for a caller that
+/// knows the session is not in plan mode and gives its own advice.
+pub fn without_plan_mode_advice(reason: &str) -> &str {
+    [COMMAND_SUFFIX, TOOL_SUFFIX].iter().find_map(|suffix| reason.strip_suffix(suffix).and_then(|r| r.strip_suffix("; "))).unwrap_or(reason)
+}
+
 /// `why; <command suffix>`.
 pub(crate) fn deny_command(why: &str) -> String {
     format!("{why}; {COMMAND_SUFFIX}")

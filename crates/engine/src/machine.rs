@@ -280,24 +280,8 @@ fn open_amendment(t: &mut Transition, actor: &Actor, added: Vec<plan::Step>, ctx
     amended.steps = t.state.session.steps.clone();
     let changes = diff::diff(&approved, &amended, of_version);
     let requested_by = base.review.requested_by.clone();
-    if let Some(mut old) = t.state.latest.take() {
-        if old.status == DecisionStatus::Pending {
-            old.status = DecisionStatus::Superseded;
-            old.superseded_by = Some(version);
-            old.decided_at = Some(ctx.now);
-            for timer in old.timers.drain(..) {
-                t.effects.push(Effect::Cancel(timer));
-            }
-            t.effects.push(Effect::UpdateCards { approval_id: old.approval_id });
-            if let Some(receipt) = Receipt::of(&old) {
-                t.effects.push(Effect::AppendReceipt { approval_id: old.approval_id, text: receipt.document_line(ctx.now) });
-            }
-            let who = Some((old.approval_id, old.version));
-            audit(t, actor, "superseded", who, format!("superseded by v{version}"), ctx);
-            t.retired = Some(old);
-        }
-        // A decided base is on record already, unchanged.
-    }
+    // A decided base is on record already, unchanged.
+    retire_pending(t, actor, version, ctx);
     let hash = plan::plan_hash(&amended, None);
     let added_texts: Vec<String> = added.iter().map(|s| format!("+ {}", s.step.trim())).collect();
     let mut proposal = Proposal {
@@ -426,23 +410,7 @@ fn propose(
     for timer in t.state.session.agent_timers.drain(..) {
         t.effects.push(Effect::Cancel(timer));
     }
-    if let Some(mut old) = t.state.latest.take() {
-        if old.status == DecisionStatus::Pending {
-            old.status = DecisionStatus::Superseded;
-            old.superseded_by = Some(version);
-            old.decided_at = Some(ctx.now);
-            for timer in old.timers.drain(..) {
-                t.effects.push(Effect::Cancel(timer));
-            }
-            t.effects.push(Effect::UpdateCards { approval_id: old.approval_id });
-            if let Some(receipt) = Receipt::of(&old) {
-                t.effects.push(Effect::AppendReceipt { approval_id: old.approval_id, text: receipt.document_line(ctx.now) });
-            }
-            let who = Some((old.approval_id, old.version));
-            audit(t, actor, "superseded", who, format!("superseded by v{version}"), ctx);
-            t.retired = Some(old);
-        }
-    }
+    retire_pending(t, actor, version, ctx);
     let mut proposal = Proposal {
         approval_id,
         session: t.state.session.key.clone(),
@@ -949,6 +917,30 @@ fn timer_fired(t: &mut Transition, timer: Timer, ctx: &Ctx) {
             proposal.injection = Some(text.clone());
             session.injection = Some(text);
             finish_decision(t, &Actor::Scheduler, "timeout", ctx);
+        }
+    }
+}
+
+/// Take the latest proposal out of the state; a pending one is superseded by
+/// `version` (its timers cancelled, its cards updated, its receipt written,
+/// audited) and handed to the shell to store as retired. A decided one is on
+/// record already and is left as it is.
+fn retire_pending(t: &mut Transition, actor: &Actor, version: u32, ctx: &Ctx) {
+    if let Some(mut old) = t.state.latest.take() {
+        if old.status == DecisionStatus::Pending {
+            old.status = DecisionStatus::Superseded;
+            old.superseded_by = Some(version);
+            old.decided_at = Some(ctx.now);
+            for timer in old.timers.drain(..) {
+                t.effects.push(Effect::Cancel(timer));
+            }
+            t.effects.push(Effect::UpdateCards { approval_id: old.approval_id });
+            if let Some(receipt) = Receipt::of(&old) {
+                t.effects.push(Effect::AppendReceipt { approval_id: old.approval_id, text: receipt.document_line(ctx.now) });
+            }
+            let who = Some((old.approval_id, old.version));
+            audit(t, actor, "superseded", who, format!("superseded by v{version}"), ctx);
+            t.retired = Some(old);
         }
     }
 }

@@ -69,6 +69,10 @@ pub struct PlanDiff {
     pub steps_added: Vec<DiffStep>,
     pub steps_removed: Vec<DiffStep>,
     pub steps_changed: Vec<StepChange>,
+    /// Steps paired across the versions whose acceptance criteria differ
+    /// (numbered in the new version): an approver agrees to those too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub criteria_changed: Vec<DiffStep>,
     /// The steps both versions share are in a different order.
     pub reordered: bool,
     /// Plan fields other than the steps that differ: `title`, `summary`,
@@ -84,7 +88,7 @@ impl PlanDiff {
 
     /// Nothing at all differs.
     pub fn is_empty(&self) -> bool {
-        self.steps_unchanged() && !self.reordered && self.fields_changed.is_empty()
+        self.steps_unchanged() && self.criteria_changed.is_empty() && !self.reordered && self.fields_changed.is_empty()
     }
 
     /// The card's one line, e.g. `+2 steps, −1, 1 changed: 'Add backoff' →
@@ -105,6 +109,10 @@ impl PlanDiff {
                 self.steps_changed.iter().take(2).map(|c| format!("'{}' → '{}'", clip(&c.from), clip(&c.to))).collect();
             let more = if self.steps_changed.len() > 2 { ", …" } else { "" };
             parts.push(format!("{} changed: {}{more}", self.steps_changed.len(), shown.join(", ")));
+        }
+        if !self.criteria_changed.is_empty() {
+            let n = self.criteria_changed.len();
+            parts.push(format!("criteria of {n} step{} changed", plural(n)));
         }
         if self.reordered {
             parts.push("steps reordered".to_string());
@@ -135,6 +143,9 @@ impl PlanDiff {
                 format!("step {} (was {})", c.to_number, c.from_number)
             };
             out.push_str(&format!("- Changed {at}: \"{}\" → \"{}\"\n", one_line(&c.from), one_line(&c.to)));
+        }
+        for s in &self.criteria_changed {
+            out.push_str(&format!("- Changed the acceptance criteria of step {}: {}\n", s.number, one_line(&s.step)));
         }
         if self.reordered {
             out.push_str("- Steps reordered\n");
@@ -314,6 +325,12 @@ pub fn diff(old: &Plan, new: &Plan, from_version: u32) -> PlanDiff {
         .filter(|j| !pairs.iter().any(|(_, pj)| pj == j))
         .map(|j| DiffStep { number: j + 1, step: new.steps[j].step.trim().to_string() })
         .collect();
+    let criteria = |step: &Step| step.acceptance_criteria.iter().map(|c| c.trim().to_string()).collect::<Vec<_>>();
+    let criteria_changed = pairs
+        .iter()
+        .filter(|(i, j)| criteria(&old.steps[*i]) != criteria(&new.steps[*j]))
+        .map(|&(_, j)| DiffStep { number: j + 1, step: new.steps[j].step.trim().to_string() })
+        .collect();
     // Pairs are sorted by old index; the order is kept when the new indices rise too.
     let reordered = pairs.windows(2).any(|w| w[0].1 > w[1].1);
     let mut fields_changed = Vec::new();
@@ -337,7 +354,7 @@ pub fn diff(old: &Plan, new: &Plan, from_version: u32) -> PlanDiff {
             fields_changed.push(name.to_string());
         }
     }
-    PlanDiff { from_version, steps_added, steps_removed, steps_changed, reordered, fields_changed }
+    PlanDiff { from_version, steps_added, steps_removed, steps_changed, criteria_changed, reordered, fields_changed }
 }
 
 #[cfg(test)]
@@ -347,6 +364,19 @@ mod tests {
 
     fn plan(steps: &[&str]) -> Plan {
         Plan { steps: steps.iter().map(|s| Step::pending(*s)).collect(), ..Plan::titled("Add retries") }
+    }
+
+    #[test]
+    fn a_change_of_acceptance_criteria_is_a_change() {
+        let old = plan(&["Read", "Patch"]);
+        let mut new = old.clone();
+        new.steps[1].acceptance_criteria = vec!["no panics".into()];
+        let d = diff(&old, &new, 1);
+        assert_eq!(d.criteria_changed, vec![DiffStep { number: 2, step: "Patch".into() }]);
+        assert!(d.steps_unchanged() && !d.is_empty());
+        assert_eq!(d.summary(), "criteria of 1 step changed");
+        assert!(d.markdown().contains("- Changed the acceptance criteria of step 2: Patch"), "{}", d.markdown());
+        assert!(diff(&old, &old, 1).criteria_changed.is_empty());
     }
 
     #[test]

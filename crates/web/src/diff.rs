@@ -1,12 +1,16 @@
-//! What changed since the previous version: steps added, removed and
-//! changed, and a line diff of the markdown.
+//! What changed since the previous version, for the page.
 //!
-//! Written here, for the page only; the engine has no structured step diff
-//! yet. Steps are matched by their (trimmed) text, the way the engine merges
-//! step updates; a step whose text matches but whose acceptance criteria
-//! differ is "changed".
+//! The steps: the engine's [`PlanDiff`], the very diff the card's "Changes"
+//! line and the plan document are made from, so the page and the card can
+//! never disagree about what changed. The markdown: a line diff through
+//! `similar` (Myers' algorithm, memory linear in the input), bounded in
+//! lines and in time, so a hostile pair of plans cannot make a request
+//! expensive.
 
-use plangate_engine::Step;
+use plangate_engine::diff::{diff, PlanDiff};
+use plangate_engine::Proposal;
+use similar::{ChangeTag, TextDiff};
+use std::time::Duration;
 
 /// One line of a diff.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,71 +20,42 @@ pub enum Line<'a> {
     Removed(&'a str),
 }
 
-/// How the steps of one version differ from the previous one's.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct StepDiff {
-    pub added: Vec<String>,
-    pub removed: Vec<String>,
-    /// Same text, different acceptance criteria.
-    pub changed: Vec<String>,
-}
-
-impl StepDiff {
-    pub fn is_empty(&self) -> bool {
-        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
+/// How `p`'s steps differ from `prev`'s: the diff `p` was proposed with
+/// when it is against `prev` (what its card shows), else computed the same way.
+pub fn steps(prev: &Proposal, p: &Proposal) -> PlanDiff {
+    match &p.review.changes {
+        Some(changes) if changes.from_version == prev.version => changes.clone(),
+        _ => diff(&prev.plan, &p.plan, prev.version),
     }
 }
 
-pub fn steps(before: &[Step], after: &[Step]) -> StepDiff {
-    let find = |list: &[Step], text: &str| list.iter().find(|s| s.step.trim() == text.trim()).cloned();
-    let mut diff = StepDiff::default();
-    for step in after {
-        match find(before, &step.step) {
-            None => diff.added.push(step.step.trim().to_string()),
-            Some(old) if old.acceptance_criteria != step.acceptance_criteria => diff.changed.push(step.step.trim().to_string()),
-            Some(_) => {}
-        }
-    }
-    diff.removed = before.iter().filter(|s| find(after, &s.step).is_none()).map(|s| s.step.trim().to_string()).collect();
-    diff
-}
-
-/// Most lines either text may have for the line diff; beyond it the diff
-/// says so instead of spending quadratic time on it.
+/// Most lines either text may have for the line diff; beyond it the page
+/// says so instead of diffing.
 pub const MAX_DIFF_LINES: usize = 2_000;
+/// How long a line diff may take before `similar` settles for a coarser
+/// (still correct) one.
+const DIFF_DEADLINE: Duration = Duration::from_millis(50);
 
-/// A line diff (longest common subsequence); `None` when either text has
-/// more than [`MAX_DIFF_LINES`] lines.
+/// A line diff; `None` when either text has more than [`MAX_DIFF_LINES`] lines.
 pub fn lines<'a>(before: &'a str, after: &'a str) -> Option<Vec<Line<'a>>> {
     let a: Vec<&str> = before.lines().collect();
     let b: Vec<&str> = after.lines().collect();
     if a.len() > MAX_DIFF_LINES || b.len() > MAX_DIFF_LINES {
         return None;
     }
-    // lcs[i][j]: the LCS length of a[i..] and b[j..].
-    let mut lcs = vec![vec![0u16; b.len() + 1]; a.len() + 1];
-    for i in (0..a.len()).rev() {
-        for j in (0..b.len()).rev() {
-            lcs[i][j] = if a[i] == b[j] { lcs[i + 1][j + 1] + 1 } else { lcs[i + 1][j].max(lcs[i][j + 1]) };
-        }
-    }
-    let (mut i, mut j) = (0, 0);
-    let mut out = Vec::new();
-    while i < a.len() && j < b.len() {
-        if a[i] == b[j] {
-            out.push(Line::Same(a[i]));
-            i += 1;
-            j += 1;
-        } else if lcs[i + 1][j] >= lcs[i][j + 1] {
-            out.push(Line::Removed(a[i]));
-            i += 1;
-        } else {
-            out.push(Line::Added(b[j]));
-            j += 1;
-        }
-    }
-    out.extend(a[i..].iter().map(|l| Line::Removed(l)));
-    out.extend(b[j..].iter().map(|l| Line::Added(l)));
+    // Lines without their endings: a last line with and without a newline is the same line.
+    let diff = TextDiff::configure().timeout(DIFF_DEADLINE).diff_slices(&a, &b);
+    let out = diff
+        .iter_all_changes()
+        .map(|change| {
+            let text = change.value();
+            match change.tag() {
+                ChangeTag::Equal => Line::Same(text),
+                ChangeTag::Insert => Line::Added(text),
+                ChangeTag::Delete => Line::Removed(text),
+            }
+        })
+        .collect();
     Some(out)
 }
 
@@ -89,22 +64,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn steps_added_removed_and_changed() {
-        let before = vec![Step::pending("Read"), Step::pending("Patch"), Step::pending("Test")];
-        let mut patch = Step::pending("Patch");
-        patch.acceptance_criteria = vec!["no panics".into()];
-        let after = vec![Step::pending("Read"), patch, Step::pending("Benchmark")];
-        let d = steps(&before, &after);
-        assert_eq!(d.added, vec!["Benchmark"]);
-        assert_eq!(d.removed, vec!["Test"]);
-        assert_eq!(d.changed, vec!["Patch"]);
-        assert!(steps(&before, &before).is_empty());
-    }
-
-    #[test]
     fn line_diff_keeps_order() {
         let d = lines("a\nb\nc", "a\nx\nc\nd").unwrap_or_default();
         assert_eq!(d, vec![Line::Same("a"), Line::Removed("b"), Line::Added("x"), Line::Same("c"), Line::Added("d")]);
         assert!(lines(&"x\n".repeat(MAX_DIFF_LINES + 1), "x").is_none());
+    }
+
+    #[test]
+    fn a_large_diff_stays_within_its_bounds() {
+        // Two unrelated texts at the line limit: no quadratic table.
+        let before: String = (0..MAX_DIFF_LINES).map(|i| format!("a{i}\n")).collect();
+        let after: String = (0..MAX_DIFF_LINES).map(|i| format!("b{i}\n")).collect();
+        let d = lines(&before, &after).unwrap_or_default();
+        assert_eq!(d.len(), 2 * MAX_DIFF_LINES);
     }
 }

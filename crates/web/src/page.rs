@@ -311,7 +311,7 @@ fn actions(p: &Proposal, csrf: &str) -> Markup {
 }
 
 fn diff_section(prev: &Proposal, p: &Proposal) -> Markup {
-    let steps = diff::steps(&prev.plan.steps, &p.plan.steps);
+    let changes = diff::steps(prev, p);
     let (before, _) = reveal(&prev.document());
     let (after, _) = reveal(&p.document());
     let lines = diff::lines(&before, &after);
@@ -319,11 +319,12 @@ fn diff_section(prev: &Proposal, p: &Proposal) -> Markup {
     html! {
         section.diff {
             h2 { "Changes since v" (prev.version) }
-            @if steps.is_empty() { p { "The steps are the same." } }
+            p { (changes.summary()) }
             ul.stepdiff {
-                @for s in &steps.added { li.added { "Added: " (show(s)) } }
-                @for s in &steps.removed { li.removed { "Removed: " (show(s)) } }
-                @for s in &steps.changed { li.changed { "Changed criteria: " (show(s)) } }
+                @for s in &changes.steps_added { li.added { "Added: " (show(&s.step)) } }
+                @for s in &changes.steps_removed { li.removed { "Removed: " (show(&s.step)) } }
+                @for c in &changes.steps_changed { li.changed { "Changed: " (show(&c.from)) " → " (show(&c.to)) } }
+                @for s in &changes.criteria_changed { li.changed { "Changed criteria: " (show(&s.step)) } }
             }
             details {
                 summary { "Line diff of the markdown" }

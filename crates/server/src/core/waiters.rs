@@ -8,6 +8,10 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::sync::watch;
 
+/// The waiters map is swept once it reaches twice its size after the last
+/// sweep, and never below this many entries (a sweep is a pass over the map).
+const MIN_SWEEP: usize = 1024;
+
 /// One waiter counted as parked (see [`Core::parked_waiters`]) while it
 /// exists; dropped when the wait ends, however it ends.
 struct Parked<'a>(&'a Core);
@@ -47,8 +51,18 @@ impl Core {
 
     /// A receiver that sees every later wake-up of `key`. Subscribe before
     /// reading state, so no wake-up can slip between the read and the wait.
+    ///
+    /// The map holds a sender per session someone watched; a sender nobody
+    /// listens to any more is dropped when its session is next woken, and
+    /// all of them whenever the map has doubled since the last sweep, so a
+    /// long-running server keeps one entry per *watched* session, not one
+    /// per session it ever saw.
     pub fn subscribe(&self, key: &SessionKey) -> watch::Receiver<u64> {
         let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        if waiters.len() >= 2 * self.waiters_swept.load(Ordering::Relaxed).max(MIN_SWEEP) {
+            waiters.retain(|_, tx| tx.receiver_count() > 0);
+            self.waiters_swept.store(waiters.len(), Ordering::Relaxed);
+        }
         waiters.entry(key.clone()).or_insert_with(|| watch::channel(0).0).subscribe()
     }
 
@@ -56,10 +70,20 @@ impl Core {
     /// live view): they re-read the session. Called after this process's
     /// commits, and for other replicas' commits when the store tells.
     pub fn wake(&self, key: &SessionKey) {
-        let waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(tx) = waiters.get(key) {
-            tx.send_modify(|n| *n += 1);
+        let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        match waiters.get(key) {
+            // Nobody listens: nothing to wake, and nothing to keep.
+            Some(tx) if tx.receiver_count() == 0 => {
+                waiters.remove(key);
+            }
+            Some(tx) => tx.send_modify(|n| *n += 1),
+            None => {}
         }
+    }
+
+    /// Sessions with a sender in the waiters map (tests of the sweep).
+    pub fn watched_sessions(&self) -> usize {
+        self.waiters.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
     /// Wake every watcher of every session: the store may have missed
@@ -129,5 +153,36 @@ impl Core {
                 continue;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Settings, DEFAULT_TOML};
+    use std::sync::Arc;
+
+    #[test]
+    fn senders_nobody_listens_to_are_not_kept() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Arc::new(plangate_store::SledStore::open(dir.path()).expect("open"));
+        let core = Core::new(Arc::new(Settings::from_toml(DEFAULT_TOML).expect("defaults")), store);
+        let key = |n: usize| SessionKey::new("demo", format!("s{n}"));
+        // Woken after its watcher left: dropped at once.
+        drop(core.subscribe(&key(0)));
+        core.wake(&key(0));
+        assert_eq!(core.watched_sessions(), 0);
+        // A watcher still listening keeps its sender through wakes and sweeps.
+        let mut kept = core.subscribe(&key(1));
+        core.wake(&key(1));
+        assert!(kept.has_changed().expect("sender alive"));
+        kept.borrow_and_update();
+        // Many watches that ended without a wake are swept as the map grows.
+        for n in 2..10 * MIN_SWEEP {
+            drop(core.subscribe(&key(n)));
+        }
+        assert!(core.watched_sessions() <= 2 * MIN_SWEEP, "{} senders kept", core.watched_sessions());
+        core.wake(&key(1));
+        assert!(kept.has_changed().expect("the listened-to sender survived the sweeps"));
     }
 }

@@ -606,6 +606,8 @@ pub struct Settings {
     pub escalations: BTreeMap<String, Vec<String>>,
     /// Per agent: the approval rules of its proposals.
     pub approval_policies: BTreeMap<String, ApprovalPolicy>,
+    /// Per agent: where its cards go and who may decide there.
+    pub approvers: crate::approvers::ApproverIndex,
 }
 
 impl Settings {
@@ -801,7 +803,8 @@ impl Settings {
             (0, Some(bind)) => {
                 let mut raw = raw;
                 raw.server.data_dir = data_dir.clone();
-                Ok(Settings { data_dir, bind, policies, escalations, approval_policies, raw })
+                let approvers = crate::approvers::ApproverIndex::build(&raw, &escalations);
+                Ok(Settings { data_dir, bind, policies, escalations, approval_policies, approvers, raw })
             }
             (1, _) => Err(problems.remove(0)),
             _ => Err(ConfigError::Several(problems)),

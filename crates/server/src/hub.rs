@@ -7,7 +7,8 @@
 //! user. Card edits that follow a decision are effects of the transition,
 //! performed by [`Core`] for every card of the approval on every channel.
 
-use crate::core::{Core, CoreError, ExecMeta};
+use crate::approvers::Venue;
+use crate::core::{Core, CoreError, Decision, DecisionRefused, ExecMeta};
 use async_trait::async_trait;
 use plangate_channel::{Action, Inbound, InboundHandler, Reply};
 use plangate_engine::codec::Button;
@@ -15,8 +16,6 @@ use plangate_engine::grammar::AcceptTerms;
 use plangate_engine::grammar::{self, Parsed, PlanCommand, Target};
 use plangate_engine::view::short_ref;
 use plangate_engine::{Actor, ApprovalId, Command, DecisionStatus, Mode, Plan, Proposal, Refusal, SessionKey, State, Step, Terms, Verdict};
-use plangate_store::StoreError;
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tracing::Instrument;
@@ -28,8 +27,62 @@ pub struct Hub {
     expected_teams: std::sync::RwLock<HashMap<String, Vec<String>>>,
 }
 
-/// A refusal to show the user.
-type Refused = String;
+/// Why an event did nothing: a sentence for the user, or nothing to say
+/// at all because another replica handled the same event first (a
+/// platform's retry reaching a second replica) and answers it.
+#[derive(Debug)]
+enum Refused {
+    Say(String),
+    HandledElsewhere,
+}
+
+impl From<String> for Refused {
+    fn from(why: String) -> Refused {
+        Refused::Say(why)
+    }
+}
+
+impl From<&str> for Refused {
+    fn from(why: &str) -> Refused {
+        Refused::Say(why.to_string())
+    }
+}
+
+impl From<CoreError> for Refused {
+    fn from(e: CoreError) -> Refused {
+        if e.handled_elsewhere() {
+            return Refused::HandledElsewhere;
+        }
+        Refused::Say(e.to_person())
+    }
+}
+
+impl Refused {
+    /// A refused decision, with this chat's and user's ids when the refusal
+    /// is about who may decide here: finding them is the hardest step of a
+    /// first setup, and the person refused is usually the one setting it up.
+    fn of(ev: &Inbound, refused: DecisionRefused) -> Refused {
+        match refused {
+            DecisionRefused::NotAllowed(why) => Refused::Say(format!("{why}{}", Hub::ids_hint(ev))),
+            DecisionRefused::Core(e) => e.into(),
+            other => Refused::Say(other.to_string()),
+        }
+    }
+
+    fn text(self) -> Reply {
+        match self {
+            Refused::Say(why) => Reply::Text(why),
+            Refused::HandledElsewhere => Reply::None,
+        }
+    }
+
+    fn notice(self) -> Reply {
+        match self {
+            Refused::Say(why) => Reply::Notice(why),
+            Refused::HandledElsewhere => Reply::None,
+        }
+    }
+}
 
 impl Hub {
     pub fn new(core: Arc<Core>) -> Hub {
@@ -58,19 +111,7 @@ impl Hub {
 
     /// Agents whose cards go to this chat.
     fn chat_agents(&self, ev: &Inbound) -> Vec<String> {
-        self.core.settings.raw.agents.keys().filter(|agent| !self.destinations_here(ev, agent).is_empty()).cloned().collect()
-    }
-
-    /// The agent's destinations (its own and its escalation ones) that are this chat.
-    fn destinations_here(&self, ev: &Inbound, agent: &str) -> Vec<&crate::config::DestinationConfig> {
-        let raw = &self.core.settings.raw;
-        let own = raw.agents.get(agent).map(|a| a.destinations.as_slice()).unwrap_or_default();
-        let escalation = self.core.settings.escalations.get(agent).map(Vec::as_slice).unwrap_or_default();
-        own.iter()
-            .chain(escalation)
-            .filter_map(|name| raw.destinations.get(name))
-            .filter(|d| d.channel == ev.channel && d.chat == ev.chat)
-            .collect()
+        self.core.settings.approvers.agents_in(ev.channel, &ev.chat)
     }
 
     /// The ids of this chat and this user in the exact form plangate's
@@ -83,41 +124,25 @@ impl Hub {
         format!("\nThis chat: chat = \"{}\" (channel = \"{}\"). You: \"{who}\" (for approvers = [...]).", ev.chat, ev.channel)
     }
 
-    /// Whether the user may decide plans of `agent` from this chat.
-    fn authorize(&self, ev: &Inbound, agent: &str) -> Result<(), Refused> {
-        let who = Self::who(ev);
-        let here = self.destinations_here(ev, agent);
-        if here.is_empty() {
-            return Err(format!("This chat does not receive {agent}'s plans, so they cannot be decided here.{}", Self::ids_hint(ev)));
-        }
-        if here.iter().any(|d| d.approvers.contains(&who)) {
-            Ok(())
-        } else {
-            Err(format!("You are not an approver for this plan.{}", Self::ids_hint(ev)))
-        }
+    fn venue(ev: &Inbound) -> Venue<'_> {
+        Venue::Chat { channel: ev.channel, chat: &ev.chat }
     }
 
+    /// Whether the user may decide plans of `key`'s agent from this chat
+    /// (a refusal is audited by the core).
+    async fn authorize(&self, ev: &Inbound, key: &SessionKey, approval: Option<(ApprovalId, u32)>) -> Result<(), Refused> {
+        let checked = self.core.authorize(key, approval, &Self::actor(ev), Self::venue(ev)).await;
+        checked.map_err(|why| Refused::of(ev, why.into()))
+    }
+
+    /// Audit a refusal that is not about who decides (those the core audits).
     async fn refuse(&self, ev: &Inbound, key: &SessionKey, approval: Option<(ApprovalId, u32)>, why: &str) {
         let detail = format!("{} refused in {} chat {}: {why}", Self::who(ev), ev.channel, ev.chat);
         self.core.audit(key, &Self::who(ev), "refused", approval, detail).await;
     }
 
-    /// Handle one event: [`Hub::dispatch`], except that an event another
-    /// replica handled first (a platform's retry reaching a second replica)
-    /// gets no reply, like an event seen before: that replica answers it.
-    async fn route(&self, ev: Inbound) -> Reply {
-        HANDLED_ELSEWHERE
-            .scope(Cell::new(false), async move {
-                let reply = self.dispatch(ev).await;
-                if HANDLED_ELSEWHERE.with(Cell::get) {
-                    tracing::debug!("the event was handled by another replica; no reply");
-                    return Reply::None;
-                }
-                reply
-            })
-            .await
-    }
-
+    /// Handle one event. An event another replica handled first gets no
+    /// reply ([`Refused::HandledElsewhere`]), like an event seen before.
     async fn dispatch(&self, ev: Inbound) -> Reply {
         if let Some(key) = ev.idempotency_key.clone() {
             if self.core.blocking(move |s| s.seen(&key)).await.unwrap_or(false) {
@@ -143,12 +168,12 @@ impl Hub {
                 Reply::Notice("Unknown button.".to_string())
             }
             Action::Feedback { approval_id, text } => {
-                self.authorize_and_decide(&ev, approval_id, Decision::Verdict(Verdict::Revise(text))).await.into_notice()
+                self.decide(&ev, approval_id, Decision::Verdict(Verdict::Revise(text))).await.into_notice()
             }
             Action::Edit { approval_id, steps } => self.edit(&ev, approval_id, steps).await.into_notice(),
             Action::Approve { approval_id, note, except } => {
                 let verdict = Verdict::ApproveWith(Terms { note, except });
-                self.authorize_and_decide(&ev, approval_id, Decision::Verdict(verdict)).await.into_notice()
+                self.decide(&ev, approval_id, Decision::Verdict(verdict)).await.into_notice()
             }
             Action::AnswerText { question_id, text } => self.answer(&ev, Some(question_id), None, text).await.into_notice(),
         };
@@ -169,23 +194,21 @@ impl Hub {
         self.core.blocking(move |s| s.proposal(&id)).await.ok().flatten()
     }
 
-    /// Load `id`, check the user may decide it, and that it is still open.
+    /// Load `id`, check the user may decide it, and that it is still open:
+    /// before a form (feedback, edit, a note, a confirmation) is opened.
     async fn decidable(&self, ev: &Inbound, id: ApprovalId) -> Result<Proposal, Refused> {
-        let Some(p) = self.proposal(id).await else { return Err("This plan no longer exists.".to_string()) };
-        if let Err(why) = self.authorize(ev, &p.session.agent) {
-            self.refuse(ev, &p.session, Some((id, p.version)), &why).await;
-            return Err(why);
-        }
+        let Some(p) = self.proposal(id).await else { return Err(DecisionRefused::NotFound.to_string().into()) };
+        self.authorize(ev, &p.session, Some((id, p.version))).await?;
         if p.status != DecisionStatus::Pending {
             let version = self.core.load(&p.session).await.map(|s| s.session.version).unwrap_or(p.version);
-            return Err(plangate_engine::machine::describe_stale(&p, version));
+            return Err(plangate_engine::machine::describe_stale(&p, version).into());
         }
         Ok(p)
     }
 
     async fn button(&self, ev: &Inbound, button: Button) -> Reply {
         match button {
-            Button::Approve(id) => self.authorize_and_decide(ev, id, Decision::Verdict(Verdict::Approve)).await.into_notice(),
+            Button::Approve(id) => self.decide(ev, id, Decision::Verdict(Verdict::Approve)).await.into_notice(),
             Button::ApproveWithNote(id) => match self.decidable(ev, id).await {
                 Ok(p) => match self.separated(ev, &p).await {
                     Ok(()) => Reply::AskApproval {
@@ -194,19 +217,19 @@ impl Hub {
                         steps: p.plan.steps.iter().map(|s| s.step.clone()).collect(),
                         prompt: format!("Approve v{} ({}) with a note for the agent.", p.version, short_ref(&id)),
                     },
-                    Err(why) => Reply::Notice(why),
+                    Err(why) => why.notice(),
                 },
-                Err(why) => Reply::Notice(why),
+                Err(why) => why.notice(),
             },
             Button::ApproveEdit(id) => self.approve_edit(ev, id).await.into_notice(),
-            Button::ConfirmCancel(id) => self.authorize_and_decide(ev, id, Decision::Cancel).await.into_notice(),
+            Button::ConfirmCancel(id) => self.decide(ev, id, Decision::Cancel).await.into_notice(),
             Button::RequestChanges(id) => match self.decidable(ev, id).await {
                 Ok(p) => Reply::AskFeedback {
                     approval_id: id,
                     version: p.version,
                     prompt: format!("Reply with what should change in v{} ({}).", p.version, short_ref(&id)),
                 },
-                Err(why) => Reply::Notice(why),
+                Err(why) => why.notice(),
             },
             Button::Cancel(id) => match self.decidable(ev, id).await {
                 Ok(p) => Reply::ConfirmCancel {
@@ -217,13 +240,13 @@ impl Hub {
                         p.version, p.session
                     ),
                 },
-                Err(why) => Reply::Notice(why),
+                Err(why) => why.notice(),
             },
             Button::Edit(id) => match self.decidable(ev, id).await {
                 Ok(p) => {
                     Reply::AskEdit { approval_id: id, version: p.version, steps: p.plan.steps.iter().map(|s| s.step.clone()).collect() }
                 }
-                Err(why) => Reply::Notice(why),
+                Err(why) => why.notice(),
             },
             Button::View(id) => match self.proposal(id).await {
                 Some(p) if !self.chat_agents(ev).contains(&p.session.agent) => {
@@ -235,7 +258,7 @@ impl Hub {
             Button::Answer(qid, n) => self.answer(ev, Some(qid), Some(n), String::new()).await.into_notice(),
             Button::AnswerOther(qid) => match self.question_for(ev, qid).await {
                 Ok(q) => Reply::AskAnswer { question_id: qid, prompt: format!("Reply with your answer to: {}", q.question) },
-                Err(why) => Reply::Notice(why),
+                Err(why) => why.notice(),
             },
         }
     }
@@ -248,7 +271,7 @@ impl Hub {
             Err(refusal) => {
                 let why = refusal.to_string();
                 self.refuse(ev, &p.session, Some((p.approval_id, p.version)), &why).await;
-                Err(why)
+                Err(why.into())
             }
         }
     }
@@ -257,31 +280,28 @@ impl Hub {
     async fn approve_edit(&self, ev: &Inbound, id: ApprovalId) -> Result<String, Refused> {
         // Authorized and still open (else: who decided it, or what replaced it).
         let p = self.decidable(ev, id).await?;
-        let Some(edit) = p.review.edit.as_ref() else { return Err("No edited plan awaits approval on this plan.".to_string()) };
-        self.authorize_and_decide(ev, id, Decision::Verdict(Verdict::Edit(edit.plan.clone()))).await
+        let Some(edit) = p.review.edit.as_ref() else { return Err("No edited plan awaits approval on this plan.".into()) };
+        self.decide(ev, id, Decision::Verdict(Verdict::Edit(edit.plan.clone()))).await
     }
 
     async fn question_for(&self, ev: &Inbound, qid: ApprovalId) -> Result<plangate_engine::Question, Refused> {
         let q = self.core.blocking(move |s| s.question(&qid)).await.ok().flatten().ok_or("This question no longer exists.")?;
-        if let Err(why) = self.authorize(ev, &q.session.agent) {
-            self.refuse(ev, &q.session, None, &why).await;
-            return Err(why);
-        }
+        self.authorize(ev, &q.session, None).await?;
         if q.status != plangate_engine::QuestionStatus::Pending {
-            return Err(format!("Already answered by {}.", q.answered_by.as_deref().unwrap_or("someone")));
+            return Err(format!("Already answered by {}.", q.answered_by.as_deref().unwrap_or("someone")).into());
         }
         Ok(q)
     }
 
     async fn answer(&self, ev: &Inbound, qid: Option<ApprovalId>, option: Option<u8>, text: String) -> Result<String, Refused> {
-        let Some(qid) = qid else { return Err("No question to answer.".to_string()) };
+        let Some(qid) = qid else { return Err("No question to answer.".into()) };
         let q = self.question_for(ev, qid).await?;
         let answer = match option {
             Some(n) => q.options.get(n as usize).cloned().ok_or("Unknown option.")?,
             None => text,
         };
         let command = Command::Answer { question_id: Some(qid), answer: answer.clone() };
-        self.core.execute(&q.session, Self::actor(ev), command, self.meta(ev)).await.map_err(explain)?;
+        self.core.execute(&q.session, Self::actor(ev), command, self.meta(ev)).await?;
         Ok(format!("Answered: {answer}"))
     }
 
@@ -289,27 +309,18 @@ impl Hub {
         ExecMeta { idempotency: ev.idempotency_key.clone(), fired: None }
     }
 
-    async fn authorize_and_decide(&self, ev: &Inbound, id: ApprovalId, decision: Decision) -> Result<String, Refused> {
-        let Some(p) = self.proposal(id).await else { return Err("This plan no longer exists.".to_string()) };
-        if let Err(why) = self.authorize(ev, &p.session.agent) {
-            self.refuse(ev, &p.session, Some((id, p.version)), &why).await;
-            return Err(why);
+    /// Decide through the core's one door ([`Core::decide`]), and say what happened.
+    async fn decide(&self, ev: &Inbound, id: ApprovalId, decision: Decision) -> Result<String, Refused> {
+        match self.core.decide(id, Self::actor(ev), Self::venue(ev), decision, self.meta(ev)).await {
+            Ok(decided) => Ok(decided.said()),
+            Err(refused) => Err(Refused::of(ev, refused)),
         }
-        let command = match decision {
-            Decision::Verdict(verdict) => Command::Decide { approval_id: id, verdict },
-            Decision::Cancel => Command::CancelApproval(id),
-            Decision::Refused(why) => return Err(why),
-        };
-        let done = self.core.execute_on_proposal(p.clone(), Self::actor(ev), command, self.meta(ev)).await.map_err(explain)?;
-        let decided = done.transition.state.latest.as_ref().filter(|l| l.approval_id == id).unwrap_or(&p);
-        let said = plangate_engine::card::receipt(decided).or_else(|| plangate_engine::card::progress_notice(decided));
-        Ok(said.unwrap_or_else(|| "Done.".to_string()))
     }
 
     async fn edit(&self, ev: &Inbound, id: ApprovalId, steps: Vec<String>) -> Result<String, Refused> {
-        let Some(p) = self.proposal(id).await else { return Err("This plan no longer exists.".to_string()) };
+        let Some(p) = self.proposal(id).await else { return Err(DecisionRefused::NotFound.to_string().into()) };
         let plan = Plan { steps: steps.into_iter().map(Step::pending).collect(), ..p.plan.clone() };
-        self.authorize_and_decide(ev, id, Decision::Verdict(Verdict::Edit(plan))).await
+        self.decide(ev, id, Decision::Verdict(Verdict::Edit(plan))).await
     }
 
     // ------------------------------------------------------------ /plan commands
@@ -337,6 +348,10 @@ impl Hub {
     }
 
     async fn resolve(&self, ev: &Inbound, target: Option<&Target>) -> Result<(State, Option<ApprovalId>), Refused> {
+        self.resolve_target(ev, target).await.map_err(Refused::Say)
+    }
+
+    async fn resolve_target(&self, ev: &Inbound, target: Option<&Target>) -> Result<(State, Option<ApprovalId>), String> {
         if let Some(why) = self.not_a_destination(ev) {
             return Err(why);
         }
@@ -402,11 +417,11 @@ impl Hub {
             }
             PlanCommand::Status => match self.resolve(ev, target).await {
                 Ok((state, _)) => Reply::Text(status_text(&state, self.core.now())),
-                Err(why) => Reply::Text(why),
+                Err(why) => why.text(),
             },
             PlanCommand::Subagents => match self.resolve(ev, target).await {
                 Ok((state, _)) => Reply::Text(subagents_text(&state, self.core.now())),
-                Err(why) => Reply::Text(why),
+                Err(why) => why.text(),
             },
             // Approver-only, like a decision: a crashed child must not keep
             // the plan unapprovable, but only a person may say so.
@@ -422,7 +437,7 @@ impl Hub {
                     );
                     self.session_command(ev, &state.session.key, Command::ClearSubagents { run_id: None }, &ok).await
                 }
-                Err(why) => Reply::Text(why),
+                Err(why) => why.text(),
             },
             PlanCommand::View => match self.resolve(ev, target).await {
                 Ok((state, id)) => {
@@ -435,39 +450,42 @@ impl Hub {
                         None => Reply::Text("This session has not proposed a plan yet.".to_string()),
                     }
                 }
-                Err(why) => Reply::Text(why),
+                Err(why) => why.text(),
             },
             PlanCommand::Web => self.web_sign_in(ev),
             PlanCommand::Restate => match self.resolve(ev, target).await {
                 Ok((state, _)) => self.restate(ev, &state).await,
-                Err(why) => Reply::Text(why),
+                Err(why) => why.text(),
             },
             PlanCommand::Accept(terms) => self.decide_command(ev, target, move |p| accept_decision(p, &terms)).await,
             PlanCommand::Revise(feedback) => {
-                self.decide_command(ev, target, move |_| Decision::Verdict(Verdict::Revise(feedback.clone()))).await
+                self.decide_command(ev, target, move |_| Ok(Decision::Verdict(Verdict::Revise(feedback.clone())))).await
             }
             PlanCommand::Edit(steps) => {
                 self.decide_command(ev, target, move |p| {
-                    Decision::Verdict(Verdict::Edit(Plan { steps: steps.iter().cloned().map(Step::pending).collect(), ..p.plan.clone() }))
+                    Ok(Decision::Verdict(Verdict::Edit(Plan {
+                        steps: steps.iter().cloned().map(Step::pending).collect(),
+                        ..p.plan.clone()
+                    })))
                 })
                 .await
             }
             // Cancel means "do not do this": the session halts (read-only).
-            PlanCommand::Cancel => self.decide_command(ev, target, |_| Decision::Cancel).await,
+            PlanCommand::Cancel => self.decide_command(ev, target, |_| Ok(Decision::Cancel)).await,
             // Off is the explicit release: no plan required, the gate opens.
             PlanCommand::Off => {
                 let (state, _) = match self.resolve(ev, target).await {
                     Ok(found) => found,
-                    Err(why) => return Reply::Text(why),
+                    Err(why) => return why.text(),
                 };
                 self.release(ev, &state.session.key).await
             }
             PlanCommand::Answer(text) => match self.resolve(ev, target).await {
                 Ok((state, _)) => {
                     let qid = state.session.pending_question.as_ref().map(|q| q.question_id);
-                    Reply::Text(self.answer(ev, qid, None, text).await.unwrap_or_else(|e| e))
+                    self.answer(ev, qid, None, text).await.into_text()
                 }
-                Err(why) => Reply::Text(why),
+                Err(why) => why.text(),
             },
             PlanCommand::On => {
                 let key = match target {
@@ -493,7 +511,7 @@ impl Hub {
                     let text = if on { "Auto-approve is on: later proposals approve themselves." } else { "Auto-approve is off." };
                     self.session_command(ev, &state.session.key, Command::SetAuto(on), text).await
                 }
-                Err(why) => Reply::Text(why),
+                Err(why) => why.text(),
             },
         }
     }
@@ -518,25 +536,22 @@ impl Hub {
     async fn session_command(&self, ev: &Inbound, key: &SessionKey, command: Command, ok: &str) -> Reply {
         match self.session_execute(ev, key, command).await {
             Ok(_) => Reply::Text(ok.to_string()),
-            Err(why) => Reply::Text(why),
+            Err(why) => why.text(),
         }
     }
 
     /// Authorize and execute a command on a session; a refusal of who may
     /// act (here or by the engine's rules) is audited.
     async fn session_execute(&self, ev: &Inbound, key: &SessionKey, command: Command) -> Result<crate::core::Executed, Refused> {
-        if let Err(why) = self.authorize(ev, &key.agent) {
-            self.refuse(ev, key, None, &why).await;
-            return Err(why);
-        }
+        self.authorize(ev, key, None).await?;
         match self.core.execute(key, Self::actor(ev), command, self.meta(ev)).await {
             Ok(done) => Ok(done),
             Err(e @ CoreError::Refused(Refusal::Forbidden(_) | Refusal::AlreadyApproved(_))) => {
-                let why = explain(e);
+                let why = e.to_person();
                 self.refuse(ev, key, None, &why).await;
-                Err(why)
+                Err(why.into())
             }
-            Err(e) => Err(explain(e)),
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -553,22 +568,33 @@ impl Hub {
                     Reply::Text(format!("Not released yet: {counted}."))
                 }
             },
-            Err(why) => Reply::Text(why),
+            Err(why) => why.text(),
         }
     }
 
-    async fn decide_command(&self, ev: &Inbound, target: Option<&Target>, decision: impl Fn(&Proposal) -> Decision) -> Reply {
+    async fn decide_command(
+        &self,
+        ev: &Inbound,
+        target: Option<&Target>,
+        decision: impl Fn(&Proposal) -> Result<Decision, String>,
+    ) -> Reply {
         let (state, id) = match self.resolve(ev, target).await {
             Ok(found) => found,
-            Err(why) => return Reply::Text(why),
+            Err(why) => return why.text(),
         };
         let proposal = match id {
             Some(id) => self.proposal(id).await,
             None => state.latest.clone(),
         };
         let Some(p) = proposal else { return Reply::Text("This session has not proposed a plan yet.".to_string()) };
-        let result = self.authorize_and_decide(ev, p.approval_id, decision(&p)).await;
-        Reply::Text(result.unwrap_or_else(|e| e))
+        match decision(&p) {
+            Ok(decision) => self.decide(ev, p.approval_id, decision).await.into_text(),
+            // Who may decide is still checked (and a refusal audited) first.
+            Err(why) => match self.authorize(ev, &p.session, Some((p.approval_id, p.version))).await {
+                Ok(()) => Reply::Text(why),
+                Err(refused) => refused.text(),
+            },
+        }
     }
 
     async fn restate(&self, ev: &Inbound, state: &State) -> Reply {
@@ -589,59 +615,44 @@ impl Hub {
     }
 }
 
-enum Decision {
-    Verdict(Verdict),
-    Cancel,
-    /// A command that cannot apply to this plan; the text says why.
-    Refused(String),
-}
-
 /// What `/plan accept` means for `p`: the round's edited plan (`edited`),
-/// with a note and/or except steps, or a plain approval.
-fn accept_decision(p: &Proposal, terms: &AcceptTerms) -> Decision {
+/// with a note and/or except steps, or a plain approval; or why it cannot
+/// apply to this plan.
+fn accept_decision(p: &Proposal, terms: &AcceptTerms) -> Result<Decision, String> {
     if terms.edited {
         return match &p.review.edit {
-            Some(edit) if terms.note.is_none() => Decision::Verdict(Verdict::Edit(edit.plan.clone())),
-            Some(_) => Decision::Refused("Approving an edit takes no note; approve it, then say more in the chat.".to_string()),
-            None => Decision::Refused(format!("No edited plan awaits approval on v{} ({}).", p.version, short_ref(&p.approval_id))),
+            Some(edit) if terms.note.is_none() => Ok(Decision::Verdict(Verdict::Edit(edit.plan.clone()))),
+            Some(_) => Err("Approving an edit takes no note; approve it, then say more in the chat.".to_string()),
+            None => Err(format!("No edited plan awaits approval on v{} ({}).", p.version, short_ref(&p.approval_id))),
         };
     }
     if terms.note.is_none() && terms.except.is_empty() {
-        return Decision::Verdict(Verdict::Approve);
+        return Ok(Decision::Verdict(Verdict::Approve));
     }
-    Decision::Verdict(Verdict::ApproveWith(Terms { note: terms.note.clone(), except: terms.except.clone() }))
+    Ok(Decision::Verdict(Verdict::ApproveWith(Terms { note: terms.note.clone(), except: terms.except.clone() })))
 }
 
-trait IntoNotice {
+/// How a result becomes the reply: a notice (the answer to a button or a
+/// form) or a message (the answer to a typed command); nothing when
+/// another replica answers.
+trait IntoReply {
     fn into_notice(self) -> Reply;
+    fn into_text(self) -> Reply;
 }
 
-impl IntoNotice for Result<String, Refused> {
+impl IntoReply for Result<String, Refused> {
     fn into_notice(self) -> Reply {
-        Reply::Notice(self.unwrap_or_else(|e| e))
+        match self {
+            Ok(said) => Reply::Notice(said),
+            Err(why) => why.notice(),
+        }
     }
-}
 
-tokio::task_local! {
-    /// Set while routing an event when its transition found the event
-    /// handled by another replica (see [`Hub::route`]).
-    static HANDLED_ELSEWHERE: Cell<bool>;
-}
-
-/// The user-facing sentence for a failed execution. An event another
-/// replica handled is also flagged, so [`Hub::route`] answers nothing.
-fn explain(e: CoreError) -> String {
-    if matches!(e, CoreError::Storage(StoreError::AlreadyHandled(_))) {
-        let _ = HANDLED_ELSEWHERE.try_with(|flag| flag.set(true));
-        return "That was already handled.".to_string();
-    }
-    match e {
-        CoreError::Refused(
-            Refusal::Forbidden(m) | Refusal::Stale(m) | Refusal::InvalidState(m) | Refusal::InvalidRequest(m) | Refusal::AlreadyApproved(m),
-        ) => m,
-        CoreError::Refused(r) => r.to_string(),
-        CoreError::Storage(_) => "plangate could not record that (storage trouble); nothing changed, try again shortly.".to_string(),
-        CoreError::NotFound(m) => m,
+    fn into_text(self) -> Reply {
+        match self {
+            Ok(said) => Reply::Text(said),
+            Err(why) => why.text(),
+        }
     }
 }
 
@@ -715,7 +726,7 @@ impl InboundHandler for Hub {
     async fn handle(&self, event: Inbound) -> Reply {
         let span = tracing::info_span!("inbound", channel = event.channel, chat = %event.chat, user = %event.user.id);
         async move {
-            let reply = self.route(event).await;
+            let reply = self.dispatch(event).await;
             tracing::info!(reply = ?std::mem::discriminant(&reply), "handled");
             reply
         }

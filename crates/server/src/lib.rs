@@ -17,6 +17,7 @@
 //! [`core::Core::execute`], which commits (durably) before any effect is
 //! performed or any caller is answered.
 
+pub mod approvers;
 pub mod channels;
 pub mod cli;
 pub mod clock;

@@ -1,11 +1,10 @@
 //! The web page's [`Backend`]: the core's state, the approver allowlists and
 //! the one door for decisions, for `plangate-web`.
 //!
-//! A decision from the page is authorized here the way [`crate::hub`]
-//! authorizes a chat click (the person must be an approver on a destination
-//! of the plan's agent, refusals are audited) and executed as the same
-//! engine command by the same [`Core::execute_on_proposal`]; the actor is
-//! the chat identity the person signed in with, named "… via web".
+//! A decision from the page goes through the same door as a chat click,
+//! [`Core::decide`], from [`Venue::Web`] (the person must be an approver on
+//! any destination of the plan's agent; refusals are audited there); the
+//! actor is the chat identity the person signed in with, named "… via web".
 //!
 //! The page keeps no state in this process (see `plangate-web`): its
 //! single-use sign-in links and sign-outs are records in the store
@@ -15,10 +14,11 @@
 //! issued. A store one process owns keeps the secret in `data_dir/web-secret`
 //! as it always did, so read links on cards already posted keep working.
 
-use crate::core::{Core, CoreError, ExecMeta};
+use crate::approvers::Venue;
+use crate::core::{Core, CoreError, Decision, DecisionRefused, ExecMeta};
 use crate::throttle::Surface;
 use async_trait::async_trait;
-use plangate_engine::{Actor, ApprovalId, AuditEvent, Command, Proposal, Refusal, SessionKey, State, Timestamp, Verdict};
+use plangate_engine::{Actor, ApprovalId, AuditEvent, Proposal, Refusal, SessionKey, State, Timestamp, Verdict};
 use plangate_store::{AuditQuery, Store};
 use plangate_web::{Backend, Identity, Links, Refused, SignInSurface, Web, WebDecision};
 use std::path::Path;
@@ -93,17 +93,6 @@ fn load_or_create_secret(data_dir: &Path) -> std::io::Result<Vec<u8>> {
     }
 }
 
-/// Whether `who` (`<channel>:<id>`) is on the approver allowlist of any
-/// destination of `agent` (its own or its escalation ones): the lists a chat
-/// click is checked against, without the "in this chat" part a browser has
-/// no equivalent of.
-pub fn is_approver(core: &Core, who: &str, agent: &str) -> bool {
-    let raw = &core.settings.raw;
-    let own = raw.agents.get(agent).map(|a| a.destinations.as_slice()).unwrap_or_default();
-    let escalation = core.settings.escalations.get(agent).map(Vec::as_slice).unwrap_or_default();
-    own.iter().chain(escalation).filter_map(|name| raw.destinations.get(name)).any(|d| d.approvers.iter().any(|a| a == who))
-}
-
 fn actor_of(who: &Identity) -> Actor {
     match who {
         Identity::Person { id, name } => Actor::Human { id: id.clone(), name: format!("{name} via web") },
@@ -137,38 +126,31 @@ impl Backend for CoreBackend {
     fn may_decide(&self, who: &Identity, agent: &str) -> bool {
         match who {
             Identity::Operator => true,
-            Identity::Person { id, .. } => is_approver(&self.core, id, agent),
+            Identity::Person { id, .. } => self.core.settings.approvers.is_approver(agent, id),
         }
     }
 
     async fn decide(&self, who: &Identity, id: ApprovalId, decision: WebDecision) -> Result<String, Refused> {
-        let Some(p) = self.proposal(id).await else { return Err(Refused::NotFound("This plan no longer exists.".to_string())) };
-        let actor = actor_of(who);
-        if !self.may_decide(who, &p.session.agent) {
-            let why = "You are not an approver for this plan.";
-            let detail = format!("{} refused via web: {why}", actor.label());
-            self.core.audit(&p.session, &actor.label(), "refused", Some((id, p.version)), detail).await;
-            return Err(Refused::Forbidden(why.to_string()));
-        }
-        let command = match decision {
-            WebDecision::Approve => Command::Decide { approval_id: id, verdict: Verdict::Approve },
-            WebDecision::Revise(feedback) => Command::Decide { approval_id: id, verdict: Verdict::Revise(feedback) },
-            WebDecision::Edit(plan) => Command::Decide { approval_id: id, verdict: Verdict::Edit(plan) },
-            WebDecision::Cancel => Command::CancelApproval(id),
+        let venue = match who {
+            Identity::Operator => Venue::Operator,
+            Identity::Person { .. } => Venue::Web,
         };
-        match self.core.execute_on_proposal(p.clone(), actor, command, ExecMeta::default()).await {
-            Ok(done) => {
-                let decided = done.transition.state.latest.as_ref().filter(|l| l.approval_id == id).unwrap_or(&p);
-                // A quorum short of its number says how far it got.
-                let said = plangate_engine::card::receipt(decided).or_else(|| plangate_engine::card::progress_notice(decided));
-                Ok(said.unwrap_or_else(|| "Done.".to_string()))
+        let decision = match decision {
+            WebDecision::Approve => Decision::Verdict(Verdict::Approve),
+            WebDecision::Revise(feedback) => Decision::Verdict(Verdict::Revise(feedback)),
+            WebDecision::Edit(plan) => Decision::Verdict(Verdict::Edit(plan)),
+            WebDecision::Cancel => Decision::Cancel,
+        };
+        match self.core.decide(id, actor_of(who), venue, decision, ExecMeta::default()).await {
+            Ok(decided) => Ok(decided.said()),
+            Err(refused @ (DecisionRefused::NotFound | DecisionRefused::Core(CoreError::NotFound(_)))) => {
+                Err(Refused::NotFound(refused.to_string()))
             }
-            Err(CoreError::Refused(Refusal::Forbidden(m))) => Err(Refused::Forbidden(m)),
-            Err(CoreError::Refused(r)) => Err(Refused::Conflict(r.to_string())),
-            Err(CoreError::NotFound(m)) => Err(Refused::NotFound(m)),
-            Err(CoreError::Storage(_)) => Err(Refused::Unavailable(
-                "plangate could not record that (storage trouble); nothing changed, try again shortly.".to_string(),
-            )),
+            Err(refused @ (DecisionRefused::NotAllowed(_) | DecisionRefused::Core(CoreError::Refused(Refusal::Forbidden(_))))) => {
+                Err(Refused::Forbidden(refused.to_string()))
+            }
+            Err(DecisionRefused::Core(CoreError::Refused(r))) => Err(Refused::Conflict(r.to_string())),
+            Err(refused @ DecisionRefused::Core(CoreError::Storage(_))) => Err(Refused::Unavailable(refused.to_string())),
         }
     }
 

@@ -14,25 +14,12 @@ use tracing::warn;
 impl Core {
     /// The destinations configured for an agent.
     pub fn destinations(&self, agent: &str) -> Vec<Destination> {
-        let names = self.settings.raw.agents.get(agent).map(|a| a.destinations.clone()).unwrap_or_default();
-        self.named_destinations(&names)
+        self.settings.approvers.destinations(agent)
     }
 
     /// The escalation destinations of an agent.
     pub fn escalation_destinations(&self, agent: &str) -> Vec<Destination> {
-        let names = self.settings.escalations.get(agent).cloned().unwrap_or_default();
-        self.named_destinations(&names)
-    }
-
-    fn named_destinations(&self, names: &[String]) -> Vec<Destination> {
-        let raw = &self.settings.raw;
-        names
-            .iter()
-            .filter_map(|name| {
-                let d = raw.destinations.get(name)?;
-                Some(Destination { name: name.clone(), channel: d.channel.clone(), chat: d.chat.clone(), style: d.style })
-            })
-            .collect()
+        self.settings.approvers.escalation_destinations(agent)
     }
 
     pub(super) async fn proposal_and_state(&self, id: ApprovalId) -> Option<(Proposal, State)> {

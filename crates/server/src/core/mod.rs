@@ -15,10 +15,12 @@
 //! system directly, so tests turn time instead of sleeping.
 
 mod chat;
+mod decide;
 mod jobs;
 mod waiters;
 pub mod webhooks;
 
+pub use decide::{Decided, Decision, DecisionRefused};
 pub use jobs::{Undrained, CHAT_BACKLOG};
 
 use crate::clock::{Clock, SystemClock};
@@ -90,6 +92,8 @@ pub struct Core {
     clock: Arc<dyn Clock>,
     locks: Vec<tokio::sync::Mutex<()>>,
     waiters: Mutex<HashMap<SessionKey, watch::Sender<u64>>>,
+    /// The waiters map's size after its last sweep (see `waiters`).
+    waiters_swept: AtomicUsize,
     channels: RwLock<HashMap<String, Arc<dyn Channel>>>,
     queues: Mutex<JobQueues>,
     /// Chat jobs queued or running, so the scheduler can leave reminders in
@@ -143,6 +147,7 @@ impl Core {
             clock,
             locks: (0..LOCK_STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
             waiters: Mutex::new(HashMap::new()),
+            waiters_swept: AtomicUsize::new(0),
             channels: RwLock::new(HashMap::new()),
             queues: Mutex::new(JobQueues::default()),
             backlog: Arc::new(Backlog::default()),

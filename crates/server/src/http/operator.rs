@@ -4,7 +4,8 @@
 use super::extract::*;
 use super::ApiError;
 use super::AppState;
-use crate::core::ExecMeta;
+use crate::approvers::Venue;
+use crate::core::{Decision, DecisionRefused, ExecMeta};
 use axum::extract::{Path, Query, State};
 use axum::Json;
 use plangate_engine::view::{ApprovalSummary, DecisionView, StatusView};
@@ -96,31 +97,28 @@ pub(super) async fn operator_decision(
     ApiJson(body): ApiJson<OperatorDecisionBody>,
 ) -> Result<Json<DecisionView>, ApiError> {
     let id = parse_approval_id(&id)?;
-    let actor_name = operator_actor(&body.actor)?;
-    let target = core.blocking(move |s| s.proposal(&id)).await?.ok_or_else(|| ApiError::not_found("no such approval"))?;
-    let actor = Actor::Operator { name: actor_name.to_string() };
-    let approving = matches!(body.action, OperatorAction::Approve);
-    if !approving && (body.note.is_some() || !body.except.is_empty()) {
+    let actor = Actor::Operator { name: operator_actor(&body.actor)?.to_string() };
+    if !matches!(body.action, OperatorAction::Approve) && (body.note.is_some() || !body.except.is_empty()) {
         return Err(ApiError::invalid_request("note and except go with action approve only"));
     }
-    let command = match body.action {
-        OperatorAction::Approve if body.note.is_none() && body.except.is_empty() => {
-            Command::Decide { approval_id: id, verdict: Verdict::Approve }
-        }
-        OperatorAction::Approve => {
-            Command::Decide { approval_id: id, verdict: Verdict::ApproveWith(Terms { note: body.note, except: body.except }) }
-        }
+    let decision = match body.action {
+        OperatorAction::Approve if body.note.is_none() && body.except.is_empty() => Decision::Verdict(Verdict::Approve),
+        OperatorAction::Approve => Decision::Verdict(Verdict::ApproveWith(Terms { note: body.note, except: body.except })),
         OperatorAction::Edit => {
             let plan = body.plan.ok_or_else(|| ApiError::invalid_request("action edit needs the edited `plan`"))?;
-            Command::Decide { approval_id: id, verdict: Verdict::Edit(plan) }
+            Decision::Verdict(Verdict::Edit(plan))
         }
-        OperatorAction::Revise => Command::Decide { approval_id: id, verdict: Verdict::Revise(body.feedback.unwrap_or_default()) },
-        OperatorAction::Cancel => Command::CancelApproval(id),
-        OperatorAction::Release => Command::Off,
+        OperatorAction::Revise => Decision::Verdict(Verdict::Revise(body.feedback.unwrap_or_default())),
+        OperatorAction::Cancel => Decision::Cancel,
+        OperatorAction::Release => Decision::Release,
     };
-    let done = core.execute_on_approval(id, actor, command, ExecMeta::default()).await?;
-    let decided = done.transition.state.latest.as_ref().filter(|p| p.approval_id == id).cloned().unwrap_or(target);
-    Ok(Json(DecisionView::of(&decided)))
+    match core.decide(id, actor, Venue::Operator, decision, ExecMeta::default()).await {
+        Ok(decided) => Ok(Json(DecisionView::of(&decided.proposal))),
+        Err(DecisionRefused::NotFound) => Err(ApiError::not_found("no such approval")),
+        Err(DecisionRefused::Core(e)) => Err(e.into()),
+        // The operator holds everything; kept total should that change.
+        Err(refused @ DecisionRefused::NotAllowed(_)) => Err(plangate_engine::Refusal::Forbidden(refused.to_string()).into()),
+    }
 }
 
 #[derive(Deserialize)]

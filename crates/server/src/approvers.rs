@@ -1,0 +1,180 @@
+//! Who may decide for which agent, and from where: built once from the
+//! settings, asked by every path a decision can come from.
+//!
+//! Before this index, the chat hub, the web page, the chat jobs and the
+//! configuration each walked `agents.<id>.destinations`, the escalation
+//! lists and `[destinations.*]` on their own, and a fix to one walk (the
+//! escalation destinations, say) could miss another. Now there is one walk,
+//! at load ([`ApproverIndex::build`]), and one question,
+//! [`ApproverIndex::check`], whose answer depends on the [`Venue`].
+
+use crate::config::Config;
+use plangate_channel::Destination;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// One chat an agent's cards go to, with who may decide there.
+#[derive(Debug, Clone)]
+pub struct Place {
+    pub destination: Destination,
+    /// Identities (`telegram:111`) on this destination's approver list.
+    pub approvers: BTreeSet<String>,
+    /// An escalation destination (cards arrive there only when a plan waits too long).
+    pub escalation: bool,
+}
+
+/// Where a decision comes from, which says what "an approver" means.
+#[derive(Debug, Clone, Copy)]
+pub enum Venue<'a> {
+    /// A chat: the person must be on the approver list of one of the
+    /// agent's destinations that *is* this chat.
+    Chat { channel: &'a str, chat: &'a str },
+    /// The web page: on the approver list of any of the agent's
+    /// destinations (a browser has no "this chat").
+    Web,
+    /// The operator (HTTP API, CLI, the page's operator sign-in), who holds
+    /// everything.
+    Operator,
+}
+
+/// Why a person may not decide an agent's plans from a venue.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotAllowed {
+    #[error("This chat does not receive {agent}'s plans, so they cannot be decided here.")]
+    NotHere { agent: String },
+    #[error("You are not an approver for this plan.")]
+    NotApprover,
+}
+
+/// Per agent, the places its cards go to, its own destinations first.
+#[derive(Debug, Clone, Default)]
+pub struct ApproverIndex {
+    by_agent: BTreeMap<String, Arc<[Place]>>,
+}
+
+impl ApproverIndex {
+    /// Walk the configuration once. `escalations` is the validated
+    /// `escalate_to` list of each agent (its own, or the global one).
+    pub fn build(raw: &Config, escalations: &BTreeMap<String, Vec<String>>) -> ApproverIndex {
+        let place = |name: &String, escalation: bool| {
+            let d = raw.destinations.get(name)?;
+            Some(Place {
+                destination: Destination { name: name.clone(), channel: d.channel.clone(), chat: d.chat.clone(), style: d.style },
+                approvers: d.approvers.iter().cloned().collect(),
+                escalation,
+            })
+        };
+        let by_agent = raw
+            .agents
+            .iter()
+            .map(|(id, agent)| {
+                let own = agent.destinations.iter().filter_map(|name| place(name, false));
+                let escalated = escalations.get(id).into_iter().flatten().filter_map(|name| place(name, true));
+                (id.clone(), own.chain(escalated).collect::<Arc<[Place]>>())
+            })
+            .collect();
+        ApproverIndex { by_agent }
+    }
+
+    /// Every place of `agent` (none for an unknown agent).
+    pub fn places(&self, agent: &str) -> &[Place] {
+        self.by_agent.get(agent).map(|p| &p[..]).unwrap_or_default()
+    }
+
+    /// The agent's own destinations, where its cards are posted.
+    pub fn destinations(&self, agent: &str) -> Vec<Destination> {
+        self.places(agent).iter().filter(|p| !p.escalation).map(|p| p.destination.clone()).collect()
+    }
+
+    /// The agent's escalation destinations.
+    pub fn escalation_destinations(&self, agent: &str) -> Vec<Destination> {
+        self.places(agent).iter().filter(|p| p.escalation).map(|p| p.destination.clone()).collect()
+    }
+
+    /// The places of `agent` that are this chat.
+    pub fn places_in<'a>(&'a self, agent: &str, channel: &'a str, chat: &'a str) -> impl Iterator<Item = &'a Place> {
+        self.places(agent).iter().filter(move |p| p.destination.channel == channel && p.destination.chat == chat)
+    }
+
+    /// The agents whose cards go to this chat (their own or escalation destinations).
+    pub fn agents_in(&self, channel: &str, chat: &str) -> Vec<String> {
+        self.by_agent.keys().filter(|agent| self.places_in(agent, channel, chat).next().is_some()).cloned().collect()
+    }
+
+    /// Whether `who` is on the approver list of any place of `agent`.
+    pub fn is_approver(&self, agent: &str, who: &str) -> bool {
+        self.places(agent).iter().any(|p| p.approvers.contains(who))
+    }
+
+    /// Whether `who` may decide `agent`'s plans from `venue`.
+    pub fn check(&self, agent: &str, who: &str, venue: Venue<'_>) -> Result<(), NotAllowed> {
+        match venue {
+            Venue::Operator => Ok(()),
+            Venue::Web if self.is_approver(agent, who) => Ok(()),
+            Venue::Web => Err(NotAllowed::NotApprover),
+            Venue::Chat { channel, chat } => {
+                let mut here = self.places_in(agent, channel, chat).peekable();
+                if here.peek().is_none() {
+                    return Err(NotAllowed::NotHere { agent: agent.to_string() });
+                }
+                if here.any(|p| p.approvers.contains(who)) {
+                    Ok(())
+                } else {
+                    Err(NotAllowed::NotApprover)
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Settings;
+
+    fn settings() -> Settings {
+        Settings::from_toml(
+            "[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n[telegram]\ntoken = \"t\"\n\
+             [agents.a]\ntoken = \"0123456789abcdef\"\ndestinations = [\"team\"]\n[agents.a.approvals]\nescalate_to = [\"leads\"]\n\
+             [agents.b]\ntoken = \"fedcba9876543210\"\ndestinations = [\"team\"]\n\
+             [destinations.team]\nchannel = \"telegram\"\nchat = \"1\"\napprovers = [\"telegram:1\"]\n\
+             [destinations.leads]\nchannel = \"telegram\"\nchat = \"2\"\napprovers = [\"telegram:2\"]\n",
+        )
+        .expect("valid")
+    }
+
+    #[test]
+    fn a_chat_decides_only_what_it_receives_and_only_by_its_own_approvers() {
+        let index = settings().approvers;
+        let team = Venue::Chat { channel: "telegram", chat: "1" };
+        let leads = Venue::Chat { channel: "telegram", chat: "2" };
+        assert_eq!(index.check("a", "telegram:1", team), Ok(()));
+        // An approver of another of the agent's chats is not one here.
+        assert_eq!(index.check("a", "telegram:2", team), Err(NotAllowed::NotApprover));
+        assert_eq!(index.check("a", "telegram:2", leads), Ok(()), "escalation destinations count");
+        assert_eq!(index.check("b", "telegram:2", leads), Err(NotAllowed::NotHere { agent: "b".to_string() }));
+        assert_eq!(
+            index.check("a", "telegram:1", Venue::Chat { channel: "slack", chat: "1" }),
+            Err(NotAllowed::NotHere { agent: "a".into() })
+        );
+    }
+
+    #[test]
+    fn the_web_asks_any_destination_and_the_operator_holds_everything() {
+        let index = settings().approvers;
+        assert_eq!(index.check("a", "telegram:2", Venue::Web), Ok(()));
+        assert_eq!(index.check("b", "telegram:2", Venue::Web), Err(NotAllowed::NotApprover));
+        assert_eq!(index.check("unknown", "telegram:1", Venue::Web), Err(NotAllowed::NotApprover));
+        assert_eq!(index.check("unknown", "anyone", Venue::Operator), Ok(()));
+    }
+
+    #[test]
+    fn destinations_and_chats_are_read_once() {
+        let index = settings().approvers;
+        assert_eq!(index.destinations("a").iter().map(|d| d.name.as_str()).collect::<Vec<_>>(), ["team"]);
+        assert_eq!(index.escalation_destinations("a").iter().map(|d| d.name.as_str()).collect::<Vec<_>>(), ["leads"]);
+        assert_eq!(index.agents_in("telegram", "1"), ["a", "b"]);
+        assert_eq!(index.agents_in("telegram", "2"), ["a"]);
+        assert!(index.agents_in("telegram", "3").is_empty());
+    }
+}

@@ -1,0 +1,457 @@
+//! The configuration's shape: every section and key as `serde` reads them,
+//! with their defaults and the small parsers of their values.
+
+use super::*;
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub server: ServerConfig,
+    #[serde(default)]
+    pub agents: BTreeMap<String, AgentConfig>,
+    #[serde(default)]
+    pub destinations: BTreeMap<String, DestinationConfig>,
+    #[serde(default)]
+    pub approvals: ApprovalsConfig,
+    /// Step namespaces shared by several agents (`[namespaces.<name>]`);
+    /// any other namespace name an agent uses is private to that agent.
+    #[serde(default)]
+    pub namespaces: BTreeMap<String, NamespaceConfig>,
+    #[serde(default)]
+    pub retention: RetentionConfig,
+    /// Where the state lives: sled under `data_dir` (one process), or one
+    /// PostgreSQL database several replicas share.
+    #[serde(default)]
+    pub store: StoreConfig,
+    /// Raw channel sections, handed to each adapter's own config type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telegram: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slack: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discord: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    pub bind: String,
+    pub data_dir: PathBuf,
+    #[serde(default)]
+    pub operator_token: Option<String>,
+    /// Where people reach this server's web page (`https://plans.example`):
+    /// cards link to it and `/plan web` sends sign-in links to it. Unset:
+    /// no web page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_url: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    pub token: String,
+    #[serde(default)]
+    pub destinations: Vec<String>,
+    /// Per-agent overrides of `[approvals]`: each key it sets replaces the
+    /// global one; the keys it leaves out are inherited.
+    #[serde(default)]
+    pub approvals: Option<ApprovalsOverride>,
+    /// Per-agent mutation-gate policy (extra tools/commands, stricter lists).
+    #[serde(default)]
+    pub gate: plangate_gate::Policy,
+    /// Which sessions may mutate: `"approved_plan"` (the default: no approved
+    /// plan, no mutation) or `"plan_mode_only"` (the seed's opt-in behaviour:
+    /// only plan mode and cancelled plans are gated).
+    #[serde(default)]
+    pub gate_scope: plangate_engine::GateScope,
+    /// Where to POST this agent's decisions and answers, signed (for runners
+    /// that are neither Claude Code nor Codex: CI bots, scripts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<WebhookConfig>,
+    /// Who asks this agent for work (`"slack:U0123456789"`): every proposal
+    /// made with this token names them as its requester, and a proposal body
+    /// cannot name anyone else. For separation of duties
+    /// (`approvals.forbid_self`) that the agent cannot talk its way around.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_by: Option<String>,
+}
+
+/// `[agents.<id>.webhook]`: plangate POSTs every decision and answer of the
+/// agent to `url`, signed with HMAC-SHA256 under `secret` (docs/AGENTS.md,
+/// "Webhooks").
+#[derive(Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookConfig {
+    /// An `http://` or `https://` URL; redirects from it are not followed.
+    pub url: String,
+    /// The HMAC key receivers verify the signature with. Masked like every
+    /// secret, refused when it is a shipped placeholder, never logged.
+    pub secret: String,
+}
+
+/// Never prints the secret (settings are `Debug`).
+impl std::fmt::Debug for WebhookConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookConfig").field("url", &self.url).field("secret", &"********").finish()
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DestinationConfig {
+    pub channel: String,
+    pub chat: String,
+    #[serde(default)]
+    pub approvers: Vec<String>,
+    #[serde(default)]
+    pub style: Style,
+    /// The approval rules of plans whose cards go here (the strictest
+    /// setting that applies wins; see [`Settings::approval_policy`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approvals: Option<DestinationApprovals>,
+}
+
+/// `[destinations.<name>.approvals]`: the quorum and separation of duties
+/// for plans shown in this chat.
+#[derive(Debug, Clone, Deserialize, Serialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct DestinationApprovals {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forbid_self: Option<bool>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalsConfig {
+    #[serde(default = "default_nudges")]
+    pub nudges: Vec<String>,
+    #[serde(default = "default_timeout")]
+    pub timeout: String,
+    /// Destinations that get the card when the last nudge found nobody.
+    #[serde(default)]
+    pub escalate_to: Vec<String>,
+    /// How long an open subagent run may go unheard of (no close, no
+    /// heartbeat) before it expires and stops blocking approval; or "off".
+    #[serde(default = "default_subagent_expiry")]
+    pub subagent_expiry: String,
+    /// Distinct approvers a plan needs (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<u32>,
+    /// The requester of a plan may not approve or edit it (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forbid_self: Option<bool>,
+}
+
+/// A step namespace shared by the agents it names (`[namespaces.<name>]`).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct NamespaceConfig {
+    /// Agent ids (`[agents.<id>]`) that read and merge this namespace.
+    pub agents: Vec<String>,
+}
+
+pub(super) fn default_subagent_expiry() -> String {
+    "30m".into()
+}
+
+pub(super) fn default_nudges() -> Vec<String> {
+    vec!["10m".into(), "30m".into(), "60m".into()]
+}
+
+pub(super) fn default_timeout() -> String {
+    "24h".into()
+}
+
+impl Default for ApprovalsConfig {
+    fn default() -> Self {
+        ApprovalsConfig {
+            nudges: default_nudges(),
+            timeout: default_timeout(),
+            escalate_to: Vec::new(),
+            subagent_expiry: default_subagent_expiry(),
+            required: None,
+            forbid_self: None,
+        }
+    }
+}
+
+impl ApprovalsConfig {
+    pub(super) fn policy(&self, key: &str) -> Result<TimerPolicy, ConfigError> {
+        let parse = |k: String, v: &str| -> Result<u64, ConfigError> {
+            humantime::parse_duration(v)
+                .map(|d| d.as_millis() as u64)
+                .map_err(|e| invalid(k, format!("expected a duration like \"10m\" or \"24h\", got {v:?} ({e})")))
+        };
+        let nudges_ms =
+            self.nudges.iter().enumerate().map(|(i, n)| parse(format!("{key}.nudges[{i}]"), n)).collect::<Result<Vec<_>, _>>()?;
+        let timeout_ms = match self.timeout.trim() {
+            "off" => None,
+            t => Some(parse(format!("{key}.timeout"), t)?),
+        };
+        if let Some(timeout) = timeout_ms {
+            if let Some(late) = nudges_ms.iter().position(|n| *n >= timeout) {
+                return Err(invalid(
+                    format!("{key}.nudges[{late}]"),
+                    format!(
+                        "the nudge at {} comes at or after the timeout of {}; nudges must fall before the timeout",
+                        self.nudges[late], self.timeout
+                    ),
+                ));
+            }
+        }
+        let escalate_ms = match (self.escalate_to.is_empty(), nudges_ms.last()) {
+            (true, _) => None,
+            (false, Some(last)) => Some(*last),
+            (false, None) => {
+                return Err(invalid(format!("{key}.escalate_to"), "escalation follows the last nudge; configure at least one nudge"))
+            }
+        };
+        let subagent_expiry_ms = match self.subagent_expiry.trim() {
+            "off" => None,
+            t => match parse(format!("{key}.subagent_expiry"), t)? {
+                0 => return Err(invalid(format!("{key}.subagent_expiry"), "must be longer than 0 (or \"off\")")),
+                ms => Some(ms),
+            },
+        };
+        Ok(TimerPolicy { nudges_ms, timeout_ms, escalate_ms, subagent_expiry_ms })
+    }
+}
+
+/// `[agents.<id>.approvals]`: the same keys as `[approvals]`, each optional.
+/// A key left out is inherited from `[approvals]` (an agent that only sets
+/// `nudges` keeps the global `timeout` and `escalate_to`); a key set, even
+/// to `[]`, replaces it.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalsOverride {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nudges: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalate_to: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent_expiry: Option<String>,
+    /// Unlike the keys above, these never loosen `[approvals]`: a plan
+    /// follows the strictest rule that applies ([`Settings::approval_policy`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forbid_self: Option<bool>,
+}
+
+impl ApprovalsOverride {
+    /// The effective settings of an agent: these keys over `base`'s.
+    pub fn over(&self, base: &ApprovalsConfig) -> ApprovalsConfig {
+        ApprovalsConfig {
+            nudges: self.nudges.clone().unwrap_or_else(|| base.nudges.clone()),
+            timeout: self.timeout.clone().unwrap_or_else(|| base.timeout.clone()),
+            escalate_to: self.escalate_to.clone().unwrap_or_else(|| base.escalate_to.clone()),
+            subagent_expiry: self.subagent_expiry.clone().unwrap_or_else(|| base.subagent_expiry.clone()),
+            required: self.required.max(base.required),
+            forbid_self: self.forbid_self.max(base.forbid_self),
+        }
+    }
+}
+
+/// `[retention]`: how long decided approvals and the audit are kept. Off
+/// by default: nothing is deleted unless an operator asks for it. Pending
+/// approvals and their timers are never pruned.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionConfig {
+    /// Decided approvals (with their deliveries and plan documents) this
+    /// long after their decision, e.g. "90d"; or "off".
+    #[serde(default = "retention_off")]
+    pub decided_approvals: String,
+    /// Audit records this old, e.g. "365d"; or "off".
+    #[serde(default = "retention_off")]
+    pub audit: String,
+    /// How often the background pruning runs.
+    #[serde(default = "retention_interval")]
+    pub interval: String,
+    /// Records removed per batch (each batch is one short pause of nothing).
+    #[serde(default = "retention_batch")]
+    pub batch: usize,
+}
+
+pub(super) fn retention_off() -> String {
+    "off".into()
+}
+pub(super) fn retention_interval() -> String {
+    "1h".into()
+}
+pub(super) fn retention_batch() -> usize {
+    500
+}
+
+impl Default for RetentionConfig {
+    fn default() -> Self {
+        RetentionConfig {
+            decided_approvals: retention_off(),
+            audit: retention_off(),
+            interval: retention_interval(),
+            batch: retention_batch(),
+        }
+    }
+}
+
+impl RetentionConfig {
+    fn age(key: &str, value: &str) -> Result<Option<Duration>, ConfigError> {
+        match value.trim() {
+            "off" => Ok(None),
+            v => humantime::parse_duration(v)
+                .map(Some)
+                .map_err(|e| invalid(key, format!("expected a duration like \"90d\" or \"off\", got {v:?} ({e})"))),
+        }
+    }
+
+    /// (decided approvals, audit, interval), checked.
+    pub fn parsed(&self) -> Result<(Option<Duration>, Option<Duration>, Duration), ConfigError> {
+        let decided = Self::age("retention.decided_approvals", &self.decided_approvals)?;
+        let audit = Self::age("retention.audit", &self.audit)?;
+        let interval = Self::age("retention.interval", &self.interval)?
+            .ok_or_else(|| invalid("retention.interval", "must be a duration like \"1h\" (turn retention off with its ages)"))?;
+        if self.batch == 0 {
+            return Err(invalid("retention.batch", "must be at least 1"));
+        }
+        Ok((decided, audit, interval))
+    }
+}
+
+/// `[store]`: sled (the default: one process, embedded, under
+/// `server.data_dir`) or PostgreSQL (several replicas on one database).
+#[derive(Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreConfig {
+    /// `"sled"` or `"postgres"`.
+    #[serde(default = "store_backend")]
+    pub backend: String,
+    /// `postgres://user[:password]@host[:port]/database` (or a `key=value`
+    /// connection string); required with `backend = "postgres"`. Its
+    /// password is masked by `config check`; prefer the environment
+    /// (`PLANGATE__STORE__POSTGRES_URL`) or a password file the client reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub postgres_url: Option<String>,
+    /// The schema plangate's tables live in (created if missing).
+    #[serde(default = "store_schema")]
+    pub postgres_schema: String,
+    /// Connections each replica keeps open.
+    #[serde(default = "store_pool_size")]
+    pub pool_size: u32,
+    /// How long a replica's claim on a timer or an outbox entry lasts
+    /// without renewal (renewed every third of it): how long a dead
+    /// replica's work waits before another takes it over. (Platform
+    /// leadership is an advisory lock that goes with its connection.)
+    #[serde(default = "store_lease_seconds")]
+    pub lease_seconds: u64,
+}
+
+pub(super) fn store_backend() -> String {
+    "sled".into()
+}
+pub(super) fn store_schema() -> String {
+    "plangate".into()
+}
+pub(super) fn store_pool_size() -> u32 {
+    16
+}
+pub(super) fn store_lease_seconds() -> u64 {
+    10
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            backend: store_backend(),
+            postgres_url: None,
+            postgres_schema: store_schema(),
+            pool_size: store_pool_size(),
+            lease_seconds: store_lease_seconds(),
+        }
+    }
+}
+
+/// Never prints the URL's password (settings are `Debug`).
+impl std::fmt::Debug for StoreConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreConfig")
+            .field("backend", &self.backend)
+            .field("postgres_url", &self.postgres_url.as_deref().map(mask_url_password))
+            .field("postgres_schema", &self.postgres_schema)
+            .field("pool_size", &self.pool_size)
+            .field("lease_seconds", &self.lease_seconds)
+            .finish()
+    }
+}
+
+/// The shortest lease accepted: renewed every third of it, so at least
+/// once a second.
+pub const MIN_LEASE_SECONDS: u64 = 3;
+/// The longest lease accepted: a dead replica's timers wait this long.
+pub const MAX_LEASE_SECONDS: u64 = 600;
+
+impl StoreConfig {
+    /// Whether the store is PostgreSQL (else sled).
+    pub fn is_postgres(&self) -> bool {
+        self.backend.trim() == "postgres"
+    }
+
+    /// The lease of claims and leadership.
+    pub fn lease(&self) -> Duration {
+        Duration::from_secs(self.lease_seconds)
+    }
+
+    /// Every problem of the section, each with its key and the fix.
+    pub(super) fn problems(&self) -> Vec<ConfigError> {
+        let mut out = Vec::new();
+        match self.backend.trim() {
+            "sled" | "postgres" => {}
+            other => out.push(invalid(
+                "store.backend",
+                format!("expected \"sled\" (one process, under server.data_dir) or \"postgres\" (replicas), got {other:?}"),
+            )),
+        }
+        if !self.is_postgres() {
+            return out;
+        }
+        match self.postgres_url.as_deref().map(str::trim) {
+            None | Some("") => out.push(invalid(
+                "store.postgres_url",
+                "is required with backend = \"postgres\": e.g. \"postgres://plangate@db.internal:5432/plangate\" \
+                 (or set PLANGATE__STORE__POSTGRES_URL)",
+            )),
+            Some(url) => {
+                if let Err(problem) = check_postgres_url(url) {
+                    out.push(invalid("store.postgres_url", problem));
+                }
+            }
+        }
+        if !is_valid_schema_name(&self.postgres_schema) {
+            out.push(invalid(
+                "store.postgres_schema",
+                format!(
+                    "{:?} is not a schema name plangate takes: 1–63 characters of lowercase letters, digits and `_`, \
+                     starting with a letter or `_` (e.g. \"plangate\"), and not starting with `pg_`",
+                    self.postgres_schema
+                ),
+            ));
+        }
+        if self.pool_size == 0 || self.pool_size > 1000 {
+            out.push(invalid("store.pool_size", format!("must be 1–1000 connections per replica, got {}", self.pool_size)));
+        }
+        if !(MIN_LEASE_SECONDS..=MAX_LEASE_SECONDS).contains(&self.lease_seconds) {
+            out.push(invalid(
+                "store.lease_seconds",
+                format!(
+                    "must be {MIN_LEASE_SECONDS}–{MAX_LEASE_SECONDS} seconds (renewed every third of it; a dead replica's work \
+                     is taken over after it), got {}",
+                    self.lease_seconds
+                ),
+            ));
+        }
+        out
+    }
+}

@@ -1,0 +1,335 @@
+use super::*;
+
+fn parse(toml: &str) -> Result<Settings, ConfigError> {
+    Settings::from_toml(toml)
+}
+
+#[test]
+fn default_config_is_valid() {
+    let s = parse(DEFAULT_TOML).unwrap();
+    assert!(s.bind.ip().is_loopback());
+    assert_eq!(s.timer_policy("demo").nudges_ms, vec![600_000, 1_800_000, 3_600_000]);
+}
+
+/// `toml` with every secret value shipped in `config/` replaced by a real-looking one.
+fn with_real_secrets(toml: &str) -> String {
+    let mut out = toml.to_string();
+    for (i, (value, _)) in shipped_secrets().unwrap().iter().enumerate() {
+        // The Discord public key must be one: RFC 8032's first test vector.
+        let real = if value.contains("hex") {
+            "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a".to_string()
+        } else {
+            format!("real-secret-{i}-5f2c9a7e01b3d4")
+        };
+        out = out.replace(&format!("\"{value}\""), &format!("\"{real}\""));
+    }
+    out
+}
+
+#[test]
+fn shipped_secrets_are_read_from_both_files() {
+    let shipped = shipped_secrets().unwrap();
+    for (value, kind) in [
+        ("dev-agent-token", Shipped::Default),
+        ("dev-operator-token", Shipped::Default),
+        ("change-me-claude-token", Shipped::Example),
+        ("a-long-random-secret-16-256-chars", Shipped::Example),
+        ("123456:bot-token-from-botfather", Shipped::Example),
+        ("xoxb-…", Shipped::Example),
+        ("…hex…", Shipped::Example),
+    ] {
+        assert!(shipped.contains(&(value.to_string(), kind)), "{value} missing from {shipped:?}");
+    }
+}
+
+#[test]
+fn the_example_as_shipped_is_refused_naming_the_key() {
+    let err = parse(EXAMPLE_TOML).unwrap_err().to_string();
+    assert!(err.contains("invalid setting `agents.claude.token`: is a placeholder"), "{err}");
+    assert!(err.contains("PLANGATE__AGENTS__CLAUDE__TOKEN"), "{err}");
+    for other in ["server.operator_token", "telegram.token", "telegram.webhook_secret", "slack.signing_secret", "discord.bot_token"] {
+        assert!(err.contains(&format!("`{other}`")), "{other}: {err}");
+    }
+    let public = EXAMPLE_TOML.replace("127.0.0.1:8787", "0.0.0.0:8787");
+    assert!(parse(&public).is_err());
+    // Only the webhook secret left as shipped: still refused, by name.
+    let real = with_real_secrets(EXAMPLE_TOML);
+    let webhook = real.replace(
+        &real.lines().find(|l| l.starts_with("webhook_secret")).unwrap().to_string(),
+        "webhook_secret = \"a-long-random-secret-16-256-chars\"",
+    );
+    let err = parse(&webhook).unwrap_err().to_string();
+    assert!(err.contains("telegram.webhook_secret") && err.contains("config/example.toml"), "{err}");
+    let err = parse(&real.replace("real-secret-", "CHANGE_ME-")).unwrap_err().to_string();
+    assert!(err.contains("placeholder"), "{err}");
+}
+
+#[test]
+fn dev_tokens_refused_with_a_webhook_or_http_transport_even_on_loopback() {
+    let polling = format!("{DEFAULT_TOML}\n[telegram]\ntoken = \"1:real-bot-token\"\n");
+    parse(&polling).unwrap();
+    for section in [
+        "[telegram]\ntoken = \"1:real-bot-token\"\ntransport = \"webhook\"\n",
+        "[slack]\nbot_token = \"xoxb-real\"\ntransport = \"http\"\n",
+        "[discord]\nbot_token = \"real\"\napplication_id = \"1\"\ntransport = \"http\"\n",
+    ] {
+        let err = parse(&format!("{DEFAULT_TOML}\n{section}")).unwrap_err().to_string();
+        assert!(err.contains("public development value") && err.contains("transport"), "{err}");
+    }
+}
+
+#[test]
+fn data_dir_is_made_absolute() {
+    let s = parse(DEFAULT_TOML).unwrap();
+    assert!(s.data_dir.is_absolute());
+    assert_eq!(s.data_dir, std::env::current_dir().unwrap().join("./data"));
+    assert_eq!(s.raw.server.data_dir, s.data_dir);
+}
+
+#[test]
+fn example_config_with_real_secrets_is_valid() {
+    let example = with_real_secrets(EXAMPLE_TOML);
+    let s = parse(&example).unwrap();
+    // Every channel section must also satisfy its adapter's own config type.
+    let raw = &s.raw;
+    serde_json::from_value::<plangate_telegram::TelegramConfig>(raw.telegram.clone().unwrap()).unwrap();
+    serde_json::from_value::<plangate_slack::SlackConfig>(raw.slack.clone().unwrap()).unwrap();
+    serde_json::from_value::<plangate_discord::DiscordConfig>(raw.discord.clone().unwrap()).unwrap();
+    assert!(!raw.agents["claude"].gate.allow_commands.is_empty());
+}
+
+#[test]
+fn dev_tokens_refused_beyond_loopback() {
+    let toml = DEFAULT_TOML.replace("127.0.0.1:8787", "0.0.0.0:8787");
+    let err = parse(&toml).unwrap_err().to_string();
+    assert!(err.contains("public development value"), "{err}");
+}
+
+/// `[approvals]`, an agent's and its destinations' rules combine to the
+/// strictest, and impossible quorums are refused naming the key.
+#[test]
+fn approval_rules_combine_to_the_strictest_and_must_be_reachable() {
+    let base = "[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n[telegram]\ntoken = \"t\"\n[slack]\nbot_token = \"b\"\napp_token = \"xapp-1\"\n\
+                [destinations.a]\nchannel = \"telegram\"\nchat = \"1\"\napprovers = [\"telegram:1\", \"telegram:2\"]\n\
+                [destinations.b]\nchannel = \"slack\"\nchat = \"C1\"\napprovers = [\"slack:U1\"]\n";
+    let agent = |extra: &str| format!("[agents.x]\ntoken = \"0123456789abcdef\"\ndestinations = [\"a\", \"b\"]\n{extra}");
+    let s = parse(&format!("{base}{}", agent(""))).unwrap();
+    assert_eq!((s.approval_policy("x").required, s.approval_policy("x").forbid_self), (1, false));
+    assert_eq!(s.approval_policy("unknown").approvers, Approvers::listed(Vec::<String>::new()));
+    // The destination's stricter rule wins over the global one.
+    let toml = format!("{base}[destinations.b.approvals]\nrequired = 3\nforbid_self = true\n[approvals]\nrequired = 2\n{}", agent(""));
+    let p = parse(&toml).unwrap().approval_policy("x");
+    assert_eq!((p.required, p.forbid_self), (3, true));
+    // Four approvers wanted, three exist.
+    let toml = format!("{base}{}[agents.x.approvals]\nrequired = 4\n", agent(""));
+    let err = parse(&toml).unwrap_err().to_string();
+    assert!(err.contains("agents.x.approvals.required") && err.contains("needs 4 distinct approvers"), "{err}");
+    // The fixed requester does not count under forbid_self.
+    let toml = format!("{base}{}[agents.x.approvals]\nrequired = 3\nforbid_self = true\n", agent("requested_by = \"slack:U1\"\n"));
+    let err = parse(&toml).unwrap_err().to_string();
+    assert!(err.contains("not counting its requester"), "{err}");
+    let toml = format!("{base}[approvals]\nrequired = 0\n{}", agent(""));
+    assert!(parse(&toml).unwrap_err().to_string().contains("approvals.required"));
+    let err = parse(&format!("{base}{}", agent("requested_by = \"alice\"\n"))).unwrap_err().to_string();
+    assert!(err.contains("agents.x.requested_by"), "{err}");
+    let s = parse(&format!("{base}{}", agent("requested_by = \"slack:U9\"\n"))).unwrap();
+    assert_eq!(s.requested_by("x"), Some("slack:U9"));
+}
+
+#[test]
+fn errors_name_the_key() {
+    let cases = [
+        ("[server]\nbind = \"nope\"\ndata_dir = \"d\"\n", "server.bind"),
+        ("[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n[agents.a]\ntoken = \"short\"\n", "agents.a.token"),
+        ("[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n[agents.a]\ntoken = \"0123456789abcdef-a\"\ndestinations = [\"x\"]\n", "agents.a.destinations"),
+        ("[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n[approvals]\nnudges = [\"2h\"]\ntimeout = \"1h\"\n", "approvals.nudges[0]"),
+        ("[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n[approvals]\ntimeout = \"soon\"\n", "approvals.timeout"),
+        ("[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n[destinations.x]\nchannel = \"irc\"\nchat = \"1\"\n", "destinations.x.channel"),
+        ("[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n[telegram]\ntoken = \"t\"\n[destinations.x]\nchannel = \"telegram\"\nchat = \"1\"\napprovers = [\"slack:U1\"]\n", "destinations.x.approvers[0]"),
+    ];
+    for (toml, key) in cases {
+        let err = parse(toml).unwrap_err().to_string();
+        assert!(err.contains(key), "{key}: {err}");
+    }
+    let err = parse("[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\ntypo = 1\n").unwrap_err().to_string();
+    assert!(err.contains("typo"), "{err}");
+}
+
+/// `[agents.X.approvals]` overrides only the keys it sets: the others
+/// (here `escalate_to` and `timeout`) come from `[approvals]`.
+#[test]
+fn agent_approvals_inherit_the_keys_they_do_not_set() {
+    let toml = "[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n\
+        [telegram]\ntoken = \"1:real-bot-token\"\n\
+        [destinations.leads]\nchannel = \"telegram\"\nchat = \"-1\"\n\
+        [approvals]\nnudges = [\"10m\"]\ntimeout = \"2h\"\nescalate_to = [\"leads\"]\n\
+        [agents.a]\ntoken = \"0123456789abcdef-a\"\n[agents.a.approvals]\nnudges = [\"5m\", \"20m\"]\n\
+        [agents.b]\ntoken = \"0123456789abcdef-b\"\n[agents.b.approvals]\nescalate_to = []\n";
+    let s = parse(toml).unwrap();
+    let a = s.timer_policy("a");
+    assert_eq!(a.nudges_ms, vec![300_000, 1_200_000]);
+    assert_eq!(a.timeout_ms, Some(7_200_000), "timeout inherited");
+    assert_eq!(a.escalate_ms, Some(1_200_000), "escalation inherited, after a's own last nudge");
+    assert_eq!(s.escalations["a"], vec!["leads".to_string()]);
+    // Setting a key to empty is an override too.
+    let b = s.timer_policy("b");
+    assert_eq!(b.nudges_ms, vec![600_000]);
+    assert_eq!(b.escalate_ms, None);
+    assert!(s.escalations["b"].is_empty());
+    // An inherited key is validated against the agent's own keys: a
+    // timeout inherited from [approvals] before the agent's nudge fails,
+    // naming the agent's key.
+    let late = toml.replace("nudges = [\"5m\", \"20m\"]", "nudges = [\"3h\"]");
+    let err = parse(&late).unwrap_err().to_string();
+    assert!(err.contains("agents.a.approvals.nudges[0]"), "{err}");
+}
+
+/// The README's quick-start config, taken from README.md itself, is
+/// `config/quickstart.toml` and loads once the environment variables its
+/// stand-in secrets name are set (so the doc cannot drift); left in
+/// place, a stand-in is refused naming its variable, anywhere.
+#[test]
+fn the_readme_quick_start_config_loads_as_written() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let after = readme.split("<!-- quickstart:plangate.toml -->").nth(1).expect("the README marks its quick-start config");
+    let block = after.split("```toml\n").nth(1).and_then(|b| b.split("```").next()).expect("a toml block after the marker");
+    assert_eq!(block, QUICKSTART_TOML, "README.md and config/quickstart.toml differ");
+    let err = parse(block).unwrap_err().to_string();
+    assert!(err.contains("is a placeholder") && err.contains("export PLANGATE__"), "{err}");
+    let block = &block
+        .replace("from-env-PLANGATE__SERVER__OPERATOR_TOKEN", "5b1e9c2a7f3d4e6081a9c3e5f7b2d4a6")
+        .replace("from-env-PLANGATE__TELEGRAM__TOKEN", "123456:a-real-bot-token")
+        .replace("from-env-PLANGATE__AGENTS__CLAUDE__TOKEN", "9f2c4e7a1b3d5f60a8c2e4b6d8f0a1c3");
+    let s = parse(block).unwrap();
+    assert_eq!(s.raw.agents["claude"].destinations, vec!["phone".to_string()]);
+    serde_json::from_value::<plangate_telegram::TelegramConfig>(s.raw.telegram.clone().unwrap()).unwrap().validate().unwrap();
+    assert_eq!(s.timer_policy("claude").nudges_ms, vec![600_000, 1_800_000, 3_600_000], "the default nudges");
+}
+
+/// Tokens of plangate's own: short ones and repeated patterns are refused.
+#[test]
+fn weak_tokens_of_our_own_are_refused() {
+    for weak in ["short", "000000000000000000000000", "abcabcabcabcabcabcabc", "passwordpassword", "aabbccaabbccaabbccab"] {
+        assert!(weakness(weak).is_some(), "{weak}");
+    }
+    for strong in ["9f2c4e7a1b3d5f60a8c2e4b6d8f0a1c3", "test-agent-token-0123456789", "operator-token-123"] {
+        assert_eq!(weakness(strong), None, "{strong}");
+    }
+}
+
+#[test]
+fn webhooks_take_only_http_urls_and_long_unique_secrets() {
+    let base = "[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n[agents.ci]\ntoken = \"ci-token-0123456789\"\n[agents.ci.webhook]\n";
+    let hook = |url: &str, secret: &str| parse(&format!("{base}url = \"{url}\"\nsecret = \"{secret}\"\n"));
+    let s = hook("https://runner.example.com/plangate?x=1", "0123456789abcdef").unwrap();
+    assert_eq!(s.webhook("ci").unwrap().url, "https://runner.example.com/plangate?x=1");
+    hook("http://127.0.0.1:9/hook", "0123456789abcdef").unwrap();
+    for (url, secret, key, says) in [
+        ("ftp://files.example.com/x", "0123456789abcdef", "agents.ci.webhook.url", "only http:// and https://"),
+        ("file:///etc/passwd", "0123456789abcdef", "agents.ci.webhook.url", "\"file\" scheme"),
+        ("runner.example.com/hook", "0123456789abcdef", "agents.ci.webhook.url", "is not a URL"),
+        ("https://user:pw@runner.example.com/", "0123456789abcdef", "agents.ci.webhook.url", "password"),
+        ("https://runner.example.com/", "too-short", "agents.ci.webhook.secret", "at least 16"),
+        ("https://runner.example.com/", "ci-token-0123456789", "agents.ci.webhook.secret", "agents.ci.token"),
+    ] {
+        let err = hook(url, secret).unwrap_err().to_string();
+        assert!(err.contains(key) && err.contains(says), "{url} {secret}: {err}");
+    }
+    let err = hook("https://runner.example.com/", "change-me-webhook-secret").unwrap_err().to_string();
+    assert!(err.contains("agents.ci.webhook.secret") && err.contains("placeholder"), "{err}");
+    // Masked and never in Debug.
+    let s = hook("https://runner.example.com/", "0123456789abcdef").unwrap();
+    assert!(!s.masked().to_string().contains("0123456789abcdef"));
+    assert!(!format!("{s:?}").contains("0123456789abcdef"));
+}
+
+#[test]
+fn subagent_expiry_and_shared_namespaces() {
+    let s = parse(DEFAULT_TOML).unwrap();
+    assert_eq!(s.timer_policy("demo").subagent_expiry_ms, Some(30 * 60_000));
+    let base = "[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n[agents.a]\ntoken = \"0123456789abcdef-a\"\n[agents.b]\ntoken = \"0123456789abcdef-b\"\n";
+    let s = parse(&format!("{base}[approvals]\nsubagent_expiry = \"off\"\n[agents.b.approvals]\nsubagent_expiry = \"5m\"\n")).unwrap();
+    assert_eq!((s.timer_policy("a").subagent_expiry_ms, s.timer_policy("b").subagent_expiry_ms), (None, Some(300_000)));
+    for (extra, key) in [
+        ("[approvals]\nsubagent_expiry = \"soon\"\n", "approvals.subagent_expiry"),
+        ("[approvals]\nsubagent_expiry = \"0s\"\n", "approvals.subagent_expiry"),
+        ("[namespaces.\"a/b\"]\nagents = [\"a\"]\n", "namespaces.a/b"),
+        ("[namespaces.release]\nagents = []\n", "namespaces.release.agents"),
+        ("[namespaces.release]\nagents = [\"a\", \"ghost\"]\n", "namespaces.release.agents"),
+    ] {
+        let err = parse(&format!("{base}{extra}")).unwrap_err().to_string();
+        assert!(err.contains(key), "{key}: {err}");
+    }
+    let s = parse(&format!("{base}[namespaces.release]\nagents = [\"a\", \"b\"]\n")).unwrap();
+    assert_eq!(s.namespace_key("a", "release"), s.namespace_key("b", "release"));
+    assert!(s.namespace_key("a", "release").shared);
+    assert_eq!(s.namespace_key("a", "notes"), NamespaceKey { store: "a:notes".into(), shared: false });
+    assert_ne!(s.namespace_key("a", "notes"), s.namespace_key("b", "notes"));
+}
+
+#[test]
+fn store_defaults_to_sled_and_postgres_needs_a_url_and_a_plain_schema() {
+    let s = parse(DEFAULT_TOML).unwrap();
+    assert!(!s.raw.store.is_postgres());
+    assert_eq!((s.raw.store.pool_size, s.raw.store.lease_seconds, s.raw.store.postgres_schema.as_str()), (16, 10, "plangate"));
+    let base = "[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n";
+    let pg = |extra: &str| parse(&format!("{base}[store]\nbackend = \"postgres\"\n{extra}"));
+    let s = pg("postgres_url = \"postgres://plangate@db.internal:5432/plangate\"\n").unwrap();
+    assert!(s.raw.store.is_postgres());
+    assert_eq!(s.raw.store.lease(), Duration::from_secs(10));
+    pg("postgres_url = \"host=/run/postgresql dbname=plangate\"\npostgres_schema = \"team_a\"\n").unwrap();
+    pg("postgres_url = \"postgresql:///plangate?host=/run/postgresql\"\n").unwrap();
+    for (extra, key, says) in [
+        ("", "store.postgres_url", "is required with backend = \"postgres\""),
+        ("postgres_url = \"  \"\n", "store.postgres_url", "is required"),
+        ("postgres_url = \"mysql://db/x\"\n", "store.postgres_url", "postgres:// or postgresql://"),
+        ("postgres_url = \"dbname=x\"\n", "store.postgres_url", "needs host="),
+        ("postgres_url = \"postgres://db/x\"\npostgres_schema = \"Plans\"\n", "store.postgres_schema", "lowercase"),
+        ("postgres_url = \"postgres://db/x\"\npostgres_schema = \"a; drop\"\n", "store.postgres_schema", "not a schema name"),
+        ("postgres_url = \"postgres://db/x\"\npostgres_schema = \"pg_catalog\"\n", "store.postgres_schema", "pg_"),
+        ("postgres_url = \"postgres://db/x\"\npostgres_schema = \"\"\n", "store.postgres_schema", "1–63"),
+        ("postgres_url = \"postgres://db/x\"\npool_size = 0\n", "store.pool_size", "1–1000"),
+        ("postgres_url = \"postgres://db/x\"\nlease_seconds = 1\n", "store.lease_seconds", "3–600"),
+    ] {
+        let err = pg(extra).unwrap_err().to_string();
+        assert!(err.contains(&format!("`{key}`")) && err.contains(says), "{extra}: {err}");
+    }
+    let err = parse(&format!("{base}[store]\nbackend = \"mysql\"\n")).unwrap_err().to_string();
+    assert!(err.contains("`store.backend`") && err.contains("\"sled\"") && err.contains("\"postgres\""), "{err}");
+    // Every problem of the section at once.
+    let err = pg("postgres_schema = \"X\"\n").unwrap_err().to_string();
+    assert!(err.contains("2 settings are invalid"), "{err}");
+    // Sled ignores the PostgreSQL keys (a config can be switched back by one line).
+    parse(&format!("{base}[store]\nbackend = \"sled\"\npostgres_schema = \"X\"\n")).unwrap();
+    let err = parse(&format!("{base}[store]\nbackend = \"sled\"\nurl = \"x\"\n")).unwrap_err().to_string();
+    assert!(err.contains("url"), "{err}");
+}
+
+#[test]
+fn the_postgres_password_is_masked_everywhere() {
+    for (url, masked) in [
+        ("postgres://plangate:s3cret@db:5432/plangate", "postgres://plangate:********@db:5432/plangate"),
+        (
+            "postgres://plangate@db/plangate?password=s3cret&sslmode=require",
+            "postgres://plangate@db/plangate?password=********&sslmode=require",
+        ),
+        ("postgresql://u:s3cret@db", "postgresql://u:********@db"),
+        ("host=db user=u password=s3cret dbname=p", "host=db user=u password=******** dbname=p"),
+        ("postgres://db/plangate", "postgres://db/plangate"),
+    ] {
+        assert_eq!(mask_url_password(url), masked);
+    }
+    let toml = "[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n[store]\nbackend = \"postgres\"\npostgres_url = \"postgres://u:s3cret@db/p\"\n";
+    let s = parse(toml).unwrap();
+    assert_eq!(s.masked()["store"]["postgres_url"], "postgres://u:********@db/p");
+    assert!(!s.masked().to_string().contains("s3cret"));
+    assert!(!format!("{s:?}").contains("s3cret"));
+    assert_eq!(s.raw.store.postgres_url.as_deref(), Some("postgres://u:s3cret@db/p"), "the real URL is kept for the store");
+}
+
+#[test]
+fn masked_hides_secrets() {
+    let s = parse(DEFAULT_TOML).unwrap();
+    let text = s.masked().to_string();
+    assert!(!text.contains("dev-agent-token") && !text.contains("dev-operator-token"), "{text}");
+}

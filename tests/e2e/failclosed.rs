@@ -113,11 +113,11 @@ impl Store for Flaky {
     fn set_document_path(&self, id: &ApprovalId, p: &str) -> Result<(), StoreError> {
         self.inner.set_document_path(id, p)
     }
-    fn namespace(&self, n: &str) -> Result<Namespace, StoreError> {
-        self.inner.namespace(n)
+    fn namespace_revision(&self, n: &str) -> Result<(Namespace, u64), StoreError> {
+        self.inner.namespace_revision(n)
     }
-    fn set_namespace(&self, n: &str, ns: &Namespace) -> Result<(), StoreError> {
-        self.inner.set_namespace(n, ns)
+    fn set_namespace(&self, n: &str, ns: &Namespace, expected: u64) -> Result<(), StoreError> {
+        self.inner.set_namespace(n, ns, expected)
     }
     fn flush(&self) -> Result<(), StoreError> {
         self.check()?;

@@ -176,11 +176,11 @@ impl Store for Racing {
     fn set_document_path(&self, id: &ApprovalId, path: &str) -> Result<(), StoreError> {
         self.inner.set_document_path(id, path)
     }
-    fn namespace(&self, name: &str) -> Result<Namespace, StoreError> {
-        self.inner.namespace(name)
+    fn namespace_revision(&self, name: &str) -> Result<(Namespace, u64), StoreError> {
+        self.inner.namespace_revision(name)
     }
-    fn set_namespace(&self, name: &str, ns: &Namespace) -> Result<(), StoreError> {
-        self.inner.set_namespace(name, ns)
+    fn set_namespace(&self, name: &str, ns: &Namespace, expected_revision: u64) -> Result<(), StoreError> {
+        self.inner.set_namespace(name, ns, expected_revision)
     }
     fn flush(&self) -> Result<(), StoreError> {
         self.inner.flush()

@@ -268,7 +268,8 @@ impl Drop for Conn {
 ///   [`Commit::expected_revision`] writes only if the row is still at that
 ///   revision (`UPDATE … WHERE revision = r`, or an insert that must not
 ///   find the row), else fails with [`StoreError::Conflict`]; the caller
-///   loads again and re-applies.
+///   loads again and re-applies. Namespaces, merged outside any commit,
+///   carry a revision too ([`Store::set_namespace`]).
 /// - **A timer fired twice.** [`Commit::fired`] is deleted first; when it is
 ///   gone (another replica fired it) the commit fails with
 ///   [`StoreError::TimerGone`]. Due timers are handed out with leases
@@ -443,6 +444,8 @@ const OUTBOX_INSERT_MANY: &str = "INSERT INTO outbox (seq, work, lease_owner, le
      SELECT seq, work, $3, clock_timestamp() + make_interval(secs => $4) FROM unnest($1::bigint[], $2::bytea[]) AS u(seq, work) \
      ON CONFLICT (seq) DO UPDATE SET work = EXCLUDED.work, lease_owner = EXCLUDED.lease_owner, lease_until = EXCLUDED.lease_until";
 const NOTIFY: &str = "SELECT pg_notify($1, $2)";
+const NAMESPACE_INSERT: &str = "INSERT INTO namespaces (name, body, revision) VALUES ($1, $2, 1) ON CONFLICT DO NOTHING";
+const NAMESPACE_UPDATE: &str = "UPDATE namespaces SET body = $2, revision = revision + 1 WHERE name = $1 AND revision = $3";
 /// Lease the first `$3` due timers that are free for `$2` (nobody holds
 /// them, their holder's lease ran out, or `$2` holds them already); rows
 /// another transaction is claiming right now are skipped, not waited for.
@@ -1114,20 +1117,35 @@ impl Store for PgStore {
         })
     }
 
-    fn namespace(&self, name: &str) -> Result<Namespace, StoreError> {
+    fn namespace_revision(&self, name: &str) -> Result<(Namespace, u64), StoreError> {
         self.retrying("reading a namespace", |c, st| {
-            let row = st.query_opt(c, "SELECT body FROM namespaces WHERE name = $1", &[&name])?;
-            Ok(row.map(|r| body(&r, 0, "namespace")).transpose()?.unwrap_or_default())
+            let Some(row) = st.query_opt(c, "SELECT body, revision FROM namespaces WHERE name = $1", &[&name])? else {
+                return Ok((Namespace::default(), 0));
+            };
+            let revision: i64 = row.try_get(1)?;
+            Ok((body(&row, 0, "namespace")?, u64::try_from(revision).unwrap_or(0)))
         })
     }
 
-    fn set_namespace(&self, name: &str, ns: &Namespace) -> Result<(), StoreError> {
+    /// Like a session's commit: an insert that must not find the row, or
+    /// an update at the expected revision; no row written is a conflict.
+    /// Retried on a dead connection like any write: a first attempt that
+    /// landed makes the retry a conflict, and the caller merges again on
+    /// what it wrote (a merge repeated is the same merge).
+    fn set_namespace(&self, name: &str, ns: &Namespace, expected_revision: u64) -> Result<(), StoreError> {
         let body = encode(ns);
-        self.retrying("writing a namespace", |c, st| {
-            let sql = "INSERT INTO namespaces (name, body) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET body = EXCLUDED.body";
-            st.execute(c, sql, &[&name, &body])?;
-            Ok(())
-        })
+        let expected = to_i64(expected_revision, "namespace revision").map_err(|f| self.fail("writing a namespace", f))?;
+        let rows = self.retrying("writing a namespace", |c, st| {
+            Ok(if expected == 0 {
+                st.execute(c, NAMESPACE_INSERT, &[&name, &body])?
+            } else {
+                st.execute(c, NAMESPACE_UPDATE, &[&name, &body, &expected])?
+            })
+        })?;
+        if rows == 0 {
+            return Err(StoreError::Conflict);
+        }
+        Ok(())
     }
 
     /// Every write was durable when it returned (`synchronous_commit`).

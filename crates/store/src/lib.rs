@@ -40,6 +40,8 @@ mod postgres;
 mod redo;
 mod retention;
 mod sled_store;
+#[doc(hidden)]
+pub mod testing;
 
 pub use self::postgres::{probe as probe_postgres, PgOptions, PgStore};
 pub use backup::BackupStats;

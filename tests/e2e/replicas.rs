@@ -3,7 +3,8 @@
 //! decision; a decision on replica A releases a waiter on replica C; a
 //! replica killed with SIGKILL in the middle of a nudge storm loses no nudge
 //! and records none twice; the Telegram polling leader killed hands polling
-//! to another replica, and no update is handled twice.
+//! to another replica, and no update is handled twice; steps merged into one
+//! namespace side by side on two replicas are all kept.
 //!
 //! Each test runs in its own PostgreSQL schema on the machine's server
 //! (127.0.0.1:5432); the test fails, never skips, when it is not there.
@@ -319,5 +320,34 @@ async fn the_polling_leader_killed_another_replica_polls_and_no_update_is_handle
     );
     assert!(twice.is_empty(), "taps handled twice: {twice:?}");
     assert!(callbacks.iter().all(|c| answers.contains_key(c)), "taps never answered: {callbacks:?} vs {answers:?}");
+    pg.cleanup().await;
+}
+
+/// Issue 27: every acknowledged namespace merge survives. Forty agents'
+/// steps posted at once, half to each of two replicas, are forty steps
+/// afterwards (a plain overwrite lost 13–18 of them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn namespace_merges_on_two_replicas_lose_no_acknowledged_step() {
+    const STEPS: usize = 40;
+    let Some(pg) = TestSchema::create_or_skip().await else { return };
+    let rs = replicas(&pg, 2, &[], "").await;
+    let posts = (0..STEPS).map(|i| {
+        let body = json!({"session_id": format!("worker-{i}"), "steps": [{"step": format!("Step {i:02}")}]});
+        ServerProcess::send(rs[i % 2].agent(Method::POST, "/v1/namespaces/shared/steps").json(&body))
+    });
+    let answers = futures_util::future::join_all(posts).await;
+    let refused: Vec<_> = answers.iter().filter(|(st, _)| *st != 200).collect();
+    assert!(refused.is_empty(), "every merge is acknowledged: {refused:?}");
+    for s in &rs {
+        let (st, v) = ServerProcess::send(s.agent(Method::GET, "/v1/namespaces/shared")).await;
+        assert_eq!(st, 200, "{v}");
+        let mut kept: Vec<String> =
+            v["steps"].as_array().into_iter().flatten().filter_map(|s| s["step"].as_str().map(str::to_string)).collect();
+        kept.sort();
+        let missing: Vec<String> = (0..STEPS).map(|i| format!("Step {i:02}")).filter(|s| !kept.contains(s)).collect();
+        println!("namespace merges: {STEPS} acknowledged on 2 replicas, {} kept, {} missing", kept.len(), missing.len());
+        assert!(missing.is_empty(), "acknowledged steps lost: {missing:?}");
+        assert_eq!(kept.len(), STEPS, "{kept:?}");
+    }
     pg.cleanup().await;
 }

@@ -9,8 +9,8 @@
 //!   `<data_dir>/db`, owned by one process. Snapshots (`backup`) and
 //!   retention (`prune`) work on it.
 //! - [`PgStore`], for replicas: tables in one PostgreSQL schema shared by
-//!   any number of plangate processes. Session revisions refuse lost
-//!   updates ([`StoreError::Conflict`]), fired timers and inbound event keys
+//!   any number of plangate processes. Session and namespace revisions
+//!   refuse lost updates ([`StoreError::Conflict`]), fired timers and inbound event keys
 //!   are taken once ([`StoreError::TimerGone`], [`StoreError::AlreadyHandled`]),
 //!   due timers and outbox entries are leased to one replica at a time,
 //!   commits notify the other replicas (`LISTEN`/`NOTIFY`), and advisory
@@ -40,6 +40,8 @@ mod postgres;
 mod redo;
 mod retention;
 mod sled_store;
+#[doc(hidden)]
+pub mod testing;
 
 pub use self::postgres::{probe as probe_postgres, PgOptions, PgStore};
 pub use backup::BackupStats;
@@ -68,9 +70,9 @@ pub enum StoreError {
     Unavailable(String),
     #[error("a stored record is corrupt ({what}): {source}")]
     Corrupt { what: &'static str, source: serde_json::Error },
-    /// Another writer (another replica) changed the session since it was
-    /// loaded; nothing was written. Load again and re-apply.
-    #[error("the session changed under this transition (another replica committed first); nothing was written")]
+    /// Another writer (another replica) changed the session or namespace
+    /// since it was loaded; nothing was written. Load again and re-apply.
+    #[error("the session or namespace changed under this write (another replica committed first); nothing was written")]
     Conflict,
     /// The timer this transition fired was fired (and removed) by another
     /// replica first; nothing was written.
@@ -247,8 +249,19 @@ pub trait Store: Send + Sync {
     }
     fn document_path(&self, id: &ApprovalId) -> Result<Option<String>, StoreError>;
     fn set_document_path(&self, id: &ApprovalId, path: &str) -> Result<(), StoreError>;
-    fn namespace(&self, name: &str) -> Result<Namespace, StoreError>;
-    fn set_namespace(&self, name: &str, ns: &Namespace) -> Result<(), StoreError>;
+    fn namespace(&self, name: &str) -> Result<Namespace, StoreError> {
+        Ok(self.namespace_revision(name)?.0)
+    }
+    /// The namespace and its store revision, to pass to
+    /// [`Store::set_namespace`] (0: none stored yet).
+    fn namespace_revision(&self, name: &str) -> Result<(Namespace, u64), StoreError>;
+    /// Write `ns` only if the namespace is still at `expected_revision`
+    /// (read with [`Store::namespace_revision`]), else fail with
+    /// [`StoreError::Conflict`] and write nothing: a merge based on a stale
+    /// read must be done again on what the other writer stored. Replicas
+    /// merge one namespace side by side, so a plain overwrite would lose
+    /// steps that were acknowledged.
+    fn set_namespace(&self, name: &str, ns: &Namespace, expected_revision: u64) -> Result<(), StoreError>;
     /// Make everything written so far durable.
     fn flush(&self) -> Result<(), StoreError>;
 

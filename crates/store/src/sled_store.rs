@@ -14,7 +14,7 @@
 //! | `audit` | u64 big-endian, monotonic | JSON [`AuditEvent`] |
 //! | `idempotency` | event key | time handled (ms) |
 //! | `documents` | approval id | document path |
-//! | `namespaces` | name | JSON [`Namespace`] |
+//! | `namespaces` | name | JSON [`Namespace`] with its `revision` |
 //! | `redo` | u64 big-endian | the writes of a commit in flight (see `redo`) |
 //! | `outbox` | u64 big-endian seq | after-commit work not done yet (opaque) |
 //!
@@ -146,6 +146,21 @@ fn delivery_key(id: &ApprovalId, d: &Delivery) -> Vec<u8> {
     k.push(0);
     k.extend_from_slice(d.chat.as_bytes());
     k
+}
+
+/// A namespace as the `namespaces` tree keeps it: the engine's JSON with a
+/// `revision` beside `steps` (readers that do not know it ignore it; a
+/// record written before it existed counts as revision 1).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct StoredNamespace {
+    #[serde(flatten)]
+    namespace: Namespace,
+    #[serde(default = "first_revision")]
+    revision: u64,
+}
+
+fn first_revision() -> u64 {
+    1
 }
 
 /// How long [`SledStore::open_with`] waits for sled's directory lock.
@@ -629,12 +644,31 @@ impl Store for SledStore {
         self.flushed(())
     }
 
-    fn namespace(&self, name: &str) -> Result<Namespace, StoreError> {
-        Ok(self.namespaces.get(name)?.map(|v| decode(&v, "namespace")).transpose()?.unwrap_or_default())
+    fn namespace_revision(&self, name: &str) -> Result<(Namespace, u64), StoreError> {
+        match self.namespaces.get(name)? {
+            None => Ok((Namespace::default(), 0)),
+            Some(bytes) => {
+                let stored: StoredNamespace = decode(&bytes, "namespace")?;
+                Ok((stored.namespace, stored.revision))
+            }
+        }
     }
 
-    fn set_namespace(&self, name: &str, ns: &Namespace) -> Result<(), StoreError> {
-        self.namespaces.insert(name, encode(ns))?;
+    /// Compare-and-swap on the stored bytes: the write lands only if the
+    /// record is still the one whose revision was checked.
+    fn set_namespace(&self, name: &str, ns: &Namespace, expected_revision: u64) -> Result<(), StoreError> {
+        let current = self.namespaces.get(name)?;
+        let revision = match &current {
+            None => 0,
+            Some(bytes) => decode::<StoredNamespace>(bytes, "namespace")?.revision,
+        };
+        if revision != expected_revision {
+            return Err(StoreError::Conflict);
+        }
+        let next = encode(&StoredNamespace { namespace: ns.clone(), revision: revision + 1 });
+        if self.namespaces.compare_and_swap(name, current, Some(next))?.is_err() {
+            return Err(StoreError::Conflict);
+        }
         self.flushed(())
     }
 

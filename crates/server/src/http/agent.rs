@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use plangate_engine::view::{hydration, DecisionView, StatusView};
 use plangate_engine::{plan, Actor, ApprovalId, Command, Plan, Refusal, SessionKey, StepUpdate};
+use plangate_store::StoreError;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -387,6 +388,10 @@ pub(super) async fn gate(
     Ok(Json(json!({"decision": decision, "reason": reason})))
 }
 
+/// How many times a namespace merge is done again after another replica
+/// wrote the namespace first, before the caller is told to retry (503).
+const MAX_NAMESPACE_CONFLICTS: u32 = 20;
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct NamespaceBody {
@@ -417,20 +422,32 @@ pub(super) async fn namespace_steps(
     // with other agents; then steps record which agent's session touched them.
     let key = core.settings.namespace_key(&agent, &name);
     let author = if key.shared { format!("{agent}/{}", body.session_id) } else { body.session_id.clone() };
-    // Merges of one namespace are serialized through the lock of a synthetic
-    // session key (`~` is in no agent id, so it is no agent's session).
+    // Merges of one namespace on this replica take turns through the lock
+    // of a synthetic session key (`~` is in no agent id, so it is no
+    // agent's session); merges on other replicas are caught by the
+    // revision check of `set_namespace`, and merged again on what won.
     let lock_key = SessionKey::new("~namespaces", key.store.clone());
     let merged = core
         .with_session_lock(&lock_key, async {
-            let store_key = key.store.clone();
-            let ns = core.blocking(move |s| s.namespace(&store_key)).await?;
-            let merged = plangate_engine::namespace::merge(&ns, body.steps, &author, core.now()).map_err(|e| match e {
-                plangate_engine::namespace::NamespaceError::Plan(p) => ApiError::from(Refusal::from(p)),
-                other => ApiError::invalid_request(other.to_string()),
-            })?;
-            let (store_key, m) = (key.store.clone(), merged.clone());
-            core.blocking(move |s| s.set_namespace(&store_key, &m)).await?;
-            Ok::<_, ApiError>(merged)
+            let mut conflicts = 0;
+            loop {
+                let store_key = key.store.clone();
+                let (ns, revision) = core.blocking(move |s| s.namespace_revision(&store_key)).await?;
+                let merged = plangate_engine::namespace::merge(&ns, body.steps.clone(), &author, core.now()).map_err(|e| match e {
+                    plangate_engine::namespace::NamespaceError::Plan(p) => ApiError::from(Refusal::from(p)),
+                    other => ApiError::invalid_request(other.to_string()),
+                })?;
+                let (store_key, m) = (key.store.clone(), merged.clone());
+                match core.blocking(move |s| s.set_namespace(&store_key, &m, revision)).await {
+                    Ok(()) => return Ok::<_, ApiError>(merged),
+                    Err(StoreError::Conflict) if conflicts < MAX_NAMESPACE_CONFLICTS => {
+                        conflicts += 1;
+                        tracing::debug!(attempt = conflicts, "another replica changed the namespace first; merging again");
+                        tokio::time::sleep(std::time::Duration::from_millis(rand::random::<u64>() % 10 + 1)).await;
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
         })
         .await?;
     Ok(Json(json!({"name": name, "shared": key.shared, "steps": merged.steps})))

@@ -1,7 +1,7 @@
 //! The replica paths of the core against a store that behaves like a shared
-//! one: a wrapper over sled that keeps a revision, refuses stale commits
-//! with `Conflict`, and can be scripted to lose a race to "another replica"
-//! or to answer `TimerGone` / `AlreadyHandled`.
+//! one: sled in the store's `Faulty` wrapper, which keeps a revision,
+//! refuses stale commits with `Conflict`, and can be scripted to lose a
+//! race to "another replica" or to answer `TimerGone` / `AlreadyHandled`.
 
 use crate::config::Settings;
 use crate::core::{Core, CoreError, ExecMeta};
@@ -11,180 +11,31 @@ use plangate_channel::Style;
 use plangate_channel::{Action, Channel, ChannelError, Delivery, Destination, Document, Inbound, InboundHandler, Reply, User};
 use plangate_engine::card::Card;
 use plangate_engine::codec::Button;
-use plangate_engine::namespace::Namespace;
 use plangate_engine::{
-    apply, Actor, ApprovalId, ApprovalPolicy, AuditEvent, Command, Ctx, DecisionStatus, Plan, Proposal, Question, Session, SessionKey,
-    State, Step, Timer, TimerPolicy, Timestamp, Verdict,
+    apply, Actor, ApprovalId, ApprovalPolicy, Command, Ctx, DecisionStatus, Plan, Question, SessionKey, Step, TimerPolicy, Verdict,
 };
-use plangate_store::{AuditQuery, Commit, LeaderListener, OutboxEntry, SledStore, Store, StoreError};
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use plangate_store::testing::Faulty;
+use plangate_store::{Commit, OutboxEntry, SledStore, Store, StoreError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
-/// Runs before the next commit attempt; may commit as another replica
-/// ([`Racing::commit_elsewhere`]) or return an error for the attempt.
-type Before = Box<dyn FnOnce(&Racing) -> Option<StoreError> + Send>;
+/// A sled store that says it is shared (one revision for everything).
+type Racing = Faulty<SledStore>;
 
-/// A sled store that says it is shared, with one revision for everything
-/// (coarser than per session, which only makes conflicts likelier).
-struct Racing {
-    inner: SledStore,
-    revision: AtomicU64,
-    script: Mutex<VecDeque<Before>>,
-    attempts: AtomicUsize,
-    elections: Mutex<Vec<(String, LeaderListener)>>,
-}
-
-impl Racing {
-    fn open(dir: &std::path::Path) -> Racing {
-        Racing {
-            inner: SledStore::open(dir).unwrap(),
-            revision: AtomicU64::new(0),
-            script: Mutex::new(VecDeque::new()),
-            attempts: AtomicUsize::new(0),
-            elections: Mutex::new(Vec::new()),
-        }
-    }
-
-    fn before_next_commit(&self, f: impl FnOnce(&Racing) -> Option<StoreError> + Send + 'static) {
-        self.script.lock().unwrap().push_back(Box::new(f));
-    }
-
-    /// Commit as another replica would: unconditionally, moving the revision.
-    fn commit_elsewhere(&self, commit: Commit) {
-        self.inner.commit(commit).unwrap();
-        self.revision.fetch_add(1, Ordering::SeqCst);
-    }
-
-    /// Another replica's operator `who` approves `id`.
-    fn approve_elsewhere(&self, id: ApprovalId, who: &str) {
-        let p = self.inner.proposal(&id).unwrap().unwrap();
-        let before = self.inner.load(&p.session).unwrap();
-        let ctx = Ctx {
-            now: crate::clock::Clock::now(&crate::clock::SystemClock),
-            random: [7; 16],
-            timers: TimerPolicy::default(),
-            approvals: ApprovalPolicy::default(),
-        };
-        let actor = Actor::Operator { name: who.into() };
-        let t = apply(&before, &actor, Command::Decide { approval_id: id, verdict: Verdict::Approve }, &ctx).unwrap();
-        self.commit_elsewhere(Commit::of(&t, &before, None));
-    }
-}
-
-impl Store for Racing {
-    fn shared(&self) -> bool {
-        true
-    }
-    fn load_revision(&self, key: &SessionKey) -> Result<(State, u64), StoreError> {
-        let revision = self.revision.load(Ordering::SeqCst);
-        Ok((self.inner.load(key)?, revision))
-    }
-    fn commit(&self, commit: Commit) -> Result<(), StoreError> {
-        self.attempts.fetch_add(1, Ordering::SeqCst);
-        let next = self.script.lock().unwrap().pop_front();
-        if let Some(error) = next.and_then(|f| f(self)) {
-            return Err(error);
-        }
-        if commit.expected_revision != Some(self.revision.load(Ordering::SeqCst)) {
-            return Err(StoreError::Conflict);
-        }
-        self.inner.commit(commit)?;
-        self.revision.fetch_add(1, Ordering::SeqCst);
-        Ok(())
-    }
-    fn elect_leader(&self, role: &str, on_change: LeaderListener) -> Result<(), StoreError> {
-        self.elections.lock().unwrap().push((role.to_string(), on_change));
-        Ok(())
-    }
-    fn load(&self, key: &SessionKey) -> Result<State, StoreError> {
-        self.inner.load(key)
-    }
-    fn proposal(&self, id: &ApprovalId) -> Result<Option<Proposal>, StoreError> {
-        self.inner.proposal(id)
-    }
-    fn proposals_by_prefix(&self, p: &str) -> Result<Vec<Proposal>, StoreError> {
-        self.inner.proposals_by_prefix(p)
-    }
-    fn proposals(&self, status: Option<DecisionStatus>) -> Result<Vec<Proposal>, StoreError> {
-        self.inner.proposals(status)
-    }
-    fn sessions(&self) -> Result<Vec<Session>, StoreError> {
-        self.inner.sessions()
-    }
-    fn question(&self, id: &ApprovalId) -> Result<Option<Question>, StoreError> {
-        self.inner.question(id)
-    }
-    fn next_timer(&self) -> Result<Option<Timer>, StoreError> {
-        self.inner.next_timer()
-    }
-    fn due_timers_page(&self, now: Timestamp, after: Option<&Timer>, limit: usize) -> Result<Vec<Timer>, StoreError> {
-        self.inner.due_timers_page(now, after, limit)
-    }
-    fn timers(&self) -> Result<Vec<Timer>, StoreError> {
-        self.inner.timers()
-    }
-    fn remove_timer(&self, t: &Timer) -> Result<(), StoreError> {
-        self.inner.remove_timer(t)
-    }
-    fn generate_seq(&self) -> Result<u64, StoreError> {
-        self.inner.generate_seq()
-    }
-    fn outbox(&self) -> Result<Vec<OutboxEntry>, StoreError> {
-        self.inner.outbox()
-    }
-    fn remove_outbox(&self, seq: u64) -> Result<(), StoreError> {
-        self.inner.remove_outbox(seq)
-    }
-    fn deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {
-        self.inner.deliveries(id)
-    }
-    fn add_delivery(&self, id: &ApprovalId, d: &Delivery) -> Result<(), StoreError> {
-        self.inner.add_delivery(id, d)
-    }
-    fn question_deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {
-        self.inner.question_deliveries(id)
-    }
-    fn add_question_delivery(&self, id: &ApprovalId, d: &Delivery) -> Result<(), StoreError> {
-        self.inner.add_question_delivery(id, d)
-    }
-    fn append_audit(&self, events: &[AuditEvent]) -> Result<(), StoreError> {
-        self.inner.append_audit(events)
-    }
-    fn audit(&self, q: &AuditQuery) -> Result<Vec<AuditEvent>, StoreError> {
-        self.inner.audit(q)
-    }
-    fn seen(&self, key: &str) -> Result<bool, StoreError> {
-        self.inner.seen(key)
-    }
-    fn mark_seen(&self, key: &str) -> Result<(), StoreError> {
-        self.inner.mark_seen(key)
-    }
-    fn record_once(&self, key: &str) -> Result<bool, StoreError> {
-        self.inner.record_once(key)
-    }
-    fn cursor(&self, key: &str) -> Result<Option<String>, StoreError> {
-        self.inner.cursor(key)
-    }
-    fn set_cursor(&self, key: &str, value: &str) -> Result<(), StoreError> {
-        self.inner.set_cursor(key, value)
-    }
-    fn document_path(&self, id: &ApprovalId) -> Result<Option<String>, StoreError> {
-        self.inner.document_path(id)
-    }
-    fn set_document_path(&self, id: &ApprovalId, path: &str) -> Result<(), StoreError> {
-        self.inner.set_document_path(id, path)
-    }
-    fn namespace(&self, name: &str) -> Result<Namespace, StoreError> {
-        self.inner.namespace(name)
-    }
-    fn set_namespace(&self, name: &str, ns: &Namespace) -> Result<(), StoreError> {
-        self.inner.set_namespace(name, ns)
-    }
-    fn flush(&self) -> Result<(), StoreError> {
-        self.inner.flush()
-    }
+/// Another replica's operator `who` approves `id`.
+fn approve_elsewhere(store: &Racing, id: ApprovalId, who: &str) {
+    let p = store.proposal(&id).unwrap().unwrap();
+    let before = store.load(&p.session).unwrap();
+    let ctx = Ctx {
+        now: crate::clock::Clock::now(&crate::clock::SystemClock),
+        random: [7; 16],
+        timers: TimerPolicy::default(),
+        approvals: ApprovalPolicy::default(),
+    };
+    let actor = Actor::Operator { name: who.into() };
+    let t = apply(&before, &actor, Command::Decide { approval_id: id, verdict: Verdict::Approve }, &ctx).unwrap();
+    store.commit_elsewhere(Commit::of(&t, &before, None)).unwrap();
 }
 
 /// A "telegram" channel that counts posts and holds card edits until told.
@@ -269,7 +120,7 @@ fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let mut settings = Settings::from_toml(CONFIG).unwrap();
     settings.data_dir = dir.path().to_path_buf();
-    let store = Arc::new(Racing::open(&dir.path().join("db")));
+    let store = Arc::new(Faulty::shared(SledStore::open(&dir.path().join("db")).unwrap()));
     let core = Core::new(Arc::new(settings), store.clone());
     let chan = Arc::new(Held { posts: AtomicUsize::new(0), edits: AtomicUsize::new(0), gate: tokio::sync::Semaphore::new(1_000) });
     core.register_channel(chan.clone());
@@ -321,16 +172,16 @@ async fn a_lost_race_is_reapplied_and_refused_by_the_engine() {
     let posts = f.chan.posts.load(Ordering::SeqCst);
     assert_eq!(posts, 1, "the card was posted once");
     f.store.before_next_commit(move |store| {
-        store.approve_elsewhere(id, "bob");
+        approve_elsewhere(store, id, "bob");
         None
     });
-    let attempts = f.store.attempts.load(Ordering::SeqCst);
+    let attempts = f.store.commit_attempts();
     let alice = Actor::Operator { name: "alice".into() };
     let err = f.core.execute_on_approval(id, alice, Fixture::approve(id), ExecMeta::default()).await.err().expect("refused");
     let said = err.to_string();
     assert!(matches!(err, CoreError::Refused(_)), "{said}");
     assert!(said.contains("already approved by operator:bob"), "{said}");
-    assert_eq!(f.store.attempts.load(Ordering::SeqCst) - attempts, 1, "one commit attempt: the re-apply was refused before committing");
+    assert_eq!(f.store.commit_attempts() - attempts, 1, "one commit attempt: the re-apply was refused before committing");
     let p = f.store.proposal(&id).unwrap().unwrap();
     assert_eq!((p.status, p.decided_by.as_deref()), (DecisionStatus::Approved, Some("operator:bob")));
     assert!(!f.core.is_degraded(), "a lost race is not degradation");
@@ -346,14 +197,14 @@ async fn a_conflict_then_success_runs_the_jobs_once() {
     let f = fixture();
     let (_, id) = f.propose("s2").await;
     f.store.before_next_commit(|store| {
-        store.revision.fetch_add(1, Ordering::SeqCst);
+        store.bump_revision();
         None
     });
-    let attempts = f.store.attempts.load(Ordering::SeqCst);
+    let attempts = f.store.commit_attempts();
     let done =
         f.core.execute_on_approval(id, Actor::Operator { name: "alice".into() }, Fixture::approve(id), ExecMeta::default()).await.unwrap();
     assert!(done.transition.changed);
-    assert_eq!(f.store.attempts.load(Ordering::SeqCst) - attempts, 2, "one conflict, one commit");
+    assert_eq!(f.store.commit_attempts() - attempts, 2, "one conflict, one commit");
     f.core.drain(Duration::from_secs(10)).await.unwrap();
     assert_eq!(f.chan.edits.load(Ordering::SeqCst), 1, "one card edit for one decision");
     assert!(f.store.outbox().unwrap().is_empty(), "every committed job done");
@@ -370,17 +221,17 @@ async fn endless_conflicts_give_up_without_degrading() {
     let (_, id) = f.propose("s3").await;
     for _ in 0..100 {
         f.store.before_next_commit(|store| {
-            store.revision.fetch_add(1, Ordering::SeqCst);
+            store.bump_revision();
             None
         });
     }
-    let attempts = f.store.attempts.load(Ordering::SeqCst);
+    let attempts = f.store.commit_attempts();
     let err = f.core.execute_on_approval(id, Actor::Operator { name: "a".into() }, Fixture::approve(id), ExecMeta::default()).await;
     assert!(matches!(err, Err(CoreError::Storage(StoreError::Conflict))), "{:?}", err.err());
-    assert_eq!(f.store.attempts.load(Ordering::SeqCst) - attempts, 21, "the first attempt and 20 retries");
+    assert_eq!(f.store.commit_attempts() - attempts, 21, "the first attempt and 20 retries");
     assert_eq!(f.store.proposal(&id).unwrap().unwrap().status, DecisionStatus::Pending);
     assert!(!f.core.is_degraded());
-    f.store.script.lock().unwrap().clear();
+    f.store.clear_script();
 }
 
 /// A timer another replica fired first: an error for the scheduler to
@@ -456,9 +307,9 @@ async fn leadership_follows_the_election() {
     let mut telegram = f.core.leadership("telegram");
     assert!(!*telegram.borrow());
     let again = f.core.leadership("telegram");
-    eventually(|| f.store.elections.lock().unwrap().len() == 1).await;
-    let listener = f.store.elections.lock().unwrap()[0].1.clone();
-    assert_eq!(f.store.elections.lock().unwrap()[0].0, "telegram");
+    eventually(|| f.store.elections().len() == 1).await;
+    let listener = f.store.elections()[0].1.clone();
+    assert_eq!(f.store.elections()[0].0, "telegram");
     listener(true);
     tokio::time::timeout(Duration::from_secs(5), telegram.changed()).await.unwrap().unwrap();
     assert!(*telegram.borrow_and_update() && *again.borrow());
@@ -467,7 +318,7 @@ async fn leadership_follows_the_election() {
     listener(false);
     assert!(!*telegram.borrow_and_update());
     assert!(f.core.leading_roles().is_empty());
-    assert_eq!(f.store.elections.lock().unwrap().len(), 1, "one election per role");
+    assert_eq!(f.store.elections().len(), 1, "one election per role");
 
     // One process on sled leads at once, without asking anyone.
     let dir = tempfile::tempdir().unwrap();
@@ -495,7 +346,7 @@ async fn claimed_outbox_entries_are_queued_once() {
     f.store.add_delivery(&id, &delivery).unwrap();
     let seq = f.store.generate_seq().unwrap();
     let work = serde_json::to_vec(&serde_json::json!([id, {"UpdateCards": id}])).unwrap();
-    f.store.commit_elsewhere(Commit { outbox: vec![OutboxEntry { seq, work }], ..Commit::default() });
+    f.store.commit_elsewhere(Commit { outbox: vec![OutboxEntry { seq, work }], ..Commit::default() }).unwrap();
     let gate = f.chan.gate.acquire_many(1_000).await.unwrap();
     assert_eq!(f.core.claim_outbox(10).await.unwrap(), 1);
     assert_eq!(f.core.claim_outbox(10).await.unwrap(), 0, "queued already");

@@ -19,7 +19,13 @@ use postgres::Client;
 
 /// `(version, name, SQL)`, in version order. The SQL runs with
 /// `search_path` set to the store's schema.
-pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[(1, "initial tables", INITIAL)];
+pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[(1, "initial tables", INITIAL), (2, "namespace revisions", NAMESPACE_REVISIONS)];
+
+/// Namespaces are written conditionally on their revision, as sessions
+/// are (`Store::set_namespace`). Rows that exist start at 1. A replica of
+/// the previous release still overwrites without moving the revision
+/// while both run during a rolling upgrade (as it did before).
+const NAMESPACE_REVISIONS: &str = "ALTER TABLE namespaces ADD COLUMN revision bigint NOT NULL DEFAULT 1;";
 
 /// The tables of the first release. Bodies are the same JSON bytes the sled
 /// store keeps (`bytea`, not `jsonb`: byte-exact round trips, and no

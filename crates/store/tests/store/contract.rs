@@ -36,7 +36,68 @@ contract!(
     a_single_process_claims_everything_due,
     cursor_or_init_keeps_the_first_value,
     many_rows_of_a_kind_in_one_commit,
+    a_namespace_is_written_only_at_the_revision_it_was_read,
+    namespace_merges_side_by_side_lose_nothing,
 );
+
+fn namespace_of(steps: &[&str]) -> Namespace {
+    let steps =
+        steps.iter().map(|s| NamespaceStep { step: Step::pending(*s), updated_by: "agent".into(), updated_at: Timestamp(5) }).collect();
+    Namespace { steps }
+}
+
+/// A namespace write based on a stale read writes nothing and says
+/// `Conflict`, whether the namespace was new or already there; after a
+/// restart the revision still guards it.
+fn a_namespace_is_written_only_at_the_revision_it_was_read(b: &dyn Backend) {
+    let (one, two) = (namespace_of(&["a"]), namespace_of(&["a", "b"]));
+    {
+        let store = b.open();
+        assert_eq!(store.namespace_revision("team").unwrap(), (Namespace::default(), 0), "none stored: revision 0");
+        store.set_namespace("team", &one, 0).unwrap();
+        let err = store.set_namespace("team", &two, 0);
+        assert!(matches!(err, Err(StoreError::Conflict)), "a second first write: {err:?}");
+        assert!(matches!(store.set_namespace("new", &two, 3), Err(StoreError::Conflict)), "a namespace that is not there");
+        assert_eq!(store.namespace("new").unwrap(), Namespace::default());
+    }
+    let store = b.open();
+    let (read, revision) = store.namespace_revision("team").unwrap();
+    assert_eq!(read, one);
+    assert_ne!(revision, 0);
+    store.set_namespace("team", &two, revision).unwrap();
+    let err = store.set_namespace("team", &one, revision);
+    assert!(matches!(err, Err(StoreError::Conflict)), "stale: {err:?}");
+    let (read, newer) = store.namespace_revision("team").unwrap();
+    assert_eq!(read, two, "the conflicting write left nothing");
+    assert_ne!(newer, revision);
+    assert_eq!(store.namespace("team").unwrap(), two);
+}
+
+/// Eight writers merging into one namespace at once, each merging again on
+/// a conflict: every step each of them was told is stored, is.
+fn namespace_merges_side_by_side_lose_nothing(b: &dyn Backend) {
+    let store = b.open();
+    let store = &*store;
+    std::thread::scope(|s| {
+        for writer in 0..8 {
+            s.spawn(move || {
+                for n in 0..5 {
+                    let update = vec![plangate_engine::StepUpdate::from(Step::pending(format!("w{writer} s{n}")))];
+                    loop {
+                        let (ns, revision) = store.namespace_revision("crowd").unwrap();
+                        let merged = plangate_engine::namespace::merge(&ns, update.clone(), "w", Timestamp(1)).unwrap();
+                        match store.set_namespace("crowd", &merged, revision) {
+                            Ok(()) => break,
+                            Err(StoreError::Conflict) => continue,
+                            Err(e) => panic!("{e}"),
+                        }
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(store.namespace("crowd").unwrap().steps.len(), 40);
+}
 
 /// What PostgreSQL writes with one statement per kind of row: audit records
 /// keep the commit's order, a timer added twice is one timer (the later),
@@ -286,7 +347,7 @@ fn deliveries_documents_and_namespaces(b: &dyn Backend) {
         let ns = Namespace {
             steps: vec![NamespaceStep { step: Step::pending("shared"), updated_by: "agent".into(), updated_at: Timestamp(5) }],
         };
-        store.set_namespace("team.infra", &ns).unwrap();
+        store.set_namespace("team.infra", &ns, 0).unwrap();
     }
     let store = b.open();
     let ds = store.deliveries(&id).unwrap();

@@ -50,7 +50,7 @@ fn populate(dir: &Path) {
     store.mark_seen("telegram:update:1").unwrap();
     assert!(store.record_once("nudge:x").unwrap());
     store.set_cursor("telegram.offset", "77").unwrap();
-    store.set_namespace("team", &Namespace::default()).unwrap();
+    store.set_namespace("team", &Namespace::default(), 0).unwrap();
     let seqs: Vec<u64> = (0..3).map(|_| store.generate_seq().unwrap()).collect();
     let outbox = seqs.iter().map(|&seq| OutboxEntry { seq, work: vec![1, 2, seq as u8] }).collect();
     store.commit(Commit { outbox, ..Commit::default() }).unwrap();

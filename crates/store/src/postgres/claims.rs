@@ -1,0 +1,49 @@
+//! Claims: due timers and outbox entries leased to this replica (`FOR
+//! UPDATE SKIP LOCKED`, so replicas never wait on each other's rows), and
+//! the renewal that keeps them while it works.
+
+use super::sql::*;
+use super::PgStore;
+use crate::{OutboxEntry, StoreError};
+use plangate_engine::{Timer, Timestamp};
+
+pub(super) fn claim_due_timers(store: &PgStore, now: Timestamp, after: Option<&Timer>, limit_to: usize) -> Result<Vec<Timer>, StoreError> {
+    let n = limit(limit_to);
+    let me = &store.shared.replica;
+    let lease = store.lease_secs;
+    store.retrying("claiming due timers", |c, st| {
+        let rows = match after {
+            None => st.query(c, CLAIM_TIMERS, &[&now.0, me, &n, &lease])?,
+            Some(t) => {
+                let (due, id, kind, nn) = timer_identity(t);
+                st.query(c, CLAIM_TIMERS_AFTER, &[&now.0, me, &n, &lease, &due, &id, &kind, &nn])?
+            }
+        };
+        let mut claimed = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let identity: (i64, Vec<u8>, i16, i16) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, row.try_get(3)?);
+            claimed.push((identity, body::<Timer>(row, 4, "timer")?));
+        }
+        claimed.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(claimed.into_iter().map(|(_, t)| t).collect())
+    })
+}
+
+pub(super) fn claim_outbox(store: &PgStore, limit_to: usize) -> Result<Vec<OutboxEntry>, StoreError> {
+    let n = limit(limit_to);
+    store.retrying("claiming outbox entries", |c, st| {
+        let rows = st.query(c, CLAIM_OUTBOX, &[&store.shared.replica, &n, &store.lease_secs])?;
+        let mut entries = rows.iter().map(outbox_entry).collect::<Result<Vec<_>, _>>()?;
+        entries.sort_by_key(|e| e.seq);
+        Ok(entries)
+    })
+}
+
+pub(super) fn renew_leases(store: &PgStore) -> Result<(), StoreError> {
+    store.retrying("renewing leases", |c, st| {
+        let row = st.query_one(c, RENEW, &[&store.shared.replica, &store.lease_secs])?;
+        let (outbox, timers): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
+        tracing::trace!(outbox, timers, "renewed leases");
+        Ok(())
+    })
+}

@@ -1,0 +1,205 @@
+//! Reads: sessions with their latest proposal and revision, proposals,
+//! questions, timers, the outbox, deliveries, the audit, event keys,
+//! cursors, document paths and namespaces.
+
+use super::sql::*;
+use super::{Failure, PgStore};
+use crate::sled_store::decode;
+use crate::{AuditQuery, OutboxEntry, StoreError};
+use plangate_delivery::Delivery;
+use plangate_engine::namespace::Namespace;
+use plangate_engine::{ApprovalId, AuditEvent, DecisionStatus, Proposal, Question, Session, SessionKey, State, Timer, Timestamp};
+use postgres::types::ToSql;
+
+pub(super) fn load_revision(store: &PgStore, key: &SessionKey) -> Result<(State, u64), StoreError> {
+    store.retrying("loading a session", |c, st| {
+        let Some(row) = st.query_opt(c, LOAD, &[&key.agent, &key.session_id])? else {
+            return Ok((State::new(key.clone()), 0));
+        };
+        let revision: i64 = row.try_get(0)?;
+        let session: Session = body(&row, 1, "session")?;
+        let latest: Option<Proposal> = match row.try_get::<_, Option<&[u8]>>(2)? {
+            Some(bytes) => Some(decode(bytes, "proposal")?),
+            None => None,
+        };
+        Ok((State { session, latest }, u64::try_from(revision).unwrap_or(0)))
+    })
+}
+
+pub(super) fn proposal(store: &PgStore, id: &ApprovalId) -> Result<Option<Proposal>, StoreError> {
+    store.retrying("reading a proposal", |c, st| {
+        let row = st.query_opt(c, "SELECT body FROM proposals WHERE approval_id = $1", &[&&id.0[..]])?;
+        row.map(|r| body(&r, 0, "proposal")).transpose()
+    })
+}
+
+pub(super) fn proposals_by_prefix(store: &PgStore, hex_prefix: &str) -> Result<Vec<Proposal>, StoreError> {
+    if !hex_prefix_ok(hex_prefix) {
+        return Ok(Vec::new());
+    }
+    let pattern = format!("{hex_prefix}%");
+    store.retrying("finding proposals by id prefix", |c, st| {
+        let rows = st.query(c, "SELECT body FROM proposals WHERE id_hex LIKE $1 ORDER BY approval_id", &[&pattern])?;
+        bodies(&rows, "proposal")
+    })
+}
+
+pub(super) fn proposals(store: &PgStore, status: Option<DecisionStatus>) -> Result<Vec<Proposal>, StoreError> {
+    store.retrying("listing proposals", |c, st| {
+        let rows = match status {
+            Some(s) => st.query(c, "SELECT body FROM proposals WHERE status = $1 ORDER BY created_at, approval_id", &[&s.as_str()])?,
+            None => st.query(c, "SELECT body FROM proposals ORDER BY created_at, approval_id", &[])?,
+        };
+        bodies(&rows, "proposal")
+    })
+}
+
+pub(super) fn visit_proposals(store: &PgStore, status: Option<DecisionStatus>, visit: &mut dyn FnMut(&Proposal)) -> Result<(), StoreError> {
+    // A portal read in pages: 100,000 proposals never sit in memory at once.
+    const PAGE: i32 = 500;
+    let what = "visiting proposals";
+    let mut conn = store.conn(what)?;
+    let result = (|| -> Result<(), Failure> {
+        let mut tx = conn.pooled.build_transaction().read_only(true).start()?;
+        let portal = match status {
+            Some(s) => tx.bind("SELECT body FROM proposals WHERE status = $1", &[&s.as_str()])?,
+            None => tx.bind("SELECT body FROM proposals", &[])?,
+        };
+        loop {
+            let rows = tx.query_portal(&portal, PAGE)?;
+            for row in &rows {
+                visit(&body(row, 0, "proposal")?);
+            }
+            if rows.len() < PAGE as usize {
+                break;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    })();
+    result.map_err(|f| store.fail(what, f))
+}
+
+pub(super) fn sessions(store: &PgStore) -> Result<Vec<Session>, StoreError> {
+    store.retrying("listing sessions", |c, st| {
+        let rows = st.query(c, "SELECT body FROM sessions ORDER BY agent, session_id", &[])?;
+        bodies(&rows, "session")
+    })
+}
+
+pub(super) fn question(store: &PgStore, id: &ApprovalId) -> Result<Option<Question>, StoreError> {
+    store.retrying("reading a question", |c, st| {
+        let row = st.query_opt(c, "SELECT body FROM questions WHERE question_id = $1", &[&&id.0[..]])?;
+        row.map(|r| body(&r, 0, "question")).transpose()
+    })
+}
+
+pub(super) fn next_timer(store: &PgStore) -> Result<Option<Timer>, StoreError> {
+    store.retrying("reading the next timer", |c, st| {
+        let sql = "SELECT body FROM timers WHERE (lease_until IS NULL OR lease_until < clock_timestamp() OR lease_owner = $1) \
+                   ORDER BY due, approval_id, kind, n LIMIT 1";
+        let row = st.query_opt(c, sql, &[&store.shared.replica])?;
+        row.map(|r| body(&r, 0, "timer")).transpose()
+    })
+}
+
+pub(super) fn due_timers_page(store: &PgStore, now: Timestamp, after: Option<&Timer>, limit_to: usize) -> Result<Vec<Timer>, StoreError> {
+    let n = limit(limit_to);
+    store.retrying("reading due timers", |c, st| {
+        let rows = match after {
+            None => st.query(c, DUE_TIMERS, &[&now.0, &n])?,
+            Some(t) => {
+                let (due, id, kind, nn) = timer_identity(t);
+                st.query(c, DUE_TIMERS_AFTER, &[&now.0, &n, &due, &id, &kind, &nn])?
+            }
+        };
+        bodies(&rows, "timer")
+    })
+}
+
+pub(super) fn timers(store: &PgStore) -> Result<Vec<Timer>, StoreError> {
+    store.retrying("listing timers", |c, st| {
+        let rows = st.query(c, "SELECT body FROM timers ORDER BY due, approval_id, kind, n", &[])?;
+        bodies(&rows, "timer")
+    })
+}
+
+pub(super) fn outbox(store: &PgStore) -> Result<Vec<OutboxEntry>, StoreError> {
+    store.retrying("reading the outbox", |c, st| {
+        let rows = st.query(c, "SELECT seq, work FROM outbox ORDER BY seq", &[])?;
+        rows.iter().map(outbox_entry).collect()
+    })
+}
+
+pub(super) fn deliveries(store: &PgStore, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {
+    store.retrying("reading card deliveries", |c, st| {
+        let sql = "SELECT body FROM deliveries WHERE approval_id = $1 ORDER BY destination, chat";
+        decode_delivery_rows(&st.query(c, sql, &[&&id.0[..]])?)
+    })
+}
+
+pub(super) fn question_deliveries(store: &PgStore, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {
+    store.retrying("reading question deliveries", |c, st| {
+        let sql = "SELECT body FROM question_deliveries WHERE question_id = $1 ORDER BY destination, chat";
+        decode_delivery_rows(&st.query(c, sql, &[&&id.0[..]])?)
+    })
+}
+
+pub(super) fn audit(store: &PgStore, query: &AuditQuery) -> Result<Vec<AuditEvent>, StoreError> {
+    let mut conditions = Vec::new();
+    let mut params: Vec<Box<dyn ToSql + Sync>> = Vec::new();
+    if let Some(agent) = &query.agent {
+        params.push(Box::new(agent.clone()));
+        conditions.push(format!("agent = ${}", params.len()));
+    }
+    if let Some(session) = &query.session_id {
+        params.push(Box::new(session.clone()));
+        conditions.push(format!("session_id = ${}", params.len()));
+    }
+    if let Some(id) = &query.approval_id {
+        params.push(Box::new(id.0.to_vec()));
+        conditions.push(format!("approval_id = ${}", params.len()));
+    }
+    let mut sql = String::from("SELECT body FROM audit");
+    if !conditions.is_empty() {
+        sql.push_str(" WHERE ");
+        sql.push_str(&conditions.join(" AND "));
+    }
+    sql.push_str(" ORDER BY seq DESC");
+    if query.limit > 0 {
+        params.push(Box::new(limit(query.limit)));
+        sql.push_str(&format!(" LIMIT ${}", params.len()));
+    }
+    let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
+    let mut events: Vec<AuditEvent> = store.retrying("reading the audit", |c, _| bodies(&c.query(&sql, &refs)?, "audit"))?;
+    events.reverse();
+    Ok(events)
+}
+
+pub(super) fn seen(store: &PgStore, key: &str) -> Result<bool, StoreError> {
+    store.retrying("checking an event key", |c, st| Ok(st.query_opt(c, "SELECT 1 FROM idempotency WHERE key = $1", &[&key])?.is_some()))
+}
+
+pub(super) fn cursor(store: &PgStore, key: &str) -> Result<Option<String>, StoreError> {
+    store.retrying("reading a cursor", |c, st| {
+        let row = st.query_opt(c, "SELECT value FROM cursors WHERE key = $1", &[&key])?;
+        Ok(row.map(|r| r.try_get(0)).transpose()?)
+    })
+}
+
+pub(super) fn document_path(store: &PgStore, id: &ApprovalId) -> Result<Option<String>, StoreError> {
+    store.retrying("reading a document path", |c, st| {
+        let row = st.query_opt(c, "SELECT path FROM documents WHERE approval_id = $1", &[&&id.0[..]])?;
+        Ok(row.map(|r| r.try_get(0)).transpose()?)
+    })
+}
+
+pub(super) fn namespace_revision(store: &PgStore, name: &str) -> Result<(Namespace, u64), StoreError> {
+    store.retrying("reading a namespace", |c, st| {
+        let Some(row) = st.query_opt(c, "SELECT body, revision FROM namespaces WHERE name = $1", &[&name])? else {
+            return Ok((Namespace::default(), 0));
+        };
+        let revision: i64 = row.try_get(1)?;
+        Ok((body(&row, 0, "namespace")?, u64::try_from(revision).unwrap_or(0)))
+    })
+}

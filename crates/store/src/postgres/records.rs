@@ -1,0 +1,173 @@
+//! Writes outside a transition's commit: timers and outbox entries done
+//! with, card deliveries, audit of refused attempts, event keys, cursors,
+//! document paths and namespaces. Each is one statement; those that depend
+//! on what is stored say so in it (an insert that must not find the row, an
+//! update at a revision), so no write here is a read-modify-write that a
+//! replica could lose.
+
+use super::connection::{Conn, Statements};
+use super::sql::*;
+use super::{Failure, PgStore};
+use crate::sled_store::encode;
+use crate::StoreError;
+use plangate_delivery::Delivery;
+use plangate_engine::namespace::Namespace;
+use plangate_engine::{ApprovalId, AuditEvent, Timer};
+use postgres::Transaction;
+
+pub(super) fn remove_timer(store: &PgStore, timer: &Timer) -> Result<(), StoreError> {
+    let (due, id, kind, n) = timer_identity(timer);
+    store.retrying("removing a timer", |c, st| {
+        st.execute(c, TIMER_DELETE, &[&due, &id, &kind, &n])?;
+        Ok(())
+    })
+}
+
+pub(super) fn remove_timers(store: &PgStore, timers: &[Timer]) -> Result<(), StoreError> {
+    if timers.is_empty() {
+        return Ok(());
+    }
+    let mut dues = Vec::with_capacity(timers.len());
+    let mut ids = Vec::with_capacity(timers.len());
+    let mut kinds = Vec::with_capacity(timers.len());
+    let mut ns = Vec::with_capacity(timers.len());
+    for t in timers {
+        let (due, id, kind, n) = timer_identity(t);
+        dues.push(due);
+        ids.push(id);
+        kinds.push(kind);
+        ns.push(n);
+    }
+    // One statement: all or none.
+    store.retrying("removing timers", |c, st| {
+        st.execute(c, TIMERS_DELETE, &[&dues, &ids, &kinds, &ns])?;
+        Ok(())
+    })
+}
+
+pub(super) fn generate_seq(store: &PgStore) -> Result<u64, StoreError> {
+    store.retrying("generating a sequence number", |c, st| {
+        let seq: i64 = st.query_one(c, "SELECT nextval('ids')", &[])?.try_get(0)?;
+        Ok(u64::try_from(seq).unwrap_or(0))
+    })
+}
+
+pub(super) fn generate_seqs(store: &PgStore, n: usize) -> Result<Vec<u64>, StoreError> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let count = limit(n);
+    store.retrying("generating sequence numbers", |c, st| {
+        let rows = st.query(c, "SELECT nextval('ids') FROM generate_series(1::bigint, $1::bigint)", &[&count])?;
+        let mut seqs =
+            rows.iter().map(|r| r.try_get::<_, i64>(0).map(|v| u64::try_from(v).unwrap_or(0))).collect::<Result<Vec<u64>, _>>()?;
+        seqs.sort_unstable();
+        Ok(seqs)
+    })
+}
+
+pub(super) fn remove_outbox(store: &PgStore, seq: u64) -> Result<(), StoreError> {
+    let seq = i64::try_from(seq).map_err(|_| StoreError::Postgres(format!("outbox seq {seq} does not fit bigint")))?;
+    store.retrying("removing an outbox entry", |c, st| {
+        st.execute(c, "DELETE FROM outbox WHERE seq = $1", &[&seq])?;
+        Ok(())
+    })
+}
+
+pub(super) fn add_delivery(store: &PgStore, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError> {
+    let sql = "INSERT INTO deliveries (approval_id, destination, chat, body) VALUES ($1, $2, $3, $4) \
+               ON CONFLICT (approval_id, destination, chat) DO UPDATE SET body = EXCLUDED.body";
+    upsert_delivery(store, "recording a card delivery", sql, id, delivery)
+}
+
+pub(super) fn add_question_delivery(store: &PgStore, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError> {
+    let sql = "INSERT INTO question_deliveries (question_id, destination, chat, body) VALUES ($1, $2, $3, $4) \
+               ON CONFLICT (question_id, destination, chat) DO UPDATE SET body = EXCLUDED.body";
+    upsert_delivery(store, "recording a question delivery", sql, id, delivery)
+}
+
+/// One delivery per (card or question, destination, chat): the latest.
+fn upsert_delivery(store: &PgStore, what: &str, sql: &'static str, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError> {
+    let body = encode(delivery);
+    store.retrying(what, |c, st| {
+        st.execute(c, sql, &[&&id.0[..], &delivery.destination, &delivery.chat, &body])?;
+        Ok(())
+    })
+}
+
+pub(super) fn append_audit(store: &PgStore, events: &[AuditEvent]) -> Result<(), StoreError> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    store.transaction("appending audit records", |tx, st| events.iter().try_for_each(|e| insert_audit(tx, st, e)))
+}
+
+pub(super) fn mark_seen(store: &PgStore, key: &str) -> Result<(), StoreError> {
+    store.retrying("recording an event key", |c, st| {
+        st.execute(c, IDEMPOTENCY_INSERT, &[&key])?;
+        Ok(())
+    })
+}
+
+pub(super) fn record_once(store: &PgStore, key: &str) -> Result<bool, StoreError> {
+    // Not retried: a first attempt that inserted before its connection
+    // died would make the retry answer `false` for work never done.
+    let mut conn = store.conn("recording a side effect")?;
+    let Conn { pooled, stmts } = &mut conn;
+    let result = stmts.execute(&mut **pooled, IDEMPOTENCY_INSERT, &[&key]).map(|rows| rows == 1).map_err(Failure::from);
+    result.map_err(|f| store.fail("recording a side effect", f))
+}
+
+pub(super) fn set_cursor(store: &PgStore, key: &str, value: &str) -> Result<(), StoreError> {
+    store.retrying("writing a cursor", |c, st| {
+        let sql = "INSERT INTO cursors (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value";
+        st.execute(c, sql, &[&key, &value])?;
+        Ok(())
+    })
+}
+
+/// One statement: the first replica's value wins, every replica reads
+/// it back (`DO UPDATE SET value = cursors.value` makes `RETURNING`
+/// answer on a conflict too).
+pub(super) fn cursor_or_init(store: &PgStore, key: &str, value: &str) -> Result<String, StoreError> {
+    store.retrying("initializing a cursor", |c, st| {
+        let sql = "INSERT INTO cursors (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = cursors.value RETURNING value";
+        let row = st.query_one(c, sql, &[&key, &value])?;
+        Ok(row.try_get(0)?)
+    })
+}
+
+pub(super) fn set_document_path(store: &PgStore, id: &ApprovalId, path: &str) -> Result<(), StoreError> {
+    store.retrying("recording a document path", |c, st| {
+        let sql = "INSERT INTO documents (approval_id, path) VALUES ($1, $2) ON CONFLICT (approval_id) DO UPDATE SET path = EXCLUDED.path";
+        st.execute(c, sql, &[&&id.0[..], &path])?;
+        Ok(())
+    })
+}
+
+/// Like a session's commit: an insert that must not find the row, or
+/// an update at the expected revision; no row written is a conflict.
+/// Retried on a dead connection like any write: a first attempt that
+/// landed makes the retry a conflict, and the caller merges again on
+/// what it wrote (a merge repeated is the same merge).
+pub(super) fn set_namespace(store: &PgStore, name: &str, ns: &Namespace, expected_revision: u64) -> Result<(), StoreError> {
+    let body = encode(ns);
+    let expected = to_i64(expected_revision, "namespace revision").map_err(|f| store.fail("writing a namespace", f))?;
+    let rows = store.retrying("writing a namespace", |c, st| {
+        Ok(if expected == 0 {
+            st.execute(c, NAMESPACE_INSERT, &[&name, &body])?
+        } else {
+            st.execute(c, NAMESPACE_UPDATE, &[&name, &body, &expected])?
+        })
+    })?;
+    if rows == 0 {
+        return Err(StoreError::Conflict);
+    }
+    Ok(())
+}
+
+fn insert_audit(tx: &mut Transaction<'_>, st: &mut Statements, event: &AuditEvent) -> Result<(), Failure> {
+    let approval = event.approval_id.map(|id| id.0.to_vec());
+    st.execute(tx, AUDIT_INSERT, &[&event.at.0, &event.agent, &event.session_id, &approval, &encode(event)])?;
+    Ok(())
+}

@@ -1,0 +1,142 @@
+//! The SQL of the PostgreSQL store, in one place: every statement, and the
+//! conversions between rows and plangate's values (bodies are the sled
+//! store's JSON bytes; timers are keyed exactly like sled's).
+
+use super::Failure;
+use crate::sled_store::decode;
+use crate::{OutboxEntry, StoreError};
+use plangate_delivery::Delivery;
+use plangate_engine::{Timer, TimerKind};
+use postgres::Row;
+use serde::de::DeserializeOwned;
+
+/// The identity columns of `timers`, as arrays for `unnest`.
+pub(super) fn timer_columns(timers: &[Timer]) -> (Vec<i64>, Vec<Vec<u8>>, Vec<i16>, Vec<i16>) {
+    let mut columns = (
+        Vec::with_capacity(timers.len()),
+        Vec::with_capacity(timers.len()),
+        Vec::with_capacity(timers.len()),
+        Vec::with_capacity(timers.len()),
+    );
+    for t in timers {
+        let (due, id, kind, n) = timer_identity(t);
+        columns.0.push(due);
+        columns.1.push(id.to_vec());
+        columns.2.push(kind);
+        columns.3.push(n);
+    }
+    columns
+}
+
+/// A timer's identity, exactly sled's key: (due, id, kind, n).
+pub(super) type TimerIdentity<'a> = (i64, &'a [u8], i16, i16);
+
+pub(crate) fn timer_identity(t: &Timer) -> TimerIdentity<'_> {
+    let (kind, n) = match t.kind {
+        TimerKind::Nudge(n) => (0, n),
+        TimerKind::Timeout => (1, 0),
+        TimerKind::Escalate => (2, 0),
+        TimerKind::AgentNudge(n) => (3, n),
+        TimerKind::SubagentExpiry => (4, 0),
+    };
+    (t.due.0, &t.approval_id.0[..], kind, i16::from(n))
+}
+
+pub(super) fn body<T: DeserializeOwned>(row: &Row, column: usize, what: &'static str) -> Result<T, Failure> {
+    let bytes: &[u8] = row.try_get(column)?;
+    Ok(decode(bytes, what)?)
+}
+
+pub(super) fn bodies<T: DeserializeOwned>(rows: &[Row], what: &'static str) -> Result<Vec<T>, Failure> {
+    rows.iter().map(|row| body(row, 0, what)).collect()
+}
+
+pub(super) fn to_i64(value: u64, what: &str) -> Result<i64, Failure> {
+    i64::try_from(value).map_err(|_| Failure::Store(StoreError::Postgres(format!("{what} {value} does not fit PostgreSQL's bigint"))))
+}
+
+pub(super) fn limit(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX)
+}
+
+/// Only lowercase hex can match a prefix of an id's text (as in sled), and
+/// checking it keeps `LIKE` wildcards out.
+pub(super) fn hex_prefix_ok(prefix: &str) -> bool {
+    prefix.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+pub(super) fn decode_delivery_rows(rows: &[Row]) -> Result<Vec<Delivery>, Failure> {
+    bodies(rows, "delivery")
+}
+
+pub(super) fn outbox_entry(row: &Row) -> Result<OutboxEntry, Failure> {
+    let seq: i64 = row.try_get(0)?;
+    let work: Vec<u8> = row.try_get(1)?;
+    Ok(OutboxEntry { seq: u64::try_from(seq).unwrap_or(0), work })
+}
+
+pub(super) const SESSION_INSERT: &str =
+    "INSERT INTO sessions (agent, session_id, latest_approval, revision, body) VALUES ($1, $2, $3, 1, $4) \
+     ON CONFLICT DO NOTHING";
+pub(super) const SESSION_UPDATE: &str =
+    "UPDATE sessions SET latest_approval = $3, body = $4, revision = revision + 1 WHERE agent = $1 AND session_id = $2 AND revision = $5";
+pub(super) const SESSION_UPSERT: &str =
+    "INSERT INTO sessions (agent, session_id, latest_approval, revision, body) VALUES ($1, $2, $3, 1, $4) \
+     ON CONFLICT (agent, session_id) DO UPDATE SET latest_approval = EXCLUDED.latest_approval, body = EXCLUDED.body, \
+     revision = sessions.revision + 1";
+pub(super) const LOAD: &str =
+    "SELECT s.revision, s.body, p.body FROM sessions s LEFT JOIN proposals p ON p.approval_id = s.latest_approval \
+     WHERE s.agent = $1 AND s.session_id = $2";
+pub(super) const TIMER_DELETE: &str = "DELETE FROM timers WHERE due = $1 AND approval_id = $2 AND kind = $3 AND n = $4";
+pub(super) const IDEMPOTENCY_INSERT: &str = "INSERT INTO idempotency (key) VALUES ($1) ON CONFLICT DO NOTHING";
+pub(super) const PROPOSAL_EXISTS: &str = "SELECT 1 FROM proposals WHERE approval_id = $1";
+pub(super) const PROPOSAL_UPSERT: &str = "INSERT INTO proposals (approval_id, id_hex, status, agent, session_id, created_at, body) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (approval_id) DO UPDATE SET status = EXCLUDED.status, \
+     agent = EXCLUDED.agent, session_id = EXCLUDED.session_id, created_at = EXCLUDED.created_at, body = EXCLUDED.body";
+pub(super) const QUESTION_UPSERT: &str = "INSERT INTO questions (question_id, agent, session_id, body) VALUES ($1, $2, $3, $4) \
+     ON CONFLICT (question_id) DO UPDATE SET agent = EXCLUDED.agent, session_id = EXCLUDED.session_id, body = EXCLUDED.body";
+pub(super) const AUDIT_INSERT: &str = "INSERT INTO audit (at, agent, session_id, approval_id, body) VALUES ($1, $2, $3, $4, $5)";
+/// Audit rows in array order (their `seq` follows it).
+pub(super) const AUDIT_INSERT_MANY: &str = "INSERT INTO audit (at, agent, session_id, approval_id, body) \
+     SELECT at, agent, session_id, approval_id, body \
+     FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bytea[], $5::bytea[]) WITH ORDINALITY \
+     AS u(at, agent, session_id, approval_id, body, ord) ORDER BY ord";
+pub(super) const TIMERS_DELETE: &str = "DELETE FROM timers WHERE (due, approval_id, kind, n) IN \
+     (SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::smallint[], $4::smallint[]))";
+pub(super) const TIMERS_UPSERT: &str = "INSERT INTO timers (due, approval_id, kind, n, body) \
+     SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::smallint[], $4::smallint[], $5::bytea[]) \
+     ON CONFLICT (due, approval_id, kind, n) DO UPDATE SET body = EXCLUDED.body, lease_owner = NULL, lease_until = NULL";
+pub(super) const OUTBOX_INSERT_MANY: &str = "INSERT INTO outbox (seq, work, lease_owner, lease_until) \
+     SELECT seq, work, $3, clock_timestamp() + make_interval(secs => $4) FROM unnest($1::bigint[], $2::bytea[]) AS u(seq, work) \
+     ON CONFLICT (seq) DO UPDATE SET work = EXCLUDED.work, lease_owner = EXCLUDED.lease_owner, lease_until = EXCLUDED.lease_until";
+pub(super) const NOTIFY: &str = "SELECT pg_notify($1, $2)";
+pub(super) const NAMESPACE_INSERT: &str = "INSERT INTO namespaces (name, body, revision) VALUES ($1, $2, 1) ON CONFLICT DO NOTHING";
+pub(super) const NAMESPACE_UPDATE: &str = "UPDATE namespaces SET body = $2, revision = revision + 1 WHERE name = $1 AND revision = $3";
+/// Lease the first `$3` due timers that are free for `$2` (nobody holds
+/// them, their holder's lease ran out, or `$2` holds them already); rows
+/// another transaction is claiming right now are skipped, not waited for.
+pub(super) const CLAIM_TIMERS: &str = "WITH picked AS (SELECT due, approval_id, kind, n FROM timers \
+     WHERE due <= $1 AND (lease_until IS NULL OR lease_until < clock_timestamp() OR lease_owner = $2) \
+     ORDER BY due, approval_id, kind, n LIMIT $3 FOR UPDATE SKIP LOCKED) \
+     UPDATE timers t SET lease_owner = $2, lease_until = clock_timestamp() + make_interval(secs => $4) FROM picked \
+     WHERE t.due = picked.due AND t.approval_id = picked.approval_id AND t.kind = picked.kind AND t.n = picked.n \
+     RETURNING t.due, t.approval_id, t.kind, t.n, t.body";
+pub(super) const CLAIM_TIMERS_AFTER: &str = "WITH picked AS (SELECT due, approval_id, kind, n FROM timers \
+     WHERE due <= $1 AND (due, approval_id, kind, n) > ($5, $6, $7, $8) \
+     AND (lease_until IS NULL OR lease_until < clock_timestamp() OR lease_owner = $2) \
+     ORDER BY due, approval_id, kind, n LIMIT $3 FOR UPDATE SKIP LOCKED) \
+     UPDATE timers t SET lease_owner = $2, lease_until = clock_timestamp() + make_interval(secs => $4) FROM picked \
+     WHERE t.due = picked.due AND t.approval_id = picked.approval_id AND t.kind = picked.kind AND t.n = picked.n \
+     RETURNING t.due, t.approval_id, t.kind, t.n, t.body";
+pub(super) const CLAIM_OUTBOX: &str = "WITH picked AS (SELECT seq FROM outbox \
+     WHERE lease_owner IS NULL OR lease_until IS NULL OR lease_until < clock_timestamp() \
+     ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED) \
+     UPDATE outbox o SET lease_owner = $1, lease_until = clock_timestamp() + make_interval(secs => $3) FROM picked \
+     WHERE o.seq = picked.seq RETURNING o.seq, o.work";
+pub(super) const RENEW: &str = "WITH o AS (UPDATE outbox SET lease_until = clock_timestamp() + make_interval(secs => $2) \
+     WHERE lease_owner = $1 RETURNING 1), \
+     t AS (UPDATE timers SET lease_until = clock_timestamp() + make_interval(secs => $2) WHERE lease_owner = $1 RETURNING 1) \
+     SELECT (SELECT count(*) FROM o), (SELECT count(*) FROM t)";
+pub(super) const DUE_TIMERS: &str = "SELECT body FROM timers WHERE due <= $1 ORDER BY due, approval_id, kind, n LIMIT $2";
+pub(super) const DUE_TIMERS_AFTER: &str = "SELECT body FROM timers WHERE due <= $1 AND (due, approval_id, kind, n) > ($3, $4, $5, $6) \
+     ORDER BY due, approval_id, kind, n LIMIT $2";

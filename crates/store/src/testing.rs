@@ -1,0 +1,279 @@
+//! [`Faulty`], a [`Store`] wrapper for tests that makes a real store
+//! misbehave the ways production ones do: it can fail its durable writes
+//! (a full disk), pretend to be shared by replicas and lose races to them
+//! (`Conflict`), or answer with a scripted error (`TimerGone`,
+//! `AlreadyHandled`, a dropped connection).
+//!
+//! Not for production use: hidden from the documentation, compiled always
+//! so that tests of other crates need no feature (and no rebuild of this
+//! crate) to use it.
+
+use crate::{AuditQuery, BackupStats, ChangeListener, Commit, LeaderListener, OutboxEntry, PrunePolicy, PruneReport, Store, StoreError};
+use plangate_delivery::Delivery;
+use plangate_engine::namespace::Namespace;
+use plangate_engine::{ApprovalId, AuditEvent, DecisionStatus, Proposal, Question, Session, SessionKey, State, Timer, Timestamp};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// Runs before the next commit attempt; may commit as another replica
+/// ([`Faulty::commit_elsewhere`]) or return the error that attempt fails with.
+pub type BeforeCommit<S> = Box<dyn FnOnce(&Faulty<S>) -> Option<StoreError> + Send>;
+
+/// A store (`inner`) with faults injected; see the module documentation.
+///
+/// Made with [`Faulty::new`], it forwards everything until told otherwise.
+/// Made with [`Faulty::shared`], it says it is shared and keeps ONE
+/// revision for every session (coarser than a real shared store, which
+/// only makes conflicts likelier): a commit whose
+/// [`Commit::expected_revision`] is not the current one fails with
+/// [`StoreError::Conflict`], and elections are recorded for the test to
+/// decide ([`Faulty::elections`]) instead of being won at once.
+pub struct Faulty<S> {
+    inner: S,
+    shared: bool,
+    revision: AtomicU64,
+    broken: AtomicBool,
+    script: Mutex<VecDeque<BeforeCommit<S>>>,
+    attempts: AtomicUsize,
+    elections: Mutex<Vec<(String, LeaderListener)>>,
+}
+
+/// What the broken writes say: the failure a full disk gives.
+const DISK_FULL: &str = "No space left on device (simulated)";
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl<S: Store> Faulty<S> {
+    /// `inner`, forwarded to as it is.
+    pub fn new(inner: S) -> Faulty<S> {
+        Faulty {
+            inner,
+            shared: false,
+            revision: AtomicU64::new(0),
+            broken: AtomicBool::new(false),
+            script: Mutex::new(VecDeque::new()),
+            attempts: AtomicUsize::new(0),
+            elections: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// `inner` as if other replicas shared it (see [`Faulty`]).
+    pub fn shared(inner: S) -> Faulty<S> {
+        Faulty { shared: true, ..Faulty::new(inner) }
+    }
+
+    /// The wrapped store, to read or write past the faults.
+    pub fn inner(&self) -> &S {
+        &self.inner
+    }
+
+    /// While `broken`, commits, timer removals and flushes fail with
+    /// [`StoreError::Unavailable`] as on a full disk, writing nothing.
+    pub fn break_writes(&self, broken: bool) {
+        self.broken.store(broken, Ordering::SeqCst);
+    }
+
+    /// Queue `f` to run before the next commit attempt (one per attempt,
+    /// in order).
+    pub fn before_next_commit(&self, f: impl FnOnce(&Faulty<S>) -> Option<StoreError> + Send + 'static) {
+        lock(&self.script).push_back(Box::new(f));
+    }
+
+    /// Drop what [`Faulty::before_next_commit`] queued and did not run.
+    pub fn clear_script(&self) {
+        lock(&self.script).clear();
+    }
+
+    /// Commit as another replica would: unconditionally, moving the revision.
+    pub fn commit_elsewhere(&self, commit: Commit) -> Result<(), StoreError> {
+        self.inner.commit(commit)?;
+        self.bump_revision();
+        Ok(())
+    }
+
+    /// Another replica touched every session (harmlessly): the next commit
+    /// based on an earlier load conflicts.
+    pub fn bump_revision(&self) {
+        self.revision.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// How many times [`Store::commit`] was called.
+    pub fn commit_attempts(&self) -> usize {
+        self.attempts.load(Ordering::SeqCst)
+    }
+
+    /// The elections entered so far (role and listener), on a shared one.
+    pub fn elections(&self) -> Vec<(String, LeaderListener)> {
+        lock(&self.elections).clone()
+    }
+
+    fn check(&self) -> Result<(), StoreError> {
+        if self.broken.load(Ordering::SeqCst) {
+            return Err(StoreError::Unavailable(DISK_FULL.into()));
+        }
+        Ok(())
+    }
+}
+
+impl<S: Store> Store for Faulty<S> {
+    fn commit(&self, commit: Commit) -> Result<(), StoreError> {
+        self.attempts.fetch_add(1, Ordering::SeqCst);
+        let next = lock(&self.script).pop_front();
+        if let Some(error) = next.and_then(|f| f(self)) {
+            return Err(error);
+        }
+        self.check()?;
+        if !self.shared {
+            return self.inner.commit(commit);
+        }
+        if commit.expected_revision != Some(self.revision.load(Ordering::SeqCst)) {
+            return Err(StoreError::Conflict);
+        }
+        self.commit_elsewhere(commit)
+    }
+    fn shared(&self) -> bool {
+        self.shared || self.inner.shared()
+    }
+    fn load_revision(&self, key: &SessionKey) -> Result<(State, u64), StoreError> {
+        if !self.shared {
+            return self.inner.load_revision(key);
+        }
+        let revision = self.revision.load(Ordering::SeqCst);
+        Ok((self.inner.load(key)?, revision))
+    }
+    fn elect_leader(&self, role: &str, on_change: LeaderListener) -> Result<(), StoreError> {
+        if !self.shared {
+            return self.inner.elect_leader(role, on_change);
+        }
+        lock(&self.elections).push((role.to_string(), on_change));
+        Ok(())
+    }
+    fn remove_timer(&self, timer: &Timer) -> Result<(), StoreError> {
+        self.check()?;
+        self.inner.remove_timer(timer)
+    }
+    fn remove_timers(&self, timers: &[Timer]) -> Result<(), StoreError> {
+        self.check()?;
+        self.inner.remove_timers(timers)
+    }
+    fn flush(&self) -> Result<(), StoreError> {
+        self.check()?;
+        self.inner.flush()
+    }
+
+    // Forwarded as they are.
+    fn load(&self, key: &SessionKey) -> Result<State, StoreError> {
+        self.inner.load(key)
+    }
+    fn proposal(&self, id: &ApprovalId) -> Result<Option<Proposal>, StoreError> {
+        self.inner.proposal(id)
+    }
+    fn proposals_by_prefix(&self, hex_prefix: &str) -> Result<Vec<Proposal>, StoreError> {
+        self.inner.proposals_by_prefix(hex_prefix)
+    }
+    fn proposals(&self, status: Option<DecisionStatus>) -> Result<Vec<Proposal>, StoreError> {
+        self.inner.proposals(status)
+    }
+    fn visit_proposals(&self, status: Option<DecisionStatus>, visit: &mut dyn FnMut(&Proposal)) -> Result<(), StoreError> {
+        self.inner.visit_proposals(status, visit)
+    }
+    fn sessions(&self) -> Result<Vec<Session>, StoreError> {
+        self.inner.sessions()
+    }
+    fn question(&self, id: &ApprovalId) -> Result<Option<Question>, StoreError> {
+        self.inner.question(id)
+    }
+    fn next_timer(&self) -> Result<Option<Timer>, StoreError> {
+        self.inner.next_timer()
+    }
+    fn due_timers_page(&self, now: Timestamp, after: Option<&Timer>, limit: usize) -> Result<Vec<Timer>, StoreError> {
+        self.inner.due_timers_page(now, after, limit)
+    }
+    fn timers(&self) -> Result<Vec<Timer>, StoreError> {
+        self.inner.timers()
+    }
+    fn generate_seq(&self) -> Result<u64, StoreError> {
+        self.inner.generate_seq()
+    }
+    fn generate_seqs(&self, n: usize) -> Result<Vec<u64>, StoreError> {
+        self.inner.generate_seqs(n)
+    }
+    fn outbox(&self) -> Result<Vec<OutboxEntry>, StoreError> {
+        self.inner.outbox()
+    }
+    fn remove_outbox(&self, seq: u64) -> Result<(), StoreError> {
+        self.inner.remove_outbox(seq)
+    }
+    fn deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {
+        self.inner.deliveries(id)
+    }
+    fn add_delivery(&self, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError> {
+        self.inner.add_delivery(id, delivery)
+    }
+    fn question_deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {
+        self.inner.question_deliveries(id)
+    }
+    fn add_question_delivery(&self, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError> {
+        self.inner.add_question_delivery(id, delivery)
+    }
+    fn append_audit(&self, events: &[AuditEvent]) -> Result<(), StoreError> {
+        self.inner.append_audit(events)
+    }
+    fn audit(&self, query: &AuditQuery) -> Result<Vec<AuditEvent>, StoreError> {
+        self.inner.audit(query)
+    }
+    fn seen(&self, key: &str) -> Result<bool, StoreError> {
+        self.inner.seen(key)
+    }
+    fn mark_seen(&self, key: &str) -> Result<(), StoreError> {
+        self.inner.mark_seen(key)
+    }
+    fn record_once(&self, key: &str) -> Result<bool, StoreError> {
+        self.inner.record_once(key)
+    }
+    fn cursor(&self, key: &str) -> Result<Option<String>, StoreError> {
+        self.inner.cursor(key)
+    }
+    fn set_cursor(&self, key: &str, value: &str) -> Result<(), StoreError> {
+        self.inner.set_cursor(key, value)
+    }
+    fn cursor_or_init(&self, key: &str, value: &str) -> Result<String, StoreError> {
+        self.inner.cursor_or_init(key, value)
+    }
+    fn document_path(&self, id: &ApprovalId) -> Result<Option<String>, StoreError> {
+        self.inner.document_path(id)
+    }
+    fn set_document_path(&self, id: &ApprovalId, path: &str) -> Result<(), StoreError> {
+        self.inner.set_document_path(id, path)
+    }
+    fn namespace(&self, name: &str) -> Result<Namespace, StoreError> {
+        self.inner.namespace(name)
+    }
+    fn namespace_revision(&self, name: &str) -> Result<(Namespace, u64), StoreError> {
+        self.inner.namespace_revision(name)
+    }
+    fn set_namespace(&self, name: &str, ns: &Namespace, expected_revision: u64) -> Result<(), StoreError> {
+        self.inner.set_namespace(name, ns, expected_revision)
+    }
+    fn claim_due_timers(&self, now: Timestamp, after: Option<&Timer>, limit: usize) -> Result<Vec<Timer>, StoreError> {
+        self.inner.claim_due_timers(now, after, limit)
+    }
+    fn claim_outbox(&self, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
+        self.inner.claim_outbox(limit)
+    }
+    fn renew_leases(&self) -> Result<(), StoreError> {
+        self.inner.renew_leases()
+    }
+    fn subscribe_changes(&self, on_change: ChangeListener) -> Result<(), StoreError> {
+        self.inner.subscribe_changes(on_change)
+    }
+    fn snapshot(&self, data_dir: &std::path::Path, out: &mut dyn std::io::Write) -> Result<BackupStats, StoreError> {
+        self.inner.snapshot(data_dir, out)
+    }
+    fn prune(&self, data_dir: &std::path::Path, policy: &PrunePolicy) -> Result<PruneReport, StoreError> {
+        self.inner.prune(data_dir, policy)
+    }
+}

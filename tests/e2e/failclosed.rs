@@ -5,8 +5,9 @@
 use plangate_server::clock::{Clock, ManualClock, SystemClock};
 use plangate_server::config::Settings;
 use plangate_server::core::Core;
+use plangate_store::prelude::*;
 use plangate_store::testing::Faulty;
-use plangate_store::{SledStore, Store};
+use plangate_store::SledStore;
 use serde_json::{json, Value};
 use std::sync::Arc;
 

@@ -3,7 +3,8 @@
 //! in the restored data, and the restore refuses a non-empty dir.
 
 use plangate_engine::{ApprovalId, DecisionStatus};
-use plangate_store::{SledStore, Store};
+use plangate_store::prelude::*;
+use plangate_store::SledStore;
 use plangate_testkit::server::{ServerProcess, OPERATOR_TOKEN};
 use reqwest::Method;
 use serde_json::json;

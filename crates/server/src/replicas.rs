@@ -1,5 +1,5 @@
 //! What runs only when several plangate processes share one store
-//! (PostgreSQL, [`Store::shared`](plangate_store::Store::shared)):
+//! (PostgreSQL, [`ReplicaStore::shared`](plangate_store::ReplicaStore::shared)):
 //!
 //! * **Wake-ups.** Another replica's commit must release this replica's
 //!   long-polls, hook waits, `GET …/injection?wait` and web page live views

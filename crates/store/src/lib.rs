@@ -26,7 +26,7 @@
 //! questions, timers, audit, idempotency keys, outbox) are written
 //! atomically (all or none survive a crash: one redo record replayed on
 //! open for sled, one transaction for PostgreSQL) and durably before
-//! [`Store::commit`] returns. Nobody is told about a transition that a
+//! [`SessionStore::commit`] returns. Nobody is told about a transition that a
 //! crash could undo. On sled, concurrent commits share their flush (group
 //! commit), so durable throughput grows with concurrency instead of being
 //! capped at one disk sync per transition. Nothing outside this crate knows
@@ -103,7 +103,7 @@ pub struct Commit {
     /// Keys of inbound events handled by this transition (update ids…).
     pub idempotency: Vec<String>,
     /// The store revision of the session when it was loaded (from
-    /// [`Store::load_revision`]). A store shared by several processes writes
+    /// [`SessionStore::load_revision`]). A store shared by several processes writes
     /// the commit only if the session is still at this revision, else fails
     /// with [`StoreError::Conflict`]; `None` writes unconditionally.
     pub expected_revision: Option<u64>,
@@ -120,7 +120,7 @@ pub struct Commit {
 /// One piece of after-commit work in the outbox.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutboxEntry {
-    /// From [`Store::generate_seq`]: entries resume in this order.
+    /// From [`WorkStore::generate_seq`]: entries resume in this order.
     pub seq: u64,
     pub work: Vec<u8>,
 }
@@ -156,12 +156,12 @@ impl Commit {
     }
 }
 
-/// See [`Store::subscribe_changes`].
+/// See [`ReplicaStore::subscribe_changes`].
 pub type ChangeListener = std::sync::Arc<dyn Fn(Option<SessionKey>) + Send + Sync>;
-/// See [`Store::elect_leader`].
+/// See [`ReplicaStore::elect_leader`].
 pub type LeaderListener = std::sync::Arc<dyn Fn(bool) + Send + Sync>;
 
-/// Filters for [`Store::audit`].
+/// Filters for [`SessionStore::audit`].
 #[derive(Debug, Default, Clone)]
 pub struct AuditQuery {
     pub agent: Option<String>,
@@ -171,13 +171,32 @@ pub struct AuditQuery {
     pub limit: usize,
 }
 
-pub trait Store: Send + Sync {
+/// The store traits, for `use plangate_store::prelude::*` where a concrete
+/// store's methods are called (a method is in scope only with its trait).
+pub mod prelude {
+    pub use crate::{MaintenanceStore, ReplicaStore, SessionStore, Store, WorkStore};
+}
+
+/// Everything a store does, in four roles, so that a caller that needs one
+/// role can say so (`&dyn WorkStore`) and a reader of the trait finds the
+/// methods of one job together. Implement the four; `Store` follows.
+pub trait Store: SessionStore + WorkStore + ReplicaStore + MaintenanceStore {}
+
+impl<T: SessionStore + WorkStore + ReplicaStore + MaintenanceStore + ?Sized> Store for T {}
+
+/// Sessions and what their transitions write: state, proposals, questions,
+/// the audit, event keys, cursors, namespaces; one atomic [`Commit`] per transition.
+pub trait SessionStore: Send + Sync {
     /// The session with its latest proposal; a never-seen session is new.
     fn load(&self, key: &SessionKey) -> Result<State, StoreError>;
+
     fn proposal(&self, id: &ApprovalId) -> Result<Option<Proposal>, StoreError>;
+
     /// Proposals whose id starts with `hex_prefix` (what `#a1b2` means).
     fn proposals_by_prefix(&self, hex_prefix: &str) -> Result<Vec<Proposal>, StoreError>;
+
     fn proposals(&self, status: Option<DecisionStatus>) -> Result<Vec<Proposal>, StoreError>;
+
     /// Visit every proposal with `status` (all when `None`) one at a time,
     /// in no particular order: a listing of 100,000 approvals never holds
     /// 100,000 decoded plans at once.
@@ -185,55 +204,33 @@ pub trait Store: Send + Sync {
         self.proposals(status)?.iter().for_each(visit);
         Ok(())
     }
+
     fn sessions(&self) -> Result<Vec<Session>, StoreError>;
+
     fn question(&self, id: &ApprovalId) -> Result<Option<Question>, StoreError>;
+
     /// Write a transition atomically and durably.
     fn commit(&self, commit: Commit) -> Result<(), StoreError>;
-    /// The earliest timer, if any.
-    fn next_timer(&self) -> Result<Option<Timer>, StoreError>;
-    /// At most `limit` timers due at or before `now`, earliest first,
-    /// starting after `after` (exclusive). The scheduler pages through a
-    /// backlog this way, so 100,000 overdue timers never sit in memory at once.
-    fn due_timers_page(&self, now: Timestamp, after: Option<&Timer>, limit: usize) -> Result<Vec<Timer>, StoreError>;
-    /// Every timer due at or before `now`, earliest first.
-    fn due_timers(&self, now: Timestamp) -> Result<Vec<Timer>, StoreError> {
-        self.due_timers_page(now, None, usize::MAX)
-    }
-    fn timers(&self) -> Result<Vec<Timer>, StoreError>;
-    /// Remove a timer outside a transition (e.g. one whose session vanished).
-    fn remove_timer(&self, timer: &Timer) -> Result<(), StoreError>;
-    /// A number greater than any this store returned before, across restarts.
-    fn generate_seq(&self) -> Result<u64, StoreError>;
-    /// `n` of them at once, increasing (one round trip on PostgreSQL).
-    fn generate_seqs(&self, n: usize) -> Result<Vec<u64>, StoreError> {
-        (0..n).map(|_| self.generate_seq()).collect()
-    }
-    /// Every outbox entry not yet done, in `seq` order.
-    fn outbox(&self) -> Result<Vec<OutboxEntry>, StoreError>;
-    /// Mark an outbox entry done. Not flushed: after a crash the work may be
-    /// done again (at least once), so it must be safe to repeat.
-    fn remove_outbox(&self, seq: u64) -> Result<(), StoreError>;
-    /// Remove several timers outside a transition, durably, all or none.
-    fn remove_timers(&self, timers: &[Timer]) -> Result<(), StoreError> {
-        timers.iter().try_for_each(|t| self.remove_timer(t))
-    }
-    fn deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError>;
-    fn add_delivery(&self, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError>;
-    /// Cards posted for questions, by question id.
-    fn question_deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError>;
-    fn add_question_delivery(&self, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError>;
+
     /// Append audit records that belong to no transition (refused attempts).
     fn append_audit(&self, events: &[AuditEvent]) -> Result<(), StoreError>;
+
     fn audit(&self, query: &AuditQuery) -> Result<Vec<AuditEvent>, StoreError>;
+
     /// Whether an inbound event key was already handled.
     fn seen(&self, key: &str) -> Result<bool, StoreError>;
+
     /// Record a key handled without a transition (e.g. a refused click).
     fn mark_seen(&self, key: &str) -> Result<(), StoreError>;
+
     /// Record that a side effect happened (a nudge sent), durably; `false`
     /// when it had been recorded before.
     fn record_once(&self, key: &str) -> Result<bool, StoreError>;
+
     fn cursor(&self, key: &str) -> Result<Option<String>, StoreError>;
+
     fn set_cursor(&self, key: &str, value: &str) -> Result<(), StoreError>;
+
     /// The value of cursor `key`, setting it to `value` first when absent;
     /// atomic across processes on a shared store (replicas that start at
     /// once agree on one value, e.g. the web secret). The default suits a
@@ -247,46 +244,94 @@ pub trait Store: Send + Sync {
             }
         }
     }
+
     fn document_path(&self, id: &ApprovalId) -> Result<Option<String>, StoreError>;
+
     fn set_document_path(&self, id: &ApprovalId, path: &str) -> Result<(), StoreError>;
+
     fn namespace(&self, name: &str) -> Result<Namespace, StoreError> {
         Ok(self.namespace_revision(name)?.0)
     }
+
     /// The namespace and its store revision, to pass to
-    /// [`Store::set_namespace`] (0: none stored yet).
+    /// [`SessionStore::set_namespace`] (0: none stored yet).
     fn namespace_revision(&self, name: &str) -> Result<(Namespace, u64), StoreError>;
+
     /// Write `ns` only if the namespace is still at `expected_revision`
-    /// (read with [`Store::namespace_revision`]), else fail with
+    /// (read with [`SessionStore::namespace_revision`]), else fail with
     /// [`StoreError::Conflict`] and write nothing: a merge based on a stale
     /// read must be done again on what the other writer stored. Replicas
     /// merge one namespace side by side, so a plain overwrite would lose
     /// steps that were acknowledged.
     fn set_namespace(&self, name: &str, ns: &Namespace, expected_revision: u64) -> Result<(), StoreError>;
+
     /// Make everything written so far durable.
     fn flush(&self) -> Result<(), StoreError>;
 
-    // ---- Several processes on one store (PostgreSQL replicas) ----
-    //
-    // The defaults are a store that one process owns (sled): it is always
-    // the leader, its own commits are the only changes, every due timer and
-    // every outbox entry is its own.
-
-    /// Whether several processes may share this store at once. The server
-    /// runs the lease and wake-up machinery below only when it is.
-    fn shared(&self) -> bool {
-        false
-    }
-    /// [`Store::load`] and the session's store revision, to put in
+    /// [`SessionStore::load`] and the session's store revision, to put in
     /// [`Commit::expected_revision`].
     fn load_revision(&self, key: &SessionKey) -> Result<(State, u64), StoreError> {
         Ok((self.load(key)?, 0))
     }
-    /// Like [`Store::due_timers_page`], but each timer returned is leased to
+}
+
+/// The work a commit leaves for later: due timers, the outbox of chat jobs,
+/// and where each card and question was delivered.
+pub trait WorkStore: Send + Sync {
+    /// The earliest timer, if any.
+    fn next_timer(&self) -> Result<Option<Timer>, StoreError>;
+
+    /// At most `limit` timers due at or before `now`, earliest first,
+    /// starting after `after` (exclusive). The scheduler pages through a
+    /// backlog this way, so 100,000 overdue timers never sit in memory at once.
+    fn due_timers_page(&self, now: Timestamp, after: Option<&Timer>, limit: usize) -> Result<Vec<Timer>, StoreError>;
+
+    /// Every timer due at or before `now`, earliest first.
+    fn due_timers(&self, now: Timestamp) -> Result<Vec<Timer>, StoreError> {
+        self.due_timers_page(now, None, usize::MAX)
+    }
+
+    fn timers(&self) -> Result<Vec<Timer>, StoreError>;
+
+    /// Remove a timer outside a transition (e.g. one whose session vanished).
+    fn remove_timer(&self, timer: &Timer) -> Result<(), StoreError>;
+
+    /// A number greater than any this store returned before, across restarts.
+    fn generate_seq(&self) -> Result<u64, StoreError>;
+
+    /// `n` of them at once, increasing (one round trip on PostgreSQL).
+    fn generate_seqs(&self, n: usize) -> Result<Vec<u64>, StoreError> {
+        (0..n).map(|_| self.generate_seq()).collect()
+    }
+
+    /// Every outbox entry not yet done, in `seq` order.
+    fn outbox(&self) -> Result<Vec<OutboxEntry>, StoreError>;
+
+    /// Mark an outbox entry done. Not flushed: after a crash the work may be
+    /// done again (at least once), so it must be safe to repeat.
+    fn remove_outbox(&self, seq: u64) -> Result<(), StoreError>;
+
+    /// Remove several timers outside a transition, durably, all or none.
+    fn remove_timers(&self, timers: &[Timer]) -> Result<(), StoreError> {
+        timers.iter().try_for_each(|t| self.remove_timer(t))
+    }
+
+    fn deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError>;
+
+    fn add_delivery(&self, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError>;
+
+    /// Cards posted for questions, by question id.
+    fn question_deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError>;
+
+    fn add_question_delivery(&self, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError>;
+
+    /// Like [`WorkStore::due_timers_page`], but each timer returned is leased to
     /// this process (other processes skip it until the lease runs out), so
     /// replicas do not fire the same timers side by side.
     fn claim_due_timers(&self, now: Timestamp, after: Option<&Timer>, limit: usize) -> Result<Vec<Timer>, StoreError> {
         self.due_timers_page(now, after, limit)
     }
+
     /// Outbox entries for this process to run, leased to it: at start every
     /// entry nobody holds; later, the entries whose holder died (its lease
     /// ran out). A store one process owns returns every entry.
@@ -295,11 +340,27 @@ pub trait Store: Send + Sync {
         all.truncate(limit);
         Ok(all)
     }
+}
+
+/// Several processes on one store (PostgreSQL replicas): whether the store
+/// is shared, leases on claimed work, change notifications, leadership.
+///
+/// The defaults are a store that one process owns (sled): it is always the
+/// leader, its own commits are the only changes, every due timer and every
+/// outbox entry is its own.
+pub trait ReplicaStore: Send + Sync {
+    /// Whether several processes may share this store at once. The server
+    /// runs the lease and wake-up machinery below only when it is.
+    fn shared(&self) -> bool {
+        false
+    }
+
     /// Extend this process's leases (outbox entries it holds, timers it
     /// claimed): called every third of a lease while it runs.
     fn renew_leases(&self) -> Result<(), StoreError> {
         Ok(())
     }
+
     /// Call `on_change(Some(key))` whenever any process commits a change to
     /// `key`, and `on_change(None)` when changes may have been missed (a
     /// lost connection): wake every waiter then. Runs until the process ends.
@@ -307,6 +368,7 @@ pub trait Store: Send + Sync {
         let _ = on_change;
         Ok(())
     }
+
     /// Take part in the election of the process that holds `role` (one
     /// Telegram poller, one Slack socket, one Discord gateway across the
     /// replicas): `on_change(true)` when this process becomes the leader,
@@ -317,12 +379,17 @@ pub trait Store: Send + Sync {
         on_change(true);
         Ok(())
     }
+}
+
+/// Backup and retention.
+pub trait MaintenanceStore: Send + Sync {
     /// Write a consistent snapshot (commits held at their boundary) of the
     /// store and the plan documents under `data_dir` to `out`.
     fn snapshot(&self, data_dir: &std::path::Path, out: &mut dyn std::io::Write) -> Result<BackupStats, StoreError> {
         let _ = (data_dir, out);
         Err(StoreError::Unavailable("this store cannot take snapshots".into()))
     }
+
     /// Prune one batch of decided approvals and old audit (see `retention`);
     /// pending approvals and timers are never pruned.
     fn prune(&self, data_dir: &std::path::Path, policy: &PrunePolicy) -> Result<PruneReport, StoreError> {

@@ -24,7 +24,7 @@
 
 use crate::group::{FlushGroup, FlushStats};
 use crate::redo::{self, Op, TreeId};
-use crate::{AuditQuery, Commit, OutboxEntry, Store, StoreError};
+use crate::{AuditQuery, Commit, MaintenanceStore, OutboxEntry, ReplicaStore, SessionStore, StoreError, WorkStore};
 use plangate_delivery::Delivery;
 use plangate_engine::namespace::Namespace;
 use plangate_engine::{
@@ -450,7 +450,7 @@ impl SledStore {
     }
 }
 
-impl Store for SledStore {
+impl SessionStore for SledStore {
     fn load(&self, key: &SessionKey) -> Result<State, StoreError> {
         let _session = self.stripe(Some(key));
         let Some(bytes) = self.sessions.get(session_key(key))? else {
@@ -510,75 +510,6 @@ impl Store for SledStore {
             Durability::Grouped => self.commit_grouped(commit),
             Durability::TransactionPerCommit => self.commit_transaction(commit),
         }
-    }
-
-    fn next_timer(&self) -> Result<Option<Timer>, StoreError> {
-        self.timers.first()?.map(|(_, v)| decode(&v, "timer")).transpose()
-    }
-
-    fn due_timers_page(&self, now: Timestamp, after: Option<&Timer>, limit: usize) -> Result<Vec<Timer>, StoreError> {
-        use std::ops::Bound;
-        let end = Bound::Excluded(due_prefix(now.plus_ms(1)));
-        let start = after.map_or(Bound::Unbounded, |t| Bound::Excluded(timer_key(t)));
-        self.timers.range::<Vec<u8>, _>((start, end)).values().take(limit).map(|v| decode(&v?, "timer")).collect()
-    }
-
-    fn timers(&self) -> Result<Vec<Timer>, StoreError> {
-        Self::list(&self.timers, &[], "timer")
-    }
-
-    fn remove_timer(&self, timer: &Timer) -> Result<(), StoreError> {
-        self.timers.remove(timer_key(timer))?;
-        self.flushed(())
-    }
-
-    fn generate_seq(&self) -> Result<u64, StoreError> {
-        Ok(self.db.generate_id()?)
-    }
-
-    fn outbox(&self) -> Result<Vec<OutboxEntry>, StoreError> {
-        self.outbox
-            .iter()
-            .map(|entry| {
-                let (key, work) = entry?;
-                let seq = key
-                    .as_ref()
-                    .try_into()
-                    .map(u64::from_be_bytes)
-                    .map_err(|_| StoreError::Unavailable(format!("outbox key of {} bytes", key.len())))?;
-                Ok(OutboxEntry { seq, work: work.to_vec() })
-            })
-            .collect()
-    }
-
-    fn remove_outbox(&self, seq: u64) -> Result<(), StoreError> {
-        self.outbox.remove(seq.to_be_bytes())?;
-        Ok(())
-    }
-
-    fn remove_timers(&self, timers: &[Timer]) -> Result<(), StoreError> {
-        let mut batch = sled::Batch::default();
-        timers.iter().for_each(|t| batch.remove(timer_key(t)));
-        self.timers.apply_batch(batch)?;
-        self.flushed(())
-    }
-
-    fn deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {
-        Self::list(&self.deliveries, &id.0, "delivery")
-    }
-
-    fn add_delivery(&self, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError> {
-        self.deliveries.insert(delivery_key(id, delivery), encode(delivery))?;
-        self.flushed(())
-    }
-
-    fn question_deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {
-        Self::list(&self.question_deliveries, &id.0, "delivery")
-    }
-
-    fn add_question_delivery(&self, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError> {
-        self.question_deliveries.insert(delivery_key(id, delivery), encode(delivery))?;
-        self.flushed(())
     }
 
     fn append_audit(&self, events: &[AuditEvent]) -> Result<(), StoreError> {
@@ -675,7 +606,82 @@ impl Store for SledStore {
     fn flush(&self) -> Result<(), StoreError> {
         self.flushed(())
     }
+}
 
+impl WorkStore for SledStore {
+    fn next_timer(&self) -> Result<Option<Timer>, StoreError> {
+        self.timers.first()?.map(|(_, v)| decode(&v, "timer")).transpose()
+    }
+
+    fn due_timers_page(&self, now: Timestamp, after: Option<&Timer>, limit: usize) -> Result<Vec<Timer>, StoreError> {
+        use std::ops::Bound;
+        let end = Bound::Excluded(due_prefix(now.plus_ms(1)));
+        let start = after.map_or(Bound::Unbounded, |t| Bound::Excluded(timer_key(t)));
+        self.timers.range::<Vec<u8>, _>((start, end)).values().take(limit).map(|v| decode(&v?, "timer")).collect()
+    }
+
+    fn timers(&self) -> Result<Vec<Timer>, StoreError> {
+        Self::list(&self.timers, &[], "timer")
+    }
+
+    fn remove_timer(&self, timer: &Timer) -> Result<(), StoreError> {
+        self.timers.remove(timer_key(timer))?;
+        self.flushed(())
+    }
+
+    fn generate_seq(&self) -> Result<u64, StoreError> {
+        Ok(self.db.generate_id()?)
+    }
+
+    fn outbox(&self) -> Result<Vec<OutboxEntry>, StoreError> {
+        self.outbox
+            .iter()
+            .map(|entry| {
+                let (key, work) = entry?;
+                let seq = key
+                    .as_ref()
+                    .try_into()
+                    .map(u64::from_be_bytes)
+                    .map_err(|_| StoreError::Unavailable(format!("outbox key of {} bytes", key.len())))?;
+                Ok(OutboxEntry { seq, work: work.to_vec() })
+            })
+            .collect()
+    }
+
+    fn remove_outbox(&self, seq: u64) -> Result<(), StoreError> {
+        self.outbox.remove(seq.to_be_bytes())?;
+        Ok(())
+    }
+
+    fn remove_timers(&self, timers: &[Timer]) -> Result<(), StoreError> {
+        let mut batch = sled::Batch::default();
+        timers.iter().for_each(|t| batch.remove(timer_key(t)));
+        self.timers.apply_batch(batch)?;
+        self.flushed(())
+    }
+
+    fn deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {
+        Self::list(&self.deliveries, &id.0, "delivery")
+    }
+
+    fn add_delivery(&self, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError> {
+        self.deliveries.insert(delivery_key(id, delivery), encode(delivery))?;
+        self.flushed(())
+    }
+
+    fn question_deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {
+        Self::list(&self.question_deliveries, &id.0, "delivery")
+    }
+
+    fn add_question_delivery(&self, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError> {
+        self.question_deliveries.insert(delivery_key(id, delivery), encode(delivery))?;
+        self.flushed(())
+    }
+}
+
+impl ReplicaStore for SledStore {}
+
+impl MaintenanceStore for SledStore {
     fn snapshot(&self, data_dir: &Path, out: &mut dyn std::io::Write) -> Result<crate::BackupStats, StoreError> {
         SledStore::snapshot(self, data_dir, out)
     }

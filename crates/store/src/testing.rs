@@ -8,7 +8,10 @@
 //! so that tests of other crates need no feature (and no rebuild of this
 //! crate) to use it.
 
-use crate::{AuditQuery, BackupStats, ChangeListener, Commit, LeaderListener, OutboxEntry, PrunePolicy, PruneReport, Store, StoreError};
+use crate::{
+    AuditQuery, BackupStats, ChangeListener, Commit, LeaderListener, MaintenanceStore, OutboxEntry, PrunePolicy, PruneReport, ReplicaStore,
+    SessionStore, Store, StoreError, WorkStore,
+};
 use plangate_delivery::Delivery;
 use plangate_engine::namespace::Namespace;
 use plangate_engine::{ApprovalId, AuditEvent, DecisionStatus, Proposal, Question, Session, SessionKey, State, Timer, Timestamp};
@@ -100,7 +103,7 @@ impl<S: Store> Faulty<S> {
         self.revision.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// How many times [`Store::commit`] was called.
+    /// How many times [`SessionStore::commit`] was called.
     pub fn commit_attempts(&self) -> usize {
         self.attempts.load(Ordering::SeqCst)
     }
@@ -118,7 +121,7 @@ impl<S: Store> Faulty<S> {
     }
 }
 
-impl<S: Store> Store for Faulty<S> {
+impl<S: Store> SessionStore for Faulty<S> {
     fn commit(&self, commit: Commit) -> Result<(), StoreError> {
         self.attempts.fetch_add(1, Ordering::SeqCst);
         let next = lock(&self.script).pop_front();
@@ -134,9 +137,7 @@ impl<S: Store> Store for Faulty<S> {
         }
         self.commit_elsewhere(commit)
     }
-    fn shared(&self) -> bool {
-        self.shared || self.inner.shared()
-    }
+
     fn load_revision(&self, key: &SessionKey) -> Result<(State, u64), StoreError> {
         if !self.shared {
             return self.inner.load_revision(key);
@@ -144,21 +145,7 @@ impl<S: Store> Store for Faulty<S> {
         let revision = self.revision.load(Ordering::SeqCst);
         Ok((self.inner.load(key)?, revision))
     }
-    fn elect_leader(&self, role: &str, on_change: LeaderListener) -> Result<(), StoreError> {
-        if !self.shared {
-            return self.inner.elect_leader(role, on_change);
-        }
-        lock(&self.elections).push((role.to_string(), on_change));
-        Ok(())
-    }
-    fn remove_timer(&self, timer: &Timer) -> Result<(), StoreError> {
-        self.check()?;
-        self.inner.remove_timer(timer)
-    }
-    fn remove_timers(&self, timers: &[Timer]) -> Result<(), StoreError> {
-        self.check()?;
-        self.inner.remove_timers(timers)
-    }
+
     fn flush(&self) -> Result<(), StoreError> {
         self.check()?;
         self.inner.flush()
@@ -168,111 +155,175 @@ impl<S: Store> Store for Faulty<S> {
     fn load(&self, key: &SessionKey) -> Result<State, StoreError> {
         self.inner.load(key)
     }
+
     fn proposal(&self, id: &ApprovalId) -> Result<Option<Proposal>, StoreError> {
         self.inner.proposal(id)
     }
+
     fn proposals_by_prefix(&self, hex_prefix: &str) -> Result<Vec<Proposal>, StoreError> {
         self.inner.proposals_by_prefix(hex_prefix)
     }
+
     fn proposals(&self, status: Option<DecisionStatus>) -> Result<Vec<Proposal>, StoreError> {
         self.inner.proposals(status)
     }
+
     fn visit_proposals(&self, status: Option<DecisionStatus>, visit: &mut dyn FnMut(&Proposal)) -> Result<(), StoreError> {
         self.inner.visit_proposals(status, visit)
     }
+
     fn sessions(&self) -> Result<Vec<Session>, StoreError> {
         self.inner.sessions()
     }
+
     fn question(&self, id: &ApprovalId) -> Result<Option<Question>, StoreError> {
         self.inner.question(id)
     }
-    fn next_timer(&self) -> Result<Option<Timer>, StoreError> {
-        self.inner.next_timer()
-    }
-    fn due_timers_page(&self, now: Timestamp, after: Option<&Timer>, limit: usize) -> Result<Vec<Timer>, StoreError> {
-        self.inner.due_timers_page(now, after, limit)
-    }
-    fn timers(&self) -> Result<Vec<Timer>, StoreError> {
-        self.inner.timers()
-    }
-    fn generate_seq(&self) -> Result<u64, StoreError> {
-        self.inner.generate_seq()
-    }
-    fn generate_seqs(&self, n: usize) -> Result<Vec<u64>, StoreError> {
-        self.inner.generate_seqs(n)
-    }
-    fn outbox(&self) -> Result<Vec<OutboxEntry>, StoreError> {
-        self.inner.outbox()
-    }
-    fn remove_outbox(&self, seq: u64) -> Result<(), StoreError> {
-        self.inner.remove_outbox(seq)
-    }
-    fn deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {
-        self.inner.deliveries(id)
-    }
-    fn add_delivery(&self, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError> {
-        self.inner.add_delivery(id, delivery)
-    }
-    fn question_deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {
-        self.inner.question_deliveries(id)
-    }
-    fn add_question_delivery(&self, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError> {
-        self.inner.add_question_delivery(id, delivery)
-    }
+
     fn append_audit(&self, events: &[AuditEvent]) -> Result<(), StoreError> {
         self.inner.append_audit(events)
     }
+
     fn audit(&self, query: &AuditQuery) -> Result<Vec<AuditEvent>, StoreError> {
         self.inner.audit(query)
     }
+
     fn seen(&self, key: &str) -> Result<bool, StoreError> {
         self.inner.seen(key)
     }
+
     fn mark_seen(&self, key: &str) -> Result<(), StoreError> {
         self.inner.mark_seen(key)
     }
+
     fn record_once(&self, key: &str) -> Result<bool, StoreError> {
         self.inner.record_once(key)
     }
+
     fn cursor(&self, key: &str) -> Result<Option<String>, StoreError> {
         self.inner.cursor(key)
     }
+
     fn set_cursor(&self, key: &str, value: &str) -> Result<(), StoreError> {
         self.inner.set_cursor(key, value)
     }
+
     fn cursor_or_init(&self, key: &str, value: &str) -> Result<String, StoreError> {
         self.inner.cursor_or_init(key, value)
     }
+
     fn document_path(&self, id: &ApprovalId) -> Result<Option<String>, StoreError> {
         self.inner.document_path(id)
     }
+
     fn set_document_path(&self, id: &ApprovalId, path: &str) -> Result<(), StoreError> {
         self.inner.set_document_path(id, path)
     }
+
     fn namespace(&self, name: &str) -> Result<Namespace, StoreError> {
         self.inner.namespace(name)
     }
+
     fn namespace_revision(&self, name: &str) -> Result<(Namespace, u64), StoreError> {
         self.inner.namespace_revision(name)
     }
+
     fn set_namespace(&self, name: &str, ns: &Namespace, expected_revision: u64) -> Result<(), StoreError> {
         self.inner.set_namespace(name, ns, expected_revision)
     }
+}
+
+impl<S: Store> WorkStore for Faulty<S> {
+    fn remove_timer(&self, timer: &Timer) -> Result<(), StoreError> {
+        self.check()?;
+        self.inner.remove_timer(timer)
+    }
+
+    fn remove_timers(&self, timers: &[Timer]) -> Result<(), StoreError> {
+        self.check()?;
+        self.inner.remove_timers(timers)
+    }
+
+    fn next_timer(&self) -> Result<Option<Timer>, StoreError> {
+        self.inner.next_timer()
+    }
+
+    fn due_timers_page(&self, now: Timestamp, after: Option<&Timer>, limit: usize) -> Result<Vec<Timer>, StoreError> {
+        self.inner.due_timers_page(now, after, limit)
+    }
+
+    fn timers(&self) -> Result<Vec<Timer>, StoreError> {
+        self.inner.timers()
+    }
+
+    fn generate_seq(&self) -> Result<u64, StoreError> {
+        self.inner.generate_seq()
+    }
+
+    fn generate_seqs(&self, n: usize) -> Result<Vec<u64>, StoreError> {
+        self.inner.generate_seqs(n)
+    }
+
+    fn outbox(&self) -> Result<Vec<OutboxEntry>, StoreError> {
+        self.inner.outbox()
+    }
+
+    fn remove_outbox(&self, seq: u64) -> Result<(), StoreError> {
+        self.inner.remove_outbox(seq)
+    }
+
+    fn deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {
+        self.inner.deliveries(id)
+    }
+
+    fn add_delivery(&self, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError> {
+        self.inner.add_delivery(id, delivery)
+    }
+
+    fn question_deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {
+        self.inner.question_deliveries(id)
+    }
+
+    fn add_question_delivery(&self, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError> {
+        self.inner.add_question_delivery(id, delivery)
+    }
+
     fn claim_due_timers(&self, now: Timestamp, after: Option<&Timer>, limit: usize) -> Result<Vec<Timer>, StoreError> {
         self.inner.claim_due_timers(now, after, limit)
     }
+
     fn claim_outbox(&self, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
         self.inner.claim_outbox(limit)
     }
+}
+
+impl<S: Store> ReplicaStore for Faulty<S> {
+    fn shared(&self) -> bool {
+        self.shared || self.inner.shared()
+    }
+
+    fn elect_leader(&self, role: &str, on_change: LeaderListener) -> Result<(), StoreError> {
+        if !self.shared {
+            return self.inner.elect_leader(role, on_change);
+        }
+        lock(&self.elections).push((role.to_string(), on_change));
+        Ok(())
+    }
+
     fn renew_leases(&self) -> Result<(), StoreError> {
         self.inner.renew_leases()
     }
+
     fn subscribe_changes(&self, on_change: ChangeListener) -> Result<(), StoreError> {
         self.inner.subscribe_changes(on_change)
     }
+}
+
+impl<S: Store> MaintenanceStore for Faulty<S> {
     fn snapshot(&self, data_dir: &std::path::Path, out: &mut dyn std::io::Write) -> Result<BackupStats, StoreError> {
         self.inner.snapshot(data_dir, out)
     }
+
     fn prune(&self, data_dir: &std::path::Path, policy: &PrunePolicy) -> Result<PruneReport, StoreError> {
         self.inner.prune(data_dir, policy)
     }

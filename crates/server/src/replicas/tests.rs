@@ -14,8 +14,9 @@ use plangate_engine::codec::Button;
 use plangate_engine::{
     apply, Actor, ApprovalId, ApprovalPolicy, Command, Ctx, DecisionStatus, Plan, Question, SessionKey, Step, TimerPolicy, Verdict,
 };
+use plangate_store::prelude::*;
 use plangate_store::testing::Faulty;
-use plangate_store::{Commit, OutboxEntry, SledStore, Store, StoreError};
+use plangate_store::{Commit, OutboxEntry, SledStore, StoreError};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

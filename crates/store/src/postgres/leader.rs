@@ -1,4 +1,4 @@
-//! [`Store::elect_leader`](crate::Store::elect_leader) on PostgreSQL: the
+//! [`ReplicaStore::elect_leader`](crate::ReplicaStore::elect_leader) on PostgreSQL: the
 //! leader of a role is the replica holding the session-level advisory lock
 //! `(hashtext(<schema>), hashtext(<role>))` on a connection of its own.
 //!

@@ -1,4 +1,4 @@
-//! [`Store::subscribe_changes`](crate::Store::subscribe_changes) on
+//! [`ReplicaStore::subscribe_changes`](crate::ReplicaStore::subscribe_changes) on
 //! PostgreSQL: `LISTEN plangate_<schema>` on a connection of its own.
 //!
 //! Every commit notifies the channel with its session key (a JSON array

@@ -22,7 +22,7 @@ use postgres::Client;
 pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[(1, "initial tables", INITIAL), (2, "namespace revisions", NAMESPACE_REVISIONS)];
 
 /// Namespaces are written conditionally on their revision, as sessions
-/// are (`Store::set_namespace`). Rows that exist start at 1. A replica of
+/// are (`SessionStore::set_namespace`). Rows that exist start at 1. A replica of
 /// the previous release still overwrites without moving the revision
 /// while both run during a rolling upgrade (as it did before).
 const NAMESPACE_REVISIONS: &str = "ALTER TABLE namespaces ADD COLUMN revision bigint NOT NULL DEFAULT 1;";
@@ -118,7 +118,7 @@ CREATE TABLE outbox (
     lease_owner text,
     lease_until timestamptz
 );
--- Store::generate_seq.
+-- WorkStore::generate_seq.
 CREATE SEQUENCE ids;
 "#;
 

@@ -23,7 +23,9 @@ pub(crate) use connection::{Failure, Shared};
 pub use open::{probe, PgOptions};
 pub(crate) use sql::timer_identity;
 
-use crate::{AuditQuery, ChangeListener, Commit, LeaderListener, OutboxEntry, Store, StoreError};
+use crate::{
+    AuditQuery, ChangeListener, Commit, LeaderListener, MaintenanceStore, OutboxEntry, ReplicaStore, SessionStore, StoreError, WorkStore,
+};
 use connection::OffThreadDrop;
 use plangate_delivery::Delivery;
 use plangate_engine::namespace::Namespace;
@@ -42,24 +44,24 @@ use std::sync::Arc;
 ///   revision (`UPDATE … WHERE revision = r`, or an insert that must not
 ///   find the row), else fails with [`StoreError::Conflict`]; the caller
 ///   loads again and re-applies. Namespaces, merged outside any commit,
-///   carry a revision too ([`Store::set_namespace`]).
+///   carry a revision too ([`SessionStore::set_namespace`]).
 /// - **A timer fired twice.** [`Commit::fired`] is deleted first; when it is
 ///   gone (another replica fired it) the commit fails with
 ///   [`StoreError::TimerGone`]. Due timers are handed out with leases
-///   ([`Store::claim_due_timers`], `FOR UPDATE SKIP LOCKED`), so replicas do
-///   not even try the same ones side by side. [`Store::next_timer`] skips
+///   ([`WorkStore::claim_due_timers`], `FOR UPDATE SKIP LOCKED`), so replicas do
+///   not even try the same ones side by side. [`WorkStore::next_timer`] skips
 ///   timers another live replica holds, so a scheduler must look again at
 ///   least once per lease (a holder that dies frees its timers then).
 /// - **An inbound event handled twice.** Idempotency keys are inserted, not
 ///   overwritten: a key already there fails the commit with
 ///   [`StoreError::AlreadyHandled`], and exactly one `record_once` wins.
 /// - **After-commit work.** Outbox entries are written leased to the
-///   committing replica; [`Store::claim_outbox`] hands out only entries
+///   committing replica; [`WorkStore::claim_outbox`] hands out only entries
 ///   nobody holds or whose holder's lease ran out (it died).
 /// - **Waking waiters of other replicas.** A commit notifies
 ///   `plangate_<schema>` with the session key in the same transaction;
-///   [`Store::subscribe_changes`] listens (see `listen`).
-/// - **One chat poller.** [`Store::elect_leader`] holds a session-level
+///   [`ReplicaStore::subscribe_changes`] listens (see `listen`).
+/// - **One chat poller.** [`ReplicaStore::elect_leader`] holds a session-level
 ///   advisory lock on a dedicated connection (see `leader`).
 ///
 /// Every commit is one transaction: all its writes or none, and durable
@@ -106,7 +108,7 @@ impl Drop for PgStore {
 
 /// Each operation lives in the file of its job (`reads`, `commit`,
 /// `claims`, `records`); this is the table of contents.
-impl Store for PgStore {
+impl SessionStore for PgStore {
     fn load(&self, key: &SessionKey) -> Result<State, StoreError> {
         Ok(self.load_revision(key)?.0)
     }
@@ -141,70 +143,6 @@ impl Store for PgStore {
 
     fn commit(&self, commit: Commit) -> Result<(), StoreError> {
         commit::commit(self, commit)
-    }
-
-    fn next_timer(&self) -> Result<Option<Timer>, StoreError> {
-        reads::next_timer(self)
-    }
-
-    fn due_timers_page(&self, now: Timestamp, after: Option<&Timer>, limit_to: usize) -> Result<Vec<Timer>, StoreError> {
-        reads::due_timers_page(self, now, after, limit_to)
-    }
-
-    fn claim_due_timers(&self, now: Timestamp, after: Option<&Timer>, limit_to: usize) -> Result<Vec<Timer>, StoreError> {
-        claims::claim_due_timers(self, now, after, limit_to)
-    }
-
-    fn timers(&self) -> Result<Vec<Timer>, StoreError> {
-        reads::timers(self)
-    }
-
-    fn remove_timer(&self, timer: &Timer) -> Result<(), StoreError> {
-        records::remove_timer(self, timer)
-    }
-
-    fn remove_timers(&self, timers: &[Timer]) -> Result<(), StoreError> {
-        records::remove_timers(self, timers)
-    }
-
-    fn generate_seq(&self) -> Result<u64, StoreError> {
-        records::generate_seq(self)
-    }
-
-    fn generate_seqs(&self, n: usize) -> Result<Vec<u64>, StoreError> {
-        records::generate_seqs(self, n)
-    }
-
-    fn outbox(&self) -> Result<Vec<OutboxEntry>, StoreError> {
-        reads::outbox(self)
-    }
-
-    fn claim_outbox(&self, limit_to: usize) -> Result<Vec<OutboxEntry>, StoreError> {
-        claims::claim_outbox(self, limit_to)
-    }
-
-    fn remove_outbox(&self, seq: u64) -> Result<(), StoreError> {
-        records::remove_outbox(self, seq)
-    }
-
-    fn renew_leases(&self) -> Result<(), StoreError> {
-        claims::renew_leases(self)
-    }
-
-    fn deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {
-        reads::deliveries(self, id)
-    }
-
-    fn add_delivery(&self, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError> {
-        records::add_delivery(self, id, delivery)
-    }
-
-    fn question_deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {
-        reads::question_deliveries(self, id)
-    }
-
-    fn add_question_delivery(&self, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError> {
-        records::add_question_delivery(self, id, delivery)
     }
 
     fn append_audit(&self, events: &[AuditEvent]) -> Result<(), StoreError> {
@@ -259,6 +197,74 @@ impl Store for PgStore {
     fn flush(&self) -> Result<(), StoreError> {
         Ok(())
     }
+}
+
+impl WorkStore for PgStore {
+    fn next_timer(&self) -> Result<Option<Timer>, StoreError> {
+        reads::next_timer(self)
+    }
+
+    fn due_timers_page(&self, now: Timestamp, after: Option<&Timer>, limit_to: usize) -> Result<Vec<Timer>, StoreError> {
+        reads::due_timers_page(self, now, after, limit_to)
+    }
+
+    fn claim_due_timers(&self, now: Timestamp, after: Option<&Timer>, limit_to: usize) -> Result<Vec<Timer>, StoreError> {
+        claims::claim_due_timers(self, now, after, limit_to)
+    }
+
+    fn timers(&self) -> Result<Vec<Timer>, StoreError> {
+        reads::timers(self)
+    }
+
+    fn remove_timer(&self, timer: &Timer) -> Result<(), StoreError> {
+        records::remove_timer(self, timer)
+    }
+
+    fn remove_timers(&self, timers: &[Timer]) -> Result<(), StoreError> {
+        records::remove_timers(self, timers)
+    }
+
+    fn generate_seq(&self) -> Result<u64, StoreError> {
+        records::generate_seq(self)
+    }
+
+    fn generate_seqs(&self, n: usize) -> Result<Vec<u64>, StoreError> {
+        records::generate_seqs(self, n)
+    }
+
+    fn outbox(&self) -> Result<Vec<OutboxEntry>, StoreError> {
+        reads::outbox(self)
+    }
+
+    fn claim_outbox(&self, limit_to: usize) -> Result<Vec<OutboxEntry>, StoreError> {
+        claims::claim_outbox(self, limit_to)
+    }
+
+    fn remove_outbox(&self, seq: u64) -> Result<(), StoreError> {
+        records::remove_outbox(self, seq)
+    }
+
+    fn deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {
+        reads::deliveries(self, id)
+    }
+
+    fn add_delivery(&self, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError> {
+        records::add_delivery(self, id, delivery)
+    }
+
+    fn question_deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {
+        reads::question_deliveries(self, id)
+    }
+
+    fn add_question_delivery(&self, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError> {
+        records::add_question_delivery(self, id, delivery)
+    }
+}
+
+impl ReplicaStore for PgStore {
+    fn renew_leases(&self) -> Result<(), StoreError> {
+        claims::renew_leases(self)
+    }
 
     fn shared(&self) -> bool {
         true
@@ -271,7 +277,9 @@ impl Store for PgStore {
     fn elect_leader(&self, role: &str, on_change: LeaderListener) -> Result<(), StoreError> {
         leader::spawn(self.shared.clone(), role, on_change)
     }
+}
 
+impl MaintenanceStore for PgStore {
     fn snapshot(&self, data_dir: &std::path::Path, out: &mut dyn std::io::Write) -> Result<crate::BackupStats, StoreError> {
         let _ = (data_dir, out);
         Err(StoreError::Unavailable(format!(

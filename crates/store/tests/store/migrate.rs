@@ -6,6 +6,7 @@ use plangate_delivery::{Delivery, Style};
 use plangate_engine::namespace::Namespace;
 use plangate_engine::{apply, Actor, ApprovalId, AuditEvent, Command, SessionKey, Timestamp, Verdict};
 use plangate_store::migrate::sled_to_postgres;
+use plangate_store::prelude::*;
 use plangate_store::{AuditQuery, Commit, OutboxEntry, PgStore, SledStore, Store};
 use std::path::Path;
 

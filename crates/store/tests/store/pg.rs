@@ -4,7 +4,8 @@
 
 use crate::common::{admin, ctx, eventually, propose, TestSchema};
 use plangate_engine::{apply, Actor, Command, Plan, SessionKey, Timestamp};
-use plangate_store::{Commit, OutboxEntry, PgOptions, PgStore, Store, StoreError};
+use plangate_store::prelude::*;
+use plangate_store::{Commit, OutboxEntry, PgOptions, PgStore, StoreError};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};

@@ -3,7 +3,8 @@
 
 use crate::common::ctx;
 use plangate_engine::{apply, Actor, Command, SessionKey};
-use plangate_store::{Commit, SledStore, Store};
+use plangate_store::prelude::*;
+use plangate_store::{Commit, SledStore};
 
 #[test]
 fn schema_mismatch_is_a_clear_error() {
@@ -48,7 +49,7 @@ fn mark_seen_after_the_commit_that_wrote_the_key_does_not_flush_again() {
 /// truncated file is refused.
 #[test]
 fn snapshot_restores_into_an_empty_dir_and_refuses_the_rest() {
-    use plangate_store::{SledStore, Store};
+    use plangate_store::SledStore;
     let dir = tempfile::tempdir().unwrap();
     let store = SledStore::open(dir.path()).unwrap();
     for i in 0..50u64 {

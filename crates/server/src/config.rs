@@ -4,6 +4,7 @@
 //! 3 a.m.
 
 use plangate_channel::Style;
+use plangate_engine::amendment::Policy as AmendmentPolicy;
 use plangate_engine::authority::Approvers;
 use plangate_engine::ids::is_valid_agent_id;
 use plangate_engine::{ApprovalPolicy, TimerPolicy};
@@ -202,6 +203,8 @@ pub struct DestinationApprovals {
     pub required: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forbid_self: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amendments: Option<AmendmentPolicy>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -224,6 +227,9 @@ pub struct ApprovalsConfig {
     /// The requester of a plan may not approve or edit it (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forbid_self: Option<bool>,
+    /// Steps added after approval: "ask" (default) or "flag".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amendments: Option<AmendmentPolicy>,
 }
 
 /// A step namespace shared by the agents it names (`[namespaces.<name>]`).
@@ -255,6 +261,7 @@ impl Default for ApprovalsConfig {
             subagent_expiry: default_subagent_expiry(),
             required: None,
             forbid_self: None,
+            amendments: None,
         }
     }
 }
@@ -322,6 +329,8 @@ pub struct ApprovalsOverride {
     pub required: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forbid_self: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amendments: Option<AmendmentPolicy>,
 }
 
 impl ApprovalsOverride {
@@ -334,6 +343,7 @@ impl ApprovalsOverride {
             subagent_expiry: self.subagent_expiry.clone().unwrap_or_else(|| base.subagent_expiry.clone()),
             required: self.required.max(base.required),
             forbid_self: self.forbid_self.max(base.forbid_self),
+            amendments: strictest_amendments([self.amendments, base.amendments]),
         }
     }
 }
@@ -944,22 +954,26 @@ fn approval_policies(raw: &Config, escalations: &BTreeMap<String, Vec<String>>) 
         let mut policy =
             ApprovalPolicy { approvers: Approvers::listed(listed), requested_by: agent.requested_by.clone(), ..ApprovalPolicy::default() };
         let mut strictest = "approvals.required".to_string();
-        let mut consider = |key: String, required: Option<u32>, forbid_self: Option<bool>| {
+        let mut amendments = Vec::new();
+        let mut consider = |key: String, required: Option<u32>, forbid_self: Option<bool>, amend: Option<AmendmentPolicy>| {
             if let Some(n) = required.filter(|n| *n > policy.required) {
                 policy.required = n;
                 strictest = key;
             }
             policy.forbid_self |= forbid_self.unwrap_or(false);
+            amendments.push(amend);
         };
-        consider("approvals.required".into(), raw.approvals.required, raw.approvals.forbid_self);
+        let global = &raw.approvals;
+        consider("approvals.required".into(), global.required, global.forbid_self, global.amendments);
         if let Some(a) = own {
-            consider(format!("agents.{id}.approvals.required"), a.required, a.forbid_self);
+            consider(format!("agents.{id}.approvals.required"), a.required, a.forbid_self, a.amendments);
         }
         for (name, d) in &destinations {
             if let Some(a) = &d.approvals {
-                consider(format!("destinations.{name}.approvals.required"), a.required, a.forbid_self);
+                consider(format!("destinations.{name}.approvals.required"), a.required, a.forbid_self, a.amendments);
             }
         }
+        policy.amendments = strictest_amendments(amendments).unwrap_or_default();
         if policy.required > 1 {
             let mut approvers: Vec<&String> = destinations.iter().flat_map(|(_, d)| d.approvers.iter()).collect();
             approvers.sort();
@@ -980,6 +994,13 @@ fn approval_policies(raw: &Config, escalations: &BTreeMap<String, Vec<String>>) 
         out.insert(id.clone(), policy);
     }
     Ok(out)
+}
+
+/// The strictest `amendments` of the keys that set one: "ask" if any asks
+/// (a chat that wants to be asked is asked), "flag" only where every key
+/// that says anything says "flag"; `None` when none does (then "ask").
+fn strictest_amendments(keys: impl IntoIterator<Item = Option<AmendmentPolicy>>) -> Option<AmendmentPolicy> {
+    keys.into_iter().flatten().min()
 }
 
 /// Whether a setting named `key` holds a secret (tokens, secrets, keys).

@@ -195,10 +195,19 @@ pub fn plan_page(v: &PlanPage<'_>) -> Markup {
     let (markdown, md_hidden) = reveal(&p.document());
     hidden |= md_hidden;
     let steps = live_steps(p, v.state);
+    // Steps added after approval read as such here too (the cards' rule).
+    let marks = card::AddedMarks::of(p, v.state);
     let step_rows: Vec<(usize, &Step, String, Vec<String>)> = steps
         .iter()
         .enumerate()
-        .map(|(i, s)| (i + 1, s, shown(&s.step, &mut hidden), s.acceptance_criteria.iter().map(|c| shown(c, &mut hidden)).collect()))
+        .map(|(i, s)| {
+            let text = shown(&s.step, &mut hidden);
+            let text = match marks.of_step(s) {
+                Some(note) => format!("+ {text}{note}"),
+                None => text,
+            };
+            (i + 1, s, text, s.acceptance_criteria.iter().map(|c| shown(c, &mut hidden)).collect())
+        })
         .collect();
     let analysis = plan.analysis.as_deref().map(|a| shown(a, &mut hidden));
     let references: Vec<String> = plan.references.iter().map(|r| shown(r, &mut hidden)).collect();

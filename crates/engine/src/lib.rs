@@ -138,7 +138,7 @@ pub fn gate_call(session: &Session, scope: GateScope, policy: &plangate_gate::Po
     match plangate_gate::check_plan_mode(policy, call.tool, call.input) {
         Verdict::Allow(reason) => Verdict::Allow(reason),
         Verdict::Deny(reason) if session.amendment_pending.is_some() => Verdict::Deny(format!(
-            "{}. Steps were added to the approved plan after it was approved (amendment v{}): they wait for a human's approval, and nothing may change until it is decided. Wait for the decision (GET /v1/sessions/{{id}}/decision?wait=N); rejected, the added steps are dropped and the approved plan goes on",
+            "{}. The approved plan was amended after it was approved (amendment v{}: steps added, or its scope widened): the amendment waits for a human's approval, and nothing may change until it is decided. Wait for the decision (GET /v1/sessions/{{id}}/decision?wait=N); rejected, the added steps are dropped (the scope stays as approved) and the approved plan goes on",
             reason.trim_end_matches('.'),
             session.version
         )),

@@ -273,7 +273,9 @@ fn open_amendment(t: &mut Transition, actor: &Actor, added: Vec<plan::Step>, wid
     }
     // What it amends: the latest approved version, not an amendment that
     // waits or was turned down.
-    let approved_base = matches!(base.status, DecisionStatus::Approved | DecisionStatus::Edited);
+    // A flagged one was let through, never approved.
+    let flagged = base.amends.as_ref().is_some_and(|a| a.flagged);
+    let approved_base = matches!(base.status, DecisionStatus::Approved | DecisionStatus::Edited) && !flagged;
     let of_version = base.amends.as_ref().filter(|_| !approved_base).map_or(base.version, |a| a.of_version);
     let version = t.state.session.version + 1;
     let mut approved = base.approved_plan().into_owned();

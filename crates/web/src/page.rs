@@ -423,6 +423,45 @@ mod tests {
     }
 
     #[test]
+    fn steps_added_after_approval_read_as_such() {
+        use plangate_engine::{amendment, ApprovalId, ApprovalPolicy, StepUpdate, Verdict};
+        let approvals = ApprovalPolicy { amendments: amendment::Policy::Flag, ..ApprovalPolicy::default() };
+        let ctx =
+            |n: u8| Ctx { now: Timestamp(i64::from(n)), random: [n; 16], timers: TimerPolicy::default(), approvals: approvals.clone() };
+        let run = |state: &State, actor: &Actor, command, n| match apply(state, actor, command, &ctx(n)) {
+            Ok(t) => t.state,
+            Err(refusal) => panic!("{refusal}"),
+        };
+        let alice = Actor::Human { id: "telegram:1".into(), name: "telegram:@alice".into() };
+        let s = run(&State::new(SessionKey::new("demo", "s1")), &Actor::Agent, Command::Enter { reason: None }, 1);
+        let plan = Plan { steps: vec![Step::pending("Fix the handler")], ..Plan::titled("T") };
+        let s = run(
+            &s,
+            &Actor::Agent,
+            Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+            2,
+        );
+        let s = run(&s, &alice, Command::Decide { approval_id: ApprovalId([2; 16]), verdict: Verdict::Approve }, 3);
+        let add = Command::UpdatePlan { steps: vec![StepUpdate::from(Step::pending("Rotate the keys"))], merge: true, explanation: None };
+        let s = run(&s, &Actor::Agent, add, 4);
+        let p = s.latest.clone().unwrap_or_else(|| panic!("no proposal"));
+        let view = PlanPage {
+            proposal: &p,
+            state: Some(&s),
+            previous: None,
+            audit: &[],
+            now: Timestamp(5),
+            who: None,
+            csrf: None,
+            may_decide: false,
+            events_url: String::new(),
+        };
+        let page = plan_page(&view).into_string();
+        assert!(page.contains("+ Rotate the keys (added after approval)"), "{page}");
+        assert!(!page.contains("+ Fix the handler"), "{page}");
+    }
+
+    #[test]
     fn buttons_only_for_a_decider_of_a_pending_plan() {
         let p = proposed(Plan { steps: vec![Step::pending("One")], ..Plan::titled("T") }, None);
         let decider = render(&p, true);

@@ -36,6 +36,7 @@ mod sec_authority;
 mod sec_config;
 mod sec_gate;
 mod sec_hook;
+mod sec_scope;
 mod sec_slack;
 mod sec_telegram;
 mod sec_web;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
 const WAIT: Duration = Duration::from_secs(15);
-const CHAT: i64 = -1002900;
+pub(crate) const CHAT: i64 = -1002900;
 
 async fn call(req: reqwest::RequestBuilder) -> (u16, Value) {
     ServerProcess::send(req).await
@@ -18,9 +18,13 @@ async fn call(req: reqwest::RequestBuilder) -> (u16, Value) {
 
 /// "Fix typo", one step, proposed and approved by the operator.
 async fn approved_typo_fix(s: &ServerProcess, session: &str) -> String {
+    approved(s, session, json!({"title": "Fix typo", "steps": [{"step": "Fix the typo in README"}]})).await
+}
+
+/// `plan` proposed in `session` and approved by the operator; its approval id.
+pub(crate) async fn approved(s: &ServerProcess, session: &str, plan: Value) -> String {
     let (st, d) = call(s.agent(Method::POST, &format!("/v1/sessions/{session}/enter"))).await;
     assert_eq!(st, 200, "{d}");
-    let plan = json!({"title": "Fix typo", "steps": [{"step": "Fix the typo in README"}]});
     let (st, d) = call(s.agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&plan)).await;
     assert_eq!(st, 201, "{d}");
     let id = d["approval_id"].as_str().unwrap_or_default().to_string();
@@ -132,8 +136,33 @@ async fn a_rejected_amendment_drops_its_steps() {
     assert_eq!(gate(&s, "r1").await.0, "allow");
 }
 
+/// The Telegram fake's config with destination `ops` and its approvers,
+/// `extra` after it.
+pub(crate) fn telegram(fake: &FakeTelegram, extra: &str) -> String {
+    format!(
+        r#"
+[telegram]
+token = "{TOKEN}"
+api_url = "{}"
+poll_timeout_secs = 1
+
+[destinations.ops]
+channel = "telegram"
+chat = "{CHAT}"
+approvers = ["telegram:111", "telegram:222"]
+{extra}
+"#,
+        fake.api_url()
+    )
+}
+
+/// The first message the bot sent to a chat containing `needle`, once it has.
+pub(crate) async fn sent(fake: &FakeTelegram, needle: &str) -> String {
+    fake.wait_for(WAIT, |reqs| reqs.iter().filter(|r| r.method == "sendMessage").map(|r| r.str("text")).find(|t| t.contains(needle))).await
+}
+
 /// `text` from `user` in the chat, and the bot's answer containing `needle`.
-async fn say(fake: &FakeTelegram, user: (i64, &str), text: &str, needle: &str) -> String {
+pub(crate) async fn say(fake: &FakeTelegram, user: (i64, &str), text: &str, needle: &str) -> String {
     let before = fake.calls("sendMessage").len();
     fake.push_update(fake.message_update(CHAT, FakeTelegram::user(user.0, Some(user.1), user.1), text, None));
     fake.wait_for(WAIT, |reqs| {
@@ -149,23 +178,7 @@ async fn say(fake: &FakeTelegram, user: (i64, &str), text: &str, needle: &str) -
 #[tokio::test]
 async fn an_amendment_card_on_telegram_under_a_quorum_of_two() {
     let fake = FakeTelegram::start().await;
-    let extra = format!(
-        r#"
-[telegram]
-token = "{TOKEN}"
-api_url = "{}"
-poll_timeout_secs = 1
-
-[destinations.ops]
-channel = "telegram"
-chat = "{CHAT}"
-approvers = ["telegram:111", "telegram:222"]
-
-[destinations.ops.approvals]
-required = 2
-"#,
-        fake.api_url()
-    );
+    let extra = telegram(&fake, "\n[destinations.ops.approvals]\nrequired = 2\n");
     let s = ServerProcess::start_with(BIN, &["ops"], &extra).await;
     let (alice, bob) = ((111, "alice"), (222, "bob"));
     let (st, d) = call(s.agent(Method::POST, "/v1/sessions/q1/enter")).await;
@@ -180,11 +193,7 @@ required = 2
     let body = json!({"merge": true, "steps": [{"step": "Also rotate all secrets"}]});
     let (st, d) = call(s.agent(Method::POST, "/v1/sessions/q1/steps").json(&body)).await;
     assert_eq!(st, 200, "{d}");
-    let card = fake
-        .wait_for(WAIT, |reqs| {
-            reqs.iter().filter(|r| r.method == "sendMessage").map(|r| r.str("text")).find(|t| t.contains("Amendment to v1"))
-        })
-        .await;
+    let card = sent(&fake, "Amendment to v1").await;
     assert!(card.contains("Fix typo") && card.contains("+ Also rotate all secrets"), "{card}");
     assert_eq!(gate(&s, "q1").await.0, "deny");
 

@@ -460,11 +460,20 @@ impl Client {
 
     /// Ask the mutation gate about one tool call.
     pub async fn gate(&self, session_id: &str, tool: &str, input: &Value) -> Result<GateAnswer, AgentError> {
-        self.gate_call(session_id, tool, input, PlanFile::No).await
+        self.gate_call(session_id, tool, input, PlanFile::No, None).await
     }
 
     /// [`Client::gate`] with what the harness's hook knows about a plan file.
-    pub async fn gate_call(&self, session_id: &str, tool: &str, input: &Value, plan_file: PlanFile) -> Result<GateAnswer, AgentError> {
+    /// `paths`: the files a file tool writes, resolved on this machine
+    /// ([`crate::scope_paths`]).
+    pub async fn gate_call(
+        &self,
+        session_id: &str,
+        tool: &str,
+        input: &Value,
+        plan_file: PlanFile,
+        paths: Option<Vec<plangate_engine::scope::Target>>,
+    ) -> Result<GateAnswer, AgentError> {
         if !session::is_valid(session_id) {
             return Err(AgentError::Usage(format!("session_id {session_id:?} is invalid")));
         }
@@ -478,6 +487,9 @@ impl Client {
                 body["plan_file"] = json!(true);
                 body["harness_plan_mode"] = json!(harness_plan_mode);
             }
+        }
+        if let Some(paths) = paths {
+            body["paths"] = json!(paths);
         }
         self.typed(reqwest::Method::POST, "/v1/gate", Some(body), self.timeouts.request).await
     }

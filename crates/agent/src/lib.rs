@@ -27,6 +27,8 @@
 //! * [`hooks_file`], [`hook_command`]: what both installers share (merging a
 //!   JSON hooks file with a backup; the fail-closed shell command);
 //!   [`hook_input`]: reading an event from stdin within a budget and a cap.
+//! * [`scope_paths`]: the files a file tool writes, resolved on this
+//!   machine (links, `..`, absolute paths) for the approved plan's scope.
 //! * [`session`]: session ids in the API's charset.
 //!
 //! **Architecture invariant:** this crate never fails open. Whatever goes
@@ -43,6 +45,7 @@ pub mod hook_input;
 pub mod hooks_file;
 pub mod mcp;
 pub mod proposal;
+pub mod scope_paths;
 pub mod session;
 
 pub use client::{AgentError, Client};

@@ -23,7 +23,7 @@
 
 use crate::command::Refusal;
 use crate::model::{ApprovalState, DecisionStatus, Mode, Proposal, Session, State};
-use crate::plan::Step;
+use crate::plan::{Plan, Step};
 use serde::{Deserialize, Serialize};
 
 /// What makes a proposal an amendment.
@@ -33,6 +33,41 @@ pub struct Amendment {
     pub of_version: u32,
     /// The steps added after approval, as the agent sent them.
     pub added: Vec<Step>,
+    /// Let through without a wait under [`Policy::Flag`]: nobody decided it,
+    /// and every card, the page and the audit say "added after approval".
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub flagged: bool,
+    /// Paths to widen the approved scope by ([`crate::scope`]): files the
+    /// agent tried to write outside it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub widen: Vec<String>,
+}
+
+/// `[approvals] amendments`: what steps added after approval do.
+///
+/// `ask` (the default) makes them an amendment that waits for people while
+/// the gate is shut. `flag` is for teams that would rather not be asked for
+/// every extra step: the steps go through at once, marked "added after
+/// approval" wherever the plan is shown, and the approvers get one notice
+/// (the amendment's card) per batch of added steps. Either way nothing
+/// added ever reads as approved.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Policy {
+    /// First, so that the strictest setting is the smallest: `min` over
+    /// every key that applies picks `ask` if any says so.
+    #[default]
+    Ask,
+    Flag,
+}
+
+impl Policy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Policy::Ask => "ask",
+            Policy::Flag => "flag",
+        }
+    }
 }
 
 /// What an update of an executing session's step list amounts to.
@@ -63,6 +98,26 @@ pub fn reference(state: &State) -> Vec<String> {
     }
 }
 
+/// The paths a new amendment asks to widen the scope by: those of a
+/// pending amendment it supersedes, then `new`, each once.
+pub fn widening(state: &State, new: Vec<String>) -> Vec<String> {
+    let mut all: Vec<String> = pending(state).and_then(|p| p.amends.as_ref()).map(|a| a.widen.clone()).unwrap_or_default();
+    for path in new {
+        if !all.contains(&path) {
+            all.push(path);
+        }
+    }
+    all
+}
+
+/// The scope of `globs` widened by the files `widen`, each as the glob
+/// that matches just it; `None` when both are empty (no scope declared).
+pub fn scope_of(globs: &[String], widen: &[String]) -> Option<crate::scope::Scope> {
+    let mut paths = globs.to_vec();
+    paths.extend(widen.iter().map(|p| crate::scope::literal(p)).filter(|g| !globs.contains(g)));
+    (!paths.is_empty()).then_some(crate::scope::Scope { paths })
+}
+
 /// The trimmed texts of `steps`: how steps are matched, as a merge matches them.
 pub fn texts(steps: &[Step]) -> Vec<String> {
     steps.iter().map(|s| s.step.trim().to_string()).collect()
@@ -73,9 +128,43 @@ pub fn pending(state: &State) -> Option<&Proposal> {
     state.latest.as_ref().filter(|p| p.amends.is_some() && p.status == DecisionStatus::Pending)
 }
 
+/// What the audit adds to a flagged amendment's record.
+pub const FLAGGED_AUDIT: &str = "added after approval (amendments = \"flag\"): let through without a decision, approvers notified";
+
+/// Let `proposal`, a new amendment, through under [`Policy::Flag`]: it is
+/// on record as decided (nothing waits), by nobody, and its steps join the
+/// session's flagged ones, never the approved reference.
+pub fn flag(proposal: &mut Proposal, session: &mut Session, now: crate::ids::Timestamp) {
+    proposal.status = DecisionStatus::Approved;
+    proposal.decided_by = Some("nobody (amendments = \"flag\")".to_string());
+    proposal.decided_at = Some(now);
+    if let Some(a) = proposal.amends.as_mut() {
+        a.flagged = true;
+        session.flagged_steps.extend(texts(&a.added));
+    }
+}
+
+/// Forget what the last approval locked: a new version, plan mode, a
+/// release or a cancel starts over.
+pub fn reset(session: &mut Session) {
+    session.approved_steps.clear();
+    session.flagged_steps.clear();
+    session.scope.clear();
+    session.scope_asked.clear();
+}
+
+/// Make what was just approved the reference: the session's step texts
+/// and `approved`'s scope (a person's edit that says nothing of the scope
+/// keeps the `proposed` one: an edit never drops a boundary).
+pub fn lock(session: &mut Session, approved: &Plan, proposed: &Plan) {
+    session.approved_steps = texts(&session.steps);
+    session.scope = approved.scope.as_ref().or(proposed.scope.as_ref()).map(|s| s.paths.clone()).unwrap_or_default();
+}
+
 /// Check `updated`, the step list the agent's update would leave, against
-/// the approved `reference` and a `pending` amendment.
-pub fn check(reference: &[String], pending: Option<&Proposal>, updated: &[Step]) -> Result<Update, Refusal> {
+/// the approved `reference` and a `pending` amendment. Steps already let
+/// through under [`Policy::Flag`] (`flagged`) are neither locked nor new.
+pub fn check(reference: &[String], flagged: &[String], pending: Option<&Proposal>, updated: &[Step]) -> Result<Update, Refusal> {
     let now = texts(updated);
     let missing: Vec<&String> = reference.iter().filter(|r| !now.contains(r)).collect();
     if !missing.is_empty() {
@@ -90,16 +179,23 @@ pub fn check(reference: &[String], pending: Option<&Proposal>, updated: &[Step])
             }
         )));
     }
-    let added: Vec<Step> = updated.iter().filter(|s| !reference.contains(&s.step.trim().to_string())).cloned().collect();
+    let added: Vec<Step> = updated
+        .iter()
+        .filter(|s| {
+            let text = s.step.trim().to_string();
+            !reference.contains(&text) && !flagged.contains(&text)
+        })
+        .cloned()
+        .collect();
     let asked: Vec<String> = pending.and_then(|p| p.amends.as_ref()).map(|a| texts(&a.added)).unwrap_or_default();
     match (pending, added.is_empty()) {
         (_, false) if texts(&added) == asked => Ok(Update::Within),
-        (Some(p), true) => Err(Refusal::InvalidState(format!(
+        (Some(p), true) if !asked.is_empty() => Err(Refusal::InvalidState(format!(
             "amendment v{} ({} step(s) added after approval) waits for a human's decision; its steps stay until it is decided",
             p.version,
             asked.len()
         ))),
-        (None, true) => Ok(Update::Within),
+        (_, true) => Ok(Update::Within),
         (_, false) => Ok(Update::Amend(added)),
     }
 }
@@ -116,7 +212,7 @@ mod tests {
     fn approved_steps_may_not_be_rewritten_or_removed() {
         let reference = vec!["Fix the typo in README".to_string()];
         for updated in [steps(&["Drop the production database", "Force-push main"]), steps(&[]), steps(&["Fix the typo in README!"])] {
-            match check(&reference, None, &updated) {
+            match check(&reference, &[], None, &updated) {
                 Err(Refusal::ApprovedStepsLocked(m)) => {
                     assert!(m.contains("\"Fix the typo in README\"") && m.contains("propose a new version"), "{m}")
                 }
@@ -130,8 +226,8 @@ mod tests {
         let reference = vec!["Read".to_string(), "Write".to_string()];
         let mut moved = steps(&["Write", "Read"]);
         moved[0].status = crate::plan::StepStatus::Completed;
-        assert_eq!(check(&reference, None, &moved), Ok(Update::Within));
+        assert_eq!(check(&reference, &[], None, &moved), Ok(Update::Within));
         let more = steps(&["Read", "Write", "Rotate secrets"]);
-        assert_eq!(check(&reference, None, &more), Ok(Update::Amend(steps(&["Rotate secrets"]))));
+        assert_eq!(check(&reference, &[], None, &more), Ok(Update::Amend(steps(&["Rotate secrets"]))));
     }
 }

@@ -286,6 +286,78 @@ pub fn option_buttons(q: &Question) -> impl Iterator<Item = (Button, &str)> {
     (0..=u8::MAX).zip(&q.options).take(MAX_OPTIONS).map(|(i, option)| (Button::Answer(q.question_id, i), option.as_str()))
 }
 
+/// Whether `proposal`'s card shows `state`'s live step list: it is the
+/// session's latest version and approved.
+fn is_live(proposal: &Proposal, state: &State) -> bool {
+    state.session.latest_approval == Some(proposal.approval_id)
+        && matches!(proposal.status, DecisionStatus::Approved | DecisionStatus::Edited)
+}
+
+/// Honest cards: steps added after approval are marked, and a list never
+/// shows a step the deciders did not see as if they approved it. The card
+/// and the web page mark steps through this one rule.
+pub struct AddedMarks {
+    approved: Vec<String>,
+    /// Asked for by this amendment (decided or not: its card says which).
+    asked: Vec<String>,
+    /// Let through under `amendments = "flag"`, by this proposal or, on a
+    /// live list, by any batch since the approval.
+    flagged: Vec<String>,
+}
+
+impl AddedMarks {
+    pub fn of(proposal: &Proposal, state: Option<&State>) -> AddedMarks {
+        let texts = crate::amendment::texts;
+        let (asked, mut flagged) = match &proposal.amends {
+            Some(a) if a.flagged => (Vec::new(), texts(&a.added)),
+            Some(a) => (texts(&a.added), Vec::new()),
+            None => (Vec::new(), Vec::new()),
+        };
+        if let Some(st) = state.filter(|st| is_live(proposal, st)) {
+            flagged.extend(st.session.flagged_steps.iter().cloned());
+        }
+        AddedMarks { approved: texts(&proposal.approved_plan().steps), asked, flagged }
+    }
+
+    /// `None` for a step the deciders approved; otherwise what follows the
+    /// step's text after a `+` (nothing for a step its amendment asks for).
+    pub fn of_step(&self, step: &Step) -> Option<&'static str> {
+        let text = step.step.trim().to_string();
+        if self.flagged.contains(&text) {
+            Some(" (added after approval)")
+        } else if self.asked.contains(&text) {
+            Some("")
+        } else if self.approved.contains(&text) {
+            None
+        } else {
+            Some(" (added after approval, not approved)")
+        }
+    }
+}
+
+/// The lines under a card's title: what a scope widening asks for
+/// ("Claude wants to edit src/payments/charge.rs, outside src/api/**"), the
+/// plan's summary, and what it touches ("Touches: src/api/**, tests/**").
+fn summary_lines(proposal: &Proposal, plan: &crate::plan::Plan, state: Option<&State>) -> Vec<String> {
+    let mut lines = Vec::new();
+    let scope: &[String] = plan.scope.as_ref().map_or(&[], |s| &s.paths);
+    if let Some(a) = proposal.amends.as_ref().filter(|a| !a.widen.is_empty()) {
+        let who = match state.map(|st| st.session.harness) {
+            Some(crate::Harness::ClaudeCode) => "Claude",
+            Some(crate::Harness::Codex) => "Codex",
+            _ => proposal.session.agent.as_str(),
+        };
+        let asked: Vec<String> = a.widen.iter().map(|p| crate::scope::literal(p)).collect();
+        let before: Vec<&str> = scope.iter().filter(|g| !asked.contains(g)).map(String::as_str).collect();
+        lines.push(format!("{who} wants to edit {}, outside {}", a.widen.join(", "), before.join(", ")));
+    }
+    lines.extend(plan.summary.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(str::to_string));
+    if !scope.is_empty() {
+        lines.push(format!("Touches: {}", scope.join(", ")));
+    }
+    lines
+}
+
 /// Build the card of `proposal` as of `now`. When the proposal is the
 /// session's latest and approved, `state` supplies live step progress.
 pub fn card(proposal: &Proposal, state: Option<&State>, now: Timestamp) -> Card {
@@ -297,12 +369,7 @@ pub fn card(proposal: &Proposal, state: Option<&State>, now: Timestamp) -> Card 
     };
     let plan = proposal.edited_plan.as_ref().unwrap_or(&proposal.plan);
     let live: &[Step] = match state {
-        Some(st)
-            if st.session.latest_approval == Some(proposal.approval_id)
-                && matches!(proposal.status, DecisionStatus::Approved | DecisionStatus::Edited) =>
-        {
-            &st.session.steps
-        }
+        Some(st) if is_live(proposal, st) => &st.session.steps,
         _ => &plan.steps,
     };
     // An amendment says so, so nobody mistakes it for the plan it extends.
@@ -320,24 +387,18 @@ pub fn card(proposal: &Proposal, state: Option<&State>, now: Timestamp) -> Card 
             age => format!("{age} ago"),
         }
     );
-    let summary = plan.summary.as_deref().map(&mut show).filter(|s| !s.is_empty());
+    let summary = summary_lines(proposal, plan, state);
+    let summary = (!summary.is_empty()).then(|| show(&summary.join("\n")));
     // The step in progress reads as what is happening ("Running the tests"),
     // when the agent gave that form.
     let step_text = |s: &Step| match (&s.status, s.active_form.as_deref().map(str::trim)) {
         (StepStatus::InProgress, Some(form)) if !form.is_empty() => form.to_string(),
         _ => s.step.clone(),
     };
-    // Honest cards: steps added after approval are marked, and a live list
-    // never shows a step the deciders did not see as if they approved it.
-    let approved = crate::amendment::texts(&proposal.approved_plan().steps);
-    let added = proposal.amends.as_ref().map(|a| crate::amendment::texts(&a.added)).unwrap_or_default();
-    let marked = |s: &Step| {
-        let text = s.step.trim().to_string();
-        match (added.contains(&text), approved.contains(&text)) {
-            (true, _) => format!("+ {}", step_text(s)),
-            (false, false) => format!("+ {} (added after approval, not approved)", step_text(s)),
-            (false, true) => step_text(s),
-        }
+    let marks = AddedMarks::of(proposal, state);
+    let marked = |s: &Step| match marks.of_step(s) {
+        Some(note) => format!("+ {}{note}", step_text(s)),
+        None => step_text(s),
     };
     let steps = live.iter().enumerate().map(|(i, s)| CardStep { number: i + 1, mark: s.status.mark(), text: show(&marked(s)) }).collect();
     let risks = plan.risks.iter().map(|s| show(s)).collect();

@@ -90,6 +90,12 @@ pub enum Command {
         answer: String,
     },
     TakeInjection,
+    /// The gate denied a file tool outside the approved plan's scope: ask
+    /// people to widen it by these (normalized, relative) paths, as an
+    /// amendment ([`crate::scope`]). Each path is asked for once.
+    WidenScope {
+        paths: Vec<String>,
+    },
     TimerFired(Timer),
 }
 
@@ -112,6 +118,7 @@ impl Command {
             Command::Ask { .. } => "ask",
             Command::Answer { .. } => "answer",
             Command::TakeInjection => "take_injection",
+            Command::WidenScope { .. } => "widen_scope",
             Command::TimerFired(Timer { kind: TimerKind::Timeout, .. }) => "timeout",
             Command::TimerFired(Timer { kind: TimerKind::Nudge(_), .. }) => "nudge",
             Command::TimerFired(Timer { kind: TimerKind::Escalate, .. }) => "escalate",

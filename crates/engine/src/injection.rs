@@ -184,6 +184,7 @@ fn added(p: &Proposal) -> String {
         .iter()
         .flat_map(|a| &a.added)
         .map(|s| format!("+ {}", sanitize_for_injection(&s.step).replace('\n', " ")))
+        .chain(p.amends.iter().flat_map(|a| &a.widen).map(|path| format!("+ may edit {}", sanitize_for_injection(path).replace('\n', " "))))
         .collect::<Vec<_>>()
         .join("\n")
 }

@@ -36,6 +36,7 @@ pub mod namespace;
 pub mod plan;
 pub mod receipt;
 pub mod review;
+pub mod scope;
 pub mod subagents;
 pub mod text;
 pub mod view;
@@ -50,6 +51,7 @@ pub use model::{
 };
 pub use plan::{Plan, PlanError, Step, StepStatus, StepUpdate};
 pub use review::{ApprovalPolicy, Review};
+pub use scope::Scope;
 pub use subagents::SubagentRun;
 
 /// [`gate_call`] for a plain API call: `tool` with `input`, advice in the
@@ -61,7 +63,12 @@ pub fn gate(
     tool: &str,
     input: &serde_json::Value,
 ) -> plangate_gate::Verdict {
-    gate_call(session, scope, policy, &GateCall { tool, input, harness: Harness::Api, plan_file: false, harness_plan_mode: false })
+    gate_call(
+        session,
+        scope,
+        policy,
+        &GateCall { tool, input, harness: Harness::Api, plan_file: false, harness_plan_mode: false, paths: None },
+    )
 }
 
 /// One tool call the gate judges, with what the harness's hook knows.
@@ -81,6 +88,12 @@ pub struct GateCall<'a> {
     /// `permission_mode: "plan"`, which the model cannot switch on itself
     /// except by entering plan mode, which only restricts it).
     pub harness_plan_mode: bool,
+    /// The files a file tool writes, as the hook normalized them on the
+    /// agent's machine (links resolved, [`scope::Target`]). `None` (an API
+    /// or MCP caller, an older hook): the gate normalizes the tool's own
+    /// paths by their text alone, and any it cannot keep inside the
+    /// working directory is outside.
+    pub paths: Option<&'a [scope::Target]>,
 }
 
 /// The mutation gate for a session: may `call.tool` run with `call.input` now?
@@ -113,7 +126,10 @@ pub fn gate_call(session: &Session, scope: GateScope, policy: &plangate_gate::Po
         (Mode::Plan | Mode::Halted, _) => None,
     };
     if let Some(reason) = open {
-        return Verdict::Allow(reason);
+        return match out_of_scope(session, call) {
+            Some(found) => Verdict::Deny(scope_denial(session, call.tool, &found)),
+            None => Verdict::Allow(reason),
+        };
     }
     let planning = session.mode == Mode::Plan || call.harness_plan_mode;
     if call.plan_file && planning && !policy.deny_tools.iter().any(|t| t == call.tool) {
@@ -122,12 +138,54 @@ pub fn gate_call(session: &Session, scope: GateScope, policy: &plangate_gate::Po
     match plangate_gate::check_plan_mode(policy, call.tool, call.input) {
         Verdict::Allow(reason) => Verdict::Allow(reason),
         Verdict::Deny(reason) if session.amendment_pending.is_some() => Verdict::Deny(format!(
-            "{}. Steps were added to the approved plan after it was approved (amendment v{}): they wait for a human's approval, and nothing may change until it is decided. Wait for the decision (GET /v1/sessions/{{id}}/decision?wait=N); rejected, the added steps are dropped and the approved plan goes on",
+            "{}. The approved plan was amended after it was approved (amendment v{}: steps added, or its scope widened): the amendment waits for a human's approval, and nothing may change until it is decided. Wait for the decision (GET /v1/sessions/{{id}}/decision?wait=N); rejected, the added steps are dropped (the scope stays as approved) and the approved plan goes on",
             reason.trim_end_matches('.'),
             session.version
         )),
         Verdict::Deny(reason) => Verdict::Deny(with_advice(session.mode, reason, call.harness)),
     }
+}
+
+/// The files of `call` that the approved plan's scope does not cover, if
+/// it is a file tool of a session executing a scoped plan.
+pub fn out_of_scope(session: &Session, call: &GateCall) -> Option<scope::OutOfScope> {
+    if session.scope.is_empty() || !amendment::executing(session) {
+        return None;
+    }
+    let targets: Vec<scope::Target> = match (call.paths, plangate_gate::paths::written_paths(call.tool, call.input)?) {
+        (_, Err(why)) => vec![scope::Target::Outside(why.to_string())],
+        (Some(sent), Ok(_)) => sent.to_vec(),
+        (None, Ok(raw)) => raw.iter().map(|p| scope::lexical(p, None)).collect(),
+    };
+    scope::check(&session.scope, &targets).err()
+}
+
+/// The paths an amendment should ask to widen the scope by, after
+/// [`gate_call`] denied `call` for its scope: files inside the working
+/// directory that the scope does not cover. The shell turns them into
+/// [`Command::WidenScope`].
+pub fn scope_widening(session: &Session, call: &GateCall) -> Option<Vec<String>> {
+    out_of_scope(session, call).map(|found| found.widen).filter(|w| !w.is_empty())
+}
+
+/// Why a file tool outside the scope is denied, naming the scope.
+fn scope_denial(session: &Session, tool: &str, found: &scope::OutOfScope) -> String {
+    let tool = plangate_gate::text::shown(tool);
+    let scope = session.scope.join(", ");
+    let mut parts = Vec::new();
+    if !found.outside.is_empty() {
+        parts.push(format!(
+            "`{tool}` writes {}, outside the session's working directory (or not normalized: `..`, an absolute path elsewhere, a link out of the tree), which no scope covers",
+            found.outside.iter().map(|p| plangate_gate::text::shown(p)).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    if !found.widen.is_empty() {
+        parts.push(format!(
+            "`{tool}` writes {}, outside the approved plan's scope; a human is asked (once per path) to widen the scope: wait for the decision, or keep within it",
+            found.widen.iter().map(|p| plangate_gate::text::shown(p)).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    format!("{}. The approved plan touches only {scope}", parts.join("; "))
 }
 
 /// A denial with, outside plan mode, how to get a plan approved in the

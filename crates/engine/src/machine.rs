@@ -102,6 +102,7 @@ pub fn apply(state: &State, actor: &Actor, command: Command, ctx: &Ctx) -> Resul
         }
         Command::Ask { question, options, allow_freetext } => ask(&mut t, actor, question, options, allow_freetext, ctx)?,
         Command::Answer { question_id, answer } => answer_question(&mut t, actor, question_id, answer, ctx)?,
+        Command::WidenScope { paths } => widen_scope(&mut t, actor, paths, ctx)?,
         Command::TakeInjection => {
             require_agent(actor)?;
             t.taken_injection = t.state.session.injection.take();
@@ -170,7 +171,7 @@ fn enter(t: &mut Transition, actor: &Actor, reason: Option<String>, ctx: &Ctx) -
     let session = &mut t.state.session;
     session.mode = Mode::Plan;
     session.approval = ApprovalState::None;
-    session.approved_steps.clear();
+    amendment::reset(session);
     session.rejection_count = 0;
     session.released_by = None;
     session.release_requests.clear();
@@ -203,7 +204,8 @@ fn update_plan(
     // While executing, the approved steps are locked and new ones wait for
     // people: an approval is not a key to whatever the agent writes next.
     let update = if executing {
-        amendment::check(&amendment::reference(&t.state), amendment::pending(&t.state), &merged)?
+        let flagged = &t.state.session.flagged_steps;
+        amendment::check(&amendment::reference(&t.state), flagged, amendment::pending(&t.state), &merged)?
     } else {
         amendment::Update::Within
     };
@@ -221,7 +223,7 @@ fn update_plan(
     let all_closed = !session.steps.is_empty() && session.steps.iter().all(|s| s.status.is_closed());
     if let amendment::Update::Amend(added) = update {
         audit(t, actor, "update_plan", latest, detail, ctx);
-        return open_amendment(t, actor, added, ctx);
+        return open_amendment(t, actor, added, Vec::new(), ctx);
     }
     if executing {
         if let Some((id, _)) = latest {
@@ -229,7 +231,7 @@ fn update_plan(
         }
         if all_closed && t.state.session.amendment_pending.is_none() {
             t.state.session.approval = ApprovalState::None;
-            t.state.session.approved_steps.clear();
+            amendment::reset(&mut t.state.session);
             detail.push_str("; every step is closed, the plan is complete");
         }
     }
@@ -260,7 +262,7 @@ fn proposal_timers(session: &Session, approval_id: ApprovalId, ctx: &Ctx) -> Vec
 /// what was approved — with the gate shut until it is decided
 /// ([`crate::amendment`]). A pending amendment the agent extends again is
 /// superseded by the new one, which asks for every added step.
-fn open_amendment(t: &mut Transition, actor: &Actor, added: Vec<plan::Step>, ctx: &Ctx) -> Result<(), Refusal> {
+fn open_amendment(t: &mut Transition, actor: &Actor, added: Vec<plan::Step>, widen: Vec<String>, ctx: &Ctx) -> Result<(), Refusal> {
     let reference = amendment::reference(&t.state);
     let Some(base) = t.state.latest.as_ref() else {
         return Err(Refusal::InvalidState("there is no approved plan to amend".to_string()));
@@ -271,13 +273,19 @@ fn open_amendment(t: &mut Transition, actor: &Actor, added: Vec<plan::Step>, ctx
     }
     // What it amends: the latest approved version, not an amendment that
     // waits or was turned down.
-    let approved_base = matches!(base.status, DecisionStatus::Approved | DecisionStatus::Edited);
+    // A flagged one was let through, never approved.
+    let flagged = base.amends.as_ref().is_some_and(|a| a.flagged);
+    let approved_base = matches!(base.status, DecisionStatus::Approved | DecisionStatus::Edited) && !flagged;
     let of_version = base.amends.as_ref().filter(|_| !approved_base).map_or(base.version, |a| a.of_version);
     let version = t.state.session.version + 1;
     let mut approved = base.approved_plan().into_owned();
     approved.steps = t.state.session.steps.iter().filter(|s| reference.contains(&s.step.trim().to_string())).cloned().collect();
+    // The approved scope is the session's: a turned-down widening is not part of it.
+    let widen = amendment::widening(&t.state, widen);
+    approved.scope = amendment::scope_of(&t.state.session.scope, &[]);
     let mut amended = approved.clone();
     amended.steps = t.state.session.steps.clone();
+    amended.scope = amendment::scope_of(&t.state.session.scope, &widen);
     let changes = diff::diff(&approved, &amended, of_version);
     let requested_by = base.review.requested_by.clone();
     // A decided base is on record already, unchanged.
@@ -302,22 +310,24 @@ fn open_amendment(t: &mut Transition, actor: &Actor, added: Vec<plan::Step>, ctx
         timers: Vec::new(),
         released: false,
         review: Review::new(&ctx.approvals, requested_by, Some(changes)),
-        amends: Some(Amendment { of_version, added }),
+        amends: Some(Amendment { of_version, added, flagged: false, widen: widen.clone() }),
     };
     let auto = authority::auto_approval(&t.state.session, &ctx.approvals);
     let session = &mut t.state.session;
     session.approved_steps = reference;
+    session.scope_asked.extend(widen.iter().cloned());
     session.version = version;
     session.latest_approval = Some(approval_id);
     t.effects.push(Effect::WriteDocument { approval_id });
     let pid = Some((approval_id, version));
-    let detail = format!("amends v{of_version} ({hash}): {}", added_texts.join("; "));
+    let asks: Vec<String> = added_texts.into_iter().chain(widen.iter().map(|p| format!("+ scope: {p}"))).collect();
+    let detail = format!("amends v{of_version} ({hash}): {}", asks.join("; "));
     if let Some(auto) = auto {
         // Auto mode is a standing "yes" to later versions; amendments are versions.
         proposal.status = DecisionStatus::Approved;
         proposal.decided_by = Some("auto".to_string());
         proposal.decided_at = Some(ctx.now);
-        session.approved_steps = amendment::texts(&session.steps);
+        amendment::lock(session, &proposal.plan, &proposal.plan);
         let text = injection::amendment_approved(&proposal, "auto");
         proposal.injection = Some(text.clone());
         session.injection = Some(text);
@@ -335,6 +345,19 @@ fn open_amendment(t: &mut Transition, actor: &Actor, added: Vec<plan::Step>, ctx
         }
         return Ok(());
     }
+    // A scope is a boundary people drew: widening it always asks.
+    if ctx.approvals.amendments == amendment::Policy::Flag && widen.is_empty() {
+        // No wait: the steps go on, marked wherever the plan is shown, and
+        // the amendment's card is the approvers' one notice of this batch.
+        amendment::flag(&mut proposal, session, ctx.now);
+        t.effects.push(Effect::PostCards { approval_id });
+        if let Some(receipt) = Receipt::of(&proposal) {
+            t.effects.push(Effect::AppendReceipt { approval_id, text: receipt.document_line(ctx.now) });
+        }
+        t.state.latest = Some(proposal);
+        audit(t, actor, "amend", pid, format!("{detail}; {}", amendment::FLAGGED_AUDIT), ctx);
+        return Ok(());
+    }
     session.amendment_pending = Some(approval_id);
     proposal.timers = proposal_timers(session, approval_id, ctx);
     t.effects.extend(proposal.timers.iter().cloned().map(Effect::Schedule));
@@ -343,6 +366,22 @@ fn open_amendment(t: &mut Transition, actor: &Actor, added: Vec<plan::Step>, ctx
     t.state.latest = Some(proposal);
     audit(t, actor, "amend", pid, format!("{detail}; waiting for approval"), ctx);
     Ok(())
+}
+
+/// The gate turned down a file tool outside the approved scope: an
+/// amendment asks people to widen it ([`crate::scope`]). Nothing happens
+/// for a path asked for before, or while another amendment waits (the gate
+/// is shut then anyway).
+fn widen_scope(t: &mut Transition, actor: &Actor, paths: Vec<String>, ctx: &Ctx) -> Result<(), Refusal> {
+    require_agent(actor)?;
+    let session = &t.state.session;
+    let mut fresh: Vec<String> = paths.into_iter().filter(|p| crate::scope::is_normalized(p) && !session.scope_asked.contains(p)).collect();
+    fresh.dedup();
+    if !amendment::executing(session) || session.scope.is_empty() || session.amendment_pending.is_some() || fresh.is_empty() {
+        t.changed = false;
+        return Ok(());
+    }
+    open_amendment(t, actor, Vec::new(), fresh, ctx)
 }
 
 /// The agent enters plan mode while an amendment waits: it is moot (a new
@@ -440,7 +479,7 @@ fn propose(
     session.release_requests.clear();
     session.version = version;
     session.steps = proposal.plan.steps.clone();
-    session.approved_steps.clear();
+    amendment::reset(session);
     session.amendment_pending = None;
     session.latest_approval = Some(approval_id);
     t.effects.push(Effect::WriteDocument { approval_id });
@@ -457,7 +496,7 @@ fn propose(
         session.injection = Some(text);
         session.mode = Mode::Normal;
         session.approval = ApprovalState::Approved;
-        session.approved_steps = amendment::texts(&session.steps);
+        amendment::lock(session, &proposal.plan, &proposal.plan);
         t.effects.push(Effect::PostCards { approval_id });
         if let Some(receipt) = Receipt::of(&proposal) {
             t.effects.push(Effect::AppendReceipt { approval_id, text: receipt.document_line(ctx.now) });
@@ -559,7 +598,7 @@ fn apply_verdict(t: &mut Transition, actor: &Actor, approval_id: ApprovalId, ver
             // Execute (and show on the live card) what was approved, not a
             // list the agent rewrote while it waited.
             session.steps = proposal.approved_plan().steps.clone();
-            session.approved_steps = amendment::texts(&session.steps);
+            amendment::lock(session, &proposal.approved_plan(), &proposal.plan);
             proposal.injection = Some(injection::with_review_terms(injection::approved(proposal, &who, h), proposal, h));
             "approve"
         }
@@ -568,7 +607,7 @@ fn apply_verdict(t: &mut Transition, actor: &Actor, approval_id: ApprovalId, ver
             session.mode = Mode::Normal;
             session.approval = ApprovalState::Edited;
             session.steps = plan.steps.clone();
-            session.approved_steps = amendment::texts(&session.steps);
+            amendment::lock(session, &plan, &proposal.plan);
             proposal.edited_plan = Some(plan);
             proposal.injection = Some(injection::with_review_terms(injection::edited(proposal, &who), proposal, h));
             "edit"
@@ -610,7 +649,7 @@ fn decide_amendment(t: &mut Transition, actor: &Actor, verdict: Verdict, who: St
             // list keeps the progress the agent reported meanwhile.
             let kept = amendment::texts(&proposal.approved_plan().steps);
             session.steps.retain(|s| kept.contains(&s.step.trim().to_string()));
-            session.approved_steps = amendment::texts(&session.steps);
+            amendment::lock(session, &proposal.approved_plan(), &proposal.plan);
             proposal.injection = Some(injection::with_review_terms(injection::amendment_approved(proposal, &who), proposal, h));
             "approve"
         }
@@ -618,7 +657,7 @@ fn decide_amendment(t: &mut Transition, actor: &Actor, verdict: Verdict, who: St
             proposal.status = DecisionStatus::Edited;
             session.approval = ApprovalState::Edited;
             session.steps = plan.steps.clone();
-            session.approved_steps = amendment::texts(&session.steps);
+            amendment::lock(session, &plan, &proposal.plan);
             proposal.edited_plan = Some(plan);
             proposal.injection = Some(injection::with_review_terms(injection::edited(proposal, &who), proposal, h));
             "edit"
@@ -723,7 +762,7 @@ fn off(t: &mut Transition, actor: &Actor, ctx: &Ctx) -> Result<(), Refusal> {
     session.mode = Mode::Normal;
     session.approval = ApprovalState::None;
     session.released_by = Some(who.clone());
-    session.approved_steps.clear();
+    amendment::reset(session);
     // Nothing was approved: the steps must not survive into normal mode,
     // where hydration would present them as work to do.
     session.steps.clear();
@@ -759,7 +798,7 @@ fn cancel(t: &mut Transition, actor: &Actor, ctx: &Ctx) {
     session.approval = ApprovalState::Cancelled;
     session.released_by = None;
     session.steps.clear();
-    session.approved_steps.clear();
+    amendment::reset(session);
     session.amendment_pending = None;
     for timer in session.agent_timers.drain(..) {
         t.effects.push(Effect::Cancel(timer));

@@ -267,6 +267,21 @@ pub struct Session {
     /// ([`crate::amendment`]). Empty when nothing is approved.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approved_steps: Vec<String>,
+    /// The texts of steps let through after approval under
+    /// `[approvals] amendments = "flag"`: not approved by anyone, so not
+    /// locked like [`Session::approved_steps`], and marked "added after
+    /// approval" wherever the plan is shown.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flagged_steps: Vec<String>,
+    /// The approved plan's scope while it executes ([`crate::scope`]):
+    /// file tools outside it are denied. Empty when none was declared.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scope: Vec<String>,
+    /// Paths an amendment already asked to widen the scope by since the
+    /// approval: asked once, so an agent retrying a refused path does not
+    /// post card after card.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scope_asked: Vec<String>,
     /// The amendment waiting for people while the session executes: the
     /// gate, which sees only the session, denies mutations until it is
     /// decided.
@@ -295,6 +310,9 @@ impl Session {
             harness: crate::harness::Harness::Api,
             release_requests: Vec::new(),
             approved_steps: Vec::new(),
+            flagged_steps: Vec::new(),
+            scope: Vec::new(),
+            scope_asked: Vec::new(),
             amendment_pending: None,
         }
     }

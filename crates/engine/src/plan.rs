@@ -167,6 +167,10 @@ pub struct Plan {
     pub verification: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub references: Vec<String>,
+    /// The paths the plan says it touches ([`crate::scope`]); none declared,
+    /// file tools are not held to paths.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<crate::scope::Scope>,
 }
 
 impl Plan {
@@ -180,6 +184,7 @@ impl Plan {
             risks: Vec::new(),
             verification: Vec::new(),
             references: Vec::new(),
+            scope: None,
         }
     }
 }
@@ -203,6 +208,8 @@ pub enum PlanError {
     MarkdownTooLong { chars: usize },
     #[error("rule `step_count`: the plan has {count} steps; at most {MAX_STEPS} are allowed")]
     TooManySteps { count: usize },
+    #[error("rule `scope`: {glob:?} cannot be part of a scope: {why}")]
+    InvalidScope { glob: String, why: String },
 }
 
 impl PlanError {
@@ -217,6 +224,7 @@ impl PlanError {
             PlanError::UnverifiedCompletion { .. } => "verified_before_completed",
             PlanError::MarkdownTooLong { .. } => "markdown_length",
             PlanError::TooManySteps { .. } => "step_count",
+            PlanError::InvalidScope { .. } => "scope",
         }
     }
 }
@@ -265,6 +273,9 @@ pub fn validate_plan(plan: &Plan) -> Result<(), PlanError> {
     let chars = title.chars().count();
     if chars > MAX_TITLE_CHARS {
         return Err(PlanError::TitleTooLong { chars });
+    }
+    if let Some(scope) = &plan.scope {
+        crate::scope::validate(scope)?;
     }
     validate_steps(&plan.steps)
 }
@@ -396,7 +407,9 @@ pub fn plan_from_markdown(markdown: &str, title: Option<&str>) -> Result<Plan, P
         _ => None,
     };
 
-    let plan = Plan { summary, steps, ..Plan::titled(title) };
+    let unfenced = markdown.split('\n').zip(fenced_lines(markdown)).filter(|(_, fenced)| !fenced).map(|(line, _)| line);
+    let scope = crate::scope::from_markdown_lines(unfenced);
+    let plan = Plan { summary, steps, scope, ..Plan::titled(title) };
     validate_plan(&plan)?;
     Ok(plan)
 }
@@ -425,9 +438,14 @@ pub fn render_markdown(plan: &Plan) -> String {
         }
         out.push('\n');
     }
-    for (heading, items) in
-        [("Assumptions", &plan.assumptions), ("Risks", &plan.risks), ("Verification", &plan.verification), ("References", &plan.references)]
-    {
+    let scope = plan.scope.as_ref().map(|s| s.paths.clone()).unwrap_or_default();
+    for (heading, items) in [
+        ("Scope", &scope),
+        ("Assumptions", &plan.assumptions),
+        ("Risks", &plan.risks),
+        ("Verification", &plan.verification),
+        ("References", &plan.references),
+    ] {
         if !items.is_empty() {
             out.push_str(&format!("## {heading}\n\n"));
             for item in items {

@@ -57,12 +57,19 @@ fn partial_quorum(p: &Proposal) -> String {
     format!(" ({} of {} approvals: {})", best.len(), p.review.required, names.join(", "))
 }
 
+/// Why a flagged amendment has no decider.
+const FLAGGED: &str = ": let through without a decision ([approvals] amendments = \"flag\"); nobody approved them";
+
 impl Receipt {
     /// The receipt of `p`; `None` while it is pending.
     pub fn of(p: &Proposal) -> Option<Receipt> {
         let v = p.version;
         let by = p.decided_by.as_deref().unwrap_or("someone");
         let at = p.decided_at;
+        if let Some(a) = p.amends.as_ref().filter(|a| a.flagged && p.status == DecisionStatus::Approved) {
+            let (head, tail) = (format!("v{v}: steps added after approval to v{}", a.of_version), FLAGGED.to_string());
+            return Some(Receipt { mark: "⚑", head, tail, at: Some(p.created_at) });
+        }
         let (mark, head, tail) = match p.status {
             DecisionStatus::Pending => return None,
             DecisionStatus::Approved => ("✅", format!("Approved v{v} by {by}"), approval_terms(p)),

@@ -59,11 +59,19 @@ pub struct ApprovalPolicy {
     /// The requester the agent's configuration names, for a session with no
     /// proposal that names one (a release before any plan).
     pub requested_by: Option<String>,
+    /// What steps added after approval do ([`crate::amendment::Policy`]).
+    pub amendments: crate::amendment::Policy,
 }
 
 impl Default for ApprovalPolicy {
     fn default() -> Self {
-        ApprovalPolicy { required: 1, forbid_self: false, approvers: Approvers::default(), requested_by: None }
+        ApprovalPolicy {
+            required: 1,
+            forbid_self: false,
+            approvers: Approvers::default(),
+            requested_by: None,
+            amendments: crate::amendment::Policy::Ask,
+        }
     }
 }
 

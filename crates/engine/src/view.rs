@@ -50,6 +50,9 @@ pub struct AmendmentView {
     pub approval_id: String,
     pub status: DecisionStatus,
     pub added: Vec<Step>,
+    /// Let through without a decision (`[approvals] amendments = "flag"`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub flagged: bool,
 }
 
 impl StatusView {
@@ -75,7 +78,7 @@ impl StatusView {
             released_by: s.released_by.clone(),
             amendment: state.latest.as_ref().filter(|_| s.mode == Mode::Normal).and_then(|p| {
                 let a = p.amends.as_ref()?;
-                Some(AmendmentView { approval_id: p.approval_id.to_string(), status: p.status, added: a.added.clone() })
+                Some(AmendmentView { approval_id: p.approval_id.to_string(), status: p.status, added: a.added.clone(), flagged: a.flagged })
             }),
         }
     }

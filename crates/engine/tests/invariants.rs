@@ -374,6 +374,7 @@ impl World {
                 | Command::UnregisterSubagent(_)
                 | Command::Ask { .. }
                 | Command::TakeInjection
+                | Command::WidenScope { .. }
         );
         if (person_only && !who.is_person()) || (agent_only && who != Who::Agent) {
             assert!(matches!(refusal, Refusal::Forbidden(_)), "{who:?} {}: {refusal:?}", command.name());
@@ -406,7 +407,8 @@ impl World {
             | Command::RegisterSubagent(_)
             | Command::UnregisterSubagent(_)
             | Command::Ask { .. }
-            | Command::TakeInjection => {
+            | Command::TakeInjection
+            | Command::WidenScope { .. } => {
                 assert_eq!(who, Who::Agent, "{who:?} was allowed to {name}")
             }
             Command::Enter { .. } => assert_ne!(who, Who::Scheduler),

@@ -87,6 +87,7 @@
 
 mod commands;
 mod lexer;
+pub mod paths;
 pub mod text;
 mod tools;
 

@@ -37,7 +37,7 @@ pub(crate) fn deny_tool(why: &str) -> String {
 /// `s` made safe to put between backticks in a one-line reason: printable
 /// ASCII kept (backticks become `'`), everything else shown as `\u{…}`,
 /// truncated after [`MAX_SHOWN`] characters.
-pub(crate) fn shown(s: &str) -> String {
+pub fn shown(s: &str) -> String {
     let mut out = String::with_capacity(s.len().min(MAX_SHOWN + 8));
     for (n, c) in s.chars().enumerate() {
         if n == MAX_SHOWN {

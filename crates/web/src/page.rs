@@ -195,10 +195,19 @@ pub fn plan_page(v: &PlanPage<'_>) -> Markup {
     let (markdown, md_hidden) = reveal(&p.document());
     hidden |= md_hidden;
     let steps = live_steps(p, v.state);
+    // Steps added after approval read as such here too (the cards' rule).
+    let marks = card::AddedMarks::of(p, v.state);
     let step_rows: Vec<(usize, &Step, String, Vec<String>)> = steps
         .iter()
         .enumerate()
-        .map(|(i, s)| (i + 1, s, shown(&s.step, &mut hidden), s.acceptance_criteria.iter().map(|c| shown(c, &mut hidden)).collect()))
+        .map(|(i, s)| {
+            let text = shown(&s.step, &mut hidden);
+            let text = match marks.of_step(s) {
+                Some(note) => format!("+ {text}{note}"),
+                None => text,
+            };
+            (i + 1, s, text, s.acceptance_criteria.iter().map(|c| shown(c, &mut hidden)).collect())
+        })
         .collect();
     let analysis = plan.analysis.as_deref().map(|a| shown(a, &mut hidden));
     let references: Vec<String> = plan.references.iter().map(|r| shown(r, &mut hidden)).collect();
@@ -412,6 +421,45 @@ mod tests {
         assert!(!page.contains('\u{202E}') && !page.contains('\u{200B}'), "a hidden character reached the page");
         assert!(page.contains("⟦U+202E⟧") && page.contains("⟦U+200B⟧"), "{page}");
         assert!(page.contains(HIDDEN_CHARS_WARNING));
+    }
+
+    #[test]
+    fn steps_added_after_approval_read_as_such() {
+        use plangate_engine::{amendment, ApprovalId, ApprovalPolicy, StepUpdate, Verdict};
+        let approvals = ApprovalPolicy { amendments: amendment::Policy::Flag, ..ApprovalPolicy::default() };
+        let ctx =
+            |n: u8| Ctx { now: Timestamp(i64::from(n)), random: [n; 16], timers: TimerPolicy::default(), approvals: approvals.clone() };
+        let run = |state: &State, actor: &Actor, command, n| match apply(state, actor, command, &ctx(n)) {
+            Ok(t) => t.state,
+            Err(refusal) => panic!("{refusal}"),
+        };
+        let alice = Actor::Human { id: "telegram:1".into(), name: "telegram:@alice".into() };
+        let s = run(&State::new(SessionKey::new("demo", "s1")), &Actor::Agent, Command::Enter { reason: None }, 1);
+        let plan = Plan { steps: vec![Step::pending("Fix the handler")], ..Plan::titled("T") };
+        let s = run(
+            &s,
+            &Actor::Agent,
+            Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+            2,
+        );
+        let s = run(&s, &alice, Command::Decide { approval_id: ApprovalId([2; 16]), verdict: Verdict::Approve }, 3);
+        let add = Command::UpdatePlan { steps: vec![StepUpdate::from(Step::pending("Rotate the keys"))], merge: true, explanation: None };
+        let s = run(&s, &Actor::Agent, add, 4);
+        let p = s.latest.clone().unwrap_or_else(|| panic!("no proposal"));
+        let view = PlanPage {
+            proposal: &p,
+            state: Some(&s),
+            previous: None,
+            audit: &[],
+            now: Timestamp(5),
+            who: None,
+            csrf: None,
+            may_decide: false,
+            events_url: String::new(),
+        };
+        let page = plan_page(&view).into_string();
+        assert!(page.contains("+ Rotate the keys (added after approval)"), "{page}");
+        assert!(!page.contains("+ Fix the handler"), "{page}");
     }
 
     #[test]

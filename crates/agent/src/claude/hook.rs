@@ -538,7 +538,8 @@ async fn gate(call: &ToolCall, settings: &Settings) -> Answer {
         true => PlanFile::Write { harness_plan_mode: call.in_plan_mode },
         false => PlanFile::No,
     };
-    let verdict = settings.client.gate_call(&call.session_id, &call.tool_name, &call.tool_input, plan_file);
+    let paths = crate::scope_paths::targets(&call.tool_name, &call.tool_input, call.cwd.as_deref());
+    let verdict = settings.client.gate_call(&call.session_id, &call.tool_name, &call.tool_input, plan_file, paths);
     let (verdict, ()) = tokio::join!(verdict, heartbeat);
     match verdict {
         Ok(verdict) if verdict.decision == GateDecision::Allow && call.event == Event::PreToolUse => {

@@ -42,7 +42,7 @@
 //! for the user and exit 0. Blocking a `Stop` makes Codex run again, and a
 //! failure that repeats would loop.
 
-use crate::client::{AgentError, Client, GateDecision, Timeouts};
+use crate::client::{AgentError, Client, GateDecision, PlanFile, Timeouts};
 use crate::codex::{extract_proposed_plan, CodexError};
 use crate::proposal::{submit, FileRecall, NoRecall, ProposalBody, Recall};
 use plangate_engine::plan::render_markdown;
@@ -208,6 +208,9 @@ struct Input {
     last_message: Option<String>,
     /// `Stop`: Codex is already running again because a Stop hook blocked.
     stop_hook_active: bool,
+    /// The session's working directory, which `apply_patch` paths are
+    /// relative to and a plan's scope is held to.
+    cwd: Option<String>,
 }
 
 fn parse(bytes: &[u8]) -> Result<Input, Answer> {
@@ -232,8 +235,15 @@ fn parse(bytes: &[u8]) -> Result<Input, Answer> {
         Some(s) => crate::session::sanitize(s),
         None => return Err(Answer::deny(event, "plangate: the hook input has no session_id, so this call is blocked")),
     };
-    let mut input =
-        Input { event, session_id, tool_name: String::new(), tool_input: json!({}), last_message: None, stop_hook_active: false };
+    let mut input = Input {
+        event,
+        session_id,
+        tool_name: String::new(),
+        tool_input: json!({}),
+        last_message: None,
+        stop_hook_active: false,
+        cwd: None,
+    };
     if event == Event::Stop {
         input.last_message = match value.get("last_assistant_message") {
             None | Some(Value::Null) => None,
@@ -248,6 +258,7 @@ fn parse(bytes: &[u8]) -> Result<Input, Answer> {
         None => return Err(Answer::deny(event, "plangate: the hook input has no tool_name, so this call is blocked")),
     };
     input.tool_input = value.get("tool_input").cloned().unwrap_or_else(|| json!({}));
+    input.cwd = value.get("cwd").and_then(Value::as_str).map(str::to_string);
     Ok(input)
 }
 
@@ -284,7 +295,9 @@ pub async fn answer(bytes: &[u8], settings: impl FnOnce() -> Result<Settings, Ag
 /// Codex agent gets a mutation through (a `<proposed_plan>` block at the end
 /// of its turn), not plangate's MCP tools or API, which Codex cannot call.
 async fn gate(input: &Input, settings: &Settings) -> Answer {
-    match settings.client.gate(&input.session_id, &input.tool_name, &input.tool_input).await {
+    let paths = crate::scope_paths::targets(&input.tool_name, &input.tool_input, input.cwd.as_deref());
+    let gate = settings.client.gate_call(&input.session_id, &input.tool_name, &input.tool_input, PlanFile::No, paths);
+    match gate.await {
         // Allow is no decision: Codex's own sandbox and approval rules still apply.
         Ok(verdict) if verdict.decision == GateDecision::Allow => Answer::NoDecision,
         Ok(verdict) => Answer::deny(input.event, format!("plangate: {}", verdict.reason)),

@@ -154,22 +154,26 @@ pub(super) fn approval_policies(
         let mut policy =
             ApprovalPolicy { approvers: Approvers::listed(listed), requested_by: agent.requested_by.clone(), ..ApprovalPolicy::default() };
         let mut strictest = "approvals.required".to_string();
-        let mut consider = |key: String, required: Option<u32>, forbid_self: Option<bool>| {
+        let mut amendments = Vec::new();
+        let mut consider = |key: String, required: Option<u32>, forbid_self: Option<bool>, amend: Option<AmendmentPolicy>| {
             if let Some(n) = required.filter(|n| *n > policy.required) {
                 policy.required = n;
                 strictest = key;
             }
             policy.forbid_self |= forbid_self.unwrap_or(false);
+            amendments.push(amend);
         };
-        consider("approvals.required".into(), raw.approvals.required, raw.approvals.forbid_self);
+        let global = &raw.approvals;
+        consider("approvals.required".into(), global.required, global.forbid_self, global.amendments);
         if let Some(a) = own {
-            consider(format!("agents.{id}.approvals.required"), a.required, a.forbid_self);
+            consider(format!("agents.{id}.approvals.required"), a.required, a.forbid_self, a.amendments);
         }
         for (name, d) in &destinations {
             if let Some(a) = &d.approvals {
-                consider(format!("destinations.{name}.approvals.required"), a.required, a.forbid_self);
+                consider(format!("destinations.{name}.approvals.required"), a.required, a.forbid_self, a.amendments);
             }
         }
+        policy.amendments = strictest_amendments(amendments).unwrap_or_default();
         if policy.required > 1 {
             let mut approvers: Vec<&String> = destinations.iter().flat_map(|(_, d)| d.approvers.iter()).collect();
             approvers.sort();
@@ -190,4 +194,11 @@ pub(super) fn approval_policies(
         out.insert(id.clone(), policy);
     }
     Ok(out)
+}
+
+/// The strictest `amendments` of the keys that set one: "ask" if any asks
+/// (a chat that wants to be asked is asked), "flag" only where every key
+/// that says anything says "flag"; `None` when none does (then "ask").
+pub(super) fn strictest_amendments(keys: impl IntoIterator<Item = Option<AmendmentPolicy>>) -> Option<AmendmentPolicy> {
+    keys.into_iter().flatten().min()
 }

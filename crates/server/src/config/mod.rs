@@ -4,6 +4,7 @@
 //! 3 a.m.
 
 use plangate_channel::Style;
+use plangate_engine::amendment::Policy as AmendmentPolicy;
 use plangate_engine::authority::Approvers;
 use plangate_engine::ids::is_valid_agent_id;
 use plangate_engine::{ApprovalPolicy, TimerPolicy};

@@ -120,6 +120,8 @@ pub struct DestinationApprovals {
     pub required: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forbid_self: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amendments: Option<AmendmentPolicy>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -142,6 +144,9 @@ pub struct ApprovalsConfig {
     /// The requester of a plan may not approve or edit it (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forbid_self: Option<bool>,
+    /// Steps added after approval: "ask" (default) or "flag".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amendments: Option<AmendmentPolicy>,
 }
 
 /// A step namespace shared by the agents it names (`[namespaces.<name>]`).
@@ -173,6 +178,7 @@ impl Default for ApprovalsConfig {
             subagent_expiry: default_subagent_expiry(),
             required: None,
             forbid_self: None,
+            amendments: None,
         }
     }
 }
@@ -240,6 +246,8 @@ pub struct ApprovalsOverride {
     pub required: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forbid_self: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amendments: Option<AmendmentPolicy>,
 }
 
 impl ApprovalsOverride {
@@ -252,6 +260,7 @@ impl ApprovalsOverride {
             subagent_expiry: self.subagent_expiry.clone().unwrap_or_else(|| base.subagent_expiry.clone()),
             required: self.required.max(base.required),
             forbid_self: self.forbid_self.max(base.forbid_self),
+            amendments: strictest_amendments([self.amendments, base.amendments]),
         }
     }
 }

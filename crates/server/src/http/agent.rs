@@ -362,6 +362,10 @@ pub(super) struct GateBody {
     /// The harness reports that it is in its own plan mode.
     #[serde(default)]
     harness_plan_mode: bool,
+    /// The files a file tool writes, as the hook normalized them on the
+    /// agent's machine ([`plangate_engine::scope`]).
+    #[serde(default)]
+    paths: Option<Vec<plangate_engine::scope::Target>>,
 }
 
 pub(super) async fn gate(
@@ -377,8 +381,13 @@ pub(super) async fn gate(
         harness: body.harness,
         plan_file: body.plan_file,
         harness_plan_mode: body.harness_plan_mode,
+        paths: body.paths.as_deref(),
     };
     let verdict = crate::gate::check(&core.settings, &agent, &state.session, &call);
+    if let (crate::gate::Verdict::Deny(_), Some(paths)) = (&verdict, plangate_engine::scope_widening(&state.session, &call)) {
+        // Outside the approved scope: people are asked to widen it (once per path).
+        core.execute(&key, Actor::Agent, Command::WidenScope { paths }, ExecMeta::default()).await?;
+    }
     let (decision, reason) = match &verdict {
         crate::gate::Verdict::Allow(r) => ("allow", r.clone()),
         crate::gate::Verdict::Deny(r) => ("deny", r.clone()),

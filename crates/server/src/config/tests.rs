@@ -120,10 +120,7 @@ fn approval_rules_combine_to_the_strictest_and_must_be_reachable() {
     let flag = |toml: String| parse(&toml).unwrap().approval_policy("x").amendments == AmendmentPolicy::Flag;
     assert!(!flag(format!("{base}{}", agent(""))));
     assert!(flag(format!("{base}{}", agent("[agents.x.approvals]\namendments = \"flag\"\n"))));
-    assert!(!flag(format!(
-        "{base}[destinations.b.approvals]\namendments = \"ask\"\n[approvals]\namendments = \"flag\"\n{}",
-        agent("")
-    )));
+    assert!(!flag(format!("{base}[destinations.b.approvals]\namendments = \"ask\"\n[approvals]\namendments = \"flag\"\n{}", agent(""))));
     // The destination's stricter rule wins over the global one.
     let toml = format!("{base}[destinations.b.approvals]\nrequired = 3\nforbid_self = true\n[approvals]\nrequired = 2\n{}", agent(""));
     let p = parse(&toml).unwrap().approval_policy("x");

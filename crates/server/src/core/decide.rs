@@ -17,6 +17,9 @@ use std::sync::Arc;
 use thiserror::Error;
 
 /// What a person decides about an approval.
+// Built once per request and moved into the engine's command: boxing the
+// verdict would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Decision {
     /// Approve (with or without terms), edit, or request changes.

@@ -1,0 +1,92 @@
+//! Questions the agent asks people, and their answers.
+
+use super::*;
+
+pub(super) fn ask(
+    t: &mut Transition,
+    actor: &Actor,
+    question: String,
+    options: Vec<String>,
+    allow_freetext: bool,
+    ctx: &Ctx,
+) -> Result<(), Refusal> {
+    require_agent(actor)?;
+    if let Some(q) = &t.state.session.pending_question {
+        return Err(Refusal::InvalidState(format!("question {} is still waiting for an answer; one question at a time", q.question_id)));
+    }
+    let question = question.trim().to_string();
+    if question.is_empty() || question.chars().count() > 2000 {
+        return Err(Refusal::InvalidRequest("question must be 1–2000 characters".to_string()));
+    }
+    if options.len() > MAX_OPTIONS {
+        return Err(Refusal::InvalidRequest(format!("at most {MAX_OPTIONS} options fit on a phone; use allow_freetext for more")));
+    }
+    let options: Vec<String> = options.into_iter().map(|o| o.trim().to_string()).collect();
+    if options.iter().any(|o| o.is_empty() || o.chars().count() > 100) {
+        return Err(Refusal::InvalidRequest("every option must be 1–100 characters".to_string()));
+    }
+    if options.is_empty() && !allow_freetext {
+        return Err(Refusal::InvalidRequest("give options, or allow_freetext: true, or both".to_string()));
+    }
+    let question_id = ApprovalId(ctx.random);
+    t.state.session.pending_question = Some(Question {
+        question_id,
+        session: t.state.session.key.clone(),
+        question: question.clone(),
+        options,
+        allow_freetext,
+        asked_at: ctx.now,
+        status: QuestionStatus::Pending,
+        answer: None,
+        answered_by: None,
+        answered_at: None,
+    });
+    t.effects.push(Effect::PostQuestion { question_id });
+    audit(t, actor, "ask", None, format!("{question_id}: {question}"), ctx);
+    Ok(())
+}
+
+pub(super) fn answer_question(
+    t: &mut Transition,
+    actor: &Actor,
+    question_id: Option<QuestionId>,
+    answer: String,
+    ctx: &Ctx,
+) -> Result<(), Refusal> {
+    require_person(actor, "answer the agent's question")?;
+    let Some(question) = t.state.session.pending_question.as_ref() else {
+        return Err(Refusal::Stale("There is no open question; it may have been answered already.".to_string()));
+    };
+    if question_id.is_some_and(|id| id != question.question_id) {
+        return Err(Refusal::Stale("That question was already answered or replaced.".to_string()));
+    }
+    let answer = answer.trim().to_string();
+    if answer.is_empty() {
+        return Err(Refusal::InvalidRequest("the answer is empty".to_string()));
+    }
+    if !question.allow_freetext && !question.options.contains(&answer) {
+        return Err(Refusal::InvalidRequest(format!("choose one of: {}", question.options.join(" | "))));
+    }
+    let Some(mut question) = t.state.session.pending_question.take() else {
+        return Err(Refusal::Stale("There is no open question.".to_string()));
+    };
+    question.status = QuestionStatus::Answered;
+    question.answer = Some(answer.clone());
+    question.answered_by = Some(actor.label());
+    question.answered_at = Some(ctx.now);
+    let id = question.question_id;
+    // The answer also waits as text for the agent, in case no waiting call
+    // takes it (the agent gave up waiting): after any untaken decision text,
+    // in place of a reminder to propose, which an answer makes moot.
+    let text = injection::answered(&question.question, &answer, &actor.label(), t.state.session.harness);
+    let session = &mut t.state.session;
+    session.injection = match session.injection.take() {
+        Some(earlier) if !earlier.starts_with("[PLAN_NUDGE]") => Some(format!("{earlier}\n\n{text}")),
+        _ => Some(text),
+    };
+    t.answered = Some(question);
+    t.effects.push(Effect::UpdateQuestion { question_id: id });
+    t.effects.push(Effect::Wake);
+    audit(t, actor, "answer", None, format!("{id}: {answer}"), ctx);
+    Ok(())
+}

@@ -1,0 +1,74 @@
+//! What a fired timer does: nudge, escalate, time out, expire a subagent run.
+
+use super::*;
+
+pub(super) fn timer_fired(t: &mut Transition, timer: Timer, ctx: &Ctx) {
+    if timer.kind == TimerKind::SubagentExpiry {
+        if let Some(detail) = subagents::expiry_fired(t, &timer, ctx.now, ctx.timers.subagent_expiry_ms) {
+            let latest = t.state.latest.as_ref().filter(|p| p.status == DecisionStatus::Pending).map(|p| (p.approval_id, p.version));
+            audit(t, &Actor::Scheduler, "subagent_expired", latest, detail, ctx);
+        }
+        return;
+    }
+    if let TimerKind::AgentNudge(number) = timer.kind {
+        let session = &mut t.state.session;
+        if session.mode != Mode::Plan || !session.agent_timers.contains(&timer) {
+            t.changed = false;
+            return;
+        }
+        session.agent_timers.retain(|x| *x != timer);
+        // One message at a time: a pending decision text matters more.
+        if session.injection.is_none() {
+            let waited = ctx.timers.nudges_ms.get(usize::from(number).saturating_sub(1)).copied().unwrap_or(0);
+            session.injection = Some(injection::plan_nudge(waited, session.harness));
+        }
+        audit(t, &Actor::Scheduler, "agent_nudge", None, format!("reminder {number} to propose a plan"), ctx);
+        return;
+    }
+    let current = t
+        .state
+        .latest
+        .as_mut()
+        .filter(|p| p.approval_id == timer.approval_id && p.status == DecisionStatus::Pending && p.timers.contains(&timer));
+    let Some(proposal) = current else {
+        // Decided, superseded, cancelled, or already fired: a stale timer does nothing.
+        t.changed = false;
+        return;
+    };
+    proposal.timers.retain(|x| *x != timer);
+    let id = proposal.approval_id;
+    match timer.kind {
+        TimerKind::Nudge(number) => {
+            t.effects.push(Effect::Nudge { approval_id: id, number });
+            let pid = Some((id, proposal.version));
+            audit(t, &Actor::Scheduler, "nudge", pid, format!("reminder {number}"), ctx);
+        }
+        TimerKind::Escalate => {
+            t.effects.push(Effect::Escalate { approval_id: id });
+            let pid = Some((id, proposal.version));
+            let waited = crate::ids::humanize_ms(ctx.now.0 - proposal.created_at.0);
+            audit(t, &Actor::Scheduler, "escalate", pid, format!("no decision after {waited}"), ctx);
+        }
+        TimerKind::AgentNudge(_) | TimerKind::SubagentExpiry => t.changed = false,
+        TimerKind::Timeout => {
+            let waited = ctx.now.0 - proposal.created_at.0;
+            proposal.status = DecisionStatus::TimedOut;
+            proposal.decided_by = Some("timeout".to_string());
+            proposal.decided_at = Some(ctx.now);
+            let session = &mut t.state.session;
+            let text = if proposal.amends.is_some() {
+                // Nobody approved the added steps: they go, the approved plan goes on.
+                session.amendment_pending = None;
+                let approved = &session.approved_steps;
+                session.steps.retain(|s| approved.contains(&s.step.trim().to_string()));
+                injection::amendment_timed_out(proposal, waited)
+            } else {
+                session.approval = ApprovalState::TimedOut;
+                injection::timed_out(proposal, waited, session.harness)
+            };
+            proposal.injection = Some(text.clone());
+            session.injection = Some(text);
+            finish_decision(t, &Actor::Scheduler, "timeout", ctx);
+        }
+    }
+}

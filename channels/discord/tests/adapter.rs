@@ -12,6 +12,7 @@ use plangate_engine::codec::{encode, Button};
 use plangate_engine::grammar::{Parsed, PlanCommand, Target};
 use plangate_engine::{ApprovalId, DecisionStatus, Question, QuestionStatus, SessionKey, Timestamp};
 use plangate_testkit::discord::{self as fake, Actor, DiscordFake, Recorded};
+use plangate_testkit::server::eventually;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -604,15 +605,6 @@ async fn gateway_approve_round_trip() {
     tokio::time::timeout(WAIT, adapter.task.unwrap()).await.expect("gateway task ends on shutdown").unwrap();
 }
 
-/// Wait (up to `WAIT`) until `done` holds; for state that has no watch.
-async fn eventually(what: &str, done: impl Fn() -> bool) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !done() {
-        assert!(tokio::time::Instant::now() < deadline, "not within {WAIT:?}: {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 #[tokio::test]
 async fn only_the_leader_runs_the_gateway_session() {
     let fake = DiscordFake::start(APP).await;
@@ -638,14 +630,14 @@ async fn only_the_leader_runs_the_gateway_session() {
     // Elected: looks the gateway up, identifies, handles interactions.
     lead.send_replace(true);
     fake.wait_identified(WAIT).await;
-    eventually("ready", || live.status() == Ok(None)).await;
+    eventually(WAIT, "ready", || std::future::ready(live.status() == Ok(None))).await;
     fake.dispatch("INTERACTION_CREATE", click(9001));
     handler.wait(1).await;
 
     // Deposed: the shard shuts down; an interaction sent now waits at the
     // fake (Discord would give it to the session that leads) instead.
     lead.send_replace(false);
-    eventually("a follower again", follower).await;
+    eventually(WAIT, "a follower again", || std::future::ready(follower())).await;
     fake.dispatch("INTERACTION_CREATE", click(9002));
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(handler.events().len(), 1, "no session here any more");

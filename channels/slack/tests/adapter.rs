@@ -11,6 +11,7 @@ use plangate_engine::codec::{encode, Button};
 use plangate_engine::grammar::parse_args;
 use plangate_engine::{ApprovalId, DecisionStatus, Question, QuestionStatus, SessionKey, Timestamp};
 use plangate_slack::{start, start_with, SlackConfig, StartOptions, Transport};
+use plangate_testkit::server::eventually;
 use plangate_testkit::slack::{
     block_actions, from_team, slash_command, text_input, view_submission, Body, Scripted, SlackFake, OTHER_TEAM, TEAM,
 };
@@ -925,15 +926,6 @@ async fn start_checks_the_config_and_shutdown_ends_the_socket_mode_task() {
     tokio::time::timeout(T, task).await.expect("the task ends on shutdown").unwrap();
 }
 
-/// Wait (up to `T`) until `done` holds; for state that has no watch.
-async fn eventually(what: &str, done: impl Fn() -> bool) {
-    let deadline = tokio::time::Instant::now() + T;
-    while !done() {
-        assert!(tokio::time::Instant::now() < deadline, "not within {T:?}: {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 #[tokio::test]
 async fn only_the_leader_holds_the_socket_mode_connection() {
     let fake = SlackFake::start().await;
@@ -956,17 +948,17 @@ async fn only_the_leader_holds_the_socket_mode_connection() {
     // Elected: connects; ready once Slack says hello.
     lead.send_replace(true);
     fake.wait_connected(T).await;
-    eventually("ready after hello", || live.status() == Ok(None)).await;
+    eventually(T, "ready after hello", || std::future::ready(live.status() == Ok(None))).await;
     let env = fake.send_envelope("slash_commands", command("t1"));
     fake.wait_for_ack(&env, T).await;
     handler.wait_events(1).await;
 
     // Deposed: the socket closes, and envelopes reach nobody here.
     lead.send_replace(false);
-    eventually("a follower again", follower).await;
+    eventually(T, "a follower again", || std::future::ready(follower())).await;
     let frames = fake.frames().len();
     // The socket's close reaches the fake.
-    eventually("the socket closed", || fake.open_sockets() == 0).await;
+    eventually(T, "the socket closed", || std::future::ready(fake.open_sockets() == 0)).await;
     let lost = fake.send_envelope("slash_commands", command("t2"));
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(fake.frames().len(), frames, "no frame after losing leadership (no ack of {lost})");
@@ -977,7 +969,7 @@ async fn only_the_leader_holds_the_socket_mode_connection() {
     // Elected again: a new connection that works.
     lead.send_replace(true);
     fake.wait_calls("apps.connections.open", 2, T).await;
-    eventually("connected again", || fake.connections() == 2 && live.status() == Ok(None)).await;
+    eventually(T, "connected again", || std::future::ready(fake.connections() == 2 && live.status() == Ok(None))).await;
     let env = fake.send_envelope("slash_commands", command("t3"));
     fake.wait_for_ack(&env, T).await;
     let events = handler.wait_events(2).await;

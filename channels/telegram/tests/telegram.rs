@@ -13,6 +13,7 @@ use plangate_engine::grammar::{Parsed, PlanCommand, Target};
 use plangate_engine::{ApprovalId, DecisionStatus, Plan, Proposal, Question, QuestionStatus, SessionKey, Step, Timestamp};
 use plangate_telegram::render::CUT_MARKER;
 use plangate_telegram::{start, TelegramConfig, TelegramError, Transport, CURSOR_KEY, SECRET_HEADER, UNKNOWN_BUTTON, WEBHOOK_PATH};
+use plangate_testkit::server::eventually;
 use plangate_testkit::telegram::{FakeTelegram, Recorded, Scripted, BOT_USERNAME, NOT_MODIFIED, TOKEN};
 use secrecy::SecretString;
 use serde_json::{json, Value};
@@ -700,15 +701,6 @@ async fn a_restart_resumes_from_the_saved_cursor() {
     second.stop().await;
 }
 
-/// Wait (up to `WAIT`) until `done` holds; for state that has no watch.
-async fn eventually(what: &str, done: impl Fn() -> bool) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !done() {
-        assert!(tokio::time::Instant::now() < deadline, "not within {WAIT:?}: {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 #[tokio::test]
 async fn only_the_leader_long_polls_and_each_term_resumes_from_the_saved_offset() {
     let fake = FakeTelegram::start().await;
@@ -741,11 +733,11 @@ async fn only_the_leader_long_polls_and_each_term_resumes_from_the_saved_offset(
     let polls = fake.wait_call("getUpdates", 2, WAIT).await;
     assert_eq!(polls.field("timeout"), &json!(1));
     assert_eq!(polls.field("offset"), &json!(u1 + 1));
-    eventually("ready once polled", || live.status() == Ok(None)).await;
+    eventually(WAIT, "ready once polled", || std::future::ready(live.status() == Ok(None))).await;
 
     // Deposed: the poll in flight is dropped and no other one starts.
     lead.send_replace(false);
-    eventually("a follower again", || live.status() == Ok(Some(plangate_channel::FOLLOWER))).await;
+    eventually(WAIT, "a follower again", || std::future::ready(live.status() == Ok(Some(plangate_channel::FOLLOWER)))).await;
     let deposed = std::time::Instant::now();
     // Pushed while the dropped poll may still wait at the fake: even if the
     // fake answers it, nobody reads the answer.
@@ -774,7 +766,7 @@ async fn only_the_leader_long_polls_and_each_term_resumes_from_the_saved_offset(
 
     // Shutdown ends the task, whatever the leadership.
     lead.send_replace(false);
-    eventually("a follower again", || live.status() == Ok(Some(plangate_channel::FOLLOWER))).await;
+    eventually(WAIT, "a follower again", || std::future::ready(live.status() == Ok(Some(plangate_channel::FOLLOWER)))).await;
     running.stop().await;
 }
 
@@ -786,7 +778,7 @@ async fn a_follower_that_is_never_elected_still_shuts_down() {
     let (_, leader) = watch::channel(false);
     let (stop, shutdown) = watch::channel(false);
     let adapter = start(config(&fake), handler, shutdown, leader).await.expect("starts");
-    eventually("a follower", || adapter.liveness.status() == Ok(Some(plangate_channel::FOLLOWER))).await;
+    eventually(WAIT, "a follower", || std::future::ready(adapter.liveness.status() == Ok(Some(plangate_channel::FOLLOWER)))).await;
     Running { adapter, stop }.stop().await;
     assert!(fake.calls("getUpdates").is_empty());
 }

@@ -11,6 +11,7 @@ use plangate_engine::card::{Card, CardStep};
 use plangate_engine::codec::{encode, Button};
 use plangate_engine::grammar::{Parsed, PlanCommand, Target};
 use plangate_engine::{ApprovalId, DecisionStatus, Question, QuestionStatus, SessionKey, Timestamp};
+use plangate_testkit::cards::{self, decided};
 use plangate_testkit::discord::{self as fake, Actor, DiscordFake, Recorded};
 use plangate_testkit::server::eventually;
 use serde_json::{json, Value};
@@ -32,11 +33,7 @@ fn approval() -> ApprovalId {
 }
 
 fn card() -> Card {
-    let id = approval();
     Card {
-        approval_id: id,
-        short_ref: "#a1b2c3".into(),
-        title: "Add retries @everyone".into(),
         context: "demo/s1 · v2 · just now".into(),
         summary: Some("Make *the* client retry.".into()),
         steps: vec![
@@ -44,32 +41,10 @@ fn card() -> Card {
             CardStep { number: 2, mark: "⏳", text: "Test it".into() },
         ],
         risks: vec!["More load".into()],
-        assumptions: vec![],
         verification: vec!["cargo test".into()],
-        subagents: vec![],
-        progress: vec![],
-        edit: None,
-        changes: None,
-        excluded: vec![],
-        warning: None,
-        receipt: None,
-        commands: vec![
-            "/plan accept #a1b2c3".into(),
-            "/plan revise #a1b2c3 <what to change>".into(),
-            "/plan cancel #a1b2c3".into(),
-            "/plan view #a1b2c3".into(),
-        ],
         version: 2,
-        status: DecisionStatus::Pending,
-        link: None,
+        ..cards::pending(approval(), "Add retries @everyone", &[])
     }
-}
-
-fn decided(mut card: Card, receipt: &str, status: DecisionStatus) -> Card {
-    card.receipt = Some(receipt.into());
-    card.commands.clear();
-    card.status = status;
-    card
 }
 
 fn document() -> Document {
@@ -338,7 +313,7 @@ async fn update_card_shows_the_receipt_without_buttons_and_is_idempotent() {
     let running = run(&fake, config(&fake, Transport::Http), Recorder::new(|_| Reply::None), None).await;
     let channel = running.adapter.channel.clone();
     let delivery = post(&fake, &channel, Style::Buttons).await;
-    let done = decided(card(), "✅ Approved v2 by discord:@alice · 14:02 UTC", DecisionStatus::Approved);
+    let done = decided(&card(), DecisionStatus::Approved, "✅ Approved v2 by discord:@alice · 14:02 UTC");
     channel.update_card(&delivery, &done).await.unwrap();
     channel.update_card(&delivery, &done).await.unwrap();
     let edits = fake.wait_for_count(WAIT, "PATCH", "/messages/", 2).await;
@@ -386,7 +361,7 @@ async fn text_style_has_commands_and_no_components() {
     assert_eq!(body["allowed_mentions"], no_mentions());
     assert_eq!(fake.message_requests()[0].files().len(), 1);
     // The text card's edit drops the commands and shows the receipt.
-    channel.update_card(&delivery, &decided(card(), "✖ Cancelled v2 by discord:@alice", DecisionStatus::Cancelled)).await.unwrap();
+    channel.update_card(&delivery, &decided(&card(), DecisionStatus::Cancelled, "✖ Cancelled v2 by discord:@alice")).await.unwrap();
     let edit = fake.wait_for_count(WAIT, "PATCH", "/messages/", 1).await.remove(0).json().unwrap();
     assert!(edit["content"].as_str().unwrap().ends_with("• cargo test\n\n✖ Cancelled v2 by discord:\\@alice"), "{edit}");
     assert_eq!(edit["components"], json!([]));
@@ -582,7 +557,7 @@ async fn gateway_approve_round_trip() {
     fake.wait_for_count(WAIT, "POST", "/callback", 1).await;
     // What the server does after the decision: edit the card.
     channel
-        .update_card(&delivery, &decided(card(), "✅ Approved v2 by discord:@alice · 14:02 UTC", DecisionStatus::Approved))
+        .update_card(&delivery, &decided(&card(), DecisionStatus::Approved, "✅ Approved v2 by discord:@alice · 14:02 UTC"))
         .await
         .unwrap();
 
@@ -727,7 +702,7 @@ async fn gateway_revise_round_trip_through_the_feedback_modal() {
     channel
         .update_card(
             &delivery,
-            &decided(card(), "✏️ Changes requested on v2 by discord:@alice · 14:03 UTC: Split step 2 into two", DecisionStatus::Rejected),
+            &decided(&card(), DecisionStatus::Rejected, "✏️ Changes requested on v2 by discord:@alice · 14:03 UTC: Split step 2 into two"),
         )
         .await
         .unwrap();

@@ -6,11 +6,12 @@
 use plangate_channel::{
     always_leader, Action, Adapter, Channel, ChannelError, Delivery, Destination, Document, Inbound, InboundHandler, Reply, Style, User,
 };
-use plangate_engine::card::{Card, CardStep};
+use plangate_engine::card::Card;
 use plangate_engine::codec::{encode, Button};
 use plangate_engine::grammar::parse_args;
 use plangate_engine::{ApprovalId, DecisionStatus, Question, QuestionStatus, SessionKey, Timestamp};
 use plangate_slack::{start, start_with, SlackConfig, StartOptions, Transport};
+use plangate_testkit::cards::{self, decided};
 use plangate_testkit::server::eventually;
 use plangate_testkit::slack::{
     block_actions, from_team, slash_command, text_input, view_submission, Body, Scripted, SlackFake, OTHER_TEAM, TEAM,
@@ -171,38 +172,12 @@ fn aid(n: u8) -> ApprovalId {
 }
 
 fn open_card(id: ApprovalId, steps: &[&str]) -> Card {
-    let short_ref = format!("#{}", id.short());
     Card {
-        approval_id: id,
-        short_ref: short_ref.clone(),
-        title: "Add retries".into(),
-        context: "demo/s1 · v1 · just now".into(),
         summary: Some("Make the client resilient.".into()),
-        steps: steps.iter().enumerate().map(|(i, s)| CardStep { number: i + 1, mark: "○", text: s.to_string() }).collect(),
         risks: vec!["flaky tests".into()],
-        assumptions: vec![],
         verification: vec!["cargo test".into()],
-        subagents: vec![],
-        progress: vec![],
-        edit: None,
-        changes: None,
-        excluded: vec![],
-        warning: None,
-        receipt: None,
-        commands: vec![
-            format!("/plan accept {short_ref}"),
-            format!("/plan revise {short_ref} <what to change>"),
-            format!("/plan cancel {short_ref}"),
-            format!("/plan view {short_ref}"),
-        ],
-        version: 1,
-        status: DecisionStatus::Pending,
-        link: None,
+        ..cards::pending(id, "Add retries", steps)
     }
-}
-
-fn decided(card: &Card, status: DecisionStatus, receipt: &str) -> Card {
-    Card { receipt: Some(receipt.into()), commands: vec![], status, ..card.clone() }
 }
 
 fn destination(style: Style) -> Destination {

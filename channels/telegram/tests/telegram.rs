@@ -714,14 +714,14 @@ async fn only_the_leader_long_polls_and_each_term_resumes_from_the_saved_offset(
     let methods: Vec<String> = fake.requests().iter().map(|r| r.method.clone()).collect();
     assert_eq!(methods, ["getMe", "setMyCommands", "deleteWebhook"]);
 
-    // A follower: an update waits at Telegram, nobody polls, and /readyz is fine.
+    // A follower: an update waits at Telegram, nobody polls, and /readyz is
+    // fine. Outbound works on every replica; by the time the fake has
+    // answered this send, a poll begun at start would be recorded too.
     let u1 = fake.push_update(fake.message_update(CHAT, alice(), "/plan status", None));
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    running.adapter.channel.send_text(&CHAT.to_string(), "from a follower").await.unwrap();
     assert!(fake.calls("getUpdates").is_empty(), "a follower never polls");
     assert!(handler.seen().is_empty());
     assert_eq!(live.status(), Ok(Some(plangate_channel::FOLLOWER)));
-    // Outbound works on every replica.
-    running.adapter.channel.send_text(&CHAT.to_string(), "from a follower").await.unwrap();
 
     // Elected: a short poll at once, then long polls.
     lead.send_replace(true);

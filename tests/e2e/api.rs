@@ -1,29 +1,15 @@
 //! The agent and operator HTTP API (API.md) against the real binary.
 
+use super::kit::{call, propose};
 use plangate_testkit::server::{document, eventually, ServerProcess, OTHER_AGENT_TOKEN};
 use reqwest::Method;
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
 
-async fn start() -> ServerProcess {
-    ServerProcess::start(BIN, "").await
-}
-
-async fn call(req: reqwest::RequestBuilder) -> (u16, Value) {
-    ServerProcess::send(req).await
-}
-
-fn plan(title: &str) -> Value {
+/// A plan with every field the API takes: summary, two steps, a risk.
+fn full_plan(title: &str) -> Value {
     json!({"title": title, "summary": "why", "steps": [{"step": "read"}, {"step": "write"}], "risks": ["r"]})
-}
-
-async fn propose(s: &ServerProcess, session: &str, title: &str) -> Value {
-    let (st, _) = call(s.agent(Method::POST, &format!("/v1/sessions/{session}/enter"))).await;
-    assert_eq!(st, 200);
-    let (st, d) = call(s.agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&plan(title))).await;
-    assert_eq!(st, 201, "{d}");
-    d
 }
 
 fn code(v: &Value) -> &str {
@@ -32,7 +18,7 @@ fn code(v: &Value) -> &str {
 
 #[tokio::test]
 async fn walkthrough_propose_decide_decision() {
-    let s = start().await;
+    let s = ServerProcess::start(BIN, "").await;
     let (st, v) = call(s.http.get(s.url("/healthz"))).await;
     assert_eq!((st, &v["status"], &v["waiting"]), (200, &json!("ok"), &json!(0)), "{v}");
 
@@ -41,7 +27,7 @@ async fn walkthrough_propose_decide_decision() {
     assert_eq!(st, 200);
     assert_eq!((v["mode"].as_str(), v["approval"].as_str(), v["version"].as_u64()), (Some("normal"), Some("none"), Some(0)));
 
-    let d = propose(&s, "s1", "Add retries").await;
+    let d = propose(&s, "s1", &full_plan("Add retries")).await;
     assert_eq!(d["status"], "pending");
     assert_eq!(d["version"], 1);
     let id = d["approval_id"].as_str().unwrap().to_string();
@@ -51,7 +37,7 @@ async fn walkthrough_propose_decide_decision() {
     assert!(document(path).await.contains("# Add retries"));
 
     // Identical re-proposal while pending: same id and version.
-    let (st, again) = call(s.agent(Method::POST, "/v1/sessions/s1/proposals").json(&plan("Add retries"))).await;
+    let (st, again) = call(s.agent(Method::POST, "/v1/sessions/s1/proposals").json(&full_plan("Add retries"))).await;
     assert_eq!(st, 201);
     assert_eq!((again["approval_id"].as_str(), again["version"].as_u64()), (Some(id.as_str()), Some(1)));
 
@@ -103,8 +89,8 @@ async fn walkthrough_propose_decide_decision() {
 
 #[tokio::test]
 async fn revise_supersede_steps_subagents_questions() {
-    let s = start().await;
-    let d1 = propose(&s, "s2", "v1 plan").await;
+    let s = ServerProcess::start(BIN, "").await;
+    let d1 = propose(&s, "s2", &full_plan("v1 plan")).await;
     let id1 = d1["approval_id"].as_str().unwrap().to_string();
     // Revise needs feedback.
     let (st, e) =
@@ -124,8 +110,8 @@ async fn revise_supersede_steps_subagents_questions() {
     );
 
     // v2, then v3 supersedes v2; a decision on v2 is stale.
-    let (_, d2) = call(s.agent(Method::POST, "/v1/sessions/s2/proposals").json(&plan("v2 plan"))).await;
-    let (_, d3) = call(s.agent(Method::POST, "/v1/sessions/s2/proposals").json(&plan("v3 plan"))).await;
+    let (_, d2) = call(s.agent(Method::POST, "/v1/sessions/s2/proposals").json(&full_plan("v2 plan"))).await;
+    let (_, d3) = call(s.agent(Method::POST, "/v1/sessions/s2/proposals").json(&full_plan("v3 plan"))).await;
     assert_eq!((d2["version"].as_u64(), d3["version"].as_u64()), (Some(2), Some(3)));
     let id2 = d2["approval_id"].as_str().unwrap();
     let (st, e) =
@@ -157,7 +143,7 @@ async fn revise_supersede_steps_subagents_questions() {
         call(s.operator(Method::POST, &format!("/v1/approvals/{id3}/decision")).json(&json!({"action": "approve", "actor": "a"}))).await;
     assert_eq!((st, code(&e)), (409, "subagents_open"));
     assert_eq!(e["error"]["details"]["open_subagents"], json!(["r1"]));
-    let (st, e) = call(s.agent(Method::POST, "/v1/sessions/s2/proposals").json(&plan("v4"))).await;
+    let (st, e) = call(s.agent(Method::POST, "/v1/sessions/s2/proposals").json(&full_plan("v4"))).await;
     assert_eq!((st, code(&e)), (409, "subagents_open"));
     let (st, _) = call(s.agent(Method::DELETE, "/v1/sessions/s2/subagents/r1")).await;
     assert_eq!(st, 204);
@@ -196,8 +182,8 @@ async fn revise_supersede_steps_subagents_questions() {
 
 #[tokio::test]
 async fn bad_input_gets_the_contract_errors_and_changes_nothing() {
-    let s = start().await;
-    let d = propose(&s, "bad", "Plan").await;
+    let s = ServerProcess::start(BIN, "").await;
+    let d = propose(&s, "bad", &full_plan("Plan")).await;
     let id = d["approval_id"].as_str().unwrap().to_string();
     let post = |path: &str, body: &str| s.agent(Method::POST, path).header("content-type", "application/json").body(body.to_string());
 
@@ -253,7 +239,7 @@ async fn bad_input_gets_the_contract_errors_and_changes_nothing() {
         (s.operator(Method::GET, "/v1/sessions/bad"), 403, "forbidden"),
         (s.http.get(s.url("/v1/sessions/bad")), 401, "unauthorized"),
         (s.http.get(s.url("/v1/sessions/bad")).bearer_auth("nope-nope-nope"), 401, "unauthorized"),
-        (post("/v1/sessions/fresh/proposals", &plan("outside plan mode").to_string()), 409, "invalid_state"),
+        (post("/v1/sessions/fresh/proposals", &full_plan("outside plan mode").to_string()), 409, "invalid_state"),
     ];
     for (i, (req, status, expected)) in cases.into_iter().enumerate() {
         let (st, body) = call(req).await;
@@ -278,8 +264,8 @@ async fn bad_input_gets_the_contract_errors_and_changes_nothing() {
 
 #[tokio::test]
 async fn thirty_two_concurrent_deciders_exactly_one_wins() {
-    let s = start().await;
-    let d = propose(&s, "race", "Race").await;
+    let s = ServerProcess::start(BIN, "").await;
+    let d = propose(&s, "race", &full_plan("Race")).await;
     let id = d["approval_id"].as_str().unwrap().to_string();
     let mut tasks = Vec::new();
     for i in 0..32 {
@@ -312,8 +298,8 @@ async fn thirty_two_concurrent_deciders_exactly_one_wins() {
 
 #[tokio::test]
 async fn kill_9_keeps_the_pending_approval_and_a_restart_releases_waiters() {
-    let mut s = start().await;
-    let d = propose(&s, "durable", "Survive").await;
+    let mut s = ServerProcess::start(BIN, "").await;
+    let d = propose(&s, "durable", &full_plan("Survive")).await;
     let id = d["approval_id"].as_str().unwrap().to_string();
     s.kill9().await;
     s.restart().await;
@@ -337,7 +323,7 @@ async fn kill_9_keeps_the_pending_approval_and_a_restart_releases_waiters() {
 
 #[tokio::test]
 async fn markdown_proposals_keep_the_text_verbatim() {
-    let s = start().await;
+    let s = ServerProcess::start(BIN, "").await;
     call(s.agent(Method::POST, "/v1/sessions/md/enter")).await;
     let md = "# Migrate config\n\nMove to TOML.\n\n## Steps\n1. Parse old\n2. Write new\n";
     let (st, d) = call(s.agent(Method::POST, "/v1/sessions/md/proposals").json(&json!({"markdown": md}))).await;
@@ -351,7 +337,7 @@ async fn markdown_proposals_keep_the_text_verbatim() {
 
 #[tokio::test]
 async fn gate_endpoint_follows_the_session_mode() {
-    let s = start().await;
+    let s = ServerProcess::start(BIN, "").await;
     let gate = |tool: &str, input: Value| s.agent(Method::POST, "/v1/gate").json(&json!({"session_id": "g", "tool": tool, "input": input}));
     // Never in plan mode: no approved plan, so read-only (the default scope).
     let (_, v) = call(gate("Write", json!({"file_path": "x"}))).await;
@@ -373,7 +359,7 @@ async fn gate_endpoint_follows_the_session_mode() {
         assert!(!v["reason"].as_str().unwrap().is_empty());
     }
     // Pending approval: still plan mode, still denied.
-    call(s.agent(Method::POST, "/v1/sessions/g/proposals").json(&plan("gate"))).await;
+    call(s.agent(Method::POST, "/v1/sessions/g/proposals").json(&full_plan("gate"))).await;
     let (_, v) = call(gate("Edit", json!({}))).await;
     assert_eq!(v["decision"], "deny");
     // Approved: open.

@@ -8,13 +8,14 @@
 //! --nocapture` shows it): the card texts after each approval and the
 //! agent's decision.
 
+use super::kit::{approval_id, call, propose, slack_section, telegram_section, tg_user};
 use plangate_engine::codec::{encode, Button};
 use plangate_engine::plan::plan_hash;
 use plangate_engine::review::without_steps;
 use plangate_engine::{ApprovalId, Plan, Step};
 use plangate_testkit::server::ServerProcess;
-use plangate_testkit::slack::{block_actions, view_submission, SlackFake, TEAM};
-use plangate_testkit::telegram::{FakeTelegram, Recorded, TOKEN};
+use plangate_testkit::slack::{block_actions, view_submission, SlackFake};
+use plangate_testkit::telegram::{FakeTelegram, Recorded};
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -30,20 +31,9 @@ const BOB: &str = "U1";
 /// Telegram `tg` (alice, carol) and Slack `sl` (bob) for agent `demo`; the
 /// Slack destination requires two distinct approvers and separation of
 /// duties, which (the strictest rule wins) governs every card of the plan.
-async fn start(tg: &FakeTelegram, slack: &SlackFake) -> ServerProcess {
+async fn start_quorum(tg: &FakeTelegram, slack: &SlackFake) -> ServerProcess {
     let extra = format!(
-        r#"
-[telegram]
-token = "{TOKEN}"
-api_url = "{tg_url}"
-poll_timeout_secs = 1
-
-[slack]
-bot_token = "xoxb-test"
-app_token = "xapp-test"
-api_url = "{slack_url}"
-team_id = "{TEAM}"
-
+        r#"{}{}
 [destinations.tg]
 channel = "telegram"
 chat = "{TG_CHAT}"
@@ -58,17 +48,13 @@ approvers = ["slack:{BOB}"]
 required = 2
 forbid_self = true
 "#,
-        tg_url = tg.api_url(),
-        slack_url = slack.api_url()
+        telegram_section(tg),
+        slack_section(slack)
     );
     ServerProcess::start_with(BIN, &["tg", "sl"], &extra).await
 }
 
-async fn call(req: reqwest::RequestBuilder) -> (u16, Value) {
-    ServerProcess::send(req).await
-}
-
-fn plan() -> Plan {
+fn retries_plan() -> Plan {
     Plan {
         steps: ["Read the client", "Drop the retry table", "Add jittered backoff"].into_iter().map(Step::pending).collect(),
         ..Plan::titled("Add retries")
@@ -76,18 +62,12 @@ fn plan() -> Plan {
 }
 
 /// Carol's request, proposed by the agent: `requested_by` in the body.
-async fn propose(s: &ServerProcess, session: &str) -> ApprovalId {
-    call(s.agent(Method::POST, &format!("/v1/sessions/{session}/enter"))).await;
-    let mut body = serde_json::to_value(plan()).unwrap();
+async fn propose_for_carol(s: &ServerProcess, session: &str) -> ApprovalId {
+    let mut body = serde_json::to_value(retries_plan()).unwrap();
     body["requested_by"] = json!(format!("telegram:{CAROL}"));
-    let (st, d) = call(s.agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&body)).await;
-    assert_eq!(st, 201, "{d}");
+    let d = propose(s, session, &body).await;
     assert_eq!((d["required_approvals"].as_u64(), d["requested_by"].as_str()), (Some(2), Some("telegram:333")), "{d}");
-    ApprovalId::parse(d["approval_id"].as_str().unwrap()).unwrap()
-}
-
-fn tg_user(id: i64, name: &str) -> Value {
-    FakeTelegram::user(id, Some(name), name)
+    approval_id(&d)
 }
 
 /// The Telegram card (its message id) and the Slack card (its ts).
@@ -143,9 +123,9 @@ fn audit_lines(audit: &Value) -> Vec<String> {
 async fn two_approvers_on_two_channels_release_the_agent_and_the_requester_is_refused() {
     let tg = FakeTelegram::start().await;
     let slack = SlackFake::start().await;
-    let s = start(&tg, &slack).await;
+    let s = start_quorum(&tg, &slack).await;
     slack.wait_connected(WAIT).await;
-    let id = propose(&s, "s1").await;
+    let id = propose_for_carol(&s, "s1").await;
     let (tg_card, ts) = cards(&tg, &slack).await;
 
     // The agent waits for the decision, in a long poll started first.
@@ -206,9 +186,9 @@ async fn two_approvers_on_two_channels_release_the_agent_and_the_requester_is_re
 async fn two_approvers_clicking_at_once_on_two_channels_each_count_once() {
     let tg = FakeTelegram::start().await;
     let slack = SlackFake::start().await;
-    let s = start(&tg, &slack).await;
+    let s = start_quorum(&tg, &slack).await;
     slack.wait_connected(WAIT).await;
-    let id = propose(&s, "s2").await;
+    let id = propose_for_carol(&s, "s2").await;
     let (tg_card, ts) = cards(&tg, &slack).await;
     let waiter = tokio::spawn(call(s.agent(Method::GET, "/v1/sessions/s2/decision?wait=120")));
     s.waiting(1).await;
@@ -234,9 +214,9 @@ async fn two_approvers_clicking_at_once_on_two_channels_each_count_once() {
 async fn a_note_and_an_excluded_step_from_a_telegram_command_and_the_slack_modal() {
     let tg = FakeTelegram::start().await;
     let slack = SlackFake::start().await;
-    let s = start(&tg, &slack).await;
+    let s = start_quorum(&tg, &slack).await;
     slack.wait_connected(WAIT).await;
-    let id = propose(&s, "s3").await;
+    let id = propose_for_carol(&s, "s3").await;
     let (tg_card, ts) = cards(&tg, &slack).await;
 
     // Alice types the grammar on Telegram: everything but step 2, with a note.
@@ -270,7 +250,7 @@ async fn a_note_and_an_excluded_step_from_a_telegram_command_and_the_slack_modal
     let (_, decision) = waiter.await.unwrap();
     eprintln!("── the agent's decision:\n{}\n", serde_json::to_string_pretty(&decision).unwrap());
     assert_eq!(decision["status"], "approved");
-    let approved = without_steps(&plan(), &[2]);
+    let approved = without_steps(&retries_plan(), &[2]);
     assert_eq!(decision["plan_hash"], json!(plan_hash(&approved, None)), "bound to what was approved");
     assert_eq!(decision["plan"]["steps"].as_array().unwrap().len(), 2);
     assert_eq!(decision["excluded_steps"], json!([{"number": 2, "step": "Drop the retry table"}]));

@@ -129,12 +129,15 @@ async fn pre_tool_use(s: &ServerProcess, runtime: &Path, claude_pid: Option<u32>
     serde_json::from_str(&text).unwrap_or(Value::Null)
 }
 
-async fn decide_after(s: &ServerProcess, session: &str, delay: Duration, body: Value) {
+/// Decide the pending plan of `session` once `parked` long-polls wait in the
+/// server: a running channel's follower and its answer to the dialog, so
+/// the decision reaches a channel that really waits (0: decide at once).
+async fn decide_when_parked(s: &ServerProcess, session: &str, parked: u64, body: Value) {
     let approval = s.pending_approval(session).await;
-    tokio::time::sleep(delay).await;
+    s.waiting(parked).await;
     let (st, v) = ServerProcess::send(s.operator(Method::POST, &format!("/v1/approvals/{approval}/decision")).json(&body)).await;
     assert_eq!(st, 200, "{v}");
-    eprintln!("operator decided {approval} {} s after the hook gave up: {}", delay.as_secs(), v["status"]);
+    eprintln!("operator decided {approval} after the hook gave up: {}", v["status"]);
 }
 
 async fn untaken(s: &ServerProcess, session: &str) -> Value {
@@ -167,7 +170,7 @@ async fn an_approval_after_the_hook_gave_up_answers_the_exit_plan_mode_dialog() 
     // Another tool's dialog is the terminal's business: never answered.
     channel.permission_request("fghij", "Bash").await;
 
-    decide_after(&s, sid, Duration::from_secs(3), json!({"action": "approve", "actor": "alice"})).await;
+    decide_when_parked(&s, sid, 2, json!({"action": "approve", "actor": "alice"})).await;
     let (method, params) = channel.expect("verdict").await;
     assert_eq!(method, "notifications/claude/channel/permission");
     assert_eq!(params, json!({"request_id": "abcde", "behavior": "allow"}));
@@ -187,8 +190,7 @@ async fn changes_requested_deny_the_dialog_and_the_feedback_arrives_as_an_event(
     let hook = exit_plan_mode(&s, &runtime, Some(claude), sid, PLAN).await;
     assert_eq!(hook["hookSpecificOutput"]["permissionDecision"], "ask", "{hook}");
     channel.permission_request("klmno", "ExitPlanMode").await;
-    decide_after(&s, sid, Duration::from_secs(3), json!({"action": "revise", "feedback": "add jitter to the backoff", "actor": "bob"}))
-        .await;
+    decide_when_parked(&s, sid, 2, json!({"action": "revise", "feedback": "add jitter to the backoff", "actor": "bob"})).await;
 
     let (method, params) = channel.expect("verdict").await;
     assert_eq!(
@@ -216,7 +218,7 @@ async fn a_decision_made_while_no_channel_ran_arrives_when_one_connects_once() {
     // No channel: the hook refuses the pending plan as before.
     let hook = exit_plan_mode(&s, &runtime, Some(claude), sid, PLAN).await;
     assert_eq!(hook["hookSpecificOutput"]["permissionDecision"], "deny", "{hook}");
-    decide_after(&s, sid, Duration::from_secs(2), json!({"action": "approve", "actor": "carol"})).await;
+    decide_when_parked(&s, sid, 0, json!({"action": "approve", "actor": "carol"})).await;
     assert!(untaken(&s, sid).await.as_str().is_some_and(|t| t.starts_with("[PLAN_DECISION]: approved")));
 
     let mut channel = Channel::start(&s, &runtime, Some(claude)).await;
@@ -251,7 +253,7 @@ async fn two_claude_sessions_in_one_project_each_get_only_their_own_decisions() 
 
     exit_plan_mode(&s, &runtime, Some(claude_a), "chan-a", PLAN).await;
     exit_plan_mode(&s, &runtime, Some(claude_b), "chan-b", "# Other plan\n\n1. Something else\n").await;
-    decide_after(&s, "chan-b", Duration::ZERO, json!({"action": "revise", "feedback": "only for b", "actor": "dave"})).await;
+    decide_when_parked(&s, "chan-b", 0, json!({"action": "revise", "feedback": "only for b", "actor": "dave"})).await;
 
     let (_, event) = b.expect("b's decision").await;
     assert_eq!(event["meta"]["session_id"], "chan-b");
@@ -260,7 +262,7 @@ async fn two_claude_sessions_in_one_project_each_get_only_their_own_decisions() 
 
     // Claude A's session changes (`/clear`): its channel follows the hook.
     exit_plan_mode(&s, &runtime, Some(claude_a), "chan-a2", "# Third plan\n\n1. Again\n").await;
-    decide_after(&s, "chan-a2", Duration::ZERO, json!({"action": "revise", "feedback": "for a2", "actor": "erin"})).await;
+    decide_when_parked(&s, "chan-a2", 0, json!({"action": "revise", "feedback": "for a2", "actor": "erin"})).await;
     let (_, event) = a.expect("a2's decision").await;
     assert_eq!(event["meta"]["session_id"], "chan-a2");
     b.quiet().await;

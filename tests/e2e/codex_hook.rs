@@ -11,6 +11,7 @@
 //! 2 with a reason on stderr blocks on every event, any other non-zero exit
 //! is a failed hook, which does not block.
 
+use super::kit::{backups, closed_port_url, read_json, status};
 use plangate_testkit::server::{ServerProcess, AGENT_TOKEN};
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -122,25 +123,11 @@ async fn hook(s: &ServerProcess, input: &Value, env: &[(&str, &str)], state: &Pa
     hook_raw(&s.base, input.to_string().as_bytes(), env, state).await
 }
 
-async fn status(s: &ServerProcess, session: &str) -> Value {
-    let (st, v) = ServerProcess::send(s.agent(Method::GET, &format!("/v1/sessions/{session}"))).await;
-    assert_eq!(st, 200, "{v}");
-    v
-}
-
 /// What is left to deliver to the session (taking it).
 async fn undelivered(s: &ServerProcess, session: &str) -> Value {
     let (st, v) = ServerProcess::send(s.agent(Method::POST, &format!("/v1/sessions/{session}/injection/take"))).await;
     assert_eq!(st, 200, "{v}");
     v["injection"].clone()
-}
-
-/// A port with nothing listening.
-fn closed_port_url() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    drop(listener);
-    format!("http://127.0.0.1:{port}")
 }
 
 #[tokio::test]
@@ -400,20 +387,6 @@ async fn install(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
     }
 }
 
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).expect("JSON")
-}
-
-fn backups(dir: &Path) -> Vec<PathBuf> {
-    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("dir")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("hooks.json.bak-")))
-        .collect();
-    found.sort();
-    found
-}
-
 #[tokio::test]
 async fn installer_merges_idempotently_keeps_a_backup_and_names_the_binary() {
     let project = tempfile::tempdir().expect("project");
@@ -440,14 +413,14 @@ async fn installer_merges_idempotently_keeps_a_backup_and_names_the_binary() {
         json!([{"hooks": [{"type": "command", "command": stop, "timeout": 130, "statusMessage": "plangate: checking for a plan decision"}]}])
     );
     assert_eq!(after["hooks"]["SessionStart"], original["hooks"]["SessionStart"]);
-    let saved = backups(&dir);
+    let saved = backups(&dir, "hooks.json");
     assert_eq!(saved.len(), 1);
     assert_eq!(std::fs::read_to_string(&saved[0]).expect("backup"), original_text);
 
     // Again: nothing to do, no new backup.
     let run = install(project.path(), &["--wait", "120"], &[]).await;
     assert!(run.code == 0 && run.stderr.contains("already"), "{}", run.stderr);
-    assert_eq!((read_json(&dir.join("hooks.json")), backups(&dir).len()), (after, 1));
+    assert_eq!((read_json(&dir.join("hooks.json")), backups(&dir, "hooks.json").len()), (after, 1));
 
     // Dry run prints and writes nothing; user scope follows CODEX_HOME; a
     // file that is not JSON is refused untouched; there is no local scope.

@@ -36,7 +36,7 @@ impl Rng {
     }
 }
 
-async fn call(req: reqwest::RequestBuilder) -> Option<(u16, Value)> {
+async fn try_call(req: reqwest::RequestBuilder) -> Option<(u16, Value)> {
     let resp = req.timeout(Duration::from_secs(5)).send().await.ok()?;
     let status = resp.status().as_u16();
     let body = resp.json().await.unwrap_or(Value::Null);
@@ -53,9 +53,11 @@ async fn load(base: String, worker: u64, seed: u64, acked: Arc<Mutex<Acknowledge
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
         n += 1;
         let session = format!("w{worker}-{}", rng.below(4));
-        let _ = call(agent(Method::POST, &format!("/v1/sessions/{session}/enter"))).await;
+        let _ = try_call(agent(Method::POST, &format!("/v1/sessions/{session}/enter"))).await;
         let body = json!({"title": format!("plan {worker}-{n}"), "steps": [{"step": format!("s{n}")}]});
-        let Some((201, d)) = call(agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&body)).await else { continue };
+        let Some((201, d)) = try_call(agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&body)).await else {
+            continue;
+        };
         let id = d["approval_id"].as_str().unwrap_or_default().to_string();
         acked.lock().unwrap().proposals.push(id.clone());
         let action = match rng.below(4) {
@@ -65,7 +67,7 @@ async fn load(base: String, worker: u64, seed: u64, acked: Arc<Mutex<Acknowledge
             _ => continue, // leave it pending: nudges and the timeout take over
         };
         let body = json!({"action": action, "feedback": "change it", "actor": format!("w{worker}")});
-        if let Some((200, dec)) = call(op(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&body)).await {
+        if let Some((200, dec)) = try_call(op(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&body)).await {
             let entry =
                 (dec["status"].as_str().unwrap_or_default().to_string(), dec["decided_by"].as_str().unwrap_or_default().to_string());
             acked.lock().unwrap().decisions.insert(id, entry);

@@ -1,12 +1,13 @@
 //! Discord end to end: the real binary with serenity (gateway transport)
 //! against the loopback Discord REST + gateway fake.
 
+use super::kit::call;
 use plangate_engine::codec::{encode, Button};
 use plangate_engine::ApprovalId;
 use plangate_testkit::discord::{component_interaction, Actor, DiscordFake};
 use plangate_testkit::server::ServerProcess;
 use reqwest::Method;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
@@ -16,10 +17,6 @@ const GUILD: u64 = 800_000_000_000_000_008;
 const CHANNEL: u64 = 600_000_000_000_000_006;
 const ALICE: u64 = 500_000_000_000_000_001;
 const MALLORY: u64 = 500_000_000_000_000_666;
-
-async fn call(req: reqwest::RequestBuilder) -> (u16, Value) {
-    ServerProcess::send(req).await
-}
 
 fn actor(user_id: u64, name: &str, guild: u64) -> Actor {
     Actor { user_id, username: name.into(), guild_id: Some(guild), channel_id: CHANNEL }

@@ -3,10 +3,11 @@
 //! lifecycle events (`SessionStart`, `UserPromptSubmit`, subagents) are in
 //! `hooks_lifecycle.rs`, with these helpers.
 
+use super::kit::{backups, closed_port_url, status};
 use plangate_testkit::server::{ServerProcess, AGENT_TOKEN};
 use reqwest::Method;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
@@ -79,12 +80,6 @@ pub(crate) async fn hook_raw(url: &str, input: &[u8], env: &[(&str, &str)], stat
 
 pub(crate) async fn hook(s: &ServerProcess, input: &Value, env: &[(&str, &str)], state: &Path) -> Run {
     hook_raw(&s.base, input.to_string().as_bytes(), env, state).await
-}
-
-pub(crate) async fn status(s: &ServerProcess, session: &str) -> Value {
-    let (st, v) = ServerProcess::send(s.agent(Method::GET, &format!("/v1/sessions/{session}"))).await;
-    assert_eq!(st, 200, "{v}");
-    v
 }
 
 fn plan_of(v: &Value) -> String {
@@ -298,14 +293,6 @@ async fn a_plan_left_in_claudes_plan_file_is_read_from_there_only() {
     assert_eq!(status(&s, "file-2").await["version"], 0);
 }
 
-/// A port with nothing listening.
-pub(crate) fn closed_port_url() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    drop(listener);
-    format!("http://127.0.0.1:{port}")
-}
-
 #[tokio::test]
 async fn every_failure_is_a_denial_within_two_seconds() {
     let s = ServerProcess::start(BIN, "").await;
@@ -365,16 +352,6 @@ async fn every_failure_is_a_denial_within_two_seconds() {
 
 fn settings_in(dir: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join(".claude/settings.json")).expect("settings")).expect("settings JSON")
-}
-
-fn backups(dir: &Path) -> Vec<PathBuf> {
-    let mut found: Vec<PathBuf> = std::fs::read_dir(dir.join(".claude"))
-        .expect("dir")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("settings.json.bak-")))
-        .collect();
-    found.sort();
-    found
 }
 
 async fn install(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
@@ -437,7 +414,7 @@ async fn installer_merges_idempotently_and_keeps_a_backup() {
     for event in ["UserPromptSubmit", "SubagentStart", "SubagentStop"] {
         assert_eq!(after["hooks"][event], json!([{"hooks": [observe]}]), "{event}");
     }
-    let saved = backups(dir);
+    let saved = backups(&dir.join(".claude"), "settings.json");
     assert_eq!(saved.len(), 1);
     assert_eq!(std::fs::read_to_string(&saved[0]).expect("backup"), original_text);
 
@@ -446,7 +423,7 @@ async fn installer_merges_idempotently_and_keeps_a_backup() {
     assert_eq!(code, 0);
     assert!(err.contains("already"), "{err}");
     assert_eq!(settings_in(dir), after);
-    assert_eq!(backups(dir).len(), 1);
+    assert_eq!(backups(&dir.join(".claude"), "settings.json").len(), 1);
 
     // A longer wait moves the timeout with it, in place, up to Claude Code's
     // 600 s for a command hook.

@@ -4,17 +4,14 @@
 //! decision once, and subagent runs follow the subagent tool's `PreToolUse` /
 //! `PostToolUse` / `PostToolUseFailure` and `SubagentStart` / `SubagentStop`.
 
-use super::hooks::{closed_port_url, event, hook, hook_raw, status};
+use super::hooks::{event, hook, hook_raw};
+use super::kit::{call, closed_port_url, status};
 use plangate_testkit::server::ServerProcess;
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
-
-async fn call(req: reqwest::RequestBuilder) -> (u16, Value) {
-    ServerProcess::send(req).await
-}
 
 /// The `additionalContext` of a context answer to `event`.
 fn context_of(run: &super::hooks::Run, event: &str) -> String {

@@ -3,7 +3,8 @@
 //!
 //! Most modules run the real `plangate` binary (`CARGO_BIN_EXE_plangate`)
 //! against loopback fakes of the chat platforms (`plangate-testkit`); `hub`,
-//! `backlog` and `failclosed` drive the server's library in process.
+//! `backlog` and `failclosed` drive the server's library in process. `kit`
+//! holds the helpers they share.
 
 mod api;
 mod approvals;
@@ -17,6 +18,7 @@ mod failclosed;
 mod hooks;
 mod hooks_lifecycle;
 mod hub;
+mod kit;
 mod mcp;
 mod migrate;
 mod ops_backup;

@@ -2,19 +2,17 @@
 //! stdio, against a real `plangate serve`; humans decide over the operator
 //! API (and, for questions, with `/plan answer` in the fake Telegram chat).
 
+use super::kit::{call_tool, Mcp};
 use plangate_testkit::server::{ServerProcess, AGENT_TOKEN, OTHER_AGENT_TOKEN};
 use plangate_testkit::telegram::{FakeTelegram, TOKEN};
 use reqwest::Method;
-use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::{RoleClient, RunningService};
+use rmcp::model::CallToolResult;
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::ServiceExt;
 use serde_json::{json, Value};
 use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
-
-type Mcp = RunningService<RoleClient, ()>;
 
 async fn connect(s: &ServerProcess, session: Option<&str>) -> Mcp {
     let base = s.base.clone();
@@ -30,19 +28,9 @@ async fn connect(s: &ServerProcess, session: Option<&str>) -> Mcp {
     ().serve(transport).await.expect("MCP handshake")
 }
 
-async fn call(mcp: &Mcp, tool: &'static str, args: Value) -> Result<CallToolResult, rmcp::ServiceError> {
-    let arguments = args.as_object().cloned().unwrap_or_default();
-    let result = mcp.call_tool(CallToolRequestParams::new(tool).with_arguments(arguments)).await;
-    match &result {
-        Ok(r) => eprintln!("{tool} -> {}", serde_json::to_string(&r.structured_content).unwrap_or_default()),
-        Err(e) => eprintln!("{tool} -> error: {e}"),
-    }
-    result
-}
-
 /// The structured result of a successful call.
 async fn ok(mcp: &Mcp, tool: &'static str, args: Value) -> Value {
-    let r = call(mcp, tool, args).await.unwrap_or_else(|e| panic!("{tool}: {e}"));
+    let r = call_tool(mcp, tool, &args).await.unwrap_or_else(|e| panic!("{tool}: {e}"));
     assert_ne!(r.is_error, Some(true), "{tool}: {r:?}");
     r.structured_content.clone().unwrap_or_else(|| panic!("{tool}: no structured content"))
 }
@@ -54,13 +42,13 @@ fn texts(r: &CallToolResult) -> String {
 /// The message of a call refused for its arguments: a tool error (isError)
 /// the model can read, as rmcp itself reports arguments that do not parse.
 async fn invalid(mcp: &Mcp, tool: &'static str, args: Value) -> String {
-    match call(mcp, tool, args).await {
+    match call_tool(mcp, tool, &args).await {
         Ok(r) if r.is_error == Some(true) => texts(&r),
         other => panic!("{tool}: expected a tool error, got {other:?}"),
     }
 }
 
-fn plan() -> Value {
+fn rotate_keys_plan() -> Value {
     json!({
         "title": "Rotate the API keys",
         "summary": "Keys leaked in a CI log; rotate and revoke.",
@@ -116,7 +104,8 @@ async fn enter_update_propose_and_an_approver_approves() {
     assert_eq!(verdict["decision"], "allow");
 
     let approver = async { s.decide_when_pending(sid, json!({"action": "approve", "actor": "alice"})).await };
-    let (result, decided) = tokio::join!(call(&mcp, "exit_plan_mode", json!({"plan": plan(), "wait_seconds": 30})), approver);
+    let args = json!({"plan": rotate_keys_plan(), "wait_seconds": 30});
+    let (result, decided) = tokio::join!(call_tool(&mcp, "exit_plan_mode", &args), approver);
     assert_eq!(decided["status"], "approved");
     let result = result.expect("exit_plan_mode");
     let decision = result.structured_content.clone().expect("decision");
@@ -129,7 +118,7 @@ async fn enter_update_propose_and_an_approver_approves() {
     assert!(decision["document_path"].as_str().is_some_and(|p| p.ends_with(".md")));
 
     // The same plan again is the same approval, not a second round.
-    let again = ok(&mcp, "exit_plan_mode", json!({"plan": plan(), "wait_seconds": 0})).await;
+    let again = ok(&mcp, "exit_plan_mode", json!({"plan": rotate_keys_plan(), "wait_seconds": 0})).await;
     assert_eq!((again["approval_id"].as_str(), again["status"].as_str()), (decided["approval_id"].as_str(), Some("approved")));
     // exit_plan_mode delivered the decision text, so nothing delivers it again
     // (a channel, the next prompt, this tool).
@@ -153,8 +142,8 @@ async fn revise_round_trip_then_pending_and_call_again() {
     let approver = async {
         s.decide_when_pending(sid, json!({"action": "revise", "feedback": "Deploy the new keys before revoking", "actor": "bob"})).await
     };
-    let (result, _) =
-        tokio::join!(call(&mcp, "exit_plan_mode", json!({"session_id": sid, "markdown": markdown, "wait_seconds": 30})), approver);
+    let args = json!({"session_id": sid, "markdown": markdown, "wait_seconds": 30});
+    let (result, _) = tokio::join!(call_tool(&mcp, "exit_plan_mode", &args), approver);
     let result = result.expect("exit_plan_mode");
     let d = result.structured_content.clone().expect("decision");
     assert_eq!((d["status"].as_str(), d["feedback"].as_str()), (Some("rejected"), Some("Deploy the new keys before revoking")));
@@ -201,7 +190,7 @@ async fn invalid_arguments_are_errors_naming_the_field() {
     // A refusal the agent can act on is a tool error it reads.
     let (st, _) = ServerProcess::send(s.agent(Method::POST, "/v1/sessions/mcp-invalid/subagents").json(&json!({"run_id": "r1"}))).await;
     assert_eq!(st, 204);
-    let r = call(&mcp, "exit_plan_mode", json!({"plan": plan(), "wait_seconds": 0})).await.expect("tool result");
+    let r = call_tool(&mcp, "exit_plan_mode", &json!({"plan": rotate_keys_plan(), "wait_seconds": 0})).await.expect("tool result");
     assert_eq!(r.is_error, Some(true));
     assert!(texts(&r).contains("subagents_open"), "{}", texts(&r));
     // And the server is still there.

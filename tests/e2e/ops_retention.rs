@@ -3,20 +3,13 @@
 //! their age and old audit, and never a pending approval, its timers, or a
 //! session's latest proposal.
 
+use super::kit::{plan, propose_id};
 use plangate_testkit::server::{eventually, ServerProcess, OPERATOR_TOKEN};
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
-
-async fn propose(s: &ServerProcess, session: &str, title: &str) -> String {
-    s.agent(Method::POST, &format!("/v1/sessions/{session}/enter")).send().await.expect("enter");
-    let body = json!({"title": title, "steps": [{"step": "one"}]});
-    let (st, d) = ServerProcess::send(s.agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&body)).await;
-    assert_eq!(st, 201, "{d}");
-    d["approval_id"].as_str().expect("id").to_string()
-}
 
 async fn prune(s: &ServerProcess, dry_run: bool) -> Value {
     let (st, r) = ServerProcess::send(s.operator(Method::POST, &format!("/v1/operator/prune?dry_run={dry_run}"))).await;
@@ -29,10 +22,10 @@ async fn prune_removes_old_decided_approvals_and_keeps_pending_work() {
     // Retention is a sled feature: sled here even in the PostgreSQL pass.
     let extra = format!("[retention]\ndecided_approvals = \"1s\"\naudit = \"1s\"\ninterval = \"1h\"\n{}", plangate_testkit::pg::SLED);
     let s = ServerProcess::start(BIN, &extra).await;
-    let pending = propose(&s, "p1", "Still waiting").await;
-    let old = propose(&s, "d1", "Done long ago").await;
+    let pending = propose_id(&s, "p1", &plan("Still waiting", &["one"])).await;
+    let old = propose_id(&s, "d1", &plan("Done long ago", &["one"])).await;
     s.decide_when_pending("d1", json!({"action": "approve", "actor": "alice"})).await;
-    let latest = propose(&s, "d1", "The next plan").await;
+    let latest = propose_id(&s, "d1", &plan("The next plan", &["one"])).await;
     assert_ne!(old, latest);
 
     eventually(Duration::from_secs(15), "the decided approval is past its age", || async { prune(&s, true).await["approvals"] == 1 }).await;

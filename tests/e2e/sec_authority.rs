@@ -3,14 +3,13 @@
 //! approve their own work may not release it either, and one approver may
 //! not release what two must approve.
 
+use super::kit::{audit, call, plan, propose, say, status, telegram_section, tg_user};
 use plangate_testkit::server::ServerProcess;
-use plangate_testkit::telegram::{FakeTelegram, TOKEN};
+use plangate_testkit::telegram::FakeTelegram;
 use reqwest::Method;
-use serde_json::{json, Value};
-use std::time::Duration;
+use serde_json::json;
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
-const WAIT: Duration = Duration::from_secs(15);
 const CHAT: i64 = -1002600;
 const ALICE: i64 = 111;
 const BOB: i64 = 222;
@@ -20,14 +19,10 @@ const CAROL: i64 = 333;
 /// Telegram chat `ops` (alice, bob, carol) whose plans need two distinct
 /// approvers, never the requester; carol is the requester of every plan of
 /// agent `demo`, named by its config.
-async fn start(fake: &FakeTelegram) -> ServerProcess {
+async fn start_ops(fake: &FakeTelegram) -> ServerProcess {
     let extra = format!(
         r#"
-[telegram]
-token = "{TOKEN}"
-api_url = "{}"
-poll_timeout_secs = 1
-
+{}
 [destinations.ops]
 channel = "telegram"
 chat = "{CHAT}"
@@ -37,7 +32,7 @@ approvers = ["telegram:{ALICE}", "telegram:{BOB}", "telegram:{CAROL}"]
 required = 2
 forbid_self = true
 "#,
-        fake.api_url()
+        telegram_section(fake)
     );
     let mut s = ServerProcess::start_with(BIN, &["ops"], &extra).await;
     // The harness writes `[agents.demo]` itself: name the requester there.
@@ -48,24 +43,14 @@ forbid_self = true
     s
 }
 
-async fn call(req: reqwest::RequestBuilder) -> (u16, Value) {
-    ServerProcess::send(req).await
-}
-
-fn user(id: i64, name: &str) -> Value {
-    FakeTelegram::user(id, Some(name), name)
-}
-
 async fn enter(s: &ServerProcess, session: &str) {
     let (st, d) = call(s.agent(Method::POST, &format!("/v1/sessions/{session}/enter"))).await;
     assert!(st == 200 || st == 201, "{st} {d}");
 }
 
-async fn propose(s: &ServerProcess, session: &str) {
-    enter(s, session).await;
-    let body = json!({"title": "Drop the table", "steps": [{"step": "Read the table"}, {"step": "Drop the table"}]});
-    let (st, d) = call(s.agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&body)).await;
-    assert_eq!(st, 201, "{d}");
+/// "Drop the table", which carol requested and two others must approve.
+async fn propose_drop_table(s: &ServerProcess, session: &str) {
+    let d = propose(s, session, &plan("Drop the table", &["Read the table", "Drop the table"])).await;
     assert_eq!((d["required_approvals"].as_u64(), d["requested_by"].as_str()), (Some(2), Some("telegram:333")), "{d}");
 }
 
@@ -74,24 +59,9 @@ async fn gate(s: &ServerProcess, session: &str) -> String {
     call(s.agent(Method::POST, "/v1/gate").json(&body)).await.1["decision"].as_str().unwrap_or_default().to_string()
 }
 
-async fn status(s: &ServerProcess, session: &str) -> Value {
-    call(s.agent(Method::GET, &format!("/v1/sessions/{session}"))).await.1
-}
-
-/// `text` from `from` in the chat, and the bot's answer containing `needle`.
-async fn say(fake: &FakeTelegram, from: Value, text: &str, needle: &str) -> String {
-    let before = fake.calls("sendMessage").len();
-    fake.push_update(fake.message_update(CHAT, from, text, None));
-    fake.wait_for(WAIT, |reqs| {
-        let sent: Vec<_> = reqs.iter().filter(|r| r.method == "sendMessage").collect();
-        sent.get(before..).unwrap_or_default().iter().find(|r| r.str("text").contains(needle)).map(|r| r.str("text").to_string())
-    })
-    .await
-}
-
-async fn audit_actions(s: &ServerProcess, session: &str) -> Vec<String> {
-    let (_, audit) = call(s.operator(Method::GET, &format!("/v1/audit?session={session}"))).await;
-    audit.as_array().unwrap().iter().map(|e| format!("{} {}: {}", e["actor"], e["action"], e["detail"])).collect()
+/// The audit of `session`, one `actor action: detail` line per entry.
+async fn audit_entries(s: &ServerProcess, session: &str) -> Vec<String> {
+    audit(s, &format!("session={session}")).await.iter().map(|e| format!("{} {}: {}", e["actor"], e["action"], e["detail"])).collect()
 }
 
 /// Issue 26, item 1: the requester's `/plan accept` was refused, but their
@@ -100,12 +70,12 @@ async fn audit_actions(s: &ServerProcess, session: &str) -> Vec<String> {
 #[tokio::test]
 async fn the_requester_cannot_release_their_own_work() {
     let fake = FakeTelegram::start().await;
-    let s = start(&fake).await;
-    let carol = || user(CAROL, "carol");
+    let s = start_ops(&fake).await;
+    let carol = || tg_user(CAROL, "carol");
 
-    propose(&s, "s1").await;
-    say(&fake, carol(), "/plan accept demo/s1", "someone else must approve").await;
-    let said = say(&fake, carol(), "/plan off demo/s1", "separation of duties").await;
+    propose_drop_table(&s, "s1").await;
+    say(&fake, CHAT, carol(), "/plan accept demo/s1", "someone else must approve").await;
+    let said = say(&fake, CHAT, carol(), "/plan off demo/s1", "separation of duties").await;
     assert!(said.contains("someone else must release it"), "{said}");
     let st = status(&s, "s1").await;
     assert_eq!((st["mode"].as_str(), st["released_by"].as_str()), (Some("plan"), None), "{st}");
@@ -113,10 +83,10 @@ async fn the_requester_cannot_release_their_own_work() {
 
     // Without a proposal: the requester the agent's config names.
     enter(&s, "s1b").await;
-    say(&fake, carol(), "/plan off demo/s1b", "someone else must release it").await;
+    say(&fake, CHAT, carol(), "/plan off demo/s1b", "someone else must release it").await;
     assert_eq!(status(&s, "s1b").await["mode"], "plan");
     assert_eq!(gate(&s, "s1b").await, "deny");
-    let audit = audit_actions(&s, "s1b").await;
+    let audit = audit_entries(&s, "s1b").await;
     assert!(audit.iter().any(|l| l.contains("\"refused\"") && l.contains("separation of duties")), "{audit:?}");
 }
 
@@ -126,23 +96,23 @@ async fn the_requester_cannot_release_their_own_work() {
 #[tokio::test]
 async fn one_approver_cannot_release_what_two_must_approve() {
     let fake = FakeTelegram::start().await;
-    let s = start(&fake).await;
+    let s = start_ops(&fake).await;
 
-    propose(&s, "s2").await;
-    let said = say(&fake, user(ALICE, "alice"), "/plan off demo/s2", "elease").await;
+    propose_drop_table(&s, "s2").await;
+    let said = say(&fake, CHAT, tg_user(ALICE, "alice"), "/plan off demo/s2", "elease").await;
     assert!(said.contains("Not released yet") && said.contains("1 of 2"), "{said}");
     assert_eq!(status(&s, "s2").await["mode"], "plan");
     assert_eq!(gate(&s, "s2").await, "deny");
     // The same approver again changes nothing.
-    say(&fake, user(ALICE, "alice"), "/plan off demo/s2", "already asked").await;
+    say(&fake, CHAT, tg_user(ALICE, "alice"), "/plan off demo/s2", "already asked").await;
     assert_eq!(gate(&s, "s2").await, "deny");
     // A second, distinct approver completes it.
-    let said = say(&fake, user(BOB, "bob"), "/plan off demo/s2", "Released by").await;
+    let said = say(&fake, CHAT, tg_user(BOB, "bob"), "/plan off demo/s2", "Released by").await;
     assert!(said.contains("alice and telegram:@") && said.contains("bob"), "{said}");
     assert_eq!(gate(&s, "s2").await, "allow");
 
     // The operator API: one operator release is one of two.
-    propose(&s, "s3").await;
+    propose_drop_table(&s, "s3").await;
     let (st, d) = call(s.operator(Method::POST, "/v1/operator/sessions/demo/s3/release").json(&json!({"actor": "ops"}))).await;
     assert_eq!(st, 200, "{d}");
     assert_eq!((d["mode"].as_str(), d["released_by"].as_str()), (Some("plan"), None), "{d}");

@@ -5,9 +5,8 @@
 //! the session the hook gates: Claude's `session_id`, handed over by the hook
 //! in `updatedInput`.
 
+use super::kit::{call_tool, closed_port_url, read_json, Mcp};
 use plangate_testkit::server::{ServerProcess, AGENT_TOKEN};
-use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::ServiceExt;
 use serde_json::{json, Value};
@@ -73,23 +72,11 @@ fn pre_tool_use(session: &str, tool: &str, input: Value) -> Value {
            "cwd": "/home/dev/shop", "permission_mode": "default", "tool_use_id": "toolu_01"})
 }
 
-/// A port with nothing listening.
-fn closed_port_url() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    drop(listener);
-    format!("http://127.0.0.1:{port}")
-}
-
 async fn install(bin: &Path, project: &Path, args: &[&str]) -> Out {
     let mut cmd = tokio::process::Command::new(bin);
     cmd.args(["hook", "install", "claude"]).args(args).current_dir(project);
     let home = project.join("home");
     run(cmd, b"", &[("HOME", home.to_str().expect("utf-8"))]).await
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).expect("JSON")
 }
 
 #[tokio::test]
@@ -180,8 +167,6 @@ async fn a_hook_that_panics_blocks_the_call() {
     assert!(stderr.contains("crashed") && stderr.contains("blocked"), "{stderr}");
 }
 
-type Mcp = RunningService<RoleClient, ()>;
-
 /// `plangate mcp` as Claude Code starts it: no PLANGATE_SESSION.
 async fn mcp_without_session(s: &ServerProcess) -> Mcp {
     let base = s.base.clone();
@@ -190,13 +175,6 @@ async fn mcp_without_session(s: &ServerProcess) -> Mcp {
     }))
     .expect("spawn plangate mcp");
     ().serve(transport).await.expect("MCP handshake")
-}
-
-async fn call(mcp: &Mcp, tool: &str, args: &Value) -> CallToolResult {
-    let arguments = args.as_object().cloned().unwrap_or_default();
-    let r = mcp.call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(arguments)).await.expect("tool result");
-    eprintln!("{tool} -> {r:?}");
-    r
 }
 
 /// The hook's answer to Claude calling plangate's MCP tool `tool` with
@@ -219,7 +197,7 @@ async fn the_mcp_server_acts_on_the_session_the_hook_gates() {
     // Claude's session, and the MCP server acts on it.
     let input = through_the_hook(&s, "claude-abc", "enter_plan_mode", json!({"reason": "explore first"})).await;
     assert_eq!(input, json!({"reason": "explore first", "session_id": "claude-abc"}));
-    let r = call(&mcp, "enter_plan_mode", &input).await;
+    let r = call_tool(&mcp, "enter_plan_mode", &input).await.expect("tool result");
     assert_ne!(r.is_error, Some(true), "{r:?}");
     let status = r.structured_content.clone().expect("status");
     assert_eq!((status["session_id"].as_str(), status["mode"].as_str()), (Some("claude-abc"), Some("plan")));
@@ -234,7 +212,7 @@ async fn the_mcp_server_acts_on_the_session_the_hook_gates() {
     // session id the model made up is replaced by Claude's.
     let input = through_the_hook(&s, "claude-def", "plan_mode_status", json!({"session_id": "claude-abc"})).await;
     assert_eq!(input, json!({"session_id": "claude-def"}));
-    let status = call(&mcp, "plan_mode_status", &input).await.structured_content.expect("status");
+    let status = call_tool(&mcp, "plan_mode_status", &input).await.expect("tool result").structured_content.expect("status");
     assert_eq!((status["session_id"].as_str(), status["mode"].as_str()), (Some("claude-def"), Some("normal")));
     mcp.cancel().await.expect("close");
 }
@@ -245,7 +223,7 @@ async fn an_mcp_call_without_a_session_is_refused() {
     let mcp = mcp_without_session(&s).await;
     for tool in ["enter_plan_mode", "plan_mode_status", "check_tool"] {
         let args = if tool == "check_tool" { json!({"tool": "Bash", "input": {"command": "ls"}}) } else { json!({}) };
-        let r = call(&mcp, tool, &args).await;
+        let r = call_tool(&mcp, tool, &args).await.expect("tool result");
         assert_eq!(r.is_error, Some(true), "{tool}: {r:?}");
         let text: String = r.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
         assert!(text.contains("PLANGATE_SESSION") && text.contains("plangate hook install claude"), "{text}");

@@ -7,8 +7,8 @@
 //! * agent (and chat user) text cannot format a card: no fake bold "Approved
 //!   by" line, no `<!channel>` ping, no disguised link.
 
+use super::kit::{approval_id, call, plan, propose};
 use plangate_engine::codec::{encode, Button};
-use plangate_engine::ApprovalId;
 use plangate_slack::render::{ModalMeta, FEEDBACK_MODAL, INPUT_ACTION, INPUT_BLOCK};
 use plangate_testkit::server::{ServerProcess, AGENT_TOKEN, OPERATOR_TOKEN};
 use plangate_testkit::slack::{block_actions, from_team, slash_command, text_input, view_submission, Scripted, SlackFake, OTHER_TEAM};
@@ -22,7 +22,7 @@ const SECRET: &str = "sec-slack-signing-secret";
 
 /// `[slack]` against the fake, without `team_id`; `UEVIL` is a listed
 /// approver, so only the workspace check can refuse them.
-async fn start(slack: &SlackFake, transport: &str) -> ServerProcess {
+async fn start_slack(slack: &SlackFake, transport: &str) -> ServerProcess {
     let extra = format!(
         r#"
 [slack]
@@ -40,18 +40,6 @@ approvers = ["slack:U1", "slack:UEVIL"]
         url = slack.api_url()
     );
     ServerProcess::start_with(BIN, &["sl"], &extra).await
-}
-
-async fn call(req: reqwest::RequestBuilder) -> (u16, Value) {
-    ServerProcess::send(req).await
-}
-
-async fn propose(s: &ServerProcess, session: &str, plan: Value) -> ApprovalId {
-    let (st, d) = call(s.agent(Method::POST, &format!("/v1/sessions/{session}/enter"))).await;
-    assert_eq!(st, 200, "{d}");
-    let (st, d) = call(s.agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&plan)).await;
-    assert_eq!(st, 201, "{d}");
-    ApprovalId::parse(d["approval_id"].as_str().unwrap()).unwrap()
 }
 
 async fn decision(s: &ServerProcess, session: &str) -> Value {
@@ -95,16 +83,16 @@ async fn assert_still_pending(s: &ServerProcess, session: &str) {
 }
 
 fn simple_plan(title: &str) -> Value {
-    json!({"title": title, "steps": [{"step": "Read the client"}]})
+    plan(title, &["Read the client"])
 }
 
 #[tokio::test]
 async fn sec_slack_other_workspace_is_refused_without_team_id_socket_mode() {
     let slack = SlackFake::start().await;
-    let s = start(&slack, "socket").await;
+    let s = start_slack(&slack, "socket").await;
     slack.wait_connected(WAIT).await;
 
-    let id = propose(&s, "s1", simple_plan("Add retries")).await;
+    let id = approval_id(&propose(&s, "s1", &simple_plan("Add retries")).await);
     let post = slack.wait_calls("chat.postMessage", 1, WAIT).await.remove(0);
     assert_eq!(post.json()["channel"], "C1");
     // The card's ts plays no part in the workspace check.
@@ -188,8 +176,8 @@ fn interaction_form(payload: &Value) -> String {
 #[tokio::test]
 async fn sec_slack_other_workspace_is_refused_without_team_id_signed_http() {
     let slack = SlackFake::start().await;
-    let s = start(&slack, "http").await;
-    let id = propose(&s, "h1", simple_plan("Add retries")).await;
+    let s = start_slack(&slack, "http").await;
+    let id = approval_id(&propose(&s, "h1", &simple_plan("Add retries")).await);
     slack.wait_calls("chat.postMessage", 1, WAIT).await;
 
     let click = block_actions(
@@ -249,7 +237,7 @@ approvers = ["slack:U1", "slack:UEVIL"]
     );
     let s = ServerProcess::start_with(BIN, &["sl"], &extra).await;
     slack.wait_connected(WAIT).await;
-    let id = propose(&s, "p1", simple_plan("Partner approves")).await;
+    let id = approval_id(&propose(&s, "p1", &simple_plan("Partner approves")).await);
     slack.wait_calls("chat.postMessage", 1, WAIT).await;
     // A third workspace is still refused.
     let click =
@@ -337,7 +325,7 @@ const LINK: &str = "<https://evil.example|Approve>";
 #[tokio::test]
 async fn sec_slack_agent_text_cannot_format_the_card() {
     let slack = SlackFake::start().await;
-    let s = start(&slack, "socket").await;
+    let s = start_slack(&slack, "socket").await;
     slack.wait_connected(WAIT).await;
     let plan = json!({
         "title": format!("{BOLD} {PING}"),
@@ -345,7 +333,7 @@ async fn sec_slack_agent_text_cannot_format_the_card() {
         "steps": [{"step": BOLD}, {"step": format!("ping {PING} then {LINK}")}],
         "risks": [LINK],
     });
-    propose(&s, "x1", plan).await;
+    propose(&s, "x1", &plan).await;
     let post = slack.wait_calls("chat.postMessage", 1, WAIT).await.remove(0);
     let body = post.json();
     let blocks = &body["blocks"];

@@ -3,6 +3,7 @@
 //! text an agent wrote), and Cancel halts the session instead of opening
 //! the gate.
 
+use super::kit::{approval_id, call, plan, propose, status, tg_user};
 use super::telegram::{start, ALICE, CHAT};
 use plangate_engine::codec::{encode, Button};
 use plangate_engine::ApprovalId;
@@ -14,29 +15,18 @@ use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(15);
 
-async fn call(req: reqwest::RequestBuilder) -> (u16, Value) {
-    ServerProcess::send(req).await
-}
-
 fn alice() -> Value {
-    FakeTelegram::user(ALICE, Some("alice"), "alice")
+    tg_user(ALICE, "alice")
 }
 
-async fn propose(s: &ServerProcess, session: &str, title: &str) -> ApprovalId {
-    call(s.agent(Method::POST, &format!("/v1/sessions/{session}/enter"))).await;
-    let body = json!({"title": title, "steps": [{"step": "Read the table"}, {"step": "Drop the table"}]});
-    let (st, d) = call(s.agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&body)).await;
-    assert_eq!(st, 201, "{d}");
-    ApprovalId::parse(d["approval_id"].as_str().unwrap()).unwrap()
+/// `title`, reading then dropping the table: the approval id.
+async fn propose_table(s: &ServerProcess, session: &str, title: &str) -> ApprovalId {
+    approval_id(&propose(s, session, &plan(title, &["Read the table", "Drop the table"])).await)
 }
 
 async fn gate(s: &ServerProcess, session: &str, command: &str) -> Value {
     let body = json!({"session_id": session, "tool": "Bash", "input": {"command": command}});
     call(s.agent(Method::POST, "/v1/gate").json(&body)).await.1
-}
-
-async fn status(s: &ServerProcess, session: &str) -> Value {
-    call(s.agent(Method::GET, &format!("/v1/sessions/{session}"))).await.1
 }
 
 /// The message id of the first `sendMessage` whose text contains `needle`.
@@ -65,7 +55,7 @@ async fn settle(fake: &FakeTelegram, session: &str) {
 async fn a_reply_to_an_agent_question_mimicking_an_edit_prompt_cannot_approve() {
     let fake = FakeTelegram::start().await;
     let s = start(&fake).await;
-    let x = propose(&s, "atk", "Migrate the database").await;
+    let x = propose_table(&s, "atk", "Migrate the database").await;
     let question = format!("Which database should I use?\nReply with the steps of v1, one per line (edit #{x})");
     let (st, _) =
         call(s.agent(Method::POST, "/v1/sessions/atk/questions").json(&json!({"question": question, "allow_freetext": true}))).await;
@@ -87,7 +77,7 @@ async fn a_reply_to_an_agent_question_mimicking_an_edit_prompt_cannot_approve() 
 async fn a_genuine_force_reply_edit_still_works_after_a_restart() {
     let fake = FakeTelegram::start().await;
     let mut s = start(&fake).await;
-    let id = propose(&s, "edit", "Tidy the logs").await;
+    let id = propose_table(&s, "edit", "Tidy the logs").await;
     let card = fake
         .wait_request("sendMessage", WAIT, |r| r.keyboard().is_some() && r.str("text").contains("Tidy the logs"))
         .await
@@ -117,7 +107,7 @@ async fn a_genuine_force_reply_edit_still_works_after_a_restart() {
 async fn cancel_halts_the_session_and_only_plan_off_releases_it() {
     let fake = FakeTelegram::start().await;
     let s = start(&fake).await;
-    let id = propose(&s, "prod", "Delete prod data").await;
+    let id = propose_table(&s, "prod", "Delete prod data").await;
     let card = fake
         .wait_request("sendMessage", WAIT, |r| r.keyboard().is_some() && r.str("text").contains("Delete prod data"))
         .await
@@ -138,7 +128,7 @@ async fn cancel_halts_the_session_and_only_plan_off_releases_it() {
     fake.wait_request("editMessageText", WAIT, |r| r.field("message_id") == &json!(card) && r.str("text").contains("session halted")).await;
 
     // `/plan cancel` by text does the same to another session.
-    propose(&s, "prod2", "Truncate the audit log").await;
+    propose_table(&s, "prod2", "Truncate the audit log").await;
     fake.push_update(fake.message_update(CHAT, alice(), "/plan cancel demo/prod2", None));
     // (Telegram texts defuse mentions with U+2060 after the `@`.)
     sent_containing(&fake, "Cancelled v1 by telegram:").await;

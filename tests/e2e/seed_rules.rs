@@ -3,15 +3,12 @@
 //! cleared by a person and expire, namespaces are shared between the agents
 //! the config names together.
 
+use super::kit::call;
 use plangate_testkit::server::{eventually, ServerProcess, AGENT_TOKEN, OTHER_AGENT_TOKEN};
 use reqwest::Method;
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
-
-async fn call(req: reqwest::RequestBuilder) -> (u16, Value) {
-    ServerProcess::send(req).await
-}
 
 /// A session executing an approved plan whose "run tests" step has an
 /// acceptance criterion.

@@ -2,33 +2,22 @@
 //! (Socket Mode) against the loopback Slack fake, next to Telegram, so a
 //! decision on one channel edits the card on the other.
 
+use super::kit::{approval_id, call, plan, propose, slack_section, telegram_section};
 use plangate_engine::codec::{encode, Button};
-use plangate_engine::ApprovalId;
 use plangate_testkit::server::ServerProcess;
-use plangate_testkit::slack::{block_actions, SlackFake, TEAM};
-use plangate_testkit::telegram::{FakeTelegram, TOKEN};
+use plangate_testkit::slack::{block_actions, SlackFake};
+use plangate_testkit::telegram::FakeTelegram;
 use reqwest::Method;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
 const WAIT: Duration = Duration::from_secs(15);
 const TG_CHAT: i64 = -1001;
 
-async fn start(tg: &FakeTelegram, slack: &SlackFake) -> ServerProcess {
+async fn start_both(tg: &FakeTelegram, slack: &SlackFake) -> ServerProcess {
     let extra = format!(
-        r#"
-[telegram]
-token = "{TOKEN}"
-api_url = "{tg_url}"
-poll_timeout_secs = 1
-
-[slack]
-bot_token = "xoxb-test"
-app_token = "xapp-test"
-api_url = "{slack_url}"
-team_id = "{TEAM}"
-
+        r#"{}{}
 [destinations.tg]
 channel = "telegram"
 chat = "{TG_CHAT}"
@@ -39,23 +28,10 @@ channel = "slack"
 chat = "C1"
 approvers = ["slack:U1"]
 "#,
-        tg_url = tg.api_url(),
-        slack_url = slack.api_url()
+        telegram_section(tg),
+        slack_section(slack)
     );
     ServerProcess::start_with(BIN, &["tg", "sl"], &extra).await
-}
-
-async fn call(req: reqwest::RequestBuilder) -> (u16, Value) {
-    ServerProcess::send(req).await
-}
-
-async fn propose(s: &ServerProcess, session: &str, title: &str) -> ApprovalId {
-    call(s.agent(Method::POST, &format!("/v1/sessions/{session}/enter"))).await;
-    let (st, d) =
-        call(s.agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&json!({"title": title, "steps": [{"step": "x"}]})))
-            .await;
-    assert_eq!(st, 201, "{d}");
-    ApprovalId::parse(d["approval_id"].as_str().unwrap()).unwrap()
 }
 
 /// The ts of the n-th card posted to Slack.
@@ -77,11 +53,11 @@ async fn slack_card(slack: &SlackFake, n: usize) -> String {
 async fn approve_in_slack_and_sync_a_telegram_decision_to_the_slack_card() {
     let tg = FakeTelegram::start().await;
     let slack = SlackFake::start().await;
-    let s = start(&tg, &slack).await;
+    let s = start_both(&tg, &slack).await;
     slack.wait_connected(WAIT).await;
 
     // A proposal reaches both channels.
-    let id = propose(&s, "s1", "Both channels").await;
+    let id = approval_id(&propose(&s, "s1", &plan("Both channels", &["x"])).await);
     let ts = slack_card(&slack, 1).await;
     assert!(!ts.is_empty());
     let card = &slack.calls("chat.postMessage")[0];
@@ -116,7 +92,7 @@ async fn approve_in_slack_and_sync_a_telegram_decision_to_the_slack_card() {
     assert!(audit.to_string().contains("foreign team"), "{audit}");
 
     // Decided on Telegram → the Slack card is updated too.
-    let id2 = propose(&s, "s2", "Telegram decides").await;
+    let id2 = approval_id(&propose(&s, "s2", &plan("Telegram decides", &["x"])).await);
     slack_card(&slack, 2).await;
     let cards = tg.calls("sendMessage");
     let tg_card = cards.iter().filter(|r| r.keyboard().is_some()).nth(1).unwrap().message_id_sent().unwrap();

@@ -3,12 +3,12 @@
 //! engine, the decision reaches the waiting agent, every card is edited, and
 //! the audit says who did it.
 
+use super::kit::{approval_id, call, propose, telegram_section, tg_user};
 use plangate_engine::codec::{encode, Button};
-use plangate_engine::ApprovalId;
 use plangate_testkit::server::ServerProcess;
-use plangate_testkit::telegram::{FakeTelegram, Recorded, TOKEN};
+use plangate_testkit::telegram::{FakeTelegram, Recorded};
 use reqwest::Method;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
@@ -20,42 +20,19 @@ const WAIT: Duration = Duration::from_secs(15);
 pub(crate) fn config(fake: &FakeTelegram) -> String {
     format!(
         r#"
-[telegram]
-token = "{TOKEN}"
-api_url = "{}"
-poll_timeout_secs = 1
-
+{}
 [destinations.ops]
 channel = "telegram"
 chat = "{CHAT}"
 approvers = ["telegram:{ALICE}"]
 "#,
-        fake.api_url()
+        telegram_section(fake)
     )
 }
 
 /// The real binary with a Telegram destination `ops` (approver: alice).
 pub(crate) async fn start(fake: &FakeTelegram) -> ServerProcess {
     ServerProcess::start_with(BIN, &["ops"], &config(fake)).await
-}
-
-async fn call(req: reqwest::RequestBuilder) -> (u16, Value) {
-    ServerProcess::send(req).await
-}
-
-async fn propose(s: &ServerProcess, session: &str, body: Value) -> Value {
-    call(s.agent(Method::POST, &format!("/v1/sessions/{session}/enter"))).await;
-    let (st, d) = call(s.agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&body)).await;
-    assert_eq!(st, 201, "{d}");
-    d
-}
-
-fn id_of(d: &Value) -> ApprovalId {
-    ApprovalId::parse(d["approval_id"].as_str().unwrap()).unwrap()
-}
-
-fn user(id: i64, name: &str) -> Value {
-    FakeTelegram::user(id, Some(name), name)
 }
 
 /// The card message id of the n-th (1-based) `sendMessage` with a keyboard.
@@ -75,9 +52,9 @@ async fn approve_from_a_phone_releases_the_agent_and_edits_the_card() {
     let fake = FakeTelegram::start().await;
     let s = start(&fake).await;
     let d =
-        propose(&s, "s1", json!({"title": "Add retries <now> & then", "steps": [{"step": "Read the client"}, {"step": "Add backoff"}]}))
+        propose(&s, "s1", &json!({"title": "Add retries <now> & then", "steps": [{"step": "Read the client"}, {"step": "Add backoff"}]}))
             .await;
-    let id = id_of(&d);
+    let id = approval_id(&d);
 
     // The card: HTML-escaped, with the four buttons carrying the codec's data.
     let (card, card_id) = card_message(&fake, 1).await;
@@ -104,7 +81,7 @@ async fn approve_from_a_phone_releases_the_agent_and_edits_the_card() {
     let waiter = tokio::spawn(call(s.agent(Method::GET, "/v1/sessions/s1/decision?wait=30")));
 
     // …is not released by a stranger's tap: refused, audited.
-    fake.push_update(fake.callback_update(CHAT, card_id, user(MALLORY, "mallory"), &encode(Button::Approve(id))));
+    fake.push_update(fake.callback_update(CHAT, card_id, tg_user(MALLORY, "mallory"), &encode(Button::Approve(id))));
     let refusal = fake.wait_call("answerCallbackQuery", 1, WAIT).await;
     let refused = refusal.str("text");
     assert!(refused.starts_with("You are not an approver for this plan."), "{refused}");
@@ -113,7 +90,7 @@ async fn approve_from_a_phone_releases_the_agent_and_edits_the_card() {
     assert!(refused.chars().count() <= 200, "{refused}");
 
     // The approver's tap decides.
-    fake.push_update(fake.callback_update(CHAT, card_id, user(ALICE, "alice"), &encode(Button::Approve(id))));
+    fake.push_update(fake.callback_update(CHAT, card_id, tg_user(ALICE, "alice"), &encode(Button::Approve(id))));
     let toast = fake.wait_call("answerCallbackQuery", 2, WAIT).await;
     assert!(toast.str("text").starts_with("✅ Approved v1 by telegram:@alice"), "{}", toast.str("text"));
     let (st, decision) = waiter.await.unwrap();
@@ -136,34 +113,34 @@ async fn approve_from_a_phone_releases_the_agent_and_edits_the_card() {
 async fn revise_by_force_reply_stale_taps_and_restart_without_replays() {
     let fake = FakeTelegram::start().await;
     let mut s = start(&fake).await;
-    let v1 = id_of(&propose(&s, "s2", json!({"title": "First", "steps": [{"step": "one"}]})).await);
+    let v1 = approval_id(&propose(&s, "s2", &json!({"title": "First", "steps": [{"step": "one"}]})).await);
     let (_, card1) = card_message(&fake, 1).await;
 
     // Request changes → ForceReply prompt → the reply is the feedback.
-    fake.push_update(fake.callback_update(CHAT, card1, user(ALICE, "alice"), &encode(Button::RequestChanges(v1))));
+    fake.push_update(fake.callback_update(CHAT, card1, tg_user(ALICE, "alice"), &encode(Button::RequestChanges(v1))));
     let prompt = fake.wait_request("sendMessage", WAIT, |r| r.field("reply_markup")["force_reply"] == json!(true)).await;
     let prompt_id = prompt.message_id_sent().unwrap();
     let waiter = tokio::spawn(call(s.agent(Method::GET, "/v1/sessions/s2/decision?wait=30")));
-    fake.push_update(fake.message_update(CHAT, user(ALICE, "alice"), "split step one", Some(prompt_id)));
+    fake.push_update(fake.message_update(CHAT, tg_user(ALICE, "alice"), "split step one", Some(prompt_id)));
     let (_, decision) = waiter.await.unwrap();
     assert_eq!((decision["status"].as_str(), decision["feedback"].as_str()), (Some("rejected"), Some("split step one")));
     assert!(decision["injection"].as_str().unwrap().contains("> split step one"));
 
     // v2, then v3 supersedes v2; a tap on v2's card is stale and changes nothing.
-    let v2 = id_of(&propose(&s, "s2", json!({"title": "Second"})).await);
+    let v2 = approval_id(&propose(&s, "s2", &json!({"title": "Second"})).await);
     let (_, card2) = card_message(&fake, 2).await;
-    propose(&s, "s2", json!({"title": "Third"})).await;
+    propose(&s, "s2", &json!({"title": "Third"})).await;
     fake.wait_request("editMessageText", WAIT, |r| r.field("message_id") == &json!(card2) && r.str("text").contains("Superseded by v3"))
         .await;
     let before = fake.calls("answerCallbackQuery").len();
-    fake.push_update(fake.callback_update(CHAT, card2, user(ALICE, "alice"), &encode(Button::Approve(v2))));
+    fake.push_update(fake.callback_update(CHAT, card2, tg_user(ALICE, "alice"), &encode(Button::Approve(v2))));
     let stale = fake.wait_call("answerCallbackQuery", before + 1, WAIT).await;
     assert_eq!(stale.str("text"), "This plan was superseded by v3.");
     let (_, d) = call(s.agent(Method::GET, "/v1/sessions/s2/decision")).await;
     assert_eq!((d["version"].as_u64(), d["status"].as_str()), (Some(3), Some("pending")));
 
     // /plan commands work as messages.
-    fake.push_update(fake.message_update(CHAT, user(ALICE, "alice"), "/plan status", None));
+    fake.push_update(fake.message_update(CHAT, tg_user(ALICE, "alice"), "/plan status", None));
     fake.wait_request("sendMessage", WAIT, |r| r.str("text").contains("demo/s2") && r.str("text").contains("plan mode")).await;
 
     // Restart: update ids already handled are not handled again.

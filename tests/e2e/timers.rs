@@ -1,5 +1,6 @@
 //! Nudges and timeouts, persisted and fired by the real binary's scheduler.
 
+use super::kit::{audit_actions, call, plan, propose_id, telegram_section};
 use plangate_testkit::server::ServerProcess;
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -7,29 +8,15 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
 
-async fn call(req: reqwest::RequestBuilder) -> (u16, Value) {
-    ServerProcess::send(req).await
-}
-
-async fn propose(s: &ServerProcess, session: &str) -> String {
-    call(s.agent(Method::POST, &format!("/v1/sessions/{session}/enter"))).await;
-    let (st, d) = call(
-        s.agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&json!({"title": "Timed", "steps": [{"step": "x"}]})),
-    )
-    .await;
-    assert_eq!(st, 201, "{d}");
-    d["approval_id"].as_str().unwrap().to_string()
-}
-
-async fn audit_actions(s: &ServerProcess, session: &str) -> Vec<String> {
-    let (_, audit) = call(s.operator(Method::GET, &format!("/v1/audit?session={session}"))).await;
-    audit.as_array().unwrap().iter().map(|e| e["action"].as_str().unwrap().to_string()).collect()
+/// "Timed", one step.
+fn timed() -> Value {
+    plan("Timed", &["x"])
 }
 
 #[tokio::test]
 async fn a_waiting_plan_is_nudged_then_times_out_fail_closed() {
     let s = ServerProcess::start(BIN, "[approvals]\nnudges = [\"1s\"]\ntimeout = \"2s\"\n").await;
-    let id = propose(&s, "t1").await;
+    let id = propose_id(&s, "t1", &timed()).await;
     let started = Instant::now();
     // The long-poll is released by the timeout itself.
     let (st, d) = call(s.agent(Method::GET, "/v1/sessions/t1/decision?wait=20")).await;
@@ -54,11 +41,11 @@ async fn a_waiting_plan_is_nudged_then_times_out_fail_closed() {
 async fn decided_plans_are_never_nudged_and_timers_survive_restart() {
     let mut s = ServerProcess::start(BIN, "[approvals]\nnudges = [\"1s\", \"2s\"]\ntimeout = \"3s\"\n").await;
     // Decided at once: its timers are cancelled in the same transaction.
-    let id = propose(&s, "decided").await;
+    let id = propose_id(&s, "decided", &timed()).await;
     call(s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "approve", "actor": "a"}))).await;
     // Pending across a kill -9: the timeout still fires after the restart,
     // and the two missed nudges collapse into one.
-    propose(&s, "pending").await;
+    propose_id(&s, "pending", &timed()).await;
     s.kill9().await;
     tokio::time::sleep(Duration::from_millis(3500)).await;
     s.restart().await;
@@ -73,7 +60,7 @@ async fn decided_plans_are_never_nudged_and_timers_survive_restart() {
 #[tokio::test]
 async fn after_the_last_nudge_the_card_escalates_and_the_escalation_chat_can_decide() {
     use plangate_engine::codec::{encode, Button};
-    use plangate_testkit::telegram::{FakeTelegram, TOKEN};
+    use plangate_testkit::telegram::FakeTelegram;
     let fake = FakeTelegram::start().await;
     let extra = format!(
         r#"
@@ -82,11 +69,7 @@ nudges = ["1s"]
 timeout = "30s"
 escalate_to = ["leads"]
 
-[telegram]
-token = "{TOKEN}"
-api_url = "{}"
-poll_timeout_secs = 1
-
+{}
 [destinations.team]
 channel = "telegram"
 chat = "-100"
@@ -97,10 +80,10 @@ channel = "telegram"
 chat = "-200"
 approvers = ["telegram:2"]
 "#,
-        fake.api_url()
+        telegram_section(&fake)
     );
     let s = ServerProcess::start_with(BIN, &["team"], &extra).await;
-    let id = propose(&s, "esc").await;
+    let id = propose_id(&s, "esc", &timed()).await;
     let wait = Duration::from_secs(15);
     // The team gets the card, then a nudge; then the leads get the escalated card.
     let escalated = fake.wait_request("sendMessage", wait, |r| r.chat_id() == Some(-200) && r.keyboard().is_some()).await;
@@ -150,7 +133,7 @@ async fn an_agent_that_plans_without_proposing_is_reminded() {
 #[tokio::test]
 async fn a_burst_of_cards_and_nudges_stays_within_the_platform_limits() {
     use plangate_testkit::limits::Limits;
-    use plangate_testkit::telegram::{FakeTelegram, TOKEN};
+    use plangate_testkit::telegram::FakeTelegram;
     let fake = FakeTelegram::start().await;
     // Telegram's own shape, scaled down so the test binds on both windows:
     // 1 message per second per chat, 3 per second overall.
@@ -161,11 +144,7 @@ async fn a_burst_of_cards_and_nudges_stays_within_the_platform_limits() {
 nudges = ["1s"]
 timeout = "60s"
 
-[telegram]
-token = "{TOKEN}"
-api_url = "{}"
-poll_timeout_secs = 1
-per_chat_per_second = 1
+{}per_chat_per_second = 1
 global_per_second = 3
 
 [destinations.a]
@@ -178,10 +157,11 @@ channel = "telegram"
 chat = "-200"
 approvers = ["telegram:1"]
 "#,
-        fake.api_url()
+        telegram_section(&fake)
     );
     let s = ServerProcess::start_with(BIN, &["a", "b"], &extra).await;
-    let (one, two) = tokio::join!(propose(&s, "burst-1"), propose(&s, "burst-2"));
+    let plan = timed();
+    let (one, two) = tokio::join!(propose_id(&s, "burst-1", &plan), propose_id(&s, "burst-2", &plan));
     assert_ne!(one, two);
     // Two cards (message + document) and one nudge per approval and chat.
     let nudges = fake

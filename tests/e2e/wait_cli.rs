@@ -4,6 +4,7 @@
 //! through a shell of its own), takes the injection, and exits with the
 //! CLI's decision codes.
 
+use super::kit::{call, decide, plan, propose_id};
 use plangate_testkit::server::{eventually, ServerProcess, AGENT_TOKEN};
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -25,25 +26,6 @@ printf '%s' "$PLANGATE_FEEDBACK" > "$OUT/feedback"
 printf '%s' "$PLANGATE_INJECTION" > "$OUT/injection"
 printf '%s' "$0" > "$OUT/arg0"
 cat > "$OUT/stdin.json""#;
-
-async fn call(req: reqwest::RequestBuilder) -> (u16, Value) {
-    ServerProcess::send(req).await
-}
-
-async fn propose(s: &ServerProcess, session: &str, title: &str) -> String {
-    let (st, _) = call(s.agent(Method::POST, &format!("/v1/sessions/{session}/enter"))).await;
-    assert_eq!(st, 200);
-    let body = json!({"title": title, "steps": [{"step": "read"}, {"step": "write"}]});
-    let (st, d) = call(s.agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&body)).await;
-    assert_eq!(st, 201, "{d}");
-    d["approval_id"].as_str().unwrap().to_string()
-}
-
-async fn decide(s: &ServerProcess, id: &str, body: Value) -> Value {
-    let (st, d) = call(s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&body)).await;
-    assert_eq!(st, 200, "{d}");
-    d
-}
 
 /// `plangate wait` with `args`, as the agent `demo`, recording into `out`.
 fn wait(s: &ServerProcess, out: &Path, args: &[&str]) -> Child {
@@ -72,11 +54,11 @@ fn read(out: &Path, name: &str) -> String {
 async fn wait_runs_the_program_once_with_the_decision_made_after_it_started() {
     let s = ServerProcess::start(BIN, "").await;
     let out = tempfile::tempdir().unwrap();
-    let id = propose(&s, "w1", "Resume me").await;
+    let id = propose_id(&s, "w1", &plan("Resume me", &["read", "write"])).await;
     let child = wait(&s, out.path(), &["--session", "w1", "--exec", "sh", "-c", RECORDER, "--json"]);
     s.waiting(1).await;
     assert!(!out.path().join("runs").exists(), "the program ran before the decision");
-    decide(&s, &id, json!({"action": "approve", "actor": "alice"})).await;
+    decide(&s, &id, &json!({"action": "approve", "actor": "alice"})).await;
 
     let output = finished(child).await;
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -101,11 +83,11 @@ async fn changes_requested_exit_3_and_the_feedback_is_data_never_a_command() {
     let s = ServerProcess::start(BIN, "").await;
     let out = tempfile::tempdir().unwrap();
     let pwned = out.path().join("pwned");
-    let id = propose(&s, "w2", "Risky").await;
+    let id = propose_id(&s, "w2", &plan("Risky", &["read", "write"])).await;
     let child = wait(&s, out.path(), &["--session", "w2", "--exec", "sh", "-c", RECORDER]);
     s.waiting(1).await;
     let feedback = format!("Split it. $(touch {p}) `touch {p}` ; touch {p} && echo \"quoted\" 'single'", p = pwned.display());
-    let d = decide(&s, &id, json!({"action": "revise", "feedback": feedback, "actor": "bob"})).await;
+    let d = decide(&s, &id, &json!({"action": "revise", "feedback": feedback, "actor": "bob"})).await;
 
     let output = finished(child).await;
     assert_eq!(output.status.code(), Some(3), "{}", String::from_utf8_lossy(&output.stderr));
@@ -122,12 +104,12 @@ async fn changes_requested_exit_3_and_the_feedback_is_data_never_a_command() {
 async fn timeout_exits_4_without_running_and_a_failing_program_exits_5() {
     let s = ServerProcess::start(BIN, "").await;
     let out = tempfile::tempdir().unwrap();
-    let id = propose(&s, "w3", "Slow").await;
+    let id = propose_id(&s, "w3", &plan("Slow", &["read", "write"])).await;
     let output = finished(wait(&s, out.path(), &["--session", "w3", "--timeout", "1", "--exec", "sh", "-c", RECORDER])).await;
     assert_eq!(output.status.code(), Some(4), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(String::from_utf8_lossy(&output.stderr).contains("still pending"));
     assert!(!out.path().join("runs").exists(), "the program ran without a decision");
-    decide(&s, &id, json!({"action": "approve", "actor": "alice"})).await;
+    decide(&s, &id, &json!({"action": "approve", "actor": "alice"})).await;
     let output = finished(wait(&s, out.path(), &["--session", "w3", "--approval", &id, "--exec", "false"])).await;
     assert_eq!(output.status.code(), Some(5));
     assert!(String::from_utf8_lossy(&output.stderr).contains("\"false\" exited with"), "{}", String::from_utf8_lossy(&output.stderr));
@@ -143,7 +125,7 @@ async fn timeout_exits_4_without_running_and_a_failing_program_exits_5() {
 async fn wait_reconnects_after_the_server_restarts() {
     let mut s = ServerProcess::start(BIN, "").await;
     let out = tempfile::tempdir().unwrap();
-    let id = propose(&s, "w4", "Survive a restart").await;
+    let id = propose_id(&s, "w4", &plan("Survive a restart", &["read", "write"])).await;
     let mut child = wait(&s, out.path(), &["--session", "w4", "--exec", "sh", "-c", RECORDER]);
     let stderr = Arc::new(Mutex::new(Vec::<String>::new()));
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
@@ -162,7 +144,7 @@ async fn wait_reconnects_after_the_server_restarts() {
     .await;
     s.start_again_on_same_port().await;
     s.waiting(1).await;
-    decide(&s, &id, json!({"action": "approve", "actor": "alice"})).await;
+    decide(&s, &id, &json!({"action": "approve", "actor": "alice"})).await;
 
     let status = tokio::time::timeout(WAIT, child.wait()).await.expect("wait finished").unwrap();
     let log = stderr.lock().unwrap().join("\n");
@@ -198,8 +180,8 @@ async fn propose_cli(s: &ServerProcess, session: &str, dir: &Path, title: &str) 
 async fn wait_never_acts_on_a_decision_made_before_it_started() {
     let s = ServerProcess::start(BIN, "").await;
     let out = tempfile::tempdir().unwrap();
-    let v1 = propose(&s, "j1", "First").await;
-    decide(&s, &v1, json!({"action": "approve", "actor": "alice"})).await;
+    let v1 = propose_id(&s, "j1", &plan("First", &["read", "write"])).await;
+    decide(&s, &v1, &json!({"action": "approve", "actor": "alice"})).await;
     let (st, _) = call(s.agent(Method::POST, "/v1/sessions/j1/enter")).await;
     assert_eq!(st, 200);
     let bad = json!({"title": "Second", "steps": [{"step": "read"}], "unknown_field": true});
@@ -229,7 +211,7 @@ async fn wait_never_acts_on_a_decision_made_before_it_started() {
 
     let child = wait(&s, out.path(), &["--session", "j1", "--approval", &v2, "--exec", "sh", "-c", RECORDER]);
     s.waiting(1).await;
-    decide(&s, &v2, json!({"action": "approve", "actor": "alice"})).await;
+    decide(&s, &v2, &json!({"action": "approve", "actor": "alice"})).await;
     let output = finished(child).await;
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     assert_eq!(read(out.path(), "runs"), "run\n");

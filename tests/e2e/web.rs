@@ -4,6 +4,7 @@
 //! (non-approver, forged POST, read-only link). `browser_*` drives headless
 //! Chromium over WebDriver (Debian's `chromium` + `chromium-driver`).
 
+use super::kit::propose_id;
 use crate::telegram::{config, ALICE, CHAT};
 use plangate_testkit::server::ServerProcess;
 use plangate_testkit::telegram::FakeTelegram;
@@ -18,7 +19,7 @@ const PUBLIC: &str = "http://plangate.test";
 const BOB: i64 = 222222;
 const WAIT: Duration = Duration::from_secs(20);
 
-async fn start(fake: &FakeTelegram) -> ServerProcess {
+async fn start_web(fake: &FakeTelegram) -> ServerProcess {
     ServerProcess::start_with_server(BIN, &["ops"], &format!("public_url = \"{PUBLIC}\""), &config(fake)).await
 }
 
@@ -32,17 +33,6 @@ fn link_in(text: &str, path: &str) -> Option<String> {
     Some(text[start..].split(|c: char| c.is_whitespace() || c == '<' || c == '"').next()?.to_string())
 }
 
-/// Propose a plan of three steps in `session`; returns the approval id.
-async fn propose(s: &ServerProcess, session: &str, title: &str, markdown: &str) -> String {
-    ServerProcess::send(s.agent(Method::POST, &format!("/v1/sessions/{session}/enter"))).await;
-    let (st, d) = ServerProcess::send(s.agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&json!({
-        "title": title, "markdown": markdown
-    })))
-    .await;
-    assert_eq!(st, 201, "{d}");
-    d["approval_id"].as_str().expect("approval id").to_string()
-}
-
 const V1: &str = "# Add retries to the client\n\nThe HTTP client gives up on the first 503.\n\n## Steps\n\n1. Read the client\n2. Add backoff\n3. Test\n";
 const V2: &str = "# Add retries to the client\n\nThe HTTP client gives up on the first 503; retry with jittered backoff.\n\n\
 ## Steps\n\n1. Read the client\n2. Add exponential backoff with jitter\n3. Cap retries at 5\n4. Test against a flaky fake\n\n\
@@ -51,9 +41,9 @@ See [the RFC](https://www.rfc-editor.org/rfc/rfc9110#name-503-service-unavailabl
 
 /// v1, changes requested by the operator, then v2: the page has a diff.
 async fn two_versions(s: &ServerProcess) -> String {
-    propose(s, "s1", "Add retries to the client", V1).await;
+    propose_id(s, "s1", &json!({"title": "Add retries to the client", "markdown": V1})).await;
     s.decide_when_pending("s1", json!({"action": "revise", "feedback": "cap the retries", "actor": "carol"})).await;
-    propose(s, "s1", "Add retries to the client", V2).await
+    propose_id(s, "s1", &json!({"title": "Add retries to the client", "markdown": V2})).await
 }
 
 /// `user` sends `/plan web` in the group; the link the bot sent them privately.
@@ -112,7 +102,7 @@ async fn post_decision(s: &ServerProcess, id: &str, cookie: Option<&str>, form: 
 #[tokio::test]
 async fn web_card_links_sign_in_and_decide_over_http() {
     let fake = FakeTelegram::start().await;
-    let s = start(&fake).await;
+    let s = start_web(&fake).await;
     let id = two_versions(&s).await;
 
     // The card of v2 links to its read-only page.
@@ -275,7 +265,7 @@ async fn screenshot(b: &fantoccini::Client, name: &str) {
 async fn browser_approve_releases_the_agent_and_other_pages_lose_their_buttons() {
     let Some(driver) = Driver::start().await else { return };
     let fake = FakeTelegram::start().await;
-    let s = start(&fake).await;
+    let s = start_web(&fake).await;
     let id = two_versions(&s).await;
     let page = format!("{}/p/{id}", s.base);
 

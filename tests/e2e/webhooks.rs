@@ -6,6 +6,7 @@
 //! after the restart, and a receiver deduplicating by `X-Plangate-Delivery`
 //! processes each decision exactly once.
 
+use super::kit::{audit, call, decide, id_of, plan, propose_as, propose_id};
 use hmac::{Hmac, Mac};
 use plangate_engine::codec::{encode, Button};
 use plangate_engine::ApprovalId;
@@ -29,38 +30,15 @@ fn webhook(agent: &str, receiver: &FakeReceiver, path: &str) -> String {
     format!("\n[agents.{agent}.webhook]\nurl = \"{}\"\nsecret = \"{SECRET}\"\n", receiver.url(path))
 }
 
-async fn call(req: reqwest::RequestBuilder) -> (u16, Value) {
-    ServerProcess::send(req).await
-}
-
-/// Enter plan mode and propose as agent `demo` (or the agent of `token`); the approval id.
-async fn propose_as(s: &ServerProcess, token: &str, session: &str, title: &str) -> String {
-    let req = |m: Method, p: String| s.http.request(m, s.url(&p)).bearer_auth(token);
-    let (st, _) = call(req(Method::POST, format!("/v1/sessions/{session}/enter"))).await;
-    assert_eq!(st, 200);
-    let body = json!({"title": title, "steps": [{"step": "read"}, {"step": "write"}]});
-    let (st, d) = call(req(Method::POST, format!("/v1/sessions/{session}/proposals")).json(&body)).await;
-    assert_eq!(st, 201, "{d}");
-    d["approval_id"].as_str().unwrap().to_string()
-}
-
-async fn propose(s: &ServerProcess, session: &str, title: &str) -> String {
-    propose_as(s, plangate_testkit::server::AGENT_TOKEN, session, title).await
-}
-
-async fn decide(s: &ServerProcess, id: &str, action: &str) -> Value {
-    let body = json!({"action": action, "feedback": "smaller steps", "actor": "alice"});
-    let (st, d) = call(s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&body)).await;
-    assert_eq!(st, 200, "{d}");
-    d
+/// The operator's (alice's) decision `action` on approval `id`.
+fn verdict(action: &str) -> Value {
+    json!({"action": action, "feedback": "smaller steps", "actor": "alice"})
 }
 
 /// The audit of one session: `(action, detail)`, oldest first.
-async fn audit(s: &ServerProcess, agent: &str, session: &str) -> Vec<(String, String)> {
-    let (st, v) = call(s.operator(Method::GET, &format!("/v1/audit?agent={agent}&session={session}&limit=1000"))).await;
-    assert_eq!(st, 200, "{v}");
-    v.as_array()
-        .unwrap()
+async fn audit_pairs(s: &ServerProcess, agent: &str, session: &str) -> Vec<(String, String)> {
+    audit(s, &format!("agent={agent}&session={session}&limit=1000"))
+        .await
         .iter()
         .map(|e| (e["action"].as_str().unwrap_or("").to_string(), e["detail"].as_str().unwrap_or("").to_string()))
         .collect()
@@ -76,7 +54,7 @@ async fn webhook_audit_until(
 ) -> Vec<(String, String)> {
     let deadline = Instant::now() + WAIT;
     loop {
-        let found: Vec<_> = audit(s, agent, session).await.into_iter().filter(|(a, _)| a.starts_with("webhook_")).collect();
+        let found: Vec<_> = audit_pairs(s, agent, session).await.into_iter().filter(|(a, _)| a.starts_with("webhook_")).collect();
         if done(&found) {
             return found;
         }
@@ -129,9 +107,9 @@ fn decision_part(body: &Value) -> Value {
 async fn a_decision_is_posted_signed_with_the_decision_json_of_the_api() {
     let receiver = FakeReceiver::start().await;
     let s = ServerProcess::start(BIN, &webhook("demo", &receiver, "/hook")).await;
-    let id = propose(&s, "s1", "Add retries").await;
+    let id = propose_id(&s, "s1", &plan("Add retries", &["read", "write"])).await;
     // A proposal is not a decision: nothing is posted for it.
-    decide(&s, &id, "approve").await;
+    decide(&s, &id, &verdict("approve")).await;
     let r = receiver.wait_for(WAIT, "the approval", |all| all.first().cloned()).await;
 
     assert_eq!(r.method, "POST");
@@ -157,10 +135,10 @@ async fn a_decision_is_posted_signed_with_the_decision_json_of_the_api() {
 
     // Changes requested, a cancel, and a release of a session with nothing
     // pending: one delivery each, each signed.
-    let revise = propose(&s, "s2", "Refactor").await;
-    decide(&s, &revise, "revise").await;
-    let cancel = propose(&s, "s3", "Drop the table").await;
-    decide(&s, &cancel, "cancel").await;
+    let revise = propose_id(&s, "s2", &plan("Refactor", &["read", "write"])).await;
+    decide(&s, &revise, &verdict("revise")).await;
+    let cancel = propose_id(&s, "s3", &plan("Drop the table", &["read", "write"])).await;
+    decide(&s, &cancel, &verdict("cancel")).await;
     let (st, _) = call(s.operator(Method::POST, "/v1/operator/sessions/demo/s4/release").json(&json!({"actor": "bob"}))).await;
     assert_eq!(st, 200);
     let all = receiver.wait_for(WAIT, "four deliveries", |all| (all.len() >= 4).then(|| all.to_vec())).await;
@@ -180,7 +158,7 @@ async fn a_decision_is_posted_signed_with_the_decision_json_of_the_api() {
     assert_eq!(audited.len(), 1, "{audited:?}");
     assert!(audited[0].1.contains(&format!("decision decision:{id}:v1:approved to 127.0.0.1, attempt 1: HTTP 200")), "{audited:?}");
     // The secret is in no log the operator can read.
-    let everything = audit(&s, "demo", "s1").await;
+    let everything = audit_pairs(&s, "demo", "s1").await;
     assert!(!format!("{everything:?}").contains(SECRET));
 }
 
@@ -192,9 +170,9 @@ async fn a_receiver_answering_500_then_429_is_retried_until_it_takes_the_deliver
         [Reply::status(500), Reply::Status(429, vec![("retry-after".into(), "1".into())]), Reply::status(503), Reply::status(200)],
     );
     let s = ServerProcess::start(BIN, &webhook("demo", &receiver, "/hook")).await;
-    let id = propose(&s, "retry", "Retry me").await;
+    let id = propose_id(&s, "retry", &plan("Retry me", &["read", "write"])).await;
     let started = Instant::now();
-    decide(&s, &id, "approve").await;
+    decide(&s, &id, &verdict("approve")).await;
     let decided_in = started.elapsed();
     let all = receiver.wait_for(WAIT, "a delivered attempt", |all| all.iter().any(Received::delivered).then(|| all.to_vec())).await;
 
@@ -230,11 +208,11 @@ async fn a_redirect_is_not_followed_and_a_4xx_is_not_retried() {
     let extra = webhook("other", &receiver, "/moved");
     let s = ServerProcess::start(BIN, &extra).await;
     // Agent `other`: v1 gets changes requested (answered 302), v2 is approved (answered 410).
-    let v1 = propose_as(&s, OTHER_AGENT_TOKEN, "o1", "First try").await;
-    decide(&s, &v1, "revise").await;
+    let v1 = id_of(&propose_as(&s, OTHER_AGENT_TOKEN, "o1", &plan("First try", &["read", "write"])).await);
+    decide(&s, &v1, &verdict("revise")).await;
     webhook_audit(&s, "other", "o1", "webhook_failed").await;
-    let v2 = propose_as(&s, OTHER_AGENT_TOKEN, "o1", "Second try").await;
-    decide(&s, &v2, "approve").await;
+    let v2 = id_of(&propose_as(&s, OTHER_AGENT_TOKEN, "o1", &plan("Second try", &["read", "write"])).await);
+    decide(&s, &v2, &verdict("approve")).await;
     let audited = eventually_failed_twice(&s).await;
 
     // `webhook_failed` is recorded when a delivery stops for good: both
@@ -246,8 +224,8 @@ async fn a_redirect_is_not_followed_and_a_4xx_is_not_retried() {
     assert_eq!(receiver.received_at("/moved").len(), 2);
     assert!(receiver.received_at("/elsewhere").is_empty(), "the redirect was followed");
     // Agent `demo` has no webhook: nothing is posted for its decisions.
-    let id = propose(&s, "d1", "No hook").await;
-    decide(&s, &id, "approve").await;
+    let id = propose_id(&s, "d1", &plan("No hook", &["read", "write"])).await;
+    decide(&s, &id, &verdict("approve")).await;
     assert_eq!(receiver.received().len(), 2);
 }
 
@@ -264,16 +242,16 @@ async fn a_kill_9_before_delivery_still_delivers_after_restart_once_per_key() {
     let receiver = FakeReceiver::start().await;
     receiver.script("/hook", [Reply::Hang]);
     let mut s = ServerProcess::start(BIN, &webhook("demo", &receiver, "/hook")).await;
-    let first = propose(&s, "k1", "Hangs first").await;
-    decide(&s, &first, "approve").await;
+    let first = propose_id(&s, "k1", &plan("Hangs first", &["read", "write"])).await;
+    decide(&s, &first, &verdict("approve")).await;
     receiver.wait_for(WAIT, "the first delivery, hanging", |all| (all.len() == 1).then_some(())).await;
 
     // A hanging receiver delays neither decisions nor other sessions' deliveries.
-    let second = propose(&s, "k2", "Goes through").await;
-    let third = propose(&s, "k3", "Also goes through").await;
+    let second = propose_id(&s, "k2", &plan("Goes through", &["read", "write"])).await;
+    let third = propose_id(&s, "k3", &plan("Also goes through", &["read", "write"])).await;
     let started = Instant::now();
-    decide(&s, &second, "revise").await;
-    decide(&s, &third, "cancel").await;
+    decide(&s, &second, &verdict("revise")).await;
+    decide(&s, &third, &verdict("cancel")).await;
     let decided_in = started.elapsed();
     assert!(decided_in < Duration::from_secs(2), "decisions waited for the receiver: {decided_in:?}");
     receiver.wait_for(WAIT, "k2 and k3 delivered", |all| (all.iter().filter(|r| r.delivered()).count() == 2).then_some(())).await;
@@ -329,7 +307,7 @@ async fn a_kill_9_before_delivery_still_delivers_after_restart_once_per_key() {
 async fn late_decision_reaches_a_webhook_receiver() {
     let receiver = FakeReceiver::start().await;
     let s = ServerProcess::start(BIN, &webhook("demo", &receiver, "/runner")).await;
-    let id = propose(&s, "late", "Deploy the fix").await;
+    let id = propose_id(&s, "late", &plan("Deploy the fix", &["read", "write"])).await;
     let started = Instant::now();
     let (st, d) = call(s.agent(Method::GET, "/v1/sessions/late/decision?wait=1")).await;
     assert_eq!((st, d["status"].as_str()), (200, Some("pending")));
@@ -341,7 +319,7 @@ async fn late_decision_reaches_a_webhook_receiver() {
 
     let decided = Instant::now();
     let decided_after = started.elapsed();
-    decide(&s, &id, "approve").await;
+    decide(&s, &id, &verdict("approve")).await;
     let r = receiver.wait_for(WAIT, "the late approval", |all| all.iter().find(|r| r.delivered()).cloned()).await;
     verify(&r, SECRET).unwrap();
     let body = r.json();

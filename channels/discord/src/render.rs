@@ -529,26 +529,14 @@ mod tests {
 
     pub(crate) fn card(steps: usize, step_len: usize) -> Card {
         Card {
-            approval_id: ApprovalId([0xab; 16]),
-            short_ref: "#ababab".into(),
-            title: "Add retries".into(),
             context: "demo/s1 · v2 · just now".into(),
             summary: Some("Make the client retry.".into()),
             steps: (1..=steps).map(|n| CardStep { number: n, mark: "⏳", text: format!("step {n} {}", "x".repeat(step_len)) }).collect(),
             risks: vec!["none".into()],
-            assumptions: vec![],
             verification: vec!["cargo test".into()],
-            subagents: vec![],
-            progress: vec![],
-            edit: None,
-            changes: None,
-            excluded: vec![],
-            warning: None,
-            receipt: None,
             commands: vec!["/plan accept #ababab".into()],
             version: 2,
-            status: DecisionStatus::Pending,
-            link: None,
+            ..plangate_testkit::cards::pending(ApprovalId([0xab; 16]), "Add retries", &[])
         }
     }
 

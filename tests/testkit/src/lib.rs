@@ -6,6 +6,8 @@
 //!   on 127.0.0.1 that record every request and let a test script inbound
 //!   events. The real client crates are pointed at them through the
 //!   configurable API base URLs; nothing here needs a network beyond loopback.
+//! * [`cards`]: hand-built pending and decided cards for the channel
+//!   crates' render tests.
 //! * [`webhook`]: a receiver of plangate's signed webhooks on 127.0.0.1 that
 //!   records every delivery and answers from a script (errors, redirects,
 //!   never).
@@ -25,6 +27,7 @@
 //!   sends each hook event.
 
 mod agent_proc;
+pub mod cards;
 pub mod claude;
 pub mod clients;
 pub mod codex;

@@ -1,242 +1,6 @@
-//! The real teloxide client against the loopback fake Bot API
-//! (`plangate_testkit::telegram`), with a recording `InboundHandler`.
-//! Every test asserts the exact requests Telegram would receive and the exact
-//! `Inbound` the server would see.
+//! The adapter over long polling against the fake Bot API: cards, buttons, commands, prompts, limits, leadership.
 
-use async_trait::async_trait;
-use plangate_channel::{
-    always_leader, Action, Adapter, ChannelError, ConfigError, Delivery, Destination, Document, Inbound, InboundHandler, Reply, Style, User,
-};
-use plangate_engine::card::{card, document_file_name, Card};
-use plangate_engine::codec::{encode, Button};
-use plangate_engine::grammar::{Parsed, PlanCommand, Target};
-use plangate_engine::{ApprovalId, DecisionStatus, Plan, Proposal, Question, QuestionStatus, SessionKey, Step, Timestamp};
-use plangate_telegram::render::CUT_MARKER;
-use plangate_telegram::{start, TelegramConfig, TelegramError, Transport, CURSOR_KEY, SECRET_HEADER, UNKNOWN_BUTTON, WEBHOOK_PATH};
-use plangate_testkit::telegram::{FakeTelegram, Recorded, Scripted, BOT_USERNAME, NOT_MODIFIED, TOKEN};
-use secrecy::SecretString;
-use serde_json::{json, Value};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-use tokio::sync::watch;
-
-const CHAT: i64 = -1001234567890;
-const WAIT: Duration = Duration::from_secs(10);
-const ID: ApprovalId = ApprovalId([0x11; 16]);
-const QID: ApprovalId = ApprovalId([0x22; 16]);
-const ALICE: i64 = 111111;
-
-// ---------------------------------------------------------------- the mock server
-
-type Responder = Box<dyn Fn(&Inbound) -> Reply + Send + Sync>;
-
-/// Records every Inbound, answers with `respond`, keeps cursors in memory
-/// (shared across adapter restarts, like plangate's database).
-struct Recorder {
-    seen: Mutex<Vec<Inbound>>,
-    cursors: Mutex<HashMap<String, String>>,
-    respond: Responder,
-    changed: watch::Sender<usize>,
-}
-
-impl Recorder {
-    fn new(respond: impl Fn(&Inbound) -> Reply + Send + Sync + 'static) -> Arc<Recorder> {
-        Arc::new(Recorder { seen: Mutex::default(), cursors: Mutex::default(), respond: Box::new(respond), changed: watch::channel(0).0 })
-    }
-
-    fn seen(&self) -> Vec<Inbound> {
-        self.seen.lock().unwrap().clone()
-    }
-
-    fn cursor(&self) -> Option<String> {
-        self.cursors.lock().unwrap().get(CURSOR_KEY).cloned()
-    }
-
-    /// Wait until the handler has seen `n` events; returns all of them.
-    async fn wait_seen(&self, n: usize) -> Vec<Inbound> {
-        let mut rx = self.changed.subscribe();
-        tokio::time::timeout(WAIT, rx.wait_for(|_| self.seen.lock().unwrap().len() >= n))
-            .await
-            .unwrap_or_else(|_| panic!("handler saw {:?}, expected {n} events", self.seen()))
-            .unwrap();
-        self.seen()
-    }
-
-    /// Wait until the saved cursor equals `value`.
-    async fn wait_cursor(&self, value: &str) {
-        let mut rx = self.changed.subscribe();
-        tokio::time::timeout(WAIT, rx.wait_for(|_| self.cursor().as_deref() == Some(value)))
-            .await
-            .unwrap_or_else(|_| panic!("cursor is {:?}, expected {value}", self.cursor()))
-            .unwrap();
-    }
-}
-
-#[async_trait]
-impl InboundHandler for Recorder {
-    async fn handle(&self, event: Inbound) -> Reply {
-        let reply = (self.respond)(&event);
-        self.seen.lock().unwrap().push(event);
-        self.changed.send_modify(|n| *n += 1);
-        reply
-    }
-    fn load_cursor(&self, key: &str) -> Option<String> {
-        self.cursors.lock().unwrap().get(key).cloned()
-    }
-    fn save_cursor(&self, key: &str, value: &str) {
-        self.cursors.lock().unwrap().insert(key.to_string(), value.to_string());
-        self.changed.send_modify(|n| *n += 1);
-    }
-}
-
-// ---------------------------------------------------------------- fixtures
-
-fn config(fake: &FakeTelegram) -> TelegramConfig {
-    TelegramConfig {
-        api_url: fake.api_url(),
-        poll_timeout_secs: 1,
-        // Fast by default; the rate-limit tests set their own.
-        per_chat_per_second: 100,
-        global_per_second: 100,
-        ..TelegramConfig::new(TOKEN)
-    }
-}
-
-struct Running {
-    adapter: Adapter,
-    stop: watch::Sender<bool>,
-}
-
-impl Running {
-    async fn stop(self) {
-        self.stop.send_replace(true);
-        if let Some(task) = self.adapter.task {
-            tokio::time::timeout(WAIT, task).await.expect("polling task ends on shutdown").expect("task did not panic");
-        }
-    }
-}
-
-async fn run(config: TelegramConfig, handler: Arc<Recorder>) -> Running {
-    let (stop, shutdown) = watch::channel(false);
-    let adapter = start(config, handler, shutdown, always_leader()).await.expect("adapter starts");
-    Running { adapter, stop }
-}
-
-fn proposal(title: &str, steps: &[&str], status: DecisionStatus) -> Proposal {
-    Proposal {
-        approval_id: ID,
-        session: SessionKey::new("demo", "s1"),
-        version: 1,
-        plan: Plan {
-            summary: Some("Make the client resilient.".into()),
-            steps: steps.iter().map(|s| Step::pending(*s)).collect(),
-            risks: vec!["retries could hide outages".into()],
-            ..Plan::titled(title)
-        },
-        markdown: None,
-        plan_hash: "hash".into(),
-        created_at: Timestamp(0),
-        status,
-        decided_by: (status != DecisionStatus::Pending).then(|| "telegram:@alice".into()),
-        decided_at: (status != DecisionStatus::Pending).then_some(Timestamp(14 * 3_600_000 + 2 * 60_000)),
-        feedback: (status == DecisionStatus::Rejected).then(|| "split step 2".into()),
-        edited_plan: None,
-        injection: None,
-        superseded_by: None,
-        timers: Vec::new(),
-        released: false,
-        review: Default::default(),
-        amends: None,
-    }
-}
-
-fn card_of(p: &Proposal) -> Card {
-    card(p, None, Timestamp(3 * 60_000))
-}
-
-fn document_of(p: &Proposal, markdown: &str) -> Document {
-    Document { file_name: document_file_name(p), text: markdown.to_string() }
-}
-
-fn destination(style: Style) -> Destination {
-    Destination { name: "ops-tg".into(), channel: "telegram".into(), chat: CHAT.to_string(), style }
-}
-
-fn alice() -> Value {
-    FakeTelegram::user(ALICE, Some("alice"), "Alice")
-}
-
-fn alice_user() -> User {
-    User { id: ALICE.to_string(), name: "@alice".into(), team: None }
-}
-
-fn card_keyboard(id: ApprovalId) -> Vec<Vec<(String, String)>> {
-    vec![
-        vec![("✅ Approve".into(), encode(Button::Approve(id))), ("📝 Approve with note…".into(), encode(Button::ApproveWithNote(id)))],
-        vec![("✏️ Request changes".into(), encode(Button::RequestChanges(id))), ("✖ Cancel".into(), encode(Button::Cancel(id)))],
-        vec![("📄 View plan".into(), encode(Button::View(id)))],
-    ]
-}
-
-/// `method key=value …` for the report and for sequence assertions.
-fn describe(r: &Recorded) -> String {
-    let mut parts = vec![r.method.clone()];
-    for key in ["chat_id", "message_id", "callback_query_id", "offset"] {
-        if !r.field(key).is_null() {
-            parts.push(format!("{key}={}", r.str(key)));
-        }
-    }
-    if let Some(to) = r.reply_to() {
-        parts.push(format!("reply_to={to}"));
-    }
-    if !r.field("text").is_null() && r.method != "answerCallbackQuery" {
-        let text = r.str("text");
-        let first: String = text.lines().next().unwrap_or_default().chars().take(60).collect();
-        parts.push(format!("text={first:?}"));
-    }
-    if r.method == "answerCallbackQuery" {
-        parts.push(format!("text={:?}", r.str("text")));
-    }
-    if let Some(kb) = r.keyboard() {
-        let data: Vec<String> = kb.iter().flatten().map(|(label, data)| format!("{label}={data}")).collect();
-        parts.push(format!("keyboard=[{}]", data.join(", ")));
-    }
-    if r.field("reply_markup").get("force_reply").is_some() {
-        parts.push(format!("force_reply selective={}", r.field("reply_markup")["selective"]));
-    }
-    if let Some(doc) = r.field("document").get("file_name") {
-        parts.push(format!("document={doc}"));
-    }
-    if !r.field("caption").is_null() {
-        parts.push(format!("caption={:?}", r.str("caption")));
-    }
-    parts.join(" ")
-}
-
-/// The id the fake gave the message sent by the `n`-th (1-based) successful
-/// sendMessage.
-fn sent_id(fake: &FakeTelegram, n: usize) -> i64 {
-    let sends: Vec<Recorded> = fake.calls("sendMessage").into_iter().filter(|r| r.status == 200).collect();
-    sends[n - 1].message_id_sent().expect("sendMessage answered with a message")
-}
-
-/// Telegram's view of HTML text, like the fake computes it.
-fn strip(html: &str) -> String {
-    let mut out = String::new();
-    let mut in_tag = false;
-    for c in html.chars() {
-        match c {
-            '<' => in_tag = true,
-            '>' if in_tag => in_tag = false,
-            c if !in_tag => out.push(c),
-            _ => {}
-        }
-    }
-    out.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&amp;", "&")
-}
-
-// ---------------------------------------------------------------- tests
+use super::*;
 
 #[tokio::test]
 async fn start_identifies_the_bot_registers_plan_and_long_polls() {
@@ -700,15 +464,6 @@ async fn a_restart_resumes_from_the_saved_cursor() {
     second.stop().await;
 }
 
-/// Wait (up to `WAIT`) until `done` holds; for state that has no watch.
-async fn eventually(what: &str, done: impl Fn() -> bool) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !done() {
-        assert!(tokio::time::Instant::now() < deadline, "not within {WAIT:?}: {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 #[tokio::test]
 async fn only_the_leader_long_polls_and_each_term_resumes_from_the_saved_offset() {
     let fake = FakeTelegram::start().await;
@@ -722,14 +477,14 @@ async fn only_the_leader_long_polls_and_each_term_resumes_from_the_saved_offset(
     let methods: Vec<String> = fake.requests().iter().map(|r| r.method.clone()).collect();
     assert_eq!(methods, ["getMe", "setMyCommands", "deleteWebhook"]);
 
-    // A follower: an update waits at Telegram, nobody polls, and /readyz is fine.
+    // A follower: an update waits at Telegram, nobody polls, and /readyz is
+    // fine. Outbound works on every replica; by the time the fake has
+    // answered this send, a poll begun at start would be recorded too.
     let u1 = fake.push_update(fake.message_update(CHAT, alice(), "/plan status", None));
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    running.adapter.channel.send_text(&CHAT.to_string(), "from a follower").await.unwrap();
     assert!(fake.calls("getUpdates").is_empty(), "a follower never polls");
     assert!(handler.seen().is_empty());
     assert_eq!(live.status(), Ok(Some(plangate_channel::FOLLOWER)));
-    // Outbound works on every replica.
-    running.adapter.channel.send_text(&CHAT.to_string(), "from a follower").await.unwrap();
 
     // Elected: a short poll at once, then long polls.
     lead.send_replace(true);
@@ -741,11 +496,11 @@ async fn only_the_leader_long_polls_and_each_term_resumes_from_the_saved_offset(
     let polls = fake.wait_call("getUpdates", 2, WAIT).await;
     assert_eq!(polls.field("timeout"), &json!(1));
     assert_eq!(polls.field("offset"), &json!(u1 + 1));
-    eventually("ready once polled", || live.status() == Ok(None)).await;
+    eventually(WAIT, "ready once polled", || std::future::ready(live.status() == Ok(None))).await;
 
     // Deposed: the poll in flight is dropped and no other one starts.
     lead.send_replace(false);
-    eventually("a follower again", || live.status() == Ok(Some(plangate_channel::FOLLOWER))).await;
+    eventually(WAIT, "a follower again", || std::future::ready(live.status() == Ok(Some(plangate_channel::FOLLOWER)))).await;
     let deposed = std::time::Instant::now();
     // Pushed while the dropped poll may still wait at the fake: even if the
     // fake answers it, nobody reads the answer.
@@ -774,7 +529,7 @@ async fn only_the_leader_long_polls_and_each_term_resumes_from_the_saved_offset(
 
     // Shutdown ends the task, whatever the leadership.
     lead.send_replace(false);
-    eventually("a follower again", || live.status() == Ok(Some(plangate_channel::FOLLOWER))).await;
+    eventually(WAIT, "a follower again", || std::future::ready(live.status() == Ok(Some(plangate_channel::FOLLOWER)))).await;
     running.stop().await;
 }
 
@@ -786,7 +541,7 @@ async fn a_follower_that_is_never_elected_still_shuts_down() {
     let (_, leader) = watch::channel(false);
     let (stop, shutdown) = watch::channel(false);
     let adapter = start(config(&fake), handler, shutdown, leader).await.expect("starts");
-    eventually("a follower", || adapter.liveness.status() == Ok(Some(plangate_channel::FOLLOWER))).await;
+    eventually(WAIT, "a follower", || std::future::ready(adapter.liveness.status() == Ok(Some(plangate_channel::FOLLOWER)))).await;
     Running { adapter, stop }.stop().await;
     assert!(fake.calls("getUpdates").is_empty());
 }
@@ -1027,120 +782,5 @@ async fn a_nudge_replies_to_the_card_with_the_buttons_while_it_is_open() {
     let approved = proposal("Add retries", &["Read"], DecisionStatus::Approved);
     channel.send_nudge(&delivery, &card_of(&approved), "⏰ late").await.unwrap();
     assert!(fake.wait_call("sendMessage", 3, WAIT).await.field("reply_markup").is_null());
-    running.stop().await;
-}
-
-// ---------------------------------------------------------------- webhook
-
-fn webhook_config(fake: &FakeTelegram, secret: Option<&str>) -> TelegramConfig {
-    TelegramConfig {
-        transport: Transport::Webhook,
-        webhook_secret: secret.map(|s| SecretString::new(s.to_string())),
-        webhook_url: Some("https://plangate.example.org/telegram/webhook".into()),
-        ..config(fake)
-    }
-}
-
-#[tokio::test]
-async fn webhook_mode_requires_a_secret() {
-    let fake = FakeTelegram::start().await;
-    let (_stop, shutdown) = watch::channel(false);
-    let result = start(webhook_config(&fake, None), Recorder::new(|_| Reply::None), shutdown, always_leader()).await;
-    match result {
-        Err(TelegramError::Config(ConfigError { key, .. })) => assert_eq!(key, "telegram.webhook_secret"),
-        Err(other) => panic!("{other}"),
-        Ok(_) => panic!("started without a webhook secret"),
-    }
-    assert!(fake.requests().is_empty(), "refused before talking to Telegram");
-}
-
-#[tokio::test]
-async fn webhook_refuses_wrong_or_missing_secrets_before_parsing() {
-    const SECRET: &str = "s3cret-Token_0123456789";
-    let fake = FakeTelegram::start().await;
-    let handler = Recorder::new(|event| match event.action {
-        Action::Button(Button::Approve(_)) => Reply::Notice("Approved v1".into()),
-        _ => Reply::None,
-    });
-    let running = run(webhook_config(&fake, Some(SECRET)), handler.clone()).await;
-    assert!(running.adapter.task.is_none());
-    assert_eq!(SECRET_HEADER, "x-telegram-bot-api-secret-token");
-    let set = fake.wait_call("setWebhook", 1, WAIT).await;
-    assert_eq!(set.str("url"), "https://plangate.example.org/telegram/webhook");
-    assert_eq!(set.str("secret_token"), SECRET);
-    assert_eq!(set.field("allowed_updates"), &json!(["message", "callback_query"]));
-
-    let routes = running.adapter.routes.clone().expect("webhook route");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}{WEBHOOK_PATH}", listener.local_addr().unwrap());
-    let server = tokio::spawn(async move { axum::serve(listener, routes).await });
-
-    let click = fake.callback_update(CHAT, 5, alice(), &encode(Button::Approve(ID)));
-    let mut update = click.clone();
-    update["update_id"] = json!(77);
-    assert_eq!(fake.deliver_webhook(&url, None, &update).await, 401);
-    assert_eq!(fake.deliver_webhook(&url, Some("s3cret-Token_0123456788"), &update).await, 401);
-    assert_eq!(fake.deliver_webhook(&url, Some(&format!("{SECRET}x")), &update).await, 401);
-    assert_eq!(fake.deliver_webhook(&url, Some(""), &update).await, 401);
-    // Not even a body that is not JSON gets past the check to be parsed (400).
-    assert_eq!(fake.deliver_webhook(&url, Some("wrong"), &json!("not an update")).await, 401);
-    assert!(handler.seen().is_empty(), "the handler is never called without the secret");
-    assert!(fake.calls("answerCallbackQuery").is_empty());
-
-    assert_eq!(fake.deliver_webhook(&url, Some(SECRET), &json!("not an update")).await, 400);
-    assert_eq!(fake.deliver_webhook(&url, Some(SECRET), &update).await, 200);
-    let seen = handler.seen();
-    assert_eq!(seen.len(), 1, "handled before the 200");
-    assert_eq!(seen[0].action, Action::Button(Button::Approve(ID)));
-    assert_eq!(seen[0].idempotency_key.as_deref(), Some("telegram:update:77"));
-    assert_eq!(fake.wait_call("answerCallbackQuery", 1, WAIT).await.str("text"), "Approved v1");
-    assert!(fake.calls("getUpdates").is_empty(), "no polling in webhook mode");
-    server.abort();
-    running.stop().await;
-}
-
-#[tokio::test]
-async fn a_bad_token_fails_at_start_without_leaking_it() {
-    let fake = FakeTelegram::start().await;
-    let config = TelegramConfig { token: SecretString::new("999:WRONG-secret-token".into()), ..config(&fake) };
-    let (_stop, shutdown) = watch::channel(false);
-    let error = match start(config, Recorder::new(|_| Reply::None), shutdown, always_leader()).await {
-        Err(e) => e,
-        Ok(_) => panic!("started with a wrong token"),
-    };
-    let shown = error.to_string();
-    assert!(shown.contains("getMe"), "{shown}");
-    assert!(!shown.contains("WRONG-secret-token"), "{shown}");
-}
-
-/// Security: a reply is matched to a prompt only by the message ids plangate
-/// recorded, never by text. An agent's question that ends like a prompt's tag
-/// line (`(edit #<id>)`) must not turn a person's reply into an edit.
-#[tokio::test]
-async fn a_reply_to_agent_text_that_mimics_a_prompt_tag_is_not_a_prompt() {
-    let fake = FakeTelegram::start().await;
-    let handler = Recorder::new(|_| Reply::None);
-    let running = run(config(&fake), handler.clone()).await;
-    let question = Question {
-        question_id: QID,
-        session: SessionKey::new("demo", "s1"),
-        question: format!("Which database?\nReply with the steps of v1, one per line (edit #{ID})"),
-        options: vec![],
-        allow_freetext: true,
-        asked_at: Timestamp(0),
-        status: QuestionStatus::Pending,
-        answer: None,
-        answered_by: None,
-        answered_at: None,
-    };
-    let delivery = running.adapter.channel.post_question(&destination(Style::Buttons), &question).await.unwrap();
-    let posted = fake.wait_call("sendMessage", 1, WAIT).await;
-    assert!(posted.str("text").trim_end().ends_with(&format!("(edit #{ID})")), "{}", posted.str("text"));
-    let qmsg: i64 = delivery.message_id.parse().unwrap();
-    fake.push_update(fake.message_update(CHAT, alice(), "Postgres", Some(qmsg)));
-    fake.push_update(fake.message_update(CHAT, alice(), "/plan status", None));
-    let seen = handler.wait_seen(1).await;
-    assert_eq!(seen[0].action, Action::Command(Parsed { command: PlanCommand::Status, target: None }), "{seen:?}");
-    assert!(handler.cursors.lock().unwrap().keys().all(|k| !k.starts_with("telegram:prompt:")), "nothing was recorded as a prompt");
     running.stop().await;
 }

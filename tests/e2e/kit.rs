@@ -1,0 +1,154 @@
+//! The helpers every e2e module talks to the server with: one copy here
+//! instead of one per file, so a change to the API's shape (a status code, a
+//! field) is made once. Anything that describes one module's scenario (its
+//! destinations, its plans) stays in that module.
+
+use plangate_engine::ApprovalId;
+use plangate_testkit::server::{ServerProcess, AGENT_TOKEN};
+use plangate_testkit::slack::{SlackFake, TEAM};
+use plangate_testkit::telegram::{FakeTelegram, TOKEN};
+use reqwest::Method;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{RoleClient, RunningService};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long a fake is given to see what a step should cause.
+const WAIT: Duration = Duration::from_secs(15);
+
+/// Send and return (status, JSON body or Null).
+pub async fn call(req: reqwest::RequestBuilder) -> (u16, Value) {
+    ServerProcess::send(req).await
+}
+
+/// A proposal body: `title` and one pending step per entry of `steps`.
+pub fn plan(title: &str, steps: &[&str]) -> Value {
+    let steps: Vec<Value> = steps.iter().map(|s| json!({"step": s})).collect();
+    json!({"title": title, "steps": steps})
+}
+
+/// As agent `demo`: enter plan mode in `session` (200: entering is
+/// idempotent) and propose `body`. The proposal's answer, which must be 201.
+pub async fn propose(s: &ServerProcess, session: &str, body: &Value) -> Value {
+    propose_as(s, AGENT_TOKEN, session, body).await
+}
+
+/// [`propose`] as the agent whose token is `token`.
+pub async fn propose_as(s: &ServerProcess, token: &str, session: &str, body: &Value) -> Value {
+    let req = |m: Method, p: String| s.http.request(m, s.url(&p)).bearer_auth(token);
+    let (st, d) = call(req(Method::POST, format!("/v1/sessions/{session}/enter"))).await;
+    assert_eq!(st, 200, "enter {session}: {d}");
+    let (st, d) = call(req(Method::POST, format!("/v1/sessions/{session}/proposals")).json(body)).await;
+    assert_eq!(st, 201, "{d}");
+    d
+}
+
+/// [`propose`], returning only the approval id.
+pub async fn propose_id(s: &ServerProcess, session: &str, body: &Value) -> String {
+    id_of(&propose(s, session, body).await)
+}
+
+/// The `approval_id` of a proposal answer or a Decision.
+pub fn id_of(d: &Value) -> String {
+    d["approval_id"].as_str().expect("approval_id").to_string()
+}
+
+/// The `approval_id` of a proposal answer or a Decision, parsed.
+pub fn approval_id(d: &Value) -> ApprovalId {
+    ApprovalId::parse(&id_of(d)).expect("an approval id")
+}
+
+/// Decide approval `id` over the operator API with `body` (`action`,
+/// `actor`, …); the Decision, which must be 200.
+pub async fn decide(s: &ServerProcess, id: &str, body: &Value) -> Value {
+    let (st, d) = call(s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(body)).await;
+    assert_eq!(st, 200, "{d}");
+    d
+}
+
+/// The audit entries `query` selects (`session=…`, `agent=…&session=…`),
+/// oldest first; the answer must be 200.
+pub async fn audit(s: &ServerProcess, query: &str) -> Vec<Value> {
+    let (st, v) = call(s.operator(Method::GET, &format!("/v1/audit?{query}"))).await;
+    assert_eq!(st, 200, "{v}");
+    v.as_array().expect("an array of audit entries").clone()
+}
+
+/// The actions of the audit entries of `session`, oldest first.
+pub async fn audit_actions(s: &ServerProcess, session: &str) -> Vec<String> {
+    audit(s, &format!("session={session}")).await.iter().map(|e| e["action"].as_str().expect("action").to_string()).collect()
+}
+
+/// The `[telegram]` section pointing at `fake`, polling for 1 s.
+pub fn telegram_section(fake: &FakeTelegram) -> String {
+    format!("\n[telegram]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\npoll_timeout_secs = 1\n", fake.api_url())
+}
+
+/// The `[slack]` section pointing at `fake` (Socket Mode, team [`TEAM`]).
+pub fn slack_section(fake: &SlackFake) -> String {
+    format!("\n[slack]\nbot_token = \"xoxb-test\"\napp_token = \"xapp-test\"\napi_url = \"{}\"\nteam_id = \"{TEAM}\"\n", fake.api_url())
+}
+
+/// A Telegram user whose first name and username are both `name`.
+pub fn tg_user(id: i64, name: &str) -> Value {
+    FakeTelegram::user(id, Some(name), name)
+}
+
+/// A URL of a loopback port with nothing listening.
+pub fn closed_port_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    drop(listener);
+    format!("http://127.0.0.1:{port}")
+}
+
+/// The JSON file at `path`.
+pub fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).expect("JSON")
+}
+
+/// The session status of `session` as agent `demo`.
+pub async fn status(s: &ServerProcess, session: &str) -> Value {
+    let (st, v) = call(s.agent(Method::GET, &format!("/v1/sessions/{session}"))).await;
+    assert_eq!(st, 200, "{v}");
+    v
+}
+
+/// `text` from `from` in Telegram chat `chat`, and the bot's first answer
+/// after it that contains `needle`.
+pub async fn say(fake: &FakeTelegram, chat: i64, from: Value, text: &str, needle: &str) -> String {
+    let before = fake.calls("sendMessage").len();
+    fake.push_update(fake.message_update(chat, from, text, None));
+    fake.wait_for(WAIT, |reqs| {
+        let sent: Vec<_> = reqs.iter().filter(|r| r.method == "sendMessage").collect();
+        sent.get(before..).unwrap_or_default().iter().find(|r| r.str("text").contains(needle)).map(|r| r.str("text").to_string())
+    })
+    .await
+}
+
+/// The backups an installer left of `dir/<file_name>` (`<file_name>.bak-…`), oldest first.
+pub fn backups(dir: &Path, file_name: &str) -> Vec<PathBuf> {
+    let prefix = format!("{file_name}.bak-");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&prefix)))
+        .collect();
+    found.sort();
+    found
+}
+
+/// A client of `plangate mcp` (rmcp over stdio).
+pub type Mcp = RunningService<RoleClient, ()>;
+
+/// Call the MCP tool `tool` with `args` (an object), logging the answer.
+pub async fn call_tool(mcp: &Mcp, tool: &str, args: &Value) -> Result<CallToolResult, rmcp::ServiceError> {
+    let arguments = args.as_object().cloned().unwrap_or_default();
+    let result = mcp.call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(arguments)).await;
+    match &result {
+        Ok(r) => eprintln!("{tool} -> {}", serde_json::to_string(&r.structured_content).unwrap_or_default()),
+        Err(e) => eprintln!("{tool} -> error: {e}"),
+    }
+    result
+}

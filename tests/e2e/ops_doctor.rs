@@ -1,21 +1,51 @@
-//! `plangate doctor` against the fake Telegram (offline): the token works,
-//! each destination chat resolves with the bot in it, each approver is a
-//! member; every failure is named with what to do, and fails the run.
+//! `plangate doctor` through the real binary against the loopback fakes
+//! (offline): the Telegram, Slack and Discord tokens work, each destination
+//! chat is seen by the bot, which can post there, each approver is a member;
+//! the agent hooks installed in the project name a binary that exists;
+//! `server.public_url` answers. Every failure is named with what to do, and
+//! fails the run.
 
+use plangate_testkit::discord::{DiscordFake, GUILD_ID};
+use plangate_testkit::server::ServerProcess;
+use plangate_testkit::slack::{Scripted as SlackScripted, SlackFake, BOT_USER};
 use plangate_testkit::telegram::{FakeTelegram, Scripted, TOKEN};
+use serde_json::json;
+use std::path::Path;
 use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
 
+/// `plangate doctor` on `toml`, run in `project` with a home of its own (no
+/// Claude Code or Codex settings of the machine's user are read).
+async fn doctor_in(project: &Path, toml: &str) -> (i32, String) {
+    let file = project.join("plangate.toml");
+    std::fs::write(&file, toml).expect("write");
+    let out = plangate(project, &["doctor", "--config", file.to_str().expect("utf-8")]).await;
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 async fn doctor(toml: &str) -> (i32, String) {
     let dir = tempfile::tempdir().expect("dir");
-    let file = dir.path().join("plangate.toml");
-    std::fs::write(&file, toml).expect("write");
-    let out = tokio::process::Command::new(BIN).args(["doctor", "--config"]).arg(&file).env_remove("PLANGATE__TELEGRAM__TOKEN").output();
+    doctor_in(dir.path(), toml).await
+}
+
+/// The binary with `args` in `project`, whose `home/` is `HOME`,
+/// `CLAUDE_CONFIG_DIR` and `CODEX_HOME`.
+async fn plangate(project: &Path, args: &[&str]) -> std::process::Output {
+    let home = project.join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let out = tokio::process::Command::new(BIN)
+        .args(args)
+        .current_dir(project)
+        .env("HOME", &home)
+        .env("CLAUDE_CONFIG_DIR", &home)
+        .env("CODEX_HOME", &home)
+        .env_remove("PLANGATE__TELEGRAM__TOKEN")
+        .env_remove("PLANGATE_HOOK_WAIT")
+        .output();
     let out = tokio::time::timeout(Duration::from_secs(60), out).await.expect("finished").expect("run");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    eprintln!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
-    (out.status.code().unwrap_or(-1), stdout)
+    eprintln!("plangate {args:?}:\n{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    out
 }
 
 fn config(fake: &FakeTelegram, token: &str) -> String {
@@ -59,4 +89,202 @@ async fn doctor_checks_token_chats_and_approvers_against_the_platform() {
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("✗ telegram.token: Unauthorized; copy the token from @BotFather"), "{out}");
     assert!(!out.contains("wrong-token"), "the token is not printed: {out}");
+}
+
+/// A Slack and a Discord destination with one approver each, on the fakes,
+/// and `public_url` (when given).
+fn three_platforms(telegram: &FakeTelegram, slack: &SlackFake, discord: &DiscordFake, public_url: Option<&str>) -> String {
+    let server = match public_url {
+        Some(url) => format!("public_url = \"{url}\"\noperator_token = \"doctor-e2e-operator-token-0123456789\"\n"),
+        None => String::new(),
+    };
+    format!(
+        "[server]\nbind = \"127.0.0.1:8787\"\ndata_dir = \"d\"\n{server}\
+         [telegram]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\n\
+         [slack]\nbot_token = \"xoxb-test\"\napp_token = \"xapp-test\"\napi_url = \"{}\"\n\
+         [discord]\nbot_token = \"discord-test-token\"\napplication_id = \"345678901234567890\"\napi_url = \"{}\"\n\
+         [destinations.ops]\nchannel = \"telegram\"\nchat = \"-1001\"\napprovers = [\"telegram:111\"]\n\
+         [destinations.team]\nchannel = \"slack\"\nchat = \"C0PLANS\"\napprovers = [\"slack:U0ALICE\"]\n\
+         [destinations.builders]\nchannel = \"discord\"\nchat = \"123456789012345678\"\napprovers = [\"discord:234567890123456789\"]\n\
+         [agents.claude]\ntoken = \"claude-5f2c9a7e01b3d4a6\"\ndestinations = [\"ops\", \"team\", \"builders\"]\n",
+        telegram.api_url(),
+        slack.api_url(),
+        discord.base
+    )
+}
+
+/// Slack's answer for a channel with the bot and `approver` in it.
+fn members_with(approver: &str) -> SlackScripted {
+    SlackScripted::ok(json!({"members": [BOT_USER, approver], "response_metadata": {"next_cursor": ""}}))
+}
+
+/// Everything configured, everything right: all three platforms, a running
+/// plangate behind `public_url`, Claude Code hooks installed for the binary.
+#[tokio::test]
+async fn doctor_passes_a_working_setup_on_all_three_platforms() {
+    let (telegram, slack, discord) = (FakeTelegram::start().await, SlackFake::start().await, DiscordFake::start(345678901234567890).await);
+    let mut server = ServerProcess::start(BIN, "").await;
+    let project = tempfile::tempdir().expect("project");
+    let install = plangate(project.path(), &["hook", "install", "claude", "--scope", "local"]).await;
+    assert!(install.status.success());
+    slack.script("conversations.members", members_with("U0ALICE"));
+
+    let (code, out) = doctor_in(project.path(), &three_platforms(&telegram, &slack, &discord, Some(&server.base))).await;
+    assert_eq!(code, 0, "{out}");
+    for line in [
+        "✓ telegram.token: works",
+        "✓ destinations.ops.approvers[0]: telegram:111 is in the chat",
+        "✓ slack.bot_token: works (team T0FAKE, bot @plangate)",
+        "✓ destinations.team.chat: C0PLANS is #plans, and the bot is in it and can post (chat:write)",
+        "✓ destinations.team.approvers[0]: slack:U0ALICE is in #plans",
+        "✓ discord.bot_token: works (bot plangate)",
+        "✓ destinations.builders.chat: 123456789012345678 is #plans, and the bot can see it and post cards there",
+        "✓ destinations.builders.approvers[0]: discord:234567890123456789 is a member of the server",
+        &format!("✓ server.public_url: {}/healthz answers (200 OK, ok)", server.base),
+        "✓ claude hooks ",
+        "plangate handlers, the gate on every tool, running ",
+    ] {
+        assert!(out.contains(line), "{line:?} in {out}");
+    }
+    let members = slack.calls("conversations.members");
+    assert_eq!(members.len(), 1);
+    assert_eq!(members[0].query("channel"), Some("C0PLANS"));
+    let paths: Vec<String> = discord.requests().iter().map(|r| format!("{} {}", r.method, r.path)).collect();
+    for path in [
+        "GET /api/v10/users/@me".to_string(),
+        "GET /api/v10/channels/123456789012345678".into(),
+        format!("GET /api/v10/guilds/{GUILD_ID}/roles"),
+        format!("GET /api/v10/guilds/{GUILD_ID}/members/234567890123456789"),
+    ] {
+        assert!(paths.contains(&path), "{path} in {paths:?}");
+    }
+    server.terminate().await;
+}
+
+/// A Slack channel the bot was never invited to, a Slack approver not in
+/// it, a Discord channel whose overwrite takes Send Messages away, a Discord
+/// approver who is not in the server: each named, with its fix.
+#[tokio::test]
+async fn doctor_names_a_slack_channel_without_the_bot_and_a_discord_approver_outside_the_server() {
+    let (telegram, slack, discord) = (FakeTelegram::start().await, SlackFake::start().await, DiscordFake::start(345678901234567890).await);
+    let toml = three_platforms(&telegram, &slack, &discord, None);
+    slack.script("conversations.info", SlackScripted::ok(json!({"channel": {"id": "C0PLANS", "name": "plans", "is_member": false}})));
+    let member = format!("/api/v10/guilds/{GUILD_ID}/members/234567890123456789");
+    discord.script("GET", &member, 404, &[], json!({"message": "Unknown Member", "code": 10007}));
+    let (code, out) = doctor(&toml).await;
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(
+            "✗ destinations.team.chat: C0PLANS is #plans, but the bot is not in it, so it cannot post there; /invite @plangate in #plans"
+        ),
+        "{out}"
+    );
+    assert!(!out.contains("destinations.team.approvers"), "nothing more is checked in a channel the bot is not in: {out}");
+    assert!(
+        out.contains(
+            "✗ destinations.builders.approvers[0]: discord:234567890123456789 is not a member of the server #plans is in \
+             (Unknown Member (404, code 10007)); invite them, or fix the id (right-click the user → Copy User ID)"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("✓ destinations.builders.chat"), "{out}");
+
+    // The bot in the channel, an approver who is not; a Discord channel
+    // where the bot's role may not post; a Slack channel it cannot see.
+    slack.script("conversations.members", members_with("U0SOMEONE"));
+    let channel = "/api/v10/channels/123456789012345678";
+    let overwrites = json!([{"id": GUILD_ID.to_string(), "type": 0, "allow": "0", "deny": "2048"}]);
+    discord.script(
+        "GET",
+        channel,
+        200,
+        &[],
+        json!({"id": "123456789012345678", "guild_id": GUILD_ID.to_string(), "name": "plans", "permission_overwrites": overwrites}),
+    );
+    let (code, out) = doctor(&toml).await;
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("✗ destinations.team.approvers[0]: slack:U0ALICE is not in #plans, so they never see the card; /invite them there"),
+        "{out}"
+    );
+    assert!(
+        out.contains("✗ destinations.builders.chat: 123456789012345678 is #plans, but the bot lacks Send Messages there; grant its role Send Messages in #plans"),
+        "{out}"
+    );
+    slack.script("conversations.info", SlackScripted::error("channel_not_found"));
+    discord.script("GET", channel, 403, &[], json!({"message": "Missing Access", "code": 50001}));
+    // A token without chat:write: it can look, not post.
+    let scopes = vec![("x-oauth-scopes".to_string(), "commands,channels:read".to_string())];
+    let body = json!({"ok": true, "team_id": "T0FAKE", "user": "plangate"});
+    slack.script("auth.test", SlackScripted { status: 200, headers: scopes, body });
+    let (_, out) = doctor(&toml).await;
+    assert!(out.contains("✗ destinations.team.chat: C0PLANS: channel_not_found; the bot cannot see it"), "{out}");
+    assert!(
+        out.contains(
+            "✗ slack.bot_token: the token lacks chat:write (it has commands,channels:read), so no card can be posted; \
+             add chat:write under OAuth & Permissions → Bot Token Scopes, then reinstall the app"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("✗ destinations.builders.chat: 123456789012345678: Missing Access (403, code 50001); the bot cannot see it: give its role View Channel"), "{out}");
+}
+
+/// A Claude Code hook whose binary is gone blocks every tool call: named,
+/// with the install command that fixes it.
+#[tokio::test]
+async fn doctor_names_a_hook_binary_that_does_not_exist() {
+    let project = tempfile::tempdir().expect("project");
+    let settings = project.path().join(".claude").join("settings.local.json");
+    std::fs::create_dir_all(settings.parent().expect("dir")).expect("mkdir");
+    let gone = project.path().join("moved-away").join("plangate");
+    let command = format!("'{}' hook claude || exit 2", gone.display());
+    let hooks = json!({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": command, "timeout": 610}]}]}});
+    std::fs::write(&settings, hooks.to_string()).expect("write");
+    let (code, out) = doctor_in(project.path(), "[server]\nbind = \"127.0.0.1:8787\"\ndata_dir = \"d\"\n").await;
+    assert_eq!(code, 1, "{out}");
+    let expected = format!(
+        "✗ claude hooks {}: runs {}, which does not exist: the gate fails closed, so every tool call is blocked; \
+         run `plangate hook install claude --scope local` in {} with the plangate binary you mean to keep",
+        settings.display(),
+        gone.display(),
+        project.path().display()
+    );
+    assert!(out.contains(&expected), "{expected}\nin {out}");
+
+    // Only the observing handlers: nothing is gated.
+    let observe = json!({"hooks": {"SubagentStart": [{"hooks": [{"type": "command", "command": format!("'{BIN}' hook claude")}]}]}});
+    std::fs::write(&settings, observe.to_string()).expect("write");
+    let (code, out) = doctor_in(project.path(), "[server]\nbind = \"127.0.0.1:8787\"\ndata_dir = \"d\"\n").await;
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(
+            "no PreToolUse gate on every tool, so Claude Code's tool calls are not gated; run `plangate hook install claude --scope local`"
+        ),
+        "{out}"
+    );
+}
+
+/// `server.public_url` that nothing answers on, and one in plain http on a
+/// host other than loopback (refused without a request).
+#[tokio::test]
+async fn doctor_names_a_public_url_that_does_not_answer() {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let server = |url: &str| {
+        format!(
+            "[server]\nbind = \"127.0.0.1:8787\"\ndata_dir = \"d\"\npublic_url = \"{url}\"\noperator_token = \"doctor-e2e-operator-token-0123456789\"\n"
+        )
+    };
+    let (code, out) = doctor(&server(&format!("http://127.0.0.1:{free}"))).await;
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(&format!(
+            "✗ server.public_url: http://127.0.0.1:{free}/healthz does not answer (error sending request); start plangate (`plangate serve`), \
+             and check that this name resolves here and that the proxy forwards to server.bind (127.0.0.1:8787)"
+        )),
+        "{out}"
+    );
+    let (code, out) = doctor(&server("http://plans.example.com")).await;
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("✗ server.public_url: http://plans.example.com is plain http on a host other than loopback"), "{out}");
+    assert!(out.contains("set server.public_url = \"https://…\""), "{out}");
 }

@@ -32,15 +32,16 @@ pub fn command_for(exe: &Path, args: &str, fail_closed: bool) -> Result<String, 
 /// with or without [`FAIL_CLOSED`], the binary named by a quoted path or a
 /// bare word (`plangate hook codex`).
 pub fn is_command_for(command: &str, args: &str) -> bool {
+    program_of(command, args).is_some_and(|path| Path::new(&path).file_stem().is_some_and(|n| n == "plangate"))
+}
+
+/// The program `command` runs when it is `<program><args>` with or without
+/// [`FAIL_CLOSED`], the program a quoted path or a bare word: what
+/// `plangate doctor` checks exists.
+pub fn program_of(command: &str, args: &str) -> Option<String> {
     let c = command.trim();
     let c = c.strip_suffix(FAIL_CLOSED).unwrap_or(c);
-    let Some(program) = c.strip_suffix(args) else {
-        return false;
-    };
-    let Some(path) = shell_unquote(program.trim()) else {
-        return false;
-    };
-    Path::new(&path).file_stem().is_some_and(|n| n == "plangate")
+    shell_unquote(c.strip_suffix(args)?.trim())
 }
 
 /// `text` as one POSIX shell word: in single quotes, each `'` as `'\''`.

@@ -473,11 +473,12 @@ async fn run(args: Args) -> Result<i32> {
             if checks.is_empty() {
                 println!("no chat channel is configured: nothing to check against a platform");
             }
-            let codex = plangate_server::ops::doctor::codex_hooks(&std::env::current_dir()?);
-            for check in &codex {
+            let public_url = plangate_server::ops::doctor::public_url(&settings).await;
+            let hooks = plangate_server::ops::doctor::hooks(&std::env::current_dir()?);
+            for check in public_url.iter().chain(&hooks) {
                 println!("{check}");
             }
-            Ok(if checks.iter().chain(&store).chain(&codex).all(|c| c.ok) { 0 } else { 1 })
+            Ok(if checks.iter().chain(&store).chain(&public_url).chain(&hooks).all(|c| c.ok) { 0 } else { 1 })
         }
         Cmd::Completions { shell } => {
             use clap::CommandFactory;

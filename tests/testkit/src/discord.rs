@@ -4,7 +4,9 @@
 //! REST calls arrive as `/api/v10/...` and are recorded ([`Recorded`]) with
 //! their parsed body (JSON, or multipart parts with `payload_json` parsed).
 //! Every route answers like Discord by default (messages get fresh snowflake
-//! ids, interaction callbacks 204, command registration echoes); a test can
+//! ids, interaction callbacks 204, command registration echoes; the bot
+//! (`/users/@me`), a channel in [`GUILD_ID`] where `@everyone` may post,
+//! any guild member and the guild's roles for `plangate doctor`); a test can
 //! [`script`](DiscordFake::script) one-shot answers (429 with `retry_after`,
 //! 500, 403…) for a method and path.
 //!
@@ -34,6 +36,12 @@ use tokio::time::Instant;
 
 /// The bot's own user id in READY and in authored messages.
 pub const BOT_USER_ID: u64 = 900_000_000_000_000_001;
+
+/// The guild every channel is in by default (`GET /channels/{id}`).
+pub const GUILD_ID: u64 = 800_000_000_000_000_001;
+/// `@everyone`'s permissions by default: View Channel, Send Messages,
+/// Embed Links.
+pub const EVERYONE_PERMISSIONS: u64 = (1 << 10) | (1 << 11) | (1 << 14);
 
 /// One REST request as the fake saw it.
 #[derive(Debug, Clone)]
@@ -435,6 +443,14 @@ fn default_answer(inner: &Inner, method: &Method, r: &Recorded) -> Response {
         }
         ("PATCH", ["channels", channel, "messages", message]) => {
             ok(message_json(message.parse().unwrap_or(0), channel.parse().unwrap_or(0), &content))
+        }
+        ("GET", ["users", "@me"]) => ok(json!({"id": BOT_USER_ID.to_string(), "username": "plangate", "bot": true})),
+        ("GET", ["channels", channel]) => ok(json!({
+            "id": channel, "type": 0, "guild_id": GUILD_ID.to_string(), "name": "plans", "permission_overwrites": []
+        })),
+        ("GET", ["guilds", _, "members", user]) => ok(json!({"user": {"id": user, "username": format!("user{user}")}, "roles": []})),
+        ("GET", ["guilds", guild, "roles"]) => {
+            ok(json!([{"id": guild, "name": "@everyone", "permissions": EVERYONE_PERMISSIONS.to_string()}]))
         }
         ("POST", ["interactions", _, _, "callback"]) => StatusCode::NO_CONTENT.into_response(),
         ("PATCH", ["webhooks", _, _, "messages", _]) | ("POST", ["webhooks", _, _]) => ok(message_json(inner.snowflake(), 0, &content)),

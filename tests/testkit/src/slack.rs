@@ -7,7 +7,9 @@
 //!   `Retry-After`, 500), else with a plausible default: `chat.postMessage`
 //!   returns a fresh `ts`, `files.getUploadURLExternal` an upload URL on this
 //!   fake, `views.open` the view with an id and hash, `apps.connections.open`
-//!   the fake's websocket URL…
+//!   the fake's websocket URL, `auth.test` the bot with its scopes in
+//!   `x-oauth-scopes`, `conversations.info` a channel the bot is in and
+//!   `conversations.members` only the bot…
 //! * `POST /upload/<file id>`: the upload URL of the external upload flow.
 //! * `POST /response/<id>`: a `response_url` ([`SlackFake::response_url`]).
 //! * `GET /socket`: Socket Mode. The fake greets each connection with
@@ -41,6 +43,13 @@ pub const TEAM: &str = "T0FAKE";
 /// Another workspace (a Slack Connect partner, another install of the app):
 /// see [`from_team`].
 pub const OTHER_TEAM: &str = "T0OTHER";
+
+/// The bot's user id (`auth.test`), the one member of every channel by
+/// default (`conversations.members`).
+pub const BOT_USER: &str = "UBOT";
+/// The bot token's scopes, which Slack reports in `x-oauth-scopes` (here on
+/// `auth.test`).
+pub const SCOPES: &str = "chat:write,commands,files:write,channels:read,groups:read";
 
 /// A request body as the fake understood it.
 #[derive(Debug, Clone, PartialEq)]
@@ -445,6 +454,7 @@ async fn any_request(State(state): State<Arc<FakeState>>, request: Request) -> R
                 (StatusCode::OK, [("content-type", "text/plain")], format!("OK - {len}")).into_response()
             }
             "response" => respond(200, &[], &json!({"ok": true})),
+            "api" if api == "auth.test" => respond(200, &[("x-oauth-scopes".into(), SCOPES.into())], &default_response(&state, &recorded)),
             "api" => respond(200, &[], &default_response(&state, &recorded)),
             _ => StatusCode::NOT_FOUND.into_response(),
         },
@@ -516,8 +526,13 @@ fn default_response(state: &FakeState, request: &Recorded) -> Value {
             json!({"ok": true, "view": view})
         }
         "apps.connections.open" => json!({"ok": true, "url": format!("{}/socket", state.base.replacen("http://", "ws://", 1))}),
+        "conversations.info" => {
+            let channel = request.query("channel").map(str::to_string).unwrap_or_else(|| channel_of(request));
+            json!({"ok": true, "channel": {"id": channel, "name": "plans", "is_channel": true, "is_private": false, "is_member": true}})
+        }
+        "conversations.members" => json!({"ok": true, "members": [BOT_USER], "response_metadata": {"next_cursor": ""}}),
         "auth.test" => {
-            json!({"ok": true, "url": "https://fake.slack.com/", "team": "Fake", "user": "plangate", "team_id": TEAM, "user_id": "UBOT", "bot_id": "BBOT"})
+            json!({"ok": true, "url": "https://fake.slack.com/", "team": "Fake", "user": "plangate", "team_id": TEAM, "user_id": BOT_USER, "bot_id": "BBOT"})
         }
         _ => json!({"ok": false, "error": "unknown_method"}),
     }

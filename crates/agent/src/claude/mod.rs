@@ -37,7 +37,7 @@ use std::path::Path;
 pub const LEGACY_HOOK_COMMAND: &str = "plangate hook claude";
 
 /// What follows the binary in the installed command.
-const HOOK_ARGS: &str = " hook claude";
+pub const HOOK_ARGS: &str = " hook claude";
 
 pub use crate::hook_command::shell_quote;
 

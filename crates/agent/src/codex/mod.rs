@@ -25,7 +25,7 @@ pub use plan::{extract_proposed_plan, CodexError, CodexPlan, CLOSE_TAG, OPEN_TAG
 use std::path::Path;
 
 /// What follows the binary in the installed command.
-const HOOK_ARGS: &str = " hook codex";
+pub const HOOK_ARGS: &str = " hook codex";
 
 /// The command the installer writes for the binary at `exe` (absolute):
 /// `'/abs/plangate' hook codex || exit 2` for the gate's events, without

@@ -36,21 +36,16 @@ async fn replicas(pg: &TestSchema, n: usize, destinations: &[&str], extra: &str)
     start_replicas(BIN, n, pg, destinations, extra).await
 }
 
-async fn propose(s: &ServerProcess, session: &str, title: &str) -> String {
-    let (st, _) = ServerProcess::send(s.agent(Method::POST, &format!("/v1/sessions/{session}/enter"))).await;
-    assert_eq!(st, 200, "enter {session}");
-    let body = json!({"title": title, "steps": [{"step": "Change the code"}, {"step": "Run the tests"}]});
-    let (st, v) = ServerProcess::send(s.agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&body)).await;
-    assert_eq!(st, 201, "propose {session}: {v}");
-    v["approval_id"].as_str().expect("approval id").to_string()
+async fn propose_titled(s: &ServerProcess, session: &str, title: &str) -> String {
+    crate::kit::propose_id(s, session, &crate::kit::plan(title, &["Change the code", "Run the tests"])).await
 }
 
-async fn decide(s: &ServerProcess, id: &str, action: &str, actor: &str) -> (u16, Value) {
+async fn operator_decide(s: &ServerProcess, id: &str, action: &str, actor: &str) -> (u16, Value) {
     let body = json!({"action": action, "actor": actor, "feedback": "not like this"});
     ServerProcess::send(s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&body)).await
 }
 
-async fn audit_actions(s: &ServerProcess, id: &str) -> Vec<String> {
+async fn approval_actions(s: &ServerProcess, id: &str) -> Vec<String> {
     let (st, v) = ServerProcess::send(s.operator(Method::GET, &format!("/v1/audit?approval={id}"))).await;
     assert_eq!(st, 200, "{v}");
     v.as_array().into_iter().flatten().filter_map(|e| e["action"].as_str().map(str::to_string)).collect()
@@ -75,12 +70,12 @@ async fn racing_decisions_on_three_replicas_make_exactly_one() {
     let rs = replicas(&pg, 3, &[], "").await;
     for round in 0..12 {
         let session = format!("race-{round}");
-        let id = propose(&rs[round % 3], &session, &format!("Race {round}")).await;
+        let id = propose_titled(&rs[round % 3], &session, &format!("Race {round}")).await;
         // Two approvals and a request for changes, at once, on three replicas.
         let (a, b, c) = tokio::join!(
-            decide(&rs[0], &id, "approve", "alice"),
-            decide(&rs[1], &id, "approve", "bob"),
-            decide(&rs[2], &id, "revise", "carol"),
+            operator_decide(&rs[0], &id, "approve", "alice"),
+            operator_decide(&rs[1], &id, "approve", "bob"),
+            operator_decide(&rs[2], &id, "revise", "carol"),
         );
         let answers = [a, b, c];
         let winners: Vec<_> = answers.iter().filter(|(st, _)| *st == 200).collect();
@@ -95,7 +90,7 @@ async fn racing_decisions_on_three_replicas_make_exactly_one() {
             );
         }
         // One decision in the audit, whichever replica is asked.
-        let actions = audit_actions(&rs[(round + 1) % 3], &id).await;
+        let actions = approval_actions(&rs[(round + 1) % 3], &id).await;
         let decisions = actions.iter().filter(|a| ["approve", "revise", "reject"].contains(&a.as_str())).count();
         assert_eq!(decisions, 1, "round {round}: {actions:?}");
         if round == 0 {
@@ -112,7 +107,7 @@ async fn a_decision_on_replica_a_releases_waiters_on_replicas_b_and_c() {
     let mut released = Vec::new();
     for round in 0..5 {
         let session = format!("wake-{round}");
-        let id = propose(&rs[0], &session, "Cross-replica wake").await;
+        let id = propose_titled(&rs[0], &session, "Cross-replica wake").await;
         let waiter = rs[2].agent(Method::GET, &format!("/v1/sessions/{session}/decision?wait=30"));
         let waiting = tokio::spawn(async move { ServerProcess::send(waiter).await });
         // A Claude Code channel's stream parks on another replica (B).
@@ -121,7 +116,7 @@ async fn a_decision_on_replica_a_releases_waiters_on_replicas_b_and_c() {
         rs[2].waiting(1).await;
         rs[1].waiting(1).await;
         let started = Instant::now();
-        let (st, v) = decide(&rs[0], &id, "approve", "alice").await;
+        let (st, v) = operator_decide(&rs[0], &id, "approve", "alice").await;
         assert_eq!(st, 200, "{v}");
         let (st, v) = tokio::time::timeout(Duration::from_secs(10), waiting).await.expect("the waiter on C is released").expect("task");
         released.push(started.elapsed());
@@ -150,7 +145,7 @@ async fn a_replica_killed_mid_nudge_storm_loses_no_nudge_and_repeats_none_record
     let mut ids = Vec::new();
     let first = Instant::now();
     for i in 0..PLANS {
-        ids.push(propose(&rs[i % 3], &format!("storm-{i}"), &format!("Storm {i}")).await);
+        ids.push(propose_titled(&rs[i % 3], &format!("storm-{i}"), &format!("Storm {i}")).await);
     }
     // The first reminders fall due 3 s after the first proposal: kill
     // replica 0 right then, with its share of the storm leased and in flight.
@@ -233,7 +228,7 @@ async fn the_polling_leader_killed_another_replica_polls_and_no_update_is_handle
     // second half tapped just before the leader dies.
     let mut ids = Vec::new();
     for i in 0..10 {
-        ids.push(propose(&rs[i % 3], &format!("lead-{i}"), &format!("Leader {i}")).await);
+        ids.push(propose_titled(&rs[i % 3], &format!("lead-{i}"), &format!("Leader {i}")).await);
     }
     let cards = fake
         .wait_for(Duration::from_secs(15), |reqs| {
@@ -292,7 +287,7 @@ async fn the_polling_leader_killed_another_replica_polls_and_no_update_is_handle
     }
     // Each plan approved once; each tap answered at most once.
     for id in &ids {
-        let actions = audit_actions(observer, id).await;
+        let actions = approval_actions(observer, id).await;
         assert_eq!(actions.iter().filter(|a| *a == "approve").count(), 1, "{id}: {actions:?}");
         assert!(!actions.iter().any(|a| a == "refused"), "{id}: {actions:?}");
     }

@@ -2,6 +2,7 @@
 //! binds the agent to the steps a human approved. Rewriting them is refused,
 //! and steps added while executing wait for an approval of their own.
 
+use crate::kit::{call, say, status, tg_user};
 use plangate_testkit::server::ServerProcess;
 use plangate_testkit::telegram::{FakeTelegram, TOKEN};
 use reqwest::Method;
@@ -11,10 +12,6 @@ use std::time::Duration;
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
 const WAIT: Duration = Duration::from_secs(15);
 pub(crate) const CHAT: i64 = -1002900;
-
-async fn call(req: reqwest::RequestBuilder) -> (u16, Value) {
-    ServerProcess::send(req).await
-}
 
 /// "Fix typo", one step, proposed and approved by the operator.
 async fn approved_typo_fix(s: &ServerProcess, session: &str) -> String {
@@ -34,14 +31,10 @@ pub(crate) async fn approved(s: &ServerProcess, session: &str, plan: Value) -> S
     id
 }
 
-async fn gate(s: &ServerProcess, session: &str) -> (String, String) {
+async fn gate_rm_rf(s: &ServerProcess, session: &str) -> (String, String) {
     let body = json!({"session_id": session, "tool": "Bash", "input": {"command": "rm -rf /srv/db"}});
     let (_, d) = call(s.agent(Method::POST, "/v1/gate").json(&body)).await;
     (d["decision"].as_str().unwrap_or_default().to_string(), d["reason"].as_str().unwrap_or_default().to_string())
-}
-
-async fn status(s: &ServerProcess, session: &str) -> Value {
-    call(s.agent(Method::GET, &format!("/v1/sessions/{session}"))).await.1
 }
 
 fn step_texts(status: &Value) -> Vec<String> {
@@ -82,7 +75,7 @@ async fn an_approved_plan_cannot_be_rewritten() {
 async fn an_added_step_waits_for_approval() {
     let s = ServerProcess::start(BIN, "").await;
     let first = approved_typo_fix(&s, "a1").await;
-    assert_eq!(gate(&s, "a1").await.0, "allow");
+    assert_eq!(gate_rm_rf(&s, "a1").await.0, "allow");
     let body = json!({"merge": true, "steps": [{"step": "Also rotate all secrets"}]});
     let (st, d) = call(s.agent(Method::POST, "/v1/sessions/a1/steps").json(&body)).await;
     assert_eq!(st, 200, "{d}");
@@ -96,14 +89,14 @@ async fn an_added_step_waits_for_approval() {
     let (_, pending) = call(s.operator(Method::GET, "/v1/approvals?status=pending")).await;
     assert!(pending.as_array().is_some_and(|a| a.iter().any(|p| p["approval_id"] == id.as_str())), "{pending}");
 
-    let (verdict, reason) = gate(&s, "a1").await;
+    let (verdict, reason) = gate_rm_rf(&s, "a1").await;
     assert_eq!(verdict, "deny", "{reason}");
     assert!(reason.contains("amendment"), "{reason}");
 
     let (st, d) =
         call(s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "approve", "actor": "bob"}))).await;
     assert_eq!((st, d["status"].as_str()), (200, Some("approved")), "{d}");
-    assert_eq!(gate(&s, "a1").await.0, "allow");
+    assert_eq!(gate_rm_rf(&s, "a1").await.0, "allow");
     let view = status(&s, "a1").await;
     assert_eq!(step_texts(&view), ["Fix the typo in README", "Also rotate all secrets"], "{view}");
     assert_eq!(view["amendment"]["status"], "approved", "{view}");
@@ -133,7 +126,7 @@ async fn a_rejected_amendment_drops_its_steps() {
     let (_, taken) = call(s.agent(Method::POST, "/v1/sessions/r1/injection/take")).await;
     let text = taken["injection"].as_str().unwrap_or_default();
     assert!(text.contains("never force-push main") && text.contains("Force-push main") && text.contains("NOT approved"), "{text}");
-    assert_eq!(gate(&s, "r1").await.0, "allow");
+    assert_eq!(gate_rm_rf(&s, "r1").await.0, "allow");
 }
 
 /// The Telegram fake's config with destination `ops` and its approvers,
@@ -162,14 +155,8 @@ pub(crate) async fn sent(fake: &FakeTelegram, needle: &str) -> String {
 }
 
 /// `text` from `user` in the chat, and the bot's answer containing `needle`.
-pub(crate) async fn say(fake: &FakeTelegram, user: (i64, &str), text: &str, needle: &str) -> String {
-    let before = fake.calls("sendMessage").len();
-    fake.push_update(fake.message_update(CHAT, FakeTelegram::user(user.0, Some(user.1), user.1), text, None));
-    fake.wait_for(WAIT, |reqs| {
-        let sent: Vec<_> = reqs.iter().filter(|r| r.method == "sendMessage").collect();
-        sent.get(before..).unwrap_or_default().iter().find(|r| r.str("text").contains(needle)).map(|r| r.str("text").to_string())
-    })
-    .await
+pub(crate) async fn say_as(fake: &FakeTelegram, user: (i64, &str), text: &str, needle: &str) -> String {
+    say(fake, CHAT, tg_user(user.0, user.1), text, needle).await
 }
 
 /// On Telegram, under a quorum of two: the amendment gets a card of its
@@ -186,22 +173,22 @@ async fn an_amendment_card_on_telegram_under_a_quorum_of_two() {
     let plan = json!({"title": "Fix typo", "steps": [{"step": "Fix the typo in README"}]});
     let (st, d) = call(s.agent(Method::POST, "/v1/sessions/q1/proposals").json(&plan)).await;
     assert_eq!(st, 201, "{d}");
-    say(&fake, alice, "/plan accept demo/q1", "1 of 2").await;
-    say(&fake, bob, "/plan accept demo/q1", "Approved").await;
-    assert_eq!(gate(&s, "q1").await.0, "allow");
+    say_as(&fake, alice, "/plan accept demo/q1", "1 of 2").await;
+    say_as(&fake, bob, "/plan accept demo/q1", "Approved").await;
+    assert_eq!(gate_rm_rf(&s, "q1").await.0, "allow");
 
     let body = json!({"merge": true, "steps": [{"step": "Also rotate all secrets"}]});
     let (st, d) = call(s.agent(Method::POST, "/v1/sessions/q1/steps").json(&body)).await;
     assert_eq!(st, 200, "{d}");
     let card = sent(&fake, "Amendment to v1").await;
     assert!(card.contains("Fix typo") && card.contains("+ Also rotate all secrets"), "{card}");
-    assert_eq!(gate(&s, "q1").await.0, "deny");
+    assert_eq!(gate_rm_rf(&s, "q1").await.0, "deny");
 
-    say(&fake, alice, "/plan accept demo/q1", "1 of 2").await;
-    assert_eq!(gate(&s, "q1").await.0, "deny", "one of two approvals opens nothing");
+    say_as(&fake, alice, "/plan accept demo/q1", "1 of 2").await;
+    assert_eq!(gate_rm_rf(&s, "q1").await.0, "deny", "one of two approvals opens nothing");
     // The chat's one waiting approval, without naming it.
-    say(&fake, bob, "/plan accept", "Approved").await;
-    assert_eq!(gate(&s, "q1").await.0, "allow");
+    say_as(&fake, bob, "/plan accept", "Approved").await;
+    assert_eq!(gate_rm_rf(&s, "q1").await.0, "allow");
     let view = status(&s, "q1").await;
     assert_eq!(view["amendment"]["status"], "approved", "{view}");
     assert_eq!(step_texts(&view), ["Fix the typo in README", "Also rotate all secrets"], "{view}");

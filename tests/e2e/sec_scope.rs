@@ -4,7 +4,8 @@
 //! resolved by `plangate hook claude`), and an amendment widens it.
 
 use crate::hooks::{hook, Run};
-use crate::sec_amend::{approved, say, sent, telegram};
+use crate::kit::{call, status};
+use crate::sec_amend::{approved, say_as, sent, telegram};
 use plangate_testkit::server::ServerProcess;
 use plangate_testkit::telegram::FakeTelegram;
 use reqwest::Method;
@@ -13,15 +14,7 @@ use std::path::Path;
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
 
-async fn call(req: reqwest::RequestBuilder) -> (u16, Value) {
-    ServerProcess::send(req).await
-}
-
-async fn status(s: &ServerProcess, session: &str) -> Value {
-    call(s.agent(Method::GET, &format!("/v1/sessions/{session}"))).await.1
-}
-
-async fn gate(s: &ServerProcess, body: Value) -> (String, String) {
+async fn gate_verdict(s: &ServerProcess, body: Value) -> (String, String) {
     let (_, d) = call(s.agent(Method::POST, "/v1/gate").json(&body)).await;
     (d["decision"].as_str().unwrap_or_default().to_string(), d["reason"].as_str().unwrap_or_default().to_string())
 }
@@ -48,7 +41,7 @@ async fn flagged_steps_go_through_marked_with_one_notice_per_batch() {
     let (_, pending) = call(s.operator(Method::GET, "/v1/approvals?status=pending")).await;
     assert_eq!(pending.as_array().map(Vec::len), Some(0), "{pending}");
     let rm = json!({"session_id": "f1", "tool": "Bash", "input": {"command": "rm -rf build"}});
-    assert_eq!(gate(&s, rm.clone()).await.0, "allow");
+    assert_eq!(gate_verdict(&s, rm.clone()).await.0, "allow");
 
     // One notice on the chat, marked.
     let card = sent(&fake, "Amendment to v1").await;
@@ -136,12 +129,12 @@ async fn a_scoped_plan_denies_writes_outside_its_paths() {
     }
     // A caller that claims an unnormalized path, and a patch climbing out, straight at the API.
     let claimed = json!({"session_id": "sc1", "tool": "Write", "input": {"file_path": "x"}, "paths": [{"path": "src/api/../../etc/x"}]});
-    assert_eq!(gate(&s, claimed).await.0, "deny");
+    assert_eq!(gate_verdict(&s, claimed).await.0, "deny");
     let patch = "*** Begin Patch\n*** Add File: ../escape.rs\n+x\n*** End Patch\n";
-    let (verdict, reason) = gate(&s, json!({"session_id": "sc1", "tool": "apply_patch", "input": {"command": patch}})).await;
+    let (verdict, reason) = gate_verdict(&s, json!({"session_id": "sc1", "tool": "apply_patch", "input": {"command": patch}})).await;
     assert_eq!(verdict, "deny", "{reason}");
     let inside = "*** Begin Patch\n*** Update File: src/api/users.rs\n@@\n-a\n+b\n*** End Patch\n";
-    assert_eq!(gate(&s, json!({"session_id": "sc1", "tool": "apply_patch", "input": {"command": inside}})).await.0, "allow");
+    assert_eq!(gate_verdict(&s, json!({"session_id": "sc1", "tool": "apply_patch", "input": {"command": inside}})).await.0, "allow");
     // Inside the project, outside the scope: denied naming the scope (and
     // people are asked to widen it, so from here on nothing writes).
     let run = hook(&s, &write_event("sc1", &p.root, "src/payments/charge.rs"), &[], state.path()).await;
@@ -166,8 +159,8 @@ async fn widening_the_scope_by_amendment_under_a_quorum_of_two() {
     let card = sent(&fake, "Fix the users endpoint").await;
     assert!(card.contains("Touches: src/api/**, tests/**"), "{card}");
     let (alice, bob) = ((111, "alice"), (222, "bob"));
-    say(&fake, alice, "/plan accept demo/w1", "1 of 2").await;
-    say(&fake, bob, "/plan accept demo/w1", "Approved").await;
+    say_as(&fake, alice, "/plan accept demo/w1", "1 of 2").await;
+    say_as(&fake, bob, "/plan accept demo/w1", "Approved").await;
 
     let charge = "src/payments/charge.rs";
     let reason = hook(&s, &write_event("w1", &p.root, charge), &[], state.path()).await.pre_tool_use_denial();
@@ -182,9 +175,9 @@ async fn widening_the_scope_by_amendment_under_a_quorum_of_two() {
     hook(&s, &write_event("w1", &p.root, charge), &[], state.path()).await.pre_tool_use_denial();
     assert_eq!(sent_with(&fake, "Claude wants to edit").len(), 1);
 
-    say(&fake, alice, "/plan accept demo/w1", "1 of 2").await;
+    say_as(&fake, alice, "/plan accept demo/w1", "1 of 2").await;
     assert!(!allowed(&hook(&s, &write_event("w1", &p.root, charge), &[], state.path()).await), "one of two opens nothing");
-    say(&fake, bob, "/plan accept", "Approved").await;
+    say_as(&fake, bob, "/plan accept", "Approved").await;
     assert!(allowed(&hook(&s, &write_event("w1", &p.root, charge), &[], state.path()).await));
     assert!(allowed(&hook(&s, &write_event("w1", &p.root, &inside), &[], state.path()).await));
     let reason = hook(&s, &write_event("w1", &p.root, "src/payments/refund.rs"), &[], state.path()).await.pre_tool_use_denial();

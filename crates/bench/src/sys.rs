@@ -9,8 +9,18 @@ use std::time::{Duration, Instant};
 
 /// `VmRSS` of a process, in KiB (from `/proc/<pid>/status`).
 pub fn rss_kib(pid: u32) -> Option<u64> {
+    status_number(pid, "VmRSS:")
+}
+
+/// The number of threads of a process (from `/proc/<pid>/status`).
+pub fn threads(pid: u32) -> Option<u64> {
+    status_number(pid, "Threads:")
+}
+
+/// The first number on the `/proc/<pid>/status` line starting with `field`.
+fn status_number(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
 

@@ -297,6 +297,20 @@ enum ConfigCmd {
     },
 }
 
+/// Threads tokio may run blocking work on (store calls, plan document
+/// writes), instead of its default of 512. Every store call and every chat
+/// job's disk work goes through this pool; a burst of proposals queues up
+/// to 4,096 chat jobs at once (each writes its plan document with two
+/// fsyncs and records its card), and with 512 allowed the pool grew to
+/// ~220 threads, each with its own stack pages and its share of glibc's
+/// malloc arenas: most of the RSS above the heap with 10,000 pending
+/// approvals (docs/PERFORMANCE.md §5). 64 is still wider than the work can
+/// use at once: sled's group commit makes one flush serve every waiting
+/// commit, and PostgreSQL's pool has 16 connections by default (a larger
+/// `pool_size` than 64 would wait here instead of in the pool). Work beyond
+/// it waits in tokio's queue as a closure, not as a thread.
+const MAX_BLOCKING_THREADS: usize = 64;
+
 fn main() {
     let args = match Args::try_parse() {
         Ok(a) => a,
@@ -315,7 +329,7 @@ fn main() {
     if codex_hook {
         plangate_agent::codex::hook::fail_closed_on_panic();
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().max_blocking_threads(MAX_BLOCKING_THREADS).build() {
         Ok(r) => r,
         Err(e) if claude_hook => {
             plangate_agent::claude::hook::block_and_exit(&format!("plangate: cannot start the hook ({e}), so this call is blocked"))

@@ -25,6 +25,13 @@
 //!
 //! Run: `CARGO_TARGET_DIR=/work/target-bench cargo run --release -p plangate-bench --bin e2e -- --samples 200`
 //! Options: `--gate-samples 2000`, `--pending 10000`.
+//!
+//! Memory alone: `--memory-only --rounds 3 [--baseline-bin OLD_PLANGATE]`
+//! runs only part 4, `--rounds` times, alternating the baseline build and
+//! this one when a baseline is given (before/after in one session, on the
+//! same loaded machine), and prints every round: RSS once the proposals are
+//! in (after the card jobs settled), RSS after listing them all (the figure
+//! of part 4), and the server's thread count.
 
 use plangate_bench::stats::{fmt, Samples};
 use plangate_bench::{plangate_bin, sys, workload};
@@ -226,7 +233,12 @@ fn document_writes(n: usize) -> (Samples, Samples) {
 
 struct Memory {
     idle: Option<u64>,
+    /// RSS once the proposals are in and their card jobs settled, before the listing.
+    settled: Option<u64>,
+    /// RSS after `GET /v1/approvals?status=pending` listed them all.
     pending: Option<u64>,
+    /// The server's threads at `settled` (tokio's blocking pool included).
+    threads: Option<u64>,
     created: usize,
     took: Duration,
 }
@@ -265,12 +277,42 @@ async fn memory(s: &ServerProcess, pending: usize) -> Memory {
     let took = start.elapsed();
     // Background card jobs (here: "card recorded" audit lines) finish, then measure.
     tokio::time::sleep(Duration::from_secs(2)).await;
+    let settled = pid.and_then(sys::rss_kib);
+    let threads = pid.and_then(sys::threads);
     let (st, list) = call(s.operator(Method::GET, "/v1/approvals?status=pending")).await;
     assert_eq!(st, 200);
     let listed = list.as_array().map(Vec::len).unwrap_or(0);
     assert!(listed >= created, "{listed} pending listed, {created} created");
     let pending_rss = pid.and_then(sys::rss_kib);
-    Memory { idle, pending: pending_rss, created, took }
+    Memory { idle, settled, pending: pending_rss, threads, created, took }
+}
+
+/// Part 4 alone, `rounds` times; with a baseline build, it and `bin`
+/// alternate (baseline first in each round) so both see the same machine.
+async fn memory_rounds(bin: &str, baseline: &str, pending: usize, rounds: usize) {
+    let mut builds = Vec::new();
+    if !baseline.is_empty() {
+        println!("baseline binary: {baseline}");
+        builds.push(("baseline", baseline));
+    }
+    builds.push(("this build", bin));
+    println!("| round | build | RSS idle | RSS {pending} pending, settled | RSS after listing them | threads | proposals/s |");
+    println!("|---|---|---|---|---|---|---|");
+    for round in 1..=rounds {
+        for (name, path) in &builds {
+            let s = ServerProcess::start(path, "").await;
+            let m = memory(&s, pending).await;
+            drop(s);
+            println!(
+                "| {round} | {name} | {} | {} | {} | {} | {:.0} |",
+                mib(m.idle),
+                mib(m.settled),
+                mib(m.pending),
+                m.threads.map(|t| t.to_string()).unwrap_or_else(|| "?".to_string()),
+                m.created as f64 / m.took.as_secs_f64()
+            );
+        }
+    }
 }
 
 #[tokio::main]
@@ -281,6 +323,11 @@ async fn main() {
     let bin = plangate_bin();
     println!("{}", sys::describe_machine(&std::env::temp_dir()));
     println!("binary: {bin}\n");
+    if plangate_bench::flag("--memory-only") {
+        let rounds: usize = plangate_bench::arg("--rounds", 3);
+        memory_rounds(&bin, &plangate_bench::arg("--baseline-bin", String::new()), pending, rounds).await;
+        return;
+    }
 
     let (tg, idle_telegram) = telegram_latency(&bin, samples).await;
     let s = ServerProcess::start(&bin, "").await;
@@ -306,6 +353,7 @@ async fn main() {
     println!();
     println!("RSS idle, Telegram channel polling the fake: {}", mib(idle_telegram));
     println!("RSS idle, no channels: {}", mib(mem.idle));
+    println!("RSS with {} pending approvals (no channels), before listing them: {}", mem.created, mib(mem.settled));
     println!(
         "RSS with {} pending approvals (no channels): {} (created over HTTP in {:.1} s, {:.0} proposals/s incl. enter)",
         mem.created,

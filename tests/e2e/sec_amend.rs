@@ -182,6 +182,12 @@ async fn an_amendment_card_on_telegram_under_a_quorum_of_two() {
     assert_eq!(st, 200, "{d}");
     let card = sent(&fake, "Amendment to v1").await;
     assert!(card.contains("Fix typo") && card.contains("+ Also rotate all secrets"), "{card}");
+    // Threaded under the plan's card: a reply to it, in the same chat.
+    let messages = fake.calls("sendMessage");
+    let plan_card =
+        messages.iter().find(|r| r.str("text").contains("Fix typo")).and_then(|r| r.message_id_sent()).expect("the plan's card");
+    let amendment = messages.iter().find(|r| r.str("text").contains("Amendment to v1")).expect("the amendment card");
+    assert_eq!(amendment.reply_to(), Some(plan_card), "the amendment replies to the plan's card");
     assert_eq!(gate_rm_rf(&s, "q1").await.0, "deny");
 
     say_as(&fake, alice, "/plan accept demo/q1", "1 of 2").await;

@@ -84,6 +84,14 @@ impl DiscordChannel {
     }
 }
 
+/// A new card: an embed with buttons, or the text form.
+fn card_message(style: Style, card: &Card) -> CreateMessage {
+    match style {
+        Style::Buttons => CreateMessage::new().embed(render::card_embed_parts(card).build()).components(render::card_buttons(card)),
+        Style::Text => CreateMessage::new().content(render::text_card_content(card)),
+    }
+}
+
 #[async_trait]
 impl Channel for DiscordChannel {
     fn name(&self) -> &'static str {
@@ -94,12 +102,29 @@ impl Channel for DiscordChannel {
         let span =
             tracing::info_span!("discord.post_card", chat = %destination.chat, approval = %card.short_ref, style = ?destination.style);
         async {
-            let message = match destination.style {
-                Style::Buttons => CreateMessage::new().embed(render::card_embed_parts(card).build()).components(render::card_buttons(card)),
-                Style::Text => CreateMessage::new().content(render::text_card_content(card)),
-            };
+            let message = card_message(destination.style, card);
             let id = self.create(&destination.chat, message, Some(render::attachment(document))).await?;
             Ok(Delivery::posted(destination, destination.chat.clone(), id.to_string()))
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// A message referencing the parent card (Discord shows it as a reply).
+    async fn post_card_under(
+        &self,
+        parent: &Delivery,
+        destination: &Destination,
+        card: &Card,
+        document: &Document,
+    ) -> Result<Delivery, ChannelError> {
+        let span =
+            tracing::info_span!("discord.post_card_under", chat = %parent.chat, parent = %parent.message_id, approval = %card.short_ref);
+        async {
+            let reference = reply_to(channel_id(&parent.chat)?, message_id(&parent.message_id)?);
+            let message = card_message(destination.style, card);
+            let id = self.create(&parent.chat, message.reference_message(reference), Some(render::attachment(document))).await?;
+            Ok(Delivery::posted(destination, parent.chat.clone(), id.to_string()))
         }
         .instrument(span)
         .await

@@ -316,6 +316,26 @@ impl Channel for SlackChannel {
         Ok(Delivery::posted(destination, chat, ts))
     }
 
+    /// In the parent card's thread, with its document beside it; the
+    /// delivery remembers the thread, so reminders go there too.
+    async fn post_card_under(
+        &self,
+        parent: &Delivery,
+        destination: &Destination,
+        card: &Card,
+        document: &Document,
+    ) -> Result<Delivery, ChannelError> {
+        let thread = parent.thread.as_deref().unwrap_or(&parent.message_id);
+        let blocks = render::card_blocks(card, destination.style);
+        let (chat, ts) = self.api.post_message(&parent.chat, Some(thread), render::card_fallback(card), blocks).await?;
+        if let Err(e) = self.api.upload(&chat, Some(thread), document, None).await {
+            tracing::warn!(error = %e, chat, ts, "plan document upload failed; the card is posted without it");
+        }
+        let mut delivery = Delivery::posted(destination, chat, ts);
+        delivery.thread = Some(thread.to_string());
+        Ok(delivery)
+    }
+
     async fn update_card(&self, delivery: &Delivery, card: &Card) -> Result<(), ChannelError> {
         let blocks = render::card_blocks(card, delivery.style);
         self.api.update(&delivery.chat, &delivery.message_id, render::card_fallback(card), blocks).await

@@ -277,6 +277,28 @@ impl TelegramChannel {
     }
 }
 
+impl TelegramChannel {
+    /// The card (HTML, buttons or commands), as a reply to `reply_to` when
+    /// given, then the whole plan as a document replying to it. A failed
+    /// document is logged, not returned: the card is out and its delivery
+    /// must be kept so it can be edited.
+    async fn post_card_replying(
+        &self,
+        reply_to: Option<MessageId>,
+        destination: &Destination,
+        card: &Card,
+        document: &Document,
+    ) -> Result<Delivery, ChannelError> {
+        let html = render::card_html(card, destination.style);
+        let markup = (destination.style == Style::Buttons && card.is_open()).then(|| ReplyMarkup::from(render::card_keyboard(card)));
+        let message = self.send_html(&destination.chat, html, reply_to, markup).await?;
+        if let Err(error) = self.send_file(&destination.chat, Some(message.id), document, None).await {
+            tracing::warn!(chat = %destination.chat, %error, "the plan document could not be attached to the card");
+        }
+        Ok(Delivery::posted(destination, destination.chat.clone(), message.id.0.to_string()))
+    }
+}
+
 #[async_trait]
 impl Channel for TelegramChannel {
     fn name(&self) -> &'static str {
@@ -287,13 +309,18 @@ impl Channel for TelegramChannel {
     /// document replying to it. A failed document is logged, not returned:
     /// the card is out and its delivery must be kept so it can be edited.
     async fn post_card(&self, destination: &Destination, card: &Card, document: &Document) -> Result<Delivery, ChannelError> {
-        let html = render::card_html(card, destination.style);
-        let markup = (destination.style == Style::Buttons && card.is_open()).then(|| ReplyMarkup::from(render::card_keyboard(card)));
-        let message = self.send_html(&destination.chat, html, None, markup).await?;
-        if let Err(error) = self.send_file(&destination.chat, Some(message.id), document, None).await {
-            tracing::warn!(chat = %destination.chat, %error, "the plan document could not be attached to the card");
-        }
-        Ok(Delivery::posted(destination, destination.chat.clone(), message.id.0.to_string()))
+        self.post_card_replying(None, destination, card, document).await
+    }
+
+    /// A reply to the parent card.
+    async fn post_card_under(
+        &self,
+        parent: &Delivery,
+        destination: &Destination,
+        card: &Card,
+        document: &Document,
+    ) -> Result<Delivery, ChannelError> {
+        self.post_card_replying(Some(message_id(&parent.message_id)?), destination, card, document).await
     }
 
     /// Edit in place. An open card keeps its buttons (live refresh); a

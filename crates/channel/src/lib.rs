@@ -124,6 +124,22 @@ pub trait Channel: Send + Sync {
     /// the document (Telegram: reply; Slack: in the thread; Discord: attachment).
     async fn post_card(&self, destination: &Destination, card: &Card, document: &Document) -> Result<Delivery, ChannelError>;
 
+    /// Post a card under another card of the same chat (`parent`): an
+    /// amendment under the plan it amends, so the people who approved the
+    /// plan see what was added in its context (Telegram: a reply; Slack: in
+    /// the parent's thread; Discord: a message referencing it). An adapter
+    /// that cannot thread posts a card of its own.
+    async fn post_card_under(
+        &self,
+        parent: &Delivery,
+        destination: &Destination,
+        card: &Card,
+        document: &Document,
+    ) -> Result<Delivery, ChannelError> {
+        let _ = parent;
+        self.post_card(destination, card, document).await
+    }
+
     /// Edit a posted card in place: new state, receipt instead of buttons.
     async fn update_card(&self, delivery: &Delivery, card: &Card) -> Result<(), ChannelError>;
 

@@ -31,6 +31,11 @@ use serde::{Deserialize, Serialize};
 pub struct Amendment {
     /// The version whose approved steps it extends.
     pub of_version: u32,
+    /// The approval of the plan it amends (the first approved version, not
+    /// an earlier amendment): its cards are where this one's are threaded.
+    /// Absent in amendments recorded before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub of_approval: Option<crate::ids::ApprovalId>,
     /// The steps added after approval, as the agent sent them.
     pub added: Vec<Step>,
     /// Let through without a wait under [`Policy::Flag`]: nobody decided it,

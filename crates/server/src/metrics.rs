@@ -242,6 +242,15 @@ impl Channel for Metered {
     async fn post_card(&self, destination: &Destination, card: &Card, document: &Document) -> Result<Delivery, ChannelError> {
         self.count(self.inner.post_card(destination, card, document).await)
     }
+    async fn post_card_under(
+        &self,
+        parent: &Delivery,
+        destination: &Destination,
+        card: &Card,
+        document: &Document,
+    ) -> Result<Delivery, ChannelError> {
+        self.count(self.inner.post_card_under(parent, destination, card, document).await)
+    }
     async fn update_card(&self, delivery: &Delivery, card: &Card) -> Result<(), ChannelError> {
         self.count(self.inner.update_card(delivery, card).await)
     }

@@ -283,3 +283,21 @@ async fn send_document_and_text() {
         "discord refused the request: channel \"general\" is not a Discord id"
     );
 }
+
+#[tokio::test]
+async fn a_card_under_another_references_it_with_its_document() {
+    let fake = DiscordFake::start(APP).await;
+    let running = run(&fake, config(&fake, Transport::Http), Recorder::new(|_| Reply::None), None).await;
+    let channel = running.adapter.channel.clone();
+    let parent = post(&fake, &channel, Style::Buttons).await;
+    let child = channel.post_card_under(&parent, &destination(Style::Buttons), &card(), &document()).await.expect("posted under");
+    let posts = fake.wait_for_count(WAIT, "POST", "/messages", 2).await;
+    let body = trimmed(posts[1].json().unwrap());
+    assert_eq!(
+        body["message_reference"],
+        json!({"type": 0, "message_id": parent.message_id, "channel_id": CHANNEL.to_string(), "guild_id": null, "fail_if_not_exists": false})
+    );
+    assert_eq!(body["components"], card_buttons(approval()), "the card's own buttons");
+    assert_eq!((child.chat.as_str(), child.destination.as_str()), (parent.chat.as_str(), parent.destination.as_str()));
+    assert_ne!(child.message_id, parent.message_id);
+}

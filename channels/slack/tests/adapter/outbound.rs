@@ -303,3 +303,18 @@ async fn questions_get_one_button_per_option_and_show_the_answer_afterwards() {
     assert_eq!(update["ts"], delivery.message_id.as_str());
     assert_eq!(update["blocks"], json!([plain("❓ demo/s1 asks:\nWhich DB <!here>?"), plain("✅ Answered by slack:@alice: sled")]));
 }
+
+#[tokio::test]
+async fn a_card_under_another_goes_into_its_thread_and_so_do_its_reminders() {
+    let h = harness(Transport::Http, |_| Reply::None).await;
+    let parent = h.channel().post_card(&destination(Style::Buttons), &open_card(aid(5), &["one"]), &document()).await.unwrap();
+    let child_card = open_card(aid(6), &["one", "two"]);
+    let child = h.channel().post_card_under(&parent, &destination(Style::Buttons), &child_card, &document()).await.unwrap();
+    let posts = h.fake.calls("chat.postMessage");
+    assert_eq!(posts[1].json()["thread_ts"], parent.message_id.as_str());
+    assert_eq!(posts[1].json()["channel"], "C1");
+    assert_eq!(child.thread.as_deref(), Some(parent.message_id.as_str()));
+    assert_ne!(child.message_id, parent.message_id);
+    h.channel().send_nudge(&child, &child_card, "⏰ waiting").await.unwrap();
+    assert_eq!(h.fake.calls("chat.postMessage")[2].json()["thread_ts"], parent.message_id.as_str(), "one thread, not a thread of a reply");
+}

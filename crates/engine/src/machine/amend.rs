@@ -30,6 +30,8 @@ pub(super) fn open_amendment(
     let flagged = base.amends.as_ref().is_some_and(|a| a.flagged);
     let approved_base = matches!(base.status, DecisionStatus::Approved | DecisionStatus::Edited) && !flagged;
     let of_version = base.amends.as_ref().filter(|_| !approved_base).map_or(base.version, |a| a.of_version);
+    // The plan every amendment of this execution threads under.
+    let of_approval = Some(base.amends.as_ref().and_then(|a| a.of_approval).unwrap_or(base.approval_id));
     let version = t.state.session.version + 1;
     let mut approved = base.approved_plan().into_owned();
     approved.steps = t.state.session.steps.iter().filter(|s| reference.contains(&s.step.trim().to_string())).cloned().collect();
@@ -63,7 +65,7 @@ pub(super) fn open_amendment(
         timers: Vec::new(),
         released: false,
         review: Review::new(&ctx.approvals, requested_by, Some(changes)),
-        amends: Some(Amendment { of_version, added, flagged: false, widen: widen.clone() }),
+        amends: Some(Amendment { of_version, of_approval, added, flagged: false, widen: widen.clone() }),
     };
     let auto = authority::auto_approval(&t.state.session, &ctx.approvals);
     let session = &mut t.state.session;

@@ -51,16 +51,27 @@ impl Core {
         }
         let view = self.card_of(&p, &state, self.now());
         let document = Self::document_of(&p);
+        // The cards of the plan an amendment amends, to thread it under.
+        let parents = match p.amends.as_ref().and_then(|a| a.of_approval).filter(|parent| *parent != id) {
+            Some(parent) => self.blocking(move |s| s.deliveries(&parent)).await.unwrap_or_default(),
+            None => Vec::new(),
+        };
         // Side by side: each platform has its own limiter, so a slow one must
         // not pace the others.
-        let (p, view, document) = (&p, &view, &document);
+        let (p, view, document, parents) = (&p, &view, &document, &parents);
         join_all(destinations.into_iter().map(|dest| async move {
             let Some(channel) = self.channel(&dest.channel) else {
                 let detail = format!("{}: channel {} is not running", dest.name, dest.channel);
                 self.audit(&p.session, "plangate", "card_not_delivered", pid, detail).await;
                 return;
             };
-            match channel.post_card(&dest, view, document).await {
+            // An amendment goes under its plan's card in the same chat.
+            let parent = parents.iter().find(|parent| parent.destination == dest.name);
+            let posted = match parent {
+                Some(parent) => channel.post_card_under(parent, &dest, view, document).await,
+                None => channel.post_card(&dest, view, document).await,
+            };
+            match posted {
                 Ok(delivery) => {
                     let detail = format!("{} {} message {}", dest.name, delivery.chat, delivery.message_id);
                     if let Err(e) = self.blocking(move |s| s.add_delivery(&id, &delivery)).await {

@@ -173,6 +173,12 @@ async fn an_amendment_card_on_telegram_under_a_quorum_of_two() {
     let plan = json!({"title": "Fix typo", "steps": [{"step": "Fix the typo in README"}]});
     let (st, d) = call(s.agent(Method::POST, "/v1/sessions/q1/proposals").json(&plan)).await;
     assert_eq!(st, 201, "{d}");
+    // The plan's card: the bot's first message about it, before anyone answers.
+    let plan_card = fake
+        .wait_for(WAIT, |reqs| {
+            reqs.iter().find(|r| r.method == "sendMessage" && r.str("text").contains("Fix typo")).and_then(|r| r.message_id_sent())
+        })
+        .await;
     say_as(&fake, alice, "/plan accept demo/q1", "1 of 2").await;
     say_as(&fake, bob, "/plan accept demo/q1", "Approved").await;
     assert_eq!(gate_rm_rf(&s, "q1").await.0, "allow");
@@ -184,8 +190,6 @@ async fn an_amendment_card_on_telegram_under_a_quorum_of_two() {
     assert!(card.contains("Fix typo") && card.contains("+ Also rotate all secrets"), "{card}");
     // Threaded under the plan's card: a reply to it, in the same chat.
     let messages = fake.calls("sendMessage");
-    let plan_card =
-        messages.iter().find(|r| r.str("text").contains("Fix typo")).and_then(|r| r.message_id_sent()).expect("the plan's card");
     let amendment = messages.iter().find(|r| r.str("text").contains("Amendment to v1")).expect("the amendment card");
     assert_eq!(amendment.reply_to(), Some(plan_card), "the amendment replies to the plan's card");
     assert_eq!(gate_rm_rf(&s, "q1").await.0, "deny");

@@ -38,18 +38,24 @@ const RESUME_ALL: usize = i64::MAX as usize;
 /// The chat jobs a transition asks for, in effect order, each with the
 /// approval (or question) whose queue it joins.
 pub(super) fn jobs_of(t: &Transition) -> Vec<(ApprovalId, Job)> {
+    // An amendment's chat work queues behind its plan's: its card is posted
+    // under the plan's card, which must be out first.
+    let queue = |id: &ApprovalId| {
+        let amends = t.state.latest.as_ref().filter(|p| p.approval_id == *id).and_then(|p| p.amends.as_ref());
+        amends.and_then(|a| a.of_approval).unwrap_or(*id)
+    };
     t.effects
         .iter()
         .filter_map(|effect| {
             Some(match effect {
-                Effect::AppendReceipt { approval_id, text } => (*approval_id, Job::AppendReceipt(*approval_id, text.clone())),
-                Effect::PostCards { approval_id } => (*approval_id, Job::PostCards(*approval_id)),
-                Effect::UpdateCards { approval_id } => (*approval_id, Job::UpdateCards(*approval_id)),
-                Effect::Nudge { approval_id, number } => (*approval_id, Job::Nudge(*approval_id, *number)),
-                Effect::Escalate { approval_id } => (*approval_id, Job::Escalate(*approval_id)),
+                Effect::AppendReceipt { approval_id, text } => (queue(approval_id), Job::AppendReceipt(*approval_id, text.clone())),
+                Effect::PostCards { approval_id } => (queue(approval_id), Job::PostCards(*approval_id)),
+                Effect::UpdateCards { approval_id } => (queue(approval_id), Job::UpdateCards(*approval_id)),
+                Effect::Nudge { approval_id, number } => (queue(approval_id), Job::Nudge(*approval_id, *number)),
+                Effect::Escalate { approval_id } => (queue(approval_id), Job::Escalate(*approval_id)),
                 Effect::PostQuestion { question_id } => (*question_id, Job::PostQuestion(*question_id)),
                 Effect::UpdateQuestion { question_id } => (*question_id, Job::UpdateQuestion(*question_id)),
-                Effect::WriteDocument { approval_id } => (*approval_id, Job::WriteDocument(*approval_id)),
+                Effect::WriteDocument { approval_id } => (queue(approval_id), Job::WriteDocument(*approval_id)),
                 Effect::Schedule(_) | Effect::Cancel(_) | Effect::Wake => return None,
             })
         })

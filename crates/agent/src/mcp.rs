@@ -465,6 +465,8 @@ impl PlangateMcp {
             QuestionStatus::Pending => {
                 format!("pending: no answer yet; call ask_user_question again with question_id {question_id} to keep waiting")
             }
+            // Only permission requests expire; an agent's own question waits.
+            QuestionStatus::Expired => "expired: nobody answered".to_string(),
         };
         let mut value = json!(answer);
         value["question_id"] = json!(question_id);

@@ -80,7 +80,7 @@ impl Approvers {
         Approvers::Listed(Arc::new(ids.into_iter().map(Into::into).collect()))
     }
 
-    fn admits(&self, actor: &Actor) -> bool {
+    pub(crate) fn admits(&self, actor: &Actor) -> bool {
         match (self, actor) {
             (_, Actor::Operator { .. }) => true,
             (Approvers::Unchecked, Actor::Human { .. }) => true,

@@ -676,6 +676,7 @@ mod tests {
             answer: None,
             answered_by: None,
             answered_at: None,
+            permission: None,
         };
         let buttons: Vec<(Button, &str)> = option_buttons(&q).collect();
         assert_eq!(buttons.len(), MAX_OPTIONS);

@@ -90,6 +90,25 @@ pub enum Command {
         answer: String,
     },
     TakeInjection,
+    /// The agent's hook relays a tool call its harness would ask its user
+    /// about ([`crate::permission`]): the rules answer it, or people are
+    /// asked. `rules` are the configuration's and the agent's stored ones
+    /// (the shell loads them; the session's own are in the state).
+    AskPermission {
+        tool: String,
+        input: serde_json::Value,
+        paths: Option<Vec<crate::scope::Target>>,
+        rules: crate::permission::Rules,
+    },
+    /// A person answers the waiting permission request.
+    AnswerPermission {
+        question_id: Option<QuestionId>,
+        answer: crate::permission::PermissionAnswer,
+    },
+    /// The hook stopped waiting for an answer: the request expires.
+    ExpirePermission {
+        question_id: QuestionId,
+    },
     /// The gate denied a file tool outside the approved plan's scope: ask
     /// people to widen it by these (normalized, relative) paths, as an
     /// amendment ([`crate::scope`]). Each path is asked for once.
@@ -118,6 +137,9 @@ impl Command {
             Command::Ask { .. } => "ask",
             Command::Answer { .. } => "answer",
             Command::TakeInjection => "take_injection",
+            Command::AskPermission { .. } => "ask_permission",
+            Command::AnswerPermission { .. } => "permission",
+            Command::ExpirePermission { .. } => "permission_expired",
             Command::WidenScope { .. } => "widen_scope",
             Command::TimerFired(Timer { kind: TimerKind::Timeout, .. }) => "timeout",
             Command::TimerFired(Timer { kind: TimerKind::Nudge(_), .. }) => "nudge",
@@ -214,6 +236,12 @@ pub struct Transition {
     /// gate, if it did: [`crate::machine::apply`] refuses a transition that
     /// opens it without one.
     pub(crate) opened_by: Option<crate::authority::Authorized>,
+    /// For [`Command::AskPermission`]: what the rules said (`Ask`: people
+    /// were asked; the request is the session's `pending_permission`).
+    pub permission: Option<crate::permission::Judged>,
+    /// An "always allow" rule a person's answer created, stored for the
+    /// agent in the transition's commit.
+    pub rule_added: Option<crate::permission::StoredRule>,
 }
 
 impl Transition {

@@ -33,6 +33,7 @@ pub mod machine;
 pub mod markdown;
 pub mod model;
 pub mod namespace;
+pub mod permission;
 pub mod plan;
 pub mod receipt;
 pub mod review;

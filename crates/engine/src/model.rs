@@ -211,6 +211,9 @@ impl Proposal {
 pub enum QuestionStatus {
     Pending,
     Answered,
+    /// Nobody answered in time (a permission request handed back to the
+    /// harness's own dialog, or replaced by a newer one).
+    Expired,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -225,6 +228,10 @@ pub struct Question {
     pub answer: Option<String>,
     pub answered_by: Option<String>,
     pub answered_at: Option<Timestamp>,
+    /// Set when this is a permission request ([`crate::permission`]): the
+    /// graded answers instead of free options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission: Option<crate::permission::PermissionAsk>,
 }
 
 /// Everything the engine knows about one session.
@@ -241,6 +248,14 @@ pub struct Session {
     #[serde(deserialize_with = "crate::subagents::deserialize_runs")]
     pub open_subagents: BTreeMap<String, SubagentRun>,
     pub pending_question: Option<Question>,
+    /// The permission request the agent's hook waits on, if any (one at a
+    /// time: the harness asks one thing at a time).
+    #[serde(default)]
+    pub pending_permission: Option<Question>,
+    /// What people allowed "for this session" ([`crate::permission`]),
+    /// until the plan is replaced or done.
+    #[serde(default)]
+    pub session_rules: Vec<crate::permission::Rule>,
     /// The `[PLAN_DECISION]` text waiting for the agent's next turn.
     pub injection: Option<String>,
     pub latest_approval: Option<ApprovalId>,
@@ -302,6 +317,8 @@ impl Session {
             steps: Vec::new(),
             open_subagents: BTreeMap::new(),
             pending_question: None,
+            pending_permission: None,
+            session_rules: Vec::new(),
             injection: None,
             latest_approval: None,
             updated_at: Timestamp(0),

@@ -88,6 +88,7 @@
 mod commands;
 mod lexer;
 pub mod paths;
+pub mod risk;
 pub mod text;
 mod tools;
 
@@ -199,4 +200,17 @@ pub fn check_command(policy: &Policy, command: &str) -> Verdict {
         Ok(words) => commands::check(policy, &words),
         Err(why) => Verdict::Deny(text::deny_command(&why)),
     }
+}
+
+/// The words of `command` when it is provably a single simple command (the
+/// tokenizer's grammar: no operators, substitutions, redirections, or
+/// unquoted globs), quotes removed; `None` otherwise. What a permission
+/// rule's `prefix:*` compares word by word, so `npm test; rm -rf /` is
+/// never "a command that starts with `npm test`".
+pub fn simple_words(command: &str) -> Option<Vec<String>> {
+    let words = lexer::split(command).ok()?;
+    if words.is_empty() || words.iter().any(|w| w.glob) {
+        return None;
+    }
+    Some(words.into_iter().map(|w| w.text.into_owned()).collect())
 }

@@ -53,6 +53,7 @@ pub use sled_store::{Durability, SledStore, SCHEMA_VERSION};
 
 use plangate_delivery::Delivery;
 use plangate_engine::namespace::Namespace;
+use plangate_engine::permission::StoredRule;
 use plangate_engine::{
     ApprovalId, AuditEvent, DecisionStatus, Proposal, Question, Session, SessionKey, State, Timer, Timestamp, Transition,
 };
@@ -115,6 +116,9 @@ pub struct Commit {
     /// with the transition, so a crash between the commit and the work
     /// leaves the work to be resumed, never lost.
     pub outbox: Vec<OutboxEntry>,
+    /// "Always allow" rules a person's answer created for the agent
+    /// ([`plangate_engine::permission`]), stored with the answer.
+    pub rules_add: Vec<StoredRule>,
 }
 
 /// One piece of after-commit work in the outbox.
@@ -142,6 +146,10 @@ impl Commit {
         if let Some(q) = &transition.state.session.pending_question {
             commit.questions.push(q.clone());
         }
+        if let Some(q) = &transition.state.session.pending_permission {
+            commit.questions.push(q.clone());
+        }
+        commit.rules_add.extend(transition.rule_added.iter().cloned());
         for effect in &transition.effects {
             match effect {
                 Effect::Schedule(t) => commit.timers_add.push(t.clone()),
@@ -187,6 +195,13 @@ impl<T: SessionStore + WorkStore + ReplicaStore + MaintenanceStore + ?Sized> Sto
 /// Sessions and what their transitions write: state, proposals, questions,
 /// the audit, event keys, cursors, namespaces; one atomic [`Commit`] per transition.
 pub trait SessionStore: Send + Sync {
+    /// The "always allow" rules stored for `agent`, oldest first
+    /// ([`plangate_engine::permission`]).
+    fn permission_rules(&self, agent: &str) -> Result<Vec<StoredRule>, StoreError>;
+
+    /// Remove `agent`'s stored rule `id`; `false` when there is none.
+    fn remove_permission_rule(&self, agent: &str, id: &str) -> Result<bool, StoreError>;
+
     /// The session with its latest proposal; a never-seen session is new.
     fn load(&self, key: &SessionKey) -> Result<State, StoreError>;
 

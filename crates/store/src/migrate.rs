@@ -11,6 +11,7 @@ use crate::postgres::{Failure, PgStore};
 use crate::sled_store::{decode, RawTrees, SledStore};
 use crate::{PgOptions, StoreError};
 use plangate_delivery::Delivery;
+use plangate_engine::permission::StoredRule;
 use plangate_engine::{AuditEvent, Proposal, Question, Session, Timer};
 use postgres::binary_copy::BinaryCopyInWriter;
 use postgres::types::{ToSql, Type};
@@ -33,11 +34,12 @@ pub struct MigrateReport {
     pub document_paths: u64,
     pub namespaces: u64,
     pub outbox: u64,
+    pub permission_rules: u64,
 }
 
 impl MigrateReport {
     /// `(kind, count)` in the order the tables are copied.
-    pub fn kinds(&self) -> [(&'static str, u64); 12] {
+    pub fn kinds(&self) -> [(&'static str, u64); 13] {
         [
             ("sessions", self.sessions),
             ("proposals", self.proposals),
@@ -51,6 +53,7 @@ impl MigrateReport {
             ("document paths", self.document_paths),
             ("namespaces", self.namespaces),
             ("outbox entries", self.outbox),
+            ("permission rules", self.permission_rules),
         ]
     }
 }
@@ -65,7 +68,7 @@ impl fmt::Display for MigrateReport {
 }
 
 /// The tables, in the order of [`MigrateReport::kinds`].
-const TABLES: [&str; 12] = [
+const TABLES: [&str; 13] = [
     "sessions",
     "proposals",
     "questions",
@@ -78,6 +81,7 @@ const TABLES: [&str; 12] = [
     "documents",
     "namespaces",
     "outbox",
+    "permission_rules",
 ];
 
 /// Copy the sled store under `from_data_dir` (a stopped plangate's data
@@ -298,6 +302,14 @@ fn copy_all(tx: &mut Transaction<'_>, trees: &RawTrees<'_>) -> Result<MigrateRep
     }
     report.outbox = copy.finish()?;
 
+    let mut copy = Copy::new(tx, "permission_rules (agent, id, created_at, body)", &[Type::TEXT, Type::TEXT, Type::INT8, Type::BYTEA])?;
+    for entry in trees.rules.iter() {
+        let (_, value) = entry.map_err(StoreError::from)?;
+        let rule: StoredRule = decode(&value, "permission rule")?;
+        copy.row(&[&rule.agent, &rule.id, &rule.created_at.0, &&value[..]])?;
+    }
+    report.permission_rules = copy.finish()?;
+
     // `generate_seq` continues above every number sled handed out (its id
     // generator also numbered the audit), and the audit after its records.
     let sled_next = i64::try_from(trees.db.generate_id().map_err(StoreError::from)?).unwrap_or(i64::MAX);
@@ -327,6 +339,7 @@ fn verify(tx: &mut Transaction<'_>, trees: &RawTrees<'_>, report: &MigrateReport
         trees.documents.len(),
         trees.namespaces.len(),
         trees.outbox.len(),
+        trees.rules.len(),
     ];
     let pg_counts = counts(tx)?;
     let mut wrong = Vec::new();

@@ -31,6 +31,7 @@ pub(crate) enum TreeId {
     Audit = 4,
     Idempotency = 5,
     Outbox = 6,
+    Rules = 7,
 }
 
 impl TreeId {
@@ -43,6 +44,7 @@ impl TreeId {
             4 => TreeId::Audit,
             5 => TreeId::Idempotency,
             6 => TreeId::Outbox,
+            7 => TreeId::Rules,
             _ => return None,
         })
     }

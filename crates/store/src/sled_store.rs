@@ -27,6 +27,7 @@ use crate::redo::{self, Op, TreeId};
 use crate::{AuditQuery, Commit, MaintenanceStore, OutboxEntry, ReplicaStore, SessionStore, StoreError, WorkStore};
 use plangate_delivery::Delivery;
 use plangate_engine::namespace::Namespace;
+use plangate_engine::permission::StoredRule;
 use plangate_engine::{
     ApprovalId, AuditEvent, DecisionStatus, Proposal, Question, Session, SessionKey, State, Timer, TimerKind, Timestamp,
 };
@@ -86,6 +87,7 @@ pub struct SledStore {
     outbox: sled::Tree,
     documents: sled::Tree,
     namespaces: sled::Tree,
+    rules: sled::Tree,
 }
 
 /// Borrowed trees of a [`SledStore`] (see [`SledStore::raw_trees`]).
@@ -103,6 +105,7 @@ pub(crate) struct RawTrees<'a> {
     pub outbox: &'a sled::Tree,
     pub documents: &'a sled::Tree,
     pub namespaces: &'a sled::Tree,
+    pub rules: &'a sled::Tree,
 }
 
 pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
@@ -118,6 +121,21 @@ fn session_key(key: &SessionKey) -> Vec<u8> {
     let mut k = key.agent.as_bytes().to_vec();
     k.push(0);
     k.extend_from_slice(key.session_id.as_bytes());
+    k
+}
+
+/// `agent \0 created_at id`: an agent's rules together, oldest first.
+fn rule_key(rule: &StoredRule) -> Vec<u8> {
+    let mut k = rule.agent.as_bytes().to_vec();
+    k.push(0);
+    k.extend_from_slice(&((rule.created_at.0 as u64) ^ (1 << 63)).to_be_bytes());
+    k.extend_from_slice(rule.id.as_bytes());
+    k
+}
+
+fn agent_prefix(agent: &str) -> Vec<u8> {
+    let mut k = agent.as_bytes().to_vec();
+    k.push(0);
     k
 }
 
@@ -226,6 +244,7 @@ impl SledStore {
             outbox: db.open_tree("outbox")?,
             documents: db.open_tree("documents")?,
             namespaces: db.open_tree("namespaces")?,
+            rules: db.open_tree("rules")?,
             meta,
             db,
         };
@@ -264,6 +283,7 @@ impl SledStore {
             TreeId::Audit => &self.audit,
             TreeId::Idempotency => &self.idempotency,
             TreeId::Outbox => &self.outbox,
+            TreeId::Rules => &self.rules,
         }
     }
 
@@ -305,6 +325,9 @@ impl SledStore {
         }
         for entry in &commit.outbox {
             ops.push(insert(TreeId::Outbox, entry.seq.to_be_bytes().to_vec(), entry.work.clone()));
+        }
+        for rule in &commit.rules_add {
+            ops.push(insert(TreeId::Rules, rule_key(rule), encode(rule)));
         }
         if let Some(session) = &commit.session {
             ops.push(insert(TreeId::Sessions, session_key(&session.key), encode(session)));
@@ -371,6 +394,7 @@ impl SledStore {
             outbox: &self.outbox,
             documents: &self.documents,
             namespaces: &self.namespaces,
+            rules: &self.rules,
         }
     }
     pub(crate) fn flush_all(&self) -> Result<(), StoreError> {
@@ -385,8 +409,9 @@ impl SledStore {
     /// The store as it was before group commit (see [`Durability`]).
     fn commit_transaction(&self, commit: Commit) -> Result<(), StoreError> {
         let _snapshot = self.snapshot_lock.read().unwrap_or_else(|e| e.into_inner());
-        let trees = (&self.sessions, &self.proposals, &self.questions, &self.timers, &self.audit, &self.idempotency, &self.outbox);
-        let result = trees.transaction(|(sessions, proposals, questions, timers, audit, idempotency, outbox)| {
+        let trees =
+            (&self.sessions, &self.proposals, &self.questions, &self.timers, &self.audit, &self.idempotency, &self.outbox, &self.rules);
+        let result = trees.transaction(|(sessions, proposals, questions, timers, audit, idempotency, outbox, rules)| {
             if let Some(id) = &commit.new_proposal {
                 if proposals.get(id.0)?.is_some() {
                     return Err(ConflictableTransactionError::Abort(StoreError::DuplicateId(*id)));
@@ -416,6 +441,9 @@ impl SledStore {
             }
             for entry in &commit.outbox {
                 outbox.insert(&entry.seq.to_be_bytes(), entry.work.as_slice())?;
+            }
+            for rule in &commit.rules_add {
+                rules.insert(rule_key(rule), encode(rule))?;
             }
             Ok(())
         });
@@ -503,6 +531,23 @@ impl SessionStore for SledStore {
 
     fn question(&self, id: &ApprovalId) -> Result<Option<Question>, StoreError> {
         self.questions.get(id.0)?.map(|v| decode(&v, "question")).transpose()
+    }
+
+    fn permission_rules(&self, agent: &str) -> Result<Vec<StoredRule>, StoreError> {
+        Self::list(&self.rules, &agent_prefix(agent), "permission rule")
+    }
+
+    fn remove_permission_rule(&self, agent: &str, id: &str) -> Result<bool, StoreError> {
+        let _snapshot = self.snapshot_lock.read().unwrap_or_else(|e| e.into_inner());
+        for entry in self.rules.scan_prefix(agent_prefix(agent)) {
+            let (key, value) = entry?;
+            let rule: StoredRule = decode(&value, "permission rule")?;
+            if rule.id == id {
+                self.rules.remove(key)?;
+                return self.flushed(true);
+            }
+        }
+        Ok(false)
     }
 
     fn commit(&self, commit: Commit) -> Result<(), StoreError> {

@@ -180,6 +180,14 @@ impl<S: Store> SessionStore for Faulty<S> {
         self.inner.question(id)
     }
 
+    fn permission_rules(&self, agent: &str) -> Result<Vec<plangate_engine::permission::StoredRule>, StoreError> {
+        self.inner.permission_rules(agent)
+    }
+
+    fn remove_permission_rule(&self, agent: &str, id: &str) -> Result<bool, StoreError> {
+        self.inner.remove_permission_rule(agent, id)
+    }
+
     fn append_audit(&self, events: &[AuditEvent]) -> Result<(), StoreError> {
         self.inner.append_audit(events)
     }

@@ -281,6 +281,7 @@ async fn questions_get_one_button_per_option_and_show_the_answer_afterwards() {
         answer: None,
         answered_by: None,
         answered_at: None,
+        permission: None,
     };
     let delivery = h.channel().post_question(&destination(Style::Buttons), &q).await.unwrap();
     let post = h.fake.calls("chat.postMessage")[0].json().clone();

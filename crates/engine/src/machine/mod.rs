@@ -23,11 +23,13 @@ use crate::subagents;
 
 mod amend;
 mod decide;
+mod permissions;
 mod questions;
 mod timers;
 
 use amend::*;
 use decide::*;
+use permissions::*;
 use questions::*;
 use timers::*;
 
@@ -68,6 +70,8 @@ pub fn apply(state: &State, actor: &Actor, command: Command, ctx: &Ctx) -> Resul
         taken_injection: None,
         changed: true,
         opened_by: None,
+        permission: None,
+        rule_added: None,
     };
     let name = command.name();
     match command {
@@ -112,6 +116,9 @@ pub fn apply(state: &State, actor: &Actor, command: Command, ctx: &Ctx) -> Resul
         }
         Command::Ask { question, options, allow_freetext } => ask(&mut t, actor, question, options, allow_freetext, ctx)?,
         Command::Answer { question_id, answer } => answer_question(&mut t, actor, question_id, answer, ctx)?,
+        Command::AskPermission { tool, input, paths, rules } => ask_permission(&mut t, actor, tool, input, paths, &rules, ctx)?,
+        Command::AnswerPermission { question_id, answer } => answer_permission(&mut t, actor, question_id, answer, ctx)?,
+        Command::ExpirePermission { question_id } => expire_permission(&mut t, actor, question_id, ctx)?,
         Command::WidenScope { paths } => widen_scope(&mut t, actor, paths, ctx)?,
         Command::TakeInjection => {
             require_agent(actor)?;
@@ -178,6 +185,7 @@ fn enter(t: &mut Transition, actor: &Actor, reason: Option<String>, ctx: &Ctx) -
         return Ok(());
     }
     withdraw_amendment(t, ctx);
+    end_session_permissions(t, ctx);
     let session = &mut t.state.session;
     session.mode = Mode::Plan;
     session.approval = ApprovalState::None;
@@ -242,6 +250,7 @@ fn update_plan(
         if all_closed && t.state.session.amendment_pending.is_none() {
             t.state.session.approval = ApprovalState::None;
             amendment::reset(&mut t.state.session);
+            end_session_permissions(t, ctx);
             detail.push_str("; every step is closed, the plan is complete");
         }
     }

@@ -40,6 +40,7 @@ pub(super) fn ask(
         answer: None,
         answered_by: None,
         answered_at: None,
+        permission: None,
     });
     t.effects.push(Effect::PostQuestion { question_id });
     audit(t, actor, "ask", None, format!("{question_id}: {question}"), ctx);

@@ -78,6 +78,9 @@ fn write(store: &PgStore, tx: &mut Transaction<'_>, st: &mut Statements, commit:
     for q in &commit.questions {
         st.execute(tx, QUESTION_UPSERT, &[&&q.question_id.0[..], &q.session.agent, &q.session.session_id, &encode(q)])?;
     }
+    for r in &commit.rules_add {
+        st.execute(tx, RULE_INSERT, &[&r.agent, &r.id, &r.created_at.0, &encode(r)])?;
+    }
     // One statement per kind of row, however many rows (arrays through
     // `unnest`): a commit costs a fixed number of round trips.
     if !commit.timers_remove.is_empty() {

@@ -19,7 +19,21 @@ use postgres::Client;
 
 /// `(version, name, SQL)`, in version order. The SQL runs with
 /// `search_path` set to the store's schema.
-pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[(1, "initial tables", INITIAL), (2, "namespace revisions", NAMESPACE_REVISIONS)];
+pub(crate) const MIGRATIONS: &[(i64, &str, &str)] =
+    &[(1, "initial tables", INITIAL), (2, "namespace revisions", NAMESPACE_REVISIONS), (3, "permission rules", PERMISSION_RULES)];
+
+/// The "always allow" rules people stored for an agent (the sled store's
+/// `rules` tree): written in a transition's commit, listed oldest first.
+const PERMISSION_RULES: &str = r#"
+CREATE TABLE permission_rules (
+    agent text COLLATE "C" NOT NULL,
+    id text COLLATE "C" NOT NULL,
+    created_at bigint NOT NULL,
+    body bytea NOT NULL,
+    PRIMARY KEY (agent, id)
+);
+CREATE INDEX permission_rules_order ON permission_rules (agent, created_at, id);
+"#;
 
 /// Namespaces are written conditionally on their revision, as sessions
 /// are (`SessionStore::set_namespace`). Rows that exist start at 1. A replica of

@@ -29,6 +29,7 @@ use crate::{
 use connection::OffThreadDrop;
 use plangate_delivery::Delivery;
 use plangate_engine::namespace::Namespace;
+use plangate_engine::permission::StoredRule;
 use plangate_engine::{ApprovalId, AuditEvent, DecisionStatus, Proposal, Question, Session, SessionKey, State, Timer, Timestamp};
 use std::fmt;
 use std::sync::atomic::Ordering;
@@ -139,6 +140,14 @@ impl SessionStore for PgStore {
 
     fn question(&self, id: &ApprovalId) -> Result<Option<Question>, StoreError> {
         reads::question(self, id)
+    }
+
+    fn permission_rules(&self, agent: &str) -> Result<Vec<StoredRule>, StoreError> {
+        reads::permission_rules(self, agent)
+    }
+
+    fn remove_permission_rule(&self, agent: &str, id: &str) -> Result<bool, StoreError> {
+        records::remove_permission_rule(self, agent, id)
     }
 
     fn commit(&self, commit: Commit) -> Result<(), StoreError> {

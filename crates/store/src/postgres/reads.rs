@@ -8,6 +8,7 @@ use crate::sled_store::decode;
 use crate::{AuditQuery, OutboxEntry, StoreError};
 use plangate_delivery::Delivery;
 use plangate_engine::namespace::Namespace;
+use plangate_engine::permission::StoredRule;
 use plangate_engine::{ApprovalId, AuditEvent, DecisionStatus, Proposal, Question, Session, SessionKey, State, Timer, Timestamp};
 use postgres::types::ToSql;
 
@@ -91,6 +92,13 @@ pub(super) fn question(store: &PgStore, id: &ApprovalId) -> Result<Option<Questi
     store.retrying("reading a question", |c, st| {
         let row = st.query_opt(c, "SELECT body FROM questions WHERE question_id = $1", &[&&id.0[..]])?;
         row.map(|r| body(&r, 0, "question")).transpose()
+    })
+}
+
+pub(super) fn permission_rules(store: &PgStore, agent: &str) -> Result<Vec<StoredRule>, StoreError> {
+    store.retrying("reading permission rules", |c, st| {
+        let rows = st.query(c, RULES, &[&agent])?;
+        bodies(&rows, "permission rule")
     })
 }
 

@@ -171,3 +171,8 @@ fn insert_audit(tx: &mut Transaction<'_>, st: &mut Statements, event: &AuditEven
     st.execute(tx, AUDIT_INSERT, &[&event.at.0, &event.agent, &event.session_id, &approval, &encode(event)])?;
     Ok(())
 }
+
+pub(super) fn remove_permission_rule(store: &PgStore, agent: &str, id: &str) -> Result<bool, StoreError> {
+    let rows = store.retrying("removing a permission rule", |c, st| Ok(st.execute(c, RULE_DELETE, &[&agent, &id])?))?;
+    Ok(rows > 0)
+}

@@ -95,6 +95,10 @@ pub(super) const PROPOSAL_UPSERT: &str = "INSERT INTO proposals (approval_id, id
      agent = EXCLUDED.agent, session_id = EXCLUDED.session_id, created_at = EXCLUDED.created_at, body = EXCLUDED.body";
 pub(super) const QUESTION_UPSERT: &str = "INSERT INTO questions (question_id, agent, session_id, body) VALUES ($1, $2, $3, $4) \
      ON CONFLICT (question_id) DO UPDATE SET agent = EXCLUDED.agent, session_id = EXCLUDED.session_id, body = EXCLUDED.body";
+pub(super) const RULE_INSERT: &str = "INSERT INTO permission_rules (agent, id, created_at, body) VALUES ($1, $2, $3, $4) \
+     ON CONFLICT (agent, id) DO NOTHING";
+pub(super) const RULES: &str = "SELECT body FROM permission_rules WHERE agent = $1 ORDER BY created_at, id";
+pub(super) const RULE_DELETE: &str = "DELETE FROM permission_rules WHERE agent = $1 AND id = $2";
 pub(super) const AUDIT_INSERT: &str = "INSERT INTO audit (at, agent, session_id, approval_id, body) VALUES ($1, $2, $3, $4, $5)";
 /// Audit rows in array order (their `seq` follows it).
 pub(super) const AUDIT_INSERT_MANY: &str = "INSERT INTO audit (at, agent, session_id, approval_id, body) \

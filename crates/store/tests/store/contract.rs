@@ -38,6 +38,7 @@ contract!(
     many_rows_of_a_kind_in_one_commit,
     a_namespace_is_written_only_at_the_revision_it_was_read,
     namespace_merges_side_by_side_lose_nothing,
+    an_always_rule_is_stored_with_the_answer_and_removable,
 );
 
 fn namespace_of(steps: &[&str]) -> Namespace {
@@ -452,4 +453,43 @@ fn a_single_process_claims_everything_due(b: &dyn Backend) {
     session.updated_at = Timestamp(3000);
     store.commit(Commit { session: Some(session), expected_revision: Some(revision), ..Commit::default() }).unwrap();
     assert_eq!(store.load(&key).unwrap().session.updated_at, Timestamp(3000));
+}
+
+/// A permission request answered "always": the rule is written by the
+/// answer's own commit, listed per agent oldest first, survives a reopen,
+/// and is removed by id.
+fn an_always_rule_is_stored_with_the_answer_and_removable(b: &dyn Backend) {
+    use plangate_engine::permission::{Grade, PermissionAnswer, Rules};
+    let key = SessionKey::new("demo", "perm");
+    let alice = Actor::Human { id: "telegram:1".into(), name: "telegram:@a".into() };
+    {
+        let store = b.open();
+        let run = |actor: &Actor, command: Command, r: u8| {
+            let before = store.load(&key).unwrap();
+            let t = apply(&before, actor, command, &ctx(1000 + r as i64, r)).unwrap();
+            store.commit(Commit::of(&t, &before, None)).unwrap();
+        };
+        for (n, cmd) in ["cargo publish", "npm publish"].iter().enumerate() {
+            let ask = Command::AskPermission {
+                tool: "Bash".into(),
+                input: serde_json::json!({"command": cmd}),
+                paths: None,
+                rules: Rules::default(),
+            };
+            run(&Actor::Agent, ask, 10 + n as u8);
+            let answer = Command::AnswerPermission { question_id: None, answer: PermissionAnswer::Allow { grade: Grade::Always } };
+            run(&alice, answer, 20 + n as u8);
+        }
+    }
+    let store = b.open();
+    let rules = store.permission_rules("demo").unwrap();
+    let shown: Vec<String> = rules.iter().map(|r| r.rule.to_string()).collect();
+    assert_eq!(shown, ["Bash(cargo publish)", "Bash(npm publish)"]);
+    assert!(store.permission_rules("other").unwrap().is_empty());
+    let asked = store.question(&ApprovalId([10; 16])).unwrap().unwrap();
+    assert_eq!(asked.status, QuestionStatus::Answered);
+    assert!(store.remove_permission_rule("demo", &rules[0].id).unwrap());
+    assert!(!store.remove_permission_rule("demo", &rules[0].id).unwrap());
+    assert!(!store.remove_permission_rule("other", &rules[1].id).unwrap());
+    assert_eq!(store.permission_rules("demo").unwrap(), vec![rules[1].clone()]);
 }

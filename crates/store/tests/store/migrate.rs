@@ -48,6 +48,20 @@ fn populate(dir: &Path) {
     store.commit(Commit::of(&t, &before, None)).unwrap();
     let q = store.load(&key).unwrap().session.pending_question.unwrap();
     store.add_question_delivery(&q.question_id, &delivery("ops", "q1")).unwrap();
+    // A permission request answered "always": a stored rule.
+    let ask = Command::AskPermission {
+        tool: "Bash".into(),
+        input: serde_json::json!({"command": "cargo publish"}),
+        paths: None,
+        rules: Default::default(),
+    };
+    let before = store.load(&key).unwrap();
+    let t = apply(&before, &Actor::Agent, ask, &ctx(3, 62)).unwrap();
+    store.commit(Commit::of(&t, &before, None)).unwrap();
+    let before = store.load(&key).unwrap();
+    let always = plangate_engine::permission::PermissionAnswer::Allow { grade: plangate_engine::permission::Grade::Always };
+    let t = apply(&before, &alice, Command::AnswerPermission { question_id: None, answer: always }, &ctx(4, 63)).unwrap();
+    store.commit(Commit::of(&t, &before, None)).unwrap();
     store.mark_seen("telegram:update:1").unwrap();
     assert!(store.record_once("nudge:x").unwrap());
     store.set_cursor("telegram.offset", "77").unwrap();
@@ -72,6 +86,8 @@ fn populate(dir: &Path) {
 /// Every reading the server does gives the same answer on both stores.
 fn assert_same(sled: &dyn Store, pg: &dyn Store) {
     let sessions = sled.sessions().unwrap();
+    assert_eq!(pg.permission_rules("codex").unwrap(), sled.permission_rules("codex").unwrap());
+    assert_eq!(sled.permission_rules("codex").unwrap().len(), 1);
     assert_eq!(pg.sessions().unwrap(), sessions);
     for s in &sessions {
         assert_eq!(pg.load(&s.key).unwrap(), sled.load(&s.key).unwrap());
@@ -109,14 +125,14 @@ fn a_sled_store_arrives_whole_in_postgres() {
     let report = sled_to_postgres(dir.path(), &db.options()).unwrap();
     assert_eq!(report.sessions, 5);
     assert_eq!(report.proposals, 4);
-    assert_eq!(report.questions, 1);
+    assert_eq!((report.questions, report.permission_rules), (2, 1));
     assert_eq!(report.deliveries, 8);
     assert_eq!(report.question_deliveries, 1);
     assert_eq!(report.idempotency_keys, 2);
     assert_eq!((report.cursors, report.document_paths, report.namespaces, report.outbox), (1, 4, 1, 3));
     assert!(report.timers >= 9 && report.audit >= 12, "{report}");
     let text = report.to_string();
-    assert_eq!(text.lines().count(), 12, "{text}");
+    assert_eq!(text.lines().count(), 13, "{text}");
     assert!(text.contains("sessions: 5\n") && text.contains("outbox entries: 3\n"), "{text}");
 
     let sled = SledStore::open(dir.path()).unwrap();

@@ -274,9 +274,20 @@ pub(crate) fn command_action(options: &[CommandDataOption]) -> Action {
         "answer" => string_option(args, "text"),
         "edit" => string_option(args, "steps"),
         "auto" => string_option(args, "state"),
+        "allow" => string_option(args, "grade"),
+        "deny" => string_option(args, "reason"),
         _ => None,
     }
     .filter(|t| !t.is_empty());
+    // `/plan rules remove:N` is the grammar's `rules remove N`.
+    let removal = args.iter().find(|o| o.name == "remove").and_then(|o| match o.value {
+        CommandDataOptionValue::Integer(n) => Some(format!("remove {n}")),
+        _ => None,
+    });
+    let text = match (verb, removal.as_deref()) {
+        ("rules", Some(removal)) => Some(removal),
+        _ => text,
+    };
     let words = [Some(verb), target, text].into_iter().flatten().collect::<Vec<_>>().join(" ");
     if let Some(target) = target {
         // The target option must be a target on its own, not the start of the text.
@@ -287,7 +298,7 @@ pub(crate) fn command_action(options: &[CommandDataOption]) -> Action {
         return parsed_or_bad(parse_args(&words), words);
     }
     match (verb, text) {
-        ("revise" | "reject" | "answer" | "edit", Some(text)) => {
+        ("revise" | "reject" | "answer" | "edit" | "deny", Some(text)) => {
             // A placeholder target makes the grammar take all of `text` as text.
             let parsed = parse_args(&format!("{verb} #0000 {text}")).map(|p| Parsed { target: None, ..p });
             parsed_or_bad(parsed, words)
@@ -349,6 +360,26 @@ mod tests {
             Action::Command(Parsed { command: PlanCommand::Edit(vec!["one".into(), "two".into()]), target: None })
         );
         assert_eq!(cmd("list", &[("target", "#a1b2")]), Action::BadCommand("list #a1b2".into()));
+    }
+
+    #[test]
+    fn permission_subcommands() {
+        use plangate_engine::permission::{Grade, PermissionAnswer};
+        assert_eq!(
+            cmd("allow", &[("grade", "session")]),
+            Action::Command(Parsed { command: PlanCommand::Permission(PermissionAnswer::Allow { grade: Grade::Session }), target: None })
+        );
+        assert_eq!(
+            cmd("deny", &[("reason", "demo/s2 is the wrong one")]),
+            Action::Command(Parsed {
+                command: PlanCommand::Permission(PermissionAnswer::Deny { reason: Some("demo/s2 is the wrong one".into()) }),
+                target: None
+            })
+        );
+        let json = serde_json::json!([{"name": "rules", "type": 1, "options": [{"name": "remove", "type": 4, "value": 2}]}]);
+        let removal: Vec<CommandDataOption> = serde_json::from_value(json).unwrap();
+        assert_eq!(command_action(&removal), Action::Command(Parsed { command: PlanCommand::RemoveRule(2), target: None }));
+        assert_eq!(cmd("rules", &[]), Action::Command(Parsed { command: PlanCommand::Rules, target: None }));
     }
 
     #[test]

@@ -297,17 +297,21 @@ pub(crate) fn nudge_content(text: &str, card: &Card, with_commands: bool) -> Str
 /// A question: who asks, the question, the numbered options, and once
 /// answered who answered what.
 pub(crate) fn question_content(question: &Question, text_style: bool) -> String {
-    let mut lines = vec![format!("❓ **{} asks:**", escape(&question.session.to_string()))];
+    let (icon, title) = card::question_title(question);
+    let mut lines = vec![match question.permission {
+        Some(_) => format!("{icon}**{}**", escape(&title)),
+        None => format!("❓ **{} asks:**", escape(&question.session.to_string())),
+    }];
     lines.extend(question.question.lines().map(escape));
     if !question.options.is_empty() {
         lines.push(String::new());
         lines.extend(question.options.iter().enumerate().map(|(i, o)| format!("{}. {}", i + 1, escape(o))));
     }
     let mut tail = String::new();
-    if question.status == QuestionStatus::Answered {
-        let by = question.answered_by.as_deref().unwrap_or("someone");
-        let answer = question.answer.as_deref().unwrap_or("");
-        tail = format!("\n\n✅ Answered by {}: {}", escape(by), cut_chars(&escape(answer), 900));
+    if let Some(outcome) = card::question_outcome(question) {
+        tail = format!("\n\n{}", cut_chars(&escape(&outcome), 900));
+    } else if text_style && question.permission.is_some() {
+        tail = format!("\n\n{}", escape(&card::question_reply_hint(question)));
     } else if text_style {
         tail = format!("\n\nReply with `/plan answer {} <your answer>`", question.session.to_string().replace('`', "'"));
     }
@@ -318,13 +322,13 @@ pub(crate) fn question_content(question: &Question, text_style: bool) -> String 
 /// One button per option (the engine's [`card::option_buttons`]) and
 /// "Other…" when free text is allowed; none once answered.
 pub(crate) fn question_buttons(question: &Question) -> Vec<CreateActionRow> {
-    if question.status == QuestionStatus::Answered {
+    if question.status != QuestionStatus::Pending {
         return Vec::new();
     }
     let mut buttons: Vec<CreateButton> =
         card::option_buttons(question).map(|(data, option)| button(option, ButtonStyle::Primary, data)).collect();
     if question.allow_freetext {
-        buttons.push(button("Other…", ButtonStyle::Secondary, Button::AnswerOther(question.question_id)));
+        buttons.push(button(card::other_label(question), ButtonStyle::Secondary, Button::AnswerOther(question.question_id)));
     }
     buttons.chunks(ROW_WIDTH).take(ROWS_MAX).map(|row| CreateActionRow::Buttons(row.to_vec())).collect()
 }
@@ -368,6 +372,33 @@ pub(crate) fn plan_command() -> CreateCommand {
             ],
         ))
         .add_option(sub("restate", "Post the plan card again", vec![plan_target()]))
+        .add_option(sub(
+            "allow",
+            "Allow the waiting permission request",
+            vec![
+                CreateCommandOption::new(CommandOptionType::String, "grade", "How far the allow reaches")
+                    .required(true)
+                    .add_string_choice("once", "once")
+                    .add_string_choice("for this session", "session")
+                    .add_string_choice("always", "always"),
+                target("agent/session (when this channel has several requests)"),
+            ],
+        ))
+        .add_option(sub(
+            "deny",
+            "Deny the waiting permission request",
+            vec![
+                CreateCommandOption::new(CommandOptionType::String, "reason", "Why (the agent reads it)").required(false).max_length(1000),
+                target("agent/session (when this channel has several requests)"),
+            ],
+        ))
+        .add_option(sub(
+            "rules",
+            "The permission rules of this channel's agents",
+            vec![CreateCommandOption::new(CommandOptionType::Integer, "remove", "Remove stored rule N (as listed)")
+                .required(false)
+                .min_int_value(1)],
+        ))
         .add_option(sub("web", "A personal sign-in link for the web page, shown only to you", vec![]))
 }
 

@@ -35,7 +35,7 @@
 use plangate_channel::Style;
 use plangate_engine::card::{self, Card, CardAction, Fit, REPLY_WITH};
 use plangate_engine::codec::{encode, Button};
-use plangate_engine::{ApprovalId, Question, QuestionStatus};
+use plangate_engine::{ApprovalId, Question};
 use slack_morphism::prelude::*;
 
 pub const SECTION_LIMIT: usize = 3000;
@@ -358,25 +358,30 @@ pub fn nudge_blocks(card: &Card, style: Style, text: &str) -> Vec<SlackBlock> {
 /// question, its options, the answer and who gave it are all [`literal`].
 pub fn question_blocks(question: &Question, style: Style) -> Vec<SlackBlock> {
     let who = format!("{}/{}", question.session.agent, question.session.session_id);
-    let mut blocks = vec![plain_section(format!("❓ {who} asks:\n{}", question.question))];
-    let answered = question.status == QuestionStatus::Answered || question.answer.is_some();
-    if answered {
-        let by = question.answered_by.as_deref().map(|b| format!(" by {b}")).unwrap_or_default();
-        let answer = question.answer.as_deref().unwrap_or_default();
-        blocks.push(plain_section(format!("✅ Answered{by}: {answer}")));
+    let heading = match question.permission {
+        Some(_) => card::question_title(question).0.to_string() + &card::question_title(question).1,
+        None => format!("❓ {who} asks:"),
+    };
+    let mut blocks = vec![plain_section(format!("{heading}\n{}", question.question))];
+    if let Some(outcome) = card::question_outcome(question) {
+        blocks.push(plain_section(outcome));
         return blocks;
     }
     let shown: Vec<(Button, &str)> = card::option_buttons(question).collect();
     if style == Style::Text {
         let lines: Vec<String> = shown.iter().enumerate().map(|(i, (_, o))| format!("{}. {}", i + 1, line(o))).collect();
         blocks.extend(chunk_lines(None, &lines, SECTION_LIMIT).into_iter().map(plain_section));
-        blocks.push(section(escape_entities(&format!("Reply with `/plan answer {who} <your answer>`"))));
+        let hint = match question.permission {
+            Some(_) => card::question_reply_hint(question),
+            None => format!("Reply with `/plan answer {who} <your answer>`"),
+        };
+        blocks.push(section(escape_entities(&hint)));
         return blocks;
     }
     let mut elements: Vec<SlackActionBlockElement> =
         shown.iter().map(|(button, o)| button_labelled(literal_text(&truncate(o, BUTTON_TEXT_LIMIT)).into(), *button).into()).collect();
     if question.allow_freetext {
-        elements.push(button("Other…", Button::AnswerOther(question.question_id)).into());
+        elements.push(button(card::other_label(question), Button::AnswerOther(question.question_id)).into());
     }
     if !elements.is_empty() {
         blocks.push(SlackActionsBlock::new(elements).with_block_id(SlackBlockId::new(ACTIONS_BLOCK.to_string())).into());

@@ -311,14 +311,21 @@ fn session_label(q: &Question) -> String {
 /// A question with, while it is open, the options to tap (buttons) or the
 /// command to type (text style). Once answered: the answer, no buttons.
 pub fn question_html(q: &Question, style: Style) -> String {
-    let head = vec![Line::of(Fmt::Plain, "❓ ").push(Fmt::Bold, &format!("Question from {}", session_label(q))).cap(300)];
+    let (icon, title) = card::question_title(q);
+    let head = vec![Line::of(Fmt::Plain, icon).push(Fmt::Bold, &title).cap(300)];
     let mut body: Vec<Line> = q.question.lines().map(|l| Line::of(Fmt::Plain, l)).collect();
     let mut tail = Vec::new();
-    if q.status == QuestionStatus::Answered {
+    if q.permission.is_none() && q.status == QuestionStatus::Answered {
         let answer = q.answer.as_deref().unwrap_or("(no text)");
         let by = q.answered_by.as_deref().map(|b| format!(" by {b}")).unwrap_or_default();
         tail.push(Line::blank());
         tail.push(Line::of(Fmt::Bold, &format!("✅ Answered{by}: ")).push(Fmt::Plain, answer).cap(1500));
+    } else if let Some(outcome) = card::question_outcome(q) {
+        tail.push(Line::blank());
+        tail.push(Line::of(Fmt::Bold, &outcome).cap(1500));
+    } else if style == Style::Text && q.permission.is_some() {
+        tail.push(Line::blank());
+        tail.push(Line::of(Fmt::Plain, &card::question_reply_hint(q)).cap(300));
     } else if style == Style::Text {
         if !q.options.is_empty() {
             body.push(Line::blank());
@@ -350,7 +357,7 @@ pub fn question_keyboard(q: &Question) -> InlineKeyboardMarkup {
         .map(|(button, option)| vec![InlineKeyboardButton::callback(label(option), codec::encode(button))])
         .collect();
     if q.allow_freetext {
-        rows.push(vec![InlineKeyboardButton::callback("Other…", codec::encode(Button::AnswerOther(q.question_id)))]);
+        rows.push(vec![InlineKeyboardButton::callback(card::other_label(q), codec::encode(Button::AnswerOther(q.question_id)))]);
     }
     InlineKeyboardMarkup::new(rows)
 }

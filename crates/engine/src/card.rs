@@ -286,6 +286,57 @@ pub fn option_buttons(q: &Question) -> impl Iterator<Item = (Button, &str)> {
     (0..=u8::MAX).zip(&q.options).take(MAX_OPTIONS).map(|(i, option)| (Button::Answer(q.question_id, i), option.as_str()))
 }
 
+/// A question card's icon and title: an agent's question, or a permission
+/// request naming the tool ([`crate::permission`]).
+pub fn question_title(q: &Question) -> (&'static str, String) {
+    match &q.permission {
+        Some(p) => ("🔐 ", format!("Permission request from {}: {}", q.session, p.tool)),
+        None => ("❓ ", format!("Question from {}", q.session)),
+    }
+}
+
+/// The label of the free-text button: for a permission request, free text
+/// is the reason of a deny.
+pub fn other_label(q: &Question) -> &'static str {
+    if q.permission.is_some() {
+        "Deny with a reason…"
+    } else {
+        "Other…"
+    }
+}
+
+/// How a closed question's card says what became of it (`None` while it
+/// waits): who answered what, or why a permission request expired.
+pub fn question_outcome(q: &Question) -> Option<String> {
+    use crate::model::QuestionStatus;
+    use crate::permission::{PermissionAnswer, PermissionOutcome};
+    let by = q.answered_by.as_deref().unwrap_or("someone");
+    let outcome = q.permission.as_ref().and_then(|p| p.outcome.as_ref());
+    match (q.status, outcome) {
+        (QuestionStatus::Pending, _) => None,
+        (_, Some(PermissionOutcome::Expired { why })) => Some(format!("⌛ Expired: {why}.")),
+        (QuestionStatus::Expired, None) => Some("⌛ Expired.".to_string()),
+        (_, Some(PermissionOutcome::Answered { answer: answer @ PermissionAnswer::Deny { .. } })) => {
+            Some(format!("⛔ {} by {by}", capitalized(&answer.said())))
+        }
+        (_, Some(PermissionOutcome::Answered { answer })) => Some(format!("✅ {} by {by}", capitalized(&answer.said()))),
+        (QuestionStatus::Answered, None) => Some(format!("✅ Answered by {by}: {}", q.answer.as_deref().unwrap_or("(no text)"))),
+    }
+}
+
+fn capitalized(s: &str) -> String {
+    let mut chars = s.chars();
+    chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
+}
+
+/// What to type to answer in a text-style chat.
+pub fn question_reply_hint(q: &Question) -> String {
+    match q.permission {
+        Some(_) => format!("Reply with /plan allow once|session|always {0}, or /plan deny {0} <reason>", q.session),
+        None => format!("Reply with /plan answer {} <your answer>", q.session),
+    }
+}
+
 /// Whether `proposal`'s card shows `state`'s live step list: it is the
 /// session's latest version and approved.
 fn is_live(proposal: &Proposal, state: &State) -> bool {

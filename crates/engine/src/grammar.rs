@@ -46,6 +46,13 @@ pub enum PlanCommand {
     ClearSubagents,
     /// Send me a personal sign-in link for the web page, privately.
     Web,
+    /// Answer the waiting permission request (`/plan allow [once|session|always]`,
+    /// `/plan deny [reason]`).
+    Permission(crate::permission::PermissionAnswer),
+    /// List the permission rules of this chat's agents.
+    Rules,
+    /// Remove stored rule N (as `/plan rules` numbers them).
+    RemoveRule(usize),
 }
 
 impl PlanCommand {
@@ -60,6 +67,7 @@ impl PlanCommand {
                 | PlanCommand::Restate
                 | PlanCommand::Subagents
                 | PlanCommand::Web
+                | PlanCommand::Rules
         )
     }
 }
@@ -104,6 +112,9 @@ pub const USAGE: &[(&str, &str)] = &[
     ("restate", "/plan restate [#id|agent/session]"),
     ("subagents", "/plan subagents [clear] [#id|agent/session]"),
     ("web", "/plan web (a personal sign-in link for the web page, sent privately)"),
+    ("allow", "/plan allow [once|session|always] [agent/session] (the waiting permission request)"),
+    ("deny", "/plan deny [agent/session] [reason]"),
+    ("rules", "/plan rules | /plan rules remove N"),
 ];
 
 /// The help text shown for `/plan` and unknown commands.
@@ -211,6 +222,30 @@ pub fn parse_args(args: &str) -> Result<Parsed, GrammarError> {
                 return Err(err("say what should change, e.g. `/plan revise split step 2 into two`".to_string()));
             }
             PlanCommand::Revise(rest.to_string())
+        }
+        "allow" => {
+            let grade = if rest.is_empty() { "once" } else { rest };
+            match crate::permission::PermissionAnswer::parse(grade) {
+                Ok(answer @ crate::permission::PermissionAnswer::Allow { .. }) => PlanCommand::Permission(answer),
+                _ => return Err(err(format!("say `once`, `session` or `always`, got {:?}", truncate(rest)))),
+            }
+        }
+        "deny" => {
+            PlanCommand::Permission(crate::permission::PermissionAnswer::Deny { reason: (!rest.is_empty()).then(|| rest.to_string()) })
+        }
+        "rules" => {
+            if target.is_some() {
+                return Err(err("`/plan rules` takes no target".to_string()));
+            }
+            let (word, n) = split_word(rest);
+            match (word.to_ascii_lowercase().as_str(), n.trim()) {
+                ("", _) => PlanCommand::Rules,
+                ("remove", n) => match n.parse::<usize>() {
+                    Ok(n) if n >= 1 => PlanCommand::RemoveRule(n),
+                    _ => return Err(err(format!("say which rule by its number in `/plan rules`, got {:?}", truncate(n)))),
+                },
+                (other, _) => return Err(err(format!("expected `remove N` or nothing, got {:?}", truncate(other)))),
+            }
         }
         "answer" => {
             if rest.is_empty() {
@@ -360,6 +395,28 @@ mod tests {
 
     fn ok(s: &str) -> Parsed {
         parse(s, Some("PlanBot")).unwrap().unwrap()
+    }
+
+    #[test]
+    fn permission_answers_and_rules() {
+        use crate::permission::{Grade, PermissionAnswer};
+        let cmd = |s: &str| parse_args(s).map(|p| p.command);
+        assert_eq!(cmd("allow"), Ok(PlanCommand::Permission(PermissionAnswer::Allow { grade: Grade::Once })));
+        assert_eq!(cmd("allow session"), Ok(PlanCommand::Permission(PermissionAnswer::Allow { grade: Grade::Session })));
+        assert_eq!(cmd("allow always"), Ok(PlanCommand::Permission(PermissionAnswer::Allow { grade: Grade::Always })));
+        assert!(cmd("allow deny").is_err() && cmd("allow forever").is_err());
+        assert_eq!(cmd("deny"), Ok(PlanCommand::Permission(PermissionAnswer::Deny { reason: None })));
+        assert_eq!(
+            parse_args("deny demo/s1 use the staging tag").unwrap(),
+            Parsed {
+                command: PlanCommand::Permission(PermissionAnswer::Deny { reason: Some("use the staging tag".into()) }),
+                target: Some(Target::Session(SessionKey::new("demo", "s1")))
+            }
+        );
+        assert_eq!(cmd("rules"), Ok(PlanCommand::Rules));
+        assert_eq!(cmd("rules remove 2"), Ok(PlanCommand::RemoveRule(2)));
+        assert!(cmd("rules remove 0").is_err() && cmd("rules remove x").is_err() && cmd("rules add").is_err());
+        assert!(PlanCommand::RemoveRule(1).changes_state() && !PlanCommand::Rules.changes_state());
     }
 
     #[test]

@@ -20,6 +20,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use tracing::Instrument;
 
+mod permissions;
+
 pub struct Hub {
     core: Arc<Core>,
     /// Per channel: the only workspaces/guilds whose users may act. Filled
@@ -257,6 +259,13 @@ impl Hub {
             },
             Button::Answer(qid, n) => self.answer(ev, Some(qid), Some(n), String::new()).await.into_notice(),
             Button::AnswerOther(qid) => match self.question_for(ev, qid).await {
+                Ok(q) if q.permission.is_some() => Reply::AskAnswer {
+                    question_id: qid,
+                    prompt: format!(
+                        "Reply with why {} is denied (the agent reads it).",
+                        q.permission.as_ref().map(|p| p.tool.as_str()).unwrap_or("this call")
+                    ),
+                },
                 Ok(q) => Reply::AskAnswer { question_id: qid, prompt: format!("Reply with your answer to: {}", q.question) },
                 Err(why) => why.notice(),
             },
@@ -287,15 +296,28 @@ impl Hub {
     async fn question_for(&self, ev: &Inbound, qid: ApprovalId) -> Result<plangate_engine::Question, Refused> {
         let q = self.core.blocking(move |s| s.question(&qid)).await.ok().flatten().ok_or("This question no longer exists.")?;
         self.authorize(ev, &q.session, None).await?;
-        if q.status != plangate_engine::QuestionStatus::Pending {
-            return Err(format!("Already answered by {}.", q.answered_by.as_deref().unwrap_or("someone")).into());
+        match q.status {
+            plangate_engine::QuestionStatus::Pending => Ok(q),
+            plangate_engine::QuestionStatus::Expired => {
+                Err("This request expired: nobody answered in time, so the agent asked at its terminal.".into())
+            }
+            plangate_engine::QuestionStatus::Answered => {
+                Err(format!("Already answered by {}.", q.answered_by.as_deref().unwrap_or("someone")).into())
+            }
         }
-        Ok(q)
     }
 
     async fn answer(&self, ev: &Inbound, qid: Option<ApprovalId>, option: Option<u8>, text: String) -> Result<String, Refused> {
         let Some(qid) = qid else { return Err("No question to answer.".into()) };
         let q = self.question_for(ev, qid).await?;
+        if q.permission.is_some() {
+            // A button is a graded answer; a reply is a reason to deny.
+            let answer = match option {
+                Some(n) => plangate_engine::permission::PermissionAnswer::from_option(n as usize).ok_or("Unknown option.")?,
+                None => plangate_engine::permission::PermissionAnswer::Deny { reason: Some(text) },
+            };
+            return self.answer_permission(ev, &q, answer).await;
+        }
         let answer = match option {
             Some(n) => q.options.get(n as usize).cloned().ok_or("Unknown option.")?,
             None => text,
@@ -480,6 +502,9 @@ impl Hub {
                 };
                 self.release(ev, &state.session.key).await
             }
+            PlanCommand::Permission(answer) => self.permission_command(ev, target, answer).await,
+            PlanCommand::Rules => self.rules(ev).await,
+            PlanCommand::RemoveRule(n) => self.remove_rule(ev, n).await,
             PlanCommand::Answer(text) => match self.resolve(ev, target).await {
                 Ok((state, _)) => {
                     let qid = state.session.pending_question.as_ref().map(|q| q.question_id);

@@ -74,6 +74,40 @@ pub struct AgentConfig {
     /// (`approvals.forbid_self`) that the agent cannot talk its way around.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requested_by: Option<String>,
+    /// The agent's permission requests (docs/AGENTS.md, "Permission
+    /// requests"): rules that answer them without asking, and whether
+    /// they are relayed to the approvers at all.
+    #[serde(default)]
+    pub permissions: PermissionsConfig,
+}
+
+/// `[agents.<id>.permissions]`: `Tool(pattern)` rules
+/// ([`plangate_engine::permission`]) — `deny` wins, then `ask` (always a
+/// card), then `allow` — and `relay`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionsConfig {
+    #[serde(default)]
+    pub allow: Vec<plangate_engine::permission::Rule>,
+    #[serde(default)]
+    pub ask: Vec<plangate_engine::permission::Rule>,
+    #[serde(default)]
+    pub deny: Vec<plangate_engine::permission::Rule>,
+    /// Relay the harness's permission dialogs to the approvers (true, the
+    /// default, when the agent has a chat destination). `false`: the
+    /// dialog stays at the terminal, and only the rules above apply.
+    #[serde(default = "yes")]
+    pub relay: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for PermissionsConfig {
+    fn default() -> Self {
+        PermissionsConfig { allow: Vec::new(), ask: Vec::new(), deny: Vec::new(), relay: true }
+    }
 }
 
 /// `[agents.<id>.webhook]`: plangate POSTs every decision and answer of the

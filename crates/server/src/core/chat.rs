@@ -173,6 +173,17 @@ impl Core {
             let Some(channel) = self.channel(&dest.channel) else { continue };
             match channel.post_question(&dest, &q).await {
                 Ok(delivery) => {
+                    // Never approvable blind: a card that could not show the
+                    // whole input says so, and the whole input follows it.
+                    if let Some(ask) = q.permission.as_ref().filter(|a| !a.shown_whole) {
+                        let tool: String =
+                            ask.tool.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-')).take(60).collect();
+                        let document =
+                            Document { file_name: format!("{tool}-input-{}.json", &id.to_string()[..8]), text: ask.input.clone() };
+                        if let Err(e) = channel.send_document(&delivery.chat, Some(&delivery.message_id), &document).await {
+                            warn!(destination = %dest.name, error = %e, "the whole input of a permission request was not attached");
+                        }
+                    }
                     let _ = self.blocking(move |s| s.add_question_delivery(&id, &delivery)).await;
                 }
                 Err(e) => warn!(destination = %dest.name, error = %e, "question not delivered"),

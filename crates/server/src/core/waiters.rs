@@ -145,7 +145,7 @@ impl Core {
         loop {
             let q = self.blocking(move |s| s.question(&id)).await?;
             let Some(q) = q.filter(|q| q.session == *key) else { return Ok(None) };
-            if q.status == plangate_engine::QuestionStatus::Answered || tokio::time::Instant::now() >= deadline {
+            if q.status != plangate_engine::QuestionStatus::Pending || tokio::time::Instant::now() >= deadline {
                 return Ok(Some(q));
             }
             let _parked = Parked::new(self);

@@ -70,7 +70,7 @@ pub(super) async fn readyz(State(core): State<AppState>) -> Response {
 }
 
 /// A long-poll, cut short by a graceful shutdown with `503 shutting_down`.
-async fn unless_stopping<T>(core: &AppState, wait: impl std::future::Future<Output = T>) -> Result<T, ApiError> {
+pub(super) async fn unless_stopping<T>(core: &AppState, wait: impl std::future::Future<Output = T>) -> Result<T, ApiError> {
     tokio::select! {
         done = wait => Ok(done),
         () = core.shutting_down() => Err(ApiError::shutting_down()),

@@ -12,6 +12,7 @@ mod agent;
 mod error;
 mod extract;
 mod operator;
+mod permissions;
 
 pub use agent::parse_proposal;
 pub use error::ApiError;
@@ -46,6 +47,9 @@ pub fn router(core: Arc<Core>) -> Router {
         .route("/v1/sessions/{session_id}/subagents/{run_id}", delete(agent::subagent_close))
         .route("/v1/sessions/{session_id}/questions", post(agent::ask))
         .route("/v1/sessions/{session_id}/questions/{question_id}", get(agent::question))
+        .route("/v1/sessions/{session_id}/permissions", post(permissions::ask))
+        .route("/v1/sessions/{session_id}/permissions/{question_id}", get(permissions::get))
+        .route("/v1/sessions/{session_id}/permissions/{question_id}/expire", post(permissions::expire))
         .route("/v1/sessions/{session_id}/injection", get(agent::peek_injection))
         .route("/v1/sessions/{session_id}/injection/take", post(agent::take_injection))
         .route("/v1/sessions/{session_id}/hydration", get(agent::get_hydration))

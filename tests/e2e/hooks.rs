@@ -390,7 +390,7 @@ async fn installer_merges_idempotently_and_keeps_a_backup() {
     let command = plangate_agent::claude::hook_command(&bin).expect("command");
     let handler = json!({"type": "command", "command": command, "timeout": 60});
     assert_eq!(after["hooks"]["PreToolUse"], json!([{"matcher": "*", "hooks": [handler]}]));
-    assert_eq!(after["hooks"]["PermissionRequest"], json!([{"matcher": "ExitPlanMode", "hooks": [handler]}]));
+    assert_eq!(after["hooks"]["PermissionRequest"], json!([{"matcher": "*", "hooks": [handler]}]));
     // The MCP tools server is registered in the project's .mcp.json and the
     // channel in a file of its own, which only the printed command line loads.
     let mcp: Value = serde_json::from_str(&std::fs::read_to_string(dir.join(".mcp.json")).expect(".mcp.json")).expect("JSON");
@@ -440,7 +440,7 @@ async fn installer_merges_idempotently_and_keeps_a_backup() {
     let (code, out, _) = install(fresh.path(), &["--dry-run"], &[]).await;
     assert_eq!(code, 0);
     let printed: Value = serde_json::from_str(&out).expect("dry run prints JSON");
-    assert_eq!(printed["hooks"]["PermissionRequest"][0]["matcher"], "ExitPlanMode");
+    assert_eq!(printed["hooks"]["PermissionRequest"][0]["matcher"], "*");
     assert!(!fresh.path().join(".claude").exists());
 
     // User scope writes under HOME; invalid JSON is refused untouched.

@@ -466,6 +466,46 @@ impl Client {
     /// [`Client::gate`] with what the harness's hook knows about a plan file.
     /// `paths`: the files a file tool writes, resolved on this machine
     /// ([`crate::scope_paths`]).
+    /// `POST /v1/sessions/{id}/permissions`: relay a permission dialog
+    /// (docs/API.md, "Permission requests"); the answer's `decision` is
+    /// `allow`, `deny`, `local` or `ask` (with `question_id`).
+    pub async fn ask_permission(
+        &self,
+        session_id: &str,
+        tool: &str,
+        input: &Value,
+        paths: Option<Vec<plangate_engine::scope::Target>>,
+    ) -> Result<Value, AgentError> {
+        let path = Self::session_path(session_id, "/permissions")?;
+        let mut body = json!({"tool": tool, "input": input});
+        if self.harness != Harness::Api {
+            body["harness"] = json!(self.harness);
+        }
+        if let Some(paths) = paths {
+            body["paths"] = json!(paths);
+        }
+        self.ok(reqwest::Method::POST, &path, Some(body)).await
+    }
+
+    /// `GET /v1/sessions/{id}/permissions/{question_id}?wait=N` (one long-poll).
+    pub async fn permission(&self, session_id: &str, question_id: &str, wait: Duration) -> Result<Value, AgentError> {
+        if !is_hex_id(question_id) {
+            return Err(AgentError::Usage(format!("question_id {question_id:?} is not a plangate id")));
+        }
+        let (secs, _) = Self::wait_query(wait);
+        let path = Self::session_path(session_id, &format!("/permissions/{question_id}?wait={secs}"))?;
+        self.long_poll(&path, Duration::from_secs(secs)).await
+    }
+
+    /// `POST …/permissions/{question_id}/expire`: this hook stopped waiting.
+    pub async fn expire_permission(&self, session_id: &str, question_id: &str) -> Result<(), AgentError> {
+        if !is_hex_id(question_id) {
+            return Err(AgentError::Usage(format!("question_id {question_id:?} is not a plangate id")));
+        }
+        let path = Self::session_path(session_id, &format!("/permissions/{question_id}/expire"))?;
+        self.ok(reqwest::Method::POST, &path, None).await.map(|_| ())
+    }
+
     pub async fn gate_call(
         &self,
         session_id: &str,
@@ -533,6 +573,12 @@ fn path_segment(text: &str) -> String {
         }
     }
     out
+}
+
+/// A plangate id as the API prints it: 32 hex digits. Checked before it
+/// goes into a URL path.
+fn is_hex_id(id: &str) -> bool {
+    id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 #[cfg(test)]

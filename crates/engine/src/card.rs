@@ -332,7 +332,7 @@ fn capitalized(s: &str) -> String {
 /// What to type to answer in a text-style chat.
 pub fn question_reply_hint(q: &Question) -> String {
     match q.permission {
-        Some(_) => format!("Reply with /plan allow once|session|always {0}, or /plan deny {0} <reason>", q.session),
+        Some(_) => format!("Reply with /plan allow {0} once|session|always, or /plan deny {0} <reason>", q.session),
         None => format!("Reply with /plan answer {} <your answer>", q.session),
     }
 }

@@ -112,7 +112,7 @@ pub const USAGE: &[(&str, &str)] = &[
     ("restate", "/plan restate [#id|agent/session]"),
     ("subagents", "/plan subagents [clear] [#id|agent/session]"),
     ("web", "/plan web (a personal sign-in link for the web page, sent privately)"),
-    ("allow", "/plan allow [once|session|always] [agent/session] (the waiting permission request)"),
+    ("allow", "/plan allow [agent/session] [once|session|always] (the waiting permission request)"),
     ("deny", "/plan deny [agent/session] [reason]"),
     ("rules", "/plan rules | /plan rules remove N"),
 ];

@@ -7,8 +7,9 @@
 //! `{"type": "command", "command": "'/abs/plangate' hook claude || exit 2", "timeout": <wait + 10>}`
 //! ([`super::hook_command`]: every failure of the command is a block):
 //! `PreToolUse` with matcher `*` (every tool goes through the gate) and
-//! `PermissionRequest` with matcher `ExitPlanMode` (the plan dialog is
-//! answered by the human in chat). The others run
+//! `PermissionRequest` with matcher `*` (every dialog Claude Code would
+//! show: `ExitPlanMode`'s plan dialog is answered by the human's decision,
+//! any other tool's is relayed as a permission request). The others run
 //! `'/abs/plangate' hook claude` ([`super::observe_command`]: they gate
 //! nothing, so a failure is never a block) with a 10 s timeout:
 //! `PostToolUse` and `PostToolUseFailure` of the subagent tool
@@ -87,7 +88,7 @@ pub struct Entry {
 /// tool is `Agent`, called `Task` before 2.1.63 ([`super::hook::SUBAGENT_TOOLS`]).
 pub const ENTRIES: [Entry; 8] = [
     Entry { event: Event::PreToolUse, matcher: Some("*") },
-    Entry { event: Event::PermissionRequest, matcher: Some("ExitPlanMode") },
+    Entry { event: Event::PermissionRequest, matcher: Some("*") },
     Entry { event: Event::PostToolUse, matcher: Some(SUBAGENT_MATCHER) },
     Entry { event: Event::PostToolUseFailure, matcher: Some(SUBAGENT_MATCHER) },
     Entry { event: Event::SubagentStart, matcher: None },
@@ -258,7 +259,7 @@ mod tests {
         let gate = json!([{"type": "command", "command": CMD, "timeout": 60}]);
         let observe = json!([{"type": "command", "command": OBSERVE, "timeout": 10}]);
         assert_eq!(after["hooks"]["PreToolUse"][0], json!({"matcher": "*", "hooks": gate}));
-        assert_eq!(after["hooks"]["PermissionRequest"], json!([{"matcher": "ExitPlanMode", "hooks": gate}]));
+        assert_eq!(after["hooks"]["PermissionRequest"], json!([{"matcher": "*", "hooks": gate}]));
         for event in ["PostToolUse", "PostToolUseFailure"] {
             assert_eq!(after["hooks"][event], json!([{"matcher": "Agent|Task", "hooks": observe}]), "{event}");
         }

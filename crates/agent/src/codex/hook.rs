@@ -83,6 +83,11 @@ pub enum Answer {
     NoDecision,
     /// The gate's deny, in the terms of `PreToolUse` or `PermissionRequest`.
     Deny { event: Event, reason: String },
+    /// `PermissionRequest`: a person (or plangate's rule) allowed the call
+    /// (`decision.behavior: "allow"`, the shape Codex shares with Claude
+    /// Code's hooks; Codex 0.169.0 never fires this event under `codex
+    /// exec`, so it is tested against this crate's contract only).
+    Allow,
     /// `Stop`: `{"decision": "block", "reason": …}`; Codex goes on with the
     /// reason as its next prompt.
     Continue(String),
@@ -114,6 +119,8 @@ impl Answer {
             Answer::NoDecision => Output { stdout: String::new(), stderr: String::new(), code: 0 },
             Answer::Deny { event: Event::PermissionRequest, reason } => json_out(json!({"hookSpecificOutput": {
                 "hookEventName": "PermissionRequest", "decision": {"behavior": "deny", "message": reason}}})),
+            Answer::Allow => json_out(json!({"hookSpecificOutput": {
+                "hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}})),
             Answer::Deny { reason, .. } => json_out(json!({"hookSpecificOutput": {
                 "hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": reason}})),
             Answer::Continue(reason) => json_out(json!({"decision": "block", "reason": reason})),
@@ -283,6 +290,22 @@ pub async fn answer(bytes: &[u8], settings: impl FnOnce() -> Result<Settings, Ag
         };
     }
     match tokio::time::timeout(QUICK_BUDGET, gate(&input, &settings)).await {
+        // The gate let a permission dialog through: relay it to the
+        // approvers (or plangate's rules), within the hook's wait.
+        Ok(Answer::NoDecision) if input.event == Event::PermissionRequest => {
+            let paths = crate::scope_paths::targets(&input.tool_name, &input.tool_input, input.cwd.as_deref());
+            let relay =
+                crate::permission::relay(&settings.client, &input.session_id, &input.tool_name, &input.tool_input, paths, settings.wait);
+            match tokio::time::timeout(settings.wait + 2 * QUICK_BUDGET, relay).await {
+                Ok(crate::permission::Relayed::Allow { .. }) => Answer::Allow,
+                Ok(crate::permission::Relayed::Deny { reason }) => Answer::deny(Event::PermissionRequest, reason),
+                Ok(crate::permission::Relayed::Terminal { why }) => {
+                    eprintln!("plangate: {why}; Codex asks here");
+                    Answer::NoDecision
+                }
+                Err(_) => Answer::NoDecision,
+            }
+        }
         Ok(answer) => answer,
         Err(_) => {
             Answer::deny(input.event, format!("plangate did not answer within {} s, so this call is blocked", QUICK_BUDGET.as_secs()))

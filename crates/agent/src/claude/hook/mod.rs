@@ -245,6 +245,15 @@ pub async fn answer(bytes: &[u8], settings: impl FnOnce() -> Result<Settings, Ag
             answer
         }
         Input::Tool(call) => match tokio::time::timeout(QUICK_BUDGET, gate(&call, &settings)).await {
+            // The gate let a permission dialog through: relay it to the
+            // approvers (or plangate's rules), within the hook's wait.
+            Ok(Answer::NoDecision) if call.event == Event::PermissionRequest => {
+                let budget = settings.wait + 2 * QUICK_BUDGET;
+                match tokio::time::timeout(budget, relay_permission(&call, &settings)).await {
+                    Ok(answer) => answer,
+                    Err(_) => Answer::NoDecision,
+                }
+            }
             Ok(answer) => answer,
             Err(_) => {
                 Answer::deny(call.event, format!("plangate did not answer within {} s, so this call is blocked", QUICK_BUDGET.as_secs()))
@@ -353,6 +362,23 @@ async fn gate(call: &ToolCall, settings: &Settings) -> Answer {
         Ok(verdict) if verdict.decision == GateDecision::Allow => Answer::NoDecision,
         Ok(verdict) => Answer::deny(call.event, format!("plangate: {}", verdict.reason)),
         Err(e) => Answer::deny(call.event, format!("plangate could not check this call, so it is blocked: {e}")),
+    }
+}
+
+/// A permission dialog the gate let through, relayed
+/// ([`crate::permission::relay`]): a person's (or a rule's) allow or deny,
+/// or no decision, and Claude Code asks at its terminal.
+async fn relay_permission(call: &ToolCall, settings: &Settings) -> Answer {
+    let paths = crate::scope_paths::targets(&call.tool_name, &call.tool_input, call.cwd.as_deref());
+    let relayed =
+        crate::permission::relay(&settings.client, &call.session_id, &call.tool_name, &call.tool_input, paths, settings.wait).await;
+    match relayed {
+        crate::permission::Relayed::Allow { .. } => Answer::Allow { updated_input: call.tool_input.clone() },
+        crate::permission::Relayed::Deny { reason } => Answer::deny(Event::PermissionRequest, reason),
+        crate::permission::Relayed::Terminal { why } => {
+            eprintln!("plangate: {why}; Claude Code asks here");
+            Answer::NoDecision
+        }
     }
 }
 

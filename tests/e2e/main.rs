@@ -32,6 +32,7 @@ mod ops_retention;
 mod ops_shutdown;
 mod permissions;
 mod real_claude;
+mod real_claude_permissions;
 mod real_codex;
 mod replicas;
 mod sec_amend;

@@ -101,3 +101,17 @@ async fn config_check_explains_what_it_resolved() {
     assert!(stderr.contains("escalate_to leads (from [approvals])"), "{stderr}");
     assert!(stderr.contains("configuration is valid"), "{stderr}");
 }
+
+/// A permission rule that does not parse stops the start, naming its key
+/// and the rule's form; good rules pass.
+#[tokio::test]
+async fn config_check_refuses_a_permission_rule_that_does_not_parse() {
+    let dir = tempfile::tempdir().expect("dir");
+    let good =
+        format!("{BASE}\n[agents.claude.permissions]\nallow = [\"Bash(npm test:*)\", \"Edit(src/**)\"]\ndeny = [\"Bash(git push:*)\"]\n");
+    assert_eq!(check(&good, dir.path()).await.0, 0);
+    let bad = format!("{BASE}\n[agents.claude.permissions]\nallow = [\"Bash(npm test:*)\", \"WebFetch(domain:x.com)\"]\n");
+    let (code, stderr) = check(&bad, dir.path()).await;
+    assert_ne!(code, 0);
+    assert!(stderr.contains("agents.claude.permissions.allow[1]") && stderr.contains("WebFetch takes no pattern"), "{stderr}");
+}

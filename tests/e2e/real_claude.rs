@@ -20,7 +20,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_plangate");
 /// A project with plangate's hooks installed by `bin hook install claude
 /// --scope local`, a HOME of its own, and the environment Claude Code passes
 /// to the hooks.
-struct Project {
+pub(crate) struct Project {
     dir: tempfile::TempDir,
     home: tempfile::TempDir,
     state: tempfile::TempDir,
@@ -28,7 +28,7 @@ struct Project {
 }
 
 impl Project {
-    fn install(bin: &str, server: &ServerProcess, wait: &str) -> Project {
+    pub(crate) fn install(bin: &str, server: &ServerProcess, wait: &str) -> Project {
         let dir = tempfile::tempdir().expect("project dir");
         let home = tempfile::tempdir().expect("home");
         let state = tempfile::tempdir().expect("state");
@@ -50,11 +50,11 @@ impl Project {
         Project { dir, home, state, env }
     }
 
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
-    fn claude(&self, claude: &ClaudeCode, fake: &FakeAnthropic) -> ClaudeRun {
+    pub(crate) fn claude(&self, claude: &ClaudeCode, fake: &FakeAnthropic) -> ClaudeRun {
         let mut run = ClaudeRun::new(claude, fake, self.path()).home(self.home.path());
         for (k, v) in &self.env {
             run = run.env(k, v);

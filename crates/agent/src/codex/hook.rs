@@ -14,7 +14,7 @@
 //! | event | plangate's answer |
 //! |---|---|
 //! | `PreToolUse` | gate allows: no output (Codex's own rules apply); denies: `hookSpecificOutput.permissionDecision = "deny"` with `permissionDecisionReason` |
-//! | `PermissionRequest` | gate allows: no output (the user is asked as usual); denies: `hookSpecificOutput.decision = {"behavior": "deny", "message"}` |
+//! | `PermissionRequest` | gate denies: `hookSpecificOutput.decision = {"behavior": "deny", "message"}`; allows: relayed to the approvers ([`crate::permission`]): their allow is `{"behavior": "allow"}`, their deny as above, no answer in time is no output (the user is asked as usual) |
 //! | `Stop`, a `<proposed_plan>` block in `last_assistant_message` | proposed; decided (at once or within the wait): `{"decision": "block", "reason": <the [PLAN_DECISION] text>}`, which Codex runs as its next prompt; still pending: `{"systemMessage"}` saying so, and Codex stops |
 //! | `Stop` without a plan | an undelivered decision (one made after an earlier wait ended): `{"decision": "block", "reason": <it>}`; otherwise no output |
 //!

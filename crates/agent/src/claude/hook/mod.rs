@@ -12,7 +12,7 @@
 //! | event | what the hook does | answer |
 //! |---|---|---|
 //! | `PreToolUse` | the mutation gate (`POST /v1/gate`); `ExitPlanMode` proposes and waits (below); the subagent tool opens a run; a call inside a subagent is its heartbeat | deny, or no decision |
-//! | `PermissionRequest` | the gate; `ExitPlanMode`'s plan dialog is answered by the human's decision | `decision.behavior` |
+//! | `PermissionRequest` | the gate; `ExitPlanMode`'s plan dialog is answered by the human's decision; any other dialog the gate lets through is relayed to the approvers ([`crate::permission`]; `AskUserQuestion`'s questions as plangate questions, `ask_user`) | `decision.behavior`, or no decision (the terminal asks) |
 //! | `PostToolUse`, `PostToolUseFailure` | the subagent tool finished: its run closes | no output |
 //! | `SubagentStart`, `SubagentStop` | a subagent's own run (`agent:<agent_id>`) opens and closes | no output |
 //! | `SessionStart` (`compact`, `resume`) | the session's hydration (its open steps as facts) | `additionalContext` |
@@ -91,6 +91,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
 
+mod ask_user;
 mod exit_plan;
 #[cfg(test)]
 mod tests;
@@ -249,7 +250,13 @@ pub async fn answer(bytes: &[u8], settings: impl FnOnce() -> Result<Settings, Ag
             // approvers (or plangate's rules), within the hook's wait.
             Ok(Answer::NoDecision) if call.event == Event::PermissionRequest => {
                 let budget = settings.wait + 2 * QUICK_BUDGET;
-                match tokio::time::timeout(budget, relay_permission(&call, &settings)).await {
+                let relayed = async {
+                    match call.tool_name.as_str() {
+                        "AskUserQuestion" => ask_user::relay(&call, &settings).await,
+                        _ => relay_permission(&call, &settings).await,
+                    }
+                };
+                match tokio::time::timeout(budget, relayed).await {
                     Ok(answer) => answer,
                     Err(_) => Answer::NoDecision,
                 }

@@ -31,6 +31,7 @@ mod ops_ready;
 mod ops_retention;
 mod ops_shutdown;
 mod permissions;
+mod permissions_slack_discord;
 mod real_claude;
 mod real_claude_permissions;
 mod real_codex;

@@ -9,7 +9,6 @@ use plangate_engine::codec::{encode, Button};
 use plangate_testkit::discord::{component_interaction, Actor, DiscordFake};
 use plangate_testkit::server::ServerProcess;
 use plangate_testkit::slack::{block_actions, slash_command, SlackFake};
-use reqwest::Method;
 use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");

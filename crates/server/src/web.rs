@@ -123,6 +123,11 @@ impl Backend for CoreBackend {
         self.core.blocking(move |s| s.audit(&query)).await.unwrap_or_default()
     }
 
+    async fn permission_rules(&self, agent: &str) -> Vec<plangate_engine::permission::StoredRule> {
+        let agent = agent.to_string();
+        self.core.blocking(move |s| s.permission_rules(&agent)).await.unwrap_or_default()
+    }
+
     fn may_decide(&self, who: &Identity, agent: &str) -> bool {
         match who {
             Identity::Operator => true,

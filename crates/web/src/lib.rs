@@ -85,6 +85,9 @@ pub trait Backend: Send + Sync + 'static {
     async fn proposals(&self) -> Vec<Proposal>;
     /// The audit trail of one approval, oldest first.
     async fn audit(&self, id: ApprovalId) -> Vec<AuditEvent>;
+    /// The "always allow" permission rules stored for `agent`, oldest first
+    /// (shown on its plans' pages; removed in chat with `/plan rules remove N`).
+    async fn permission_rules(&self, agent: &str) -> Vec<plangate_engine::permission::StoredRule>;
     /// Whether `who` is an approver of `agent`'s plans (any destination of
     /// the agent whose allowlist holds them; the operator always).
     fn may_decide(&self, who: &Identity, agent: &str) -> bool;

@@ -148,6 +148,8 @@ pub struct PlanPage<'a> {
     /// The session's previous version, for the diff.
     pub previous: Option<&'a Proposal>,
     pub audit: &'a [AuditEvent],
+    /// The agent's stored "always allow" permission rules.
+    pub rules: &'a [plangate_engine::permission::StoredRule],
     pub now: Timestamp,
     pub who: Option<&'a Identity>,
     /// The session's CSRF token, when someone is signed in.
@@ -258,6 +260,17 @@ pub fn plan_page(v: &PlanPage<'_>) -> Markup {
             section.document {
                 h2 { "The plan document" }
                 div.markdown { (PreEscaped(to_safe_html(&markdown))) }
+            }
+            @if !v.rules.is_empty() {
+                section #rules {
+                    h2 { "Always allowed for " (p.session.agent) }
+                    p { "Permission requests these rules answer without asking (remove one in chat: /plan rules remove N)." }
+                    ol.rules {
+                        @for r in v.rules {
+                            li { code { (reveal(&r.rule.to_string()).0) } " — by " (r.created_by) ", " (r.created_at.rfc3339()) }
+                        }
+                    }
+                }
             }
             @if !audit.is_empty() {
                 section {
@@ -379,6 +392,7 @@ mod tests {
             state: None,
             previous: None,
             audit: &[],
+            rules: &[],
             now: Timestamp(0),
             who: Some(&who),
             csrf: Some("c5rf"),
@@ -386,6 +400,35 @@ mod tests {
             events_url: format!("/p/{}/events", p.approval_id),
         };
         plan_page(&view).into_string()
+    }
+
+    #[test]
+    fn the_agents_always_rules_are_listed_as_text() {
+        use plangate_engine::permission::{Rule, StoredRule};
+        let p = proposed(Plan { steps: vec![Step::pending("x")], ..Plan::titled("t") }, None);
+        let rule = StoredRule {
+            agent: "demo".into(),
+            id: "ab".into(),
+            rule: Rule::parse("Bash(echo <b>hi</b>)").unwrap_or_else(|e| panic!("{e}")),
+            created_by: "telegram:1".into(),
+            created_at: Timestamp(0),
+            prompt: None,
+        };
+        let view = PlanPage {
+            proposal: &p,
+            state: None,
+            previous: None,
+            audit: &[],
+            rules: std::slice::from_ref(&rule),
+            now: Timestamp(0),
+            who: None,
+            csrf: None,
+            may_decide: false,
+            events_url: String::new(),
+        };
+        let page = plan_page(&view).into_string();
+        assert!(page.contains("Always allowed for demo"), "{page}");
+        assert!(page.contains("<code>Bash(echo &lt;b&gt;hi&lt;/b&gt;)</code> — by telegram:1"), "{page}");
     }
 
     #[test]
@@ -451,6 +494,7 @@ mod tests {
             state: Some(&s),
             previous: None,
             audit: &[],
+            rules: &[],
             now: Timestamp(5),
             who: None,
             csrf: None,

@@ -66,6 +66,9 @@ impl Backend for FakeBackend {
     async fn audit(&self, _: ApprovalId) -> Vec<AuditEvent> {
         Vec::new()
     }
+    async fn permission_rules(&self, _: &str) -> Vec<plangate_engine::permission::StoredRule> {
+        Vec::new()
+    }
     fn may_decide(&self, _: &Identity, _: &str) -> bool {
         true
     }

@@ -214,6 +214,7 @@ async fn plan(State(web): State<Shared>, headers: HeaderMap, Path(id): Path<Stri
     let p = &loaded.proposal;
     let previous = previous_version(&web, p).await;
     let audit = web.backend.audit(p.approval_id).await;
+    let rules = web.backend.permission_rules(&p.session.agent).await;
     let (session, may_decide) = match &loaded.access {
         Access::Decider(s) => (Some(s), true),
         Access::Reader(s) => (s.as_ref(), false),
@@ -227,6 +228,7 @@ async fn plan(State(web): State<Shared>, headers: HeaderMap, Path(id): Path<Stri
         state: loaded.state.as_ref(),
         previous: previous.as_ref(),
         audit: &audit,
+        rules: &rules,
         now: web.backend.now(),
         who: session.map(|s| &s.who),
         csrf: session.map(|s| s.csrf.as_str()),

@@ -67,7 +67,7 @@ approvers = ["discord:{DALICE}"]
     let post = posts[0].json();
     let text = post["blocks"].to_string();
     assert!(text.contains("Permission request from demo/s1: Bash") && text.contains("rewrites or deletes a remote's history"), "{text}");
-    let buttons = values(&post);
+    let buttons = values(post);
     let labels: Vec<&str> = buttons.iter().map(|(l, _)| l.as_str()).collect();
     assert_eq!(labels, ["Allow once", "Allow for this session", "Always allow", "Deny", "Deny with a reason…"]);
     assert_eq!(buttons[2].1, encode(Button::Answer(q, 2)));

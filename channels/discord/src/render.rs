@@ -369,6 +369,23 @@ pub(crate) fn plan_command() -> CreateCommand {
         ))
         .add_option(sub("restate", "Post the plan card again", vec![plan_target()]))
         .add_option(sub("web", "A personal sign-in link for the web page, shown only to you", vec![]))
+        .add_option(sub(
+            "pair",
+            "Make this channel a destination with the code `plangate pair discord` printed",
+            vec![text("code", "The code")],
+        ))
+        .add_option(sub(
+            "approvers",
+            "This channel's approvers: list, add or remove a person",
+            vec![
+                CreateCommandOption::new(CommandOptionType::String, "action", "list, add or remove")
+                    .required(false)
+                    .add_string_choice("list", "list")
+                    .add_string_choice("add", "add")
+                    .add_string_choice("remove", "remove"),
+                CreateCommandOption::new(CommandOptionType::User, "user", "The person to add or remove").required(false),
+            ],
+        ))
 }
 
 /// How an interaction is answered.

@@ -20,6 +20,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use tracing::Instrument;
 
+mod pair;
+
+/// How a chat becomes a destination, for the chats that are none.
+const PAIR_HINT: &str =
+    "Pair it (`plangate pair <platform>` on the server, then `/plan pair CODE` here), or add it as a destination in plangate's config.";
+
 pub struct Hub {
     core: Arc<Core>,
     /// Per channel: the only workspaces/guilds whose users may act. Filled
@@ -111,7 +117,7 @@ impl Hub {
 
     /// Agents whose cards go to this chat.
     fn chat_agents(&self, ev: &Inbound) -> Vec<String> {
-        self.core.settings.approvers.agents_in(ev.channel, &ev.chat)
+        self.core.approvers().agents_in(ev.channel, &ev.chat)
     }
 
     /// The ids of this chat and this user in the exact form plangate's
@@ -342,9 +348,7 @@ impl Hub {
 
     /// The answer in a chat no agent sends its plans to, with its ids.
     fn not_a_destination(&self, ev: &Inbound) -> Option<String> {
-        self.chat_agents(ev)
-            .is_empty()
-            .then(|| format!("No agent sends its plans to this chat. Add it as a destination in plangate's config.{}", Self::ids_hint(ev)))
+        self.chat_agents(ev).is_empty().then(|| format!("No agent sends its plans to this chat. {PAIR_HINT}{}", Self::ids_hint(ev)))
     }
 
     async fn resolve(&self, ev: &Inbound, target: Option<&Target>) -> Result<(State, Option<ApprovalId>), Refused> {
@@ -453,6 +457,8 @@ impl Hub {
                 Err(why) => why.text(),
             },
             PlanCommand::Web => self.web_sign_in(ev),
+            PlanCommand::Pair(code) => self.pair(ev, &code).await,
+            PlanCommand::Approvers(change) => self.approvers(ev, change).await,
             PlanCommand::Restate => match self.resolve(ev, target).await {
                 Ok((state, _)) => self.restate(ev, &state).await,
                 Err(why) => why.text(),
@@ -524,7 +530,7 @@ impl Hub {
             return Reply::Text("The web page is off: set server.public_url in plangate's config to turn it on.".to_string());
         };
         if self.chat_agents(ev).is_empty() {
-            return Reply::Text("No agent sends its plans to this chat. Add it as a destination in plangate's config.".to_string());
+            return Reply::Text(format!("No agent sends its plans to this chat. {PAIR_HINT}"));
         }
         let who = plangate_web::Identity::Person { id: Self::who(ev), name: Self::actor(ev).label() };
         let url = links.sign_in_url(who);

@@ -20,7 +20,25 @@ async fn start_registers_plan_with_every_subcommand_in_the_guild() {
     let subs: Vec<&str> = command["options"].as_array().unwrap().iter().map(|o| o["name"].as_str().unwrap()).collect();
     assert_eq!(
         subs,
-        ["help", "status", "list", "view", "accept", "revise", "reject", "edit", "cancel", "answer", "on", "off", "auto", "restate", "web"]
+        [
+            "help",
+            "status",
+            "list",
+            "view",
+            "accept",
+            "revise",
+            "reject",
+            "edit",
+            "cancel",
+            "answer",
+            "on",
+            "off",
+            "auto",
+            "restate",
+            "web",
+            "pair",
+            "approvers"
+        ]
     );
     let revise = &command["options"][5];
     assert_eq!(revise["type"], 1);

@@ -8,11 +8,13 @@ use super::kit::{
     approval_id, audit, call, operator_cli, pair_code, plan, propose, say, slack_answer, slack_section, telegram_section, tg_user,
 };
 use plangate_engine::codec::{encode, Button};
+use plangate_testkit::discord::{command_interaction, component_interaction, plan_subcommand, Actor, DiscordFake};
 use plangate_testkit::pg::{start_replicas, TestSchema};
 use plangate_testkit::server::{eventually, ServerProcess};
 use plangate_testkit::slack::{block_actions, slash_command, SlackFake};
 use plangate_testkit::telegram::{FakeTelegram, Recorded};
 use reqwest::Method;
+use serde_json::json;
 use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
@@ -174,4 +176,62 @@ async fn a_chat_paired_through_one_replica_gets_the_cards_every_replica_posts() 
         let posted = card(&fake, CHAT, i + 1).await;
         assert!(tap_approve(&fake, &posted, id, tg_user(ALICE, "alice")).await.starts_with("✅ Approved v1"));
     }
+}
+
+const DISCORD_APP: u64 = 700_000_000_000_000_017;
+const GUILD: u64 = 800_000_000_000_000_018;
+const CHANNEL: u64 = 600_000_000_000_000_016;
+const DALICE: u64 = 500_000_000_000_000_011;
+const DBOB: u64 = 500_000_000_000_000_012;
+
+fn discord_actor(user_id: u64, name: &str) -> Actor {
+    Actor { user_id, username: name.into(), guild_id: Some(GUILD), channel_id: CHANNEL }
+}
+
+/// The answer to interaction `token` (its callback, or the later edit of
+/// the original response) once it contains `needle`.
+async fn discord_said(fake: &DiscordFake, token: &str, needle: &str) -> String {
+    let text_of = |r: &plangate_testkit::discord::Recorded| r.json().map(|v| v.to_string()).unwrap_or_default();
+    let reqs = fake.wait_for(WAIT, needle, |reqs| reqs.iter().any(|r| r.path.contains(token) && text_of(r).contains(needle))).await;
+    reqs.iter().find(|r| r.path.contains(token) && text_of(r).contains(needle)).map(text_of).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn on_discord_the_pair_command_and_a_user_option_add_an_approver_who_decides() {
+    let fake = DiscordFake::start(DISCORD_APP).await;
+    let extra = format!(
+        "[discord]\nbot_token = \"discord-test-token\"\napplication_id = \"{DISCORD_APP}\"\napi_url = \"{}\"\nguild_id = \"{GUILD}\"\n",
+        fake.base
+    );
+    let s = ServerProcess::start(BIN, &extra).await;
+    fake.wait_identified(WAIT).await;
+    let code = pair_code(&s, "discord", &[]).await;
+    let pair = plan_subcommand("pair", &[("code", &code)]);
+    fake.dispatch("INTERACTION_CREATE", command_interaction(9101, "tok-pair", DISCORD_APP, &discord_actor(DALICE, "alice"), "plan", pair));
+    let said = discord_said(&fake, "tok-pair", "Paired").await;
+    assert!(said.contains("destination demo-discord of agent demo"), "{said}");
+
+    // Discord's user option: the platform resolved the mention to an id.
+    let add = json!([{"name": "approvers", "type": 1, "options": [
+        {"name": "action", "type": 3, "value": "add"},
+        {"name": "user", "type": 6, "value": DBOB.to_string()}
+    ]}]);
+    fake.dispatch("INTERACTION_CREATE", command_interaction(9102, "tok-add", DISCORD_APP, &discord_actor(DALICE, "alice"), "plan", add));
+    let said = discord_said(&fake, "tok-add", "Added").await;
+    assert!(said.contains(&format!("discord:{DALICE}, discord:{DBOB}")), "{said}");
+
+    let id = approval_id(&propose(&s, "dc1", &plan("Discord paired", &["x"])).await);
+    fake.wait_for_count(WAIT, "POST", &format!("/channels/{CHANNEL}/messages"), 1).await;
+    let waiter = tokio::spawn(call(s.agent(Method::GET, "/v1/sessions/dc1/decision?wait=30")));
+    let click = component_interaction(
+        9103,
+        "tok-click",
+        DISCORD_APP,
+        &discord_actor(DBOB, "bob"),
+        1_100_000_000_000_000_001,
+        &encode(Button::Approve(id)),
+    );
+    fake.dispatch("INTERACTION_CREATE", click);
+    let (_, d) = waiter.await.unwrap();
+    assert_eq!((d["status"].as_str(), d["decided_by"].as_str()), (Some("approved"), Some("discord:@bob")));
 }

@@ -4,9 +4,7 @@
 //! pairing survives a restart — through the real binary, its CLI and the
 //! platform fakes. The attacks on it are `sec_pair`.
 
-use super::kit::{
-    approval_id, audit, call, operator_cli, pair_code, plan, propose, say, slack_answer, slack_section, telegram_section, tg_user,
-};
+use super::kit::{approval_id, audit, call, operator_cli, pair_code, plan, propose, say, slack_section, telegram_section, tg_user};
 use plangate_engine::codec::{encode, Button};
 use plangate_testkit::discord::{command_interaction, component_interaction, plan_subcommand, Actor, DiscordFake};
 use plangate_testkit::pg::{start_replicas, TestSchema};
@@ -121,6 +119,16 @@ async fn a_paired_telegram_chat_receives_cards_its_approvers_decide_and_it_survi
     assert_eq!(st, 200);
 }
 
+/// The first `chat.postMessage` to channel C9 whose body contains `needle`, as JSON text.
+async fn slack_posted(slack: &SlackFake, needle: &str) -> String {
+    let found = |reqs: &[plangate_testkit::slack::Recorded]| {
+        reqs.iter()
+            .find(|r| r.path.ends_with("chat.postMessage") && r.json()["channel"] == "C9" && r.json().to_string().contains(needle))
+            .map(|r| r.json().to_string())
+    };
+    found(&slack.wait_for(WAIT, |reqs| found(reqs).is_some()).await).unwrap_or_default()
+}
+
 #[tokio::test]
 async fn on_slack_approvers_are_added_by_mention_and_decide() {
     let slack = SlackFake::start().await;
@@ -128,18 +136,18 @@ async fn on_slack_approvers_are_added_by_mention_and_decide() {
     slack.wait_connected(WAIT).await;
     let code = pair_code(&s, "slack", &["--name", "reviews"]).await;
     slack.send_envelope("slash_commands", slash_command("U1", "alice", "C9", &format!("pair {code}"), "t-1", &slack.response_url("pair")));
-    let said = slack_answer(&slack, "pair").await;
+    // Said in the channel, for everyone there to see.
+    let said = slack_posted(&slack, "Paired").await;
     assert!(said.contains("destination reviews of agent demo"), "{said}");
 
     // A mention names the person: Slack sends it as <@U2|bob>.
     slack.send_envelope("slash_commands", slash_command("U1", "alice", "C9", "approvers add <@U2|bob>", "t-2", &slack.response_url("add")));
-    let added = slack_answer(&slack, "add").await;
+    let added = slack_posted(&slack, "Added").await;
     assert!(added.contains("Added slack:U2") && added.contains("are now slack:U1, slack:U2"), "{added}");
 
     // Bob's click on the card decides.
     let id = approval_id(&propose(&s, "sl1", &plan("Slack paired", &["x"])).await);
-    let post = slack.wait_calls("chat.postMessage", 1, WAIT).await.remove(0);
-    assert_eq!(post.json()["channel"], "C9");
+    slack_posted(&slack, "Slack paired").await;
     // The card's ts: the thread its document was uploaded into.
     let uploads = slack.wait_for(WAIT, |reqs| reqs.iter().any(|r| r.path.ends_with("files.completeUploadExternal"))).await;
     let card_ts = uploads

@@ -488,7 +488,7 @@ pub(crate) fn render_reply(reply: &Reply, ctx: Context, late: bool) -> Answer {
         }
         _ if late => match reply {
             Reply::None => later("✓".into()),
-            Reply::Notice(t) | Reply::Text(t) | Reply::Private(t) => later(text(t)),
+            Reply::Notice(t) | Reply::Text(t) | Reply::Private(t) | Reply::Announce(t) => later(text(t)),
             Reply::ConfirmCancel { approval_id, version, prompt } => Answer::Later(
                 EditInteractionResponse::new()
                     .content(text(prompt))
@@ -501,6 +501,9 @@ pub(crate) fn render_reply(reply: &Reply, ctx: Context, late: bool) -> Answer {
         Reply::None if ctx.has_message => Answer::Now(CreateInteractionResponse::Acknowledge),
         Reply::None => Answer::Now(CreateInteractionResponse::Message(ephemeral("✓".into()))),
         Reply::Notice(t) | Reply::Text(t) | Reply::Private(t) => Answer::Now(CreateInteractionResponse::Message(ephemeral(text(t)))),
+        Reply::Announce(t) => Answer::Now(CreateInteractionResponse::Message(
+            CreateInteractionResponseMessage::new().content(text(t)).allowed_mentions(no_mentions()),
+        )),
         Reply::ConfirmCancel { approval_id, version, prompt } => {
             Answer::Now(CreateInteractionResponse::Message(ephemeral(text(prompt)).components(confirm_row(*approval_id, *version))))
         }

@@ -224,7 +224,7 @@ impl UpdateHandler {
         let result = match reply {
             Reply::None => Ok(()),
             Reply::Notice(_) if origin.from_callback => Ok(()),
-            Reply::Notice(text) | Reply::Text(text) => {
+            Reply::Notice(text) | Reply::Text(text) | Reply::Announce(text) => {
                 self.out.send_html(&chat, render::text_html(&text, TEXT_LIMIT), origin.reply_to, None).await.map(|_| ())
             }
             Reply::AskFeedback { approval_id, version, prompt } => {

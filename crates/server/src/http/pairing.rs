@@ -61,8 +61,9 @@ pub(super) async fn list(State(core): State<AppState>, _op: OperatorAuth) -> Res
         let shadowed = core.settings.raw.destinations.contains_key(&d.name);
         // What this process decides with: on replicas, another one's change
         // is in use here once its notification arrived.
-        let in_use =
-            index.places(&d.agent).iter().any(|p| p.paired && p.destination.name == d.name && p.approvers.len() == d.approvers.len());
+        let in_use = index.places(&d.agent).iter().any(|p| {
+            p.paired && p.destination.name == d.name && p.approvers.iter().eq(d.approvers.iter().collect::<std::collections::BTreeSet<_>>())
+        });
         out.push(json!({"name": d.name, "source": "paired", "channel": d.channel, "chat": d.chat, "agents": [d.agent],
             "approvers": d.approvers, "style": "buttons", "paired_by": d.paired_by,
             "paired_at": plangate_engine::Timestamp(d.paired_at).rfc3339(), "shadowed": shadowed, "in_use": in_use}));

@@ -18,7 +18,7 @@ impl Hub {
                     "telegram" => "/plan approvers add as a reply to their message",
                     _ => "/plan approvers add @person",
                 };
-                Reply::Text(format!(
+                Reply::Announce(format!(
                     "Paired: this chat is destination {} of agent {}. Its plans arrive here as cards with buttons, \
                      and {} ({who}) approves them. Add approvers with {how}; /plan approvers lists them.",
                     d.name,
@@ -51,7 +51,7 @@ impl Hub {
         };
         let who = Self::who(ev);
         match self.core.change_approvers(ev.channel, &ev.chat, &who, &add, &remove).await {
-            Ok(changed) => Reply::Text(
+            Ok(changed) => Reply::Announce(
                 changed
                     .iter()
                     .map(|d| {

@@ -147,7 +147,12 @@ pub async fn paired_for_config_check(settings: &crate::config::Settings) -> Stri
         return "paired destinations: not listed (no server.operator_token to ask the server with)\n".to_string();
     };
     let url = format!("http://{}", settings.bind);
-    let listed = async { Client::new(&url, Some(token))?.ok(Method::GET, "/v1/operator/destinations", None).await };
+    // A check, not a wait: a server that does not answer at once is reported as such.
+    let listed = async {
+        Client::with_timeouts(&url, Some(token), plangate_agent::client::Timeouts::SERVER)?
+            .ok(Method::GET, "/v1/operator/destinations", None)
+            .await
+    };
     match listed.await {
         Ok(list) => {
             let paired: Vec<Value> = list.as_array().into_iter().flatten().filter(|d| d["source"] == "paired").cloned().collect();

@@ -152,3 +152,37 @@ pub async fn call_tool(mcp: &Mcp, tool: &str, args: &Value) -> Result<CallToolRe
     }
     result
 }
+
+/// Run `plangate ARGS` as the operator of `s` (its URL and operator token
+/// in the environment, as a person's shell has them): the exit code,
+/// stdout and stderr.
+pub async fn operator_cli(s: &ServerProcess, args: &[&str]) -> (i32, String, String) {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_plangate"))
+        .args(args)
+        .env("PLANGATE_URL", &s.base)
+        .env("PLANGATE_OPERATOR_TOKEN", plangate_testkit::server::OPERATOR_TOKEN)
+        .env("USER", "ops")
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(WAIT, out).await.expect("the CLI finished").expect("the CLI ran");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
+    eprintln!("plangate {}: {stdout}{stderr}", args.join(" "));
+    (out.status.code().unwrap_or(-1), stdout, stderr)
+}
+
+/// `plangate pair PLATFORM --agent demo ARGS`: the code it printed (`/plan pair <code>`).
+pub async fn pair_code(s: &ServerProcess, platform: &str, args: &[&str]) -> String {
+    let mut all = vec!["pair", platform, "--agent", "demo"];
+    all.extend_from_slice(args);
+    let (code, stdout, stderr) = operator_cli(s, &all).await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let line = stdout.lines().find_map(|l| l.trim().strip_prefix("/plan pair ")).expect("a /plan pair line");
+    line.trim().to_string()
+}
+
+/// The text of the answer the Slack fake's `response_url` `id` received.
+pub async fn slack_answer(slack: &SlackFake, id: &str) -> String {
+    let path = format!("/response/{id}");
+    let reqs = slack.wait_for(WAIT, |reqs| reqs.iter().any(|r| r.path == path)).await;
+    reqs.iter().find(|r| r.path == path).expect("an answer").json()["text"].as_str().unwrap_or_default().to_string()
+}

@@ -7,6 +7,7 @@
 //! * agent (and chat user) text cannot format a card: no fake bold "Approved
 //!   by" line, no `<!channel>` ping, no disguised link.
 
+use super::kit::slack_answer as answer;
 use super::kit::{approval_id, call, plan, propose};
 use plangate_engine::codec::{encode, Button};
 use plangate_slack::render::{ModalMeta, FEEDBACK_MODAL, INPUT_ACTION, INPUT_BLOCK};
@@ -49,13 +50,6 @@ async fn decision(s: &ServerProcess, session: &str) -> Value {
 async fn gate(s: &ServerProcess, session: &str) -> String {
     let body = json!({"session_id": session, "tool": "Write", "input": {"file_path": "x"}});
     call(s.agent(Method::POST, "/v1/gate").json(&body)).await.1["decision"].as_str().unwrap_or_default().to_string()
-}
-
-/// The text the fake was asked to show through `response_url` `/response/<id>`.
-async fn answer(slack: &SlackFake, id: &str) -> String {
-    let path = format!("/response/{id}");
-    let reqs = slack.wait_for(WAIT, |reqs| reqs.iter().any(|r| r.path == path)).await;
-    reqs.iter().find(|r| r.path == path).unwrap().json()["text"].as_str().unwrap_or_default().to_string()
 }
 
 /// The ephemeral answer (chat.postEphemeral) to a view submission, n-th overall.

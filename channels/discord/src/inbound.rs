@@ -250,6 +250,18 @@ pub(crate) fn to_inbound(interaction: &Interaction) -> Option<Inbound> {
     Some(Inbound { channel: "discord", chat: chat.to_string(), user: who, action, idempotency_key: idempotency_key(id) })
 }
 
+/// `/plan approvers [action] [user]`: the user option is Discord's own
+/// mention (an id the platform resolved), given to the grammar as `<@id>`.
+fn approvers_action(args: &[CommandDataOption]) -> Action {
+    let action = string_option(args, "action").filter(|a| !a.is_empty()).unwrap_or("list");
+    let user = args.iter().find(|o| o.name == "user").and_then(|o| match &o.value {
+        CommandDataOptionValue::User(id) => Some(format!("<@{id}>")),
+        _ => None,
+    });
+    let words = ["approvers", action].into_iter().map(str::to_string).chain(user).collect::<Vec<_>>().join(" ");
+    parsed_or_bad(parse_args(&words), words)
+}
+
 fn string_option<'a>(options: &'a [CommandDataOption], name: &str) -> Option<&'a str> {
     options.iter().find(|o| o.name == name).and_then(|o| match &o.value {
         CommandDataOptionValue::String(s) => Some(s.trim()),
@@ -268,6 +280,9 @@ pub(crate) fn command_action(options: &[CommandDataOption]) -> Action {
         return Action::BadCommand(sub.name.clone());
     };
     let verb = sub.name.as_str();
+    if verb == "approvers" {
+        return approvers_action(args);
+    }
     let target = string_option(args, "target").filter(|t| !t.is_empty());
     let text = match verb {
         "revise" | "reject" => string_option(args, "feedback"),
@@ -276,6 +291,7 @@ pub(crate) fn command_action(options: &[CommandDataOption]) -> Action {
         "auto" => string_option(args, "state"),
         "allow" => string_option(args, "grade"),
         "deny" => string_option(args, "reason"),
+        "pair" => string_option(args, "code"),
         _ => None,
     }
     .filter(|t| !t.is_empty());

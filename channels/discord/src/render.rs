@@ -400,6 +400,23 @@ pub(crate) fn plan_command() -> CreateCommand {
                 .min_int_value(1)],
         ))
         .add_option(sub("web", "A personal sign-in link for the web page, shown only to you", vec![]))
+        .add_option(sub(
+            "pair",
+            "Make this channel a destination with the code `plangate pair discord` printed",
+            vec![text("code", "The code")],
+        ))
+        .add_option(sub(
+            "approvers",
+            "This channel's approvers: list, add or remove a person",
+            vec![
+                CreateCommandOption::new(CommandOptionType::String, "action", "list, add or remove")
+                    .required(false)
+                    .add_string_choice("list", "list")
+                    .add_string_choice("add", "add")
+                    .add_string_choice("remove", "remove"),
+                CreateCommandOption::new(CommandOptionType::User, "user", "The person to add or remove").required(false),
+            ],
+        ))
 }
 
 /// How an interaction is answered.
@@ -502,7 +519,7 @@ pub(crate) fn render_reply(reply: &Reply, ctx: Context, late: bool) -> Answer {
         }
         _ if late => match reply {
             Reply::None => later("✓".into()),
-            Reply::Notice(t) | Reply::Text(t) | Reply::Private(t) => later(text(t)),
+            Reply::Notice(t) | Reply::Text(t) | Reply::Private(t) | Reply::Announce(t) => later(text(t)),
             Reply::ConfirmCancel { approval_id, version, prompt } => Answer::Later(
                 EditInteractionResponse::new()
                     .content(text(prompt))
@@ -515,6 +532,9 @@ pub(crate) fn render_reply(reply: &Reply, ctx: Context, late: bool) -> Answer {
         Reply::None if ctx.has_message => Answer::Now(CreateInteractionResponse::Acknowledge),
         Reply::None => Answer::Now(CreateInteractionResponse::Message(ephemeral("✓".into()))),
         Reply::Notice(t) | Reply::Text(t) | Reply::Private(t) => Answer::Now(CreateInteractionResponse::Message(ephemeral(text(t)))),
+        Reply::Announce(t) => Answer::Now(CreateInteractionResponse::Message(
+            CreateInteractionResponseMessage::new().content(text(t)).allowed_mentions(no_mentions()),
+        )),
         Reply::ConfirmCancel { approval_id, version, prompt } => {
             Answer::Now(CreateInteractionResponse::Message(ephemeral(text(prompt)).components(confirm_row(*approval_id, *version))))
         }

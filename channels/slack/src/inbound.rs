@@ -411,6 +411,13 @@ impl Dispatcher {
             Reply::Notice(text) | Reply::Text(text) | Reply::Private(text) => {
                 self.ephemeral(ctx, reply_text(&text), Some(render::text_blocks(&text))).await
             }
+            // In the channel; where the bot may not post, to the sender at least.
+            Reply::Announce(text) => {
+                match self.api.post_message(&ctx.channel, ctx.thread.as_deref(), reply_text(&text), render::text_blocks(&text)).await {
+                    Ok(_) => Ok(()),
+                    Err(_) => self.ephemeral(ctx, reply_text(&text), Some(render::text_blocks(&text))).await,
+                }
+            }
             Reply::AskFeedback { approval_id, prompt, .. } => {
                 let hint = format!("Or type `/plan revise #{} <what should change>`", approval_id.short());
                 self.open_modal(ctx, ModalKind::Feedback, approval_id, &prompt, None, &hint).await

@@ -159,7 +159,7 @@ impl UpdateHandler {
         let origin = Origin { chat, user: from, reply_to: Some(message.id), from_callback: false };
         let action = if text.trim_start().starts_with('/') {
             match grammar::parse(text, self.username.as_deref()) {
-                Ok(Some(parsed)) => Action::Command(parsed),
+                Ok(Some(parsed)) => Action::Command(with_replied_person(parsed, &message)),
                 // Another command, or `/plan@OtherBot`: not ours.
                 Ok(None) => return,
                 Err(_) => Action::BadCommand(command_args(text)),
@@ -224,7 +224,7 @@ impl UpdateHandler {
         let result = match reply {
             Reply::None => Ok(()),
             Reply::Notice(_) if origin.from_callback => Ok(()),
-            Reply::Notice(text) | Reply::Text(text) => {
+            Reply::Notice(text) | Reply::Text(text) | Reply::Announce(text) => {
                 self.out.send_html(&chat, render::text_html(&text, TEXT_LIMIT), origin.reply_to, None).await.map(|_| ())
             }
             Reply::AskFeedback { approval_id, version, prompt } => {
@@ -288,6 +288,21 @@ impl UpdateHandler {
         self.remember(origin.chat, sent.id, prompt);
         Ok(())
     }
+}
+
+/// `/plan approvers add|remove` sent as a reply to someone's message names
+/// that person: a Telegram mention carries no id, a reply does (the
+/// platform says who wrote the message; its text is not read). A reply to
+/// a bot's message names nobody.
+fn with_replied_person(mut parsed: grammar::Parsed, message: &Message) -> grammar::Parsed {
+    use grammar::{ApproversChange, PlanCommand};
+    if let PlanCommand::Approvers(ApproversChange::Add(people) | ApproversChange::Remove(people)) = &mut parsed.command {
+        let person = message.reply_to_message().and_then(|replied| replied.from.as_ref()).filter(|u| !u.is_bot);
+        if let Some(person) = person {
+            people.push(format!("telegram:{}", person.id));
+        }
+    }
+    parsed
 }
 
 #[cfg(test)]

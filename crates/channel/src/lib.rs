@@ -257,6 +257,11 @@ pub enum Reply {
     /// Telegram direct message, a Slack or Discord ephemeral message. Never
     /// posted where others can read it.
     Private(String),
+    /// What every member of the chat should see, not only the sender (what
+    /// a pairing or an approver change recorded): a message in the chat on
+    /// every platform, never ephemeral (on Discord, unless the answer came
+    /// after the interaction had to be deferred: then the sender's).
+    Announce(String),
 }
 
 /// Inbound half of the contract, implemented by the server.

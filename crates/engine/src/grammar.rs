@@ -53,6 +53,23 @@ pub enum PlanCommand {
     Rules,
     /// Remove stored rule N (as `/plan rules` numbers them).
     RemoveRule(usize),
+    /// `/plan pair CODE`: make this chat a destination of the agent the
+    /// code was made for (`plangate pair`), its sender the first approver.
+    Pair(String),
+    /// `/plan approvers [add|remove …]`: this chat's approvers.
+    Approvers(ApproversChange),
+}
+
+/// What `/plan approvers` asks. The people are as typed: mentions
+/// (`<@U123>`, `<@123>`) or identities (`telegram:111`); which platform's
+/// form is valid is the server's business. On Telegram, where a mention
+/// carries no id, `add`/`remove` as a reply to the person's message names
+/// them (the adapter adds their identity).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApproversChange {
+    List,
+    Add(Vec<String>),
+    Remove(Vec<String>),
 }
 
 impl PlanCommand {
@@ -68,6 +85,7 @@ impl PlanCommand {
                 | PlanCommand::Subagents
                 | PlanCommand::Web
                 | PlanCommand::Rules
+                | PlanCommand::Approvers(ApproversChange::List)
         )
     }
 }
@@ -115,6 +133,8 @@ pub const USAGE: &[(&str, &str)] = &[
     ("allow", "/plan allow [agent/session] [once|session|always] (the waiting permission request)"),
     ("deny", "/plan deny [agent/session] [reason]"),
     ("rules", "/plan rules | /plan rules remove N"),
+    ("pair", "/plan pair CODE (the code `plangate pair` printed: this chat receives the agent's plans, you approve them)"),
+    ("approvers", "/plan approvers [add|remove <@person>…] (on Telegram: add/remove as a reply to their message)"),
 ];
 
 /// The help text shown for `/plan` and unknown commands.
@@ -162,6 +182,12 @@ pub fn parse_args(args: &str) -> Result<Parsed, GrammarError> {
     let verb_lower = verb.to_ascii_lowercase();
     let usage = usage_of(&verb_lower);
     let err = |message: String| GrammarError { message, usage };
+    // Neither takes a target: a code or a mention is never read as one.
+    match verb_lower.as_str() {
+        "pair" => return pair_code(rest).map(|code| Parsed { command: PlanCommand::Pair(code), target: None }).map_err(err),
+        "approvers" => return approvers_change(rest).map(|c| Parsed { command: PlanCommand::Approvers(c), target: None }).map_err(err),
+        _ => {}
+    }
     let (target, rest) = take_target(rest).map_err(&err)?;
     let no_more = |rest: &str| -> Result<(), GrammarError> {
         if rest.is_empty() {
@@ -170,129 +196,154 @@ pub fn parse_args(args: &str) -> Result<Parsed, GrammarError> {
             Err(err(format!("`/plan {verb_lower}` takes no text, but got {:?}", truncate(rest))))
         }
     };
-    let command = match verb_lower.as_str() {
-        "help" => {
-            no_more(rest)?;
-            PlanCommand::Help
-        }
-        "status" => {
-            no_more(rest)?;
-            PlanCommand::Status
-        }
-        "list" => {
-            no_more(rest)?;
-            if target.is_some() {
-                return Err(err("`/plan list` takes no target".to_string()));
+    let command =
+        match verb_lower.as_str() {
+            "help" => {
+                no_more(rest)?;
+                PlanCommand::Help
             }
-            PlanCommand::List
-        }
-        "view" => {
-            no_more(rest)?;
-            PlanCommand::View
-        }
-        "accept" | "approve" => PlanCommand::Accept(accept_terms(rest).map_err(&err)?),
-        "cancel" => {
-            no_more(rest)?;
-            PlanCommand::Cancel
-        }
-        "on" => {
-            no_more(rest)?;
-            if matches!(target, Some(Target::Approval(_))) {
-                return Err(err("`/plan on` needs agent/session, not a plan id".to_string()));
+            "status" => {
+                no_more(rest)?;
+                PlanCommand::Status
             }
-            PlanCommand::On
-        }
-        "off" => {
-            no_more(rest)?;
-            PlanCommand::Off
-        }
-        "restate" => {
-            no_more(rest)?;
-            PlanCommand::Restate
-        }
-        "web" => {
-            no_more(rest)?;
-            if target.is_some() {
-                return Err(err("`/plan web` takes no target".to_string()));
+            "list" => {
+                no_more(rest)?;
+                if target.is_some() {
+                    return Err(err("`/plan list` takes no target".to_string()));
+                }
+                PlanCommand::List
             }
-            PlanCommand::Web
-        }
-        "revise" | "reject" => {
-            if rest.is_empty() {
-                return Err(err("say what should change, e.g. `/plan revise split step 2 into two`".to_string()));
+            "view" => {
+                no_more(rest)?;
+                PlanCommand::View
             }
-            PlanCommand::Revise(rest.to_string())
-        }
-        "allow" => {
-            let grade = if rest.is_empty() { "once" } else { rest };
-            match crate::permission::PermissionAnswer::parse(grade) {
-                Ok(answer @ crate::permission::PermissionAnswer::Allow { .. }) => PlanCommand::Permission(answer),
-                _ => return Err(err(format!("say `once`, `session` or `always`, got {:?}", truncate(rest)))),
+            "accept" | "approve" => PlanCommand::Accept(accept_terms(rest).map_err(&err)?),
+            "cancel" => {
+                no_more(rest)?;
+                PlanCommand::Cancel
             }
-        }
-        "deny" => {
-            PlanCommand::Permission(crate::permission::PermissionAnswer::Deny { reason: (!rest.is_empty()).then(|| rest.to_string()) })
-        }
-        "rules" => {
-            if target.is_some() {
-                return Err(err("`/plan rules` takes no target".to_string()));
+            "on" => {
+                no_more(rest)?;
+                if matches!(target, Some(Target::Approval(_))) {
+                    return Err(err("`/plan on` needs agent/session, not a plan id".to_string()));
+                }
+                PlanCommand::On
             }
-            let (word, n) = split_word(rest);
-            match (word.to_ascii_lowercase().as_str(), n.trim()) {
-                ("", _) => PlanCommand::Rules,
-                ("remove", n) => match n.parse::<usize>() {
-                    Ok(n) if n >= 1 => PlanCommand::RemoveRule(n),
-                    _ => return Err(err(format!("say which rule by its number in `/plan rules`, got {:?}", truncate(n)))),
-                },
-                (other, _) => return Err(err(format!("expected `remove N` or nothing, got {:?}", truncate(other)))),
+            "off" => {
+                no_more(rest)?;
+                PlanCommand::Off
             }
-        }
-        "answer" => {
-            if rest.is_empty() {
-                return Err(err("the answer is missing".to_string()));
+            "restate" => {
+                no_more(rest)?;
+                PlanCommand::Restate
             }
-            PlanCommand::Answer(rest.to_string())
-        }
-        "edit" => {
-            let steps: Vec<String> = rest.split(['\n', ';']).map(crate::list::item_text).filter(|s| !s.is_empty()).collect();
-            if steps.is_empty() {
-                return Err(err("give the steps, separated by `;` or one per line".to_string()));
+            "web" => {
+                no_more(rest)?;
+                if target.is_some() {
+                    return Err(err("`/plan web` takes no target".to_string()));
+                }
+                PlanCommand::Web
             }
-            PlanCommand::Edit(steps)
-        }
-        "subagents" => {
-            // `clear` may come before or after the target, like `auto on`.
-            let (word, tail) = split_word(rest);
-            let (command, tail) = match word.to_ascii_lowercase().as_str() {
-                "" => (PlanCommand::Subagents, tail),
-                "clear" => (PlanCommand::ClearSubagents, tail),
-                other => return Err(err(format!("expected `clear` or nothing, got {:?}", truncate(other)))),
-            };
-            let (target2, tail) = if target.is_none() { take_target(tail).map_err(&err)? } else { (None, tail) };
-            no_more(tail)?;
-            return Ok(Parsed { command, target: target.or(target2) });
-        }
-        "auto" => {
-            // `auto on|off` may come before or after the target.
-            let (word, tail) = split_word(rest);
-            let (target2, tail) = if target.is_none() { take_target(tail).map_err(&err)? } else { (None, tail) };
-            no_more(tail)?;
-            let on = match word.to_ascii_lowercase().as_str() {
-                "on" => true,
-                "off" => false,
-                "" => return Err(err("say `on` or `off`".to_string())),
-                other => return Err(err(format!("expected `on` or `off`, got {:?}", truncate(other)))),
-            };
-            return Ok(Parsed { command: PlanCommand::Auto(on), target: target.or(target2) });
-        }
-        other => {
-            return Err(GrammarError {
+            "revise" | "reject" => {
+                if rest.is_empty() {
+                    return Err(err("say what should change, e.g. `/plan revise split step 2 into two`".to_string()));
+                }
+                PlanCommand::Revise(rest.to_string())
+            }
+            "allow" => {
+                let grade = if rest.is_empty() { "once" } else { rest };
+                match crate::permission::PermissionAnswer::parse(grade) {
+                    Ok(answer @ crate::permission::PermissionAnswer::Allow { .. }) => PlanCommand::Permission(answer),
+                    _ => return Err(err(format!("say `once`, `session` or `always`, got {:?}", truncate(rest)))),
+                }
+            }
+            "deny" => {
+                PlanCommand::Permission(crate::permission::PermissionAnswer::Deny { reason: (!rest.is_empty()).then(|| rest.to_string()) })
+            }
+            "rules" => {
+                if target.is_some() {
+                    return Err(err("`/plan rules` takes no target".to_string()));
+                }
+                let (word, n) = split_word(rest);
+                match (word.to_ascii_lowercase().as_str(), n.trim()) {
+                    ("", _) => PlanCommand::Rules,
+                    ("remove", n) => match n.parse::<usize>() {
+                        Ok(n) if n >= 1 => PlanCommand::RemoveRule(n),
+                        _ => return Err(err(format!("say which rule by its number in `/plan rules`, got {:?}", truncate(n)))),
+                    },
+                    (other, _) => return Err(err(format!("expected `remove N` or nothing, got {:?}", truncate(other)))),
+                }
+            }
+            "answer" => {
+                if rest.is_empty() {
+                    return Err(err("the answer is missing".to_string()));
+                }
+                PlanCommand::Answer(rest.to_string())
+            }
+            "edit" => {
+                let steps: Vec<String> = rest.split(['\n', ';']).map(crate::list::item_text).filter(|s| !s.is_empty()).collect();
+                if steps.is_empty() {
+                    return Err(err("give the steps, separated by `;` or one per line".to_string()));
+                }
+                PlanCommand::Edit(steps)
+            }
+            "subagents" => {
+                // `clear` may come before or after the target, like `auto on`.
+                let (word, tail) = split_word(rest);
+                let (command, tail) = match word.to_ascii_lowercase().as_str() {
+                    "" => (PlanCommand::Subagents, tail),
+                    "clear" => (PlanCommand::ClearSubagents, tail),
+                    other => return Err(err(format!("expected `clear` or nothing, got {:?}", truncate(other)))),
+                };
+                let (target2, tail) = if target.is_none() { take_target(tail).map_err(&err)? } else { (None, tail) };
+                no_more(tail)?;
+                return Ok(Parsed { command, target: target.or(target2) });
+            }
+            "auto" => {
+                // `auto on|off` may come before or after the target.
+                let (word, tail) = split_word(rest);
+                let (target2, tail) = if target.is_none() { take_target(tail).map_err(&err)? } else { (None, tail) };
+                no_more(tail)?;
+                let on = match word.to_ascii_lowercase().as_str() {
+                    "on" => true,
+                    "off" => false,
+                    "" => return Err(err("say `on` or `off`".to_string())),
+                    other => return Err(err(format!("expected `on` or `off`, got {:?}", truncate(other)))),
+                };
+                return Ok(Parsed { command: PlanCommand::Auto(on), target: target.or(target2) });
+            }
+            other => return Err(GrammarError {
                 message: format!("unknown command {:?}; send /plan for the list", truncate(other)),
-                usage: "/plan <status|list|view|accept|edit|revise|reject|cancel|answer|on|off|auto|restate|subagents> …",
-            })
-        }
-    };
+                usage:
+                    "/plan <status|list|view|accept|edit|revise|reject|cancel|answer|on|off|auto|restate|subagents|web|pair|approvers> …",
+            }),
+        };
     Ok(Parsed { command, target })
+}
+
+/// The one word after `/plan pair`. Whether it is a code is checked where
+/// codes are (a malformed code is refused like a wrong one).
+fn pair_code(rest: &str) -> Result<String, String> {
+    let (code, tail) = split_word(rest);
+    if code.is_empty() {
+        return Err("the code is missing: run `plangate pair telegram|slack|discord` and send what it prints".to_string());
+    }
+    if !tail.is_empty() {
+        return Err("`/plan pair` takes the code alone".to_string());
+    }
+    Ok(code.to_string())
+}
+
+/// `[add|remove <who>…]` after `/plan approvers`.
+fn approvers_change(rest: &str) -> Result<ApproversChange, String> {
+    let (word, tail) = split_word(rest);
+    let people = || tail.split([' ', ',', '\n']).map(str::trim).filter(|w| !w.is_empty()).map(str::to_string).collect::<Vec<_>>();
+    match word.to_ascii_lowercase().as_str() {
+        "" | "list" if tail.is_empty() => Ok(ApproversChange::List),
+        "add" => Ok(ApproversChange::Add(people())),
+        "remove" | "rm" => Ok(ApproversChange::Remove(people())),
+        _ => Err(format!("expected `add`, `remove` or nothing, got {:?}", truncate(rest))),
+    }
 }
 
 /// `[except 3,5 | edited] [-- note]` after `/plan accept [target]`.
@@ -420,6 +471,25 @@ mod tests {
     }
 
     #[test]
+    fn pair_and_approvers_take_no_target() {
+        assert_eq!(ok("/plan pair ABCD-EFGH").command, PlanCommand::Pair("ABCD-EFGH".into()));
+        // A code that looks like a target is still the code.
+        assert_eq!(ok("/plan pair #abcd").command, PlanCommand::Pair("#abcd".into()));
+        assert!(parse_args("pair").is_err() && parse_args("pair A B").is_err());
+        assert_eq!(ok("/plan approvers").command, PlanCommand::Approvers(ApproversChange::List));
+        assert_eq!(ok("/plan approvers add").command, PlanCommand::Approvers(ApproversChange::Add(vec![])));
+        assert_eq!(
+            ok("/plan approvers add <@U1> <@U2|bob>").command,
+            PlanCommand::Approvers(ApproversChange::Add(vec!["<@U1>".into(), "<@U2|bob>".into()]))
+        );
+        assert_eq!(
+            ok("/plan approvers remove telegram:1").command,
+            PlanCommand::Approvers(ApproversChange::Remove(vec!["telegram:1".into()]))
+        );
+        assert!(parse_args("approvers drop x").is_err());
+        assert_eq!(ok("/plan approvers").target, None);
+    }
+    #[test]
     fn every_verb() {
         assert_eq!(ok("/plan").command, PlanCommand::Help);
         assert_eq!(ok("/plan status").command, PlanCommand::Status);
@@ -443,6 +513,8 @@ mod tests {
         let p = ok("/plan subagents demo/s1 clear");
         assert_eq!((p.command, p.target), (PlanCommand::ClearSubagents, Some(Target::Session(SessionKey::new("demo", "s1")))));
         assert!(PlanCommand::ClearSubagents.changes_state() && !PlanCommand::Subagents.changes_state());
+        assert!(!PlanCommand::Approvers(ApproversChange::List).changes_state());
+        assert!(PlanCommand::Approvers(ApproversChange::Add(vec![])).changes_state() && PlanCommand::Pair("X".into()).changes_state());
         let e = parse_args("subagents kill").unwrap_err();
         assert!(e.message.contains("expected `clear`") && e.usage.starts_with("/plan subagents"), "{e}");
         assert!(parse_args("subagents clear now").is_err());

@@ -1,5 +1,6 @@
-//! Who may decide for which agent, and from where: built once from the
-//! settings, asked by every path a decision can come from.
+//! Who may decide for which agent, and from where: built from the settings
+//! (and, by [`crate::pairing`], the destinations paired from chats), asked
+//! by every path a decision can come from.
 //!
 //! Before this index, the chat hub, the web page, the chat jobs and the
 //! configuration each walked `agents.<id>.destinations`, the escalation
@@ -9,7 +10,9 @@
 //! [`ApproverIndex::check`], whose answer depends on the [`Venue`].
 
 use crate::config::Config;
-use plangate_channel::Destination;
+use crate::pairing::PairedDestination;
+use plangate_channel::{Destination, Style};
+use plangate_engine::authority::Approvers;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -21,6 +24,8 @@ pub struct Place {
     pub approvers: BTreeSet<String>,
     /// An escalation destination (cards arrive there only when a plan waits too long).
     pub escalation: bool,
+    /// Paired from a chat (`/plan pair`), not from the config file.
+    pub paired: bool,
 }
 
 /// Where a decision comes from, which says what "an approver" means.
@@ -62,6 +67,7 @@ impl ApproverIndex {
                 destination: Destination { name: name.clone(), channel: d.channel.clone(), chat: d.chat.clone(), style: d.style },
                 approvers: d.approvers.iter().cloned().collect(),
                 escalation,
+                paired: false,
             })
         };
         let by_agent = raw
@@ -74,6 +80,35 @@ impl ApproverIndex {
             })
             .collect();
         ApproverIndex { by_agent }
+    }
+
+    /// This index with the destinations paired from chats: each one of its
+    /// agent's own destinations (buttons), after the configured ones. One
+    /// whose name `in_config` knows is left out (the config file wins), and
+    /// so is one whose agent is no longer configured.
+    pub fn with_paired(&self, paired: &[PairedDestination], in_config: impl Fn(&str) -> bool) -> ApproverIndex {
+        let mut by_agent = self.by_agent.clone();
+        for d in paired.iter().filter(|d| !in_config(&d.name)) {
+            let Some(places) = by_agent.get_mut(&d.agent) else { continue };
+            let place = Place {
+                destination: Destination { name: d.name.clone(), channel: d.channel.clone(), chat: d.chat.clone(), style: Style::Buttons },
+                approvers: d.approvers.iter().cloned().collect(),
+                escalation: false,
+                paired: true,
+            };
+            // Own destinations first, escalation ones last.
+            let mut list: Vec<Place> = places.iter().filter(|p| !p.escalation).cloned().collect();
+            list.push(place);
+            list.extend(places.iter().filter(|p| p.escalation).cloned());
+            *places = list.into();
+        }
+        ApproverIndex { by_agent }
+    }
+
+    /// Who may open the gate of `agent`'s sessions: everyone on the
+    /// approver list of one of its places (none for an unknown agent).
+    pub fn approver_list(&self, agent: &str) -> Approvers {
+        Approvers::listed(self.places(agent).iter().flat_map(|p| p.approvers.iter().cloned()))
     }
 
     /// Every place of `agent` (none for an unknown agent).
@@ -166,6 +201,35 @@ mod tests {
         assert_eq!(index.check("b", "telegram:2", Venue::Web), Err(NotAllowed::NotApprover));
         assert_eq!(index.check("unknown", "telegram:1", Venue::Web), Err(NotAllowed::NotApprover));
         assert_eq!(index.check("unknown", "anyone", Venue::Operator), Ok(()));
+    }
+
+    #[test]
+    fn paired_destinations_join_unless_the_config_names_them() {
+        let paired = |name: &str, agent: &str, chat: &str| PairedDestination {
+            name: name.into(),
+            agent: agent.into(),
+            channel: "telegram".into(),
+            chat: chat.into(),
+            approvers: vec!["telegram:9".into()],
+            paired_by: "telegram:9".into(),
+            paired_at: 0,
+        };
+        let s = settings();
+        let list = [paired("phone", "b", "9"), paired("team", "b", "8"), paired("gone", "nobody", "7")];
+        let index = s.approvers.with_paired(&list, |n| s.raw.destinations.contains_key(n));
+        assert_eq!(index.destinations("b").iter().map(|d| d.name.as_str()).collect::<Vec<_>>(), ["team", "phone"]);
+        assert_eq!(index.destinations("b")[0].chat, "1", "the config's team wins over the paired one");
+        assert_eq!(index.check("b", "telegram:9", Venue::Chat { channel: "telegram", chat: "9" }), Ok(()));
+        assert_eq!(
+            index.check("b", "telegram:9", Venue::Chat { channel: "telegram", chat: "8" }),
+            Err(NotAllowed::NotHere { agent: "b".into() })
+        );
+        assert!(index.agents_in("telegram", "7").is_empty(), "an agent no longer configured gets nothing");
+        assert_eq!(index.approver_list("b"), Approvers::listed(["telegram:1", "telegram:9"]));
+        assert_eq!(s.approvers.approver_list("b"), s.approval_policy("b").approvers, "without pairing: the config's list");
+        // Escalation places stay last.
+        let a = s.approvers.with_paired(&[paired("p", "a", "5")], |_| false);
+        assert_eq!(a.places("a").iter().map(|p| p.destination.name.as_str()).collect::<Vec<_>>(), ["team", "p", "leads"]);
     }
 
     #[test]

@@ -20,7 +20,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use tracing::Instrument;
 
+mod pair;
 mod permissions;
+
+/// How a chat becomes a destination, for the chats that are none.
+const PAIR_HINT: &str =
+    "Pair it (`plangate pair <platform>` on the server, then `/plan pair CODE` here), or add it as a destination in plangate's config.";
 
 pub struct Hub {
     core: Arc<Core>,
@@ -113,7 +118,7 @@ impl Hub {
 
     /// Agents whose cards go to this chat.
     fn chat_agents(&self, ev: &Inbound) -> Vec<String> {
-        self.core.settings.approvers.agents_in(ev.channel, &ev.chat)
+        self.core.approvers().agents_in(ev.channel, &ev.chat)
     }
 
     /// The ids of this chat and this user in the exact form plangate's
@@ -161,9 +166,9 @@ impl Hub {
             }
         }
         let reply = match ev.action.clone() {
-            Action::Command(parsed) => self.command(&ev, parsed).await,
+            Action::Command(parsed) => Box::pin(self.command(&ev, parsed)).await,
             Action::BadCommand(text) => Reply::Text(bad_command(&text)),
-            Action::Button(button) => self.button(&ev, button).await,
+            Action::Button(button) => Box::pin(self.button(&ev, button)).await,
             Action::UnknownButton(raw) => {
                 let shown: String = raw.chars().take(80).collect();
                 self.refuse(&ev, &SessionKey::new("-", "-"), None, &format!("unknown button data {shown:?}")).await;
@@ -316,7 +321,7 @@ impl Hub {
                 Some(n) => plangate_engine::permission::PermissionAnswer::from_option(n as usize).ok_or("Unknown option.")?,
                 None => plangate_engine::permission::PermissionAnswer::Deny { reason: Some(text) },
             };
-            return self.answer_permission(ev, &q, answer).await;
+            return Box::pin(self.answer_permission(ev, &q, answer)).await;
         }
         let answer = match option {
             Some(n) => q.options.get(n as usize).cloned().ok_or("Unknown option.")?,
@@ -364,9 +369,7 @@ impl Hub {
 
     /// The answer in a chat no agent sends its plans to, with its ids.
     fn not_a_destination(&self, ev: &Inbound) -> Option<String> {
-        self.chat_agents(ev)
-            .is_empty()
-            .then(|| format!("No agent sends its plans to this chat. Add it as a destination in plangate's config.{}", Self::ids_hint(ev)))
+        self.chat_agents(ev).is_empty().then(|| format!("No agent sends its plans to this chat. {PAIR_HINT}{}", Self::ids_hint(ev)))
     }
 
     async fn resolve(&self, ev: &Inbound, target: Option<&Target>) -> Result<(State, Option<ApprovalId>), Refused> {
@@ -475,6 +478,8 @@ impl Hub {
                 Err(why) => why.text(),
             },
             PlanCommand::Web => self.web_sign_in(ev),
+            PlanCommand::Pair(code) => Box::pin(self.pair(ev, &code)).await,
+            PlanCommand::Approvers(change) => Box::pin(self.approvers(ev, change)).await,
             PlanCommand::Restate => match self.resolve(ev, target).await {
                 Ok((state, _)) => self.restate(ev, &state).await,
                 Err(why) => why.text(),
@@ -502,9 +507,11 @@ impl Hub {
                 };
                 self.release(ev, &state.session.key).await
             }
-            PlanCommand::Permission(answer) => self.permission_command(ev, target, answer).await,
-            PlanCommand::Rules => self.rules(ev).await,
-            PlanCommand::RemoveRule(n) => self.remove_rule(ev, n).await,
+            // Boxed: these futures hold a whole transition; inline, they would
+            // grow every `/plan` command's future past a test thread's stack.
+            PlanCommand::Permission(answer) => Box::pin(self.permission_command(ev, target, answer)).await,
+            PlanCommand::Rules => Box::pin(self.rules(ev)).await,
+            PlanCommand::RemoveRule(n) => Box::pin(self.remove_rule(ev, n)).await,
             PlanCommand::Answer(text) => match self.resolve(ev, target).await {
                 Ok((state, _)) => {
                     let qid = state.session.pending_question.as_ref().map(|q| q.question_id);
@@ -549,7 +556,7 @@ impl Hub {
             return Reply::Text("The web page is off: set server.public_url in plangate's config to turn it on.".to_string());
         };
         if self.chat_agents(ev).is_empty() {
-            return Reply::Text("No agent sends its plans to this chat. Add it as a destination in plangate's config.".to_string());
+            return Reply::Text(format!("No agent sends its plans to this chat. {PAIR_HINT}"));
         }
         let who = plangate_web::Identity::Person { id: Self::who(ev), name: Self::actor(ev).label() };
         let url = links.sign_in_url(who);
@@ -751,7 +758,9 @@ impl InboundHandler for Hub {
     async fn handle(&self, event: Inbound) -> Reply {
         let span = tracing::info_span!("inbound", channel = event.channel, chat = %event.chat, user = %event.user.id);
         async move {
-            let reply = self.dispatch(event).await;
+            // On the heap: every kind of event's future is in it, and a
+            // debug build copies such a future across a 2 MiB thread stack.
+            let reply = Box::pin(self.dispatch(event)).await;
             tracing::info!(reply = ?std::mem::discriminant(&reply), "handled");
             reply
         }

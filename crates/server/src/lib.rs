@@ -28,6 +28,7 @@ pub mod http;
 pub mod hub;
 pub mod metrics;
 pub mod ops;
+pub mod pairing;
 pub mod replicas;
 pub mod scheduler;
 pub mod storage;

@@ -153,6 +153,10 @@ enum Cmd {
         #[command(flatten)]
         remote: Remote,
     },
+    /// A one-time code that makes a chat a destination: send `/plan pair CODE` there (valid 10 minutes).
+    Pair(plangate_server::cli::pair::PairArgs),
+    /// The destinations (config file and paired); `destinations remove NAME` removes a paired one.
+    Destinations(plangate_server::cli::pair::DestinationsArgs),
     /// Step lists shared across sessions, and between agents `[namespaces.<name>]` names together.
     #[command(subcommand)]
     Namespace(NamespaceCmd),
@@ -370,6 +374,7 @@ async fn run(args: Args) -> Result<i32> {
             if let Some(check) = plangate_server::ops::doctor::store(&settings).await {
                 eprintln!("store reachable: {check}");
             }
+            eprint!("{}", plangate_server::cli::pair::paired_for_config_check(&settings).await);
             eprintln!("configuration is valid");
             Ok(0)
         }
@@ -439,6 +444,8 @@ async fn run(args: Args) -> Result<i32> {
             }
             Ok(0)
         }
+        Cmd::Pair(args) => plangate_server::cli::pair::pair(args).await,
+        Cmd::Destinations(args) => plangate_server::cli::pair::destinations(args).await,
         Cmd::Namespace(NamespaceCmd::Show { name, token, remote }) => {
             let client = Client::new(&remote.url, Some(token))?;
             cli::namespace_show(&client, &name).await
@@ -653,6 +660,7 @@ async fn serve(config: Option<PathBuf>) -> Result<()> {
     let core = Core::new(settings.clone(), store);
     core.set_store_info(info);
     core.metrics.set_pending(pending);
+    core.refresh_pairings().await.context("cannot read the paired destinations from the store")?;
     let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
     // Before anything can park a waiter: other replicas' commits wake them.
     let replicas = plangate_server::replicas::start(&core, shutdown_rx.clone()).await?;

@@ -73,8 +73,10 @@ pub async fn forward_changes(
         match change {
             Some(Some(key)) => core.wake(&key),
             Some(None) => {
-                debug!("the store may have missed changes; waking every waiter");
+                // Also what a changed cursor (a pairing) says: re-read them.
+                debug!("the store may have missed changes; waking every waiter, re-reading paired destinations");
                 core.wake_all();
+                core.refresh_pairings_logged().await;
             }
             None => return,
         }

@@ -131,7 +131,7 @@ impl Backend for CoreBackend {
     fn may_decide(&self, who: &Identity, agent: &str) -> bool {
         match who {
             Identity::Operator => true,
-            Identity::Person { id, .. } => self.core.settings.approvers.is_approver(agent, id),
+            Identity::Person { id, .. } => self.core.approvers().is_approver(agent, id),
         }
     }
 

@@ -260,6 +260,21 @@ pub trait SessionStore: Send + Sync {
         }
     }
 
+    /// Every cursor whose key starts with `prefix`, in key order: the small
+    /// records kept beside the sessions (paired destinations, pairing
+    /// codes) are cursors under a prefix of their own, so backups and
+    /// `migrate` carry them like any cursor.
+    fn cursors_with_prefix(&self, prefix: &str) -> Result<Vec<(String, String)>, StoreError>;
+
+    /// Compare and swap cursor `key`: write `value` (`None` removes it) only
+    /// if it holds `expected` now (`None`: absent), durably; `false`, and
+    /// nothing written, otherwise. The one way to change a record that
+    /// several replicas (or two chats at once) may change: a single-use
+    /// code is taken by exactly one caller, an edit based on a stale read
+    /// is refused. On a shared store a change notifies the other replicas
+    /// (a change of no session: they re-read what they cache).
+    fn swap_cursor(&self, key: &str, expected: Option<&str>, value: Option<&str>) -> Result<bool, StoreError>;
+
     fn document_path(&self, id: &ApprovalId) -> Result<Option<String>, StoreError>;
 
     fn set_document_path(&self, id: &ApprovalId, path: &str) -> Result<(), StoreError>;

@@ -611,6 +611,22 @@ impl SessionStore for SledStore {
         self.flushed(())
     }
 
+    fn cursors_with_prefix(&self, prefix: &str) -> Result<Vec<(String, String)>, StoreError> {
+        self.meta
+            .scan_prefix(format!("cursor:{prefix}"))
+            .map(|entry| {
+                let (k, v) = entry?;
+                let key = String::from_utf8_lossy(&k["cursor:".len()..]).into_owned();
+                Ok((key, String::from_utf8_lossy(&v).into_owned()))
+            })
+            .collect()
+    }
+
+    fn swap_cursor(&self, key: &str, expected: Option<&str>, value: Option<&str>) -> Result<bool, StoreError> {
+        let swapped = self.meta.compare_and_swap(format!("cursor:{key}"), expected.map(str::as_bytes), value.map(str::as_bytes))?;
+        self.flushed(swapped.is_ok())
+    }
+
     fn document_path(&self, id: &ApprovalId) -> Result<Option<String>, StoreError> {
         Ok(self.documents.get(id.0)?.map(|v| String::from_utf8_lossy(&v).into_owned()))
     }

@@ -220,6 +220,14 @@ impl<S: Store> SessionStore for Faulty<S> {
         self.inner.cursor_or_init(key, value)
     }
 
+    fn cursors_with_prefix(&self, prefix: &str) -> Result<Vec<(String, String)>, StoreError> {
+        self.inner.cursors_with_prefix(prefix)
+    }
+
+    fn swap_cursor(&self, key: &str, expected: Option<&str>, value: Option<&str>) -> Result<bool, StoreError> {
+        self.inner.swap_cursor(key, expected, value)
+    }
+
     fn document_path(&self, id: &ApprovalId) -> Result<Option<String>, StoreError> {
         self.inner.document_path(id)
     }

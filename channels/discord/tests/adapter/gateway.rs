@@ -245,6 +245,12 @@ async fn every_plan_subcommand_reaches_the_handler() {
             Action::Command(Parsed { command: PlanCommand::Auto(true), target: session() }),
         ),
         ("restate", vec![], Action::Command(Parsed { command: PlanCommand::Restate, target: None })),
+        ("pair", vec![("code", "ABCD-EFGH")], Action::Command(Parsed { command: PlanCommand::Pair("ABCD-EFGH".into()), target: None })),
+        (
+            "approvers",
+            vec![("action", "list")],
+            Action::Command(Parsed { command: PlanCommand::Approvers(ApproversChange::List), target: None }),
+        ),
         // Bad input reaches the server as BadCommand with the words typed.
         ("on", vec![("target", "#a1b2")], Action::BadCommand("on #a1b2".into())),
         ("status", vec![("target", "not a target")], Action::BadCommand("status not a target".into())),

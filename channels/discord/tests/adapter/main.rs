@@ -9,7 +9,7 @@ use plangate_channel::{
 use plangate_discord::{start, start_with_clock, DiscordConfig, Transport, INTERACTIONS_PATH};
 use plangate_engine::card::{Card, CardStep};
 use plangate_engine::codec::{encode, Button};
-use plangate_engine::grammar::{Parsed, PlanCommand, Target};
+use plangate_engine::grammar::{ApproversChange, Parsed, PlanCommand, Target};
 use plangate_engine::{ApprovalId, DecisionStatus, Question, QuestionStatus, SessionKey, Timestamp};
 use plangate_testkit::cards::{self, decided};
 use plangate_testkit::discord::{self as fake, Actor, DiscordFake, Recorded};

@@ -21,8 +21,26 @@ async fn start_registers_plan_with_every_subcommand_in_the_guild() {
     assert_eq!(
         subs,
         [
-            "help", "status", "list", "view", "accept", "revise", "reject", "edit", "cancel", "answer", "on", "off", "auto", "restate",
-            "allow", "deny", "rules", "web"
+            "help",
+            "status",
+            "list",
+            "view",
+            "accept",
+            "revise",
+            "reject",
+            "edit",
+            "cancel",
+            "answer",
+            "on",
+            "off",
+            "auto",
+            "restate",
+            "allow",
+            "deny",
+            "rules",
+            "web",
+            "pair",
+            "approvers"
         ]
     );
     let revise = &command["options"][5];

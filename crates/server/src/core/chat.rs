@@ -12,14 +12,14 @@ use std::sync::Arc;
 use tracing::warn;
 
 impl Core {
-    /// The destinations configured for an agent.
+    /// The destinations of an agent: configured, then paired.
     pub fn destinations(&self, agent: &str) -> Vec<Destination> {
-        self.settings.approvers.destinations(agent)
+        self.approvers().destinations(agent)
     }
 
     /// The escalation destinations of an agent.
     pub fn escalation_destinations(&self, agent: &str) -> Vec<Destination> {
-        self.settings.approvers.escalation_destinations(agent)
+        self.approvers().escalation_destinations(agent)
     }
 
     pub(super) async fn proposal_and_state(&self, id: ApprovalId) -> Option<(Proposal, State)> {

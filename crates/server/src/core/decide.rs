@@ -126,7 +126,7 @@ impl Core {
         let who = audit_name(actor);
         let checked = match actor {
             Actor::Operator { .. } => Ok(()),
-            Actor::Human { id, .. } => self.settings.approvers.check(&key.agent, id, venue),
+            Actor::Human { id, .. } => self.approvers().check(&key.agent, id, venue),
             Actor::Agent | Actor::Scheduler => Err(NotAllowed::NotApprover),
         };
         if let Err(why) = &checked {

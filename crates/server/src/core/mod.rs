@@ -131,6 +131,9 @@ pub struct Core {
     /// Failed authentications per client address (API bearer tokens and
     /// the web page's sign-ins share one budget per address).
     auth_throttle: crate::throttle::AuthThrottle,
+    /// The live approver index (config + paired destinations) and the
+    /// pairing attempts' budget (see [`crate::pairing`]).
+    pub(crate) pairing: crate::pairing::Pairing,
 }
 
 impl Core {
@@ -141,7 +144,9 @@ impl Core {
 
     /// A core whose "now" is `clock` (tests pass a clock they can turn).
     pub fn with_clock(settings: Arc<Settings>, store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Arc<Core> {
+        let pairing = crate::pairing::Pairing::new(&settings.approvers);
         Arc::new(Core {
+            pairing,
             settings,
             store,
             clock,
@@ -345,7 +350,7 @@ impl Core {
                     now: self.now(),
                     random: rand::random(),
                     timers: self.settings.timer_policy(&key.agent),
-                    approvals: self.settings.approval_policy(&key.agent),
+                    approvals: self.approval_policy(&key.agent),
                 };
                 let transition = apply(&before, &actor, command.clone(), &ctx)?;
                 let mut jobs = jobs_of(&transition);

@@ -6,12 +6,14 @@
 //!
 //! Laid out by concern: [`error`] (the contract's error shape and codes),
 //! [`extract`] (strict JSON bodies, bearer-token authentication, path and
-//! query parsing), and the handlers, [`agent`] and [`operator`].
+//! query parsing), and the handlers, [`agent`], [`operator`] and
+//! [`pairing`] (codes and paired destinations).
 
 mod agent;
 mod error;
 mod extract;
 mod operator;
+mod pairing;
 mod permissions;
 
 pub use agent::parse_proposal;
@@ -65,6 +67,9 @@ pub fn router(core: Arc<Core>) -> Router {
         .route("/v1/operator/prune", post(operator::prune))
         .route("/v1/operator/sessions/{agent}/{session_id}/release", post(operator::operator_release))
         .route("/v1/operator/sessions/{agent}/{session_id}/subagents/clear", post(operator::operator_clear_subagents))
+        .route("/v1/operator/pairings", post(pairing::create))
+        .route("/v1/operator/destinations", get(pairing::list))
+        .route("/v1/operator/destinations/{name}", delete(pairing::remove))
         .fallback(error::not_found_route)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn(trace_request))

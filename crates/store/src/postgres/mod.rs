@@ -186,6 +186,14 @@ impl SessionStore for PgStore {
         records::cursor_or_init(self, key, value)
     }
 
+    fn cursors_with_prefix(&self, prefix: &str) -> Result<Vec<(String, String)>, StoreError> {
+        reads::cursors_with_prefix(self, prefix)
+    }
+
+    fn swap_cursor(&self, key: &str, expected: Option<&str>, value: Option<&str>) -> Result<bool, StoreError> {
+        records::swap_cursor(self, key, expected, value)
+    }
+
     fn document_path(&self, id: &ApprovalId) -> Result<Option<String>, StoreError> {
         reads::document_path(self, id)
     }

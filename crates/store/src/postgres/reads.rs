@@ -195,6 +195,15 @@ pub(super) fn cursor(store: &PgStore, key: &str) -> Result<Option<String>, Store
     })
 }
 
+/// `LIKE` with the prefix's own `%`, `_` and `\\` escaped.
+pub(super) fn cursors_with_prefix(store: &PgStore, prefix: &str) -> Result<Vec<(String, String)>, StoreError> {
+    let pattern = format!("{}%", prefix.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
+    store.retrying("reading cursors", |c, st| {
+        let rows = st.query(c, "SELECT key, value FROM cursors WHERE key LIKE $1 ORDER BY key", &[&pattern])?;
+        rows.iter().map(|r| Ok((r.try_get(0)?, r.try_get(1)?))).collect()
+    })
+}
+
 pub(super) fn document_path(store: &PgStore, id: &ApprovalId) -> Result<Option<String>, StoreError> {
     store.retrying("reading a document path", |c, st| {
         let row = st.query_opt(c, "SELECT path FROM documents WHERE approval_id = $1", &[&&id.0[..]])?;

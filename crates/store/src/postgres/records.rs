@@ -137,6 +137,31 @@ pub(super) fn cursor_or_init(store: &PgStore, key: &str, value: &str) -> Result<
     })
 }
 
+/// One transaction: the conditional write (an insert that must not find
+/// the row, an update or delete that must find `expected`), and a
+/// notification without a session (other replicas re-read their caches).
+/// Not retried after a write that may have landed: the caller would be
+/// told `false` for its own change.
+pub(super) fn swap_cursor(store: &PgStore, key: &str, expected: Option<&str>, value: Option<&str>) -> Result<bool, StoreError> {
+    store.transaction("swapping a cursor", |tx, st| {
+        let rows = match (expected, value) {
+            (None, Some(v)) => {
+                st.execute(tx, "INSERT INTO cursors (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING", &[&key, &v])?
+            }
+            (Some(e), Some(v)) => st.execute(tx, "UPDATE cursors SET value = $3 WHERE key = $1 AND value = $2", &[&key, &e, &v])?,
+            (Some(e), None) => st.execute(tx, "DELETE FROM cursors WHERE key = $1 AND value = $2", &[&key, &e])?,
+            (None, None) => {
+                let absent = st.query_opt(tx, "SELECT 1 FROM cursors WHERE key = $1", &[&key])?.is_none();
+                return Ok(absent);
+            }
+        };
+        if rows == 1 {
+            st.execute(tx, NOTIFY, &[&store.shared.channel(), &"cursors"])?;
+        }
+        Ok(rows == 1)
+    })
+}
+
 pub(super) fn set_document_path(store: &PgStore, id: &ApprovalId, path: &str) -> Result<(), StoreError> {
     store.retrying("recording a document path", |c, st| {
         let sql = "INSERT INTO documents (approval_id, path) VALUES ($1, $2) ON CONFLICT (approval_id) DO UPDATE SET path = EXCLUDED.path";

@@ -81,19 +81,12 @@ pub fn admin() -> postgres::Client {
         .unwrap_or_else(|e| panic!("PostgreSQL is not reachable at {} (these tests need it; .ci/run starts it): {e}", pg_url()))
 }
 
-/// Said when PostgreSQL is missing: the same words as the testkit's
-/// `skip` (this crate's tests do not depend on the testkit, which depends
-/// on the server).
+/// Said when PostgreSQL is missing: the testkit's loud skip (a failure
+/// under `PLANGATE_REQUIRE_ALL`), counted in the run's sum.
 fn skip_without_postgres(why: &str) {
-    let what = format!("PostgreSQL at {} not installed: {why}", pg_url());
     let hint = "apt-get install postgresql and allow trust auth for postgres@127.0.0.1, database test \
                 (or set PLANGATE_TEST_PG to a database URL); see CONTRIBUTING.md";
-    if std::env::var("PLANGATE_REQUIRE_ALL").is_ok_and(|v| !v.is_empty() && v != "0") {
-        panic!("MISSING ({what}): {hint}. PLANGATE_REQUIRE_ALL is set, so the test fails instead of skipping");
-    }
-    // Straight to stderr: libtest captures `eprintln!` of a passing test.
-    use std::io::Write as _;
-    let _ = writeln!(std::io::stderr(), "SKIPPED ({what}): {hint}");
+    plangate_testkit::skip::skip(&format!("PostgreSQL at {}", pg_url()), why, hint);
 }
 
 impl TestSchema {

@@ -35,6 +35,7 @@ contract!(
     outbox_and_sequence_numbers,
     a_single_process_claims_everything_due,
     cursor_or_init_keeps_the_first_value,
+    cursors_swap_only_from_what_was_read_and_list_by_prefix,
     many_rows_of_a_kind_in_one_commit,
     a_namespace_is_written_only_at_the_revision_it_was_read,
     namespace_merges_side_by_side_lose_nothing,
@@ -125,6 +126,33 @@ fn cursor_or_init_keeps_the_first_value(b: &dyn Backend) {
     assert_eq!(store.cursor_or_init("web.secret", "aaaa").unwrap(), "aaaa");
     assert_eq!(store.cursor_or_init("web.secret", "bbbb").unwrap(), "aaaa");
     assert_eq!(store.cursor("web.secret").unwrap().as_deref(), Some("aaaa"));
+}
+
+/// Paired destinations and pairing codes: a swap writes only over the
+/// value it expects (absent, or what was read), once; a prefix lists its
+/// cursors in key order, `%` and `_` in it meaning themselves; and what was
+/// swapped in survives a reopen.
+fn cursors_swap_only_from_what_was_read_and_list_by_prefix(b: &dyn Backend) {
+    {
+        let store = b.open();
+        assert!(store.swap_cursor("paired.code:a", None, Some("1")).unwrap(), "absent → created");
+        assert!(!store.swap_cursor("paired.code:a", None, Some("2")).unwrap(), "a second creation writes nothing");
+        assert!(!store.swap_cursor("paired.code:a", Some("9"), Some("2")).unwrap(), "a stale read writes nothing");
+        assert!(store.swap_cursor("paired.code:a", Some("1"), Some("2")).unwrap());
+        assert!(store.swap_cursor("paired.code:b", None, Some("x")).unwrap());
+        assert!(store.swap_cursor("paired.code:b", Some("x"), None).unwrap(), "taken");
+        assert!(!store.swap_cursor("paired.code:b", Some("x"), None).unwrap(), "taken once");
+        assert!(store.swap_cursor("paired.code:b", None, None).unwrap(), "absent, as expected");
+        assert!(!store.swap_cursor("paired.code:a", None, None).unwrap(), "present, not as expected");
+        store.swap_cursor("paired_codeXz", None, Some("not under the prefix")).unwrap();
+        store.swap_cursor("paired.code:c", None, Some("3")).unwrap();
+        store.set_cursor("other", "o").unwrap();
+    }
+    let store = b.open();
+    let listed = store.cursors_with_prefix("paired.code:").unwrap();
+    assert_eq!(listed, vec![("paired.code:a".to_string(), "2".to_string()), ("paired.code:c".to_string(), "3".to_string())]);
+    assert_eq!(store.cursors_with_prefix("paired_").unwrap().len(), 1, "`_` is itself, not any character");
+    assert!(store.cursors_with_prefix("none:").unwrap().is_empty());
 }
 
 fn commit_then_reopen_sees_everything(b: &dyn Backend) {

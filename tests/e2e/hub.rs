@@ -143,7 +143,7 @@ impl Fixture {
             .execute(
                 &key,
                 Actor::Agent,
-                Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+                Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api, project: None },
                 ExecMeta::default(),
             )
             .await
@@ -241,8 +241,13 @@ async fn request_changes_cancel_view_and_stale_clicks() {
 
     // v2 supersedes nothing pending (v1 was decided); v3 supersedes v2.
     let key = SessionKey::new("demo", "s1");
-    let propose =
-        |t: &str| Command::Propose { plan: Plan::titled(t), markdown: None, requested_by: None, harness: plangate_engine::Harness::Api };
+    let propose = |t: &str| Command::Propose {
+        plan: Plan::titled(t),
+        markdown: None,
+        requested_by: None,
+        harness: plangate_engine::Harness::Api,
+        project: None,
+    };
     let v2 = f
         .core
         .execute(&key, Actor::Agent, propose("Second"), ExecMeta::default())
@@ -337,7 +342,13 @@ async fn edit_on_off_auto_answer_restate() {
         .execute(
             &SessionKey::new("demo", "s1"),
             Actor::Agent,
-            Command::Propose { plan: Plan::titled("Auto"), markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+            Command::Propose {
+                plan: Plan::titled("Auto"),
+                markdown: None,
+                requested_by: None,
+                harness: plangate_engine::Harness::Api,
+                project: None,
+            },
             ExecMeta::default(),
         )
         .await

@@ -44,6 +44,7 @@ pub mod hook_command;
 pub mod hook_input;
 pub mod hooks_file;
 pub mod mcp;
+pub mod project;
 pub mod proposal;
 pub mod scope_paths;
 pub mod session;

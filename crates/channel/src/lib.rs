@@ -24,7 +24,7 @@ mod limit;
 pub use limit::{global_limit_key, limit_key, send_with_retry, RateLimiter, RetryPolicy, RetryRefusals, Slot};
 /// Where messages go and where they landed: plain data, shared with the
 /// store through `plangate-delivery` and re-exported here for adapters.
-pub use plangate_delivery::{Delivery, Destination, Style};
+pub use plangate_delivery::{Delivery, Destination, Style, Threads};
 
 /// The plan as an attached markdown file.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -52,7 +52,7 @@ fn document() -> Document {
 }
 
 fn destination(style: Style) -> Destination {
-    Destination { name: "ops-dc".into(), channel: "discord".into(), chat: CHANNEL.to_string(), style }
+    Destination { name: "ops-dc".into(), channel: "discord".into(), chat: CHANNEL.to_string(), style, ..Destination::default() }
 }
 
 fn alice() -> Actor {

@@ -7,19 +7,20 @@ use super::Core;
 use futures_util::future::join_all;
 use plangate_channel::{Destination, Document};
 use plangate_engine::card::{document_file_name, nudge_text};
-use plangate_engine::{ApprovalId, DecisionStatus, Proposal, State};
+use plangate_engine::{ApprovalId, DecisionStatus, Project, Proposal, State};
 use std::sync::Arc;
 use tracing::warn;
 
 impl Core {
-    /// The destinations configured for an agent.
-    pub fn destinations(&self, agent: &str) -> Vec<Destination> {
-        self.settings.approvers.destinations(agent)
+    /// The destinations of an agent that take cards of `project` (its
+    /// `projects` globs, [`plangate_engine::ProjectPatterns`]).
+    pub fn destinations(&self, agent: &str, project: Option<&Project>) -> Vec<Destination> {
+        self.settings.approvers.destinations(agent, project)
     }
 
-    /// The escalation destinations of an agent.
-    pub fn escalation_destinations(&self, agent: &str) -> Vec<Destination> {
-        self.settings.approvers.escalation_destinations(agent)
+    /// The escalation destinations of an agent that take cards of `project`.
+    pub fn escalation_destinations(&self, agent: &str, project: Option<&Project>) -> Vec<Destination> {
+        self.settings.approvers.escalation_destinations(agent, project)
     }
 
     pub(super) async fn proposal_and_state(&self, id: ApprovalId) -> Option<(Proposal, State)> {
@@ -34,7 +35,7 @@ impl Core {
 
     pub(super) async fn post_cards(self: &Arc<Self>, id: ApprovalId) {
         let Some((p, state)) = self.proposal_and_state(id).await else { return };
-        let mut destinations = self.destinations(&p.session.agent);
+        let mut destinations = self.destinations(&p.session.agent, p.project.as_ref());
         let pid = Some((id, p.version));
         // Resumed after a crash: the cards already out stay, the rest go.
         let posted = self.blocking(move |s| s.deliveries(&id)).await.unwrap_or_default();
@@ -45,7 +46,13 @@ impl Core {
             }
         }
         if destinations.is_empty() {
-            let detail = "no destinations configured for this agent: the card was recorded here only".to_string();
+            // Destinations the agent has, whose `projects` all leave this card out.
+            let routed_away = self.settings.approvers.places(&p.session.agent).iter().any(|place| !place.escalation);
+            let detail = match &p.project {
+                _ if !routed_away => "no destinations configured for this agent: the card was recorded here only".to_string(),
+                Some(project) => format!("no destination of this agent takes project {}: the card was recorded here only", project.name),
+                None => "the agent named no project, and every destination of this agent takes only some projects: the card was recorded here only".to_string(),
+            };
             self.audit(&p.session, "plangate", "card_recorded", pid, detail).await;
             return;
         }
@@ -148,7 +155,7 @@ impl Core {
         view.context = format!("⚠ escalated: no decision after {waited} · {}", view.context);
         let document = Self::document_of(&p);
         let posted = self.blocking(move |s| s.deliveries(&id)).await.unwrap_or_default();
-        for dest in self.escalation_destinations(&p.session.agent) {
+        for dest in self.escalation_destinations(&p.session.agent, p.project.as_ref()) {
             if posted.iter().any(|delivered| delivered.destination == dest.name) {
                 continue; // resumed after a crash: already escalated there
             }
@@ -166,7 +173,9 @@ impl Core {
     pub(super) async fn post_question(&self, id: ApprovalId) {
         let Ok(Some(q)) = self.blocking(move |s| s.question(&id)).await else { return };
         let posted = self.blocking(move |s| s.question_deliveries(&id)).await.unwrap_or_default();
-        for dest in self.destinations(&q.session.agent) {
+        // Asked where the session's cards go: the project of its latest plan.
+        let project = self.load(&q.session).await.ok().and_then(|state| state.latest).and_then(|p| p.project);
+        for dest in self.destinations(&q.session.agent, project.as_ref()) {
             if posted.iter().any(|delivered| delivered.destination == dest.name) {
                 continue; // resumed after a crash: already asked there
             }

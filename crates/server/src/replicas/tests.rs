@@ -138,7 +138,7 @@ impl Fixture {
             .execute(
                 &key,
                 Actor::Agent,
-                Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+                Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api, project: None },
                 ExecMeta::default(),
             )
             .await

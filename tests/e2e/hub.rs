@@ -159,6 +159,7 @@ impl Fixture {
             user: User { id: user.into(), name: format!("@user{user}"), team: None },
             action,
             idempotency_key: None,
+            thread: None,
         };
         let reply = self.hub.handle(ev).await;
         self.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
@@ -387,6 +388,7 @@ async fn duplicate_events_and_foreign_teams() {
         user: User { id: "1".into(), name: "@a".into(), team: None },
         action: Action::Button(Button::RequestChanges(id)),
         idempotency_key: Some(key.into()),
+        thread: None,
     };
     assert!(matches!(f.hub.handle(ev("telegram:update:5")).await, Reply::AskFeedback { .. }));
     assert_eq!(f.hub.handle(ev("telegram:update:5")).await, Reply::None);
@@ -401,6 +403,7 @@ async fn duplicate_events_and_foreign_teams() {
         user: User { id: "U1".into(), name: "@x".into(), team: Some("T-other".into()) },
         action: Action::Button(Button::Approve(id)),
         idempotency_key: None,
+        thread: None,
     };
     assert!(text(&f.hub.handle(slack).await).contains("workspace is not allowed"));
 }

@@ -46,6 +46,7 @@ mod sec_web;
 mod seed_rules;
 mod slack;
 mod telegram;
+mod threads;
 mod timers;
 mod wait_cli;
 mod web;

@@ -286,7 +286,10 @@ impl Dispatcher {
                 thread: thread.clone(),
                 from_ephemeral,
             };
-            self.dispatch(Inbound { channel: PLATFORM, chat: chat.clone(), user: user.clone(), action, idempotency_key: key }, ctx);
+            self.dispatch(
+                Inbound { channel: PLATFORM, chat: chat.clone(), user: user.clone(), action, idempotency_key: key, thread: None },
+                ctx,
+            );
         }
     }
 
@@ -350,7 +353,7 @@ impl Dispatcher {
             from_ephemeral: false,
         };
         self.dispatch(
-            Inbound { channel: PLATFORM, chat: meta.channel, user: user_of(&event.user, team), action, idempotency_key: key },
+            Inbound { channel: PLATFORM, chat: meta.channel, user: user_of(&event.user, team), action, idempotency_key: key, thread: None },
             ctx,
         );
         Ack::Empty
@@ -379,7 +382,7 @@ impl Dispatcher {
             thread: None,
             from_ephemeral: false,
         };
-        self.dispatch(Inbound { channel: PLATFORM, chat: command.channel_id, user, action, idempotency_key: key }, ctx);
+        self.dispatch(Inbound { channel: PLATFORM, chat: command.channel_id, user, action, idempotency_key: key, thread: None }, ctx);
         Ack::Empty
     }
 

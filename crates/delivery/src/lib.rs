@@ -52,6 +52,9 @@ pub struct Destination {
     /// root card's `ts`, the Discord thread's channel id). The server sets
     /// it from what it stored; `None` asks the adapter to open one.
     pub thread: Option<String>,
+    /// What to call a topic or thread the adapter opens for the session
+    /// (`billing-api · Add retries`), set by the server with [`Destination::thread`].
+    pub thread_name: String,
 }
 
 /// Where one posted message lives, so it can be edited or replied to later.

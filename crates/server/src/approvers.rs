@@ -76,6 +76,7 @@ impl ApproverIndex {
                     style: d.style,
                     threads: d.threads,
                     thread: None,
+                    thread_name: String::new(),
                 },
                 approvers: d.approvers.iter().cloned().collect(),
                 escalation,

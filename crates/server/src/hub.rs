@@ -394,6 +394,15 @@ impl Hub {
                 }
                 Ok((state, None))
             }
+            // Typed in a session's topic or thread: that session.
+            None if ev.thread.is_some() && self.thread_session(ev).await.is_some() => {
+                let key = self.thread_session(ev).await.ok_or("That topic's session is gone.")?;
+                let state = self.core.load(&key).await.map_err(|e| e.to_string())?;
+                if !agents.contains(&key.agent) || !self.receives(ev, &state) {
+                    return Err(format!("The plans of {key} do not come to this chat."));
+                }
+                Ok((state, None))
+            }
             None => {
                 let active = self.active_sessions(ev).await;
                 match active.as_slice() {
@@ -429,7 +438,8 @@ impl Hub {
                 } else if active.is_empty() {
                     Reply::Text("No plan is active in this chat.".to_string())
                 } else {
-                    Reply::Text(list::grouped(&active, self.core.now(), summary_line, |_| None))
+                    let links = self.thread_links(ev, &active).await;
+                    Reply::Text(list::grouped(&active, self.core.now(), summary_line, |s| links.get(&s.session.key).cloned()))
                 }
             }
             PlanCommand::Status => match self.resolve(ev, target).await {

@@ -70,6 +70,7 @@ fn inbound(action: Action, interaction_id: u64) -> Inbound {
         user: alice_user(),
         action,
         idempotency_key: Some(format!("discord:interaction:{interaction_id}")),
+        thread: None,
     }
 }
 

@@ -67,6 +67,7 @@ impl Core {
         // not pace the others.
         let (p, view, document, parents) = (&p, &view, &document, &parents);
         join_all(destinations.into_iter().map(|dest| async move {
+            let dest = self.in_session_thread(dest, p).await;
             let Some(channel) = self.channel(&dest.channel) else {
                 let detail = format!("{}: channel {} is not running", dest.name, dest.channel);
                 self.audit(&p.session, "plangate", "card_not_delivered", pid, detail).await;
@@ -80,6 +81,7 @@ impl Core {
             };
             match posted {
                 Ok(delivery) => {
+                    self.remember_thread(&dest, &p.session, &delivery).await;
                     let detail = format!("{} {} message {}", dest.name, delivery.chat, delivery.message_id);
                     if let Err(e) = self.blocking(move |s| s.add_delivery(&id, &delivery)).await {
                         warn!(error = %e, "delivery not recorded; this card will not be updated");
@@ -160,8 +162,10 @@ impl Core {
                 continue; // resumed after a crash: already escalated there
             }
             let Some(channel) = self.channel(&dest.channel) else { continue };
+            let dest = self.in_session_thread(dest, &p).await;
             match channel.post_card(&dest, &view, &document).await {
                 Ok(delivery) => {
+                    self.remember_thread(&dest, &p.session, &delivery).await;
                     let _ = self.blocking(move |s| s.add_delivery(&id, &delivery)).await;
                     self.audit(&p.session, "plangate", "card_escalated", Some((id, p.version)), dest.name.clone()).await;
                 }
@@ -173,15 +177,22 @@ impl Core {
     pub(super) async fn post_question(&self, id: ApprovalId) {
         let Ok(Some(q)) = self.blocking(move |s| s.question(&id)).await else { return };
         let posted = self.blocking(move |s| s.question_deliveries(&id)).await.unwrap_or_default();
-        // Asked where the session's cards go: the project of its latest plan.
-        let project = self.load(&q.session).await.ok().and_then(|state| state.latest).and_then(|p| p.project);
+        // Asked where the session's cards go (the project of its latest
+        // plan), in the session's topic or thread.
+        let latest = self.load(&q.session).await.ok().and_then(|state| state.latest);
+        let project = latest.as_ref().and_then(|p| p.project.clone());
         for dest in self.destinations(&q.session.agent, project.as_ref()) {
             if posted.iter().any(|delivered| delivered.destination == dest.name) {
                 continue; // resumed after a crash: already asked there
             }
             let Some(channel) = self.channel(&dest.channel) else { continue };
+            let dest = match &latest {
+                Some(p) => self.in_session_thread(dest, p).await,
+                None => dest,
+            };
             match channel.post_question(&dest, &q).await {
                 Ok(delivery) => {
+                    self.remember_thread(&dest, &q.session, &delivery).await;
                     let _ = self.blocking(move |s| s.add_question_delivery(&id, &delivery)).await;
                 }
                 Err(e) => warn!(destination = %dest.name, error = %e, "question not delivered"),

@@ -17,6 +17,7 @@
 mod chat;
 mod decide;
 mod jobs;
+mod threads;
 mod waiters;
 pub mod webhooks;
 
@@ -131,6 +132,9 @@ pub struct Core {
     /// Failed authentications per client address (API bearer tokens and
     /// the web page's sign-ins share one budget per address).
     auth_throttle: crate::throttle::AuthThrottle,
+    /// Per destination, why its cards go to the main chat although it wants
+    /// a topic or thread per session (see `threads`).
+    thread_notes: Mutex<std::collections::BTreeMap<String, String>>,
 }
 
 impl Core {
@@ -165,6 +169,7 @@ impl Core {
             queued_outbox: Arc::new(Mutex::new(HashSet::new())),
             leaders: Mutex::new(HashMap::new()),
             store_info: OnceLock::new(),
+            thread_notes: Mutex::new(std::collections::BTreeMap::new()),
         })
     }
 

@@ -66,6 +66,13 @@ pub(super) async fn readyz(State(core): State<AppState>) -> Response {
         // that leads none is ready all the same (it serves the API).
         "leader_for": core.leading_roles(),
     });
+    let mut body = body;
+    // Destinations that want a topic or thread per session but could not
+    // get one: their cards go to the main chat (ready all the same).
+    let notes = core.thread_notes();
+    if !notes.is_empty() {
+        body["thread_fallbacks"] = notes.into_iter().map(|(dest, note)| (dest, json!(note))).collect::<serde_json::Map<_, _>>().into();
+    }
     (status, Json(body)).into_response()
 }
 

@@ -5,8 +5,9 @@
 //! restart, a deleted topic is opened again, and a chat without topics
 //! falls back to the chat itself with one warning.
 
-use super::kit::{call, propose, telegram_section, tg_user};
+use super::kit::{call, propose, slack_section, telegram_section, tg_user};
 use plangate_testkit::server::ServerProcess;
+use plangate_testkit::slack::SlackFake;
 use plangate_testkit::telegram::{FakeTelegram, Recorded};
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -94,7 +95,7 @@ async fn telegram_gives_each_session_a_forum_topic() {
     // `/plan list` links each session's topic (once v3's delivery, and
     // with it the new topic, is recorded).
     plangate_testkit::server::eventually(WAIT, "v3's card recorded", || async {
-        super::kit::audit(&s, "session=s2").await.iter().filter(|e| e["action"] == "card_posted").count() >= 3
+        super::kit::audit(&s, "session=s2").await.iter().any(|e| e["action"] == "card_posted" && e["version"] == 3)
     })
     .await;
     fake.push_update(fake.topic_message_update(CHAT, reopened, tg_user(ALICE, "alice"), "/plan list"));
@@ -118,4 +119,90 @@ async fn telegram_without_topics_falls_back_to_the_chat_with_one_warning() {
     let fallbacks = |audit: Vec<Value>| audit.iter().filter(|e| e["action"] == "thread_fallback").count();
     let said = fallbacks(super::kit::audit(&s, "session=s1").await) + fallbacks(super::kit::audit(&s, "session=s2").await);
     assert_eq!(said, 1, "one warning for the destination");
+}
+
+/// The Slack posts (`chat.postMessage` bodies) whose text contains `needle`.
+fn slack_posts(slack: &SlackFake, needle: &str) -> Vec<Value> {
+    slack
+        .calls("chat.postMessage")
+        .iter()
+        .map(|r| r.json().clone())
+        .filter(|b| b["text"].as_str().unwrap_or_default().contains(needle))
+        .collect()
+}
+
+/// Wait for the first post whose text contains `needle` (and not a reminder's ⏰ unless asked).
+async fn slack_post(slack: &SlackFake, needle: &str) -> Value {
+    let wanted = |b: &Value| {
+        let text = b["text"].as_str().unwrap_or_default();
+        text.contains(needle) && (needle.contains('⏰') || !text.contains('⏰'))
+    };
+    slack.wait_for(WAIT, |reqs| reqs.iter().any(|r| r.api == "chat.postMessage" && wanted(r.json()))).await;
+    slack.calls("chat.postMessage").iter().map(|r| r.json().clone()).find(|b| wanted(b)).expect("found")
+}
+
+#[tokio::test]
+async fn slack_gives_each_session_a_thread_and_broadcasts_new_versions() {
+    let slack = SlackFake::start().await;
+    let extra = format!(
+        "[approvals]\nnudges = [\"2s\"]\n{}\n[destinations.sl]\nchannel = \"slack\"\nchat = \"C1\"\napprovers = [\"slack:U1\"]\nthreads = \"per_session\"\n",
+        slack_section(&slack)
+    );
+    let mut s = ServerProcess::start_with(BIN, &["sl"], &extra).await;
+    slack.wait_connected(WAIT).await;
+    propose(&s, "s1", &plan("Add retries", "billing-api", "Read the client")).await;
+    propose(&s, "s2", &plan("Fix the header", "web", "Read the CSS")).await;
+    // Each session's first card is a top-level message: the root of its thread.
+    for title in ["Add retries", "Fix the header"] {
+        assert_eq!(slack_post(&slack, title).await["thread_ts"], Value::Null, "{title}");
+    }
+    propose(&s, "s1", &plan("Add retries v2", "billing-api", "Read the client twice")).await;
+    propose(&s, "s2", &plan("Fix the header v2", "web", "Read the CSS twice")).await;
+    let (a2, b2) = (slack_post(&slack, "Add retries v2").await, slack_post(&slack, "Fix the header v2").await);
+    let (thread_a, thread_b) = (a2["thread_ts"].as_str().expect("v2 in a thread"), b2["thread_ts"].as_str().expect("v2 in a thread"));
+    assert_ne!(thread_a, thread_b, "two sessions, two threads");
+    assert_eq!((a2["reply_broadcast"].as_bool(), b2["reply_broadcast"].as_bool()), (Some(true), Some(true)), "new versions are broadcast");
+    // The reminder of v2 goes to the session's thread, not broadcast.
+    let nudge = slack_post(&slack, "⏰ Plan 'Add retries v2'").await;
+    assert_eq!((nudge["thread_ts"].as_str(), nudge["reply_broadcast"].as_bool()), (Some(thread_a), None));
+
+    // A restart keeps the mapping.
+    s.restart().await;
+    slack.wait_connected(WAIT).await;
+    propose(&s, "s2", &plan("Fix the header v3", "web", "Read the CSS again")).await;
+    assert_eq!(slack_post(&slack, "Fix the header v3").await["thread_ts"].as_str(), Some(thread_b));
+
+    // A deleted root: the next card starts a new thread, which later ones follow.
+    slack.delete_message(thread_b);
+    propose(&s, "s2", &plan("Fix the header v4", "web", "Read the CSS once more")).await;
+    slack
+        .wait_for(WAIT, |reqs| {
+            reqs.iter()
+                .filter(|r| r.api == "chat.postMessage" && r.json()["text"].as_str().unwrap_or_default().contains("Fix the header v4"))
+                .count()
+                >= 2
+        })
+        .await;
+    let v4 = slack_posts(&slack, "Fix the header v4");
+    assert_eq!(
+        (v4[0]["thread_ts"].as_str(), v4[1]["thread_ts"].as_str()),
+        (Some(thread_b), None),
+        "refused in the old thread, then top-level"
+    );
+    // v4 roots the session's new thread: its document and its reminder go there.
+    let uploads = slack
+        .wait_for(WAIT, |reqs| {
+            reqs.iter().any(|r| {
+                r.api == "files.completeUploadExternal" && r.json()["thread_ts"].as_str().is_some_and(|t| t != thread_a && t != thread_b)
+            })
+        })
+        .await;
+    let new_root = uploads
+        .iter()
+        .filter(|r| r.api == "files.completeUploadExternal")
+        .filter_map(|r| r.json()["thread_ts"].as_str().map(str::to_string))
+        .find(|t| t != thread_a && t != thread_b)
+        .expect("a new root");
+    let nudge = slack_post(&slack, "⏰ Plan 'Fix the header v4'").await;
+    assert_eq!(nudge["thread_ts"].as_str(), Some(new_root.as_str()));
 }

@@ -67,7 +67,7 @@ impl Core {
         // not pace the others.
         let (p, view, document, parents) = (&p, &view, &document, &parents);
         join_all(destinations.into_iter().map(|dest| async move {
-            let dest = self.in_session_thread(dest, p).await;
+            let (dest, _opening) = self.in_session_thread(dest, p).await;
             let Some(channel) = self.channel(&dest.channel) else {
                 let detail = format!("{}: channel {} is not running", dest.name, dest.channel);
                 self.audit(&p.session, "plangate", "card_not_delivered", pid, detail).await;
@@ -162,7 +162,7 @@ impl Core {
                 continue; // resumed after a crash: already escalated there
             }
             let Some(channel) = self.channel(&dest.channel) else { continue };
-            let dest = self.in_session_thread(dest, &p).await;
+            let (dest, _opening) = self.in_session_thread(dest, &p).await;
             match channel.post_card(&dest, &view, &document).await {
                 Ok(delivery) => {
                     self.remember_thread(&dest, &p.session, &delivery).await;
@@ -186,9 +186,9 @@ impl Core {
                 continue; // resumed after a crash: already asked there
             }
             let Some(channel) = self.channel(&dest.channel) else { continue };
-            let dest = match &latest {
+            let (dest, _opening) = match &latest {
                 Some(p) => self.in_session_thread(dest, p).await,
-                None => dest,
+                None => (dest, None),
             };
             match channel.post_question(&dest, &q).await {
                 Ok(delivery) => {

@@ -135,6 +135,8 @@ pub struct Core {
     /// Per destination, why its cards go to the main chat although it wants
     /// a topic or thread per session (see `threads`).
     thread_notes: Mutex<std::collections::BTreeMap<String, String>>,
+    /// Striped locks held while a session's topic or thread is being opened.
+    thread_opening: Vec<Arc<tokio::sync::Mutex<()>>>,
 }
 
 impl Core {
@@ -170,6 +172,7 @@ impl Core {
             leaders: Mutex::new(HashMap::new()),
             store_info: OnceLock::new(),
             thread_notes: Mutex::new(std::collections::BTreeMap::new()),
+            thread_opening: (0..threads::OPENING_STRIPES).map(|_| Arc::new(tokio::sync::Mutex::new(()))).collect(),
         })
     }
 

@@ -42,17 +42,36 @@ fn thread_name(p: &Proposal) -> String {
     }
 }
 
+/// How many locks the opening of sessions' threads is spread over.
+pub(super) const OPENING_STRIPES: usize = 64;
+
+/// Held while a session's first message opens its topic or thread, so the
+/// session's other messages (v2 proposed at once, a question) wait and
+/// then go into it instead of opening one each. In one process: replicas
+/// racing on the same session's very first card may still open two.
+pub(super) type Opening = Option<tokio::sync::OwnedMutexGuard<()>>;
+
 impl Core {
     /// `dest` as the adapter needs it for `p`'s session: its topic or
-    /// thread when it has one already, and the name of a new one.
-    pub(super) async fn in_session_thread(&self, mut dest: Destination, p: &Proposal) -> Destination {
+    /// thread when it has one already, and the name of a new one. Keep the
+    /// [`Opening`] until [`Core::remember_thread`] has run.
+    pub(super) async fn in_session_thread(&self, mut dest: Destination, p: &Proposal) -> (Destination, Opening) {
         if dest.threads != Threads::PerSession {
-            return dest;
+            return (dest, None);
         }
         let cursor = thread_cursor(&dest.name, &p.session);
+        let stripe = {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            cursor.hash(&mut h);
+            (h.finish() as usize) % OPENING_STRIPES
+        };
+        let opening = self.thread_opening[stripe].clone().lock_owned().await;
         dest.thread = self.blocking(move |s| s.cursor(&cursor)).await.ok().flatten();
         dest.thread_name = thread_name(p);
-        dest
+        // A session that has its place lets the others by at once.
+        let opening = dest.thread.is_none().then_some(opening);
+        (dest, opening)
     }
 
     /// Remember where a session's message went under `threads =

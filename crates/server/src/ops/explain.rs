@@ -18,7 +18,7 @@ fn routing(d: &crate::config::DestinationConfig) -> String {
         plangate_channel::Threads::Off => "in the chat itself",
         plangate_channel::Threads::PerSession => match d.channel.as_str() {
             "telegram" => "a forum topic per session",
-            _ => "a thread per session",
+            _ => "a thread per session (under the session's first card)",
         },
     };
     format!("{projects}; {threads}")

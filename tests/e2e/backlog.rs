@@ -145,6 +145,7 @@ async fn harness_with(timeout: &str, panics: bool) -> Harness {
             markdown: None,
             requested_by: None,
             harness: plangate_engine::Harness::Api,
+            project: None,
         };
         core.execute(&key, Actor::Agent, propose, ExecMeta::default()).await.unwrap();
         sessions.push(key);
@@ -251,8 +252,13 @@ async fn card_edits_committed_before_a_crash_are_resumed_on_start_once() {
     core.register_channel(hung.clone());
     let key = SessionKey::new("demo", "crash");
     core.execute(&key, Actor::Agent, Command::Enter { reason: None }, ExecMeta::default()).await.unwrap();
-    let propose =
-        Command::Propose { plan: Plan::titled("survives"), markdown: None, requested_by: None, harness: plangate_engine::Harness::Api };
+    let propose = Command::Propose {
+        plan: Plan::titled("survives"),
+        markdown: None,
+        requested_by: None,
+        harness: plangate_engine::Harness::Api,
+        project: None,
+    };
     let id = core.execute(&key, Actor::Agent, propose, ExecMeta::default()).await.unwrap().transition.state.latest.unwrap().approval_id;
     let approver = Actor::Human { id: "telegram:1".into(), name: "telegram:@alice".into() };
     let approve = Command::Decide { approval_id: id, verdict: plangate_engine::Verdict::Approve };

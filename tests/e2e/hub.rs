@@ -143,7 +143,7 @@ impl Fixture {
             .execute(
                 &key,
                 Actor::Agent,
-                Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+                Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api, project: None },
                 ExecMeta::default(),
             )
             .await
@@ -159,6 +159,7 @@ impl Fixture {
             user: User { id: user.into(), name: format!("@user{user}"), team: None },
             action,
             idempotency_key: None,
+            thread: None,
         };
         let reply = self.hub.handle(ev).await;
         self.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
@@ -241,8 +242,13 @@ async fn request_changes_cancel_view_and_stale_clicks() {
 
     // v2 supersedes nothing pending (v1 was decided); v3 supersedes v2.
     let key = SessionKey::new("demo", "s1");
-    let propose =
-        |t: &str| Command::Propose { plan: Plan::titled(t), markdown: None, requested_by: None, harness: plangate_engine::Harness::Api };
+    let propose = |t: &str| Command::Propose {
+        plan: Plan::titled(t),
+        markdown: None,
+        requested_by: None,
+        harness: plangate_engine::Harness::Api,
+        project: None,
+    };
     let v2 = f
         .core
         .execute(&key, Actor::Agent, propose("Second"), ExecMeta::default())
@@ -337,7 +343,13 @@ async fn edit_on_off_auto_answer_restate() {
         .execute(
             &SessionKey::new("demo", "s1"),
             Actor::Agent,
-            Command::Propose { plan: Plan::titled("Auto"), markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+            Command::Propose {
+                plan: Plan::titled("Auto"),
+                markdown: None,
+                requested_by: None,
+                harness: plangate_engine::Harness::Api,
+                project: None,
+            },
             ExecMeta::default(),
         )
         .await
@@ -376,6 +388,7 @@ async fn duplicate_events_and_foreign_teams() {
         user: User { id: "1".into(), name: "@a".into(), team: None },
         action: Action::Button(Button::RequestChanges(id)),
         idempotency_key: Some(key.into()),
+        thread: None,
     };
     assert!(matches!(f.hub.handle(ev("telegram:update:5")).await, Reply::AskFeedback { .. }));
     assert_eq!(f.hub.handle(ev("telegram:update:5")).await, Reply::None);
@@ -390,6 +403,7 @@ async fn duplicate_events_and_foreign_teams() {
         user: User { id: "U1".into(), name: "@x".into(), team: Some("T-other".into()) },
         action: Action::Button(Button::Approve(id)),
         idempotency_key: None,
+        thread: None,
     };
     assert!(text(&f.hub.handle(slack).await).contains("workspace is not allowed"));
 }

@@ -247,7 +247,7 @@ pub(crate) fn to_inbound(interaction: &Interaction) -> Option<Inbound> {
         }
         _ => return None,
     };
-    Some(Inbound { channel: "discord", chat: chat.to_string(), user: who, action, idempotency_key: idempotency_key(id) })
+    Some(Inbound { channel: "discord", chat: chat.to_string(), user: who, action, idempotency_key: idempotency_key(id), thread: None })
 }
 
 /// `/plan approvers [action] [user]`: the user option is Discord's own

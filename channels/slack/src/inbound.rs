@@ -269,6 +269,9 @@ impl Dispatcher {
         // Uploads and modal follow-ups go to the card's thread; an ephemeral
         // message (the cancel confirmation) has no thread of its own.
         let from_ephemeral = container.is_ephemeral == Some(true);
+        // The thread the clicked message is a reply in (a session's, under
+        // threads = "per_session").
+        let in_thread = event.message.as_ref().and_then(|m| m.thread_ts.clone()).filter(|_| !from_ephemeral);
         let thread = if from_ephemeral { None } else { event.message.and_then(|m| m.thread_ts.or(m.ts)).or(container.message_ts) };
         let user = user_of(&slack_user, team);
         for info in event.actions {
@@ -286,7 +289,17 @@ impl Dispatcher {
                 thread: thread.clone(),
                 from_ephemeral,
             };
-            self.dispatch(Inbound { channel: PLATFORM, chat: chat.clone(), user: user.clone(), action, idempotency_key: key }, ctx);
+            self.dispatch(
+                Inbound {
+                    channel: PLATFORM,
+                    chat: chat.clone(),
+                    user: user.clone(),
+                    action,
+                    idempotency_key: key,
+                    thread: in_thread.clone(),
+                },
+                ctx,
+            );
         }
     }
 
@@ -350,7 +363,7 @@ impl Dispatcher {
             from_ephemeral: false,
         };
         self.dispatch(
-            Inbound { channel: PLATFORM, chat: meta.channel, user: user_of(&event.user, team), action, idempotency_key: key },
+            Inbound { channel: PLATFORM, chat: meta.channel, user: user_of(&event.user, team), action, idempotency_key: key, thread: None },
             ctx,
         );
         Ack::Empty
@@ -379,7 +392,7 @@ impl Dispatcher {
             thread: None,
             from_ephemeral: false,
         };
-        self.dispatch(Inbound { channel: PLATFORM, chat: command.channel_id, user, action, idempotency_key: key }, ctx);
+        self.dispatch(Inbound { channel: PLATFORM, chat: command.channel_id, user, action, idempotency_key: key, thread: None }, ctx);
         Ack::Empty
     }
 

@@ -5,7 +5,7 @@ use crate::render;
 use crate::{SlackConfig, SlackError};
 use async_trait::async_trait;
 use plangate_channel::{
-    global_limit_key, limit_key, send_with_retry, Channel, ChannelError, Delivery, Destination, Document, RateLimiter, RetryPolicy,
+    global_limit_key, limit_key, send_with_retry, Channel, ChannelError, Delivery, Destination, Document, RateLimiter, RetryPolicy, Threads,
 };
 use plangate_engine::card::Card;
 use plangate_engine::Question;
@@ -105,8 +105,22 @@ impl Api {
         text: String,
         blocks: Vec<SlackBlock>,
     ) -> Result<(String, String), ChannelError> {
+        self.post_message_as(channel, thread, false, text, blocks).await
+    }
+
+    /// [`post_message`](Self::post_message); a reply in a thread with
+    /// `broadcast` is also shown in the channel (`reply_broadcast`).
+    pub(crate) async fn post_message_as(
+        &self,
+        channel: &str,
+        thread: Option<&str>,
+        broadcast: bool,
+        text: String,
+        blocks: Vec<SlackBlock>,
+    ) -> Result<(String, String), ChannelError> {
         let req = SlackApiChatPostMessageRequest::new(channel.into(), SlackMessageContent::new().with_text(text).with_blocks(blocks))
             .opt_thread_ts(thread.map(SlackTs::from))
+            .opt_reply_broadcast((broadcast && thread.is_some()).then_some(true))
             .with_unfurl_links(false)
             .with_unfurl_media(false);
         let res = self
@@ -297,6 +311,36 @@ impl SlackChannel {
     pub(crate) fn new(api: Arc<Api>) -> SlackChannel {
         SlackChannel { api }
     }
+
+    /// Post a session's message where `destination` wants it: under
+    /// `threads = "per_session"`, a reply in the session's thread (also in
+    /// the channel with `broadcast`), or, when the session has none yet or
+    /// its root was deleted, a new top-level message that roots it. Returns
+    /// the channel, the message's `ts` and the session thread's root.
+    async fn post_in_session_thread(
+        &self,
+        destination: &Destination,
+        broadcast: bool,
+        text: String,
+        blocks: Vec<SlackBlock>,
+    ) -> Result<(String, String, Option<String>), ChannelError> {
+        if destination.threads != Threads::PerSession {
+            let (chat, ts) = self.api.post_message(&destination.chat, None, text, blocks).await?;
+            return Ok((chat, ts, None));
+        }
+        if let Some(root) = destination.thread.as_deref() {
+            match self.api.post_message_as(&destination.chat, Some(root), broadcast, text.clone(), blocks.clone()).await {
+                Ok((chat, ts)) => return Ok((chat, ts, Some(root.to_string()))),
+                // The root was deleted: this message roots a new thread.
+                Err(ChannelError::NotFound { message, .. }) => {
+                    tracing::warn!(chat = %destination.chat, root, %message, "the session's thread is gone; starting a new one");
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let (chat, ts) = self.api.post_message(&destination.chat, None, text, blocks).await?;
+        Ok((chat, ts.clone(), Some(ts)))
+    }
 }
 
 #[async_trait]
@@ -305,15 +349,19 @@ impl Channel for SlackChannel {
         PLATFORM
     }
 
+    /// Under `threads = "per_session"`, the session's first card is the
+    /// thread's root and every later one a reply in it, also broadcast to
+    /// the channel (a new version nobody should miss).
     async fn post_card(&self, destination: &Destination, card: &Card, document: &Document) -> Result<Delivery, ChannelError> {
         let blocks = render::card_blocks(card, destination.style);
-        let (chat, ts) = self.api.post_message(&destination.chat, None, render::card_fallback(card), blocks).await?;
+        let (chat, ts, root) = self.post_in_session_thread(destination, true, render::card_fallback(card), blocks).await?;
         // The card is posted; a failed upload must not make the server post
         // it again. "View plan" re-sends the document on demand.
-        if let Err(e) = self.api.upload(&chat, Some(&ts), document, None).await {
+        let thread = root.as_deref().unwrap_or(&ts);
+        if let Err(e) = self.api.upload(&chat, Some(thread), document, None).await {
             tracing::warn!(error = %e, chat, ts, "plan document upload failed; the card is posted without it");
         }
-        Ok(Delivery::posted(destination, chat, ts))
+        Ok(Delivery { thread: root, ..Delivery::posted(destination, chat, ts) })
     }
 
     /// In the parent card's thread, with its document beside it; the
@@ -357,8 +405,8 @@ impl Channel for SlackChannel {
 
     async fn post_question(&self, destination: &Destination, question: &Question) -> Result<Delivery, ChannelError> {
         let blocks = render::question_blocks(question, destination.style);
-        let (chat, ts) = self.api.post_message(&destination.chat, None, render::question_fallback(question), blocks).await?;
-        Ok(Delivery::posted(destination, chat, ts))
+        let (chat, ts, root) = self.post_in_session_thread(destination, false, render::question_fallback(question), blocks).await?;
+        Ok(Delivery { thread: root, ..Delivery::posted(destination, chat, ts) })
     }
 
     async fn update_question(&self, delivery: &Delivery, question: &Question) -> Result<(), ChannelError> {

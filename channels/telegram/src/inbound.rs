@@ -130,8 +130,9 @@ impl UpdateHandler {
         if unknown {
             tracing::warn!(bytes = raw.len(), "callback data is not a plangate button");
         }
+        let thread = message.regular_message().and_then(topic_of);
         let inbound =
-            Inbound { channel: PLATFORM, chat: chat.0.to_string(), user: user_of(&query.from), action, idempotency_key: Some(key) };
+            Inbound { channel: PLATFORM, chat: chat.0.to_string(), user: user_of(&query.from), action, idempotency_key: Some(key), thread };
         let reply = self.handler.handle(inbound).await;
         let toast = match &reply {
             Reply::Notice(text) => Some(text.clone()),
@@ -188,7 +189,9 @@ impl UpdateHandler {
             return;
         };
         tracing::debug!(action = action.kind(), "inbound");
-        let inbound = Inbound { channel: PLATFORM, chat: chat.0.to_string(), user: user_of(from), action, idempotency_key: Some(key) };
+        let thread = topic_of(&message);
+        let inbound =
+            Inbound { channel: PLATFORM, chat: chat.0.to_string(), user: user_of(from), action, idempotency_key: Some(key), thread };
         let reply = self.handler.handle(inbound).await;
         self.render(origin, reply).await;
     }
@@ -303,6 +306,12 @@ fn with_replied_person(mut parsed: grammar::Parsed, message: &Message) -> gramma
         }
     }
     parsed
+}
+
+/// The forum topic a message was sent in (only a topic message: a reply
+/// thread in a group without topics is not one).
+fn topic_of(message: &Message) -> Option<String> {
+    message.thread_id.filter(|_| message.is_topic_message).map(crate::topics::topic_str)
 }
 
 #[cfg(test)]

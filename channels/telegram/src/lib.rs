@@ -53,6 +53,7 @@ mod config;
 mod inbound;
 mod outbound;
 pub mod render;
+mod topics;
 mod transport;
 
 pub use config::{TelegramConfig, Transport, DEFAULT_API_URL, MAX_POLL_TIMEOUT_SECS};

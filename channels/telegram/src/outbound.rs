@@ -2,6 +2,7 @@
 //! inbound side needs (prompts, toasts), all through one rate limiter.
 
 use crate::render::{self, CAPTION_LIMIT, TEXT_LIMIT};
+use crate::topics::{parse_topic, topic_str};
 use async_trait::async_trait;
 use plangate_channel::{
     limit_key, send_with_retry, Channel, ChannelError, Delivery, Destination, Document, RateLimiter, RetryPolicy, Style,
@@ -14,7 +15,7 @@ use teloxide::payloads::{AnswerCallbackQuerySetters, EditMessageTextSetters, Sen
 use teloxide::prelude::Requester;
 use teloxide::types::{
     CallbackQueryId, ChatId, InlineKeyboardMarkup, InputFile, LinkPreviewOptions, Message, MessageId, ParseMode, Recipient, ReplyMarkup,
-    ReplyParameters,
+    ReplyParameters, ThreadId,
 };
 use teloxide::{ApiError, Bot, RequestError};
 use tracing::Instrument;
@@ -24,11 +25,14 @@ pub(crate) const PLATFORM: &str = "telegram";
 /// Telegram's side of the [`Channel`] contract. Cheap to share: the server
 /// holds it as `Arc<dyn Channel>`, the inbound side sends replies through it.
 pub struct TelegramChannel {
-    bot: Bot,
-    limiter: RateLimiter,
-    policy: RetryPolicy,
+    pub(crate) bot: Bot,
+    pub(crate) limiter: RateLimiter,
+    pub(crate) policy: RetryPolicy,
     /// Scrubbed from every error message, in case one ever carries it.
     token: SecretString,
+    /// Chats where a forum topic could not be created (not a forum, no
+    /// right): asked once per process, then their cards stay in the chat.
+    pub(crate) no_topics: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 /// Map teloxide's errors onto the contract, once for the whole adapter: 429
@@ -177,10 +181,11 @@ impl TelegramChannel {
             limiter: RateLimiter::new((per_chat_per_second as usize, second), (global_per_second as usize, second)),
             policy: RetryPolicy::default(),
             token,
+            no_topics: Default::default(),
         }
     }
 
-    fn err(&self, e: RequestError) -> ChannelError {
+    pub(crate) fn err(&self, e: RequestError) -> ChannelError {
         map_error(e, self.token.expose_secret())
     }
 
@@ -192,11 +197,26 @@ impl TelegramChannel {
         reply: Option<MessageId>,
         markup: Option<ReplyMarkup>,
     ) -> Result<Message, ChannelError> {
+        self.send_html_in(chat, None, html, reply, markup).await
+    }
+
+    /// [`send_html`](Self::send_html) into a forum topic when `topic` is set.
+    pub(crate) async fn send_html_in(
+        &self,
+        chat: &str,
+        topic: Option<ThreadId>,
+        html: String,
+        reply: Option<MessageId>,
+        markup: Option<ReplyMarkup>,
+    ) -> Result<Message, ChannelError> {
         let to = recipient(chat)?;
         let span = tracing::info_span!("telegram.send", method = "sendMessage", chat, reply_to = reply.map(|m| m.0));
         send_with_retry(&self.limiter, &limit_key(PLATFORM, "chat", chat), self.policy, || {
             let mut request =
                 self.bot.send_message(to.clone(), html.clone()).parse_mode(ParseMode::Html).link_preview_options(no_preview());
+            if let Some(topic) = topic {
+                request = request.message_thread_id(topic);
+            }
             if let Some(id) = reply {
                 request = request.reply_parameters(reply_to(id));
             }
@@ -217,6 +237,18 @@ impl TelegramChannel {
         document: &Document,
         caption: Option<&str>,
     ) -> Result<Message, ChannelError> {
+        self.send_file_in(chat, None, reply, document, caption).await
+    }
+
+    /// [`send_file`](Self::send_file) into a forum topic when `topic` is set.
+    pub(crate) async fn send_file_in(
+        &self,
+        chat: &str,
+        topic: Option<ThreadId>,
+        reply: Option<MessageId>,
+        document: &Document,
+        caption: Option<&str>,
+    ) -> Result<Message, ChannelError> {
         let to = recipient(chat)?;
         let caption = caption.map(|c| render::text_html(c, CAPTION_LIMIT));
         let span =
@@ -224,6 +256,9 @@ impl TelegramChannel {
         send_with_retry(&self.limiter, &limit_key(PLATFORM, "chat", chat), self.policy, || {
             let file = InputFile::memory(document.text.clone().into_bytes()).file_name(document.file_name.clone());
             let mut request = self.bot.send_document(to.clone(), file);
+            if let Some(topic) = topic {
+                request = request.message_thread_id(topic);
+            }
             if let Some(id) = reply {
                 request = request.reply_parameters(reply_to(id));
             }
@@ -291,11 +326,11 @@ impl TelegramChannel {
     ) -> Result<Delivery, ChannelError> {
         let html = render::card_html(card, destination.style);
         let markup = (destination.style == Style::Buttons && card.is_open()).then(|| ReplyMarkup::from(render::card_keyboard(card)));
-        let message = self.send_html(&destination.chat, html, reply_to, markup).await?;
-        if let Err(error) = self.send_file(&destination.chat, Some(message.id), document, None).await {
+        let (message, topic) = self.send_in_session_topic(destination, html, reply_to, markup).await?;
+        if let Err(error) = self.send_file_in(&destination.chat, topic, Some(message.id), document, None).await {
             tracing::warn!(chat = %destination.chat, %error, "the plan document could not be attached to the card");
         }
-        Ok(Delivery::posted(destination, destination.chat.clone(), message.id.0.to_string()))
+        Ok(Delivery { thread: topic.map(topic_str), ..Delivery::posted(destination, destination.chat.clone(), message.id.0.to_string()) })
     }
 }
 
@@ -336,7 +371,8 @@ impl Channel for TelegramChannel {
         let card_message = message_id(&delivery.message_id)?;
         let html = render::nudge_html(text, card, delivery.style);
         let markup = (delivery.style == Style::Buttons && card.is_open()).then(|| ReplyMarkup::from(render::card_keyboard(card)));
-        self.send_html(&delivery.chat, html, Some(card_message), markup).await.map(|_| ())
+        let topic = delivery.thread.as_deref().and_then(parse_topic);
+        self.send_html_in(&delivery.chat, topic, html, Some(card_message), markup).await.map(|_| ())
     }
 
     async fn send_document(&self, chat: &str, reply_to: Option<&str>, document: &Document) -> Result<(), ChannelError> {
@@ -354,13 +390,19 @@ impl Channel for TelegramChannel {
         }
         let html = render::question_html(question, destination.style);
         let markup = (destination.style == Style::Buttons).then(|| ReplyMarkup::from(render::question_keyboard(question)));
-        let message = self.send_html(&destination.chat, html, None, markup).await?;
-        Ok(Delivery::posted(destination, destination.chat.clone(), message.id.0.to_string()))
+        let (message, topic) = self.send_in_session_topic(destination, html, None, markup).await?;
+        Ok(Delivery { thread: topic.map(topic_str), ..Delivery::posted(destination, destination.chat.clone(), message.id.0.to_string()) })
     }
 
     async fn update_question(&self, delivery: &Delivery, question: &Question) -> Result<(), ChannelError> {
         let html = render::question_html(question, delivery.style);
         self.edit_html(&delivery.chat, &delivery.message_id, html, InlineKeyboardMarkup::default()).await
+    }
+
+    /// `https://t.me/c/<chat without -100>/<topic>`: opens the topic for
+    /// members of a supergroup.
+    fn thread_link(&self, chat: &str, thread: &str) -> Option<String> {
+        crate::topics::link(chat, thread)
     }
 }
 

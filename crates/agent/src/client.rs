@@ -141,6 +141,10 @@ pub struct Client {
     /// proposals so the texts the model reads name its own tools
     /// ([`plangate_engine::Harness`]); [`Harness::Api`] sends nothing.
     harness: Harness,
+    /// The working directory whose project ([`crate::project`]) proposals
+    /// carry: the hook input's `cwd`, else the process's own. Read when a
+    /// proposal is sent, not before (gate calls never need it).
+    project_dir: Option<std::path::PathBuf>,
 }
 
 /// The environment variable naming who asked for the work (`slack:U0123`).
@@ -163,7 +167,7 @@ impl Client {
             .build()
             .map_err(|e| AgentError::Usage(format!("cannot build an HTTP client: {e}")))?;
         let requested_by = std::env::var(REQUESTED_BY_ENV).ok().map(|r| r.trim().to_string()).filter(|r| !r.is_empty());
-        Ok(Client { base, token, http, timeouts, requested_by, harness: Harness::Api })
+        Ok(Client { base, token, http, timeouts, requested_by, harness: Harness::Api, project_dir: None })
     }
 
     /// An agent client from `PLANGATE_URL` (default [`DEFAULT_URL`]) and
@@ -320,12 +324,23 @@ impl Client {
         if let (Harness::ClaudeCode | Harness::Codex, Some(fields)) = (self.harness, body.as_object_mut()) {
             fields.insert("harness".to_string(), json!(self.harness));
         }
+        let dir = self.project_dir.clone().or_else(|| std::env::current_dir().ok());
+        if let (Some(project), Some(fields)) = (dir.as_deref().and_then(crate::project::detect), body.as_object_mut()) {
+            fields.insert("project".to_string(), json!(project));
+        }
         self.typed(reqwest::Method::POST, &path, Some(body), self.timeouts.request).await
     }
 
     /// Speak for `harness` (see the field).
     pub fn for_harness(mut self, harness: Harness) -> Client {
         self.harness = harness;
+        self
+    }
+
+    /// Tell proposals the project of `dir` (a hook's `cwd`) rather than of
+    /// the process's working directory.
+    pub fn in_dir(mut self, dir: Option<&std::path::Path>) -> Client {
+        self.project_dir = dir.filter(|d| d.is_absolute()).map(std::path::Path::to_path_buf);
         self
     }
 

@@ -45,6 +45,7 @@ pub mod hook_input;
 pub mod hooks_file;
 pub mod mcp;
 pub mod permission;
+pub mod project;
 pub mod proposal;
 pub mod scope_paths;
 pub mod session;

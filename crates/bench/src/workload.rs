@@ -82,7 +82,7 @@ pub fn enter() -> Command {
 }
 
 pub fn propose(n: u64) -> Command {
-    Command::Propose { plan: plan(n), markdown: None, requested_by: None, harness: plangate_engine::Harness::Api }
+    Command::Propose { plan: plan(n), markdown: None, requested_by: None, harness: plangate_engine::Harness::Api, project: None }
 }
 
 pub fn approve(id: ApprovalId) -> Command {

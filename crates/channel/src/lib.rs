@@ -24,7 +24,7 @@ mod limit;
 pub use limit::{global_limit_key, limit_key, send_with_retry, RateLimiter, RetryPolicy, RetryRefusals, Slot};
 /// Where messages go and where they landed: plain data, shared with the
 /// store through `plangate-delivery` and re-exported here for adapters.
-pub use plangate_delivery::{Delivery, Destination, Style};
+pub use plangate_delivery::{Delivery, Destination, Style, Threads};
 
 /// The plan as an attached markdown file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -158,6 +158,13 @@ pub trait Channel: Send + Sync {
 
     /// Edit a posted question to show its answer, without buttons.
     async fn update_question(&self, delivery: &Delivery, question: &Question) -> Result<(), ChannelError>;
+
+    /// A link people can open to a session's topic or thread in `chat`
+    /// (for `/plan list`), when the platform has one without asking it.
+    fn thread_link(&self, chat: &str, thread: &str) -> Option<String> {
+        let _ = (chat, thread);
+        None
+    }
 }
 
 /// The person behind an inbound event.
@@ -226,6 +233,10 @@ pub struct Inbound {
     /// `action_ts`/`trigger_id`, Discord interaction id). The server handles
     /// each key once, also across restarts.
     pub idempotency_key: Option<String>,
+    /// The forum topic or thread the event came from, in the platform's
+    /// terms ([`Delivery::thread`]): under `threads = "per_session"` a
+    /// `/plan` command typed there targets that topic's session.
+    pub thread: Option<String>,
 }
 
 /// What the adapter should show the user in answer to an [`Inbound`].

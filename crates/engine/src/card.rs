@@ -80,7 +80,8 @@ pub struct Card {
     /// `#a1b2c3`
     pub short_ref: String,
     pub title: String,
-    /// `agent/session · v2 · 3 min ago`
+    /// `agent/session · v2 · 3 min ago`, after the project when the agent
+    /// said where it runs (`📁 billing-api · main · dev-laptop — …`).
     pub context: String,
     pub summary: Option<String>,
     pub steps: Vec<CardStep>,
@@ -491,6 +492,12 @@ pub fn card(proposal: &Proposal, state: Option<&State>, now: Timestamp) -> Card 
     };
     let context = match &review.requested_by {
         Some(requester) => format!("{context} · requested by {}", show(requester)),
+        None => context,
+    };
+    // Which project first: in a chat many agents share, that is what tells
+    // two cards apart ("billing-api · feat/retries · dev-laptop").
+    let context = match &proposal.project {
+        Some(project) => format!("📁 {} — {context}", show(&project.label())),
         None => context,
     };
     Card {

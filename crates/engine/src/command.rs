@@ -55,6 +55,9 @@ pub enum Command {
         /// Which harness proposes: the texts the agent reads from now on
         /// name its tools ([`crate::harness`]).
         harness: crate::harness::Harness,
+        /// Where the agent runs, when it said ([`crate::project`]);
+        /// validated by the engine.
+        project: Option<crate::project::Project>,
     },
     Decide {
         approval_id: ApprovalId,

@@ -35,6 +35,7 @@ pub mod model;
 pub mod namespace;
 pub mod permission;
 pub mod plan;
+pub mod project;
 pub mod receipt;
 pub mod review;
 pub mod scope;
@@ -51,6 +52,7 @@ pub use model::{
     TimerPolicy,
 };
 pub use plan::{Plan, PlanError, Step, StepStatus, StepUpdate};
+pub use project::{Project, ProjectPatterns};
 pub use review::{ApprovalPolicy, Review};
 pub use scope::Scope;
 pub use subagents::SubagentRun;

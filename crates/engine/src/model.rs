@@ -150,6 +150,11 @@ pub struct Proposal {
     /// ([`crate::amendment`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub amends: Option<crate::amendment::Amendment>,
+    /// Where the agent runs (repository, branch, host), when it said
+    /// ([`crate::project`]): labels the card and routes it to the
+    /// destinations whose `projects` match. An amendment keeps its plan's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<crate::project::Project>,
 }
 
 impl Proposal {
@@ -417,7 +422,9 @@ pub(crate) mod fixtures {
             Err(refusal) => panic!("{refusal}"),
         };
         let planning = run(&State::new(SessionKey::new("demo", "s1")), Command::Enter { reason: None });
-        match run(&planning, Command::Propose { plan, markdown: None, requested_by: None, harness: crate::Harness::Api }).latest {
+        match run(&planning, Command::Propose { plan, markdown: None, requested_by: None, harness: crate::Harness::Api, project: None })
+            .latest
+        {
             Some(proposal) => proposal,
             None => panic!("no proposal"),
         }

@@ -117,6 +117,9 @@ pub struct DecisionView {
     /// What changed since the previous version (v2 and later).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changes: Option<PlanDiff>,
+    /// Where the agent runs, when it said ([`crate::project`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<crate::project::Project>,
 }
 
 /// One approval of a round, as `Decision.approvals` lists it.
@@ -177,6 +180,7 @@ impl DecisionView {
                 .filter_map(|n| p.plan.steps.get(n - 1).map(|s| DiffStep { number: *n, step: s.step.clone() }))
                 .collect(),
             changes: review.changes.clone(),
+            project: p.project.clone(),
         }
     }
 
@@ -195,6 +199,9 @@ pub struct ApprovalSummary {
     pub title: String,
     pub status: DecisionStatus,
     pub created_at: String,
+    /// Where the agent runs, when it said ([`crate::project`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<crate::project::Project>,
 }
 
 impl ApprovalSummary {
@@ -207,6 +214,7 @@ impl ApprovalSummary {
             title: p.plan.title.clone(),
             status: p.status,
             created_at: p.created_at.rfc3339(),
+            project: p.project.clone(),
         }
     }
 }

@@ -69,7 +69,8 @@ fn approved(approvals: &ApprovalPolicy) -> (State, ApprovalId) {
     let c = |seed| ctx(seed, approvals.clone());
     let s = ok(&State::new(SessionKey::new("demo", "d1")), &Actor::Agent, Command::Enter { reason: None }, &c(1));
     let plan = Plan { steps: vec![Step::pending("Fix the typo in README")], ..Plan::titled("Fix typo") };
-    let propose = Command::Propose { plan, markdown: None, requested_by: Some("telegram:333".into()), harness: Harness::Api };
+    let propose =
+        Command::Propose { plan, markdown: None, requested_by: Some("telegram:333".into()), harness: Harness::Api, project: None };
     let s = ok(&s, &Actor::Agent, propose, &c(2));
     let id = ApprovalId([2; 16]);
     let s = ok(&s, &alice(), Command::Decide { approval_id: id, verdict: Verdict::Approve }, &c(3));

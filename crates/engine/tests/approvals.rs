@@ -75,6 +75,7 @@ fn pending_with(rules: ApprovalPolicy, requested_by: Option<&str>) -> (State, Ap
         markdown: None,
         requested_by: requested_by.map(str::to_string),
         harness: plangate_engine::Harness::Api,
+        project: None,
     };
     (ok(&s, &Actor::Agent, propose, &c).state, ApprovalId([1; 16]))
 }
@@ -169,7 +170,7 @@ fn quorum_broken_by_a_request_for_changes_and_a_new_round_starts_empty() {
     let s = ok(
         &t.state,
         &Actor::Agent,
-        Command::Propose { plan: v2, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+        Command::Propose { plan: v2, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api, project: None },
         &c,
     )
     .state;
@@ -323,8 +324,13 @@ fn the_requester_can_never_approve_or_edit_under_forbid_self() {
 fn requested_by_must_be_an_identity() {
     let c = ctx_at(T0, 1, policy(1, false));
     let s = ok(&State::new(key()), &Actor::Agent, Command::Enter { reason: None }, &c).state;
-    let propose =
-        Command::Propose { plan: plan(), markdown: None, requested_by: Some("alice".into()), harness: plangate_engine::Harness::Api };
+    let propose = Command::Propose {
+        plan: plan(),
+        markdown: None,
+        requested_by: Some("alice".into()),
+        harness: plangate_engine::Harness::Api,
+        project: None,
+    };
     let r = refused(&s, &Actor::Agent, propose, &c);
     assert!(matches!(&r, Refusal::InvalidRequest(m) if m.contains("requested_by")), "{r:?}");
 }
@@ -342,7 +348,7 @@ fn auto_mode_cannot_stand_in_for_a_quorum_or_for_separation_of_duties() {
     let s = ok(
         &s,
         &Actor::Agent,
-        Command::Propose { plan: plan(), markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+        Command::Propose { plan: plan(), markdown: None, requested_by: None, harness: plangate_engine::Harness::Api, project: None },
         &c,
     )
     .state;
@@ -453,7 +459,7 @@ fn a_reproposal_carries_what_changed_on_card_document_and_api() {
     let s = ok(
         &s,
         &Actor::Agent,
-        Command::Propose { plan: v2, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+        Command::Propose { plan: v2, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api, project: None },
         &c,
     )
     .state;

@@ -153,6 +153,7 @@ fn start(from: From, policy: &ApprovalPolicy) -> State {
         markdown: None,
         requested_by: Some("telegram:333".into()),
         harness: plangate_engine::Harness::Api,
+        project: None,
     };
     let pending = run(&planning, &Actor::Agent, propose, 2);
     if from == From::Pending {
@@ -210,6 +211,7 @@ fn cell(tr: &Transition, rule: Rule) -> Result<(), String> {
             markdown: None,
             requested_by: Some("telegram:333".into()),
             harness: plangate_engine::Harness::Api,
+            project: None,
         };
         state = apply(&state, &Actor::Agent, propose, &ctx(n, &policy)).map_err(|e| format!("propose refused: {e}"))?.state;
     }

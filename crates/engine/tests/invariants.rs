@@ -881,7 +881,7 @@ impl World {
                 let result = self.apply(
                     s,
                     *who,
-                    Command::Propose { plan, markdown, requested_by: None, harness: plangate_engine::Harness::Api },
+                    Command::Propose { plan, markdown, requested_by: None, harness: plangate_engine::Harness::Api, project: None },
                     random,
                 );
                 if let (Some(id), true, Ok(t)) = (latest, *collide, &result) {

@@ -36,7 +36,7 @@ fn approved(scope: Option<&[&str]>, approvals: &ApprovalPolicy) -> State {
     let s = ok(&State::new(SessionKey::new("demo", "d1")), &Actor::Agent, Command::Enter { reason: None }, &ctx(1, approvals)).state;
     let scope = scope.map(|globs| Scope { paths: globs.iter().map(|g| g.to_string()).collect() });
     let plan = Plan { steps: vec![Step::pending("Fix the handler")], scope, ..Plan::titled("Fix the API") };
-    let propose = Command::Propose { plan, markdown: None, requested_by: None, harness: Harness::ClaudeCode };
+    let propose = Command::Propose { plan, markdown: None, requested_by: None, harness: Harness::ClaudeCode, project: None };
     let s = ok(&s, &Actor::Agent, propose, &ctx(2, approvals)).state;
     let s = ok(&s, &alice(), Command::Decide { approval_id: ApprovalId([2; 16]), verdict: Verdict::Approve }, &ctx(3, approvals)).state;
     assert_eq!(s.session.approval, ApprovalState::Approved);

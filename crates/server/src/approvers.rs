@@ -13,6 +13,7 @@ use crate::config::Config;
 use crate::pairing::PairedDestination;
 use plangate_channel::{Destination, Style};
 use plangate_engine::authority::Approvers;
+use plangate_engine::{Project, ProjectPatterns};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -26,6 +27,15 @@ pub struct Place {
     pub escalation: bool,
     /// Paired from a chat (`/plan pair`), not from the config file.
     pub paired: bool,
+    /// Which projects' cards come here (`projects`; none: all).
+    pub projects: ProjectPatterns,
+}
+
+impl Place {
+    /// Whether cards of `project` come here.
+    pub fn takes(&self, project: Option<&Project>) -> bool {
+        self.projects.matches(project.map(|p| p.name.as_str()))
+    }
 }
 
 /// Where a decision comes from, which says what "an approver" means.
@@ -64,10 +74,20 @@ impl ApproverIndex {
         let place = |name: &String, escalation: bool| {
             let d = raw.destinations.get(name)?;
             Some(Place {
-                destination: Destination { name: name.clone(), channel: d.channel.clone(), chat: d.chat.clone(), style: d.style },
+                destination: Destination {
+                    name: name.clone(),
+                    channel: d.channel.clone(),
+                    chat: d.chat.clone(),
+                    style: d.style,
+                    threads: d.threads,
+                    thread: None,
+                    thread_name: String::new(),
+                },
                 approvers: d.approvers.iter().cloned().collect(),
                 escalation,
                 paired: false,
+                // Checked when the settings were read; a bad glob never gets here.
+                projects: ProjectPatterns::new(&d.projects).unwrap_or_default(),
             })
         };
         let by_agent = raw
@@ -91,10 +111,18 @@ impl ApproverIndex {
         for d in paired.iter().filter(|d| !in_config(&d.name)) {
             let Some(places) = by_agent.get_mut(&d.agent) else { continue };
             let place = Place {
-                destination: Destination { name: d.name.clone(), channel: d.channel.clone(), chat: d.chat.clone(), style: Style::Buttons },
+                destination: Destination {
+                    name: d.name.clone(),
+                    channel: d.channel.clone(),
+                    chat: d.chat.clone(),
+                    style: Style::Buttons,
+                    ..Destination::default()
+                },
                 approvers: d.approvers.iter().cloned().collect(),
                 escalation: false,
                 paired: true,
+                // A paired chat takes every project's cards.
+                projects: ProjectPatterns::default(),
             };
             // Own destinations first, escalation ones last.
             let mut list: Vec<Place> = places.iter().filter(|p| !p.escalation).cloned().collect();
@@ -116,14 +144,15 @@ impl ApproverIndex {
         self.by_agent.get(agent).map(|p| &p[..]).unwrap_or_default()
     }
 
-    /// The agent's own destinations, where its cards are posted.
-    pub fn destinations(&self, agent: &str) -> Vec<Destination> {
-        self.places(agent).iter().filter(|p| !p.escalation).map(|p| p.destination.clone()).collect()
+    /// The agent's own destinations that take cards of `project`, where
+    /// its cards are posted.
+    pub fn destinations(&self, agent: &str, project: Option<&Project>) -> Vec<Destination> {
+        self.places(agent).iter().filter(|p| !p.escalation && p.takes(project)).map(|p| p.destination.clone()).collect()
     }
 
-    /// The agent's escalation destinations.
-    pub fn escalation_destinations(&self, agent: &str) -> Vec<Destination> {
-        self.places(agent).iter().filter(|p| p.escalation).map(|p| p.destination.clone()).collect()
+    /// The agent's escalation destinations that take cards of `project`.
+    pub fn escalation_destinations(&self, agent: &str, project: Option<&Project>) -> Vec<Destination> {
+        self.places(agent).iter().filter(|p| p.escalation && p.takes(project)).map(|p| p.destination.clone()).collect()
     }
 
     /// The places of `agent` that are this chat.
@@ -131,9 +160,15 @@ impl ApproverIndex {
         self.places(agent).iter().filter(move |p| p.destination.channel == channel && p.destination.chat == chat)
     }
 
-    /// The agents whose cards go to this chat (their own or escalation destinations).
+    /// The agents whose cards go to this chat (their own or escalation
+    /// destinations), whatever their project.
     pub fn agents_in(&self, channel: &str, chat: &str) -> Vec<String> {
         self.by_agent.keys().filter(|agent| self.places_in(agent, channel, chat).next().is_some()).cloned().collect()
+    }
+
+    /// Whether cards of `agent` about `project` go to this chat.
+    pub fn receives(&self, agent: &str, project: Option<&Project>, channel: &str, chat: &str) -> bool {
+        self.places_in(agent, channel, chat).any(|p| p.takes(project))
     }
 
     /// Whether `who` is on the approver list of any place of `agent`.
@@ -141,14 +176,16 @@ impl ApproverIndex {
         self.places(agent).iter().any(|p| p.approvers.contains(who))
     }
 
-    /// Whether `who` may decide `agent`'s plans from `venue`.
-    pub fn check(&self, agent: &str, who: &str, venue: Venue<'_>) -> Result<(), NotAllowed> {
+    /// Whether `who` may decide `agent`'s plans about `project` from
+    /// `venue`: a chat's people decide only the projects that chat takes,
+    /// the page's the projects one of their chats takes.
+    pub fn check(&self, agent: &str, project: Option<&Project>, who: &str, venue: Venue<'_>) -> Result<(), NotAllowed> {
         match venue {
             Venue::Operator => Ok(()),
-            Venue::Web if self.is_approver(agent, who) => Ok(()),
+            Venue::Web if self.places(agent).iter().any(|p| p.takes(project) && p.approvers.contains(who)) => Ok(()),
             Venue::Web => Err(NotAllowed::NotApprover),
             Venue::Chat { channel, chat } => {
-                let mut here = self.places_in(agent, channel, chat).peekable();
+                let mut here = self.places_in(agent, channel, chat).filter(|p| p.takes(project)).peekable();
                 if here.peek().is_none() {
                     return Err(NotAllowed::NotHere { agent: agent.to_string() });
                 }
@@ -183,13 +220,13 @@ mod tests {
         let index = settings().approvers;
         let team = Venue::Chat { channel: "telegram", chat: "1" };
         let leads = Venue::Chat { channel: "telegram", chat: "2" };
-        assert_eq!(index.check("a", "telegram:1", team), Ok(()));
+        assert_eq!(index.check("a", None, "telegram:1", team), Ok(()));
         // An approver of another of the agent's chats is not one here.
-        assert_eq!(index.check("a", "telegram:2", team), Err(NotAllowed::NotApprover));
-        assert_eq!(index.check("a", "telegram:2", leads), Ok(()), "escalation destinations count");
-        assert_eq!(index.check("b", "telegram:2", leads), Err(NotAllowed::NotHere { agent: "b".to_string() }));
+        assert_eq!(index.check("a", None, "telegram:2", team), Err(NotAllowed::NotApprover));
+        assert_eq!(index.check("a", None, "telegram:2", leads), Ok(()), "escalation destinations count");
+        assert_eq!(index.check("b", None, "telegram:2", leads), Err(NotAllowed::NotHere { agent: "b".to_string() }));
         assert_eq!(
-            index.check("a", "telegram:1", Venue::Chat { channel: "slack", chat: "1" }),
+            index.check("a", None, "telegram:1", Venue::Chat { channel: "slack", chat: "1" }),
             Err(NotAllowed::NotHere { agent: "a".into() })
         );
     }
@@ -197,10 +234,10 @@ mod tests {
     #[test]
     fn the_web_asks_any_destination_and_the_operator_holds_everything() {
         let index = settings().approvers;
-        assert_eq!(index.check("a", "telegram:2", Venue::Web), Ok(()));
-        assert_eq!(index.check("b", "telegram:2", Venue::Web), Err(NotAllowed::NotApprover));
-        assert_eq!(index.check("unknown", "telegram:1", Venue::Web), Err(NotAllowed::NotApprover));
-        assert_eq!(index.check("unknown", "anyone", Venue::Operator), Ok(()));
+        assert_eq!(index.check("a", None, "telegram:2", Venue::Web), Ok(()));
+        assert_eq!(index.check("b", None, "telegram:2", Venue::Web), Err(NotAllowed::NotApprover));
+        assert_eq!(index.check("unknown", None, "telegram:1", Venue::Web), Err(NotAllowed::NotApprover));
+        assert_eq!(index.check("unknown", None, "anyone", Venue::Operator), Ok(()));
     }
 
     #[test]
@@ -217,11 +254,11 @@ mod tests {
         let s = settings();
         let list = [paired("phone", "b", "9"), paired("team", "b", "8"), paired("gone", "nobody", "7")];
         let index = s.approvers.with_paired(&list, |n| s.raw.destinations.contains_key(n));
-        assert_eq!(index.destinations("b").iter().map(|d| d.name.as_str()).collect::<Vec<_>>(), ["team", "phone"]);
-        assert_eq!(index.destinations("b")[0].chat, "1", "the config's team wins over the paired one");
-        assert_eq!(index.check("b", "telegram:9", Venue::Chat { channel: "telegram", chat: "9" }), Ok(()));
+        assert_eq!(index.destinations("b", None).iter().map(|d| d.name.as_str()).collect::<Vec<_>>(), ["team", "phone"]);
+        assert_eq!(index.destinations("b", None)[0].chat, "1", "the config's team wins over the paired one");
+        assert_eq!(index.check("b", None, "telegram:9", Venue::Chat { channel: "telegram", chat: "9" }), Ok(()));
         assert_eq!(
-            index.check("b", "telegram:9", Venue::Chat { channel: "telegram", chat: "8" }),
+            index.check("b", None, "telegram:9", Venue::Chat { channel: "telegram", chat: "8" }),
             Err(NotAllowed::NotHere { agent: "b".into() })
         );
         assert!(index.agents_in("telegram", "7").is_empty(), "an agent no longer configured gets nothing");
@@ -235,10 +272,35 @@ mod tests {
     #[test]
     fn destinations_and_chats_are_read_once() {
         let index = settings().approvers;
-        assert_eq!(index.destinations("a").iter().map(|d| d.name.as_str()).collect::<Vec<_>>(), ["team"]);
-        assert_eq!(index.escalation_destinations("a").iter().map(|d| d.name.as_str()).collect::<Vec<_>>(), ["leads"]);
+        assert_eq!(index.destinations("a", None).iter().map(|d| d.name.as_str()).collect::<Vec<_>>(), ["team"]);
+        assert_eq!(index.escalation_destinations("a", None).iter().map(|d| d.name.as_str()).collect::<Vec<_>>(), ["leads"]);
         assert_eq!(index.agents_in("telegram", "1"), ["a", "b"]);
         assert_eq!(index.agents_in("telegram", "2"), ["a"]);
         assert!(index.agents_in("telegram", "3").is_empty());
+    }
+
+    #[test]
+    fn projects_route_cards_and_bound_who_decides_them() {
+        let index = Settings::from_toml(
+            "[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n[telegram]\ntoken = \"t\"\n\
+             [agents.a]\ntoken = \"0123456789abcdef\"\ndestinations = [\"billing\", \"web\", \"all\"]\n\
+             [destinations.billing]\nchannel = \"telegram\"\nchat = \"1\"\napprovers = [\"telegram:1\"]\nprojects = [\"billing-*\"]\n\
+             [destinations.web]\nchannel = \"telegram\"\nchat = \"2\"\napprovers = [\"telegram:2\"]\nprojects = [\"web\"]\n\
+             [destinations.all]\nchannel = \"telegram\"\nchat = \"3\"\napprovers = [\"telegram:3\"]\n",
+        )
+        .expect("valid")
+        .approvers;
+        let project = |name: &str| Project { name: name.into(), branch: None, host: None };
+        let names = |d: Vec<Destination>| d.into_iter().map(|d| d.name).collect::<Vec<_>>();
+        assert_eq!(names(index.destinations("a", Some(&project("billing-api")))), ["billing", "all"]);
+        assert_eq!(names(index.destinations("a", Some(&project("web")))), ["web", "all"]);
+        assert_eq!(names(index.destinations("a", None)), ["all"], "a card that names no project goes where no pattern is");
+        let billing = Venue::Chat { channel: "telegram", chat: "1" };
+        let api = project("billing-api");
+        assert_eq!(index.check("a", Some(&api), "telegram:1", billing), Ok(()));
+        assert_eq!(index.check("a", Some(&project("web")), "telegram:1", billing), Err(NotAllowed::NotHere { agent: "a".into() }));
+        assert_eq!(index.check("a", Some(&api), "telegram:2", Venue::Web), Err(NotAllowed::NotApprover));
+        assert_eq!(index.check("a", Some(&api), "telegram:3", Venue::Web), Ok(()));
+        assert!(index.receives("a", Some(&api), "telegram", "1") && !index.receives("a", None, "telegram", "1"));
     }
 }

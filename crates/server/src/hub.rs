@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use tracing::Instrument;
 
+mod list;
 mod pair;
 mod permissions;
 
@@ -361,10 +362,19 @@ impl Hub {
         let active = |s: &plangate_engine::Session| matches!(s.mode, Mode::Plan | Mode::Halted) || s.amendment_pending.is_some();
         for session in sessions.into_iter().filter(|s| agents.contains(&s.key.agent) && active(s)) {
             if let Ok(state) = self.core.load(&session.key).await {
-                out.push(state);
+                // Only the projects whose cards come here.
+                if self.receives(ev, &state) {
+                    out.push(state);
+                }
             }
         }
         out
+    }
+
+    /// Whether the cards of `state`'s session (its latest plan's project) come to this chat.
+    fn receives(&self, ev: &Inbound, state: &State) -> bool {
+        let project = state.latest.as_ref().and_then(|p| p.project.as_ref());
+        self.core.approvers().receives(&state.session.key.agent, project, ev.channel, &ev.chat)
     }
 
     /// The answer in a chat no agent sends its plans to, with its ids.
@@ -385,7 +395,9 @@ impl Hub {
             Some(Target::Approval(prefix)) => {
                 let prefix = prefix.clone();
                 let found = self.core.blocking(move |s| s.proposals_by_prefix(&prefix)).await.unwrap_or_default();
-                let found: Vec<_> = found.into_iter().filter(|p| agents.contains(&p.session.agent)).collect();
+                let approvers = self.core.approvers();
+                let found: Vec<_> =
+                    found.into_iter().filter(|p| approvers.receives(&p.session.agent, p.project.as_ref(), ev.channel, &ev.chat)).collect();
                 match found.as_slice() {
                     [] => Err("No plan with that #id in this chat.".to_string()),
                     [p] => Ok((self.core.load(&p.session).await.map_err(|e| e.to_string())?, Some(p.approval_id))),
@@ -400,7 +412,20 @@ impl Hub {
                 if !agents.contains(&key.agent) {
                     return Err(format!("Agent {} does not send its plans to this chat.", key.agent));
                 }
-                Ok((self.core.load(key).await.map_err(|e| e.to_string())?, None))
+                let state = self.core.load(key).await.map_err(|e| e.to_string())?;
+                if !self.receives(ev, &state) {
+                    return Err(format!("The plans of {key} are about a project this chat does not take."));
+                }
+                Ok((state, None))
+            }
+            // Typed in a session's topic or thread: that session.
+            None if ev.thread.is_some() && self.thread_session(ev).await.is_some() => {
+                let key = self.thread_session(ev).await.ok_or("That topic's session is gone.")?;
+                let state = self.core.load(&key).await.map_err(|e| e.to_string())?;
+                if !agents.contains(&key.agent) || !self.receives(ev, &state) {
+                    return Err(format!("The plans of {key} do not come to this chat."));
+                }
+                Ok((state, None))
             }
             None => {
                 let active = self.active_sessions(ev).await;
@@ -437,7 +462,8 @@ impl Hub {
                 } else if active.is_empty() {
                     Reply::Text("No plan is active in this chat.".to_string())
                 } else {
-                    Reply::Text(active.iter().map(summary_line).collect::<Vec<_>>().join("\n"))
+                    let links = self.thread_links(ev, &active).await;
+                    Reply::Text(list::grouped(&active, self.core.now(), summary_line, |s| links.get(&s.session.key).cloned()))
                 }
             }
             PlanCommand::Status => match self.resolve(ev, target).await {
@@ -631,7 +657,9 @@ impl Hub {
 
     async fn restate(&self, ev: &Inbound, state: &State) -> Reply {
         let Some(p) = state.latest.clone() else { return Reply::Text("This session has not proposed a plan yet.".to_string()) };
-        let Some(dest) = self.core.destinations(&p.session.agent).into_iter().find(|d| d.channel == ev.channel && d.chat == ev.chat) else {
+        let Some(dest) =
+            self.core.destinations(&p.session.agent, p.project.as_ref()).into_iter().find(|d| d.channel == ev.channel && d.chat == ev.chat)
+        else {
             return Reply::Text("This chat is not a destination of that agent.".to_string());
         };
         let Some(channel) = self.core.channel(ev.channel) else { return Reply::Text("This channel is not running.".to_string()) };

@@ -273,4 +273,8 @@ impl Channel for Metered {
     async fn update_question(&self, delivery: &Delivery, question: &Question) -> Result<(), ChannelError> {
         self.count(self.inner.update_question(delivery, question).await)
     }
+
+    fn thread_link(&self, chat: &str, thread: &str) -> Option<String> {
+        self.inner.thread_link(chat, thread)
+    }
 }

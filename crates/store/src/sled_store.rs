@@ -785,7 +785,13 @@ mod tests {
                 &store,
                 &key,
                 &Actor::Agent,
-                Command::Propose { plan: Plan::titled("p"), markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+                Command::Propose {
+                    plan: Plan::titled("p"),
+                    markdown: None,
+                    requested_by: None,
+                    harness: plangate_engine::Harness::Api,
+                    project: None,
+                },
                 2,
             );
             store.commit(c).unwrap();
@@ -828,7 +834,13 @@ mod tests {
                         store,
                         &key,
                         &Actor::Agent,
-                        Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+                        Command::Propose {
+                            plan,
+                            markdown: None,
+                            requested_by: None,
+                            harness: plangate_engine::Harness::Api,
+                            project: None,
+                        },
                         100 + i,
                     );
                     store.commit(c).unwrap();

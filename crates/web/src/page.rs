@@ -110,10 +110,12 @@ pub fn inbox(rows: &[InboxRow<'_>], who: &Identity, csrf: &str, now: Timestamp) 
         let p = r.proposal;
         let (title, _) = reveal(p.plan.title.trim());
         let (agent, _) = reveal(&p.session.to_string());
+        let project = p.project.as_ref().map(|project| reveal(&project.label()).0);
         html! {
             li.row {
                 a href=(format!("/p/{}", p.approval_id)) { (title) }
                 span.meta {
+                    @if let Some(project) = &project { (project) " — " }
                     (agent) " · v" (p.version) " · " (age(p.created_at, now))
                     @if p.status == DecisionStatus::Pending {
                         " · " (r.nudges) " nudge" @if r.nudges != 1 { "s" }
@@ -380,7 +382,7 @@ mod tests {
             Err(refusal) => panic!("{refusal}"),
         };
         let planning = run(&State::new(SessionKey::new("demo", "s1")), Command::Enter { reason: None });
-        run(&planning, Command::Propose { plan, markdown, requested_by: None, harness: plangate_engine::Harness::Api })
+        run(&planning, Command::Propose { plan, markdown, requested_by: None, harness: plangate_engine::Harness::Api, project: None })
             .latest
             .unwrap_or_else(|| panic!("no proposal"))
     }
@@ -482,7 +484,7 @@ mod tests {
         let s = run(
             &s,
             &Actor::Agent,
-            Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+            Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api, project: None },
             2,
         );
         let s = run(&s, &alice, Command::Decide { approval_id: ApprovalId([2; 16]), verdict: Verdict::Approve }, 3);

@@ -157,6 +157,9 @@ struct FakeState {
     frames: Mutex<Vec<Value>>,
     connections: AtomicU64,
     limits: Mutex<Enforcer>,
+    /// Messages someone deleted ([`SlackFake::delete_message`]): a reply
+    /// into their thread answers `thread_not_found`.
+    deleted: Mutex<std::collections::HashSet<String>>,
     /// Bumped on every recorded request, frame and connection.
     version: watch::Sender<u64>,
 }
@@ -198,6 +201,7 @@ impl SlackFake {
             frames: Mutex::new(Vec::new()),
             connections: AtomicU64::new(0),
             limits: Mutex::new(Enforcer::default()),
+            deleted: Mutex::default(),
             version,
         });
         let app = Router::new().route("/socket", get(socket)).fallback(any_request).with_state(state.clone());
@@ -241,6 +245,12 @@ impl SlackFake {
     }
 
     /// Every request so far, in arrival order.
+    /// Someone deleted message `ts` (a thread's root): replies posted into
+    /// its thread from now on answer Slack's `thread_not_found`.
+    pub fn delete_message(&self, ts: &str) {
+        lock(&self.state.deleted).insert(ts.to_string());
+    }
+
     pub fn requests(&self) -> Vec<Recorded> {
         lock(&self.state.log).clone()
     }
@@ -493,6 +503,9 @@ fn default_response(state: &FakeState, request: &Recorded) -> Value {
     let n = state.next();
     let ts = format!("1700000000.{n:06}");
     match request.api.as_str() {
+        "chat.postMessage" if body["thread_ts"].as_str().is_some_and(|t| lock(&state.deleted).contains(t)) => {
+            json!({"ok": false, "error": "thread_not_found"})
+        }
         "chat.postMessage" => json!({
             "ok": true,
             "channel": body["channel"],

@@ -86,6 +86,11 @@ impl Recorded {
         }
     }
 
+    /// `message_thread_id`: the forum topic a send went to.
+    pub fn thread(&self) -> Option<i64> {
+        self.field("message_thread_id").as_i64()
+    }
+
     /// `reply_parameters.message_id`, the message this one replies to.
     pub fn reply_to(&self) -> Option<i64> {
         self.field("reply_parameters").get("message_id").and_then(Value::as_i64)
@@ -142,6 +147,10 @@ struct FakeState {
     next_callback_id: i64,
     messages: HashMap<(i64, i64), Value>,
     limits: Enforcer,
+    /// Chats that are forum supergroups ([`FakeTelegram::make_forum`]).
+    forums: std::collections::HashSet<i64>,
+    /// Open forum topics: (chat, message_thread_id) → name.
+    topics: HashMap<(i64, i64), String>,
 }
 
 struct Inner {
@@ -249,6 +258,35 @@ impl FakeTelegram {
         };
         self.inner.bump();
         id
+    }
+
+    /// Make `chat` a forum supergroup: `createForumTopic` works there.
+    /// Elsewhere it answers Telegram's "the chat is not a forum".
+    pub fn make_forum(&self, chat: i64) {
+        self.inner.lock().forums.insert(chat);
+    }
+
+    /// The open topics of `chat`: (message_thread_id, name), oldest first.
+    pub fn topics(&self, chat: i64) -> Vec<(i64, String)> {
+        let mut topics: Vec<(i64, String)> =
+            self.inner.lock().topics.iter().filter(|((c, _), _)| *c == chat).map(|((_, id), name)| (*id, name.clone())).collect();
+        topics.sort();
+        topics
+    }
+
+    /// Someone deleted topic `thread` of `chat`: sends into it fail with
+    /// Telegram's "message thread not found".
+    pub fn delete_topic(&self, chat: i64, thread: i64) {
+        self.inner.lock().topics.remove(&(chat, thread));
+    }
+
+    /// A text-message update typed in forum topic `thread` of `chat`.
+    pub fn topic_message_update(&self, chat: i64, thread: i64, from: Value, text: &str) -> Value {
+        let mut update = self.message_update(chat, from, text, None);
+        update["message"]["message_thread_id"] = json!(thread);
+        update["message"]["is_topic_message"] = json!(true);
+        update["message"]["chat"]["is_forum"] = json!(true);
+        update
     }
 
     /// A human user object.
@@ -475,6 +513,7 @@ async fn answer(inner: &Inner, token: &str, method: &str, body: &Value, scripted
             let user = body.get("user_id").and_then(|v| v.as_i64().or_else(|| v.as_str()?.parse().ok())).unwrap_or(0);
             ok(json!({"status": "member", "user": {"id": user, "is_bot": false, "first_name": format!("User {user}")}}))
         }
+        "createforumtopic" => create_topic(inner, body),
         "sendmessage" | "senddocument" => send(inner, method, body),
         "editmessagetext" | "editmessagereplymarkup" => edit(inner, method, body),
         "answercallbackquery" | "setmycommands" | "setwebhook" | "deletewebhook" => ok(json!(true)),
@@ -514,9 +553,33 @@ fn chat_of(body: &Value) -> i64 {
     }
 }
 
+/// `createForumTopic`: only in a forum ([`FakeTelegram::make_forum`]); the
+/// topic's id is a message id, as on Telegram.
+fn create_topic(inner: &Inner, body: &Value) -> (StatusCode, Value) {
+    let chat = chat_of(body);
+    let name = body.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+    let mut state = inner.lock();
+    if !state.forums.contains(&chat) {
+        return error(400, "Bad Request: the chat is not a forum");
+    }
+    if name.is_empty() || name.chars().count() > 128 {
+        return error(400, "Bad Request: TOPIC_NAME_INVALID");
+    }
+    let id = state.next_message_id;
+    state.next_message_id += 1;
+    state.topics.insert((chat, id), name.clone());
+    ok(json!({"message_thread_id": id, "name": name, "icon_color": 7322096}))
+}
+
 fn send(inner: &Inner, method: &str, body: &Value) -> (StatusCode, Value) {
     let chat = chat_of(body);
     let mut state = inner.lock();
+    let thread = body.get("message_thread_id").and_then(Value::as_i64);
+    if let Some(thread) = thread {
+        if !state.topics.contains_key(&(chat, thread)) {
+            return error(400, "Bad Request: message thread not found");
+        }
+    }
     let id = state.next_message_id;
     state.next_message_id += 1;
     let mut message = json!({"message_id": id, "date": now(), "chat": FakeTelegram::chat(chat), "from": bot_user()});
@@ -540,6 +603,10 @@ fn send(inner: &Inner, method: &str, body: &Value) -> (StatusCode, Value) {
     let reply_to = body.get("reply_parameters").and_then(|r| r.get("message_id")).and_then(Value::as_i64);
     if let Some(reply) = reply_to.and_then(|r| state.messages.get(&(chat, r)).cloned()) {
         message["reply_to_message"] = reply;
+    }
+    if let Some(thread) = thread {
+        message["message_thread_id"] = json!(thread);
+        message["is_topic_message"] = json!(true);
     }
     state.messages.insert((chat, id), message.clone());
     ok(message)

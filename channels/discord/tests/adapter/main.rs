@@ -52,7 +52,7 @@ fn document() -> Document {
 }
 
 fn destination(style: Style) -> Destination {
-    Destination { name: "ops-dc".into(), channel: "discord".into(), chat: CHANNEL.to_string(), style }
+    Destination { name: "ops-dc".into(), channel: "discord".into(), chat: CHANNEL.to_string(), style, ..Destination::default() }
 }
 
 fn alice() -> Actor {
@@ -70,6 +70,7 @@ fn inbound(action: Action, interaction_id: u64) -> Inbound {
         user: alice_user(),
         action,
         idempotency_key: Some(format!("discord:interaction:{interaction_id}")),
+        thread: None,
     }
 }
 

@@ -181,7 +181,7 @@ fn open_card(id: ApprovalId, steps: &[&str]) -> Card {
 }
 
 fn destination(style: Style) -> Destination {
-    Destination { name: "ops-slack".into(), channel: "slack".into(), chat: "C1".into(), style }
+    Destination { name: "ops-slack".into(), channel: "slack".into(), chat: "C1".into(), style, ..Destination::default() }
 }
 
 fn document() -> Document {

@@ -33,7 +33,8 @@ async fn approve_round_trip_over_signed_http() {
             chat: "C1".into(),
             user: user(TEAM),
             action: Action::Button(Button::Approve(id)),
-            idempotency_key: Some("slack:action:1700000400.000001".into())
+            idempotency_key: Some("slack:action:1700000400.000001".into()),
+            thread: None,
         }
     );
     let notice = h.fake.wait_calls("response_url", 1, T).await;

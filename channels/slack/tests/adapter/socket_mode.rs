@@ -38,7 +38,8 @@ async fn approve_round_trip_over_socket_mode() {
             chat: "C1".into(),
             user: user(TEAM),
             action: Action::Button(Button::Approve(id)),
-            idempotency_key: Some("slack:action:1700000100.000001".into())
+            idempotency_key: Some("slack:action:1700000100.000001".into()),
+            thread: None,
         }
     );
     let notice = h.fake.wait_calls("response_url", 1, T).await;
@@ -139,6 +140,7 @@ async fn revise_round_trip_over_socket_mode_with_the_feedback_modal() {
             user: user(TEAM),
             action: Action::Feedback { approval_id: id, text: "Split step 2 <!channel>".into() },
             idempotency_key: Some("slack:view:V1:h2".into()),
+            thread: None,
         }
     );
     // No response_url on a view submission: the notice is a chat.postEphemeral in the thread.
@@ -272,6 +274,7 @@ async fn slash_commands_over_socket_mode_are_acked_bare_and_answered_ephemerally
             user: User { id: "U1".into(), name: "U1".into(), team: Some(TEAM.into()) },
             action: Action::Command(parse_args("accept #abcd").unwrap()),
             idempotency_key: Some("slack:command:trig-1".into()),
+            thread: None,
         }
     );
     let reply = h.fake.wait_calls("response_url", 1, T).await;

@@ -146,6 +146,7 @@ async fn approve_round_trip() {
             user: alice_user(),
             action: Action::Button(Button::Approve(ID)),
             idempotency_key: Some(format!("telegram:update:{update_id}")),
+            thread: None,
         }
     );
     let answer = fake.wait_call("answerCallbackQuery", 1, WAIT).await;
@@ -216,6 +217,7 @@ async fn revise_round_trip_through_a_force_reply_prompt() {
             user: alice_user(),
             action: Action::Feedback { approval_id: ID, text: "Split step 2 <b>please</b>".into() },
             idempotency_key: Some(format!("telegram:update:{feedback}")),
+            thread: None,
         }
     );
     // A Notice for a message is a reply to that message.

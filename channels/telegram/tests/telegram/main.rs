@@ -149,6 +149,7 @@ fn proposal(title: &str, steps: &[&str], status: DecisionStatus) -> Proposal {
         released: false,
         review: Default::default(),
         amends: None,
+        project: None,
     }
 }
 
@@ -161,7 +162,7 @@ fn document_of(p: &Proposal, markdown: &str) -> Document {
 }
 
 fn destination(style: Style) -> Destination {
-    Destination { name: "ops-tg".into(), channel: "telegram".into(), chat: CHAT.to_string(), style }
+    Destination { name: "ops-tg".into(), channel: "telegram".into(), chat: CHAT.to_string(), style, ..Destination::default() }
 }
 
 fn alice() -> Value {

@@ -370,9 +370,10 @@ async fn deliver_undelivered(input: &Input, settings: &Settings) -> Answer {
 
 async fn propose(input: &Input, settings: &Settings, body: ProposalBody) -> Answer {
     let session = &input.session_id;
+    // The project is the one Codex works in, not the hook's own directory.
+    let client = settings.client.clone().in_dir(input.cwd.as_deref().map(std::path::Path::new));
     let submitted =
-        tokio::time::timeout(QUICK_BUDGET, submit(&settings.client, settings.recall.as_ref(), session, &body, "Codex proposed a plan"))
-            .await;
+        tokio::time::timeout(QUICK_BUDGET, submit(&client, settings.recall.as_ref(), session, &body, "Codex proposed a plan")).await;
     let submitted = match submitted {
         Ok(Ok(s)) => s,
         // The plan itself was refused (too long, no title…): the model can fix that, once.

@@ -43,6 +43,7 @@ pub(super) fn open_amendment(
     amended.scope = amendment::scope_of(&t.state.session.scope, &widen);
     let changes = diff::diff(&approved, &amended, of_version);
     let requested_by = base.review.requested_by.clone();
+    let project = base.project.clone();
     // A decided base is on record already, unchanged.
     retire_pending(t, actor, version, ctx);
     let hash = plan::plan_hash(&amended, None);
@@ -66,6 +67,7 @@ pub(super) fn open_amendment(
         released: false,
         review: Review::new(&ctx.approvals, requested_by, Some(changes)),
         amends: Some(Amendment { of_version, of_approval, added, flagged: false, widen: widen.clone() }),
+        project,
     };
     let auto = authority::auto_approval(&t.state.session, &ctx.approvals);
     let session = &mut t.state.session;

@@ -77,7 +77,9 @@ pub fn apply(state: &State, actor: &Actor, command: Command, ctx: &Ctx) -> Resul
     match command {
         Command::Enter { reason } => enter(&mut t, actor, reason, ctx)?,
         Command::UpdatePlan { steps, merge, explanation } => update_plan(&mut t, actor, steps, merge, explanation, ctx)?,
-        Command::Propose { plan, markdown, requested_by, harness } => propose(&mut t, actor, plan, markdown, requested_by, harness, ctx)?,
+        Command::Propose { plan, markdown, requested_by, harness, project } => {
+            propose(&mut t, actor, Proposed { plan, markdown, requested_by, harness, project }, ctx)?
+        }
         Command::Decide { approval_id, verdict } => apply_verdict(&mut t, actor, approval_id, verdict, ctx)?,
         Command::Off => off(&mut t, actor, ctx)?,
         Command::CancelApproval(approval_id) => {
@@ -275,17 +277,20 @@ fn proposal_timers(session: &Session, approval_id: ApprovalId, ctx: &Ctx) -> Vec
     timers
 }
 
-fn propose(
-    t: &mut Transition,
-    actor: &Actor,
+/// What [`Command::Propose`] carries.
+struct Proposed {
     plan: Plan,
     markdown: Option<String>,
     requested_by: Option<String>,
     harness: Harness,
-    ctx: &Ctx,
-) -> Result<(), Refusal> {
+    project: Option<crate::project::Project>,
+}
+
+fn propose(t: &mut Transition, actor: &Actor, proposed: Proposed, ctx: &Ctx) -> Result<(), Refusal> {
+    let Proposed { plan, markdown, requested_by, harness, project } = proposed;
     require_agent(actor)?;
     let requested_by = requested_by.map(|r| review::validate_requester(&r)).transpose()?;
+    let project = project.map(crate::project::Project::validate).transpose()?;
     if let Some(md) = &markdown {
         let chars = md.chars().count();
         if chars > plan::MAX_MARKDOWN_CHARS {
@@ -341,6 +346,7 @@ fn propose(
         released: false,
         review: Review::new(&ctx.approvals, requested_by, changes),
         amends: None,
+        project,
     };
     let auto = authority::auto_approval(&t.state.session, &ctx.approvals);
     let session = &mut t.state.session;

@@ -236,7 +236,7 @@ fn row_cancel_halts_the_session_instead_of_opening_the_gate() {
     let t = ok(
         &t.state,
         &Actor::Agent,
-        Command::Propose { plan: plan_v2(), markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+        Command::Propose { plan: plan_v2(), markdown: None, requested_by: None, harness: plangate_engine::Harness::Api, project: None },
         &ctx_at(now + MIN, 2),
     );
     assert_eq!((t.state.session.mode, t.state.session.approval), (Mode::Plan, ApprovalState::Pending));

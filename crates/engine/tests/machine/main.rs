@@ -139,7 +139,7 @@ fn only_agent_nudges(effects: &[Effect]) -> bool {
 }
 
 fn propose_cmd(plan: Plan) -> Command {
-    Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api }
+    Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api, project: None }
 }
 
 fn decide(id: ApprovalId, verdict: Verdict) -> Command {

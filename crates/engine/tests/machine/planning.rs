@@ -301,7 +301,13 @@ fn row_propose_markdown_keeps_it_verbatim_and_hashes_it() {
     let t = ok(
         &in_plan(),
         &Actor::Agent,
-        Command::Propose { plan: p.clone(), markdown: Some(md.into()), requested_by: None, harness: plangate_engine::Harness::Api },
+        Command::Propose {
+            plan: p.clone(),
+            markdown: Some(md.into()),
+            requested_by: None,
+            harness: plangate_engine::Harness::Api,
+            project: None,
+        },
         &ctx(1),
     );
     let proposal = latest(&t.state);
@@ -313,7 +319,7 @@ fn row_propose_markdown_keeps_it_verbatim_and_hashes_it() {
     let r = refused(
         &in_plan(),
         &Actor::Agent,
-        Command::Propose { plan: p, markdown: Some(huge), requested_by: None, harness: plangate_engine::Harness::Api },
+        Command::Propose { plan: p, markdown: Some(huge), requested_by: None, harness: plangate_engine::Harness::Api, project: None },
         &ctx(1),
     );
     assert!(matches!(&r, Refusal::InvalidPlan(e) if e.rule() == "markdown_length"), "{r:?}");

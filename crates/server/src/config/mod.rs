@@ -3,7 +3,7 @@
 //! bad setting fails with its key name and what was expected, never later at
 //! 3 a.m.
 
-use plangate_channel::Style;
+use plangate_channel::{Style, Threads};
 use plangate_engine::amendment::Policy as AmendmentPolicy;
 use plangate_engine::authority::Approvers;
 use plangate_engine::ids::is_valid_agent_id;
@@ -26,6 +26,10 @@ pub use checks::{is_valid_schema_name, MIN_WEBHOOK_SECRET_CHARS};
 pub use schema::*;
 use secrets::*;
 pub use secrets::{mask_url_password, MIN_TOKEN_CHARS};
+
+/// The channels whose adapters give a session a topic or thread of its own
+/// (`threads = "per_session"`).
+const THREADED_CHANNELS: &[&str] = &["telegram", "slack"];
 
 /// The embedded defaults, used when no `--config` is given.
 pub const DEFAULT_TOML: &str = include_str!("../../../../config/default.toml");
@@ -206,6 +210,15 @@ impl Settings {
                     format!("destinations.{name}.chat"),
                     "must be the chat or channel id; write to the bot from that chat and it replies with the id",
                 ));
+            }
+            if d.threads == Threads::PerSession && !THREADED_CHANNELS.contains(&d.channel.as_str()) {
+                problem(invalid(
+                    format!("destinations.{name}.threads"),
+                    format!("\"per_session\" is not available on {} yet; remove the key or set it to \"off\"", d.channel),
+                ));
+            }
+            if let Err(why) = plangate_engine::ProjectPatterns::new(&d.projects) {
+                problem(invalid(format!("destinations.{name}.projects"), why));
             }
             for (i, a) in d.approvers.iter().enumerate() {
                 match a.split_once(':') {

@@ -139,6 +139,15 @@ pub struct DestinationConfig {
     pub approvers: Vec<String>,
     #[serde(default)]
     pub style: Style,
+    /// Globs on the project name (`["billing-*"]`): only the cards of those
+    /// projects come here. Empty (the default): every card of the agents
+    /// that list this destination.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub projects: Vec<String>,
+    /// `"per_session"`: each agent session gets a forum topic (Telegram) or
+    /// a thread (Slack, Discord) of its own; `"off"` (the default).
+    #[serde(default, skip_serializing_if = "Threads::is_off")]
+    pub threads: Threads,
     /// The approval rules of plans whose cards go here (the strictest
     /// setting that applies wins; see [`Settings::approval_policy`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -338,3 +338,22 @@ fn masked_hides_secrets() {
     let text = s.masked().to_string();
     assert!(!text.contains("dev-agent-token") && !text.contains("dev-operator-token"), "{text}");
 }
+
+#[test]
+fn a_bad_project_glob_and_threads_where_unavailable_are_refused_with_their_keys() {
+    let toml = |channel_section: &str, dest: &str| {
+        format!(
+            "[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n{channel_section}\n[agents.a]\ntoken = \"0123456789abcdef\"\ndestinations = [\"x\"]\n[destinations.x]\n{dest}\n"
+        )
+    };
+    let telegram = "[telegram]\ntoken = \"t\"";
+    let Err(err) = parse(&toml(telegram, "channel = \"telegram\"\nchat = \"1\"\nprojects = [\"a[\"]")) else { panic!("refused") };
+    let err = err.to_string();
+    assert!(err.contains("destinations.x.projects") && err.contains("is not a glob"), "{err}");
+    let ok = parse(&toml(telegram, "channel = \"telegram\"\nchat = \"1\"\nprojects = [\"billing-*\"]\nthreads = \"per_session\""));
+    assert!(ok.is_ok(), "{:?}", ok.err());
+    let discord = "[discord]\nbot_token = \"b\"\napplication_id = \"1\"\nguild_id = \"2\"";
+    let Err(err) = parse(&toml(discord, "channel = \"discord\"\nchat = \"3\"\nthreads = \"per_session\"")) else { panic!("refused") };
+    let err = err.to_string();
+    assert!(err.contains("destinations.x.threads") && err.contains("not available on discord"), "{err}");
+}

@@ -7,19 +7,21 @@ use super::Core;
 use futures_util::future::join_all;
 use plangate_channel::{Destination, Document};
 use plangate_engine::card::{document_file_name, nudge_text};
-use plangate_engine::{ApprovalId, DecisionStatus, Proposal, State};
+use plangate_engine::{ApprovalId, DecisionStatus, Project, Proposal, State};
 use std::sync::Arc;
 use tracing::warn;
 
 impl Core {
-    /// The destinations of an agent: configured, then paired.
-    pub fn destinations(&self, agent: &str) -> Vec<Destination> {
-        self.approvers().destinations(agent)
+    /// The destinations of an agent that take cards of `project` (its
+    /// `projects` globs, [`plangate_engine::ProjectPatterns`]): configured,
+    /// then paired.
+    pub fn destinations(&self, agent: &str, project: Option<&Project>) -> Vec<Destination> {
+        self.approvers().destinations(agent, project)
     }
 
-    /// The escalation destinations of an agent.
-    pub fn escalation_destinations(&self, agent: &str) -> Vec<Destination> {
-        self.approvers().escalation_destinations(agent)
+    /// The escalation destinations of an agent that take cards of `project`.
+    pub fn escalation_destinations(&self, agent: &str, project: Option<&Project>) -> Vec<Destination> {
+        self.approvers().escalation_destinations(agent, project)
     }
 
     pub(super) async fn proposal_and_state(&self, id: ApprovalId) -> Option<(Proposal, State)> {
@@ -34,7 +36,7 @@ impl Core {
 
     pub(super) async fn post_cards(self: &Arc<Self>, id: ApprovalId) {
         let Some((p, state)) = self.proposal_and_state(id).await else { return };
-        let mut destinations = self.destinations(&p.session.agent);
+        let mut destinations = self.destinations(&p.session.agent, p.project.as_ref());
         let pid = Some((id, p.version));
         // Resumed after a crash: the cards already out stay, the rest go.
         let posted = self.blocking(move |s| s.deliveries(&id)).await.unwrap_or_default();
@@ -45,7 +47,13 @@ impl Core {
             }
         }
         if destinations.is_empty() {
-            let detail = "no destinations configured for this agent: the card was recorded here only".to_string();
+            // Destinations the agent has, whose `projects` all leave this card out.
+            let routed_away = self.approvers().places(&p.session.agent).iter().any(|place| !place.escalation);
+            let detail = match &p.project {
+                _ if !routed_away => "no destinations configured for this agent: the card was recorded here only".to_string(),
+                Some(project) => format!("no destination of this agent takes project {}: the card was recorded here only", project.name),
+                None => "the agent named no project, and every destination of this agent takes only some projects: the card was recorded here only".to_string(),
+            };
             self.audit(&p.session, "plangate", "card_recorded", pid, detail).await;
             return;
         }
@@ -60,6 +68,7 @@ impl Core {
         // not pace the others.
         let (p, view, document, parents) = (&p, &view, &document, &parents);
         join_all(destinations.into_iter().map(|dest| async move {
+            let (dest, _opening) = self.in_session_thread(dest, p).await;
             let Some(channel) = self.channel(&dest.channel) else {
                 let detail = format!("{}: channel {} is not running", dest.name, dest.channel);
                 self.audit(&p.session, "plangate", "card_not_delivered", pid, detail).await;
@@ -73,6 +82,7 @@ impl Core {
             };
             match posted {
                 Ok(delivery) => {
+                    self.remember_thread(&dest, &p.session, &delivery).await;
                     let detail = format!("{} {} message {}", dest.name, delivery.chat, delivery.message_id);
                     if let Err(e) = self.blocking(move |s| s.add_delivery(&id, &delivery)).await {
                         warn!(error = %e, "delivery not recorded; this card will not be updated");
@@ -148,13 +158,15 @@ impl Core {
         view.context = format!("⚠ escalated: no decision after {waited} · {}", view.context);
         let document = Self::document_of(&p);
         let posted = self.blocking(move |s| s.deliveries(&id)).await.unwrap_or_default();
-        for dest in self.escalation_destinations(&p.session.agent) {
+        for dest in self.escalation_destinations(&p.session.agent, p.project.as_ref()) {
             if posted.iter().any(|delivered| delivered.destination == dest.name) {
                 continue; // resumed after a crash: already escalated there
             }
             let Some(channel) = self.channel(&dest.channel) else { continue };
+            let (dest, _opening) = self.in_session_thread(dest, &p).await;
             match channel.post_card(&dest, &view, &document).await {
                 Ok(delivery) => {
+                    self.remember_thread(&dest, &p.session, &delivery).await;
                     let _ = self.blocking(move |s| s.add_delivery(&id, &delivery)).await;
                     self.audit(&p.session, "plangate", "card_escalated", Some((id, p.version)), dest.name.clone()).await;
                 }
@@ -166,11 +178,19 @@ impl Core {
     pub(super) async fn post_question(&self, id: ApprovalId) {
         let Ok(Some(q)) = self.blocking(move |s| s.question(&id)).await else { return };
         let posted = self.blocking(move |s| s.question_deliveries(&id)).await.unwrap_or_default();
-        for dest in self.destinations(&q.session.agent) {
+        // Asked where the session's cards go (the project of its latest
+        // plan), in the session's topic or thread.
+        let latest = self.load(&q.session).await.ok().and_then(|state| state.latest);
+        let project = latest.as_ref().and_then(|p| p.project.clone());
+        for dest in self.destinations(&q.session.agent, project.as_ref()) {
             if posted.iter().any(|delivered| delivered.destination == dest.name) {
                 continue; // resumed after a crash: already asked there
             }
             let Some(channel) = self.channel(&dest.channel) else { continue };
+            let (dest, _opening) = match &latest {
+                Some(p) => self.in_session_thread(dest, p).await,
+                None => (dest, None),
+            };
             match channel.post_question(&dest, &q).await {
                 Ok(delivery) => {
                     // Never approvable blind: a card that could not show the
@@ -184,6 +204,7 @@ impl Core {
                             warn!(destination = %dest.name, error = %e, "the whole input of a permission request was not attached");
                         }
                     }
+                    self.remember_thread(&dest, &q.session, &delivery).await;
                     let _ = self.blocking(move |s| s.add_question_delivery(&id, &delivery)).await;
                 }
                 Err(e) => warn!(destination = %dest.name, error = %e, "question not delivered"),

@@ -126,7 +126,10 @@ impl Core {
         let who = audit_name(actor);
         let checked = match actor {
             Actor::Operator { .. } => Ok(()),
-            Actor::Human { id, .. } => self.approvers().check(&key.agent, id, venue),
+            Actor::Human { id, .. } => {
+                let project = self.project_of(key, approval.map(|(id, _)| id)).await;
+                self.approvers().check(&key.agent, project.as_ref(), id, venue)
+            }
             Actor::Agent | Actor::Scheduler => Err(NotAllowed::NotApprover),
         };
         if let Err(why) = &checked {
@@ -138,6 +141,16 @@ impl Core {
             self.audit(key, &who, "refused", approval, format!("{who} refused {place}: {why}")).await;
         }
         checked
+    }
+
+    /// The project a decision is about (routing by project bounds who
+    /// decides it): the approval's, else the session's latest proposal's.
+    async fn project_of(&self, key: &SessionKey, approval: Option<ApprovalId>) -> Option<plangate_engine::Project> {
+        let proposal = match approval {
+            Some(id) => self.blocking(move |s| s.proposal(&id)).await.ok().flatten(),
+            None => self.load(key).await.ok().and_then(|state| state.latest),
+        };
+        proposal.and_then(|p| p.project)
     }
 
     /// Decide approval `id`: the one function every venue calls.

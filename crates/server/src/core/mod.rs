@@ -17,6 +17,7 @@
 mod chat;
 mod decide;
 mod jobs;
+mod threads;
 mod waiters;
 pub mod webhooks;
 
@@ -134,6 +135,11 @@ pub struct Core {
     /// The live approver index (config + paired destinations) and the
     /// pairing attempts' budget (see [`crate::pairing`]).
     pub(crate) pairing: crate::pairing::Pairing,
+    /// Per destination, why its cards go to the main chat although it wants
+    /// a topic or thread per session (see `threads`).
+    thread_notes: Mutex<std::collections::BTreeMap<String, String>>,
+    /// Striped locks held while a session's topic or thread is being opened.
+    thread_opening: Vec<Arc<tokio::sync::Mutex<()>>>,
 }
 
 impl Core {
@@ -170,6 +176,8 @@ impl Core {
             queued_outbox: Arc::new(Mutex::new(HashSet::new())),
             leaders: Mutex::new(HashMap::new()),
             store_info: OnceLock::new(),
+            thread_notes: Mutex::new(std::collections::BTreeMap::new()),
+            thread_opening: (0..threads::OPENING_STRIPES).map(|_| Arc::new(tokio::sync::Mutex::new(()))).collect(),
         })
     }
 

@@ -468,7 +468,7 @@ mod tests {
         run(
             &state,
             Actor::Agent,
-            Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+            Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api, project: None },
             n + 1,
         )
         .state
@@ -519,7 +519,7 @@ mod tests {
         let t = run(
             &state,
             Actor::Agent,
-            Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+            Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api, project: None },
             6,
         );
         assert!(t.retired.is_some());
@@ -544,7 +544,7 @@ mod tests {
         let t = run(
             &auto,
             Actor::Agent,
-            Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+            Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api, project: None },
             6,
         );
         assert_eq!(kinds(&events(&auto, &t)), ["decision approved"]);

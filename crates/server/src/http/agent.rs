@@ -66,6 +66,13 @@ pub(super) async fn readyz(State(core): State<AppState>) -> Response {
         // that leads none is ready all the same (it serves the API).
         "leader_for": core.leading_roles(),
     });
+    let mut body = body;
+    // Destinations that want a topic or thread per session but could not
+    // get one: their cards go to the main chat (ready all the same).
+    let notes = core.thread_notes();
+    if !notes.is_empty() {
+        body["thread_fallbacks"] = notes.into_iter().map(|(dest, note)| (dest, json!(note))).collect::<serde_json::Map<_, _>>().into();
+    }
     (status, Json(body)).into_response()
 }
 
@@ -166,6 +173,19 @@ fn take_harness(body: &mut Value) -> Result<plangate_engine::Harness, ApiError> 
     }
 }
 
+/// Take the proposal body's optional `project` (`{"name", "branch",
+/// "host"}`: where the agent runs) out of it; the engine checks its parts.
+fn take_project(body: &mut Value) -> Result<Option<plangate_engine::Project>, ApiError> {
+    match body.as_object_mut().and_then(|o| o.remove("project")) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => serde_json::from_value(v).map(Some).map_err(|e| {
+            ApiError::invalid_request(format!(
+                "project must be an object {{\"name\": string, \"branch\": string, \"host\": string}} (branch and host optional): {e}"
+            ))
+        }),
+    }
+}
+
 /// Who asked for the work: the agent's token config wins, and a body that
 /// names someone else is refused (an agent must not be able to pick who
 /// counts as "self" for separation of duties when its operator fixed it);
@@ -195,9 +215,11 @@ pub(super) async fn propose(
     let mut body = body;
     let named = take_requested_by(&mut body)?;
     let harness = take_harness(&mut body)?;
+    let project = take_project(&mut body)?;
     let requested_by = requester(core.settings.requested_by(&key.agent), named)?;
     let (plan, markdown) = parse_proposal(body)?;
-    let done = core.execute(&key, Actor::Agent, Command::Propose { plan, markdown, requested_by, harness }, ExecMeta::default()).await?;
+    let done =
+        core.execute(&key, Actor::Agent, Command::Propose { plan, markdown, requested_by, harness, project }, ExecMeta::default()).await?;
     let Some(latest) = done.transition.state.latest.as_ref() else {
         return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "proposal vanished"));
     };

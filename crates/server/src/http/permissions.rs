@@ -64,7 +64,9 @@ pub(super) async fn ask(
         core.blocking(move |s| s.permission_rules(&agent)).await?
     };
     let rules = Rules { deny: config.deny, ask: config.ask, allow: config.allow, stored };
-    let relay = config.relay && !core.destinations(&agent).is_empty();
+    // Posted where the session's cards go: the project of its latest plan.
+    let project = state.latest.as_ref().and_then(|p| p.project.as_ref());
+    let relay = config.relay && !core.destinations(&agent, project).is_empty();
     let call = Call { tool: &body.tool, input: &body.input, paths: body.paths.as_deref() };
     if !relay && permission::judge(&call, &rules, &state.session.session_rules) == Judged::Ask {
         let why = if config.relay { "the agent has no chat destination" } else { "relaying is off for this agent" };

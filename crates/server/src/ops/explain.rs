@@ -7,6 +7,23 @@
 use crate::config::Settings;
 use std::fmt::Write;
 
+/// Which cards a destination takes and where in the chat they go.
+fn routing(d: &crate::config::DestinationConfig) -> String {
+    let projects = if d.projects.is_empty() {
+        "every project".to_string()
+    } else {
+        format!("projects matching {} (a card that names no project does not go there)", d.projects.join(", "))
+    };
+    let threads = match d.threads {
+        plangate_channel::Threads::Off => "in the chat itself",
+        plangate_channel::Threads::PerSession => match d.channel.as_str() {
+            "telegram" => "a forum topic per session",
+            _ => "a thread per session (under the session's first card)",
+        },
+    };
+    format!("{projects}; {threads}")
+}
+
 /// The explanation, one fact per line.
 pub fn explain(settings: &Settings, source: &str) -> String {
     let raw = &settings.raw;
@@ -44,6 +61,11 @@ pub fn explain(settings: &Settings, source: &str) -> String {
         let escalate = if effective.escalate_to.is_empty() { "none".to_string() } else { effective.escalate_to.join(", ") };
         let destinations = if agent.destinations.is_empty() { "none".to_string() } else { agent.destinations.join(", ") };
         let _ = writeln!(out, "agent {id}: destinations {destinations}");
+        for name in &agent.destinations {
+            if let Some(d) = raw.destinations.get(name) {
+                let _ = writeln!(out, "  cards to {name}: {}", routing(d));
+            }
+        }
         let _ = writeln!(out, "  nudges {nudges} (from {})", from(own.is_some_and(|o| o.nudges.is_some())));
         let _ = writeln!(out, "  timeout {} (from {})", effective.timeout, from(own.is_some_and(|o| o.timeout.is_some())));
         let _ = writeln!(out, "  escalate_to {escalate} (from {})", from(own.is_some_and(|o| o.escalate_to.is_some())));

@@ -138,7 +138,7 @@ impl Fixture {
             .execute(
                 &key,
                 Actor::Agent,
-                Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+                Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api, project: None },
                 ExecMeta::default(),
             )
             .await
@@ -270,6 +270,7 @@ async fn an_event_handled_elsewhere_gets_no_reply() {
         user: User { id: "1".into(), name: "ann".into(), team: None },
         action: Action::Button(Button::Approve(id)),
         idempotency_key: Some("telegram:cb:42".into()),
+        thread: None,
     };
     assert_eq!(hub.handle(click.clone()).await, Reply::None);
     assert_eq!(f.store.proposal(&id).unwrap().unwrap().status, DecisionStatus::Pending);

@@ -28,7 +28,7 @@ pub fn propose(store: &dyn Store, key: &SessionKey, r: u8) -> Proposal {
     let t = apply(
         &before,
         &Actor::Agent,
-        Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+        Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api, project: None },
         &ctx(1000, r),
     )
     .unwrap();

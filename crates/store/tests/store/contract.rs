@@ -191,7 +191,13 @@ fn an_approval_id_is_never_reused(b: &dyn Backend) {
     let t = apply(
         &before,
         &Actor::Agent,
-        Command::Propose { plan: Plan::titled("x"), markdown: None, requested_by: None, harness: plangate_engine::Harness::Api },
+        Command::Propose {
+            plan: Plan::titled("x"),
+            markdown: None,
+            requested_by: None,
+            harness: plangate_engine::Harness::Api,
+            project: None,
+        },
         &ctx(2, 9),
     )
     .unwrap();

@@ -53,6 +53,7 @@ fn racing_commits_on_one_revision_one_wins_one_conflicts() {
                     markdown: None,
                     requested_by: None,
                     harness: plangate_engine::Harness::Api,
+                    project: None,
                 }
             };
             let t = apply(&before, &Actor::Agent, command, &ctx(100, r)).unwrap();

@@ -12,9 +12,11 @@ pub(super) async fn exit_plan_mode(call: &ToolCall, settings: &Settings, channel
         Err(why) => return (Answer::deny(call.event, format!("plangate: {why}")), false),
     };
     let body = ProposalBody::markdown(markdown, None);
+    // The project is the one Claude Code works in, not the hook's own directory.
+    let client = settings.client.clone().in_dir(call.cwd.as_deref().map(std::path::Path::new));
     let submitted = tokio::time::timeout(
         QUICK_BUDGET,
-        submit(&settings.client, settings.recall.as_ref(), &call.session_id, &body, "Claude Code called ExitPlanMode"),
+        submit(&client, settings.recall.as_ref(), &call.session_id, &body, "Claude Code called ExitPlanMode"),
     )
     .await;
     let submitted = match submitted {

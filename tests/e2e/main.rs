@@ -30,6 +30,7 @@ mod ops_metrics;
 mod ops_ready;
 mod ops_retention;
 mod ops_shutdown;
+mod paging;
 mod real_claude;
 mod real_codex;
 mod replicas;

@@ -177,6 +177,41 @@ pub mod prelude {
     pub use crate::{MaintenanceStore, ReplicaStore, SessionStore, Store, WorkStore};
 }
 
+/// Where a proposal sits in a listing: listings run in `(created_at,
+/// approval_id)` order, and a page starts after a position (the HTTP
+/// API's `after` cursor encodes one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PagePosition {
+    pub created_at: Timestamp,
+    pub approval_id: ApprovalId,
+}
+
+impl PagePosition {
+    pub fn of(p: &Proposal) -> PagePosition {
+        PagePosition { created_at: p.created_at, approval_id: p.approval_id }
+    }
+}
+
+/// A proposal ordered by its position only (the default page's heap).
+struct ByPosition(PagePosition, Box<Proposal>);
+
+impl PartialEq for ByPosition {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+impl Eq for ByPosition {}
+impl PartialOrd for ByPosition {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for ByPosition {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.cmp(&other.0)
+    }
+}
+
 /// Everything a store does, in four roles, so that a caller that needs one
 /// role can say so (`&dyn WorkStore`) and a reader of the trait finds the
 /// methods of one job together. Implement the four; `Store` follows.
@@ -203,6 +238,36 @@ pub trait SessionStore: Send + Sync {
     fn visit_proposals(&self, status: Option<DecisionStatus>, visit: &mut dyn FnMut(&Proposal)) -> Result<(), StoreError> {
         self.proposals(status)?.iter().for_each(visit);
         Ok(())
+    }
+
+    /// One page of a listing: at most `limit` proposals with `status` (all
+    /// when `None`) in `(created_at, approval_id)` order, starting after
+    /// `after`. The answer's size is bounded by `limit` whatever the store
+    /// holds. The default visits every proposal once, keeping only the
+    /// `limit` earliest in a heap (sled: no index by time, so a page costs a
+    /// scan but never more memory than the page); PostgreSQL answers from
+    /// its `(status, created_at)` index.
+    fn proposals_page(
+        &self,
+        status: Option<DecisionStatus>,
+        after: Option<PagePosition>,
+        limit: usize,
+    ) -> Result<Vec<Proposal>, StoreError> {
+        let mut heap: std::collections::BinaryHeap<ByPosition> = std::collections::BinaryHeap::new();
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        self.visit_proposals(status, &mut |p| {
+            let at = PagePosition::of(p);
+            if after.is_some_and(|a| at <= a) || (heap.len() == limit && heap.peek().is_some_and(|top| at >= top.0)) {
+                return;
+            }
+            heap.push(ByPosition(at, Box::new(p.clone())));
+            if heap.len() > limit {
+                heap.pop();
+            }
+        })?;
+        Ok(heap.into_sorted_vec().into_iter().map(|b| *b.1).collect())
     }
 
     fn sessions(&self) -> Result<Vec<Session>, StoreError>;

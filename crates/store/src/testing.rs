@@ -9,8 +9,8 @@
 //! crate) to use it.
 
 use crate::{
-    AuditQuery, BackupStats, ChangeListener, Commit, LeaderListener, MaintenanceStore, OutboxEntry, PrunePolicy, PruneReport, ReplicaStore,
-    SessionStore, Store, StoreError, WorkStore,
+    AuditQuery, BackupStats, ChangeListener, Commit, LeaderListener, MaintenanceStore, OutboxEntry, PagePosition, PrunePolicy, PruneReport,
+    ReplicaStore, SessionStore, Store, StoreError, WorkStore,
 };
 use plangate_delivery::Delivery;
 use plangate_engine::namespace::Namespace;
@@ -170,6 +170,15 @@ impl<S: Store> SessionStore for Faulty<S> {
 
     fn visit_proposals(&self, status: Option<DecisionStatus>, visit: &mut dyn FnMut(&Proposal)) -> Result<(), StoreError> {
         self.inner.visit_proposals(status, visit)
+    }
+
+    fn proposals_page(
+        &self,
+        status: Option<DecisionStatus>,
+        after: Option<PagePosition>,
+        limit: usize,
+    ) -> Result<Vec<Proposal>, StoreError> {
+        self.inner.proposals_page(status, after, limit)
     }
 
     fn sessions(&self) -> Result<Vec<Session>, StoreError> {

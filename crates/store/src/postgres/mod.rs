@@ -24,7 +24,8 @@ pub use open::{probe, PgOptions};
 pub(crate) use sql::timer_identity;
 
 use crate::{
-    AuditQuery, ChangeListener, Commit, LeaderListener, MaintenanceStore, OutboxEntry, ReplicaStore, SessionStore, StoreError, WorkStore,
+    AuditQuery, ChangeListener, Commit, LeaderListener, MaintenanceStore, OutboxEntry, PagePosition, ReplicaStore, SessionStore,
+    StoreError, WorkStore,
 };
 use connection::OffThreadDrop;
 use plangate_delivery::Delivery;
@@ -131,6 +132,15 @@ impl SessionStore for PgStore {
 
     fn visit_proposals(&self, status: Option<DecisionStatus>, visit: &mut dyn FnMut(&Proposal)) -> Result<(), StoreError> {
         reads::visit_proposals(self, status, visit)
+    }
+
+    fn proposals_page(
+        &self,
+        status: Option<DecisionStatus>,
+        after: Option<PagePosition>,
+        limit: usize,
+    ) -> Result<Vec<Proposal>, StoreError> {
+        reads::proposals_page(self, status, after, limit)
     }
 
     fn sessions(&self) -> Result<Vec<Session>, StoreError> {

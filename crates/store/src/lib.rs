@@ -342,7 +342,7 @@ pub trait SessionStore: Send + Sync {
 
 /// The work a commit leaves for later: due timers, the outbox of chat jobs,
 /// and where each card and question was delivered.
-pub trait WorkStore: Send + Sync {
+pub trait WorkStore: SessionStore {
     /// The earliest timer, if any.
     fn next_timer(&self) -> Result<Option<Timer>, StoreError>;
 
@@ -369,12 +369,32 @@ pub trait WorkStore: Send + Sync {
         (0..n).map(|_| self.generate_seq()).collect()
     }
 
+    /// [`SessionStore::commit`] with one outbox entry per `work` item,
+    /// numbered by [`WorkStore::generate_seqs`]; `numbered` sees the
+    /// numbers before the commit is written (the server marks them queued,
+    /// so no claimer queues them twice). Returns the numbers. PostgreSQL
+    /// draws them inside the commit's own transaction: one transaction per
+    /// transition, not two.
+    fn commit_numbered(&self, mut commit: Commit, work: Vec<Vec<u8>>, numbered: &mut dyn FnMut(&[u64])) -> Result<Vec<u64>, StoreError> {
+        let seqs = if work.is_empty() { Vec::new() } else { self.generate_seqs(work.len())? };
+        numbered(&seqs);
+        commit.outbox.extend(seqs.iter().zip(work).map(|(seq, work)| OutboxEntry { seq: *seq, work }));
+        self.commit(commit)?;
+        Ok(seqs)
+    }
+
     /// Every outbox entry not yet done, in `seq` order.
     fn outbox(&self) -> Result<Vec<OutboxEntry>, StoreError>;
 
     /// Mark an outbox entry done. Not flushed: after a crash the work may be
     /// done again (at least once), so it must be safe to repeat.
     fn remove_outbox(&self, seq: u64) -> Result<(), StoreError>;
+
+    /// [`WorkStore::remove_outbox`] for several entries at once (one
+    /// statement on PostgreSQL; entries already gone are no error).
+    fn remove_outbox_many(&self, seqs: &[u64]) -> Result<(), StoreError> {
+        seqs.iter().try_for_each(|seq| self.remove_outbox(*seq))
+    }
 
     /// Remove several timers outside a transition, durably, all or none.
     fn remove_timers(&self, timers: &[Timer]) -> Result<(), StoreError> {

@@ -281,6 +281,10 @@ impl<S: Store> WorkStore for Faulty<S> {
         self.inner.remove_outbox(seq)
     }
 
+    fn remove_outbox_many(&self, seqs: &[u64]) -> Result<(), StoreError> {
+        self.inner.remove_outbox_many(seqs)
+    }
+
     fn deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {
         self.inner.deliveries(id)
     }

@@ -300,7 +300,7 @@ mod tests {
         ] {
             assert_eq!(parse_cursor(&cursor(at)), Some(at));
         }
-        let good = cursor(PagePosition { created_at: Timestamp(7), approval_id: ApprovalId([1; 16]) });
+        let good = cursor(PagePosition { created_at: Timestamp(7), approval_id: ApprovalId([0xab; 16]) });
         for bad in ["", "abc", &good[1..], &good.to_uppercase(), &format!("{good}00"), &good.replacen('0', "g", 1)] {
             assert_eq!(parse_cursor(bad), None, "{bad:?}");
         }

@@ -254,6 +254,14 @@ impl WorkStore for PgStore {
         records::remove_outbox(self, seq)
     }
 
+    fn commit_numbered(&self, commit: Commit, work: Vec<Vec<u8>>, numbered: &mut dyn FnMut(&[u64])) -> Result<Vec<u64>, StoreError> {
+        commit::commit_numbered(self, commit, work, numbered)
+    }
+
+    fn remove_outbox_many(&self, seqs: &[u64]) -> Result<(), StoreError> {
+        records::remove_outbox_many(self, seqs)
+    }
+
     fn deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {
         reads::deliveries(self, id)
     }

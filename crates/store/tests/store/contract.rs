@@ -475,6 +475,18 @@ fn outbox_and_sequence_numbers(b: &dyn Backend) {
     assert!(batch[0] > next && batch.windows(2).all(|w| w[0] < w[1]), "a batch is increasing and after: {batch:?}");
     assert!(store.generate_seqs(0).unwrap().is_empty());
     store.renew_leases().unwrap();
+
+    // Numbered by the store with the commit: increasing, after the rest,
+    // shown to the caller before the commit lands, then removed in one go.
+    let mut seen = Vec::new();
+    let numbered = store.commit_numbered(Commit::default(), vec![vec![1], vec![2], vec![3]], &mut |seqs| seen = seqs.to_vec()).unwrap();
+    assert_eq!(numbered, seen);
+    assert!(numbered[0] > batch[3] && numbered.windows(2).all(|w| w[0] < w[1]), "{numbered:?}");
+    let works: Vec<Vec<u8>> = store.outbox().unwrap().into_iter().filter(|e| numbered.contains(&e.seq)).map(|e| e.work).collect();
+    assert_eq!(works, vec![vec![1], vec![2], vec![3]]);
+    store.remove_outbox_many(&[numbered[0], numbered[2], 999_999]).unwrap();
+    assert_eq!(store.outbox().unwrap().len(), 3, "the two left before, and the middle one");
+    assert!(store.commit_numbered(Commit::default(), Vec::new(), &mut |seqs| assert!(seqs.is_empty())).unwrap().is_empty());
 }
 
 /// One process on its own store: the claims hand it every due timer, like

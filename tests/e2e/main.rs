@@ -30,6 +30,7 @@ mod ops_metrics;
 mod ops_ready;
 mod ops_retention;
 mod ops_shutdown;
+mod paging;
 mod pairing;
 mod permissions;
 mod permissions_slack_discord;

@@ -196,6 +196,29 @@ impl Client {
         body: Option<Value>,
         timeout: Duration,
     ) -> Result<(u16, Value), AgentError> {
+        self.send_within(method, path, body, timeout).await.map(|(status, _, value)| (status, value))
+    }
+
+    /// A GET of one page of a paged listing (`GET /v1/approvals`): the
+    /// body, and the path of the next page from the answer's `Link: <path>;
+    /// rel="next"` (`None` on the last page). An API error is
+    /// [`AgentError::Api`], as with [`Client::ok`].
+    pub async fn page(&self, path: &str) -> Result<(Value, Option<String>), AgentError> {
+        let (status, headers, value) = self.send_within(reqwest::Method::GET, path, None, self.timeouts.request).await?;
+        if !(200..300).contains(&status) {
+            return Err(api_error(status, &value));
+        }
+        let next = headers.get_all(reqwest::header::LINK).iter().filter_map(|v| v.to_str().ok()).find_map(next_link);
+        Ok((value, next))
+    }
+
+    async fn send_within(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+        timeout: Duration,
+    ) -> Result<(u16, reqwest::header::HeaderMap, Value), AgentError> {
         let mut req = self.http.request(method, format!("{}{}", self.base, path)).timeout(timeout);
         if let Some(t) = &self.token {
             req = req.bearer_auth(t);
@@ -205,8 +228,9 @@ impl Client {
         }
         let resp = req.send().await.map_err(|e| self.transport_error(e, timeout))?;
         let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
         let text = resp.text().await.map_err(|e| self.transport_error(e, timeout))?;
-        Ok((status, serde_json::from_str(&text).unwrap_or(Value::Null)))
+        Ok((status, headers, serde_json::from_str(&text).unwrap_or(Value::Null)))
     }
 
     fn transport_error(&self, e: reqwest::Error, timeout: Duration) -> AgentError {
@@ -233,13 +257,7 @@ impl Client {
         if (200..300).contains(&status) {
             return Ok(value);
         }
-        let error = &value["error"];
-        Err(AgentError::Api {
-            status,
-            code: error["code"].as_str().unwrap_or("error").to_string(),
-            message: error["message"].as_str().unwrap_or("(no message)").to_string(),
-            details: error.get("details").cloned().unwrap_or(Value::Null),
-        })
+        Err(api_error(status, &value))
     }
 
     async fn typed<T: DeserializeOwned>(
@@ -578,7 +596,8 @@ pub struct Injection {
 /// `text` as one URL path segment: unreserved characters as they are, every
 /// other byte percent-encoded, so an id can never add a path segment
 /// (callers refuse `.` and `..`, which URL parsers resolve even encoded).
-fn path_segment(text: &str) -> String {
+/// Also a safe query value (`&`, `=` and `#` are encoded).
+pub fn path_segment(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for b in text.bytes() {
         if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
@@ -596,6 +615,28 @@ fn is_hex_id(id: &str) -> bool {
     id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
+/// A non-2xx answer as [`AgentError::Api`], from the contract's error shape.
+fn api_error(status: u16, value: &Value) -> AgentError {
+    let error = &value["error"];
+    AgentError::Api {
+        status,
+        code: error["code"].as_str().unwrap_or("error").to_string(),
+        message: error["message"].as_str().unwrap_or("(no message)").to_string(),
+        details: error.get("details").cloned().unwrap_or(Value::Null),
+    }
+}
+
+/// The target of a `rel="next"` link in one `Link` header value, accepted
+/// only as a path on the same server (never a full URL a response could
+/// point elsewhere with).
+fn next_link(header: &str) -> Option<String> {
+    header.split(',').find_map(|link| {
+        let (target, params) = link.trim().strip_prefix('<')?.split_once('>')?;
+        let next = params.split(';').any(|p| matches!(p.trim(), "rel=\"next\"" | "rel=next"));
+        (next && target.starts_with('/') && !target.starts_with("//")).then(|| target.to_string())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -604,5 +645,14 @@ mod tests {
     fn path_segments_cannot_escape() {
         assert_eq!(path_segment("tool:toolu_01ABC"), "tool%3Atoolu_01ABC");
         assert_eq!(path_segment("../x y/é"), "..%2Fx%20y%2F%C3%A9");
+    }
+
+    #[test]
+    fn only_a_same_server_next_link_is_followed() {
+        assert_eq!(next_link("</v1/approvals?after=ab>; rel=\"next\"").as_deref(), Some("/v1/approvals?after=ab"));
+        assert_eq!(next_link("</a>; rel=\"prev\", </b>; rel=\"next\"").as_deref(), Some("/b"));
+        for foreign in ["<https://evil.example/x>; rel=\"next\"", "<//evil.example/x>; rel=\"next\"", "</a>; rel=\"prev\"", "garbage"] {
+            assert_eq!(next_link(foreign), None, "{foreign}");
+        }
     }
 }

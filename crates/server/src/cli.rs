@@ -222,6 +222,36 @@ pub fn print_decision(decision: &Value, json_out: bool) {
     }
 }
 
+/// `plangate list`: every approval with `status`, oldest first, fetched a
+/// page at a time by following the answers' `Link: rel="next"` (at most
+/// `limit` printed when given).
+pub async fn list(client: &Client, status: &str, limit: Option<usize>) -> Result<i32> {
+    // The server's default page (100) unless fewer are wanted.
+    let page = limit.filter(|l| *l < 100).map(|l| format!("&limit={}", l.max(1))).unwrap_or_default();
+    let mut path = Some(format!("/v1/approvals?status={}{page}", plangate_agent::client::path_segment(status)));
+    let mut printed = 0;
+    while let Some(p) = path.take() {
+        let (list, next) = client.page(&p).await?;
+        for a in list.as_array().into_iter().flatten() {
+            if limit.is_some_and(|l| printed >= l) {
+                return Ok(0);
+            }
+            println!(
+                "{}  {}/{}  v{}  {}  {}",
+                a["approval_id"].as_str().unwrap_or(""),
+                a["agent"].as_str().unwrap_or(""),
+                a["session_id"].as_str().unwrap_or(""),
+                a["version"],
+                a["status"].as_str().unwrap_or(""),
+                a["title"].as_str().unwrap_or("")
+            );
+            printed += 1;
+        }
+        path = next;
+    }
+    Ok(0)
+}
+
 /// `plangate namespace show NAME`: the namespace as JSON; 2 for a bad name.
 pub async fn namespace_show(client: &Client, name: &str) -> Result<i32> {
     match client.namespace(name).await {

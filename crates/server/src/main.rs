@@ -131,10 +131,13 @@ enum Cmd {
         #[command(flatten)]
         remote: Remote,
     },
-    /// List approvals (pending by default).
+    /// List approvals (pending by default), oldest first, every page.
     List {
         #[arg(long, default_value = "pending")]
         status: String,
+        /// Stop after this many (default: all, fetched a page at a time).
+        #[arg(long)]
+        limit: Option<usize>,
         #[arg(long, env = "PLANGATE_OPERATOR_TOKEN", hide_env_values = true)]
         operator_token: String,
         #[command(flatten)]
@@ -405,21 +408,9 @@ async fn run(args: Args) -> Result<i32> {
             cli::print_decision(&decision, false);
             Ok(0)
         }
-        Cmd::List { status, operator_token, remote } => {
+        Cmd::List { status, limit, operator_token, remote } => {
             let client = Client::new(&remote.url, Some(operator_token))?;
-            let list = client.ok(reqwest::Method::GET, &format!("/v1/approvals?status={status}"), None).await?;
-            for a in list.as_array().into_iter().flatten() {
-                println!(
-                    "{}  {}/{}  v{}  {}  {}",
-                    a["approval_id"].as_str().unwrap_or(""),
-                    a["agent"].as_str().unwrap_or(""),
-                    a["session_id"].as_str().unwrap_or(""),
-                    a["version"],
-                    a["status"].as_str().unwrap_or(""),
-                    a["title"].as_str().unwrap_or("")
-                );
-            }
-            Ok(0)
+            cli::list(&client, &status, limit).await
         }
         Cmd::Audit { session, agent, limit, operator_token, remote } => {
             let client = Client::new(&remote.url, Some(operator_token))?;

@@ -23,6 +23,7 @@ use crate::core::{Core, CoreError, ExecMeta};
 use plangate_engine::{Actor, ApprovalId, Command, Timer, TimerKind, Timestamp};
 use plangate_store::StoreError;
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -56,20 +57,45 @@ pub async fn run(core: Arc<Core>, mut shutdown: watch::Receiver<bool>) {
             }
             continue;
         }
-        let next = core.blocking(|s| s.next_timer()).await;
-        let longest = if core.store.shared() { MAX_SLEEP.min(crate::replicas::lease(&core)) } else { MAX_SLEEP };
-        let sleep = match next {
-            Ok(Some(t)) => Duration::from_millis(u64::try_from(t.due.0 - core.now().0).unwrap_or(0)).min(longest),
-            Ok(None) => longest,
-            Err(e) => {
-                warn!(error = %e, "cannot read timers; retrying");
-                Duration::from_secs(1)
+        // Sleep until the earliest timer. A timer scheduled by a commit of
+        // this process is announced with its due time (`Core::timer_scheduled`),
+        // so the earliest is known without a read; only other wake-ups (a
+        // change on another replica) re-read it. Claiming is a write (on
+        // PostgreSQL, a transaction of its own), so it waits until the
+        // earliest timer is actually due.
+        let mut read = true;
+        let mut earliest: Option<i64> = None;
+        let mut failed = false;
+        loop {
+            if read {
+                // Announcements before this read are covered by it (their
+                // commits came first); later ones are merged below.
+                core.scheduled_due.store(i64::MAX, Ordering::SeqCst);
+                match core.blocking(|s| s.next_timer()).await {
+                    Ok(next) => (earliest, failed) = (next.map(|t| t.due.0), false),
+                    Err(e) => {
+                        warn!(error = %e, "cannot read timers; retrying");
+                        (earliest, failed) = (None, true);
+                    }
+                }
+                read = false;
             }
-        };
-        tokio::select! {
-            _ = tokio::time::sleep(sleep) => {}
-            _ = core.scheduler_wake.notified() => {}
-            _ = shutdown.changed() => return,
+            let announced = core.scheduled_due.swap(i64::MAX, Ordering::SeqCst);
+            if announced != i64::MAX {
+                earliest = Some(earliest.map_or(announced, |e| e.min(announced)));
+            }
+            let longest = if core.store.shared() { MAX_SLEEP.min(crate::replicas::lease(&core)) } else { MAX_SLEEP };
+            let sleep = match earliest {
+                _ if failed => Duration::from_secs(1),
+                Some(due) => Duration::from_millis(u64::try_from(due - core.now().0).unwrap_or(0)).min(longest),
+                None => longest,
+            };
+            tokio::select! {
+                _ = tokio::time::sleep(sleep) => break,
+                _ = core.scheduler_wake.notified() => read = true,
+                _ = core.scheduled_wake.notified() => {}
+                _ = shutdown.changed() => return,
+            }
         }
     }
 }

@@ -185,6 +185,41 @@ pub mod prelude {
     pub use crate::{MaintenanceStore, ReplicaStore, SessionStore, Store, WorkStore};
 }
 
+/// Where a proposal sits in a listing: listings run in `(created_at,
+/// approval_id)` order, and a page starts after a position (the HTTP
+/// API's `after` cursor encodes one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PagePosition {
+    pub created_at: Timestamp,
+    pub approval_id: ApprovalId,
+}
+
+impl PagePosition {
+    pub fn of(p: &Proposal) -> PagePosition {
+        PagePosition { created_at: p.created_at, approval_id: p.approval_id }
+    }
+}
+
+/// A proposal ordered by its position only (the default page's heap).
+struct ByPosition(PagePosition, Box<Proposal>);
+
+impl PartialEq for ByPosition {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+impl Eq for ByPosition {}
+impl PartialOrd for ByPosition {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for ByPosition {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.cmp(&other.0)
+    }
+}
+
 /// Everything a store does, in four roles, so that a caller that needs one
 /// role can say so (`&dyn WorkStore`) and a reader of the trait finds the
 /// methods of one job together. Implement the four; `Store` follows.
@@ -218,6 +253,36 @@ pub trait SessionStore: Send + Sync {
     fn visit_proposals(&self, status: Option<DecisionStatus>, visit: &mut dyn FnMut(&Proposal)) -> Result<(), StoreError> {
         self.proposals(status)?.iter().for_each(visit);
         Ok(())
+    }
+
+    /// One page of a listing: at most `limit` proposals with `status` (all
+    /// when `None`) in `(created_at, approval_id)` order, starting after
+    /// `after`. The answer's size is bounded by `limit` whatever the store
+    /// holds. The default visits every proposal once, keeping only the
+    /// `limit` earliest in a heap (sled: no index by time, so a page costs a
+    /// scan but never more memory than the page); PostgreSQL answers from
+    /// its `(status, created_at)` index.
+    fn proposals_page(
+        &self,
+        status: Option<DecisionStatus>,
+        after: Option<PagePosition>,
+        limit: usize,
+    ) -> Result<Vec<Proposal>, StoreError> {
+        let mut heap: std::collections::BinaryHeap<ByPosition> = std::collections::BinaryHeap::new();
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        self.visit_proposals(status, &mut |p| {
+            let at = PagePosition::of(p);
+            if after.is_some_and(|a| at <= a) || (heap.len() == limit && heap.peek().is_some_and(|top| at >= top.0)) {
+                return;
+            }
+            heap.push(ByPosition(at, Box::new(p.clone())));
+            if heap.len() > limit {
+                heap.pop();
+            }
+        })?;
+        Ok(heap.into_sorted_vec().into_iter().map(|b| *b.1).collect())
     }
 
     fn sessions(&self) -> Result<Vec<Session>, StoreError>;
@@ -307,7 +372,7 @@ pub trait SessionStore: Send + Sync {
 
 /// The work a commit leaves for later: due timers, the outbox of chat jobs,
 /// and where each card and question was delivered.
-pub trait WorkStore: Send + Sync {
+pub trait WorkStore: SessionStore {
     /// The earliest timer, if any.
     fn next_timer(&self) -> Result<Option<Timer>, StoreError>;
 
@@ -334,12 +399,32 @@ pub trait WorkStore: Send + Sync {
         (0..n).map(|_| self.generate_seq()).collect()
     }
 
+    /// [`SessionStore::commit`] with one outbox entry per `work` item,
+    /// numbered by [`WorkStore::generate_seqs`]; `numbered` sees the
+    /// numbers before the commit is written (the server marks them queued,
+    /// so no claimer queues them twice). Returns the numbers. PostgreSQL
+    /// draws them inside the commit's own transaction: one transaction per
+    /// transition, not two.
+    fn commit_numbered(&self, mut commit: Commit, work: Vec<Vec<u8>>, numbered: &mut dyn FnMut(&[u64])) -> Result<Vec<u64>, StoreError> {
+        let seqs = if work.is_empty() { Vec::new() } else { self.generate_seqs(work.len())? };
+        numbered(&seqs);
+        commit.outbox.extend(seqs.iter().zip(work).map(|(seq, work)| OutboxEntry { seq: *seq, work }));
+        self.commit(commit)?;
+        Ok(seqs)
+    }
+
     /// Every outbox entry not yet done, in `seq` order.
     fn outbox(&self) -> Result<Vec<OutboxEntry>, StoreError>;
 
     /// Mark an outbox entry done. Not flushed: after a crash the work may be
     /// done again (at least once), so it must be safe to repeat.
     fn remove_outbox(&self, seq: u64) -> Result<(), StoreError>;
+
+    /// [`WorkStore::remove_outbox`] for several entries at once (one
+    /// statement on PostgreSQL; entries already gone are no error).
+    fn remove_outbox_many(&self, seqs: &[u64]) -> Result<(), StoreError> {
+        seqs.iter().try_for_each(|seq| self.remove_outbox(*seq))
+    }
 
     /// Remove several timers outside a transition, durably, all or none.
     fn remove_timers(&self, timers: &[Timer]) -> Result<(), StoreError> {

@@ -9,8 +9,8 @@
 //! crate) to use it.
 
 use crate::{
-    AuditQuery, BackupStats, ChangeListener, Commit, LeaderListener, MaintenanceStore, OutboxEntry, PrunePolicy, PruneReport, ReplicaStore,
-    SessionStore, Store, StoreError, WorkStore,
+    AuditQuery, BackupStats, ChangeListener, Commit, LeaderListener, MaintenanceStore, OutboxEntry, PagePosition, PrunePolicy, PruneReport,
+    ReplicaStore, SessionStore, Store, StoreError, WorkStore,
 };
 use plangate_delivery::Delivery;
 use plangate_engine::namespace::Namespace;
@@ -172,6 +172,15 @@ impl<S: Store> SessionStore for Faulty<S> {
         self.inner.visit_proposals(status, visit)
     }
 
+    fn proposals_page(
+        &self,
+        status: Option<DecisionStatus>,
+        after: Option<PagePosition>,
+        limit: usize,
+    ) -> Result<Vec<Proposal>, StoreError> {
+        self.inner.proposals_page(status, after, limit)
+    }
+
     fn sessions(&self) -> Result<Vec<Session>, StoreError> {
         self.inner.sessions()
     }
@@ -286,6 +295,10 @@ impl<S: Store> WorkStore for Faulty<S> {
 
     fn remove_outbox(&self, seq: u64) -> Result<(), StoreError> {
         self.inner.remove_outbox(seq)
+    }
+
+    fn remove_outbox_many(&self, seqs: &[u64]) -> Result<(), StoreError> {
+        self.inner.remove_outbox_many(seqs)
     }
 
     fn deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {

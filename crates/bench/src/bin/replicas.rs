@@ -22,7 +22,8 @@
 //! deployment uses its own schema, dropped at the end.
 //!
 //! Run: `CARGO_TARGET_DIR=/work/target-bench cargo build --release -p plangate-server && CARGO_TARGET_DIR=/work/target-bench cargo run --release -p plangate-bench --bin replicas -- --secs 5 --wake-samples 200`
-//! (`--baseline-bin PATH` adds a sled row for another build of `plangate`,
+//! (`--count-xacts N` counts PostgreSQL transactions per loop instead;
+//! `--baseline-bin PATH` adds a sled row for another build of `plangate`,
 //! e.g. the commit before #18, measured in the same run; with
 //! `--baseline-postgres`, a PostgreSQL row of that build too.)
 
@@ -148,9 +149,70 @@ async fn wake(decide: &ServerProcess, wait: &ServerProcess, samples: usize, tag:
     out
 }
 
+/// PostgreSQL transactions per propose → approve → enter loop on one
+/// replica: `xact_commit` of `pg_stat_database` before and after `loops`
+/// loops of one session, once the chat work has drained (the outbox is
+/// empty) and the backends have reported their counts. Run it on a
+/// database nothing else uses (`PLANGATE_TEST_PG=…/perf_bench`).
+async fn xacts_per_loop(bin: &str, loops: u64) -> f64 {
+    let d = deploy(bin, "count", 1, true).await;
+    let (s, schema) = (&d.replicas[0], d.schema.as_ref().expect("postgres"));
+    let session = "xacts";
+    let one = |i: u64| async move {
+        let (st, v) = call(s.agent(Method::POST, &format!("/v1/sessions/{session}/enter")).json(&json!({}))).await;
+        assert_eq!(st, 200, "enter: {v}");
+        let (st, v) = call(s.agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&plan(i))).await;
+        assert_eq!(st, 201, "propose: {v}");
+        let id = v["approval_id"].as_str().expect("id").to_string();
+        let req = s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "approve", "actor": "bench"}));
+        let (st, v) = call(req).await;
+        assert_eq!(st, 200, "approve: {v}");
+    };
+    let settled = || async {
+        // Chat work done and removed, then every backend's counts reported
+        // (PostgreSQL 15 flushes an idle backend's statistics within 10 s).
+        let outbox = format!("SELECT count(*) FROM {}.outbox", schema.schema);
+        for _ in 0..200 {
+            if schema.query(&outbox).await.trim() == "0" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(11_000)).await;
+        let count = "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()";
+        schema.query(count).await.trim().parse::<f64>().expect("xact_commit")
+    };
+    for i in 0..5 {
+        one(i).await;
+    }
+    let before = settled().await;
+    for i in 0..loops {
+        one(100 + i).await;
+    }
+    let after = settled().await;
+    drop(d.replicas);
+    if let Some(schema) = d.schema {
+        schema.cleanup().await;
+    }
+    // Each `settled` read is one transaction of psql's own.
+    (after - before - 1.0) / loops as f64
+}
+
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     let bin = plangate_bin();
+    // `--count-xacts N`: only the transactions per loop (this build, and
+    // the baseline build when given), then stop.
+    let count: u64 = arg("--count-xacts", 0);
+    if count > 0 {
+        let baseline: String = arg("--baseline-bin", String::new());
+        println!("| build | PostgreSQL transactions per propose → approve → enter loop ({count} loops) |\n|---|---|");
+        if !baseline.is_empty() {
+            println!("| baseline ({baseline}) | {:.1} |", xacts_per_loop(&baseline, count).await);
+        }
+        println!("| this ({bin}) | {:.1} |", xacts_per_loop(&bin, count).await);
+        return;
+    }
     let secs: u64 = arg("--secs", 5);
     let wake_samples: usize = arg("--wake-samples", 200);
     println!("binary: {bin}");

@@ -1,8 +1,11 @@
 //! The bodies of the chat jobs: post and edit cards on every destination,
-//! nudge, escalate, ask and close questions. Each loads what it needs fresh
-//! (a job may run after later transitions) and is safe to repeat (the outbox
-//! runs it again after a crash).
+//! nudge, escalate, ask and close questions. Card and document jobs take
+//! the proposal as their transition wrote it ([`Written`]; loaded fresh when
+//! resumed from the outbox); nudges and escalations load it fresh, since they
+//! wait and must see a decision made meanwhile. Every job is safe to repeat
+//! (the outbox runs it again after a crash).
 
+use super::jobs::Written;
 use super::Core;
 use futures_util::future::join_all;
 use plangate_channel::{Destination, Document};
@@ -24,7 +27,12 @@ impl Core {
         self.approvers().escalation_destinations(agent, project)
     }
 
-    pub(super) async fn proposal_and_state(&self, id: ApprovalId) -> Option<(Proposal, State)> {
+    /// Approval `id` and its session: as the queuing transition wrote them
+    /// when the job has that (see [`Written`]), else read from the store.
+    pub(super) async fn proposal_and_state(&self, id: ApprovalId, written: Option<&Written>) -> Option<(Proposal, State)> {
+        if let Some(found) = written.and_then(|w| w.proposal_and_state(id)) {
+            return Some(found);
+        }
         let p = self.blocking(move |s| s.proposal(&id)).await.ok()??;
         let state = self.load(&p.session).await.ok()?;
         Some((p, state))
@@ -34,8 +42,8 @@ impl Core {
         Document { file_name: document_file_name(p), text: p.document() }
     }
 
-    pub(super) async fn post_cards(self: &Arc<Self>, id: ApprovalId) {
-        let Some((p, state)) = self.proposal_and_state(id).await else { return };
+    pub(super) async fn post_cards(self: &Arc<Self>, id: ApprovalId, written: Option<&Written>) {
+        let Some((p, state)) = self.proposal_and_state(id, written).await else { return };
         let mut destinations = self.destinations(&p.session.agent, p.project.as_ref());
         let pid = Some((id, p.version));
         // Resumed after a crash: the cards already out stay, the rest go.
@@ -98,8 +106,8 @@ impl Core {
         .await;
     }
 
-    pub(super) async fn update_cards(&self, id: ApprovalId) {
-        let Some((p, state)) = self.proposal_and_state(id).await else { return };
+    pub(super) async fn update_cards(&self, id: ApprovalId, written: Option<&Written>) {
+        let Some((p, state)) = self.proposal_and_state(id, written).await else { return };
         let Ok(deliveries) = self.blocking(move |s| s.deliveries(&id)).await else { return };
         let view = self.card_of(&p, &state, self.now());
         let (p, view) = (&p, &view);
@@ -124,7 +132,7 @@ impl Core {
         join_all(deliveries.into_iter().map(|delivery| async move {
             let Some(channel) = self.channel(&delivery.channel) else { return };
             let _lane = self.lane(&delivery.channel).await;
-            let Some((p, state)) = self.proposal_and_state(id).await else { return };
+            let Some((p, state)) = self.proposal_and_state(id, None).await else { return };
             // Re-check: a decided, superseded or cancelled plan never gets a nudge.
             if p.status != DecisionStatus::Pending || state.session.latest_approval != Some(id) {
                 return;
@@ -149,7 +157,7 @@ impl Core {
     /// Post the card to the escalation destinations; their deliveries are
     /// recorded like any other, so later decisions edit them too.
     pub(super) async fn escalate(&self, id: ApprovalId) {
-        let Some((p, state)) = self.proposal_and_state(id).await else { return };
+        let Some((p, state)) = self.proposal_and_state(id, None).await else { return };
         if p.status != DecisionStatus::Pending {
             return;
         }
@@ -225,8 +233,8 @@ impl Core {
 
     /// Write the plan document where [`Core::plan_document_path`] said it
     /// would be. Safe to repeat: the same text again changes nothing.
-    pub(super) async fn write_document(&self, id: ApprovalId) {
-        let Ok(Some(p)) = self.blocking(move |s| s.proposal(&id)).await else { return };
+    pub(super) async fn write_document(&self, id: ApprovalId, written: Option<&Written>) {
+        let Some((p, _)) = self.proposal_and_state(id, written).await else { return };
         let data_dir = self.settings.data_dir.clone();
         let (agent, title, created, text) = (p.session.agent.clone(), p.plan.title.clone(), p.created_at, p.document());
         let prefix = id.to_string()[..8].to_string();

@@ -62,13 +62,39 @@ pub(super) fn jobs_of(t: &Transition) -> Vec<(ApprovalId, Job)> {
         .collect()
 }
 
+/// The audit detail of a card with nowhere to go.
+pub(super) const NO_DESTINATIONS: &str = "no destinations configured for this agent: the card was recorded here only";
+
+/// How long the outbox remover waits after the first done entry for
+/// others to share its statement. Short next to a job (a chat API call);
+/// long enough that a busy process removes dozens at once.
+const REAP_LINGER: Duration = Duration::from_millis(10);
+
+/// Done outbox entries not yet removed, and whether a remover runs.
+#[derive(Default)]
+pub(super) struct DoneOutbox {
+    pending: Vec<(u64, Reaped)>,
+    reaping: bool,
+}
+
+/// What to do once an entry is removed: tell a waiting caller, or give
+/// up the chat job's place in the backlog.
+enum Reaped {
+    Tell(tokio::sync::oneshot::Sender<Result<(), String>>),
+    Release(Ticket),
+}
+
+/// A job waiting in its approval's queue: its outbox entry, its place in
+/// the backlog, and what its transition wrote (none when resumed).
+type Queued = (Job, Option<u64>, Ticket, Option<Arc<Written>>);
+
 /// Chat jobs waiting, per approval, and the approvals ready for a worker.
 /// Jobs wait here as data (a few dozen bytes each), not as tasks: at most
 /// [`CHAT_WORKERS`] approvals are worked on at once.
 #[derive(Default)]
 pub(super) struct JobQueues {
     /// Jobs not yet started, per approval, in transition order.
-    waiting: HashMap<ApprovalId, VecDeque<(Job, Option<u64>, Ticket)>>,
+    waiting: HashMap<ApprovalId, VecDeque<Queued>>,
     /// Approvals with waiting jobs and no worker on them, oldest first.
     ready: VecDeque<ApprovalId>,
     /// Approvals a worker is on.
@@ -119,6 +145,30 @@ impl Drop for Ticket {
     }
 }
 
+/// What a transition wrote, handed to the chat jobs it queued so that they
+/// do not read back what the commit just wrote (on PostgreSQL, a
+/// transaction each). A job renders what *its* transition decided; a later
+/// transition queues its own jobs behind it in the same queue, so the
+/// last card edit shows the last state. Jobs resumed from the outbox after
+/// a restart have none and load fresh.
+pub(super) struct Written {
+    state: plangate_engine::State,
+    retired: Option<plangate_engine::Proposal>,
+}
+
+impl Written {
+    pub(super) fn of(t: &Transition) -> Arc<Written> {
+        Arc::new(Written { state: t.state.clone(), retired: t.retired.clone() })
+    }
+
+    /// Approval `id` as the transition left it, with the session's state.
+    pub(super) fn proposal_and_state(&self, id: ApprovalId) -> Option<(plangate_engine::Proposal, plangate_engine::State)> {
+        let latest = self.state.latest.iter().find(|p| p.approval_id == id);
+        let p = latest.or_else(|| self.retired.iter().find(|p| p.approval_id == id))?;
+        Some((p.clone(), self.state.clone()))
+    }
+}
+
 /// Chat work queued after a commit, performed in order per approval.
 /// Written to the store's outbox in the transition's own commit and removed
 /// once done, so a crash in between resumes it on the next start (at least
@@ -141,6 +191,45 @@ pub(super) enum Job {
 }
 
 impl Core {
+    /// Take out the card posts of an agent that has no destinations: there
+    /// is nothing to post, only the audit line saying so, which is returned
+    /// for the transition's own commit instead of costing a job, an outbox
+    /// entry and a write of its own. With no escalation destinations
+    /// either, no card of the agent can be out, so its card edits go too
+    /// (cards posted under an earlier config that had destinations are
+    /// then no longer edited: the operator took every chat away).
+    pub(super) fn cards_nowhere(&self, jobs: &mut Vec<(ApprovalId, Job)>, t: &Transition) -> Vec<plangate_engine::AuditEvent> {
+        let key = &t.state.session.key;
+        // Every place, whatever projects it takes (a card routed away by
+        // its project is said so by the post job), paired ones included.
+        let index = self.approvers();
+        let places = index.places(&key.agent);
+        if places.iter().any(|p| !p.escalation) {
+            return Vec::new();
+        }
+        let no_edits = !places.iter().any(|p| p.escalation);
+        let mut audit = Vec::new();
+        jobs.retain(|(_, job)| {
+            if no_edits && matches!(job, Job::UpdateCards(_)) {
+                return false;
+            }
+            let Job::PostCards(id) = job else { return true };
+            let version = t.state.latest.iter().chain(&t.retired).find(|p| p.approval_id == *id).map(|p| p.version);
+            audit.push(plangate_engine::AuditEvent {
+                at: self.now(),
+                agent: key.agent.clone(),
+                session_id: key.session_id.clone(),
+                actor: "plangate".to_string(),
+                action: "card_recorded".to_string(),
+                approval_id: Some(*id),
+                version,
+                detail: NO_DESTINATIONS.to_string(),
+            });
+            false
+        });
+        audit
+    }
+
     /// Chat jobs queued or running.
     pub fn chat_backlog(&self) -> usize {
         self.backlog.count.load(Ordering::Relaxed)
@@ -205,7 +294,7 @@ impl Core {
             }
             match serde_json::from_slice::<(ApprovalId, Job)>(&entry.work) {
                 Ok((id, job)) => {
-                    self.enqueue(id, job, Some(entry.seq));
+                    self.enqueue(id, job, Some(entry.seq), None);
                     count += 1;
                 }
                 Err(e) => {
@@ -218,11 +307,70 @@ impl Core {
     }
 
     /// An outbox entry's work is done: remove it from the store (not
-    /// flushed: at least once), then from the entries queued here.
-    pub(super) async fn outbox_done(&self, seq: u64) -> Result<(), StoreError> {
-        let removed = self.blocking(move |s| s.remove_outbox(seq)).await;
-        super::lock(&self.queued_outbox).remove(&seq);
-        removed
+    /// flushed: at least once), then from the entries queued here. Waits
+    /// for the batch it joins (see [`Core::outbox_done_later`]).
+    pub(super) async fn outbox_done(self: &Arc<Self>, seq: u64) -> Result<(), StoreError> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.reap(seq, Reaped::Tell(tx));
+        match rx.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(why)) => Err(StoreError::Unavailable(why)),
+            Err(_) => Err(StoreError::Unavailable("the outbox remover stopped".to_string())),
+        }
+    }
+
+    /// A chat job's outbox entry is done: it joins the next batch of
+    /// removals and the worker goes on without waiting. The job's place in
+    /// the backlog (`ticket`) is given up once the entry is gone, so
+    /// [`Core::drain`] still means "done and removed". One statement
+    /// removes every entry done within [`REAP_LINGER`] of the first: on
+    /// PostgreSQL a transaction for many jobs instead of one each. A crash
+    /// before the batch runs repeats those jobs (at least once, as before).
+    fn outbox_done_later(self: &Arc<Self>, seq: u64, ticket: Ticket) {
+        self.reap(seq, Reaped::Release(ticket));
+    }
+
+    fn reap(self: &Arc<Self>, seq: u64, then: Reaped) {
+        let mut done = super::lock(&self.done_outbox);
+        done.pending.push((seq, then));
+        if !done.reaping {
+            done.reaping = true;
+            let core = self.clone();
+            tokio::spawn(async move { core.reaper().await });
+        }
+    }
+
+    /// Removes done outbox entries in batches until none are left.
+    async fn reaper(self: Arc<Self>) {
+        loop {
+            tokio::time::sleep(REAP_LINGER).await;
+            let batch = {
+                let mut done = super::lock(&self.done_outbox);
+                if done.pending.is_empty() {
+                    done.reaping = false;
+                    return;
+                }
+                std::mem::take(&mut done.pending)
+            };
+            let seqs: Vec<u64> = batch.iter().map(|(seq, _)| *seq).collect();
+            let removing = seqs.clone();
+            let removed = self.blocking(move |s| s.remove_outbox_many(&removing)).await;
+            if let Err(e) = &removed {
+                warn!(entries = seqs.len(), error = %e, "outbox entries not removed; their jobs will run again after a restart");
+            }
+            {
+                let mut queued = super::lock(&self.queued_outbox);
+                seqs.iter().for_each(|seq| {
+                    queued.remove(seq);
+                });
+            }
+            for (_, then) in batch {
+                match then {
+                    Reaped::Tell(tx) => drop(tx.send(removed.as_ref().map(|_| ()).map_err(ToString::to_string))),
+                    Reaped::Release(ticket) => drop(ticket),
+                }
+            }
+        }
     }
 
     /// Outbox entries queued in this process and not yet done.
@@ -232,12 +380,12 @@ impl Core {
 
     /// Queue a chat job behind the earlier jobs of the same approval, and
     /// start a worker if one is free to take it. `seq` is its outbox entry.
-    pub(super) fn enqueue(self: &Arc<Self>, id: ApprovalId, job: Job, seq: Option<u64>) {
+    pub(super) fn enqueue(self: &Arc<Self>, id: ApprovalId, job: Job, seq: Option<u64>, written: Option<Arc<Written>>) {
         let job = match job {
             Job::Webhook(hook) => return self.enqueue_webhook(*hook, seq),
             chat => chat,
         };
-        let item = (job, seq, Ticket::new(&self.backlog));
+        let item = (job, seq, Ticket::new(&self.backlog), written);
         let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
         let waiting = queues.waiting.entry(id).or_default();
         waiting.push_back(item);
@@ -278,19 +426,17 @@ impl Core {
                         }
                     }
                 };
-                let (job, seq, ticket) = next;
+                let (job, seq, ticket, written) = next;
                 let span = info_span!("job", approval = %id, job = ?job);
                 // A bug in an adapter must not take the worker (and the
                 // approval's later jobs) down with it.
-                if AssertUnwindSafe(self.run_job(job).instrument(span)).catch_unwind().await.is_err() {
+                if AssertUnwindSafe(self.run_job(job, written.as_deref()).instrument(span)).catch_unwind().await.is_err() {
                     tracing::error!(approval = %id, "a chat job panicked; carrying on with the next");
                 }
-                if let Some(seq) = seq {
-                    if let Err(e) = self.outbox_done(seq).await {
-                        warn!(seq, error = %e, "outbox entry not removed; the job will run again after a restart");
-                    }
+                match seq {
+                    Some(seq) => self.outbox_done_later(seq, ticket),
+                    None => drop(ticket),
                 }
-                drop(ticket);
             }
         }
     }
@@ -311,15 +457,15 @@ impl Core {
         }
     }
 
-    async fn run_job(self: &Arc<Self>, job: Job) {
+    async fn run_job(self: &Arc<Self>, job: Job, written: Option<&Written>) {
         match job {
-            Job::PostCards(id) => self.post_cards(id).await,
-            Job::UpdateCards(id) => self.update_cards(id).await,
+            Job::PostCards(id) => self.post_cards(id, written).await,
+            Job::UpdateCards(id) => self.update_cards(id, written).await,
             Job::Nudge(id, n) => self.nudge(id, n).await,
             Job::Escalate(id) => self.escalate(id).await,
-            Job::WriteDocument(id) => self.write_document(id).await,
+            Job::WriteDocument(id) => self.write_document(id, written).await,
             Job::AppendReceipt(id, text) => {
-                let Ok(Some(p)) = self.blocking(move |s| s.proposal(&id)).await else { return };
+                let Some((p, _)) = self.proposal_and_state(id, written).await else { return };
                 let path = self.document_location(&p).await;
                 // On replicas the document is a file on the replica whose job
                 // wrote it (see README, "Running several replicas"): the

@@ -32,7 +32,7 @@ use plangate_engine::machine::describe_stale;
 use plangate_engine::{
     apply, Actor, ApprovalId, AuditEvent, Command, Ctx, Effect, Proposal, Refusal, SessionKey, State, Timer, Timestamp, Transition,
 };
-use plangate_store::{Commit, OutboxEntry, Store, StoreError};
+use plangate_store::{Commit, Store, StoreError};
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
@@ -107,6 +107,11 @@ pub struct Core {
     webhooks: WebhookQueues,
     /// Poked whenever a timer is scheduled, so the scheduler re-reads the earliest.
     pub scheduler_wake: Notify,
+    /// The earliest due time (ms) of the timers this process scheduled since
+    /// the scheduler last read the store (`i64::MAX`: none), and its poke:
+    /// the scheduler learns of a new timer without a read.
+    pub(crate) scheduled_due: std::sync::atomic::AtomicI64,
+    pub(crate) scheduled_wake: Notify,
     /// Set when a commit failed; `/healthz` reports degraded until one succeeds.
     degraded: AtomicBool,
     /// Long-polls parked at this moment (see `waiters`).
@@ -124,6 +129,8 @@ pub struct Core {
     /// that writes them until their job is done: a replica's claimer
     /// queues only the entries not already here.
     queued_outbox: Arc<Mutex<HashSet<u64>>>,
+    /// Outbox entries done and waiting to be removed in one batch (see `jobs`).
+    done_outbox: Mutex<jobs::DoneOutbox>,
     /// Per role ("telegram", …): whether this process holds it, as the
     /// store's election says (see [`Core::leadership`]).
     leaders: Mutex<HashMap<&'static str, Arc<watch::Sender<bool>>>>,
@@ -166,6 +173,8 @@ impl Core {
             lanes: Mutex::new(HashMap::new()),
             webhooks: WebhookQueues::default(),
             scheduler_wake: Notify::new(),
+            scheduled_due: std::sync::atomic::AtomicI64::new(i64::MAX),
+            scheduled_wake: Notify::new(),
             degraded: AtomicBool::new(false),
             parked: AtomicUsize::new(0),
             web_links: OnceLock::new(),
@@ -174,6 +183,7 @@ impl Core {
             liveness: RwLock::new(Vec::new()),
             stopping: watch::channel(false).0,
             queued_outbox: Arc::new(Mutex::new(HashSet::new())),
+            done_outbox: Mutex::new(jobs::DoneOutbox::default()),
             leaders: Mutex::new(HashMap::new()),
             store_info: OnceLock::new(),
             thread_notes: Mutex::new(std::collections::BTreeMap::new()),
@@ -362,12 +372,14 @@ impl Core {
                 };
                 let transition = apply(&before, &actor, command.clone(), &ctx)?;
                 let mut jobs = jobs_of(&transition);
+                let recorded = self.cards_nowhere(&mut jobs, &transition);
                 jobs.extend(webhook_jobs(&self.settings, &before, &transition));
                 if !(transition.changed || meta.fired.is_some() || meta.idempotency.is_some()) {
                     let seqs = vec![None; jobs.len()];
                     break (before, transition, jobs, seqs);
                 }
                 let mut commit = Commit::of(&transition, &before, meta.fired.as_ref());
+                commit.audit.extend(recorded);
                 commit.idempotency.extend(meta.idempotency.clone());
                 commit.expected_revision = shared.then_some(revision);
                 let work: Vec<Vec<u8>> = jobs.iter().map(|job| serde_json::to_vec(job).unwrap_or_default()).collect();
@@ -375,21 +387,21 @@ impl Core {
                 let queued = self.queued_outbox.clone();
                 let committed = self
                     .blocking(move |s| {
-                        let seqs = s.generate_seqs(work.len())?;
-                        commit.outbox.extend(seqs.into_iter().zip(work).map(|(seq, work)| OutboxEntry { seq, work }));
-                        let seqs: Vec<u64> = commit.outbox.iter().map(|e| e.seq).collect();
+                        let started = std::time::Instant::now();
+                        let mut marked = Vec::new();
                         // Marked queued before they exist: the outbox claimer
                         // (replicas) must never queue them a second time.
-                        lock(&queued).extend(seqs.iter().copied());
-                        let started = std::time::Instant::now();
-                        let result = s.commit(commit);
+                        let result = s.commit_numbered(commit, work, &mut |seqs| {
+                            lock(&queued).extend(seqs.iter().copied());
+                            marked = seqs.to_vec();
+                        });
                         if result.is_err() {
                             let mut queued = lock(&queued);
-                            seqs.iter().for_each(|seq| {
+                            marked.iter().for_each(|seq| {
                                 queued.remove(seq);
                             });
                         }
-                        result?;
+                        let seqs = result?;
                         metrics.commit_latency(started.elapsed().as_secs_f64());
                         Ok(seqs)
                     })
@@ -442,8 +454,9 @@ impl Core {
             if transition.changed && !transition.effects.iter().any(|e| matches!(e, Effect::Wake)) {
                 self.wake(key);
             }
+            let written = (!jobs.is_empty()).then(|| jobs::Written::of(&transition));
             for ((id, job), seq) in jobs.into_iter().zip(seqs) {
-                self.enqueue(id, job, seq);
+                self.enqueue(id, job, seq, written.clone());
             }
             Ok(Executed { before, transition, document_path })
         }
@@ -516,7 +529,10 @@ impl Core {
                         document_path = Some(self.plan_document_path(p).display().to_string());
                     }
                 }
-                Effect::Schedule(_) => self.scheduler_wake.notify_one(),
+                Effect::Schedule(timer) => {
+                    self.scheduled_due.fetch_min(timer.due.0, Ordering::SeqCst);
+                    self.scheduled_wake.notify_one();
+                }
                 Effect::Wake => self.wake(key),
                 Effect::Cancel(_)
                 | Effect::AppendReceipt { .. }
@@ -540,6 +556,12 @@ impl Core {
     /// Where `p`'s plan document is: recorded by an older plangate, which
     /// named documents differently, else [`Core::plan_document_path`].
     pub async fn document_location(&self, p: &Proposal) -> PathBuf {
+        // A file under today's name settles it without asking the store
+        // (on PostgreSQL, a transaction saved per receipt).
+        let named = self.plan_document_path(p);
+        if tokio::fs::try_exists(&named).await.unwrap_or(false) {
+            return named;
+        }
         let id = p.approval_id;
         match self.blocking(move |s| s.document_path(&id)).await {
             Ok(Some(recorded)) => PathBuf::from(recorded),

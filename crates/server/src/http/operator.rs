@@ -7,10 +7,13 @@ use super::AppState;
 use crate::approvers::Venue;
 use crate::core::{Decision, DecisionRefused, ExecMeta};
 use axum::extract::{Path, Query, State};
+use axum::http::header::LINK;
+use axum::http::{HeaderMap, HeaderValue};
 use axum::Json;
 use plangate_engine::view::{ApprovalSummary, DecisionView, StatusView};
 use plangate_engine::{Actor, Command, DecisionStatus, Plan, Terms, Verdict};
-use plangate_store::AuditQuery;
+use plangate_engine::{ApprovalId, Timestamp};
+use plangate_store::{AuditQuery, PagePosition};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -18,15 +21,47 @@ use serde_json::{json, Value};
 #[serde(deny_unknown_fields)]
 pub(super) struct ApprovalsQuery {
     status: Option<String>,
+    limit: Option<usize>,
+    after: Option<String>,
 }
 
+/// A page's size when the caller names none, and the most it may ask for:
+/// no request builds an answer whose size grows with the store.
+pub(super) const PAGE_DEFAULT: usize = 100;
+pub(super) const PAGE_MAX: usize = 1000;
+
+/// The `after` cursor: the last listed proposal's position (creation time,
+/// approval id) as 48 hex characters. Opaque to callers (they send back
+/// what `Link` gave them), checked on the way in, and stable across
+/// restarts and replicas since it names data, not server state.
+fn cursor(at: PagePosition) -> String {
+    let mut bytes = [0u8; 24];
+    bytes[..8].copy_from_slice(&at.created_at.0.to_be_bytes());
+    bytes[8..].copy_from_slice(&at.approval_id.0);
+    hex::encode(bytes)
+}
+
+fn parse_cursor(text: &str) -> Option<PagePosition> {
+    if text.len() != 48 || !text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return None;
+    }
+    let bytes = hex::decode(text).ok()?;
+    let created_at = Timestamp(i64::from_be_bytes(bytes[..8].try_into().ok()?));
+    let approval_id = ApprovalId(bytes[8..].try_into().ok()?);
+    Some(PagePosition { created_at, approval_id })
+}
+
+/// One page of approvals, oldest first. A full page carries `Link: <…>;
+/// rel="next"` with the next page's path (same status and limit); the last
+/// page carries none.
 pub(super) async fn approvals(
     State(core): State<AppState>,
     _op: OperatorAuth,
     q: Result<Query<ApprovalsQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Vec<ApprovalSummary>>, ApiError> {
+) -> Result<(HeaderMap, Json<Vec<ApprovalSummary>>), ApiError> {
     let q = query(q)?;
-    let status = match q.status.as_deref().unwrap_or("pending") {
+    let status_text = q.status.clone().unwrap_or_else(|| "pending".to_string());
+    let status = match status_text.as_str() {
         "all" => None,
         s => Some(serde_json::from_value::<DecisionStatus>(json!(s)).map_err(|_| {
             ApiError::invalid_request(format!(
@@ -34,16 +69,25 @@ pub(super) async fn approvals(
             ))
         })?),
     };
-    // One proposal decoded at a time; only the summaries are kept.
-    let mut list = core
-        .blocking(move |s| {
-            let mut out = Vec::new();
-            s.visit_proposals(status, &mut |p| out.push((p.created_at, ApprovalSummary::of(p))))?;
-            Ok(out)
-        })
-        .await?;
-    list.sort_by_key(|(created_at, _)| *created_at);
-    Ok(Json(list.into_iter().map(|(_, summary)| summary).collect()))
+    let limit = q.limit.unwrap_or(PAGE_DEFAULT);
+    if !(1..=PAGE_MAX).contains(&limit) {
+        return Err(ApiError::invalid_request(format!("limit must be between 1 and {PAGE_MAX} (default {PAGE_DEFAULT})")));
+    }
+    let after = match q.after.as_deref() {
+        None => None,
+        Some(text) => Some(parse_cursor(text).ok_or_else(|| {
+            ApiError::invalid_request("after must be a cursor from the Link header of a previous page; omit it for the first page")
+        })?),
+    };
+    let page = core.blocking(move |s| s.proposals_page(status, after, limit)).await?;
+    let mut headers = HeaderMap::new();
+    if let (true, Some(last)) = (page.len() == limit, page.last()) {
+        let next = format!("</v1/approvals?status={status_text}&limit={limit}&after={}>; rel=\"next\"", cursor(PagePosition::of(last)));
+        if let Ok(value) = HeaderValue::from_str(&next) {
+            headers.insert(LINK, value);
+        }
+    }
+    Ok((headers, Json(page.iter().map(ApprovalSummary::of).collect())))
 }
 
 pub(super) async fn approval(State(core): State<AppState>, _op: OperatorAuth, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
@@ -242,4 +286,23 @@ pub(super) async fn prune(
     Ok(Json(
         json!({"dry_run": dry_run, "approvals": report.approvals, "deliveries": report.deliveries, "documents": report.documents, "audit": report.audit}),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cursor_round_trips_and_nothing_else_parses() {
+        for at in [
+            PagePosition { created_at: Timestamp(-5), approval_id: ApprovalId([0xab; 16]) },
+            PagePosition { created_at: Timestamp(1_764_000_000_000), approval_id: ApprovalId([0; 16]) },
+        ] {
+            assert_eq!(parse_cursor(&cursor(at)), Some(at));
+        }
+        let good = cursor(PagePosition { created_at: Timestamp(7), approval_id: ApprovalId([0xab; 16]) });
+        for bad in ["", "abc", &good[1..], &good.to_uppercase(), &format!("{good}00"), &good.replacen('0', "g", 1)] {
+            assert_eq!(parse_cursor(bad), None, "{bad:?}");
+        }
+    }
 }

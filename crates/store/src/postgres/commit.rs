@@ -7,7 +7,7 @@ use super::connection::Statements;
 use super::sql::*;
 use super::{Failure, PgStore};
 use crate::sled_store::encode;
-use crate::{Commit, StoreError};
+use crate::{Commit, OutboxEntry, StoreError};
 use plangate_engine::Timer;
 use postgres::types::ToSql;
 use postgres::Transaction;
@@ -21,6 +21,36 @@ pub(super) fn commit(store: &PgStore, commit: Commit) -> Result<(), StoreError> 
     );
     let _enter = span.enter();
     let result = store.transaction("committing a transition", |tx, st| write(store, tx, st, &commit));
+    if let Err(e) = &result {
+        tracing::debug!(error = %e, "commit refused; nothing was written");
+    }
+    result
+}
+
+/// [`commit`] with outbox entries numbered inside the same transaction
+/// (`nextval` for each), so a transition costs one transaction.
+pub(super) fn commit_numbered(
+    store: &PgStore,
+    mut commit: Commit,
+    work: Vec<Vec<u8>>,
+    numbered: &mut dyn FnMut(&[u64]),
+) -> Result<Vec<u64>, StoreError> {
+    let span = tracing::debug_span!("pg_commit", session = commit.session.as_ref().map(|s| tracing::field::display(&s.key)));
+    let _enter = span.enter();
+    let count = i64::try_from(work.len()).unwrap_or(i64::MAX);
+    let result = store.transaction("committing a transition", |tx, st| {
+        let mut seqs = Vec::with_capacity(work.len());
+        if count > 0 {
+            for row in st.query(tx, NEXT_SEQS, &[&count])? {
+                seqs.push(u64::try_from(row.try_get::<_, i64>(0)?).unwrap_or(0));
+            }
+            seqs.sort_unstable();
+        }
+        numbered(&seqs);
+        commit.outbox = seqs.iter().zip(&work).map(|(seq, work)| OutboxEntry { seq: *seq, work: work.clone() }).collect();
+        write(store, tx, st, &commit)?;
+        Ok(seqs)
+    });
     if let Err(e) = &result {
         tracing::debug!(error = %e, "commit refused; nothing was written");
     }
@@ -117,7 +147,9 @@ fn write(store: &PgStore, tx: &mut Transaction<'_>, st: &mut Statements, commit:
     }
     if let Some(session) = &commit.session {
         // Delivered to listeners when (and only if) this commits.
-        let payload = serde_json::to_string(&[&session.key.agent, &session.key.session_id]).unwrap_or_default();
+        // The replica's id last: its own listener skips what this process
+        // already woke for (see `listen`).
+        let payload = serde_json::to_string(&[&session.key.agent, &session.key.session_id, &store.shared.replica]).unwrap_or_default();
         // NOTIFY payloads are limited to 8000 bytes; an empty one tells
         // listeners "something changed" (they wake every waiter).
         let payload = if payload.len() > 7900 { String::new() } else { payload };

@@ -1,8 +1,9 @@
 //! [`ReplicaStore::subscribe_changes`](crate::ReplicaStore::subscribe_changes) on
 //! PostgreSQL: `LISTEN plangate_<schema>` on a connection of its own.
 //!
-//! Every commit notifies the channel with its session key (a JSON array
-//! `[agent, session_id]`) in its own transaction, so a notification arrives
+//! Every commit notifies the channel with its session key and replica (a
+//! JSON array `[agent, session_id, replica]`; the replica's own are
+//! skipped) in its own transaction, so a notification arrives
 //! exactly when the change is visible. While the connection is down,
 //! notifications are lost, not queued: after every (re)connect and on every
 //! error the listener hears `None` ("changes may have been missed") and
@@ -72,7 +73,11 @@ fn forward(shared: &Shared, client: &mut Client, listener: &ChangeListener) -> R
             let mut notifications = client.notifications();
             let mut iter = notifications.timeout_iter(Duration::from_millis(500));
             while let Some(n) = iter.next().map_err(|e| e.to_string())? {
-                listener(parse(n.payload()));
+                match parse(n.payload(), &shared.replica) {
+                    Heard::Own => {}
+                    Heard::Session(key) => listener(Some(key)),
+                    Heard::Something => listener(None),
+                }
             }
         }
         if client.is_closed() {
@@ -85,10 +90,28 @@ fn forward(shared: &Shared, client: &mut Client, listener: &ChangeListener) -> R
     }
 }
 
-/// `[agent, session_id]`; anything else means "something changed" (`None`).
-fn parse(payload: &str) -> Option<SessionKey> {
-    let [agent, session_id]: [String; 2] = serde_json::from_str(payload).ok()?;
-    Some(SessionKey { agent, session_id })
+/// What a notification says.
+#[derive(Debug, PartialEq)]
+enum Heard {
+    /// A commit of this process: its waiters and scheduler were woken by
+    /// the commit itself (`Core::execute`), so nothing to do (on a single
+    /// replica, no re-read of the timers after every commit).
+    Own,
+    Session(SessionKey),
+    /// Something changed (a payload not understood): wake everything.
+    Something,
+}
+
+/// `[agent, session_id, replica]` (or `[agent, session_id]` from a replica
+/// of the previous release); anything else means "something changed".
+fn parse(payload: &str, me: &str) -> Heard {
+    if let Ok([agent, session_id, replica]) = serde_json::from_str::<[String; 3]>(payload) {
+        return if replica == me { Heard::Own } else { Heard::Session(SessionKey { agent, session_id }) };
+    }
+    match serde_json::from_str::<[String; 2]>(payload) {
+        Ok([agent, session_id]) => Heard::Session(SessionKey { agent, session_id }),
+        Err(_) => Heard::Something,
+    }
 }
 
 #[cfg(test)]
@@ -97,8 +120,10 @@ mod tests {
 
     #[test]
     fn payloads() {
-        assert_eq!(parse(r#"["demo","s 1"]"#), Some(SessionKey::new("demo", "s 1")));
-        assert_eq!(parse(""), None);
-        assert_eq!(parse(r#"["only"]"#), None);
+        assert_eq!(parse(r#"["demo","s 1"]"#, "me"), Heard::Session(SessionKey::new("demo", "s 1")));
+        assert_eq!(parse(r#"["demo","s 1","other"]"#, "me"), Heard::Session(SessionKey::new("demo", "s 1")));
+        assert_eq!(parse(r#"["demo","s 1","me"]"#, "me"), Heard::Own);
+        assert_eq!(parse("", "me"), Heard::Something);
+        assert_eq!(parse(r#"["only"]"#, "me"), Heard::Something);
     }
 }

@@ -24,7 +24,8 @@ pub use open::{probe, PgOptions};
 pub(crate) use sql::timer_identity;
 
 use crate::{
-    AuditQuery, ChangeListener, Commit, LeaderListener, MaintenanceStore, OutboxEntry, ReplicaStore, SessionStore, StoreError, WorkStore,
+    AuditQuery, ChangeListener, Commit, LeaderListener, MaintenanceStore, OutboxEntry, PagePosition, ReplicaStore, SessionStore,
+    StoreError, WorkStore,
 };
 use connection::OffThreadDrop;
 use plangate_delivery::Delivery;
@@ -132,6 +133,15 @@ impl SessionStore for PgStore {
 
     fn visit_proposals(&self, status: Option<DecisionStatus>, visit: &mut dyn FnMut(&Proposal)) -> Result<(), StoreError> {
         reads::visit_proposals(self, status, visit)
+    }
+
+    fn proposals_page(
+        &self,
+        status: Option<DecisionStatus>,
+        after: Option<PagePosition>,
+        limit: usize,
+    ) -> Result<Vec<Proposal>, StoreError> {
+        reads::proposals_page(self, status, after, limit)
     }
 
     fn sessions(&self) -> Result<Vec<Session>, StoreError> {
@@ -259,6 +269,14 @@ impl WorkStore for PgStore {
 
     fn remove_outbox(&self, seq: u64) -> Result<(), StoreError> {
         records::remove_outbox(self, seq)
+    }
+
+    fn commit_numbered(&self, commit: Commit, work: Vec<Vec<u8>>, numbered: &mut dyn FnMut(&[u64])) -> Result<Vec<u64>, StoreError> {
+        commit::commit_numbered(self, commit, work, numbered)
+    }
+
+    fn remove_outbox_many(&self, seqs: &[u64]) -> Result<(), StoreError> {
+        records::remove_outbox_many(self, seqs)
     }
 
     fn deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {

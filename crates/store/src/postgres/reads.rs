@@ -5,7 +5,7 @@
 use super::sql::*;
 use super::{Failure, PgStore};
 use crate::sled_store::decode;
-use crate::{AuditQuery, OutboxEntry, StoreError};
+use crate::{AuditQuery, OutboxEntry, PagePosition, StoreError};
 use plangate_delivery::Delivery;
 use plangate_engine::namespace::Namespace;
 use plangate_engine::permission::StoredRule;
@@ -51,6 +51,29 @@ pub(super) fn proposals(store: &PgStore, status: Option<DecisionStatus>) -> Resu
             Some(s) => st.query(c, "SELECT body FROM proposals WHERE status = $1 ORDER BY created_at, approval_id", &[&s.as_str()])?,
             None => st.query(c, "SELECT body FROM proposals ORDER BY created_at, approval_id", &[])?,
         };
+        bodies(&rows, "proposal")
+    })
+}
+
+pub(super) fn proposals_page(
+    store: &PgStore,
+    status: Option<DecisionStatus>,
+    after: Option<PagePosition>,
+    page: usize,
+) -> Result<Vec<Proposal>, StoreError> {
+    // `(created_at, approval_id) > (…)` is a row comparison: ties on the
+    // millisecond are ordered by id, as the default (sled) page orders them.
+    let (at, id) = after.map_or((i64::MIN, Vec::new()), |a| (a.created_at.0, a.approval_id.0.to_vec()));
+    let first = after.is_none();
+    let status = status.map(|s| s.as_str());
+    let page = limit(page);
+    store.retrying("listing a page of proposals", |c, st| {
+        let rows = st.query(
+            c,
+            "SELECT body FROM proposals WHERE ($1::text IS NULL OR status = $1) \
+             AND ($2 OR (created_at, approval_id) > ($3, $4)) ORDER BY created_at, approval_id LIMIT $5",
+            &[&status, &first, &at, &id, &page],
+        )?;
         bodies(&rows, "proposal")
     })
 }

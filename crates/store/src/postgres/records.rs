@@ -58,7 +58,7 @@ pub(super) fn generate_seqs(store: &PgStore, n: usize) -> Result<Vec<u64>, Store
     }
     let count = limit(n);
     store.retrying("generating sequence numbers", |c, st| {
-        let rows = st.query(c, "SELECT nextval('ids') FROM generate_series(1::bigint, $1::bigint)", &[&count])?;
+        let rows = st.query(c, NEXT_SEQS, &[&count])?;
         let mut seqs =
             rows.iter().map(|r| r.try_get::<_, i64>(0).map(|v| u64::try_from(v).unwrap_or(0))).collect::<Result<Vec<u64>, _>>()?;
         seqs.sort_unstable();
@@ -70,6 +70,15 @@ pub(super) fn remove_outbox(store: &PgStore, seq: u64) -> Result<(), StoreError>
     let seq = i64::try_from(seq).map_err(|_| StoreError::Postgres(format!("outbox seq {seq} does not fit bigint")))?;
     store.retrying("removing an outbox entry", |c, st| {
         st.execute(c, "DELETE FROM outbox WHERE seq = $1", &[&seq])?;
+        Ok(())
+    })
+}
+
+pub(super) fn remove_outbox_many(store: &PgStore, seqs: &[u64]) -> Result<(), StoreError> {
+    let seqs = seqs.iter().map(|seq| i64::try_from(*seq)).collect::<Result<Vec<i64>, _>>();
+    let seqs = seqs.map_err(|_| StoreError::Postgres("an outbox seq does not fit bigint".to_string()))?;
+    store.retrying("removing outbox entries", |c, st| {
+        st.execute(c, "DELETE FROM outbox WHERE seq = ANY($1)", &[&seqs])?;
         Ok(())
     })
 }

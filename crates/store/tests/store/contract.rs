@@ -8,7 +8,7 @@ use plangate_engine::{
     apply, Actor, ApprovalId, AuditEvent, Command, DecisionStatus, Plan, Question, QuestionStatus, SessionKey, Step, Timer, TimerKind,
     Timestamp, Verdict,
 };
-use plangate_store::{AuditQuery, Commit, OutboxEntry, StoreError};
+use plangate_store::{AuditQuery, Commit, OutboxEntry, PagePosition, StoreError};
 
 macro_rules! contract {
     ($($name:ident),* $(,)?) => {
@@ -40,6 +40,7 @@ contract!(
     a_namespace_is_written_only_at_the_revision_it_was_read,
     namespace_merges_side_by_side_lose_nothing,
     an_always_rule_is_stored_with_the_answer_and_removable,
+    pages_of_proposals_in_time_then_id_order,
 );
 
 fn namespace_of(steps: &[&str]) -> Namespace {
@@ -358,6 +359,49 @@ fn listings_by_status_prefix_and_session(b: &dyn Backend) {
     assert_eq!(sessions, vec!["s21", "s2f", "s30"]);
 }
 
+/// Pages walk every proposal once, oldest first and by id within a
+/// millisecond (every proposal here is made at t=1000), after the position
+/// given, never more than the limit, filtered by status.
+fn pages_of_proposals_in_time_then_id_order(b: &dyn Backend) {
+    let store = b.open();
+    let mut ids: Vec<ApprovalId> = [0x50u8, 0x21, 0x30, 0x2f, 0x61]
+        .iter()
+        .map(|r| propose(&*store, &SessionKey::new("demo", format!("s{r:x}")), *r).approval_id)
+        .collect();
+    let key = SessionKey::new("demo", "s30");
+    let before = store.load(&key).unwrap();
+    let alice = Actor::Human { id: "telegram:1".into(), name: "telegram:@alice".into() };
+    let t = apply(&before, &alice, Command::Decide { approval_id: ids[2], verdict: Verdict::Approve }, &ctx(2000, 0x40)).unwrap();
+    store.commit(Commit::of(&t, &before, None)).unwrap();
+    let approved = ids.remove(2);
+    ids.sort();
+
+    let walk = |status: Option<DecisionStatus>, limit: usize| {
+        let (mut seen, mut after, mut pages) = (Vec::new(), None, 0);
+        loop {
+            let page = store.proposals_page(status, after, limit).unwrap();
+            assert!(page.len() <= limit);
+            pages += 1;
+            seen.extend(page.iter().map(|p| p.approval_id));
+            match page.last() {
+                Some(last) if page.len() == limit => after = Some(PagePosition::of(last)),
+                _ => return (seen, pages),
+            }
+        }
+    };
+    assert_eq!(walk(Some(DecisionStatus::Pending), 2), (ids.clone(), 3), "two full pages, then an empty one");
+    assert_eq!(walk(Some(DecisionStatus::Pending), 3), (ids.clone(), 2));
+    assert_eq!(walk(Some(DecisionStatus::Pending), 100).0, ids);
+    assert_eq!(walk(Some(DecisionStatus::Approved), 1), (vec![approved], 2));
+    assert_eq!(walk(None, 2).0.len(), 5);
+    assert!(store.proposals_page(None, None, 0).unwrap().is_empty());
+    // After a position no proposal holds (a later time): nothing.
+    let beyond = PagePosition { created_at: Timestamp(1001), approval_id: ApprovalId([0; 16]) };
+    assert!(store.proposals_page(None, Some(beyond), 10).unwrap().is_empty());
+    let early = PagePosition { created_at: Timestamp(999), approval_id: ApprovalId([0xff; 16]) };
+    assert_eq!(store.proposals_page(None, Some(early), 10).unwrap().len(), 5);
+}
+
 fn delivery(destination: &str, chat: &str, message: &str) -> Delivery {
     Delivery {
         destination: destination.into(),
@@ -466,6 +510,18 @@ fn outbox_and_sequence_numbers(b: &dyn Backend) {
     assert!(batch[0] > next && batch.windows(2).all(|w| w[0] < w[1]), "a batch is increasing and after: {batch:?}");
     assert!(store.generate_seqs(0).unwrap().is_empty());
     store.renew_leases().unwrap();
+
+    // Numbered by the store with the commit: increasing, after the rest,
+    // shown to the caller before the commit lands, then removed in one go.
+    let mut seen = Vec::new();
+    let numbered = store.commit_numbered(Commit::default(), vec![vec![1], vec![2], vec![3]], &mut |seqs| seen = seqs.to_vec()).unwrap();
+    assert_eq!(numbered, seen);
+    assert!(numbered[0] > batch[3] && numbered.windows(2).all(|w| w[0] < w[1]), "{numbered:?}");
+    let works: Vec<Vec<u8>> = store.outbox().unwrap().into_iter().filter(|e| numbered.contains(&e.seq)).map(|e| e.work).collect();
+    assert_eq!(works, vec![vec![1], vec![2], vec![3]]);
+    store.remove_outbox_many(&[numbered[0], numbered[2], 999_999]).unwrap();
+    assert_eq!(store.outbox().unwrap().len(), 3, "the two left before, and the middle one");
+    assert!(store.commit_numbered(Commit::default(), Vec::new(), &mut |seqs| assert!(seqs.is_empty())).unwrap().is_empty());
 }
 
 /// One process on its own store: the claims hand it every due timer, like

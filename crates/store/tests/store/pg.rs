@@ -275,8 +275,13 @@ fn a_listener_that_lost_its_connection_reconnects_and_wakes_everyone() {
     let sink = heard.clone();
     store.subscribe_changes(Arc::new(move |k| sink.lock().unwrap().push(k))).unwrap();
     assert!(eventually(Duration::from_secs(5), || heard.lock().unwrap().contains(&None)));
-    propose(&store, &key, 1);
+    // Another replica's commit is heard; this store's own is not (the
+    // process that committed woke its waiters itself).
+    let own = SessionKey::new("demo", "own");
+    propose(&store, &own, 2);
+    propose(&db.open(), &key, 1);
     assert!(eventually(Duration::from_secs(5), || heard.lock().unwrap().contains(&Some(key.clone()))));
+    assert!(!heard.lock().unwrap().contains(&Some(own)), "its own commit is skipped");
 }
 
 struct Candidate {

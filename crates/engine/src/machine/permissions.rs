@@ -55,7 +55,8 @@ pub(super) fn ask_permission(
             let question = Question {
                 question_id,
                 session: t.state.session.key.clone(),
-                question: card_text(&ask),
+                // Which project: the one the session's latest plan named.
+                question: card_text(&ask, t.state.latest.as_ref().and_then(|p| p.project.as_ref())),
                 options: permission::OPTIONS.iter().map(|o| o.to_string()).collect(),
                 allow_freetext: true,
                 asked_at: ctx.now,
@@ -76,8 +77,11 @@ pub(super) fn ask_permission(
 
 /// The text a permission card shows under its title: what it risks, the
 /// input as a person reads it, and what the wider answers grant.
-fn card_text(ask: &PermissionAsk) -> String {
+fn card_text(ask: &PermissionAsk, project: Option<&crate::Project>) -> String {
     let mut out = String::new();
+    if let Some(project) = project {
+        out.push_str(&format!("📁 {}\n", project.label()));
+    }
     if !ask.risks.is_empty() {
         out.push_str(&format!("⚠ {}\n", ask.risks.join(" · ")));
     }

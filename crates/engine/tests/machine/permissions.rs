@@ -146,3 +146,14 @@ fn a_huge_input_is_refused_so_the_terminal_asks() {
     let r = refused(&s, &Actor::Agent, ask_bash(&big, Rules::default()), &ctx(1));
     assert!(matches!(&r, Refusal::InvalidRequest(m) if m.contains("at the terminal")), "{r:?}");
 }
+
+#[test]
+fn the_card_names_the_project_of_the_sessions_plan() {
+    let project = Project { name: "billing-api".into(), branch: Some("feat/retries".into()), host: Some("dev-laptop".into()) };
+    let proposed = Command::Propose { plan: plan(), markdown: None, requested_by: None, harness: Harness::Api, project: Some(project) };
+    let s = ok(&in_plan(), &Actor::Agent, proposed, &ctx(1)).state;
+    let s = ok(&s, &alice(), decide(ApprovalId([1; 16]), Verdict::Approve), &ctx(2)).state;
+    let t = ok(&s, &Actor::Agent, ask_bash("make deploy", Rules::default()), &ctx(3));
+    let text = &t.state.session.pending_permission.as_ref().unwrap().question;
+    assert!(text.starts_with("📁 billing-api · feat/retries · dev-laptop\n"), "{text}");
+}

@@ -359,7 +359,10 @@ pub fn nudge_blocks(card: &Card, style: Style, text: &str) -> Vec<SlackBlock> {
 pub fn question_blocks(question: &Question, style: Style) -> Vec<SlackBlock> {
     let who = format!("{}/{}", question.session.agent, question.session.session_id);
     let heading = match question.permission {
-        Some(_) => card::question_title(question).0.to_string() + &card::question_title(question).1,
+        Some(_) => {
+            let (icon, title) = card::question_title(question);
+            format!("{icon}{title}")
+        }
         None => format!("❓ {who} asks:"),
     };
     let mut blocks = vec![plain_section(format!("{heading}\n{}", question.question))];

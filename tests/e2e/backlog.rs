@@ -294,7 +294,7 @@ async fn a_resumed_post_skips_the_destinations_already_posted() {
         let seq = h.store.generate_seq().unwrap();
         let mut commit = plangate_store::Commit::default();
         commit.outbox.push(plangate_store::OutboxEntry { seq, work });
-        h.store.commit(commit).unwrap();
+        h.store.commit(commit).unwrap().written().unwrap();
     }
     let (_core, channel, resumed) = restart(&h, "off").await;
     assert_eq!(resumed, 5, "all five read back as card posts");

@@ -21,7 +21,7 @@
 
 use crate::core::{Core, CoreError, ExecMeta};
 use plangate_engine::{Actor, ApprovalId, Command, Timer, TimerKind, Timestamp};
-use plangate_store::StoreError;
+use plangate_store::{Preempted, StoreError};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -126,7 +126,7 @@ pub async fn fire_due(core: &Arc<Core>) -> bool {
             match core.execute(&key, Actor::Scheduler, Command::TimerFired(timer.clone()), meta).await {
                 Ok(_) => {}
                 // Fired on another replica meanwhile: its transition, not ours.
-                Err(CoreError::Storage(StoreError::TimerGone)) => debug!(?timer, "timer already fired by another replica"),
+                Err(CoreError::Preempted(Preempted::TimerGone)) => debug!(?timer, "timer already fired by another replica"),
                 Err(e) => warn!(error = %e, ?timer, "timer transition failed; it stays scheduled"),
             }
         }

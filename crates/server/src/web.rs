@@ -155,6 +155,7 @@ impl Backend for CoreBackend {
                 Err(Refused::Forbidden(refused.to_string()))
             }
             Err(DecisionRefused::Core(CoreError::Refused(r))) => Err(Refused::Conflict(r.to_string())),
+            Err(refused @ DecisionRefused::Core(CoreError::Preempted(_))) => Err(Refused::Conflict(refused.to_string())),
             Err(refused @ DecisionRefused::Core(CoreError::Storage(_))) => Err(Refused::Unavailable(refused.to_string())),
         }
     }

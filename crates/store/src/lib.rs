@@ -10,8 +10,8 @@
 //!   retention (`prune`) work on it.
 //! - [`PgStore`], for replicas: tables in one PostgreSQL schema shared by
 //!   any number of plangate processes. Session and namespace revisions
-//!   refuse lost updates ([`StoreError::Conflict`]), fired timers and inbound event keys
-//!   are taken once ([`StoreError::TimerGone`], [`StoreError::AlreadyHandled`]),
+//!   refuse lost updates ([`Preempted::Conflict`], a value of [`Committed`], not an error), fired timers and inbound event keys
+//!   are taken once ([`Preempted::TimerGone`], [`Preempted::AlreadyHandled`]),
 //!   due timers and outbox entries are leased to one replica at a time,
 //!   commits notify the other replicas (`LISTEN`/`NOTIFY`), and advisory
 //!   locks elect the one replica that polls each chat. The schema is
@@ -71,22 +71,53 @@ pub enum StoreError {
     Unavailable(String),
     #[error("a stored record is corrupt ({what}): {source}")]
     Corrupt { what: &'static str, source: serde_json::Error },
-    /// Another writer (another replica) changed the session or namespace
-    /// since it was loaded; nothing was written. Load again and re-apply.
-    #[error("the session or namespace changed under this write (another replica committed first); nothing was written")]
-    Conflict,
-    /// The timer this transition fired was fired (and removed) by another
-    /// replica first; nothing was written.
-    #[error("the timer was already fired elsewhere; nothing was written")]
-    TimerGone,
-    /// An inbound event key of this transition was handled by another
-    /// replica first; nothing was written.
-    #[error("the event {0} was already handled; nothing was written")]
-    AlreadyHandled(String),
     #[error("the PostgreSQL database has schema version {found}, newer than this plangate knows ({known}); upgrade plangate on every replica before starting this one")]
     SchemaTooNew { found: i64, known: i64 },
     #[error("PostgreSQL: {0}")]
     Postgres(String),
+}
+
+/// A conditional write the store declined because another writer got there
+/// first. Not a failure — the store works and nothing was written — so it is
+/// a value of [`Committed`], never a [`StoreError`]: a caller cannot mistake
+/// "another replica decided first" for "the disk is broken" (which marks the
+/// service degraded), and the compiler makes every caller say what it does
+/// with each.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum Preempted {
+    /// Another writer (another replica) changed the session or namespace
+    /// since it was loaded. Load again and re-apply.
+    #[error("the session or namespace changed under this write (another replica committed first); nothing was written")]
+    Conflict,
+    /// The timer this transition fired was fired (and removed) by another
+    /// replica first: that transition is the other replica's.
+    #[error("the timer was already fired elsewhere; nothing was written")]
+    TimerGone,
+    /// An inbound event key of this transition was handled by another
+    /// replica first (a platform's retry reaching a second replica).
+    #[error("the event {0} was already handled; nothing was written")]
+    AlreadyHandled(String),
+}
+
+/// How a conditional write ended when the store itself worked: written
+/// (with what the write produced, e.g. outbox sequence numbers), or
+/// declined whole because another writer came first.
+#[must_use]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Committed<T = ()> {
+    Written(T),
+    Preempted(Preempted),
+}
+
+impl<T> Committed<T> {
+    /// The written value, or the preemption as an error (for callers to
+    /// whom any preemption is a reason to stop, e.g. tests and tools).
+    pub fn written(self) -> Result<T, Preempted> {
+        match self {
+            Committed::Written(value) => Ok(value),
+            Committed::Preempted(p) => Err(p),
+        }
+    }
 }
 
 /// Everything one transition writes, atomically.
@@ -106,10 +137,10 @@ pub struct Commit {
     /// The store revision of the session when it was loaded (from
     /// [`SessionStore::load_revision`]). A store shared by several processes writes
     /// the commit only if the session is still at this revision, else fails
-    /// with [`StoreError::Conflict`]; `None` writes unconditionally.
+    /// with [`Preempted::Conflict`]; `None` writes unconditionally.
     pub expected_revision: Option<u64>,
     /// The timer that caused this transition (also in `timers_remove`). A
-    /// shared store fails the commit with [`StoreError::TimerGone`] when it
+    /// shared store declines the commit with [`Preempted::TimerGone`] when it
     /// is no longer there, so a timer fires once across replicas.
     pub fired: Option<Timer>,
     /// Work to do after the commit (chat jobs), opaque to the store. Written
@@ -290,7 +321,7 @@ pub trait SessionStore: Send + Sync {
     fn question(&self, id: &ApprovalId) -> Result<Option<Question>, StoreError>;
 
     /// Write a transition atomically and durably.
-    fn commit(&self, commit: Commit) -> Result<(), StoreError>;
+    fn commit(&self, commit: Commit) -> Result<Committed, StoreError>;
 
     /// Append audit records that belong to no transition (refused attempts).
     fn append_audit(&self, events: &[AuditEvent]) -> Result<(), StoreError>;
@@ -353,12 +384,12 @@ pub trait SessionStore: Send + Sync {
     fn namespace_revision(&self, name: &str) -> Result<(Namespace, u64), StoreError>;
 
     /// Write `ns` only if the namespace is still at `expected_revision`
-    /// (read with [`SessionStore::namespace_revision`]), else fail with
-    /// [`StoreError::Conflict`] and write nothing: a merge based on a stale
+    /// (read with [`SessionStore::namespace_revision`]), else decline with
+    /// [`Preempted::Conflict`] and write nothing: a merge based on a stale
     /// read must be done again on what the other writer stored. Replicas
     /// merge one namespace side by side, so a plain overwrite would lose
     /// steps that were acknowledged.
-    fn set_namespace(&self, name: &str, ns: &Namespace, expected_revision: u64) -> Result<(), StoreError>;
+    fn set_namespace(&self, name: &str, ns: &Namespace, expected_revision: u64) -> Result<Committed, StoreError>;
 
     /// Make everything written so far durable.
     fn flush(&self) -> Result<(), StoreError>;
@@ -405,12 +436,19 @@ pub trait WorkStore: SessionStore {
     /// so no claimer queues them twice). Returns the numbers. PostgreSQL
     /// draws them inside the commit's own transaction: one transaction per
     /// transition, not two.
-    fn commit_numbered(&self, mut commit: Commit, work: Vec<Vec<u8>>, numbered: &mut dyn FnMut(&[u64])) -> Result<Vec<u64>, StoreError> {
+    fn commit_numbered(
+        &self,
+        mut commit: Commit,
+        work: Vec<Vec<u8>>,
+        numbered: &mut dyn FnMut(&[u64]),
+    ) -> Result<Committed<Vec<u64>>, StoreError> {
         let seqs = if work.is_empty() { Vec::new() } else { self.generate_seqs(work.len())? };
         numbered(&seqs);
         commit.outbox.extend(seqs.iter().zip(work).map(|(seq, work)| OutboxEntry { seq: *seq, work }));
-        self.commit(commit)?;
-        Ok(seqs)
+        Ok(match self.commit(commit)? {
+            Committed::Written(()) => Committed::Written(seqs),
+            Committed::Preempted(p) => Committed::Preempted(p),
+        })
     }
 
     /// Every outbox entry not yet done, in `seq` order.

@@ -24,7 +24,7 @@
 
 use crate::group::{FlushGroup, FlushStats};
 use crate::redo::{self, Op, TreeId};
-use crate::{AuditQuery, Commit, MaintenanceStore, OutboxEntry, ReplicaStore, SessionStore, StoreError, WorkStore};
+use crate::{AuditQuery, Commit, Committed, MaintenanceStore, OutboxEntry, Preempted, ReplicaStore, SessionStore, StoreError, WorkStore};
 use plangate_delivery::Delivery;
 use plangate_engine::namespace::Namespace;
 use plangate_engine::permission::StoredRule;
@@ -550,11 +550,14 @@ impl SessionStore for SledStore {
         Ok(false)
     }
 
-    fn commit(&self, commit: Commit) -> Result<(), StoreError> {
+    /// One process owns a sled store: no other writer can come first, so a
+    /// commit is written or fails, never preempted.
+    fn commit(&self, commit: Commit) -> Result<Committed, StoreError> {
         match self.durability {
             Durability::Grouped => self.commit_grouped(commit),
             Durability::TransactionPerCommit => self.commit_transaction(commit),
         }
+        .map(Committed::Written)
     }
 
     fn append_audit(&self, events: &[AuditEvent]) -> Result<(), StoreError> {
@@ -648,20 +651,20 @@ impl SessionStore for SledStore {
 
     /// Compare-and-swap on the stored bytes: the write lands only if the
     /// record is still the one whose revision was checked.
-    fn set_namespace(&self, name: &str, ns: &Namespace, expected_revision: u64) -> Result<(), StoreError> {
+    fn set_namespace(&self, name: &str, ns: &Namespace, expected_revision: u64) -> Result<Committed, StoreError> {
         let current = self.namespaces.get(name)?;
         let revision = match &current {
             None => 0,
             Some(bytes) => decode::<StoredNamespace>(bytes, "namespace")?.revision,
         };
         if revision != expected_revision {
-            return Err(StoreError::Conflict);
+            return Ok(Committed::Preempted(Preempted::Conflict));
         }
         let next = encode(&StoredNamespace { namespace: ns.clone(), revision: revision + 1 });
         if self.namespaces.compare_and_swap(name, current, Some(next))?.is_err() {
-            return Err(StoreError::Conflict);
+            return Ok(Committed::Preempted(Preempted::Conflict));
         }
-        self.flushed(())
+        self.flushed(Committed::Written(()))
     }
 
     fn flush(&self) -> Result<(), StoreError> {

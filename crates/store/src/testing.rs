@@ -1,16 +1,16 @@
 //! [`Faulty`], a [`Store`] wrapper for tests that makes a real store
 //! misbehave the ways production ones do: it can fail its durable writes
 //! (a full disk), pretend to be shared by replicas and lose races to them
-//! (`Conflict`), or answer with a scripted error (`TimerGone`,
-//! `AlreadyHandled`, a dropped connection).
+//! (`Conflict`), or end a commit as scripted (preempted: `TimerGone`,
+//! `AlreadyHandled`; failed: a dropped connection).
 //!
 //! Not for production use: hidden from the documentation, compiled always
 //! so that tests of other crates need no feature (and no rebuild of this
 //! crate) to use it.
 
 use crate::{
-    AuditQuery, BackupStats, ChangeListener, Commit, LeaderListener, MaintenanceStore, OutboxEntry, PagePosition, PrunePolicy, PruneReport,
-    ReplicaStore, SessionStore, Store, StoreError, WorkStore,
+    AuditQuery, BackupStats, ChangeListener, Commit, Committed, LeaderListener, MaintenanceStore, OutboxEntry, PagePosition, Preempted,
+    PrunePolicy, PruneReport, ReplicaStore, SessionStore, Store, StoreError, WorkStore,
 };
 use plangate_delivery::Delivery;
 use plangate_engine::namespace::Namespace;
@@ -20,8 +20,17 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// Runs before the next commit attempt; may commit as another replica
-/// ([`Faulty::commit_elsewhere`]) or return the error that attempt fails with.
-pub type BeforeCommit<S> = Box<dyn FnOnce(&Faulty<S>) -> Option<StoreError> + Send>;
+/// ([`Faulty::commit_elsewhere`]) or say how that attempt ends instead.
+pub type BeforeCommit<S> = Box<dyn FnOnce(&Faulty<S>) -> Option<Scripted> + Send>;
+
+/// How a scripted commit attempt ends, instead of reaching the store.
+#[derive(Debug)]
+pub enum Scripted {
+    /// Declined: another replica came first.
+    Preempt(Preempted),
+    /// Failed: the store is in trouble.
+    Fail(StoreError),
+}
 
 /// A store (`inner`) with faults injected; see the module documentation.
 ///
@@ -30,7 +39,7 @@ pub type BeforeCommit<S> = Box<dyn FnOnce(&Faulty<S>) -> Option<StoreError> + Se
 /// revision for every session (coarser than a real shared store, which
 /// only makes conflicts likelier): a commit whose
 /// [`Commit::expected_revision`] is not the current one fails with
-/// [`StoreError::Conflict`], and elections are recorded for the test to
+/// [`Preempted::Conflict`], and elections are recorded for the test to
 /// decide ([`Faulty::elections`]) instead of being won at once.
 pub struct Faulty<S> {
     inner: S,
@@ -81,7 +90,7 @@ impl<S: Store> Faulty<S> {
 
     /// Queue `f` to run before the next commit attempt (one per attempt,
     /// in order).
-    pub fn before_next_commit(&self, f: impl FnOnce(&Faulty<S>) -> Option<StoreError> + Send + 'static) {
+    pub fn before_next_commit(&self, f: impl FnOnce(&Faulty<S>) -> Option<Scripted> + Send + 'static) {
         lock(&self.script).push_back(Box::new(f));
     }
 
@@ -91,10 +100,10 @@ impl<S: Store> Faulty<S> {
     }
 
     /// Commit as another replica would: unconditionally, moving the revision.
-    pub fn commit_elsewhere(&self, commit: Commit) -> Result<(), StoreError> {
-        self.inner.commit(commit)?;
+    pub fn commit_elsewhere(&self, commit: Commit) -> Result<Committed, StoreError> {
+        let committed = self.inner.commit(commit)?;
         self.bump_revision();
-        Ok(())
+        Ok(committed)
     }
 
     /// Another replica touched every session (harmlessly): the next commit
@@ -122,18 +131,20 @@ impl<S: Store> Faulty<S> {
 }
 
 impl<S: Store> SessionStore for Faulty<S> {
-    fn commit(&self, commit: Commit) -> Result<(), StoreError> {
+    fn commit(&self, commit: Commit) -> Result<Committed, StoreError> {
         self.attempts.fetch_add(1, Ordering::SeqCst);
         let next = lock(&self.script).pop_front();
-        if let Some(error) = next.and_then(|f| f(self)) {
-            return Err(error);
+        match next.and_then(|f| f(self)) {
+            Some(Scripted::Preempt(preempted)) => return Ok(Committed::Preempted(preempted)),
+            Some(Scripted::Fail(error)) => return Err(error),
+            None => {}
         }
         self.check()?;
         if !self.shared {
             return self.inner.commit(commit);
         }
         if commit.expected_revision != Some(self.revision.load(Ordering::SeqCst)) {
-            return Err(StoreError::Conflict);
+            return Ok(Committed::Preempted(Preempted::Conflict));
         }
         self.commit_elsewhere(commit)
     }
@@ -253,7 +264,7 @@ impl<S: Store> SessionStore for Faulty<S> {
         self.inner.namespace_revision(name)
     }
 
-    fn set_namespace(&self, name: &str, ns: &Namespace, expected_revision: u64) -> Result<(), StoreError> {
+    fn set_namespace(&self, name: &str, ns: &Namespace, expected_revision: u64) -> Result<Committed, StoreError> {
         self.inner.set_namespace(name, ns, expected_revision)
     }
 }

@@ -49,7 +49,7 @@ impl System {
                 let before = store.load(key).map_err(|e| e.to_string())?;
                 let t = apply(&before, actor, command, &ctx()).map_err(|e| e.to_string())?;
                 if t.changed {
-                    store.commit(Commit::of(&t, &before, None)).map_err(|e| e.to_string())?;
+                    store.commit(Commit::of(&t, &before, None)).map_err(|e| e.to_string())?.written().map_err(|e| e.to_string())?;
                 }
                 Ok(t)
             }

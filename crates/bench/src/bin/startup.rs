@@ -54,7 +54,7 @@ fn populate(data_dir: &Path, n: usize, threads: usize, age_ms: i64) -> Duration 
                 let proposed = apply(&entered.state, &Actor::Agent, workload::propose(i as u64), &ctx(at)).expect("propose");
                 let mut commit = Commit::of(&proposed, &entered.state, None);
                 commit.audit = entered.audit.iter().chain(&proposed.audit).cloned().collect();
-                store.commit(commit).expect("commit");
+                store.commit(commit).expect("commit").written().expect("commit");
             });
         }
     });

@@ -74,7 +74,7 @@ fn populate(data_dir: &Path, approvals: usize, chats: usize) -> Duration {
                     let id = workload::minted(&proposed).expect("approval id");
                     let mut commit = Commit::of(&proposed, &entered.state, None);
                     commit.audit = entered.audit.iter().chain(&proposed.audit).cloned().collect();
-                    store.commit(commit).expect("commit");
+                    store.commit(commit).expect("commit").written().expect("commit");
                     let delivered = |destination: String, channel: &str, chat: String, message_id: String| Delivery {
                         destination,
                         channel: channel.to_string(),

@@ -12,7 +12,7 @@
 use super::{Core, CoreError, ExecMeta, Executed};
 use crate::approvers::{NotAllowed, Venue};
 use plangate_engine::{Actor, ApprovalId, Command, Proposal, Refusal, SessionKey, Verdict};
-use plangate_store::StoreError;
+use plangate_store::Preempted;
 use std::sync::Arc;
 use thiserror::Error;
 
@@ -84,7 +84,10 @@ impl CoreError {
     /// The sentence for the person whose action failed.
     pub fn to_person(&self) -> String {
         match self {
-            CoreError::Storage(StoreError::AlreadyHandled(_)) => "That was already handled.".to_string(),
+            CoreError::Preempted(Preempted::AlreadyHandled(_)) => "That was already handled.".to_string(),
+            CoreError::Preempted(_) => {
+                "Others were deciding the same thing at the same moment; nothing changed here, look at the card and try again.".to_string()
+            }
             CoreError::Refused(
                 Refusal::Forbidden(m)
                 | Refusal::Stale(m)
@@ -100,7 +103,7 @@ impl CoreError {
 
     /// See [`DecisionRefused::handled_elsewhere`].
     pub fn handled_elsewhere(&self) -> bool {
-        matches!(self, CoreError::Storage(StoreError::AlreadyHandled(_)))
+        matches!(self, CoreError::Preempted(Preempted::AlreadyHandled(_)))
     }
 }
 

@@ -32,7 +32,7 @@ use plangate_engine::machine::describe_stale;
 use plangate_engine::{
     apply, Actor, ApprovalId, AuditEvent, Command, Ctx, Effect, Proposal, Refusal, SessionKey, State, Timer, Timestamp, Transition,
 };
-use plangate_store::{Commit, Store, StoreError};
+use plangate_store::{Commit, Committed, Preempted, Store, StoreError};
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
@@ -63,6 +63,10 @@ pub enum CoreError {
     Refused(#[from] Refusal),
     #[error("storage failed, nothing was recorded: {0}")]
     Storage(#[from] StoreError),
+    /// Another replica came first (it decided, fired the timer, or handled
+    /// the event); nothing was recorded here. Not a failure of the store.
+    #[error("{0}")]
+    Preempted(#[from] Preempted),
     #[error("{0}")]
     NotFound(String),
 }
@@ -343,7 +347,7 @@ impl Core {
     ///
     /// On a store shared by replicas the commit is conditional on the
     /// session's revision at load: when another replica committed first
-    /// ([`StoreError::Conflict`]), the session is loaded again and the
+    /// ([`Preempted::Conflict`]), the session is loaded again and the
     /// command re-applied to what that replica wrote, so two approvers
     /// clicking on two replicas get one decision and one refusal from the
     /// engine ("already approved by …"), never two decisions. Only the
@@ -395,23 +399,24 @@ impl Core {
                             lock(&queued).extend(seqs.iter().copied());
                             marked = seqs.to_vec();
                         });
-                        if result.is_err() {
+                        if !matches!(result, Ok(Committed::Written(_))) {
                             let mut queued = lock(&queued);
                             marked.iter().for_each(|seq| {
                                 queued.remove(seq);
                             });
                         }
-                        let seqs = result?;
-                        metrics.commit_latency(started.elapsed().as_secs_f64());
-                        Ok(seqs)
+                        if result.is_ok() {
+                            metrics.commit_latency(started.elapsed().as_secs_f64());
+                        }
+                        result
                     })
                     .await;
                 match committed {
-                    Ok(committed) => {
+                    Ok(Committed::Written(seqs)) => {
                         self.degraded.store(false, Ordering::Relaxed);
-                        break (before, transition, jobs, committed.into_iter().map(Some).collect());
+                        break (before, transition, jobs, seqs.into_iter().map(Some).collect());
                     }
-                    Err(StoreError::Conflict) if conflicts < MAX_CONFLICT_RETRIES => {
+                    Ok(Committed::Preempted(Preempted::Conflict)) if conflicts < MAX_CONFLICT_RETRIES => {
                         conflicts += 1;
                         self.metrics.commit_conflict();
                         tracing::debug!(attempt = conflicts, "another replica changed the session first; loading it again");
@@ -419,22 +424,22 @@ impl Core {
                         tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
                     }
                     // Not degradation: the store works, others keep winning.
-                    Err(e @ StoreError::Conflict) => {
+                    Ok(Committed::Preempted(p @ Preempted::Conflict)) => {
                         self.metrics.commit_conflict();
                         warn!(attempts = conflicts + 1, "the session kept changing under this transition; gave up, nothing was recorded");
-                        return Err(e.into());
+                        return Err(p.into());
                     }
                     // The timer fired on another replica: its transition is
                     // that replica's to perform.
-                    Err(e @ StoreError::TimerGone) => {
+                    Ok(Committed::Preempted(p @ Preempted::TimerGone)) => {
                         tracing::debug!("the timer already fired on another replica; nothing to do");
-                        return Err(e.into());
+                        return Err(p.into());
                     }
                     // The event was handled by another replica (a platform's
                     // retry reaching a second replica): like a seen event.
-                    Err(e @ StoreError::AlreadyHandled(_)) => {
-                        tracing::debug!(error = %e, "the event was already handled by another replica");
-                        return Err(e.into());
+                    Ok(Committed::Preempted(p @ Preempted::AlreadyHandled(_))) => {
+                        tracing::debug!(preempted = %p, "the event was already handled by another replica");
+                        return Err(p.into());
                     }
                     Err(e) => {
                         tracing::error!(error = %e, "commit failed; the transition is not applied");

@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use plangate_engine::view::{hydration, DecisionView, StatusView};
 use plangate_engine::{plan, Actor, ApprovalId, Command, Plan, Refusal, SessionKey, StepUpdate};
-use plangate_store::StoreError;
+use plangate_store::{Committed, Preempted};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -470,12 +470,13 @@ pub(super) async fn namespace_steps(
                 })?;
                 let (store_key, m) = (key.store.clone(), merged.clone());
                 match core.blocking(move |s| s.set_namespace(&store_key, &m, revision)).await {
-                    Ok(()) => return Ok::<_, ApiError>(merged),
-                    Err(StoreError::Conflict) if conflicts < MAX_NAMESPACE_CONFLICTS => {
+                    Ok(Committed::Written(())) => return Ok::<_, ApiError>(merged),
+                    Ok(Committed::Preempted(Preempted::Conflict)) if conflicts < MAX_NAMESPACE_CONFLICTS => {
                         conflicts += 1;
                         tracing::debug!(attempt = conflicts, "another replica changed the namespace first; merging again");
                         tokio::time::sleep(std::time::Duration::from_millis(rand::random::<u64>() % 10 + 1)).await;
                     }
+                    Ok(Committed::Preempted(p)) => return Err(p.into()),
                     Err(e) => return Err(e.into()),
                 }
             }

@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use plangate_engine::Refusal;
-use plangate_store::StoreError;
+use plangate_store::{Preempted, StoreError};
 use serde_json::{json, Value};
 
 /// An error in the contract's shape: `{"error": {"code", "message", "details"}}`.
@@ -88,8 +88,17 @@ impl From<CoreError> for ApiError {
         match e {
             CoreError::Refused(r) => r.into(),
             CoreError::Storage(s) => s.into(),
+            CoreError::Preempted(p) => p.into(),
             CoreError::NotFound(m) => ApiError::not_found(m),
         }
+    }
+}
+
+/// Another replica came first. Not the store's trouble (no 503): the
+/// request raced others and lost every retry; it may simply be sent again.
+impl From<Preempted> for ApiError {
+    fn from(p: Preempted) -> ApiError {
+        ApiError::new(StatusCode::CONFLICT, "contended", format!("{p} (other writers kept coming first); send the request again"))
     }
 }
 

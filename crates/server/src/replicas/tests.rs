@@ -15,8 +15,8 @@ use plangate_engine::{
     apply, Actor, ApprovalId, ApprovalPolicy, Command, Ctx, DecisionStatus, Plan, Question, SessionKey, Step, TimerPolicy, Verdict,
 };
 use plangate_store::prelude::*;
-use plangate_store::testing::Faulty;
-use plangate_store::{Commit, OutboxEntry, SledStore, StoreError};
+use plangate_store::testing::{Faulty, Scripted};
+use plangate_store::{Commit, OutboxEntry, Preempted, SledStore, StoreError};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,7 +36,7 @@ fn approve_elsewhere(store: &Racing, id: ApprovalId, who: &str) {
     };
     let actor = Actor::Operator { name: who.into() };
     let t = apply(&before, &actor, Command::Decide { approval_id: id, verdict: Verdict::Approve }, &ctx).unwrap();
-    store.commit_elsewhere(Commit::of(&t, &before, None)).unwrap();
+    store.commit_elsewhere(Commit::of(&t, &before, None)).unwrap().written().unwrap();
 }
 
 /// A "telegram" channel that counts posts and holds card edits until told.
@@ -228,7 +228,7 @@ async fn endless_conflicts_give_up_without_degrading() {
     }
     let attempts = f.store.commit_attempts();
     let err = f.core.execute_on_approval(id, Actor::Operator { name: "a".into() }, Fixture::approve(id), ExecMeta::default()).await;
-    assert!(matches!(err, Err(CoreError::Storage(StoreError::Conflict))), "{:?}", err.err());
+    assert!(matches!(err, Err(CoreError::Preempted(Preempted::Conflict))), "{:?}", err.err());
     assert_eq!(f.store.commit_attempts() - attempts, 21, "the first attempt and 20 retries");
     assert_eq!(f.store.proposal(&id).unwrap().unwrap().status, DecisionStatus::Pending);
     assert!(!f.core.is_degraded());
@@ -242,15 +242,15 @@ async fn a_timer_fired_elsewhere_has_no_effects() {
     let f = fixture();
     let (key, id) = f.propose("s4").await;
     let timer = f.store.timers().unwrap().into_iter().find(|t| t.session == key).expect("a nudge or timeout is scheduled");
-    f.store.before_next_commit(|_| Some(StoreError::TimerGone));
+    f.store.before_next_commit(|_| Some(Scripted::Preempt(Preempted::TimerGone)));
     let meta = ExecMeta { idempotency: None, fired: Some(timer.clone()) };
     let err = f.core.execute(&key, Actor::Scheduler, Command::TimerFired(timer), meta).await;
-    assert!(matches!(err, Err(CoreError::Storage(StoreError::TimerGone))), "{:?}", err.err());
+    assert!(matches!(err, Err(CoreError::Preempted(Preempted::TimerGone))), "{:?}", err.err());
     assert!(!f.core.is_degraded());
     f.core.drain(Duration::from_secs(10)).await.unwrap();
     assert_eq!(f.core.chat_backlog(), 0);
 
-    f.store.before_next_commit(|_| Some(StoreError::Postgres("connection reset".into())));
+    f.store.before_next_commit(|_| Some(Scripted::Fail(StoreError::Postgres("connection reset".into()))));
     let err = f.core.execute_on_approval(id, Actor::Operator { name: "a".into() }, Fixture::approve(id), ExecMeta::default()).await;
     assert!(matches!(err, Err(CoreError::Storage(StoreError::Postgres(_)))), "{:?}", err.err());
     assert!(f.core.is_degraded(), "a failing store is degradation");
@@ -263,7 +263,7 @@ async fn an_event_handled_elsewhere_gets_no_reply() {
     let f = fixture();
     let (_, id) = f.propose("s5").await;
     let hub = Hub::new(f.core.clone());
-    f.store.before_next_commit(|_| Some(StoreError::AlreadyHandled("telegram:cb:42".into())));
+    f.store.before_next_commit(|_| Some(Scripted::Preempt(Preempted::AlreadyHandled("telegram:cb:42".into()))));
     let click = Inbound {
         channel: "telegram",
         chat: "100".into(),
@@ -348,7 +348,7 @@ async fn claimed_outbox_entries_are_queued_once() {
     f.store.add_delivery(&id, &delivery).unwrap();
     let seq = f.store.generate_seq().unwrap();
     let work = serde_json::to_vec(&serde_json::json!([id, {"UpdateCards": id}])).unwrap();
-    f.store.commit_elsewhere(Commit { outbox: vec![OutboxEntry { seq, work }], ..Commit::default() }).unwrap();
+    f.store.commit_elsewhere(Commit { outbox: vec![OutboxEntry { seq, work }], ..Commit::default() }).unwrap().written().unwrap();
     let gate = f.chan.gate.acquire_many(1_000).await.unwrap();
     assert_eq!(f.core.claim_outbox(10).await.unwrap(), 1);
     assert_eq!(f.core.claim_outbox(10).await.unwrap(), 0, "queued already");

@@ -7,24 +7,31 @@ use super::connection::Statements;
 use super::sql::*;
 use super::{Failure, PgStore};
 use crate::sled_store::encode;
-use crate::{Commit, OutboxEntry, StoreError};
+use crate::{Commit, Committed, OutboxEntry, Preempted, StoreError};
 use plangate_engine::Timer;
 use postgres::types::ToSql;
 use postgres::Transaction;
 use std::collections::HashSet;
 
-pub(super) fn commit(store: &PgStore, commit: Commit) -> Result<(), StoreError> {
+pub(super) fn commit(store: &PgStore, commit: Commit) -> Result<Committed, StoreError> {
     let span = tracing::debug_span!(
         "pg_commit",
         session = commit.session.as_ref().map(|s| tracing::field::display(&s.key)),
         expected_revision = commit.expected_revision,
     );
     let _enter = span.enter();
-    let result = store.transaction("committing a transition", |tx, st| write(store, tx, st, &commit));
-    if let Err(e) = &result {
-        tracing::debug!(error = %e, "commit refused; nothing was written");
-    }
+    let what = "committing a transition";
+    let result = store.conditional(what, store.transaction_raw(what, |tx, st| write(store, tx, st, &commit)));
+    log_unwritten(&result);
     result
+}
+
+fn log_unwritten<T>(result: &Result<Committed<T>, StoreError>) {
+    match result {
+        Ok(Committed::Written(_)) => {}
+        Ok(Committed::Preempted(p)) => tracing::debug!(preempted = %p, "commit preempted by another replica; nothing was written"),
+        Err(e) => tracing::debug!(error = %e, "commit failed; nothing was written"),
+    }
 }
 
 /// [`commit`] with outbox entries numbered inside the same transaction
@@ -34,11 +41,12 @@ pub(super) fn commit_numbered(
     mut commit: Commit,
     work: Vec<Vec<u8>>,
     numbered: &mut dyn FnMut(&[u64]),
-) -> Result<Vec<u64>, StoreError> {
+) -> Result<Committed<Vec<u64>>, StoreError> {
     let span = tracing::debug_span!("pg_commit", session = commit.session.as_ref().map(|s| tracing::field::display(&s.key)));
     let _enter = span.enter();
     let count = i64::try_from(work.len()).unwrap_or(i64::MAX);
-    let result = store.transaction("committing a transition", |tx, st| {
+    let what = "committing a transition";
+    let result = store.transaction_raw(what, |tx, st| {
         let mut seqs = Vec::with_capacity(work.len());
         if count > 0 {
             for row in st.query(tx, NEXT_SEQS, &[&count])? {
@@ -51,9 +59,8 @@ pub(super) fn commit_numbered(
         write(store, tx, st, &commit)?;
         Ok(seqs)
     });
-    if let Err(e) = &result {
-        tracing::debug!(error = %e, "commit refused; nothing was written");
-    }
+    let result = store.conditional(what, result);
+    log_unwritten(&result);
     result
 }
 
@@ -71,19 +78,19 @@ fn write(store: &PgStore, tx: &mut Transaction<'_>, st: &mut Statements, commit:
             None => st.execute(tx, SESSION_UPSERT, &[agent, sid, &latest, &body])?,
         };
         if rows == 0 {
-            return Err(StoreError::Conflict.into());
+            return Err(Failure::Preempted(Preempted::Conflict));
         }
     }
     if let Some(timer) = &commit.fired {
         let (due, id, kind, n) = timer_identity(timer);
         if st.execute(tx, TIMER_DELETE, &[&due, &id, &kind, &n])? == 0 {
-            return Err(StoreError::TimerGone.into());
+            return Err(Failure::Preempted(Preempted::TimerGone));
         }
     }
     let mut keys = HashSet::new();
     for key in commit.idempotency.iter().filter(|k| keys.insert(k.as_str())) {
         if st.execute(tx, IDEMPOTENCY_INSERT, &[key])? == 0 {
-            return Err(StoreError::AlreadyHandled(key.clone()).into());
+            return Err(Failure::Preempted(Preempted::AlreadyHandled(key.clone())));
         }
     }
     if let Some(id) = &commit.new_proposal {

@@ -4,7 +4,7 @@
 
 use super::open::CONNECT_TIMEOUT;
 use super::PgStore;
-use crate::StoreError;
+use crate::{Committed, Preempted, StoreError};
 use postgres::types::ToSql;
 use postgres::{Client, GenericClient, NoTls, Row, Statement, Transaction};
 use r2d2_postgres::PostgresConnectionManager;
@@ -12,12 +12,14 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-/// A failure inside a store operation: PostgreSQL's, or the store's own
-/// refusal (a conflict, a corrupt record).
+/// How a store operation stopped early: PostgreSQL's error, the store's
+/// own (a corrupt record), or a conditional write declined because another
+/// replica came first (a value for the caller, see [`PgStore::conditional`]).
 #[derive(Debug)]
 pub(crate) enum Failure {
     Pg(postgres::Error),
     Store(StoreError),
+    Preempted(Preempted),
 }
 
 impl From<postgres::Error> for Failure {
@@ -44,15 +46,18 @@ fn connection_lost(e: &postgres::Error) -> bool {
     }
 }
 
+/// Whether `e` is a serialization failure or a deadlock: PostgreSQL rolled
+/// the transaction back whole, so a conditional write is simply preempted
+/// (load again and re-apply).
+fn rolled_back_whole(e: &postgres::Error) -> bool {
+    e.code().is_some_and(|code| code.code() == "40P01" || code.code() == "40001")
+}
+
 /// Map a PostgreSQL error of the operation `what` to a [`StoreError`] that
 /// says what to do about it.
 pub(crate) fn map_pg(target: &str, what: &str, e: postgres::Error) -> StoreError {
     if let Some(db) = e.as_db_error() {
         let code = db.code().code();
-        // Both roll the transaction back whole: load again and re-apply.
-        if code == "40P01" || code == "40001" {
-            return StoreError::Conflict;
-        }
         let hint = db.hint().map(|h| format!(" (hint: {h})")).unwrap_or_default();
         if code.starts_with("08") || code.starts_with("57P") || code.starts_with("53") {
             return StoreError::Unavailable(format!(
@@ -235,6 +240,21 @@ impl PgStore {
         match failure {
             Failure::Pg(e) => map_pg(&self.shared.target, what, e),
             Failure::Store(e) => e,
+            // Only conditional writes decline, and they go through
+            // `conditional`; anywhere else it is the store's own bug.
+            Failure::Preempted(p) => StoreError::Postgres(format!("{what}: {p}")),
+        }
+    }
+
+    /// The end of a conditional write: written, preempted by another
+    /// replica (the write's own check, or PostgreSQL rolling it back as a
+    /// serialization failure or deadlock), or failed.
+    pub(super) fn conditional<T>(&self, what: &str, result: Result<T, Failure>) -> Result<Committed<T>, StoreError> {
+        match result {
+            Ok(value) => Ok(Committed::Written(value)),
+            Err(Failure::Preempted(p)) => Ok(Committed::Preempted(p)),
+            Err(Failure::Pg(e)) if rolled_back_whole(&e) => Ok(Committed::Preempted(Preempted::Conflict)),
+            Err(failure) => Err(self.fail(what, failure)),
         }
     }
 
@@ -244,17 +264,27 @@ impl PgStore {
     pub(super) fn retrying<T>(
         &self,
         what: &str,
-        mut f: impl FnMut(&mut Client, &mut Statements) -> Result<T, Failure>,
+        f: impl FnMut(&mut Client, &mut Statements) -> Result<T, Failure>,
     ) -> Result<T, StoreError> {
+        self.retrying_raw(what, f).map_err(|failure| self.fail(what, failure))
+    }
+
+    /// [`PgStore::retrying`], with the failure as it came (for
+    /// [`PgStore::conditional`]).
+    pub(super) fn retrying_raw<T>(
+        &self,
+        what: &str,
+        mut f: impl FnMut(&mut Client, &mut Statements) -> Result<T, Failure>,
+    ) -> Result<T, Failure> {
         let mut conn = self.conn(what)?;
         match f(&mut conn.pooled, &mut conn.stmts) {
             Err(Failure::Pg(e)) if connection_lost(&e) => {
                 tracing::debug!(error = %e, "a pooled PostgreSQL connection was dead; retrying on a fresh one");
                 drop(conn);
                 let mut conn = self.conn(what)?;
-                f(&mut conn.pooled, &mut conn.stmts).map_err(|failure| self.fail(what, failure))
+                f(&mut conn.pooled, &mut conn.stmts)
             }
-            other => other.map_err(|failure| self.fail(what, failure)),
+            other => other,
         }
     }
 
@@ -263,24 +293,33 @@ impl PgStore {
     pub(super) fn transaction<T>(
         &self,
         what: &str,
-        mut f: impl FnMut(&mut Transaction<'_>, &mut Statements) -> Result<T, Failure>,
+        f: impl FnMut(&mut Transaction<'_>, &mut Statements) -> Result<T, Failure>,
     ) -> Result<T, StoreError> {
+        self.transaction_raw(what, f).map_err(|failure| self.fail(what, failure))
+    }
+
+    /// [`PgStore::transaction`], with the failure as it came (for
+    /// [`PgStore::conditional`]).
+    pub(super) fn transaction_raw<T>(
+        &self,
+        what: &str,
+        mut f: impl FnMut(&mut Transaction<'_>, &mut Statements) -> Result<T, Failure>,
+    ) -> Result<T, Failure> {
         let mut conn = self.conn(what)?;
         let mut retried = false;
         loop {
             let Conn { pooled, stmts } = &mut conn;
             let e = match pooled.transaction() {
                 Ok(mut tx) => {
-                    let result = f(&mut tx, stmts).and_then(|value| {
+                    return f(&mut tx, stmts).and_then(|value| {
                         tx.commit()?;
                         Ok(value)
                     });
-                    return result.map_err(|failure| self.fail(what, failure));
                 }
                 Err(e) => e,
             };
             if retried || !connection_lost(&e) {
-                return Err(map_pg(&self.shared.target, what, e));
+                return Err(Failure::Pg(e));
             }
             retried = true;
             conn = self.conn(what)?;

@@ -24,7 +24,7 @@ pub use open::{probe, PgOptions};
 pub(crate) use sql::timer_identity;
 
 use crate::{
-    AuditQuery, ChangeListener, Commit, LeaderListener, MaintenanceStore, OutboxEntry, PagePosition, ReplicaStore, SessionStore,
+    AuditQuery, ChangeListener, Commit, Committed, LeaderListener, MaintenanceStore, OutboxEntry, PagePosition, ReplicaStore, SessionStore,
     StoreError, WorkStore,
 };
 use connection::OffThreadDrop;
@@ -44,19 +44,19 @@ use std::sync::Arc;
 /// - **Lost updates.** Every session row carries a `revision`. A commit with
 ///   [`Commit::expected_revision`] writes only if the row is still at that
 ///   revision (`UPDATE … WHERE revision = r`, or an insert that must not
-///   find the row), else fails with [`StoreError::Conflict`]; the caller
+///   find the row), else is declined with [`Preempted::Conflict`]; the caller
 ///   loads again and re-applies. Namespaces, merged outside any commit,
 ///   carry a revision too ([`SessionStore::set_namespace`]).
 /// - **A timer fired twice.** [`Commit::fired`] is deleted first; when it is
-///   gone (another replica fired it) the commit fails with
-///   [`StoreError::TimerGone`]. Due timers are handed out with leases
+///   gone (another replica fired it) the commit is declined with
+///   [`Preempted::TimerGone`]. Due timers are handed out with leases
 ///   ([`WorkStore::claim_due_timers`], `FOR UPDATE SKIP LOCKED`), so replicas do
 ///   not even try the same ones side by side. [`WorkStore::next_timer`] skips
 ///   timers another live replica holds, so a scheduler must look again at
 ///   least once per lease (a holder that dies frees its timers then).
 /// - **An inbound event handled twice.** Idempotency keys are inserted, not
-///   overwritten: a key already there fails the commit with
-///   [`StoreError::AlreadyHandled`], and exactly one `record_once` wins.
+///   overwritten: a key already there declines the commit with
+///   [`Preempted::AlreadyHandled`], and exactly one `record_once` wins.
 /// - **After-commit work.** Outbox entries are written leased to the
 ///   committing replica; [`WorkStore::claim_outbox`] hands out only entries
 ///   nobody holds or whose holder's lease ran out (it died).
@@ -71,7 +71,7 @@ use std::sync::Arc;
 /// sled, an idempotency key already stored refuses the commit (sled
 /// overwrites it), and `expected_revision` is checked only when the commit
 /// writes a session. Serialization failures and deadlocks come back as
-/// [`StoreError::Conflict`] (nothing was written: load again).
+/// [`Preempted::Conflict`] (nothing was written: load again).
 ///
 /// **Synchronous, on purpose.** Like the sled store, this one blocks: the
 /// server calls it from `spawn_blocking` threads. Never call it from an
@@ -160,7 +160,7 @@ impl SessionStore for PgStore {
         records::remove_permission_rule(self, agent, id)
     }
 
-    fn commit(&self, commit: Commit) -> Result<(), StoreError> {
+    fn commit(&self, commit: Commit) -> Result<Committed, StoreError> {
         commit::commit(self, commit)
     }
 
@@ -216,7 +216,7 @@ impl SessionStore for PgStore {
         reads::namespace_revision(self, name)
     }
 
-    fn set_namespace(&self, name: &str, ns: &Namespace, expected_revision: u64) -> Result<(), StoreError> {
+    fn set_namespace(&self, name: &str, ns: &Namespace, expected_revision: u64) -> Result<Committed, StoreError> {
         records::set_namespace(self, name, ns, expected_revision)
     }
 
@@ -271,7 +271,12 @@ impl WorkStore for PgStore {
         records::remove_outbox(self, seq)
     }
 
-    fn commit_numbered(&self, commit: Commit, work: Vec<Vec<u8>>, numbered: &mut dyn FnMut(&[u64])) -> Result<Vec<u64>, StoreError> {
+    fn commit_numbered(
+        &self,
+        commit: Commit,
+        work: Vec<Vec<u8>>,
+        numbered: &mut dyn FnMut(&[u64]),
+    ) -> Result<Committed<Vec<u64>>, StoreError> {
         commit::commit_numbered(self, commit, work, numbered)
     }
 

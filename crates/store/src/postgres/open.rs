@@ -122,6 +122,7 @@ impl PgStore {
         let applied = migrations::run(&mut client, schema).map_err(|f| match f {
             Failure::Pg(e) => map_pg(&shared.target, "the schema migrations", e),
             Failure::Store(e) => e,
+            Failure::Preempted(p) => StoreError::Postgres(format!("the schema migrations: {p}")),
         })?;
         drop(client);
         if !applied.versions.is_empty() {

@@ -9,7 +9,7 @@ use super::connection::{Conn, Statements};
 use super::sql::*;
 use super::{Failure, PgStore};
 use crate::sled_store::encode;
-use crate::StoreError;
+use crate::{Committed, Preempted, StoreError};
 use plangate_delivery::Delivery;
 use plangate_engine::namespace::Namespace;
 use plangate_engine::{ApprovalId, AuditEvent, Timer};
@@ -184,20 +184,22 @@ pub(super) fn set_document_path(store: &PgStore, id: &ApprovalId, path: &str) ->
 /// Retried on a dead connection like any write: a first attempt that
 /// landed makes the retry a conflict, and the caller merges again on
 /// what it wrote (a merge repeated is the same merge).
-pub(super) fn set_namespace(store: &PgStore, name: &str, ns: &Namespace, expected_revision: u64) -> Result<(), StoreError> {
+pub(super) fn set_namespace(store: &PgStore, name: &str, ns: &Namespace, expected_revision: u64) -> Result<Committed, StoreError> {
+    let what = "writing a namespace";
     let body = encode(ns);
-    let expected = to_i64(expected_revision, "namespace revision").map_err(|f| store.fail("writing a namespace", f))?;
-    let rows = store.retrying("writing a namespace", |c, st| {
-        Ok(if expected == 0 {
+    let expected = to_i64(expected_revision, "namespace revision").map_err(|f| store.fail(what, f))?;
+    let written = store.retrying_raw(what, |c, st| {
+        let rows = if expected == 0 {
             st.execute(c, NAMESPACE_INSERT, &[&name, &body])?
         } else {
             st.execute(c, NAMESPACE_UPDATE, &[&name, &body, &expected])?
-        })
-    })?;
-    if rows == 0 {
-        return Err(StoreError::Conflict);
-    }
-    Ok(())
+        };
+        if rows == 0 {
+            return Err(Failure::Preempted(Preempted::Conflict));
+        }
+        Ok(())
+    });
+    store.conditional(what, written)
 }
 
 fn insert_audit(tx: &mut Transaction<'_>, st: &mut Statements, event: &AuditEvent) -> Result<(), Failure> {

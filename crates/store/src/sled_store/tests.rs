@@ -27,7 +27,7 @@ fn a_commit_cut_short_by_a_crash_is_finished_on_open() {
     let id = {
         let store = SledStore::open(dir.path()).unwrap();
         let c = step(&store, &key, &Actor::Agent, Command::Enter { reason: None }, 1);
-        store.commit(c).unwrap();
+        store.commit(c).unwrap().written().unwrap();
         let c = step(
             &store,
             &key,
@@ -41,7 +41,7 @@ fn a_commit_cut_short_by_a_crash_is_finished_on_open() {
             },
             2,
         );
-        store.commit(c).unwrap();
+        store.commit(c).unwrap().written().unwrap();
         let id = store.load(&key).unwrap().latest.unwrap().approval_id;
         // The approve commit dies after its record and its first write
         // (the proposal): the session and the timer removals never land.
@@ -75,7 +75,7 @@ fn concurrent_commits_share_flushes_and_all_land() {
             s.spawn(move || {
                 let key = SessionKey::new("demo", format!("s{i}"));
                 let c = step(store, &key, &Actor::Agent, Command::Enter { reason: None }, i);
-                store.commit(c).unwrap();
+                store.commit(c).unwrap().written().unwrap();
                 let plan = Plan::titled(format!("plan {i}"));
                 let c = step(
                     store,
@@ -84,7 +84,7 @@ fn concurrent_commits_share_flushes_and_all_land() {
                     Command::Propose { plan, markdown: None, requested_by: None, harness: plangate_engine::Harness::Api, project: None },
                     100 + i,
                 );
-                store.commit(c).unwrap();
+                store.commit(c).unwrap().written().unwrap();
             });
         }
     });

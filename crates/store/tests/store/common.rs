@@ -22,7 +22,7 @@ pub fn ctx(now: i64, r: u8) -> Ctx {
 pub fn propose(store: &dyn Store, key: &SessionKey, r: u8) -> Proposal {
     let before = store.load(key).unwrap();
     let t = apply(&before, &Actor::Agent, Command::Enter { reason: None }, &ctx(1, r)).unwrap();
-    store.commit(Commit::of(&t, &before, None)).unwrap();
+    store.commit(Commit::of(&t, &before, None)).unwrap().written().unwrap();
     let before = store.load(key).unwrap();
     let plan = Plan { steps: vec![Step::pending("a")], ..Plan::titled(format!("plan {r}")) };
     let t = apply(
@@ -32,7 +32,7 @@ pub fn propose(store: &dyn Store, key: &SessionKey, r: u8) -> Proposal {
         &ctx(1000, r),
     )
     .unwrap();
-    store.commit(Commit::of(&t, &before, None)).unwrap();
+    store.commit(Commit::of(&t, &before, None)).unwrap().written().unwrap();
     t.state.latest.unwrap()
 }
 

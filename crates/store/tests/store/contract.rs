@@ -8,7 +8,7 @@ use plangate_engine::{
     apply, Actor, ApprovalId, AuditEvent, Command, DecisionStatus, Plan, Question, QuestionStatus, SessionKey, Step, Timer, TimerKind,
     Timestamp, Verdict,
 };
-use plangate_store::{AuditQuery, Commit, OutboxEntry, PagePosition, StoreError};
+use plangate_store::{AuditQuery, Commit, Committed, OutboxEntry, PagePosition, Preempted, StoreError};
 
 macro_rules! contract {
     ($($name:ident),* $(,)?) => {
@@ -57,19 +57,22 @@ fn a_namespace_is_written_only_at_the_revision_it_was_read(b: &dyn Backend) {
     {
         let store = b.open();
         assert_eq!(store.namespace_revision("team").unwrap(), (Namespace::default(), 0), "none stored: revision 0");
-        store.set_namespace("team", &one, 0).unwrap();
+        assert_eq!(store.set_namespace("team", &one, 0).unwrap(), Committed::Written(()));
         let err = store.set_namespace("team", &two, 0);
-        assert!(matches!(err, Err(StoreError::Conflict)), "a second first write: {err:?}");
-        assert!(matches!(store.set_namespace("new", &two, 3), Err(StoreError::Conflict)), "a namespace that is not there");
+        assert!(matches!(err, Ok(Committed::Preempted(Preempted::Conflict))), "a second first write: {err:?}");
+        assert!(
+            matches!(store.set_namespace("new", &two, 3), Ok(Committed::Preempted(Preempted::Conflict))),
+            "a namespace that is not there"
+        );
         assert_eq!(store.namespace("new").unwrap(), Namespace::default());
     }
     let store = b.open();
     let (read, revision) = store.namespace_revision("team").unwrap();
     assert_eq!(read, one);
     assert_ne!(revision, 0);
-    store.set_namespace("team", &two, revision).unwrap();
+    assert_eq!(store.set_namespace("team", &two, revision).unwrap(), Committed::Written(()));
     let err = store.set_namespace("team", &one, revision);
-    assert!(matches!(err, Err(StoreError::Conflict)), "stale: {err:?}");
+    assert!(matches!(err, Ok(Committed::Preempted(Preempted::Conflict))), "stale: {err:?}");
     let (read, newer) = store.namespace_revision("team").unwrap();
     assert_eq!(read, two, "the conflicting write left nothing");
     assert_ne!(newer, revision);
@@ -90,9 +93,9 @@ fn namespace_merges_side_by_side_lose_nothing(b: &dyn Backend) {
                         let (ns, revision) = store.namespace_revision("crowd").unwrap();
                         let merged = plangate_engine::namespace::merge(&ns, update.clone(), "w", Timestamp(1)).unwrap();
                         match store.set_namespace("crowd", &merged, revision) {
-                            Ok(()) => break,
-                            Err(StoreError::Conflict) => continue,
-                            Err(e) => panic!("{e}"),
+                            Ok(Committed::Written(())) => break,
+                            Ok(Committed::Preempted(Preempted::Conflict)) => continue,
+                            other => panic!("{other:?}"),
                         }
                     }
                 }
@@ -107,16 +110,24 @@ fn namespace_merges_side_by_side_lose_nothing(b: &dyn Backend) {
 /// timers removed together go together.
 fn many_rows_of_a_kind_in_one_commit(b: &dyn Backend) {
     let store = b.open();
-    store.commit(Commit { audit: vec![event(7, "z", None), event(5, "z", None), event(6, "z", None)], ..Commit::default() }).unwrap();
+    store
+        .commit(Commit { audit: vec![event(7, "z", None), event(5, "z", None), event(6, "z", None)], ..Commit::default() })
+        .unwrap()
+        .written()
+        .unwrap();
     let actions: Vec<String> = store.audit(&AuditQuery::default()).unwrap().into_iter().map(|e| e.action).collect();
     assert_eq!(actions, vec!["a7", "a5", "a6"]);
     let (a, b2, c) = (timer(10, 1, TimerKind::Nudge(0)), timer(20, 1, TimerKind::Nudge(1)), timer(30, 1, TimerKind::Timeout));
     let mut again = a.clone();
     again.session = SessionKey::new("demo", "later");
-    store.commit(Commit { timers_add: vec![a.clone(), b2.clone(), c.clone(), again.clone()], ..Commit::default() }).unwrap();
+    store
+        .commit(Commit { timers_add: vec![a.clone(), b2.clone(), c.clone(), again.clone()], ..Commit::default() })
+        .unwrap()
+        .written()
+        .unwrap();
     let timers = store.timers().unwrap();
     assert_eq!(timers, vec![again, b2.clone(), c.clone()], "the later of a timer added twice");
-    store.commit(Commit { timers_remove: vec![b2, c], ..Commit::default() }).unwrap();
+    store.commit(Commit { timers_remove: vec![b2, c], ..Commit::default() }).unwrap().written().unwrap();
     assert_eq!(store.timers().unwrap().len(), 1);
 }
 
@@ -187,7 +198,7 @@ fn an_approval_id_is_never_reused(b: &dyn Backend) {
     let key = SessionKey::new("demo", "b");
     let before = store.load(&key).unwrap();
     let t = apply(&before, &Actor::Agent, Command::Enter { reason: None }, &ctx(1, 1)).unwrap();
-    store.commit(Commit::of(&t, &before, None)).unwrap();
+    store.commit(Commit::of(&t, &before, None)).unwrap().written().unwrap();
     let before = store.load(&key).unwrap();
     let t = apply(
         &before,
@@ -242,7 +253,7 @@ fn clock_jumps_neither_double_fire_nor_skip(b: &dyn Backend) {
     let (before, revision) = store.load_revision(&key).unwrap();
     let t = apply(&before, &Actor::Scheduler, Command::TimerFired(nudge.clone()), &ctx(601_000, 9)).unwrap();
     let commit = Commit { expected_revision: Some(revision), ..Commit::of(&t, &before, Some(&nudge)) };
-    store.commit(commit).unwrap();
+    store.commit(commit).unwrap().written().unwrap();
     // The clock jumps back an hour: nothing is due, nudge 1 cannot fire again.
     assert!(store.due_timers(Timestamp(601_000 - 3_600_000)).unwrap().is_empty());
     assert!(!store.timers().unwrap().contains(&nudge));
@@ -253,7 +264,7 @@ fn clock_jumps_neither_double_fire_nor_skip(b: &dyn Backend) {
     for timer in due {
         let (before, revision) = store.load_revision(&key).unwrap();
         let t = apply(&before, &Actor::Scheduler, Command::TimerFired(timer.clone()), &ctx(2 * 86_400_000, 9)).unwrap();
-        store.commit(Commit { expected_revision: Some(revision), ..Commit::of(&t, &before, Some(&timer)) }).unwrap();
+        store.commit(Commit { expected_revision: Some(revision), ..Commit::of(&t, &before, Some(&timer)) }).unwrap().written().unwrap();
     }
     assert!(store.timers().unwrap().is_empty());
     assert_eq!(store.proposal(&p.approval_id).unwrap().unwrap().status, DecisionStatus::TimedOut);
@@ -309,7 +320,7 @@ fn a_timer_is_identified_by_due_id_and_kind(b: &dyn Backend) {
     let other_kind = timer(500, 1, TimerKind::AgentNudge(1));
     let expiry = timer(500, 0, TimerKind::SubagentExpiry);
     let commit = Commit { timers_add: vec![late.clone(), early.clone(), other_kind.clone(), expiry.clone()], ..Commit::default() };
-    store.commit(commit).unwrap();
+    store.commit(commit).unwrap().written().unwrap();
     assert_eq!(store.timers().unwrap(), vec![early.clone(), expiry.clone(), late.clone(), other_kind.clone()]);
     store.remove_timer(&timer(499, 1, TimerKind::Nudge(1))).unwrap();
     assert_eq!(store.timers().unwrap().len(), 4, "a different due time is a different timer");
@@ -317,7 +328,7 @@ fn a_timer_is_identified_by_due_id_and_kind(b: &dyn Backend) {
     assert_eq!(store.timers().unwrap(), vec![early.clone(), expiry, other_kind]);
     assert_eq!(store.next_timer().unwrap(), Some(early.clone()));
     // Adding the same timer again replaces it.
-    store.commit(Commit { timers_add: vec![early.clone()], ..Commit::default() }).unwrap();
+    store.commit(Commit { timers_add: vec![early.clone()], ..Commit::default() }).unwrap().written().unwrap();
     assert_eq!(store.timers().unwrap().len(), 3);
     store.remove_timers(&[]).unwrap();
 }
@@ -332,7 +343,7 @@ fn listings_by_status_prefix_and_session(b: &dyn Backend) {
     let key = SessionKey::new("demo", "s30");
     let before = store.load(&key).unwrap();
     let t = apply(&before, &alice, Command::Decide { approval_id: ids[2], verdict: Verdict::Approve }, &ctx(2000, 0x40)).unwrap();
-    store.commit(Commit::of(&t, &before, None)).unwrap();
+    store.commit(Commit::of(&t, &before, None)).unwrap().written().unwrap();
 
     let pending: Vec<_> = store.proposals(Some(DecisionStatus::Pending)).unwrap().iter().map(|p| p.approval_id).collect();
     assert_eq!(pending, vec![ids[0], ids[1]]);
@@ -372,7 +383,7 @@ fn pages_of_proposals_in_time_then_id_order(b: &dyn Backend) {
     let before = store.load(&key).unwrap();
     let alice = Actor::Human { id: "telegram:1".into(), name: "telegram:@alice".into() };
     let t = apply(&before, &alice, Command::Decide { approval_id: ids[2], verdict: Verdict::Approve }, &ctx(2000, 0x40)).unwrap();
-    store.commit(Commit::of(&t, &before, None)).unwrap();
+    store.commit(Commit::of(&t, &before, None)).unwrap().written().unwrap();
     let approved = ids.remove(2);
     ids.sort();
 
@@ -426,7 +437,7 @@ fn deliveries_documents_and_namespaces(b: &dyn Backend) {
         let ns = Namespace {
             steps: vec![NamespaceStep { step: Step::pending("shared"), updated_by: "agent".into(), updated_at: Timestamp(5) }],
         };
-        store.set_namespace("team.infra", &ns, 0).unwrap();
+        store.set_namespace("team.infra", &ns, 0).unwrap().written().unwrap();
     }
     let store = b.open();
     let ds = store.deliveries(&id).unwrap();
@@ -443,11 +454,11 @@ fn questions_and_their_deliveries(b: &dyn Backend) {
     let key = SessionKey::new("demo", "q");
     let before = store.load(&key).unwrap();
     let t = apply(&before, &Actor::Agent, Command::Enter { reason: None }, &ctx(1, 1)).unwrap();
-    store.commit(Commit::of(&t, &before, None)).unwrap();
+    store.commit(Commit::of(&t, &before, None)).unwrap().written().unwrap();
     let before = store.load(&key).unwrap();
     let ask = Command::Ask { question: "which db?".into(), options: vec!["pg".into(), "sled".into()], allow_freetext: false };
     let t = apply(&before, &Actor::Agent, ask, &ctx(2, 2)).unwrap();
-    store.commit(Commit::of(&t, &before, None)).unwrap();
+    store.commit(Commit::of(&t, &before, None)).unwrap().written().unwrap();
     let q: Question = store.load(&key).unwrap().session.pending_question.unwrap();
     assert_eq!(store.question(&q.question_id).unwrap().unwrap(), q);
     assert_eq!(q.status, QuestionStatus::Pending);
@@ -475,7 +486,7 @@ fn audit_filters_and_limits(b: &dyn Backend) {
         let store = b.open();
         store.append_audit(&[event(1, "x", Some(1)), event(2, "y", None), event(3, "x", None)]).unwrap();
         store.append_audit(&[]).unwrap();
-        store.commit(Commit { audit: vec![event(4, "y", Some(1))], ..Commit::default() }).unwrap();
+        store.commit(Commit { audit: vec![event(4, "y", Some(1))], ..Commit::default() }).unwrap().written().unwrap();
     }
     let store = b.open();
     let actions = |q: AuditQuery| store.audit(&q).unwrap().into_iter().map(|e| e.action).collect::<Vec<_>>();
@@ -494,7 +505,7 @@ fn outbox_and_sequence_numbers(b: &dyn Backend) {
         let seqs: Vec<u64> = (0..3).map(|_| store.generate_seq().unwrap()).collect();
         assert!(seqs.windows(2).all(|w| w[0] < w[1]));
         let entries: Vec<_> = seqs.iter().rev().map(|&seq| OutboxEntry { seq, work: vec![seq as u8, 0, 255] }).collect();
-        store.commit(Commit { outbox: entries, ..Commit::default() }).unwrap();
+        store.commit(Commit { outbox: entries, ..Commit::default() }).unwrap().written().unwrap();
         let outbox = store.outbox().unwrap();
         assert_eq!(outbox.iter().map(|e| e.seq).collect::<Vec<_>>(), seqs, "in seq order");
         store.remove_outbox(seqs[1]).unwrap();
@@ -514,14 +525,23 @@ fn outbox_and_sequence_numbers(b: &dyn Backend) {
     // Numbered by the store with the commit: increasing, after the rest,
     // shown to the caller before the commit lands, then removed in one go.
     let mut seen = Vec::new();
-    let numbered = store.commit_numbered(Commit::default(), vec![vec![1], vec![2], vec![3]], &mut |seqs| seen = seqs.to_vec()).unwrap();
+    let numbered = store
+        .commit_numbered(Commit::default(), vec![vec![1], vec![2], vec![3]], &mut |seqs| seen = seqs.to_vec())
+        .unwrap()
+        .written()
+        .unwrap();
     assert_eq!(numbered, seen);
     assert!(numbered[0] > batch[3] && numbered.windows(2).all(|w| w[0] < w[1]), "{numbered:?}");
     let works: Vec<Vec<u8>> = store.outbox().unwrap().into_iter().filter(|e| numbered.contains(&e.seq)).map(|e| e.work).collect();
     assert_eq!(works, vec![vec![1], vec![2], vec![3]]);
     store.remove_outbox_many(&[numbered[0], numbered[2], 999_999]).unwrap();
     assert_eq!(store.outbox().unwrap().len(), 3, "the two left before, and the middle one");
-    assert!(store.commit_numbered(Commit::default(), Vec::new(), &mut |seqs| assert!(seqs.is_empty())).unwrap().is_empty());
+    assert!(store
+        .commit_numbered(Commit::default(), Vec::new(), &mut |seqs| assert!(seqs.is_empty()))
+        .unwrap()
+        .written()
+        .unwrap()
+        .is_empty());
 }
 
 /// One process on its own store: the claims hand it every due timer, like
@@ -541,7 +561,7 @@ fn a_single_process_claims_everything_due(b: &dyn Backend) {
     let (before, revision) = store.load_revision(&key).unwrap();
     let mut session = before.session.clone();
     session.updated_at = Timestamp(3000);
-    store.commit(Commit { session: Some(session), expected_revision: Some(revision), ..Commit::default() }).unwrap();
+    store.commit(Commit { session: Some(session), expected_revision: Some(revision), ..Commit::default() }).unwrap().written().unwrap();
     assert_eq!(store.load(&key).unwrap().session.updated_at, Timestamp(3000));
 }
 
@@ -557,7 +577,7 @@ fn an_always_rule_is_stored_with_the_answer_and_removable(b: &dyn Backend) {
         let run = |actor: &Actor, command: Command, r: u8| {
             let before = store.load(&key).unwrap();
             let t = apply(&before, actor, command, &ctx(1000 + r as i64, r)).unwrap();
-            store.commit(Commit::of(&t, &before, None)).unwrap();
+            store.commit(Commit::of(&t, &before, None)).unwrap().written().unwrap();
         };
         for (n, cmd) in ["cargo publish", "npm publish"].iter().enumerate() {
             let ask = Command::AskPermission {

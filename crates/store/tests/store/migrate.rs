@@ -35,17 +35,17 @@ fn populate(dir: &Path) {
             let before = store.load(&key).unwrap();
             let t =
                 apply(&before, &alice, Command::Decide { approval_id: p.approval_id, verdict: Verdict::Approve }, &ctx(5000, 50)).unwrap();
-            store.commit(Commit::of(&t, &before, None)).unwrap();
+            store.commit(Commit::of(&t, &before, None)).unwrap().written().unwrap();
         }
     }
     let key = SessionKey::new("codex", "asks");
     let before = store.load(&key).unwrap();
     let t = apply(&before, &Actor::Agent, Command::Enter { reason: None }, &ctx(1, 60)).unwrap();
-    store.commit(Commit::of(&t, &before, None)).unwrap();
+    store.commit(Commit::of(&t, &before, None)).unwrap().written().unwrap();
     let before = store.load(&key).unwrap();
     let ask = Command::Ask { question: "which?".into(), options: vec!["a".into(), "b".into()], allow_freetext: true };
     let t = apply(&before, &Actor::Agent, ask, &ctx(2, 61)).unwrap();
-    store.commit(Commit::of(&t, &before, None)).unwrap();
+    store.commit(Commit::of(&t, &before, None)).unwrap().written().unwrap();
     let q = store.load(&key).unwrap().session.pending_question.unwrap();
     store.add_question_delivery(&q.question_id, &delivery("ops", "q1")).unwrap();
     // A permission request answered "always": a stored rule.
@@ -57,18 +57,18 @@ fn populate(dir: &Path) {
     };
     let before = store.load(&key).unwrap();
     let t = apply(&before, &Actor::Agent, ask, &ctx(3, 62)).unwrap();
-    store.commit(Commit::of(&t, &before, None)).unwrap();
+    store.commit(Commit::of(&t, &before, None)).unwrap().written().unwrap();
     let before = store.load(&key).unwrap();
     let always = plangate_engine::permission::PermissionAnswer::Allow { grade: plangate_engine::permission::Grade::Always };
     let t = apply(&before, &alice, Command::AnswerPermission { question_id: None, answer: always }, &ctx(4, 63)).unwrap();
-    store.commit(Commit::of(&t, &before, None)).unwrap();
+    store.commit(Commit::of(&t, &before, None)).unwrap().written().unwrap();
     store.mark_seen("telegram:update:1").unwrap();
     assert!(store.record_once("nudge:x").unwrap());
     store.set_cursor("telegram.offset", "77").unwrap();
-    store.set_namespace("team", &Namespace::default(), 0).unwrap();
+    store.set_namespace("team", &Namespace::default(), 0).unwrap().written().unwrap();
     let seqs: Vec<u64> = (0..3).map(|_| store.generate_seq().unwrap()).collect();
     let outbox = seqs.iter().map(|&seq| OutboxEntry { seq, work: vec![1, 2, seq as u8] }).collect();
-    store.commit(Commit { outbox, ..Commit::default() }).unwrap();
+    store.commit(Commit { outbox, ..Commit::default() }).unwrap().written().unwrap();
     store
         .append_audit(&[AuditEvent {
             at: Timestamp(9),
@@ -156,7 +156,7 @@ fn a_sled_store_arrives_whole_in_postgres() {
     let bob = Actor::Human { id: "slack:U2".into(), name: "slack:@bob".into() };
     let t = apply(&before, &bob, Command::Decide { approval_id: id, verdict: Verdict::Revise("smaller, please".into()) }, &ctx(9000, 70))
         .unwrap();
-    pg.commit(Commit { expected_revision: Some(revision), ..Commit::of(&t, &before, None) }).unwrap();
+    pg.commit(Commit { expected_revision: Some(revision), ..Commit::of(&t, &before, None) }).unwrap().written().unwrap();
     assert_eq!(pg.load_revision(&key).unwrap().1, 2);
 }
 
@@ -210,7 +210,7 @@ fn a_big_store_migrates_quickly() {
             .collect();
         store.append_audit(&events).unwrap();
         let keys: Vec<String> = (0..20_000).map(|i| format!("update:{i}")).collect();
-        store.commit(Commit { idempotency: keys, ..Commit::default() }).unwrap();
+        store.commit(Commit { idempotency: keys, ..Commit::default() }).unwrap().written().unwrap();
     }
     let Some(db) = TestSchema::new() else { return };
     let started = std::time::Instant::now();

@@ -5,7 +5,7 @@
 use crate::common::{admin, ctx, eventually, propose, TestSchema};
 use plangate_engine::{apply, Actor, Command, Plan, SessionKey, Timestamp};
 use plangate_store::prelude::*;
-use plangate_store::{Commit, OutboxEntry, PgOptions, PgStore, StoreError};
+use plangate_store::{Commit, Committed, OutboxEntry, PgOptions, PgStore, Preempted, StoreError};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
@@ -19,15 +19,15 @@ fn revisions_count_commits_and_a_new_session_starts_at_zero() {
     let (state, revision) = store.load_revision(&key).unwrap();
     assert_eq!((state.session.version, revision), (0, 0));
     let t = apply(&state, &Actor::Agent, Command::Enter { reason: None }, &ctx(1, 1)).unwrap();
-    store.commit(Commit { expected_revision: Some(0), ..Commit::of(&t, &state, None) }).unwrap();
+    store.commit(Commit { expected_revision: Some(0), ..Commit::of(&t, &state, None) }).unwrap().written().unwrap();
     assert_eq!(store.load_revision(&key).unwrap().1, 1);
     // Unconditional commits count too.
     let (state, _) = store.load_revision(&key).unwrap();
-    store.commit(Commit { session: Some(state.session.clone()), ..Commit::default() }).unwrap();
+    store.commit(Commit { session: Some(state.session.clone()), ..Commit::default() }).unwrap().written().unwrap();
     assert_eq!(store.load_revision(&key).unwrap().1, 2);
     // A stale revision writes nothing.
-    let err = store.commit(Commit { session: Some(state.session), expected_revision: Some(1), ..Commit::default() }).unwrap_err();
-    assert!(matches!(err, StoreError::Conflict), "{err}");
+    let refused = store.commit(Commit { session: Some(state.session), expected_revision: Some(1), ..Commit::default() }).unwrap();
+    assert_eq!(refused, Committed::Preempted(Preempted::Conflict));
     assert_eq!(store.load_revision(&key).unwrap().1, 2);
     assert!(store.shared());
 }
@@ -60,7 +60,7 @@ fn racing_commits_on_one_revision_one_wins_one_conflicts() {
             commits.push(Commit { expected_revision: Some(revision), ..Commit::of(&t, &before, None) });
         }
         let barrier = Barrier::new(2);
-        let results: Vec<Result<(), StoreError>> = std::thread::scope(|s| {
+        let results: Vec<Result<Committed, StoreError>> = std::thread::scope(|s| {
             let handles: Vec<_> = [&a, &b]
                 .into_iter()
                 .zip(commits)
@@ -74,8 +74,8 @@ fn racing_commits_on_one_revision_one_wins_one_conflicts() {
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });
-        let ok = results.iter().filter(|r| r.is_ok()).count();
-        let conflicts = results.iter().filter(|r| matches!(r, Err(StoreError::Conflict))).count();
+        let ok = results.iter().filter(|r| matches!(r, Ok(Committed::Written(())))).count();
+        let conflicts = results.iter().filter(|r| matches!(r, Ok(Committed::Preempted(Preempted::Conflict)))).count();
         assert_eq!((ok, conflicts), (1, 1), "round {round}: {results:?}");
         assert_eq!(a.load_revision(&key).unwrap().1, u64::from(round) + 1);
     }
@@ -98,10 +98,9 @@ fn a_fired_timer_and_an_event_key_are_handled_once() {
         let t = apply(&before, &Actor::Scheduler, Command::TimerFired(nudge.clone()), &ctx(601_000, 9)).unwrap();
         Commit { expected_revision: Some(revision), ..Commit::of(&t, &before, Some(&nudge)) }
     };
-    a.commit(fire(&a)).unwrap();
+    a.commit(fire(&a)).unwrap().written().unwrap();
     let revision = b.load_revision(&key).unwrap().1;
-    let err = b.commit(fire(&b)).unwrap_err();
-    assert!(matches!(err, StoreError::TimerGone), "{err}");
+    assert_eq!(b.commit(fire(&b)).unwrap(), Committed::Preempted(Preempted::TimerGone));
     assert_eq!(b.load_revision(&key).unwrap().1, revision, "nothing was written");
 
     let keyed = |store: &PgStore| {
@@ -110,10 +109,10 @@ fn a_fired_timer_and_an_event_key_are_handled_once() {
         s.updated_at = Timestamp(before.session.updated_at.0 + 1);
         Commit { session: Some(s), expected_revision: Some(revision), idempotency: vec!["telegram:update:1".into()], ..Commit::default() }
     };
-    a.commit(keyed(&a)).unwrap();
+    a.commit(keyed(&a)).unwrap().written().unwrap();
     let revision = b.load_revision(&key).unwrap().1;
     match b.commit(keyed(&b)) {
-        Err(StoreError::AlreadyHandled(k)) => assert_eq!(k, "telegram:update:1"),
+        Ok(Committed::Preempted(Preempted::AlreadyHandled(k))) => assert_eq!(k, "telegram:update:1"),
         other => panic!("expected AlreadyHandled, got {other:?}"),
     }
     assert_eq!(b.load_revision(&key).unwrap().1, revision, "nothing was written");
@@ -146,7 +145,9 @@ fn record_once_is_true_exactly_once_across_replicas() {
 #[test]
 fn due_timers_are_claimed_by_one_replica_until_the_lease_runs_out() {
     let Some(db) = TestSchema::new() else { return };
-    let lease = Duration::from_millis(600);
+    // Margins of 500 ms around each lease edge: at 600 ms with 200 ms
+    // margins a loaded CI machine (4 builds on 2 cores) missed one.
+    let lease = Duration::from_millis(1500);
     let a = PgStore::open(&db.options_with_lease(lease)).unwrap();
     let b = PgStore::open(&db.options_with_lease(lease)).unwrap();
     for r in 1..=5u8 {
@@ -169,13 +170,13 @@ fn due_timers_are_claimed_by_one_replica_until_the_lease_runs_out() {
     assert_eq!(b.due_timers(now).unwrap(), all);
 
     // a renews; b still cannot take a's timers after the original lease.
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(Duration::from_millis(750));
     a.renew_leases().unwrap();
-    std::thread::sleep(Duration::from_millis(400));
+    std::thread::sleep(Duration::from_millis(1000));
     let claimed = b.claim_due_timers(now, None, 100).unwrap();
     assert!(claimed.iter().all(|t| !mine.contains(t)), "a renewed its lease: {claimed:?}");
     // a stops renewing (it died): after its lease b claims its timers too.
-    std::thread::sleep(Duration::from_millis(800));
+    std::thread::sleep(Duration::from_millis(1200));
     assert_eq!(b.claim_due_timers(now, None, 100).unwrap(), all);
     assert!(a.claim_due_timers(now, None, 100).unwrap().is_empty(), "b holds them all now");
     // Paging after a timer works on claims too.
@@ -187,22 +188,24 @@ fn due_timers_are_claimed_by_one_replica_until_the_lease_runs_out() {
 #[test]
 fn outbox_entries_go_to_one_replica_and_move_when_it_dies() {
     let Some(db) = TestSchema::new() else { return };
-    let lease = Duration::from_millis(600);
+    // Margins of 500 ms around each lease edge: at 600 ms with 200 ms
+    // margins a loaded CI machine (4 builds on 2 cores) missed one.
+    let lease = Duration::from_millis(1500);
     let a = PgStore::open(&db.options_with_lease(lease)).unwrap();
     let b = PgStore::open(&db.options_with_lease(lease)).unwrap();
     let seqs: Vec<u64> = (0..6).map(|_| a.generate_seq().unwrap()).collect();
     let entries: Vec<_> = seqs.iter().map(|&seq| OutboxEntry { seq, work: seq.to_be_bytes().to_vec() }).collect();
-    a.commit(Commit { outbox: entries.clone(), ..Commit::default() }).unwrap();
+    a.commit(Commit { outbox: entries.clone(), ..Commit::default() }).unwrap().written().unwrap();
     assert!(b.claim_outbox(100).unwrap().is_empty(), "a holds its own work");
     assert!(a.claim_outbox(100).unwrap().is_empty(), "a runs it after the commit, not through claims");
     assert_eq!(b.outbox().unwrap(), entries);
 
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(Duration::from_millis(750));
     a.renew_leases().unwrap();
-    std::thread::sleep(Duration::from_millis(400));
+    std::thread::sleep(Duration::from_millis(1000));
     assert!(b.claim_outbox(100).unwrap().is_empty(), "a renewed its lease");
 
-    std::thread::sleep(Duration::from_millis(800));
+    std::thread::sleep(Duration::from_millis(1200));
     let first = b.claim_outbox(4).unwrap();
     assert_eq!(first, entries[..4], "oldest first");
     let (from_a, from_b) = std::thread::scope(|s| {
@@ -239,8 +242,8 @@ fn changes_of_one_replica_wake_the_listeners_of_another() {
     let before = heard.lock().unwrap().len();
     let other = SessionKey::new("demo", "refused");
     let (state, _) = a.load_revision(&other).unwrap();
-    let err = a.commit(Commit { session: Some(state.session), expected_revision: Some(7), ..Commit::default() }).unwrap_err();
-    assert!(matches!(err, StoreError::Conflict));
+    let refused = a.commit(Commit { session: Some(state.session), expected_revision: Some(7), ..Commit::default() }).unwrap();
+    assert_eq!(refused, Committed::Preempted(Preempted::Conflict));
     std::thread::sleep(Duration::from_millis(300));
     assert!(!heard.lock().unwrap()[before..].contains(&Some(other)));
 }

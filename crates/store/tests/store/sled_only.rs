@@ -32,7 +32,7 @@ fn mark_seen_after_the_commit_that_wrote_the_key_does_not_flush_again() {
         let t = apply(&before, &Actor::Agent, Command::Enter { reason: None }, &ctx(1, 1)).unwrap();
         let mut commit = Commit::of(&t, &before, None);
         commit.idempotency.push("telegram:update:7".into());
-        store.commit(commit).unwrap();
+        store.commit(commit).unwrap().written().unwrap();
         let after_commit = store.flush_stats();
         store.mark_seen("telegram:update:7").unwrap();
         assert_eq!(store.flush_stats().writes, after_commit.writes, "no second durable write for the same key");

@@ -20,7 +20,8 @@
 //!   with `pg_dump`; pruning is not there yet.
 //!
 //! Both are synchronous: call them from blocking threads, never from an
-//! async worker thread.
+//! async worker thread (the PostgreSQL one waits on an asynchronous client
+//! of its own inside).
 //!
 //! **Architecture invariant:** a transition's records (state, proposals,
 //! questions, timers, audit, idempotency keys, outbox) are written

@@ -2,6 +2,7 @@
 //! UPDATE SKIP LOCKED`, so replicas never wait on each other's rows), and
 //! the renewal that keeps them while it works.
 
+use super::connection::Prepared;
 use super::sql::*;
 use super::PgStore;
 use crate::{OutboxEntry, StoreError};
@@ -11,12 +12,12 @@ pub(super) fn claim_due_timers(store: &PgStore, now: Timestamp, after: Option<&T
     let n = limit(limit_to);
     let me = &store.shared.replica;
     let lease = store.lease_secs;
-    store.retrying("claiming due timers", |c, st| {
+    store.retrying("claiming due timers", async |c| {
         let rows = match after {
-            None => st.query(c, CLAIM_TIMERS, &[&now.0, me, &n, &lease])?,
+            None => c.rows(CLAIM_TIMERS, &[&now.0, me, &n, &lease]).await?,
             Some(t) => {
                 let (due, id, kind, nn) = timer_identity(t);
-                st.query(c, CLAIM_TIMERS_AFTER, &[&now.0, me, &n, &lease, &due, &id, &kind, &nn])?
+                c.rows(CLAIM_TIMERS_AFTER, &[&now.0, me, &n, &lease, &due, &id, &kind, &nn]).await?
             }
         };
         let mut claimed = Vec::with_capacity(rows.len());
@@ -31,8 +32,8 @@ pub(super) fn claim_due_timers(store: &PgStore, now: Timestamp, after: Option<&T
 
 pub(super) fn claim_outbox(store: &PgStore, limit_to: usize) -> Result<Vec<OutboxEntry>, StoreError> {
     let n = limit(limit_to);
-    store.retrying("claiming outbox entries", |c, st| {
-        let rows = st.query(c, CLAIM_OUTBOX, &[&store.shared.replica, &n, &store.lease_secs])?;
+    store.retrying("claiming outbox entries", async |c| {
+        let rows = c.rows(CLAIM_OUTBOX, &[&store.shared.replica, &n, &store.lease_secs]).await?;
         let mut entries = rows.iter().map(outbox_entry).collect::<Result<Vec<_>, _>>()?;
         entries.sort_by_key(|e| e.seq);
         Ok(entries)
@@ -40,8 +41,8 @@ pub(super) fn claim_outbox(store: &PgStore, limit_to: usize) -> Result<Vec<Outbo
 }
 
 pub(super) fn renew_leases(store: &PgStore) -> Result<(), StoreError> {
-    store.retrying("renewing leases", |c, st| {
-        let row = st.query_one(c, RENEW, &[&store.shared.replica, &store.lease_secs])?;
+    store.retrying("renewing leases", async |c| {
+        let row = c.row(RENEW, &[&store.shared.replica, &store.lease_secs]).await?;
         let (outbox, timers): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
         tracing::trace!(outbox, timers, "renewed leases");
         Ok(())

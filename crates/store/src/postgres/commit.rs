@@ -3,15 +3,21 @@
 //! once, writes every other record with one statement per kind of row, and
 //! notifies the other replicas.
 
-use super::connection::Statements;
+use super::connection::Prepared;
 use super::sql::*;
 use super::{Failure, PgStore};
 use crate::sled_store::encode;
 use crate::{Commit, Committed, OutboxEntry, Preempted, StoreError};
-use plangate_engine::Timer;
-use postgres::types::ToSql;
-use postgres::Transaction;
+use deadpool_postgres::Transaction;
+use futures_util::future::{join_all, maybe_done, LocalBoxFuture, MaybeDone};
+use plangate_engine::{ApprovalId, Timer};
+use std::collections::HashMap;
 use std::collections::HashSet;
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
+use std::task::Poll;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Error as PgError, Statement};
 
 pub(super) fn commit(store: &PgStore, commit: Commit) -> Result<Committed, StoreError> {
     let span = tracing::debug_span!(
@@ -21,7 +27,7 @@ pub(super) fn commit(store: &PgStore, commit: Commit) -> Result<Committed, Store
     );
     let _enter = span.enter();
     let what = "committing a transition";
-    let result = store.conditional(what, store.transaction_raw(what, |tx, st| write(store, tx, st, &commit)));
+    let result = store.conditional(what, store.transaction_raw(what, async |tx| write(store, tx, &commit).await));
     log_unwritten(&result);
     result
 }
@@ -46,17 +52,17 @@ pub(super) fn commit_numbered(
     let _enter = span.enter();
     let count = i64::try_from(work.len()).unwrap_or(i64::MAX);
     let what = "committing a transition";
-    let result = store.transaction_raw(what, |tx, st| {
+    let result = store.transaction_raw(what, async |tx| {
         let mut seqs = Vec::with_capacity(work.len());
         if count > 0 {
-            for row in st.query(tx, NEXT_SEQS, &[&count])? {
+            for row in tx.rows(NEXT_SEQS, &[&count]).await? {
                 seqs.push(u64::try_from(row.try_get::<_, i64>(0)?).unwrap_or(0));
             }
             seqs.sort_unstable();
         }
         numbered(&seqs);
         commit.outbox = seqs.iter().zip(&work).map(|(seq, work)| OutboxEntry { seq: *seq, work: work.clone() }).collect();
-        write(store, tx, st, &commit)?;
+        write(store, tx, &commit).await?;
         Ok(seqs)
     });
     let result = store.conditional(what, result);
@@ -64,103 +70,246 @@ pub(super) fn commit_numbered(
     result
 }
 
-fn write(store: &PgStore, tx: &mut Transaction<'_>, st: &mut Statements, commit: &Commit) -> Result<(), Failure> {
-    if let Some(session) = &commit.session {
-        let body = encode(session);
-        let latest = session.latest_approval.map(|id| id.0.to_vec());
-        let (agent, sid) = (&session.key.agent, &session.key.session_id);
-        let rows = match commit.expected_revision {
-            Some(0) => st.execute(tx, SESSION_INSERT, &[agent, sid, &latest, &body])?,
+/// What a statement's row count must be for the commit to stand.
+enum Expect {
+    Any,
+    /// At least one row, else another replica came first.
+    Some(Preempted),
+    /// No row: a new proposal's id must not be taken.
+    Free(ApprovalId),
+}
+
+/// One statement of the flight: its expectation and its row count.
+type Step<'a> = LocalBoxFuture<'a, (Expect, Result<u64, PgError>)>;
+
+/// Write a commit's rows inside `tx`: one statement per kind of row, all
+/// sent in one flight (`tokio-postgres` pipelines the requests polled
+/// together), then their row counts checked in the order they ran. A
+/// commit costs the same few round trips whatever it holds: `BEGIN`, this
+/// flight, `COMMIT`. A check that fails returns early and `tx` rolls back
+/// whatever ran after it.
+async fn write(store: &PgStore, tx: &Transaction<'_>, commit: &Commit) -> Result<(), Failure> {
+    let rows = Rows::of(store, commit)?;
+    let rows = &rows;
+    let prepared = prepare(tx).await?;
+    let st = |sql: &'static str| &prepared[sql];
+    let mut flight: Vec<Step<'_>> = Vec::new();
+    if let Some(s) = &rows.session {
+        let conflict = || Expect::Some(Preempted::Conflict);
+        flight.push(match rows.revision {
+            Some(0) => Box::pin(async move { (conflict(), tx.execute(st(SESSION_INSERT), &[&s.agent, &s.sid, &s.latest, &s.body]).await) }),
             Some(r) => {
-                let r = to_i64(r, "revision")?;
-                st.execute(tx, SESSION_UPDATE, &[agent, sid, &latest, &body, &r])?
+                Box::pin(async move { (conflict(), tx.execute(st(SESSION_UPDATE), &[&s.agent, &s.sid, &s.latest, &s.body, &r]).await) })
             }
-            None => st.execute(tx, SESSION_UPSERT, &[agent, sid, &latest, &body])?,
-        };
-        if rows == 0 {
-            return Err(Failure::Preempted(Preempted::Conflict));
-        }
+            None => Box::pin(async move { (conflict(), tx.execute(st(SESSION_UPSERT), &[&s.agent, &s.sid, &s.latest, &s.body]).await) }),
+        });
     }
     if let Some(timer) = &commit.fired {
         let (due, id, kind, n) = timer_identity(timer);
-        if st.execute(tx, TIMER_DELETE, &[&due, &id, &kind, &n])? == 0 {
-            return Err(Failure::Preempted(Preempted::TimerGone));
-        }
+        flight.push(Box::pin(
+            async move { (Expect::Some(Preempted::TimerGone), tx.execute(st(TIMER_DELETE), &[&due, &id, &kind, &n]).await) },
+        ));
     }
-    let mut keys = HashSet::new();
-    for key in commit.idempotency.iter().filter(|k| keys.insert(k.as_str())) {
-        if st.execute(tx, IDEMPOTENCY_INSERT, &[key])? == 0 {
-            return Err(Failure::Preempted(Preempted::AlreadyHandled(key.clone())));
-        }
+    for key in &rows.keys {
+        flight.push(Box::pin(async move {
+            (Expect::Some(Preempted::AlreadyHandled((*key).to_string())), tx.execute(st(IDEMPOTENCY_INSERT), &[key]).await)
+        }));
     }
     if let Some(id) = &commit.new_proposal {
         // Ids are 128 random bits; this guards the invariant, not a race.
-        if st.query_opt(tx, PROPOSAL_EXISTS, &[&&id.0[..]])?.is_some() {
-            return Err(StoreError::DuplicateId(*id).into());
+        flight.push(Box::pin(async move {
+            let found = tx.query(st(PROPOSAL_EXISTS), &[&&id.0[..]]).await.map(|found| found.len() as u64);
+            (Expect::Free(*id), found)
+        }));
+    }
+    for (p, body) in commit.proposals.iter().zip(&rows.proposals) {
+        flight.push(Box::pin(async move {
+            let (id, hex, created) = (&p.approval_id.0[..], p.approval_id.to_string(), p.created_at.0);
+            let params: [&(dyn ToSql + Sync); 7] = [&id, &hex, &p.status.as_str(), &p.session.agent, &p.session.session_id, &created, body];
+            (Expect::Any, tx.execute(st(PROPOSAL_UPSERT), &params).await)
+        }));
+    }
+    for (q, body) in commit.questions.iter().zip(&rows.questions) {
+        flight.push(Box::pin(async move {
+            (Expect::Any, tx.execute(st(QUESTION_UPSERT), &[&&q.question_id.0[..], &q.session.agent, &q.session.session_id, body]).await)
+        }));
+    }
+    for (r, body) in commit.rules_add.iter().zip(&rows.rules) {
+        flight.push(Box::pin(async move { (Expect::Any, tx.execute(st(RULE_INSERT), &[&r.agent, &r.id, &r.created_at.0, body]).await) }));
+    }
+    if let Some((dues, ids, kinds, ns)) = &rows.timers_remove {
+        flight.push(Box::pin(async move { (Expect::Any, tx.execute(st(TIMERS_DELETE), &[dues, ids, kinds, ns]).await) }));
+    }
+    if let Some(((dues, ids, kinds, ns), bodies)) = &rows.timers_add {
+        flight.push(Box::pin(async move { (Expect::Any, tx.execute(st(TIMERS_UPSERT), &[dues, ids, kinds, ns, bodies]).await) }));
+    }
+    if let Some(a) = &rows.audit {
+        flight.push(Box::pin(async move {
+            (Expect::Any, tx.execute(st(AUDIT_INSERT_MANY), &[&a.ats, &a.agents, &a.sessions, &a.approvals, &a.bodies]).await)
+        }));
+    }
+    if let Some((seqs, works)) = &rows.outbox {
+        let (replica, lease) = (&store.shared.replica, &store.lease_secs);
+        flight.push(Box::pin(async move { (Expect::Any, tx.execute(st(OUTBOX_INSERT_MANY), &[seqs, works, replica, lease]).await) }));
+    }
+    if let Some(payload) = &rows.notify {
+        let channel = store.shared.channel();
+        flight.push(Box::pin(async move { (Expect::Any, tx.execute(st(NOTIFY), &[&channel, payload]).await) }));
+    }
+    for (expect, counted) in in_order(flight).await {
+        let counted = counted?;
+        match expect {
+            Expect::Some(preempted) if counted == 0 => return Err(Failure::Preempted(preempted)),
+            Expect::Free(id) if counted > 0 => return Err(StoreError::DuplicateId(id).into()),
+            _ => {}
         }
-    }
-    for p in &commit.proposals {
-        let created = p.created_at.0;
-        let params: [&(dyn ToSql + Sync); 7] = [
-            &&p.approval_id.0[..],
-            &p.approval_id.to_string(),
-            &p.status.as_str(),
-            &p.session.agent,
-            &p.session.session_id,
-            &created,
-            &encode(p),
-        ];
-        st.execute(tx, PROPOSAL_UPSERT, &params)?;
-    }
-    for q in &commit.questions {
-        st.execute(tx, QUESTION_UPSERT, &[&&q.question_id.0[..], &q.session.agent, &q.session.session_id, &encode(q)])?;
-    }
-    for r in &commit.rules_add {
-        st.execute(tx, RULE_INSERT, &[&r.agent, &r.id, &r.created_at.0, &encode(r)])?;
-    }
-    // One statement per kind of row, however many rows (arrays through
-    // `unnest`): a commit costs a fixed number of round trips.
-    if !commit.timers_remove.is_empty() {
-        let (dues, ids, kinds, ns) = timer_columns(&commit.timers_remove);
-        st.execute(tx, TIMERS_DELETE, &[&dues, &ids, &kinds, &ns])?;
-    }
-    if !commit.timers_add.is_empty() {
-        // A timer twice in one commit: the later wins, as row by row did
-        // (one INSERT … ON CONFLICT may not touch a row twice).
-        let mut added: Vec<&Timer> = Vec::with_capacity(commit.timers_add.len());
-        for t in commit.timers_add.iter().rev() {
-            if !added.iter().any(|a| timer_identity(a) == timer_identity(t)) {
-                added.push(t);
-            }
-        }
-        added.reverse();
-        let added: Vec<Timer> = added.into_iter().cloned().collect();
-        let (dues, ids, kinds, ns) = timer_columns(&added);
-        let bodies: Vec<Vec<u8>> = added.iter().map(encode).collect();
-        st.execute(tx, TIMERS_UPSERT, &[&dues, &ids, &kinds, &ns, &bodies])?;
-    }
-    if !commit.audit.is_empty() {
-        let ats: Vec<i64> = commit.audit.iter().map(|e| e.at.0).collect();
-        let agents: Vec<&str> = commit.audit.iter().map(|e| e.agent.as_str()).collect();
-        let sessions: Vec<&str> = commit.audit.iter().map(|e| e.session_id.as_str()).collect();
-        let approvals: Vec<Option<Vec<u8>>> = commit.audit.iter().map(|e| e.approval_id.map(|id| id.0.to_vec())).collect();
-        let bodies: Vec<Vec<u8>> = commit.audit.iter().map(encode).collect();
-        st.execute(tx, AUDIT_INSERT_MANY, &[&ats, &agents, &sessions, &approvals, &bodies])?;
-    }
-    if !commit.outbox.is_empty() {
-        let seqs = commit.outbox.iter().map(|e| to_i64(e.seq, "outbox seq")).collect::<Result<Vec<i64>, _>>()?;
-        let works: Vec<&[u8]> = commit.outbox.iter().map(|e| e.work.as_slice()).collect();
-        st.execute(tx, OUTBOX_INSERT_MANY, &[&seqs, &works, &store.shared.replica, &store.lease_secs])?;
-    }
-    if let Some(session) = &commit.session {
-        // Delivered to listeners when (and only if) this commits.
-        // The replica's id last: its own listener skips what this process
-        // already woke for (see `listen`).
-        let payload = serde_json::to_string(&[&session.key.agent, &session.key.session_id, &store.shared.replica]).unwrap_or_default();
-        // NOTIFY payloads are limited to 8000 bytes; an empty one tells
-        // listeners "something changed" (they wake every waiter).
-        let payload = if payload.len() > 7900 { String::new() } else { payload };
-        st.execute(tx, NOTIFY, &[&store.shared.channel(), &payload])?;
     }
     Ok(())
+}
+
+/// Every statement a commit may run, prepared on this connection (once:
+/// `prepare_cached`), so that each step of the flight sends its request on
+/// its first poll, in the flight's order.
+const COMMIT_STATEMENTS: [&str; 14] = [
+    SESSION_INSERT,
+    SESSION_UPDATE,
+    SESSION_UPSERT,
+    TIMER_DELETE,
+    IDEMPOTENCY_INSERT,
+    PROPOSAL_EXISTS,
+    PROPOSAL_UPSERT,
+    QUESTION_UPSERT,
+    RULE_INSERT,
+    TIMERS_DELETE,
+    TIMERS_UPSERT,
+    AUDIT_INSERT_MANY,
+    OUTBOX_INSERT_MANY,
+    NOTIFY,
+];
+
+async fn prepare(tx: &Transaction<'_>) -> Result<HashMap<&'static str, Statement>, PgError> {
+    let prepared = join_all(COMMIT_STATEMENTS.iter().map(|sql| tx.prepare_cached(sql))).await;
+    COMMIT_STATEMENTS.iter().zip(prepared).map(|(sql, statement)| Ok((*sql, statement?))).collect()
+}
+
+/// Run the steps together and give their outputs in order. Each step is
+/// first polled in order, which is when its request goes out: PostgreSQL
+/// runs them in the order they were written (a fired timer is deleted
+/// before the commit's other timer removals, an id checked before the
+/// proposal is inserted).
+async fn in_order(steps: Vec<Step<'_>>) -> Vec<(Expect, Result<u64, PgError>)> {
+    let mut steps: Vec<MaybeDone<Step<'_>>> = steps.into_iter().map(maybe_done).collect();
+    poll_fn(|cx| {
+        let mut done = true;
+        for step in steps.iter_mut() {
+            done &= Pin::new(step).poll(cx).is_ready();
+        }
+        if done {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await;
+    steps.iter_mut().filter_map(|step| Pin::new(step).take_output()).collect()
+}
+
+/// The session row's columns.
+struct SessionRow<'a> {
+    agent: &'a str,
+    sid: &'a str,
+    latest: Option<Vec<u8>>,
+    body: Vec<u8>,
+}
+
+/// The audit rows, as arrays for `unnest`.
+struct AuditRows<'a> {
+    ats: Vec<i64>,
+    agents: Vec<&'a str>,
+    sessions: Vec<&'a str>,
+    approvals: Vec<Option<Vec<u8>>>,
+    bodies: Vec<Vec<u8>>,
+}
+
+type TimerColumns = (Vec<i64>, Vec<Vec<u8>>, Vec<i16>, Vec<i16>);
+
+/// Every value a commit's statements bind, encoded before any is sent.
+struct Rows<'a> {
+    session: Option<SessionRow<'a>>,
+    revision: Option<i64>,
+    keys: Vec<&'a str>,
+    proposals: Vec<Vec<u8>>,
+    questions: Vec<Vec<u8>>,
+    rules: Vec<Vec<u8>>,
+    timers_remove: Option<TimerColumns>,
+    timers_add: Option<(TimerColumns, Vec<Vec<u8>>)>,
+    audit: Option<AuditRows<'a>>,
+    outbox: Option<(Vec<i64>, Vec<&'a [u8]>)>,
+    notify: Option<String>,
+}
+
+impl<'a> Rows<'a> {
+    fn of(store: &PgStore, commit: &'a Commit) -> Result<Rows<'a>, Failure> {
+        let session = commit.session.as_ref().map(|s| SessionRow {
+            agent: &s.key.agent,
+            sid: &s.key.session_id,
+            latest: s.latest_approval.map(|id| id.0.to_vec()),
+            body: encode(s),
+        });
+        let revision = commit.expected_revision.map(|r| to_i64(r, "revision")).transpose()?;
+        let mut seen = HashSet::new();
+        let keys = commit.idempotency.iter().map(String::as_str).filter(|k| seen.insert(*k)).collect();
+        let timers_remove = (!commit.timers_remove.is_empty()).then(|| timer_columns(&commit.timers_remove));
+        let timers_add = (!commit.timers_add.is_empty()).then(|| {
+            // A timer twice in one commit: the later wins, as row by row did
+            // (one INSERT … ON CONFLICT may not touch a row twice).
+            let mut added: Vec<&Timer> = Vec::with_capacity(commit.timers_add.len());
+            for t in commit.timers_add.iter().rev() {
+                if !added.iter().any(|a| timer_identity(a) == timer_identity(t)) {
+                    added.push(t);
+                }
+            }
+            added.reverse();
+            let added: Vec<Timer> = added.into_iter().cloned().collect();
+            (timer_columns(&added), added.iter().map(encode).collect())
+        });
+        let audit = (!commit.audit.is_empty()).then(|| AuditRows {
+            ats: commit.audit.iter().map(|e| e.at.0).collect(),
+            agents: commit.audit.iter().map(|e| e.agent.as_str()).collect(),
+            sessions: commit.audit.iter().map(|e| e.session_id.as_str()).collect(),
+            approvals: commit.audit.iter().map(|e| e.approval_id.map(|id| id.0.to_vec())).collect(),
+            bodies: commit.audit.iter().map(encode).collect(),
+        });
+        let outbox = if commit.outbox.is_empty() {
+            None
+        } else {
+            let seqs = commit.outbox.iter().map(|e| to_i64(e.seq, "outbox seq")).collect::<Result<Vec<i64>, _>>()?;
+            Some((seqs, commit.outbox.iter().map(|e| e.work.as_slice()).collect()))
+        };
+        // Delivered to listeners when (and only if) this commits. The
+        // replica's id last: its own listener skips what this process
+        // already woke for (see `listen`). NOTIFY payloads are limited to
+        // 8000 bytes; an empty one tells listeners "something changed".
+        let notify = commit.session.as_ref().map(|s| {
+            let payload = serde_json::to_string(&[&s.key.agent, &s.key.session_id, &store.shared.replica]).unwrap_or_default();
+            if payload.len() > 7900 {
+                String::new()
+            } else {
+                payload
+            }
+        });
+        Ok(Rows {
+            session,
+            revision,
+            keys,
+            proposals: commit.proposals.iter().map(encode).collect(),
+            questions: commit.questions.iter().map(encode).collect(),
+            rules: commit.rules_add.iter().map(encode).collect(),
+            timers_remove,
+            timers_add,
+            audit,
+            outbox,
+            notify,
+        })
+    }
 }

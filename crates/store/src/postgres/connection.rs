@@ -1,16 +1,20 @@
-//! Connections: the pool, the prepared statements kept with each pooled
-//! connection, running an operation on one (retried once on a connection
-//! found dead), and how PostgreSQL's errors become [`StoreError`]s.
+//! Connections: the pool of asynchronous clients and the small runtime
+//! they live on, the prepared statements kept with each pooled connection,
+//! running an operation on one (retried once on a connection found dead),
+//! and how PostgreSQL's errors become [`StoreError`]s. The connections of
+//! their own (the change listener, the leader elections, the migrations)
+//! use the blocking client on threads of their own.
 
 use super::open::CONNECT_TIMEOUT;
 use super::PgStore;
 use crate::{Committed, Preempted, StoreError};
-use postgres::types::ToSql;
-use postgres::{Client, GenericClient, NoTls, Row, Statement, Transaction};
-use r2d2_postgres::PostgresConnectionManager;
-use std::collections::HashMap;
+use deadpool_postgres::{GenericClient, Object, Transaction};
+use postgres::{Client, NoTls};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+use tokio::runtime::Handle;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Error as PgError, Row};
 
 /// How a store operation stopped early: PostgreSQL's error, the store's
 /// own (a corrupt record), or a conditional write declined because another
@@ -75,7 +79,7 @@ pub(crate) fn map_pg(target: &str, what: &str, e: postgres::Error) -> StoreError
 /// What the store and its background threads share.
 pub(crate) struct Shared {
     /// Connection settings of every connection (`search_path` included).
-    pub(super) config: postgres::Config,
+    pub(super) config: tokio_postgres::Config,
     pub(super) schema: String,
     pub(super) replica: String,
     /// `host:port/database`, for messages.
@@ -88,8 +92,8 @@ impl Shared {
     /// A connection of its own (not pooled), named for `pg_stat_activity`.
     pub(crate) fn connect(&self, purpose: &str) -> Result<Client, postgres::Error> {
         let mut config = self.config.clone();
-        config.application_name(&format!("plangate {purpose} {}", self.replica));
-        config.connect(NoTls)
+        config.application_name(format!("plangate {purpose} {}", self.replica));
+        postgres::Config::from(config).connect(NoTls)
     }
 
     pub(crate) fn closed(&self) -> bool {
@@ -115,120 +119,90 @@ impl Shared {
     }
 }
 
-pub(super) type Pool = r2d2::Pool<PostgresConnectionManager<NoTls>>;
+/// The pool of connections for the store's operations: `tokio-postgres`
+/// clients kept by `deadpool`, each with its prepared statements
+/// (`prepare_cached`: a statement is parsed once per connection).
+pub(super) type Pool = deadpool_postgres::Pool;
 
-/// Prepared statements of one pooled connection, kept with it in the pool
-/// (r2d2's per-connection extensions): a statement is parsed once per
-/// connection, not once per call.
-#[derive(Default)]
-pub(super) struct Statements(HashMap<&'static str, Statement>);
-
-impl Statements {
-    pub(super) fn get(&mut self, client: &mut impl GenericClient, sql: &'static str) -> Result<Statement, postgres::Error> {
-        if let Some(s) = self.0.get(sql) {
-            return Ok(s.clone());
-        }
-        let s = client.prepare(sql)?;
-        self.0.insert(sql, s.clone());
-        Ok(s)
+/// Statements by their SQL text, prepared once per pooled connection, on
+/// any client or transaction of the pool.
+pub(super) trait Prepared: GenericClient {
+    async fn exec(&self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, PgError> {
+        let statement = self.prepare_cached(sql).await?;
+        self.execute(&statement, params).await
     }
 
-    pub(super) fn execute(
-        &mut self,
-        c: &mut impl GenericClient,
-        sql: &'static str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<u64, postgres::Error> {
-        let s = self.get(c, sql)?;
-        c.execute(&s, params)
+    async fn rows(&self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, PgError> {
+        let statement = self.prepare_cached(sql).await?;
+        self.query(&statement, params).await
     }
 
-    pub(super) fn query(
-        &mut self,
-        c: &mut impl GenericClient,
-        sql: &'static str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Vec<Row>, postgres::Error> {
-        let s = self.get(c, sql)?;
-        c.query(&s, params)
+    async fn row_opt(&self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>, PgError> {
+        let statement = self.prepare_cached(sql).await?;
+        self.query_opt(&statement, params).await
     }
 
-    pub(super) fn query_opt(
-        &mut self,
-        c: &mut impl GenericClient,
-        sql: &'static str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Option<Row>, postgres::Error> {
-        let s = self.get(c, sql)?;
-        c.query_opt(&s, params)
-    }
-
-    pub(super) fn query_one(
-        &mut self,
-        c: &mut impl GenericClient,
-        sql: &'static str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Row, postgres::Error> {
-        let s = self.get(c, sql)?;
-        c.query_one(&s, params)
+    async fn row(&self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Row, PgError> {
+        let statement = self.prepare_cached(sql).await?;
+        self.query_one(&statement, params).await
     }
 }
 
-/// A pooled connection with its prepared statements.
-pub(super) struct Conn {
-    pub(super) pooled: r2d2::PooledConnection<PostgresConnectionManager<NoTls>>,
-    pub(super) stmts: Statements,
-}
+impl<C: GenericClient> Prepared for C {}
 
-impl Drop for Conn {
-    fn drop(&mut self) {
-        let stmts = std::mem::take(&mut self.stmts);
-        r2d2::PooledConnection::extensions_mut(&mut self.pooled).insert(stmts);
+/// The small runtime the pooled connections live on: one worker drives
+/// their sockets, and the store's synchronous methods (called from the
+/// server's blocking threads, or from a test's plain thread) wait on it
+/// with [`Handle::block_on`]. Shut down in the background when the store
+/// goes, which may be on an async worker thread (where dropping a runtime
+/// the ordinary way panics).
+pub(super) struct StoreRuntime(Option<tokio::runtime::Runtime>);
+
+impl StoreRuntime {
+    pub(super) fn new() -> Result<StoreRuntime, StoreError> {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("plangate-pg")
+            .enable_all()
+            .build()
+            .map(|rt| StoreRuntime(Some(rt)))
+            .map_err(|e| StoreError::Unavailable(format!("could not start the PostgreSQL client runtime: {e}")))
     }
-}
 
-/// The pool, closed on a thread of its own when the store is dropped.
-///
-/// Closing a `postgres` connection blocks on the client's own runtime,
-/// which panics on a thread that runs an async runtime: the server drops
-/// its store at the end of `main`, on one. A fresh thread has none.
-pub(super) struct OffThreadDrop(pub(super) Option<Pool>);
-
-impl std::ops::Deref for OffThreadDrop {
-    type Target = Pool;
-    fn deref(&self) -> &Pool {
+    pub(super) fn handle(&self) -> &Handle {
         // `Some` from construction until `drop`, which nothing outlives.
-        self.0.as_ref().expect("the pool lives as long as its store")
+        self.0.as_ref().expect("the runtime lives as long as its store").handle()
     }
 }
 
-impl Drop for OffThreadDrop {
+impl Drop for StoreRuntime {
     fn drop(&mut self) {
-        if let Some(pool) = self.0.take() {
-            let closing = std::thread::Builder::new().name("plangate-pg-close".into()).spawn(move || drop(pool));
-            if let Ok(thread) = closing {
-                let _ = thread.join();
-            }
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
         }
     }
 }
 
 impl PgStore {
-    pub(super) fn conn(&self, what: &str) -> Result<Conn, StoreError> {
-        let mut pooled = self.pool.get().map_err(|e| {
+    /// Run `operation` to its end on the store's runtime, from a thread
+    /// that is not an async worker (the store is synchronous).
+    pub(super) fn block_on<F: std::future::Future>(&self, operation: F) -> F::Output {
+        self.runtime.handle().block_on(operation)
+    }
+
+    async fn conn(&self, what: &str) -> Result<deadpool_postgres::Object, StoreError> {
+        self.pool.get().await.map_err(|e| {
             StoreError::Unavailable(format!(
                 "no PostgreSQL connection for {what} within {}s: {e}; is PostgreSQL running at {}? (or raise the pool size if every connection is busy)",
                 CONNECT_TIMEOUT.as_secs(),
                 self.shared.target
             ))
-        })?;
-        let stmts = r2d2::PooledConnection::extensions_mut(&mut pooled).remove::<Statements>().unwrap_or_default();
-        Ok(Conn { pooled, stmts })
+        })
     }
 
-    /// A connection of its own, outside the pool (for long work like a
-    /// migration).
-    pub(crate) fn dedicated(&self, purpose: &str) -> Result<Client, StoreError> {
+    /// A connection of its own, outside the pool, on the blocking client
+    /// (`plangate migrate`'s single transaction, on the caller's thread).
+    pub(crate) fn dedicated(&self, purpose: &str) -> Result<postgres::Client, StoreError> {
         self.shared.connect(purpose).map_err(|e| map_pg(&self.shared.target, "a connection", e))
     }
 
@@ -261,40 +235,40 @@ impl PgStore {
     /// Run `f` on a pooled connection; once more on a fresh connection when
     /// the first turned out dead (PostgreSQL restarted since it was pooled).
     /// Only for `f` that is safe to run twice (reads, upserts, deletes).
-    pub(super) fn retrying<T>(
-        &self,
-        what: &str,
-        f: impl FnMut(&mut Client, &mut Statements) -> Result<T, Failure>,
-    ) -> Result<T, StoreError> {
+    pub(super) fn retrying<T>(&self, what: &str, f: impl AsyncFnMut(&Object) -> Result<T, Failure>) -> Result<T, StoreError> {
         self.retrying_raw(what, f).map_err(|failure| self.fail(what, failure))
     }
 
     /// [`PgStore::retrying`], with the failure as it came (for
     /// [`PgStore::conditional`]).
-    pub(super) fn retrying_raw<T>(
-        &self,
-        what: &str,
-        mut f: impl FnMut(&mut Client, &mut Statements) -> Result<T, Failure>,
-    ) -> Result<T, Failure> {
-        let mut conn = self.conn(what)?;
-        match f(&mut conn.pooled, &mut conn.stmts) {
-            Err(Failure::Pg(e)) if connection_lost(&e) => {
-                tracing::debug!(error = %e, "a pooled PostgreSQL connection was dead; retrying on a fresh one");
-                drop(conn);
-                let mut conn = self.conn(what)?;
-                f(&mut conn.pooled, &mut conn.stmts)
+    pub(super) fn retrying_raw<T>(&self, what: &str, mut f: impl AsyncFnMut(&Object) -> Result<T, Failure>) -> Result<T, Failure> {
+        self.block_on(async {
+            let conn = self.conn(what).await?;
+            match f(&conn).await {
+                Err(Failure::Pg(e)) if connection_lost(&e) => {
+                    tracing::debug!(error = %e, "a pooled PostgreSQL connection was dead; retrying on a fresh one");
+                    drop(conn);
+                    let conn = self.conn(what).await?;
+                    f(&conn).await
+                }
+                other => other,
             }
-            other => other,
-        }
+        })
+    }
+
+    /// Run `f` on one pooled connection, never retried (an operation that
+    /// must not run twice).
+    pub(super) fn once<T>(&self, what: &str, f: impl AsyncFnOnce(&mut Object) -> Result<T, Failure>) -> Result<T, StoreError> {
+        self.block_on(async {
+            let mut conn = self.conn(what).await?;
+            f(&mut conn).await
+        })
+        .map_err(|failure| self.fail(what, failure))
     }
 
     /// Run `f` in a transaction, retried on a fresh connection only when
     /// `BEGIN` itself found the pooled connection dead (then nothing ran).
-    pub(super) fn transaction<T>(
-        &self,
-        what: &str,
-        f: impl FnMut(&mut Transaction<'_>, &mut Statements) -> Result<T, Failure>,
-    ) -> Result<T, StoreError> {
+    pub(super) fn transaction<T>(&self, what: &str, f: impl AsyncFnMut(&Transaction<'_>) -> Result<T, Failure>) -> Result<T, StoreError> {
         self.transaction_raw(what, f).map_err(|failure| self.fail(what, failure))
     }
 
@@ -303,26 +277,27 @@ impl PgStore {
     pub(super) fn transaction_raw<T>(
         &self,
         what: &str,
-        mut f: impl FnMut(&mut Transaction<'_>, &mut Statements) -> Result<T, Failure>,
+        mut f: impl AsyncFnMut(&Transaction<'_>) -> Result<T, Failure>,
     ) -> Result<T, Failure> {
-        let mut conn = self.conn(what)?;
-        let mut retried = false;
-        loop {
-            let Conn { pooled, stmts } = &mut conn;
-            let e = match pooled.transaction() {
-                Ok(mut tx) => {
-                    return f(&mut tx, stmts).and_then(|value| {
-                        tx.commit()?;
-                        Ok(value)
-                    });
+        self.block_on(async {
+            let mut conn = self.conn(what).await?;
+            let mut retried = false;
+            loop {
+                let e = match conn.transaction().await {
+                    Ok(tx) => {
+                        // An early return drops `tx`: it rolls back.
+                        let value = f(&tx).await?;
+                        tx.commit().await?;
+                        return Ok(value);
+                    }
+                    Err(e) => e,
+                };
+                if retried || !connection_lost(&e) {
+                    return Err(Failure::Pg(e));
                 }
-                Err(e) => e,
-            };
-            if retried || !connection_lost(&e) {
-                return Err(Failure::Pg(e));
+                retried = true;
+                conn = self.conn(what).await?;
             }
-            retried = true;
-            conn = self.conn(what)?;
-        }
+        })
     }
 }

@@ -1,9 +1,9 @@
 //! The PostgreSQL implementation of [`Store`]: several plangate processes
 //! (replicas) share one database schema. [`PgStore`]'s documentation says
 //! how sharing stays safe. One file per job: `open` (options, connecting,
-//! the doctor's probe), `connection` (the pool, prepared statements,
-//! retries, errors), `sql` (every statement and the row conversions),
-//! `commit` (a transition's transaction), `reads`, `claims` (leased
+//! the doctor's probe), `connection` (the pool and its runtime, prepared
+//! statements, retries, errors), `sql` (every statement and the row conversions),
+//! `commit` (a transition's transaction, its statements pipelined), `reads`, `claims` (leased
 //! timers and outbox entries), `records` (writes outside a commit),
 //! `migrations` (the tables), `listen` (change notifications), `leader`
 //! (the elections).
@@ -27,7 +27,6 @@ use crate::{
     AuditQuery, ChangeListener, Commit, Committed, LeaderListener, MaintenanceStore, OutboxEntry, PagePosition, ReplicaStore, SessionStore,
     StoreError, WorkStore,
 };
-use connection::OffThreadDrop;
 use plangate_delivery::Delivery;
 use plangate_engine::namespace::Namespace;
 use plangate_engine::permission::StoredRule;
@@ -73,10 +72,16 @@ use std::sync::Arc;
 /// writes a session. Serialization failures and deadlocks come back as
 /// [`Preempted::Conflict`] (nothing was written: load again).
 ///
-/// **Synchronous, on purpose.** Like the sled store, this one blocks: the
-/// server calls it from `spawn_blocking` threads. Never call it from an
-/// async worker thread (the `postgres` client runs a small runtime of its
-/// own per connection and would block the worker, or panic inside one).
+/// **A synchronous face on an asynchronous client.** The store's trait is
+/// synchronous (so is sled, the default), and the server calls it from
+/// `spawn_blocking` threads. Inside, the pooled connections are
+/// `tokio-postgres` clients in a `deadpool` pool on a one-worker runtime
+/// of the store's own; each method waits on it (`Handle::block_on`). What
+/// that buys: a commit's statements go out in one flight (pipelined: one
+/// round trip for all of them, not one each), no pool thread of r2d2's,
+/// and dropping the store anywhere (the pool used to need a thread of its
+/// own to close). Never call it from an async worker thread: waiting
+/// there panics, as it did with the blocking client.
 ///
 /// **No TLS.** Connections are plain TCP (`NoTls`): run PostgreSQL on
 /// loopback or a private network, or behind a TLS tunnel.
@@ -84,7 +89,9 @@ use std::sync::Arc;
 /// Plan documents stay files under `<data_dir>/plans` on each replica's
 /// disk; only their paths are in the database.
 pub struct PgStore {
-    pool: OffThreadDrop,
+    pool: connection::Pool,
+    /// Where the pooled connections live (after `pool`: dropped last).
+    runtime: connection::StoreRuntime,
     shared: Arc<Shared>,
     /// The lease in seconds, as `make_interval` takes it.
     lease_secs: f64,

@@ -2,15 +2,14 @@
 //! migrating the schema, naming this replica, and the probe `plangate
 //! doctor` runs without opening anything.
 
-use super::connection::{map_pg, OffThreadDrop, Shared};
+use super::connection::{map_pg, Shared, StoreRuntime};
 use super::{migrations, Failure, PgStore};
 use crate::StoreError;
-use postgres::NoTls;
-use r2d2_postgres::PostgresConnectionManager;
 use std::fmt;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio_postgres::NoTls;
 
 /// How long opening a connection may take before PostgreSQL counts as down.
 pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -98,7 +97,7 @@ impl PgStore {
                 "invalid PostgreSQL schema name {schema:?}: use 1 to 41 of a-z, 0-9 and _, not starting with a digit"
             )));
         }
-        let mut config: postgres::Config = options.url.parse().map_err(|e| {
+        let mut config: tokio_postgres::Config = options.url.parse().map_err(|e| {
             StoreError::Unavailable(format!(
                 "the PostgreSQL URL {} is invalid: {e}; expected postgres://user@host:5432/database",
                 redact(&options.url)
@@ -106,7 +105,7 @@ impl PgStore {
         })?;
         let extra = config.get_options().map(|o| format!("{o} ")).unwrap_or_default();
         config
-            .options(&format!("{extra}-c search_path={schema}"))
+            .options(format!("{extra}-c search_path={schema}"))
             .connect_timeout(CONNECT_TIMEOUT)
             .keepalives(true)
             .keepalives_idle(Duration::from_secs(10))
@@ -130,21 +129,28 @@ impl PgStore {
         }
 
         let mut manager_config = shared.config.clone();
-        manager_config.application_name(&format!("plangate {}", shared.replica));
-        let pool = r2d2::Pool::builder()
-            .max_size(options.pool_size.max(1))
-            .min_idle(Some(1))
-            .connection_timeout(CONNECT_TIMEOUT)
-            // A dead pooled connection shows at its first use; reads retry
-            // once on a fresh one (see `retrying`) instead of paying a round
-            // trip on every checkout.
-            .test_on_check_out(false)
-            .build(PostgresConnectionManager::new(manager_config, NoTls))
+        manager_config.application_name(format!("plangate {}", shared.replica));
+        let runtime = StoreRuntime::new()?;
+        // A dead pooled connection shows at its first use; operations
+        // retry once on a fresh one (see `retrying`) instead of paying a
+        // round trip on every checkout (`Fast` only looks whether the
+        // client saw its connection close).
+        let manager = deadpool_postgres::Manager::from_config(
+            manager_config,
+            NoTls,
+            deadpool_postgres::ManagerConfig { recycling_method: deadpool_postgres::RecyclingMethod::Fast },
+        );
+        let pool = deadpool_postgres::Pool::builder(manager)
+            .max_size(usize::try_from(options.pool_size.max(1)).unwrap_or(1))
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(CONNECT_TIMEOUT))
+            .create_timeout(Some(CONNECT_TIMEOUT))
+            .build()
             .map_err(|e| {
                 StoreError::Unavailable(format!("no PostgreSQL connection pool at {}: {e}; is PostgreSQL running there?", shared.target))
             })?;
         let lease_secs = options.lease.as_secs_f64().max(0.001);
-        Ok(PgStore { pool: OffThreadDrop(Some(pool)), shared, lease_secs })
+        Ok(PgStore { pool, runtime, shared, lease_secs })
     }
 
     /// This process's name in leases (`hostname-pid-8hex`).
@@ -159,7 +165,7 @@ impl PgStore {
 }
 
 /// `host:port/database` of a config, for messages.
-fn describe(config: &postgres::Config) -> String {
+fn describe(config: &tokio_postgres::Config) -> String {
     let hosts: Vec<String> = config
         .get_hosts()
         .iter()
@@ -167,8 +173,8 @@ fn describe(config: &postgres::Config) -> String {
         .map(|(i, host)| {
             let port = config.get_ports().get(i).or(config.get_ports().first()).copied().unwrap_or(5432);
             match host {
-                postgres::config::Host::Tcp(h) => format!("{h}:{port}"),
-                postgres::config::Host::Unix(p) => format!("{}:{port}", p.display()),
+                tokio_postgres::config::Host::Tcp(h) => format!("{h}:{port}"),
+                tokio_postgres::config::Host::Unix(p) => format!("{}:{port}", p.display()),
             }
         })
         .collect();
@@ -181,12 +187,12 @@ fn describe(config: &postgres::Config) -> String {
 /// check`: who and where, and how far the schema is migrated. Creates
 /// nothing. Blocking, like the store.
 pub fn probe(url: &str, schema: &str) -> Result<String, StoreError> {
-    let mut config: postgres::Config = url.parse().map_err(|e| {
+    let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
         StoreError::Unavailable(format!("the PostgreSQL URL {} is invalid: {e}; expected postgres://user@host:5432/database", redact(url)))
     })?;
     config.connect_timeout(CONNECT_TIMEOUT).application_name("plangate doctor");
     let target = describe(&config);
-    let mut client = config.connect(postgres::NoTls).map_err(|e| map_pg(&target, "a connection", e))?;
+    let mut client = postgres::Config::from(config).connect(postgres::NoTls).map_err(|e| map_pg(&target, "a connection", e))?;
     let row = client
         .query_one(
             "SELECT current_user::text, current_database()::text, current_setting('server_version'), \

@@ -2,19 +2,20 @@
 //! questions, timers, the outbox, deliveries, the audit, event keys,
 //! cursors, document paths and namespaces.
 
+use super::connection::Prepared;
 use super::sql::*;
-use super::{Failure, PgStore};
+use super::PgStore;
 use crate::sled_store::decode;
 use crate::{AuditQuery, OutboxEntry, PagePosition, StoreError};
 use plangate_delivery::Delivery;
 use plangate_engine::namespace::Namespace;
 use plangate_engine::permission::StoredRule;
 use plangate_engine::{ApprovalId, AuditEvent, DecisionStatus, Proposal, Question, Session, SessionKey, State, Timer, Timestamp};
-use postgres::types::ToSql;
+use tokio_postgres::types::ToSql;
 
 pub(super) fn load_revision(store: &PgStore, key: &SessionKey) -> Result<(State, u64), StoreError> {
-    store.retrying("loading a session", |c, st| {
-        let Some(row) = st.query_opt(c, LOAD, &[&key.agent, &key.session_id])? else {
+    store.retrying("loading a session", async |c| {
+        let Some(row) = c.row_opt(LOAD, &[&key.agent, &key.session_id]).await? else {
             return Ok((State::new(key.clone()), 0));
         };
         let revision: i64 = row.try_get(0)?;
@@ -28,8 +29,8 @@ pub(super) fn load_revision(store: &PgStore, key: &SessionKey) -> Result<(State,
 }
 
 pub(super) fn proposal(store: &PgStore, id: &ApprovalId) -> Result<Option<Proposal>, StoreError> {
-    store.retrying("reading a proposal", |c, st| {
-        let row = st.query_opt(c, "SELECT body FROM proposals WHERE approval_id = $1", &[&&id.0[..]])?;
+    store.retrying("reading a proposal", async |c| {
+        let row = c.row_opt("SELECT body FROM proposals WHERE approval_id = $1", &[&&id.0[..]]).await?;
         row.map(|r| body(&r, 0, "proposal")).transpose()
     })
 }
@@ -39,17 +40,17 @@ pub(super) fn proposals_by_prefix(store: &PgStore, hex_prefix: &str) -> Result<V
         return Ok(Vec::new());
     }
     let pattern = format!("{hex_prefix}%");
-    store.retrying("finding proposals by id prefix", |c, st| {
-        let rows = st.query(c, "SELECT body FROM proposals WHERE id_hex LIKE $1 ORDER BY approval_id", &[&pattern])?;
+    store.retrying("finding proposals by id prefix", async |c| {
+        let rows = c.rows("SELECT body FROM proposals WHERE id_hex LIKE $1 ORDER BY approval_id", &[&pattern]).await?;
         bodies(&rows, "proposal")
     })
 }
 
 pub(super) fn proposals(store: &PgStore, status: Option<DecisionStatus>) -> Result<Vec<Proposal>, StoreError> {
-    store.retrying("listing proposals", |c, st| {
+    store.retrying("listing proposals", async |c| {
         let rows = match status {
-            Some(s) => st.query(c, "SELECT body FROM proposals WHERE status = $1 ORDER BY created_at, approval_id", &[&s.as_str()])?,
-            None => st.query(c, "SELECT body FROM proposals ORDER BY created_at, approval_id", &[])?,
+            Some(s) => c.rows("SELECT body FROM proposals WHERE status = $1 ORDER BY created_at, approval_id", &[&s.as_str()]).await?,
+            None => c.rows("SELECT body FROM proposals ORDER BY created_at, approval_id", &[]).await?,
         };
         bodies(&rows, "proposal")
     })
@@ -67,13 +68,14 @@ pub(super) fn proposals_page(
     let first = after.is_none();
     let status = status.map(|s| s.as_str());
     let page = limit(page);
-    store.retrying("listing a page of proposals", |c, st| {
-        let rows = st.query(
-            c,
-            "SELECT body FROM proposals WHERE ($1::text IS NULL OR status = $1) \
-             AND ($2 OR (created_at, approval_id) > ($3, $4)) ORDER BY created_at, approval_id LIMIT $5",
-            &[&status, &first, &at, &id, &page],
-        )?;
+    store.retrying("listing a page of proposals", async |c| {
+        let rows = c
+            .rows(
+                "SELECT body FROM proposals WHERE ($1::text IS NULL OR status = $1) \
+                 AND ($2 OR (created_at, approval_id) > ($3, $4)) ORDER BY created_at, approval_id LIMIT $5",
+                &[&status, &first, &at, &id, &page],
+            )
+            .await?;
         bodies(&rows, "proposal")
     })
 }
@@ -82,15 +84,14 @@ pub(super) fn visit_proposals(store: &PgStore, status: Option<DecisionStatus>, v
     // A portal read in pages: 100,000 proposals never sit in memory at once.
     const PAGE: i32 = 500;
     let what = "visiting proposals";
-    let mut conn = store.conn(what)?;
-    let result = (|| -> Result<(), Failure> {
-        let mut tx = conn.pooled.build_transaction().read_only(true).start()?;
+    store.once(what, async |conn| {
+        let tx = conn.build_transaction().read_only(true).start().await?;
         let portal = match status {
-            Some(s) => tx.bind("SELECT body FROM proposals WHERE status = $1", &[&s.as_str()])?,
-            None => tx.bind("SELECT body FROM proposals", &[])?,
+            Some(s) => tx.bind("SELECT body FROM proposals WHERE status = $1", &[&s.as_str()]).await?,
+            None => tx.bind("SELECT body FROM proposals", &[]).await?,
         };
         loop {
-            let rows = tx.query_portal(&portal, PAGE)?;
+            let rows = tx.query_portal(&portal, PAGE).await?;
             for row in &rows {
                 visit(&body(row, 0, "proposal")?);
             }
@@ -98,50 +99,49 @@ pub(super) fn visit_proposals(store: &PgStore, status: Option<DecisionStatus>, v
                 break;
             }
         }
-        tx.commit()?;
+        tx.commit().await?;
         Ok(())
-    })();
-    result.map_err(|f| store.fail(what, f))
+    })
 }
 
 pub(super) fn sessions(store: &PgStore) -> Result<Vec<Session>, StoreError> {
-    store.retrying("listing sessions", |c, st| {
-        let rows = st.query(c, "SELECT body FROM sessions ORDER BY agent, session_id", &[])?;
+    store.retrying("listing sessions", async |c| {
+        let rows = c.rows("SELECT body FROM sessions ORDER BY agent, session_id", &[]).await?;
         bodies(&rows, "session")
     })
 }
 
 pub(super) fn question(store: &PgStore, id: &ApprovalId) -> Result<Option<Question>, StoreError> {
-    store.retrying("reading a question", |c, st| {
-        let row = st.query_opt(c, "SELECT body FROM questions WHERE question_id = $1", &[&&id.0[..]])?;
+    store.retrying("reading a question", async |c| {
+        let row = c.row_opt("SELECT body FROM questions WHERE question_id = $1", &[&&id.0[..]]).await?;
         row.map(|r| body(&r, 0, "question")).transpose()
     })
 }
 
 pub(super) fn permission_rules(store: &PgStore, agent: &str) -> Result<Vec<StoredRule>, StoreError> {
-    store.retrying("reading permission rules", |c, st| {
-        let rows = st.query(c, RULES, &[&agent])?;
+    store.retrying("reading permission rules", async |c| {
+        let rows = c.rows(RULES, &[&agent]).await?;
         bodies(&rows, "permission rule")
     })
 }
 
 pub(super) fn next_timer(store: &PgStore) -> Result<Option<Timer>, StoreError> {
-    store.retrying("reading the next timer", |c, st| {
+    store.retrying("reading the next timer", async |c| {
         let sql = "SELECT body FROM timers WHERE (lease_until IS NULL OR lease_until < clock_timestamp() OR lease_owner = $1) \
                    ORDER BY due, approval_id, kind, n LIMIT 1";
-        let row = st.query_opt(c, sql, &[&store.shared.replica])?;
+        let row = c.row_opt(sql, &[&store.shared.replica]).await?;
         row.map(|r| body(&r, 0, "timer")).transpose()
     })
 }
 
 pub(super) fn due_timers_page(store: &PgStore, now: Timestamp, after: Option<&Timer>, limit_to: usize) -> Result<Vec<Timer>, StoreError> {
     let n = limit(limit_to);
-    store.retrying("reading due timers", |c, st| {
+    store.retrying("reading due timers", async |c| {
         let rows = match after {
-            None => st.query(c, DUE_TIMERS, &[&now.0, &n])?,
+            None => c.rows(DUE_TIMERS, &[&now.0, &n]).await?,
             Some(t) => {
                 let (due, id, kind, nn) = timer_identity(t);
-                st.query(c, DUE_TIMERS_AFTER, &[&now.0, &n, &due, &id, &kind, &nn])?
+                c.rows(DUE_TIMERS_AFTER, &[&now.0, &n, &due, &id, &kind, &nn]).await?
             }
         };
         bodies(&rows, "timer")
@@ -149,30 +149,30 @@ pub(super) fn due_timers_page(store: &PgStore, now: Timestamp, after: Option<&Ti
 }
 
 pub(super) fn timers(store: &PgStore) -> Result<Vec<Timer>, StoreError> {
-    store.retrying("listing timers", |c, st| {
-        let rows = st.query(c, "SELECT body FROM timers ORDER BY due, approval_id, kind, n", &[])?;
+    store.retrying("listing timers", async |c| {
+        let rows = c.rows("SELECT body FROM timers ORDER BY due, approval_id, kind, n", &[]).await?;
         bodies(&rows, "timer")
     })
 }
 
 pub(super) fn outbox(store: &PgStore) -> Result<Vec<OutboxEntry>, StoreError> {
-    store.retrying("reading the outbox", |c, st| {
-        let rows = st.query(c, "SELECT seq, work FROM outbox ORDER BY seq", &[])?;
+    store.retrying("reading the outbox", async |c| {
+        let rows = c.rows("SELECT seq, work FROM outbox ORDER BY seq", &[]).await?;
         rows.iter().map(outbox_entry).collect()
     })
 }
 
 pub(super) fn deliveries(store: &PgStore, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {
-    store.retrying("reading card deliveries", |c, st| {
+    store.retrying("reading card deliveries", async |c| {
         let sql = "SELECT body FROM deliveries WHERE approval_id = $1 ORDER BY destination, chat";
-        decode_delivery_rows(&st.query(c, sql, &[&&id.0[..]])?)
+        decode_delivery_rows(&c.rows(sql, &[&&id.0[..]]).await?)
     })
 }
 
 pub(super) fn question_deliveries(store: &PgStore, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {
-    store.retrying("reading question deliveries", |c, st| {
+    store.retrying("reading question deliveries", async |c| {
         let sql = "SELECT body FROM question_deliveries WHERE question_id = $1 ORDER BY destination, chat";
-        decode_delivery_rows(&st.query(c, sql, &[&&id.0[..]])?)
+        decode_delivery_rows(&c.rows(sql, &[&&id.0[..]]).await?)
     })
 }
 
@@ -202,18 +202,19 @@ pub(super) fn audit(store: &PgStore, query: &AuditQuery) -> Result<Vec<AuditEven
         sql.push_str(&format!(" LIMIT ${}", params.len()));
     }
     let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
-    let mut events: Vec<AuditEvent> = store.retrying("reading the audit", |c, _| bodies(&c.query(&sql, &refs)?, "audit"))?;
+    let mut events: Vec<AuditEvent> =
+        store.retrying("reading the audit", async |c| bodies(&c.query(sql.as_str(), &refs).await?, "audit"))?;
     events.reverse();
     Ok(events)
 }
 
 pub(super) fn seen(store: &PgStore, key: &str) -> Result<bool, StoreError> {
-    store.retrying("checking an event key", |c, st| Ok(st.query_opt(c, "SELECT 1 FROM idempotency WHERE key = $1", &[&key])?.is_some()))
+    store.retrying("checking an event key", async |c| Ok(c.row_opt("SELECT 1 FROM idempotency WHERE key = $1", &[&key]).await?.is_some()))
 }
 
 pub(super) fn cursor(store: &PgStore, key: &str) -> Result<Option<String>, StoreError> {
-    store.retrying("reading a cursor", |c, st| {
-        let row = st.query_opt(c, "SELECT value FROM cursors WHERE key = $1", &[&key])?;
+    store.retrying("reading a cursor", async |c| {
+        let row = c.row_opt("SELECT value FROM cursors WHERE key = $1", &[&key]).await?;
         Ok(row.map(|r| r.try_get(0)).transpose()?)
     })
 }
@@ -221,22 +222,22 @@ pub(super) fn cursor(store: &PgStore, key: &str) -> Result<Option<String>, Store
 /// `LIKE` with the prefix's own `%`, `_` and `\\` escaped.
 pub(super) fn cursors_with_prefix(store: &PgStore, prefix: &str) -> Result<Vec<(String, String)>, StoreError> {
     let pattern = format!("{}%", prefix.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
-    store.retrying("reading cursors", |c, st| {
-        let rows = st.query(c, "SELECT key, value FROM cursors WHERE key LIKE $1 ORDER BY key", &[&pattern])?;
+    store.retrying("reading cursors", async |c| {
+        let rows = c.rows("SELECT key, value FROM cursors WHERE key LIKE $1 ORDER BY key", &[&pattern]).await?;
         rows.iter().map(|r| Ok((r.try_get(0)?, r.try_get(1)?))).collect()
     })
 }
 
 pub(super) fn document_path(store: &PgStore, id: &ApprovalId) -> Result<Option<String>, StoreError> {
-    store.retrying("reading a document path", |c, st| {
-        let row = st.query_opt(c, "SELECT path FROM documents WHERE approval_id = $1", &[&&id.0[..]])?;
+    store.retrying("reading a document path", async |c| {
+        let row = c.row_opt("SELECT path FROM documents WHERE approval_id = $1", &[&&id.0[..]]).await?;
         Ok(row.map(|r| r.try_get(0)).transpose()?)
     })
 }
 
 pub(super) fn namespace_revision(store: &PgStore, name: &str) -> Result<(Namespace, u64), StoreError> {
-    store.retrying("reading a namespace", |c, st| {
-        let Some(row) = st.query_opt(c, "SELECT body, revision FROM namespaces WHERE name = $1", &[&name])? else {
+    store.retrying("reading a namespace", async |c| {
+        let Some(row) = c.row_opt("SELECT body, revision FROM namespaces WHERE name = $1", &[&name]).await? else {
             return Ok((Namespace::default(), 0));
         };
         let revision: i64 = row.try_get(1)?;

@@ -5,20 +5,20 @@
 //! update at a revision), so no write here is a read-modify-write that a
 //! replica could lose.
 
-use super::connection::{Conn, Statements};
+use super::connection::Prepared;
 use super::sql::*;
 use super::{Failure, PgStore};
 use crate::sled_store::encode;
 use crate::{Committed, Preempted, StoreError};
+use deadpool_postgres::Transaction;
 use plangate_delivery::Delivery;
 use plangate_engine::namespace::Namespace;
 use plangate_engine::{ApprovalId, AuditEvent, Timer};
-use postgres::Transaction;
 
 pub(super) fn remove_timer(store: &PgStore, timer: &Timer) -> Result<(), StoreError> {
     let (due, id, kind, n) = timer_identity(timer);
-    store.retrying("removing a timer", |c, st| {
-        st.execute(c, TIMER_DELETE, &[&due, &id, &kind, &n])?;
+    store.retrying("removing a timer", async |c| {
+        c.exec(TIMER_DELETE, &[&due, &id, &kind, &n]).await?;
         Ok(())
     })
 }
@@ -39,15 +39,15 @@ pub(super) fn remove_timers(store: &PgStore, timers: &[Timer]) -> Result<(), Sto
         ns.push(n);
     }
     // One statement: all or none.
-    store.retrying("removing timers", |c, st| {
-        st.execute(c, TIMERS_DELETE, &[&dues, &ids, &kinds, &ns])?;
+    store.retrying("removing timers", async |c| {
+        c.exec(TIMERS_DELETE, &[&dues, &ids, &kinds, &ns]).await?;
         Ok(())
     })
 }
 
 pub(super) fn generate_seq(store: &PgStore) -> Result<u64, StoreError> {
-    store.retrying("generating a sequence number", |c, st| {
-        let seq: i64 = st.query_one(c, "SELECT nextval('ids')", &[])?.try_get(0)?;
+    store.retrying("generating a sequence number", async |c| {
+        let seq: i64 = c.row("SELECT nextval('ids')", &[]).await?.try_get(0)?;
         Ok(u64::try_from(seq).unwrap_or(0))
     })
 }
@@ -57,8 +57,8 @@ pub(super) fn generate_seqs(store: &PgStore, n: usize) -> Result<Vec<u64>, Store
         return Ok(Vec::new());
     }
     let count = limit(n);
-    store.retrying("generating sequence numbers", |c, st| {
-        let rows = st.query(c, NEXT_SEQS, &[&count])?;
+    store.retrying("generating sequence numbers", async |c| {
+        let rows = c.rows(NEXT_SEQS, &[&count]).await?;
         let mut seqs =
             rows.iter().map(|r| r.try_get::<_, i64>(0).map(|v| u64::try_from(v).unwrap_or(0))).collect::<Result<Vec<u64>, _>>()?;
         seqs.sort_unstable();
@@ -68,8 +68,8 @@ pub(super) fn generate_seqs(store: &PgStore, n: usize) -> Result<Vec<u64>, Store
 
 pub(super) fn remove_outbox(store: &PgStore, seq: u64) -> Result<(), StoreError> {
     let seq = i64::try_from(seq).map_err(|_| StoreError::Postgres(format!("outbox seq {seq} does not fit bigint")))?;
-    store.retrying("removing an outbox entry", |c, st| {
-        st.execute(c, "DELETE FROM outbox WHERE seq = $1", &[&seq])?;
+    store.retrying("removing an outbox entry", async |c| {
+        c.exec("DELETE FROM outbox WHERE seq = $1", &[&seq]).await?;
         Ok(())
     })
 }
@@ -77,8 +77,8 @@ pub(super) fn remove_outbox(store: &PgStore, seq: u64) -> Result<(), StoreError>
 pub(super) fn remove_outbox_many(store: &PgStore, seqs: &[u64]) -> Result<(), StoreError> {
     let seqs = seqs.iter().map(|seq| i64::try_from(*seq)).collect::<Result<Vec<i64>, _>>();
     let seqs = seqs.map_err(|_| StoreError::Postgres("an outbox seq does not fit bigint".to_string()))?;
-    store.retrying("removing outbox entries", |c, st| {
-        st.execute(c, "DELETE FROM outbox WHERE seq = ANY($1)", &[&seqs])?;
+    store.retrying("removing outbox entries", async |c| {
+        c.exec("DELETE FROM outbox WHERE seq = ANY($1)", &[&seqs]).await?;
         Ok(())
     })
 }
@@ -98,8 +98,8 @@ pub(super) fn add_question_delivery(store: &PgStore, id: &ApprovalId, delivery: 
 /// One delivery per (card or question, destination, chat): the latest.
 fn upsert_delivery(store: &PgStore, what: &str, sql: &'static str, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError> {
     let body = encode(delivery);
-    store.retrying(what, |c, st| {
-        st.execute(c, sql, &[&&id.0[..], &delivery.destination, &delivery.chat, &body])?;
+    store.retrying(what, async |c| {
+        c.exec(sql, &[&&id.0[..], &delivery.destination, &delivery.chat, &body]).await?;
         Ok(())
     })
 }
@@ -108,12 +108,17 @@ pub(super) fn append_audit(store: &PgStore, events: &[AuditEvent]) -> Result<(),
     if events.is_empty() {
         return Ok(());
     }
-    store.transaction("appending audit records", |tx, st| events.iter().try_for_each(|e| insert_audit(tx, st, e)))
+    store.transaction("appending audit records", async |tx| {
+        for event in events {
+            insert_audit(tx, event).await?;
+        }
+        Ok(())
+    })
 }
 
 pub(super) fn mark_seen(store: &PgStore, key: &str) -> Result<(), StoreError> {
-    store.retrying("recording an event key", |c, st| {
-        st.execute(c, IDEMPOTENCY_INSERT, &[&key])?;
+    store.retrying("recording an event key", async |c| {
+        c.exec(IDEMPOTENCY_INSERT, &[&key]).await?;
         Ok(())
     })
 }
@@ -121,16 +126,13 @@ pub(super) fn mark_seen(store: &PgStore, key: &str) -> Result<(), StoreError> {
 pub(super) fn record_once(store: &PgStore, key: &str) -> Result<bool, StoreError> {
     // Not retried: a first attempt that inserted before its connection
     // died would make the retry answer `false` for work never done.
-    let mut conn = store.conn("recording a side effect")?;
-    let Conn { pooled, stmts } = &mut conn;
-    let result = stmts.execute(&mut **pooled, IDEMPOTENCY_INSERT, &[&key]).map(|rows| rows == 1).map_err(Failure::from);
-    result.map_err(|f| store.fail("recording a side effect", f))
+    store.once("recording a side effect", async |c| Ok(c.exec(IDEMPOTENCY_INSERT, &[&key]).await? == 1))
 }
 
 pub(super) fn set_cursor(store: &PgStore, key: &str, value: &str) -> Result<(), StoreError> {
-    store.retrying("writing a cursor", |c, st| {
+    store.retrying("writing a cursor", async |c| {
         let sql = "INSERT INTO cursors (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value";
-        st.execute(c, sql, &[&key, &value])?;
+        c.exec(sql, &[&key, &value]).await?;
         Ok(())
     })
 }
@@ -139,9 +141,9 @@ pub(super) fn set_cursor(store: &PgStore, key: &str, value: &str) -> Result<(), 
 /// it back (`DO UPDATE SET value = cursors.value` makes `RETURNING`
 /// answer on a conflict too).
 pub(super) fn cursor_or_init(store: &PgStore, key: &str, value: &str) -> Result<String, StoreError> {
-    store.retrying("initializing a cursor", |c, st| {
+    store.retrying("initializing a cursor", async |c| {
         let sql = "INSERT INTO cursors (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = cursors.value RETURNING value";
-        let row = st.query_one(c, sql, &[&key, &value])?;
+        let row = c.row(sql, &[&key, &value]).await?;
         Ok(row.try_get(0)?)
     })
 }
@@ -152,29 +154,29 @@ pub(super) fn cursor_or_init(store: &PgStore, key: &str, value: &str) -> Result<
 /// Not retried after a write that may have landed: the caller would be
 /// told `false` for its own change.
 pub(super) fn swap_cursor(store: &PgStore, key: &str, expected: Option<&str>, value: Option<&str>) -> Result<bool, StoreError> {
-    store.transaction("swapping a cursor", |tx, st| {
+    store.transaction("swapping a cursor", async |tx| {
         let rows = match (expected, value) {
             (None, Some(v)) => {
-                st.execute(tx, "INSERT INTO cursors (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING", &[&key, &v])?
+                tx.exec("INSERT INTO cursors (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING", &[&key, &v]).await?
             }
-            (Some(e), Some(v)) => st.execute(tx, "UPDATE cursors SET value = $3 WHERE key = $1 AND value = $2", &[&key, &e, &v])?,
-            (Some(e), None) => st.execute(tx, "DELETE FROM cursors WHERE key = $1 AND value = $2", &[&key, &e])?,
+            (Some(e), Some(v)) => tx.exec("UPDATE cursors SET value = $3 WHERE key = $1 AND value = $2", &[&key, &e, &v]).await?,
+            (Some(e), None) => tx.exec("DELETE FROM cursors WHERE key = $1 AND value = $2", &[&key, &e]).await?,
             (None, None) => {
-                let absent = st.query_opt(tx, "SELECT 1 FROM cursors WHERE key = $1", &[&key])?.is_none();
+                let absent = tx.row_opt("SELECT 1 FROM cursors WHERE key = $1", &[&key]).await?.is_none();
                 return Ok(absent);
             }
         };
         if rows == 1 {
-            st.execute(tx, NOTIFY, &[&store.shared.channel(), &"cursors"])?;
+            tx.exec(NOTIFY, &[&store.shared.channel(), &"cursors"]).await?;
         }
         Ok(rows == 1)
     })
 }
 
 pub(super) fn set_document_path(store: &PgStore, id: &ApprovalId, path: &str) -> Result<(), StoreError> {
-    store.retrying("recording a document path", |c, st| {
+    store.retrying("recording a document path", async |c| {
         let sql = "INSERT INTO documents (approval_id, path) VALUES ($1, $2) ON CONFLICT (approval_id) DO UPDATE SET path = EXCLUDED.path";
-        st.execute(c, sql, &[&&id.0[..], &path])?;
+        c.exec(sql, &[&&id.0[..], &path]).await?;
         Ok(())
     })
 }
@@ -188,11 +190,11 @@ pub(super) fn set_namespace(store: &PgStore, name: &str, ns: &Namespace, expecte
     let what = "writing a namespace";
     let body = encode(ns);
     let expected = to_i64(expected_revision, "namespace revision").map_err(|f| store.fail(what, f))?;
-    let written = store.retrying_raw(what, |c, st| {
+    let written = store.retrying_raw(what, async |c| {
         let rows = if expected == 0 {
-            st.execute(c, NAMESPACE_INSERT, &[&name, &body])?
+            c.exec(NAMESPACE_INSERT, &[&name, &body]).await?
         } else {
-            st.execute(c, NAMESPACE_UPDATE, &[&name, &body, &expected])?
+            c.exec(NAMESPACE_UPDATE, &[&name, &body, &expected]).await?
         };
         if rows == 0 {
             return Err(Failure::Preempted(Preempted::Conflict));
@@ -202,13 +204,13 @@ pub(super) fn set_namespace(store: &PgStore, name: &str, ns: &Namespace, expecte
     store.conditional(what, written)
 }
 
-fn insert_audit(tx: &mut Transaction<'_>, st: &mut Statements, event: &AuditEvent) -> Result<(), Failure> {
+async fn insert_audit(tx: &Transaction<'_>, event: &AuditEvent) -> Result<(), Failure> {
     let approval = event.approval_id.map(|id| id.0.to_vec());
-    st.execute(tx, AUDIT_INSERT, &[&event.at.0, &event.agent, &event.session_id, &approval, &encode(event)])?;
+    tx.exec(AUDIT_INSERT, &[&event.at.0, &event.agent, &event.session_id, &approval, &encode(event)]).await?;
     Ok(())
 }
 
 pub(super) fn remove_permission_rule(store: &PgStore, agent: &str, id: &str) -> Result<bool, StoreError> {
-    let rows = store.retrying("removing a permission rule", |c, st| Ok(st.execute(c, RULE_DELETE, &[&agent, &id])?))?;
+    let rows = store.retrying("removing a permission rule", async |c| Ok(c.exec(RULE_DELETE, &[&agent, &id]).await?))?;
     Ok(rows > 0)
 }

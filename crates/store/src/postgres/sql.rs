@@ -7,8 +7,8 @@ use crate::sled_store::decode;
 use crate::{OutboxEntry, StoreError};
 use plangate_delivery::Delivery;
 use plangate_engine::{Timer, TimerKind};
-use postgres::Row;
 use serde::de::DeserializeOwned;
+use tokio_postgres::Row;
 
 /// The identity columns of `timers`, as arrays for `unnest`.
 pub(super) fn timer_columns(timers: &[Timer]) -> (Vec<i64>, Vec<Vec<u8>>, Vec<i16>, Vec<i16>) {

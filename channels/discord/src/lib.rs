@@ -70,6 +70,7 @@ mod inbound;
 mod outbound;
 mod render;
 mod rest;
+mod threads;
 
 pub use config::{DiscordConfig, Transport};
 pub use endpoint::{Verifier, INTERACTIONS_PATH};

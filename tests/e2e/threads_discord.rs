@@ -205,3 +205,25 @@ async fn discord_gives_each_session_a_thread_and_decides_there() {
     propose(&s, "s2", &plan("Fix the header v5", "web", "Read the CSS one last time")).await;
     posted_in(&fake, again, "Fix the header v5").await;
 }
+
+/// `plangate doctor` says whether the bot may keep a thread per session in
+/// the channel (Create Public Threads, Send Messages in Threads): a warning
+/// when not, since the cards then stay in the channel.
+#[tokio::test]
+async fn doctor_says_whether_the_bot_may_start_threads() {
+    let fake = DiscordFake::start(APP).await;
+    let toml = format!(
+        "[server]\nbind = \"127.0.0.1:8787\"\ndata_dir = \"d\"\n{}\n[agents.claude]\ntoken = \"claude-5f2c9a7e01b3d4a6\"\ndestinations = [\"dc\"]\n",
+        discord_threads_config(&fake, "")
+    );
+    // @everyone of the fake's guild may view, post and embed: no threads.
+    let (code, out) = super::ops_doctor::doctor(&toml).await;
+    let line =
+        "✓ destinations.dc.threads: ⚠ the bot lacks Create Public Threads, Send Messages in Threads in #plans: cards stay in the channel";
+    assert!(code == 0 && out.contains(line), "{code}\n{out}");
+    let with_threads = (plangate_testkit::discord::EVERYONE_PERMISSIONS | (1 << 35) | (1 << 38)).to_string();
+    let roles = format!("/api/v10/guilds/{GUILD}/roles");
+    fake.script("GET", &roles, 200, &[], json!([{"id": GUILD.to_string(), "name": "@everyone", "permissions": with_threads}]));
+    let (code, out) = super::ops_doctor::doctor(&toml).await;
+    assert!(code == 0 && out.contains("✓ destinations.dc.threads: the bot may start threads in #plans"), "{code}\n{out}");
+}

@@ -7,7 +7,9 @@
 //! it) and say where each message went ([`Delivery::thread`]); this module
 //! remembers it. The mapping lives in the store's cursors, both ways, next
 //! to the deliveries: it survives restarts and every replica reads the same
-//! one. When an adapter could not open one (not a forum, no right), the
+//! one, and on a shared store the opening itself is claimed there, so two
+//! replicas never open two for one session. When an adapter could not open
+//! one (not a forum, no right), the
 //! card went to the main chat: said once per destination (log, audit,
 //! `/readyz`), and the cards go on arriving in the chat itself.
 

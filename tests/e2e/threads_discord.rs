@@ -138,6 +138,12 @@ async fn discord_gives_each_session_a_thread_and_decides_there() {
     assert_eq!(reference["channel_id"], json!(a.to_string()), "a reply to v2's card, in the thread: {reference}");
     assert!(posts_in(&fake, CHANNEL, "Add retries v2").is_empty() && posts_in(&fake, b, "Add retries").is_empty());
     assert_eq!(fake.threads().len(), 2, "no new thread for a later version");
+    // A question of the session is asked in its thread too.
+    let question = json!({"question": "Which region first?", "options": ["eu", "us"]});
+    let (st, v) = super::kit::call(s.agent(reqwest::Method::POST, "/v1/sessions/s1/questions").json(&question)).await;
+    assert_eq!(st, 201, "{v}");
+    posted_in(&fake, a, "Which region first?").await;
+    assert!(posts_in(&fake, CHANNEL, "Which region first?").is_empty());
 
     // `/plan accept` with no target, typed in s1's thread: s1 only.
     let said = interact(&fake, typed_in(&fake, a, "accept")).await;

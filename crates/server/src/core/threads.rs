@@ -53,7 +53,7 @@ fn session_cursor(channel: &str, chat: &str, thread: &str) -> String {
 }
 
 /// What a new topic or thread is called: the project and the plan's title,
-/// within Telegram's 128 characters.
+/// within Telegram's 128 characters (Discord's adapter cuts it to 100).
 fn thread_name(p: &Proposal) -> String {
     let who = match &p.project {
         Some(project) => project.name.clone(),
@@ -171,7 +171,7 @@ impl Core {
                     }
                     let held = s.cursor(&claim_key)?;
                     // Absent: take it. Held by the same token for too long: take it over.
-                    let take = held.is_none() || (held.is_some() && held == stale);
+                    let take = held.is_none() || held == stale;
                     if take && s.swap_cursor(&claim_key, held.as_deref(), Some(&mine))? {
                         return Ok(Look::Won);
                     }

@@ -182,7 +182,7 @@ async fn discord_gives_each_session_a_thread_and_decides_there() {
     // An archived, locked thread refuses the post: it is reopened and the
     // card posted there all the same.
     fake.archive_thread(b, true);
-    propose(&s, "s2", &plan("Fix the header v3", "web", "Read the CSS again")).await;
+    let v3 = id_of(&propose(&s, "s2", &plan("Fix the header v3", "web", "Read the CSS again")).await);
     fake.wait_for(WAIT, "the v3 card in the reopened thread", |rs| {
         rs.iter()
             .filter(|r| {
@@ -196,6 +196,19 @@ async fn discord_gives_each_session_a_thread_and_decides_there() {
         fake.requests().into_iter().find(|r| r.method == "PATCH" && r.path == format!("/api/v10/channels/{b}")).expect("reopened");
     assert_eq!(reopened.json(), Some(json!({"archived": false})));
     assert!(!fake.threads().iter().any(|t| t.id == b && t.archived));
+    // Archived again (Discord's inactivity): the receipt's edit is refused,
+    // the thread reopened, and the edit made.
+    fake.archive_thread(b, false);
+    super::kit::decide(&s, &v3, &json!({"action": "approve", "actor": "alice"})).await;
+    let receipt = format!("/api/v10/channels/{b}/messages/");
+    fake.wait_for(WAIT, "v3's receipt edited after the thread was reopened", |rs| {
+        let reopens = rs.iter().filter(|r| r.method == "PATCH" && r.path == format!("/api/v10/channels/{b}")).count();
+        let edits = rs.iter().filter(|r| {
+            r.method == "PATCH" && r.path.starts_with(&receipt) && r.json().is_some_and(|j| j.to_string().contains("Approved v3"))
+        });
+        reopens == 2 && edits.count() == 2
+    })
+    .await;
 
     // A deleted thread: the next card goes to the channel and starts a new one.
     fake.delete_thread(b);

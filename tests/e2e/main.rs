@@ -54,6 +54,8 @@ mod seed_rules;
 mod slack;
 mod telegram;
 mod threads;
+mod threads_discord;
+mod threads_replicas;
 mod timers;
 mod wait_cli;
 mod web;

@@ -24,7 +24,7 @@ async fn doctor_in(project: &Path, toml: &str) -> (i32, String) {
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-async fn doctor(toml: &str) -> (i32, String) {
+pub(super) async fn doctor(toml: &str) -> (i32, String) {
     let dir = tempfile::tempdir().expect("dir");
     doctor_in(dir.path(), toml).await
 }

@@ -13,7 +13,8 @@ use plangate_engine::grammar::{parse_args, Parsed};
 use plangate_engine::list;
 use serenity::all::{ActionRowComponent, CommandDataOption, CommandDataOptionValue, ComponentInteractionDataKind, Interaction};
 use serenity::builder::CreateInteractionResponse;
-use serenity::model::id::{ApplicationId, GuildId, InteractionId};
+use serenity::model::channel::{ChannelType, PartialChannel};
+use serenity::model::id::{ApplicationId, ChannelId, GuildId, InteractionId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -199,7 +200,7 @@ fn clip(custom_id: &str) -> String {
 /// One interaction as plangate sees it; `None` for what is not plangate's
 /// (another command, autocomplete, pings).
 pub(crate) fn to_inbound(interaction: &Interaction) -> Option<Inbound> {
-    let (chat, who, action, id) = match interaction {
+    let ((chat, thread), who, action, id) = match interaction {
         Interaction::Component(c) => {
             let action = match (&c.data.kind, c.data.custom_id.len() <= CUSTOM_ID_MAX) {
                 (ComponentInteractionDataKind::Button, true) => {
@@ -207,10 +208,10 @@ pub(crate) fn to_inbound(interaction: &Interaction) -> Option<Inbound> {
                 }
                 _ => Action::UnknownButton(clip(&c.data.custom_id)),
             };
-            (c.channel_id, user(&c.user, c.guild_id), action, c.id)
+            (place(c.channel_id, c.channel.as_ref()), user(&c.user, c.guild_id), action, c.id)
         }
         Interaction::Command(c) if c.data.name == "plan" => {
-            (c.channel_id, user(&c.user, c.guild_id), command_action(&c.data.options), c.id)
+            (place(c.channel_id, c.channel.as_ref()), user(&c.user, c.guild_id), command_action(&c.data.options), c.id)
         }
         Interaction::Modal(m) => {
             let field = |id: &str| {
@@ -243,11 +244,29 @@ pub(crate) fn to_inbound(interaction: &Interaction) -> Option<Inbound> {
                 Ok(Button::AnswerOther(question_id)) => Action::AnswerText { question_id, text },
                 _ => Action::UnknownButton(clip(&m.data.custom_id)),
             };
-            (m.channel_id, user(&m.user, m.guild_id), action, m.id)
+            (place(m.channel_id, m.channel.as_ref()), user(&m.user, m.guild_id), action, m.id)
         }
         _ => return None,
     };
-    Some(Inbound { channel: "discord", chat: chat.to_string(), user: who, action, idempotency_key: idempotency_key(id), thread: None })
+    Some(Inbound { channel: "discord", chat, user: who, action, idempotency_key: idempotency_key(id), thread })
+}
+
+/// The chat and the thread an interaction came from. In a thread (on
+/// Discord a channel of its own) the chat is the thread's parent channel,
+/// where destinations are configured and people authorized, and the thread
+/// is the session's place (a `/plan` typed there means that session). Both
+/// come from the `channel` object Discord puts in the interaction (its
+/// type and `parent_id`), never from anything a member wrote; a thread
+/// whose parent Discord did not name stays a chat of its own, which no
+/// destination names.
+fn place(channel_id: ChannelId, channel: Option<&PartialChannel>) -> (String, Option<String>) {
+    let threaded = |c: &&PartialChannel| {
+        c.id == channel_id && matches!(c.kind, ChannelType::PublicThread | ChannelType::PrivateThread | ChannelType::NewsThread)
+    };
+    match channel.filter(threaded).and_then(|c| c.parent_id) {
+        Some(parent) => (parent.to_string(), Some(channel_id.to_string())),
+        None => (channel_id.to_string(), None),
+    }
 }
 
 /// `/plan approvers [action] [user]`: the user option is Discord's own
@@ -396,6 +415,21 @@ mod tests {
         let removal: Vec<CommandDataOption> = serde_json::from_value(json).unwrap();
         assert_eq!(command_action(&removal), Action::Command(Parsed { command: PlanCommand::RemoveRule(2), target: None }));
         assert_eq!(cmd("rules", &[]), Action::Command(Parsed { command: PlanCommand::Rules, target: None }));
+    }
+
+    #[test]
+    fn a_thread_is_its_parent_channel_with_the_thread_beside_it() {
+        let channel = |v: serde_json::Value| -> PartialChannel { serde_json::from_value(v).unwrap() };
+        let thread = channel(serde_json::json!({"id": "30", "type": 11, "parent_id": "20"}));
+        assert_eq!(place(ChannelId::new(30), Some(&thread)), ("20".to_string(), Some("30".to_string())));
+        // A plain channel, a thread without a parent named, and a channel
+        // object about another channel than the interaction's: no thread.
+        let text = channel(serde_json::json!({"id": "20", "type": 0, "parent_id": "10"}));
+        assert_eq!(place(ChannelId::new(20), Some(&text)), ("20".to_string(), None));
+        let orphan = channel(serde_json::json!({"id": "30", "type": 11}));
+        assert_eq!(place(ChannelId::new(30), Some(&orphan)), ("30".to_string(), None));
+        assert_eq!(place(ChannelId::new(31), Some(&thread)), ("31".to_string(), None));
+        assert_eq!(place(ChannelId::new(31), None), ("31".to_string(), None));
     }
 
     #[test]

@@ -15,6 +15,13 @@
 //!   [`plangate_channel::Reply`] is rendered as the interaction response
 //!   (ephemeral message, modal, confirm button, document).
 //!
+//! # A thread per session
+//! Under `threads = "per_session"` the session's first card starts a thread
+//! and everything after it is posted there (`threads`: deleted threads
+//! started again, archived or locked ones reopened). An interaction from
+//! inside a thread is handed to the server as its parent channel, with the
+//! thread in `Inbound::thread`, as Discord's own `channel` object says.
+//!
 //! # Transports
 //! * `transport = "gateway"` (default): serenity's `Client` over the gateway,
 //!   no public URL needed. Interaction responses go out over REST.
@@ -70,6 +77,7 @@ mod inbound;
 mod outbound;
 mod render;
 mod rest;
+mod threads;
 
 pub use config::{DiscordConfig, Transport};
 pub use endpoint::{Verifier, INTERACTIONS_PATH};

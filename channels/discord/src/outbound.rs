@@ -2,30 +2,36 @@
 
 use crate::config::Settings;
 use crate::render::{self, CUT_SHORT};
-use crate::rest::Rest;
+use crate::rest::{thread_closed, Rest};
+use crate::threads::Placed;
 use async_trait::async_trait;
 use plangate_channel::{
-    limit_key, send_with_retry, Channel, ChannelError, Delivery, Destination, Document, RateLimiter, RetryPolicy, Style,
+    limit_key, send_with_retry, Channel, ChannelError, Delivery, Destination, Document, RateLimiter, RetryPolicy, Style, Threads,
 };
 use plangate_engine::card::Card;
 use plangate_engine::Question;
 use serenity::builder::{CreateMessage, EditMessage};
 use serenity::model::channel::{MessageReference, MessageReferenceKind};
-use serenity::model::id::{ChannelId, MessageId};
-use std::sync::Arc;
+use serenity::model::id::{ChannelId, GuildId, MessageId};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tracing::Instrument;
 
-const NAME: &str = "discord";
+pub(crate) const NAME: &str = "discord";
 
 /// Discord's documented global limit is 50 requests per second.
 const GLOBAL: (usize, Duration) = (50, Duration::from_secs(1));
 
 /// Outbound half of the adapter.
 pub struct DiscordChannel {
-    rest: Arc<Rest>,
-    limiter: RateLimiter,
-    policy: RetryPolicy,
+    pub(crate) rest: Arc<Rest>,
+    pub(crate) limiter: RateLimiter,
+    pub(crate) policy: RetryPolicy,
+    /// For links to threads (`/plan list`): Discord's need the guild.
+    guild: Option<GuildId>,
+    /// Channels where the bot may not start threads: asked once per process.
+    pub(crate) no_threads: Mutex<HashSet<String>>,
 }
 
 impl std::fmt::Debug for DiscordChannel {
@@ -42,7 +48,7 @@ fn snowflake(text: &str, what: &str) -> Result<u64, ChannelError> {
     })
 }
 
-fn channel_id(text: &str) -> Result<ChannelId, ChannelError> {
+pub(crate) fn channel_id(text: &str) -> Result<ChannelId, ChannelError> {
     snowflake(text, "channel").map(ChannelId::new)
 }
 
@@ -50,16 +56,22 @@ fn message_id(text: &str) -> Result<MessageId, ChannelError> {
     snowflake(text, "message").map(MessageId::new)
 }
 
-fn reply_to(channel: ChannelId, message: MessageId) -> MessageReference {
+pub(crate) fn reply_to(channel: ChannelId, message: MessageId) -> MessageReference {
     MessageReference::new(MessageReferenceKind::Default, channel).message_id(message).fail_if_not_exists(false)
 }
 
 impl DiscordChannel {
     pub(crate) fn new(rest: Arc<Rest>, settings: &Settings) -> DiscordChannel {
-        DiscordChannel { rest, limiter: RateLimiter::new(settings.per_channel, GLOBAL), policy: RetryPolicy::default() }
+        DiscordChannel {
+            rest,
+            limiter: RateLimiter::new(settings.per_channel, GLOBAL),
+            policy: RetryPolicy::default(),
+            guild: settings.guild_id,
+            no_threads: Mutex::new(HashSet::new()),
+        }
     }
 
-    async fn create(
+    pub(crate) async fn create(
         &self,
         chat: &str,
         message: CreateMessage,
@@ -75,12 +87,18 @@ impl DiscordChannel {
         send_with_retry(&self.limiter, &key, self.policy, || self.rest.create_message(channel, &message, file.clone())).await
     }
 
+    /// Edit a message; in an archived thread (which refuses edits), the
+    /// thread is reopened and the edit made once more.
     async fn edit(&self, chat: &str, message: &str, edit: EditMessage) -> Result<(), ChannelError> {
         let channel = channel_id(chat)?;
         let message = message_id(message)?;
         let edit = edit.allowed_mentions(render::no_mentions());
         let key = limit_key(NAME, "chat", chat);
-        send_with_retry(&self.limiter, &key, self.policy, || self.rest.edit_message(channel, message, &edit)).await
+        let once = || send_with_retry(&self.limiter, &key, self.policy, || self.rest.edit_message(channel, message, &edit));
+        match once().await {
+            Err(error) if thread_closed(&error) && self.reopen(chat).await => once().await,
+            edited => edited,
+        }
     }
 }
 
@@ -103,8 +121,8 @@ impl Channel for DiscordChannel {
             tracing::info_span!("discord.post_card", chat = %destination.chat, approval = %card.short_ref, style = ?destination.style);
         async {
             let message = card_message(destination.style, card);
-            let id = self.create(&destination.chat, message, Some(render::attachment(document))).await?;
-            Ok(Delivery::posted(destination, destination.chat.clone(), id.to_string()))
+            let placed = self.post_in_session_thread(destination, message, Some(render::attachment(document)), None).await?;
+            Ok(placed.delivery(destination))
         }
         .instrument(span)
         .await
@@ -121,10 +139,19 @@ impl Channel for DiscordChannel {
         let span =
             tracing::info_span!("discord.post_card_under", chat = %parent.chat, parent = %parent.message_id, approval = %card.short_ref);
         async {
-            let reference = reply_to(channel_id(&parent.chat)?, message_id(&parent.message_id)?);
+            let (parent_channel, parent_card) = (channel_id(&parent.chat)?, message_id(&parent.message_id)?);
             let message = card_message(destination.style, card);
-            let id = self.create(&parent.chat, message.reference_message(reference), Some(render::attachment(document))).await?;
-            Ok(Delivery::posted(destination, parent.chat.clone(), id.to_string()))
+            let file = Some(render::attachment(document));
+            // Under threads = "per_session", in the session's thread (the
+            // parent card heads it); else a reply to the parent card.
+            let placed = match destination.threads {
+                Threads::PerSession => self.post_in_session_thread(destination, message, file, Some((parent_channel, parent_card))).await?,
+                Threads::Off => {
+                    let id = self.create(&parent.chat, message.reference_message(reply_to(parent_channel, parent_card)), file).await?;
+                    Placed { chat: parent.chat.clone(), id, thread: None }
+                }
+            };
+            Ok(placed.delivery(destination))
         }
         .instrument(span)
         .await
@@ -151,13 +178,18 @@ impl Channel for DiscordChannel {
             let channel = channel_id(&delivery.chat)?;
             let card_message = message_id(&delivery.message_id)?;
             let text_style = delivery.style == Style::Text;
-            let mut message = CreateMessage::new()
-                .content(render::nudge_content(text, card, text_style))
-                .reference_message(reply_to(channel, card_message));
+            let mut message = CreateMessage::new().content(render::nudge_content(text, card, text_style));
+            // In the session's thread when the card has one (a session's
+            // first card is in the channel and heads its thread); else a
+            // reply to the card.
+            let chat = delivery.thread.as_deref().unwrap_or(&delivery.chat);
+            if chat == delivery.chat {
+                message = message.reference_message(reply_to(channel, card_message));
+            }
             if !text_style {
                 message = message.components(render::card_buttons(card));
             }
-            self.create(&delivery.chat, message, None).await.map(drop)
+            self.create(chat, message, None).await.map(drop)
         }
         .instrument(span)
         .await
@@ -195,11 +227,16 @@ impl Channel for DiscordChannel {
             if !text_style {
                 message = message.components(render::question_buttons(question));
             }
-            let id = self.create(&destination.chat, message, None).await?;
-            Ok(Delivery::posted(destination, destination.chat.clone(), id.to_string()))
+            Ok(self.post_in_session_thread(destination, message, None, None).await?.delivery(destination))
         }
         .instrument(span)
         .await
+    }
+
+    /// `https://discord.com/channels/<guild>/<thread>`, when the guild is configured.
+    fn thread_link(&self, _chat: &str, thread: &str) -> Option<String> {
+        let thread = channel_id(thread).ok()?;
+        Some(format!("https://discord.com/channels/{}/{thread}", self.guild?))
     }
 
     async fn update_question(&self, delivery: &Delivery, question: &Question) -> Result<(), ChannelError> {

@@ -11,7 +11,10 @@ use plangate_channel::{global_limit_key, send_with_retry, ChannelError, RateLimi
 use secrecy::{ExposeSecret, SecretString};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
-use serenity::builder::{CreateAttachment, CreateCommand, CreateInteractionResponse, CreateMessage, EditInteractionResponse, EditMessage};
+use serenity::builder::{
+    CreateAttachment, CreateCommand, CreateInteractionResponse, CreateMessage, CreateThread, EditInteractionResponse, EditMessage,
+    EditThread,
+};
 use serenity::http::{LightMethod, Multipart, MultipartUpload, Request, Route};
 use serenity::model::id::{ApplicationId, ChannelId, GuildId, InteractionId, MessageId};
 use std::fmt;
@@ -38,6 +41,22 @@ impl fmt::Debug for Rest {
 #[derive(Deserialize)]
 struct Created {
     id: MessageId,
+}
+
+/// Just the id of a started thread.
+#[derive(Deserialize)]
+struct CreatedThread {
+    id: ChannelId,
+}
+
+/// What [`map_refusal`] appends to the message of a refusal because the
+/// thread is archived (50083) or locked (160005), so [`thread_closed`]
+/// can tell it from other 400s.
+const CLOSED_THREAD: &str = " (thread archived or locked)";
+
+/// Whether Discord refused because the thread is archived or locked.
+pub(crate) fn thread_closed(error: &ChannelError) -> bool {
+    matches!(error, ChannelError::Api { message, .. } if message.ends_with(CLOSED_THREAD))
 }
 
 impl Rest {
@@ -129,6 +148,28 @@ impl Rest {
         self.send("edit message", request).await.map(drop)
     }
 
+    /// `POST /channels/{channel}/messages/{message}/threads` (Discord's
+    /// "Start Thread from Message"): the new thread's id, which is also a
+    /// channel id to post in.
+    pub async fn start_thread(
+        &self,
+        channel_id: ChannelId,
+        message_id: MessageId,
+        thread: &CreateThread<'_>,
+    ) -> Result<ChannelId, ChannelError> {
+        let request =
+            Request::new(Route::ChannelMessageThreads { channel_id, message_id }, LightMethod::Post).body(Some(Self::body(thread)?));
+        Ok(self.send_json::<CreatedThread>("start thread", request).await?.id)
+    }
+
+    /// `PATCH /channels/{thread}` with `archived: false`: reopen an archived
+    /// thread (a locked one only with Manage Threads).
+    pub async fn unarchive(&self, thread: ChannelId) -> Result<(), ChannelError> {
+        let edit = EditThread::new().archived(false);
+        let request = Request::new(Route::Channel { channel_id: thread }, LightMethod::Patch).body(Some(Self::body(&edit)?));
+        self.send("unarchive thread", request).await.map(drop)
+    }
+
     /// `POST /interactions/{id}/{token}/callback`: the initial response.
     pub async fn interaction_callback(
         &self,
@@ -205,6 +246,9 @@ fn map_refusal(route: &str, status: reqwest::StatusCode, header_retry: Option<f6
         _ if (10_000..20_000).contains(&code) || status == 404 => ChannelError::NotFound { platform: PLATFORM, message },
         _ if matches!(code, 50_001 | 50_007 | 50_013) || matches!(status, 401 | 403) => {
             ChannelError::Forbidden { platform: PLATFORM, message }
+        }
+        _ if matches!(code, 50_083 | 160_005) => {
+            ChannelError::Api { platform: PLATFORM, status: Some(status), message: format!("{message}{CLOSED_THREAD}") }
         }
         _ => ChannelError::Api { platform: PLATFORM, status: Some(status), message },
     }
@@ -287,12 +331,21 @@ mod tests {
             ),
             (429, Some(2.0), json!({"message": "You are being rate limited."}), "rate_limited", None, "2s"),
             (429, None, serde_json::Value::Null, "rate_limited", None, "1s"),
+            (
+                400,
+                None,
+                json!({"code": 50083, "message": "Thread is archived"}),
+                "api",
+                Some(400),
+                "Thread is archived (thread archived or locked)",
+            ),
         ];
         for (status, header, body, expected, expected_status, expected_shown) in table {
             let mapped = map_refusal("edit message", reqwest::StatusCode::from_u16(status).unwrap(), header, &body);
             let shown = mapped.to_string();
             assert_eq!((mapped.kind(), mapped.status()), (expected, expected_status), "{status} {body} became {mapped:?}");
             assert!(shown.ends_with(expected_shown), "{shown}");
+            assert_eq!(thread_closed(&mapped), body["code"] == 50083, "{shown}");
         }
     }
 }

@@ -16,6 +16,16 @@
 //!   server's [`InboundHandler`], and renders the [`Reply`] the Slack way:
 //!   ephemeral messages, modals (`views.open`), a confirm button, a document.
 //!
+//! **A thread per session** (`threads = "per_session"`): the session's first
+//! card roots a thread, later messages are replies in it (new versions also
+//! broadcast). Slack does not run a slash command typed in a thread (the
+//! client answers "/plan is not supported in threads" and nothing reaches
+//! the app; a command payload has no `thread_ts` either), and this adapter
+//! subscribes to no message events, so a `/plan` can never come from a
+//! session's thread: there, people decide with the buttons every card,
+//! reminder and question carries (each names its plan), and type `/plan`
+//! in the channel, with the card's `#id` when several plans wait.
+//!
 //! **Transports.** Socket Mode (the default: `apps.connections.open` with the
 //! app-level token, then a websocket; no public URL needed) or signed HTTP
 //! (`transport = "http"`): [`Adapter::routes`] then carries

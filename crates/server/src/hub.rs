@@ -660,11 +660,13 @@ impl Hub {
 
     async fn restate(&self, ev: &Inbound, state: &State) -> Reply {
         let Some(p) = state.latest.clone() else { return Reply::Text("This session has not proposed a plan yet.".to_string()) };
-        let Some(dest) =
+        let Some(mut dest) =
             self.core.destinations(&p.session.agent, p.project.as_ref()).into_iter().find(|d| d.channel == ev.channel && d.chat == ev.chat)
         else {
             return Reply::Text("This chat is not a destination of that agent.".to_string());
         };
+        // Into the session's topic or thread, when it has one.
+        dest.thread = self.core.thread_of(&dest.name, &p.session).await;
         let Some(channel) = self.core.channel(ev.channel) else { return Reply::Text("This channel is not running.".to_string()) };
         let view = self.core.card_of(&p, state, self.core.now());
         match channel.post_card(&dest, &view, &Core::document_of(&p)).await {

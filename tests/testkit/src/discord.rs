@@ -17,7 +17,13 @@
 //! ([`component_interaction`], [`command_interaction`], [`modal_interaction`],
 //! [`ping_interaction`]) produce JSON serenity accepts.
 //!
+//! Threads started from messages, deleted, archived and locked: `threads`
+//! ([`in_thread`] puts an interaction inside one).
+//!
 //! Tests wait with [`DiscordFake::wait_for`] instead of sleeping.
+
+mod threads;
+pub use threads::{in_thread, Thread};
 
 use crate::limits::{whole_seconds, Enforcer, Limits, RateStats};
 use axum::extract::ws::{Message as WsMessage, WebSocket, WebSocketUpgrade};
@@ -126,6 +132,10 @@ struct Inner {
     events_rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<(String, Value)>>,
     application_id: u64,
     limits: Mutex<Enforcer>,
+    /// Threads started from messages (see `threads`).
+    threads: Mutex<Vec<Thread>>,
+    /// How long starting a thread takes (zero: at once).
+    thread_delay: Mutex<Duration>,
 }
 
 impl Inner {
@@ -171,6 +181,8 @@ impl DiscordFake {
             events_rx: tokio::sync::Mutex::new(events_rx),
             application_id,
             limits: Mutex::new(Enforcer::default()),
+            threads: Mutex::new(Vec::new()),
+            thread_delay: Mutex::new(Duration::ZERO),
         });
         let app = Router::new().route("/gateway", any(gateway)).fallback(rest).with_state(inner.clone());
         let task = tokio::spawn(async move {
@@ -398,6 +410,9 @@ async fn rest(State(inner): State<Arc<Inner>>, request: Request) -> Response {
         inner.bump();
         return response;
     }
+    if let Some(delay) = threads::delay(&inner, &recorded) {
+        tokio::time::sleep(delay).await;
+    }
     let scripted = {
         let mut queue = inner.scripted.lock().unwrap();
         let position = queue.iter().position(|s| s.method == recorded.method && s.path == recorded.path);
@@ -409,7 +424,7 @@ async fn rest(State(inner): State<Arc<Inner>>, request: Request) -> Response {
             let headers = headers_of(&pairs);
             (StatusCode::from_u16(s.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), headers, axum::Json(s.body)).into_response()
         }
-        None => default_answer(&inner, &method, &recorded),
+        None => threads::answer(&inner, &recorded).unwrap_or_else(|| default_answer(&inner, &method, &recorded)),
     };
     inner.requests.lock().unwrap().push(recorded);
     inner.bump();

@@ -29,7 +29,7 @@ pub use secrets::{mask_url_password, MIN_TOKEN_CHARS};
 
 /// The channels whose adapters give a session a topic or thread of its own
 /// (`threads = "per_session"`).
-const THREADED_CHANNELS: &[&str] = &["telegram", "slack"];
+const THREADED_CHANNELS: &[&str] = &["telegram", "slack", "discord"];
 
 /// The embedded defaults, used when no `--config` is given.
 pub const DEFAULT_TOML: &str = include_str!("../../../../config/default.toml");

@@ -197,7 +197,7 @@ impl Core {
             let Some(channel) = self.channel(&dest.channel) else { continue };
             let (dest, _opening) = match &latest {
                 Some(p) => self.in_session_thread(dest, p).await,
-                None => (dest, None),
+                None => (dest, super::threads::Opening::default()),
             };
             match channel.post_question(&dest, &q).await {
                 Ok(delivery) => {

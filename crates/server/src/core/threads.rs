@@ -7,14 +7,40 @@
 //! it) and say where each message went ([`Delivery::thread`]); this module
 //! remembers it. The mapping lives in the store's cursors, both ways, next
 //! to the deliveries: it survives restarts and every replica reads the same
-//! one. When an adapter could not open one (not a forum, no right), the
+//! one, and on a shared store the opening itself is claimed there, so two
+//! replicas never open two for one session. When an adapter could not open
+//! one (not a forum, no right), the
 //! card went to the main chat: said once per destination (log, audit,
 //! `/readyz`), and the cards go on arriving in the chat itself.
 
 use super::Core;
 use plangate_channel::{Delivery, Destination, Threads};
 use plangate_engine::{Proposal, SessionKey};
+use plangate_store::Store;
+use std::sync::Arc;
+use std::time::Duration;
 use tracing::warn;
+
+/// A claim to give back: the store, the claim's cursor, this claim's token.
+type Claim = (Arc<dyn Store>, String, String);
+
+/// What [`Core::claim_opening`] came to.
+enum Claimed {
+    /// This process opens the session's place, holding the claim (none
+    /// when the store could not be asked).
+    Mine(Option<Claim>),
+    /// Another replica opened it meanwhile: the topic or thread.
+    Opened(String),
+}
+
+/// One look at the store while claiming.
+enum Look {
+    Opened(String),
+    Won,
+    /// Another replica's claim (or none, when it was given back between
+    /// the read and the swap).
+    Held(Option<String>),
+}
 
 /// The cursor holding the thread of `key`'s session in destination `dest`.
 fn thread_cursor(dest: &str, key: &SessionKey) -> String {
@@ -27,7 +53,7 @@ fn session_cursor(channel: &str, chat: &str, thread: &str) -> String {
 }
 
 /// What a new topic or thread is called: the project and the plan's title,
-/// within Telegram's 128 characters.
+/// within Telegram's 128 characters (Discord's adapter cuts it to 100).
 fn thread_name(p: &Proposal) -> String {
     let who = match &p.project {
         Some(project) => project.name.clone(),
@@ -45,11 +71,50 @@ fn thread_name(p: &Proposal) -> String {
 /// How many locks the opening of sessions' threads is spread over.
 pub(super) const OPENING_STRIPES: usize = 64;
 
-/// Held while a session's first message opens its topic or thread, so the
-/// session's other messages (v2 proposed at once, a question) wait and
-/// then go into it instead of opening one each. In one process: replicas
-/// racing on the same session's very first card may still open two.
-pub(super) type Opening = Option<tokio::sync::OwnedMutexGuard<()>>;
+/// The cursor a replica claims (compare-and-swap from absent) before it
+/// opens the topic or thread of `key`'s session in destination `dest`.
+fn opening_cursor(dest: &str, key: &SessionKey) -> String {
+    format!("thread-opening:{dest}:{}/{}", key.agent, key.session_id)
+}
+
+/// How often a replica that lost the claim looks for the winner's topic.
+const OPENING_POLL: Duration = Duration::from_millis(50);
+
+/// How long a claim that does not change may keep the others waiting: its
+/// replica died, or the platform does not answer it. Longer than a
+/// platform call with its retries takes.
+const OPENING_HOLD: Duration = Duration::from_secs(30);
+
+/// The right to open a session's topic or thread, held from
+/// [`Core::in_session_thread`] until the message that opens it is posted
+/// and [`Core::remember_thread`] has run: the session's other messages (v2
+/// proposed at once, a question) wait and then go into it instead of
+/// opening one each. In one process a striped lock; on a shared store also
+/// a claim in the store (`thread-opening:…`, taken by compare-and-swap),
+/// so two replicas posting a session's first messages at once open one
+/// topic: the loser waits for the winner's and posts into it. Dropping it
+/// gives the claim back (the winner's topic is stored by then, or it could
+/// not open one and the next may try).
+#[derive(Default)]
+pub(super) struct Opening {
+    _guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+    claim: Option<Claim>,
+}
+
+impl Drop for Opening {
+    fn drop(&mut self) {
+        let Some((store, cursor, token)) = self.claim.take() else { return };
+        let release = move || {
+            if let Err(e) = store.swap_cursor(&cursor, Some(&token), None) {
+                warn!(cursor, error = %e, "a claim to open a topic/thread was not given back; others wait until it is stale");
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(release)),
+            Err(_) => release(),
+        }
+    }
+}
 
 impl Core {
     /// `dest` as the adapter needs it for `p`'s session: its topic or
@@ -57,7 +122,7 @@ impl Core {
     /// [`Opening`] until [`Core::remember_thread`] has run.
     pub(super) async fn in_session_thread(&self, mut dest: Destination, p: &Proposal) -> (Destination, Opening) {
         if dest.threads != Threads::PerSession {
-            return (dest, None);
+            return (dest, Opening::default());
         }
         let cursor = thread_cursor(&dest.name, &p.session);
         let stripe = {
@@ -66,12 +131,66 @@ impl Core {
             cursor.hash(&mut h);
             (h.finish() as usize) % OPENING_STRIPES
         };
-        let opening = self.thread_opening[stripe].clone().lock_owned().await;
-        dest.thread = self.blocking(move |s| s.cursor(&cursor)).await.ok().flatten();
+        let guard = self.thread_opening[stripe].clone().lock_owned().await;
         dest.thread_name = thread_name(p);
+        let read = cursor.clone();
+        dest.thread = self.blocking(move |s| s.cursor(&read)).await.ok().flatten();
         // A session that has its place lets the others by at once.
-        let opening = dest.thread.is_none().then_some(opening);
+        if dest.thread.is_some() {
+            return (dest, Opening::default());
+        }
+        let mut opening = Opening { _guard: Some(guard), claim: None };
+        if self.store.shared() && !self.thread_notes.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&dest.name) {
+            match self.claim_opening(&dest.name, &p.session, &cursor).await {
+                Claimed::Mine(claim) => opening.claim = claim,
+                Claimed::Opened(thread) => {
+                    dest.thread = Some(thread);
+                    return (dest, Opening::default());
+                }
+            }
+        }
         (dest, opening)
+    }
+
+    /// Claim the opening of the session's place on a shared store, or wait
+    /// until the replica that holds the claim has stored its topic (or
+    /// given the claim back, or held it past [`OPENING_HOLD`]).
+    async fn claim_opening(&self, dest: &str, key: &SessionKey, thread_cursor: &str) -> Claimed {
+        let claim = opening_cursor(dest, key);
+        let token = format!("{:016x}", rand::random::<u64>());
+        // The claim last seen held, and since when (it must not change for
+        // OPENING_HOLD before it is taken over).
+        let (mut seen, mut since) = (None::<String>, tokio::time::Instant::now());
+        loop {
+            let (claim_key, forward, mine) = (claim.clone(), thread_cursor.to_string(), token.clone());
+            let stale = seen.clone().filter(|_| since.elapsed() >= OPENING_HOLD);
+            let look = self
+                .blocking(move |s| {
+                    if let Some(thread) = s.cursor(&forward)? {
+                        return Ok(Look::Opened(thread));
+                    }
+                    let held = s.cursor(&claim_key)?;
+                    // Absent: take it. Held by the same token for too long: take it over.
+                    let take = held.is_none() || held == stale;
+                    if take && s.swap_cursor(&claim_key, held.as_deref(), Some(&mine))? {
+                        return Ok(Look::Won);
+                    }
+                    Ok(Look::Held(held))
+                })
+                .await;
+            match look {
+                Ok(Look::Won) => return Claimed::Mine(Some((self.store.clone(), claim, token))),
+                Ok(Look::Opened(thread)) => return Claimed::Opened(thread),
+                Ok(Look::Held(held)) if held != seen => (seen, since) = (held, tokio::time::Instant::now()),
+                Ok(Look::Held(_)) => {}
+                // The store cannot answer: open without a claim rather than not at all.
+                Err(e) => {
+                    warn!(destination = dest, error = %e, "could not claim the opening of a topic/thread; opening without");
+                    return Claimed::Mine(None);
+                }
+            }
+            tokio::time::sleep(OPENING_POLL).await;
+        }
     }
 
     /// Remember where a session's message went under `threads =

@@ -12,6 +12,22 @@ use serde_json::Value;
 const ADMINISTRATOR: u64 = 1 << 3;
 /// What posting a card needs, with the names the server settings show.
 const NEEDED: [(u64, &str); 3] = [(1 << 10, "View Channel"), (1 << 11, "Send Messages"), (1 << 14, "Embed Links")];
+/// What `threads = "per_session"` needs besides: starting a thread from a
+/// card, and posting in it.
+const THREADS_NEEDED: [(u64, &str); 2] = [(1 << 35, "Create Public Threads"), (1 << 38, "Send Messages in Threads")];
+
+/// Whether the bot may keep a thread per session in `label`: a warning when
+/// not (the cards then stay in the channel, as the server says once).
+fn threads_check(name: &str, label: &str, granted: u64) -> Check {
+    let what = format!("destinations.{name}.threads");
+    let missing: Vec<&str> = THREADS_NEEDED.iter().filter(|(bit, _)| granted & bit == 0).map(|(_, name)| *name).collect();
+    match missing.join(", ") {
+        none if none.is_empty() => Check::pass(what, format!("the bot may start threads in {label}: a thread per session")),
+        missing => {
+            Check::warn(what, format!("the bot lacks {missing} in {label}: cards stay in the channel; grant its role {missing} there"))
+        }
+    }
+}
 
 /// A refusal: the HTTP status and Discord's message and code.
 struct Refused {
@@ -97,9 +113,13 @@ pub(super) async fn check(http: &reqwest::Client, raw: &Config, section: &Value,
         };
         let member = get(http, &base, &token, &format!("guilds/{guild}/members/{bot}")).await;
         let roles = get(http, &base, &token, &format!("guilds/{guild}/roles")).await;
+        let mut threads = None;
         checks.push(match (member, roles) {
             (Ok(member), Ok(roles)) => {
                 let granted = permissions(guild, &bot, &member, &roles, &channel);
+                if d.threads == plangate_channel::Threads::PerSession {
+                    threads = Some(threads_check(name, &label, granted));
+                }
                 let missing: Vec<&str> = NEEDED.iter().filter(|(bit, _)| granted & bit == 0).map(|(_, name)| *name).collect();
                 if missing.is_empty() {
                     Check::pass(what, format!("{} is {label}, and the bot can see it and post cards there", d.chat))
@@ -110,6 +130,7 @@ pub(super) async fn check(http: &reqwest::Client, raw: &Config, section: &Value,
             }
             (Err(e), _) | (_, Err(e)) => Check::fail(what, format!("{} is {label}, but its permissions cannot be read: {}", d.chat, e.message)),
         });
+        checks.extend(threads);
         for (i, approver) in d.approvers.iter().enumerate() {
             let user = approver.strip_prefix("discord:").unwrap_or(approver);
             let what = format!("destinations.{name}.approvers[{i}]");

@@ -3,7 +3,7 @@
 //! cards to the Telegram fake), SIGKILL it at random moments, restart, and
 //! check the invariants every time.
 
-use plangate_testkit::server::ServerProcess;
+use plangate_testkit::server::{eventually, ServerProcess};
 use plangate_testkit::telegram::{FakeTelegram, TOKEN};
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -164,26 +164,14 @@ async fn crash_loop(store: &str, cycles: usize) {
             }
         }
     }
-    // Let the last timers fire, then check the nudges: at most one per
-    // (approval, nudge number) — the send key is recorded after the send, so a
-    // crash in between may repeat one (at-least-once); count those.
-    tokio::time::sleep(Duration::from_secs(4)).await;
-    let nudges: Vec<String> = fake.calls("sendMessage").iter().map(|r| r.str("text")).filter(|t| t.contains("⏰")).collect();
-    let mut per_text: HashMap<&str, usize> = HashMap::new();
-    for t in &nudges {
-        *per_text.entry(t.as_str()).or_default() += 1;
-    }
-    let repeats: usize = per_text.values().map(|n| n - 1).sum();
-    let (proposals, decisions) = {
-        let acked = acked.lock().unwrap();
-        (acked.proposals.len(), acked.decisions.len())
-    };
-    println!(
-        "{cycles} kill -9 cycles: {proposals} proposals, {decisions} acknowledged decisions, {} nudges sent, {repeats} repeated",
-        nudges.len()
-    );
-    assert!(repeats <= cycles, "{repeats} nudges repeated across {cycles} crashes");
-    assert!(proposals > 0 && decisions > 0);
+    // Let the last timers fire: the server's clock turned past every
+    // timeout (3 s), so no approval is left pending.
+    s.advance_clock(4_000).await;
+    eventually(Duration::from_secs(30), "every approval decided or timed out", || async {
+        let (_, pending) = ServerProcess::send(s.operator(Method::GET, "/v1/approvals?status=pending&limit=1")).await;
+        pending.as_array().is_some_and(|a| a.is_empty())
+    })
+    .await;
 
     // Every card of a decided approval ends without buttons: the edits a
     // decision (or timeout) asks for are committed with it, in the outbox,
@@ -211,6 +199,27 @@ async fn crash_loop(store: &str, cycles: usize) {
     }
     println!("cards orphaned by a crash mid-post (posted again with the outcome): {orphaned}; lost edits: {}", lost.len());
     assert!(lost.is_empty(), "decided approvals whose card still shows buttons and was not posted again: {lost:?}");
+
+    // Then the nudges (each approval's chat jobs run in order, so its
+    // nudges went out before its settled card's edit): at most one per
+    // (approval, nudge number) — the send key is recorded after the send,
+    // so a crash in between may repeat one (at-least-once); count those.
+    let nudges: Vec<String> = fake.calls("sendMessage").iter().map(|r| r.str("text")).filter(|t| t.contains("⏰")).collect();
+    let mut per_text: HashMap<&str, usize> = HashMap::new();
+    for t in &nudges {
+        *per_text.entry(t.as_str()).or_default() += 1;
+    }
+    let repeats: usize = per_text.values().map(|n| n - 1).sum();
+    let (proposals, decisions) = {
+        let acked = acked.lock().unwrap();
+        (acked.proposals.len(), acked.decisions.len())
+    };
+    println!(
+        "{cycles} kill -9 cycles: {proposals} proposals, {decisions} acknowledged decisions, {} nudges sent, {repeats} repeated",
+        nudges.len()
+    );
+    assert!(repeats <= cycles, "{repeats} nudges repeated across {cycles} crashes");
+    assert!(proposals > 0 && decisions > 0);
 }
 
 /// Cards (not nudges) still showing buttons although their approval is

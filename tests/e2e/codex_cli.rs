@@ -2,18 +2,20 @@
 //! `<proposed_plan>` samples in tests/fixtures/codex/, the exit codes, the
 //! JSON output and the live status line on a terminal.
 
-use plangate_testkit::server::{ServerProcess, AGENT_TOKEN};
+use super::kit::fixture_path;
+use plangate_testkit::server::{eventually, ServerProcess, AGENT_TOKEN};
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/codex").join(name)
+    fixture_path("codex", name)
 }
 
 fn fixture_text(name: &str) -> String {
@@ -167,21 +169,33 @@ async fn a_terminal_gets_one_live_status_line() {
         eprintln!("skipped: util-linux `script` is not installed, so there is no pseudo-terminal to test with");
         return;
     }
+    // The screen so far, read as it is drawn.
+    let screen = Arc::new(Mutex::new(Vec::<u8>::new()));
     let run = async {
-        let out = tokio::process::Command::new("script")
+        let mut child = tokio::process::Command::new("script")
             .args(["-qefc", &command, "/dev/null"])
             .env("PLANGATE_URL", &s.base)
             .env("PLANGATE_TOKEN", AGENT_TOKEN)
             .stdin(Stdio::null())
-            .output()
-            .await
+            .stdout(Stdio::piped())
+            .spawn()
             .expect("script (util-linux) runs");
-        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+        let mut stdout = child.stdout.take().expect("stdout");
+        let mut chunk = [0u8; 4096];
+        while let Ok(n @ 1..) = stdout.read(&mut chunk).await {
+            screen.lock().unwrap().extend_from_slice(&chunk[..n]);
+        }
+        let status = child.wait().await.expect("script exits");
+        (status.code().unwrap_or(-1), String::from_utf8_lossy(&screen.lock().unwrap()).into_owned())
     };
     let approver = async {
         let id = s.pending_approval("codex-tty").await;
-        // Let the line tick at least once more.
-        tokio::time::sleep(Duration::from_millis(1_200)).await;
+        // Once the line has ticked at least once more.
+        eventually(Duration::from_secs(15), "the status line at 1s", || {
+            let drawn = String::from_utf8_lossy(&screen.lock().unwrap()).contains("awaiting approval · 1s");
+            std::future::ready(drawn)
+        })
+        .await;
         let (st, _) = ServerProcess::send(
             s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "approve", "actor": "alice"})),
         )

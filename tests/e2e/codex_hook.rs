@@ -11,76 +11,44 @@
 //! 2 with a reason on stderr blocks on every event, any other non-zero exit
 //! is a failed hook, which does not block.
 
-use super::kit::{backups, closed_port_url, read_json, status};
+use super::kit::{backups, closed_port_url, fixture_path, hook_event, hook_run, read_json, status, Run};
 use plangate_testkit::server::{ServerProcess, AGENT_TOKEN};
 use reqwest::Method;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
 
-fn fixture_path(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/codex/hooks").join(name)
-}
-
-fn fixture(name: &str) -> Value {
-    let path = fixture_path(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).expect("fixture is JSON")
-}
-
-/// A fixture in Codex session `session`, so tests never share state.
+/// A sample Codex hook event (tests/fixtures/codex/hooks/) in `session`.
 fn event(name: &str, session: &str) -> Value {
-    let mut v = fixture(name);
-    v["session_id"] = json!(session);
-    v
+    hook_event("codex/hooks", name, session)
 }
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-    took: Duration,
-}
-
-impl Run {
-    fn json(&self) -> Value {
-        assert_eq!(self.code, 0, "a JSON answer exits 0: {}", self.stderr);
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {:?}", self.stdout))
-    }
-    /// No output, exit 0: the hook has no opinion (the gate let the call through).
-    fn assert_no_decision(&self) {
-        assert_eq!((self.code, self.stdout.as_str()), (0, ""), "{}", self.stderr);
-    }
-    fn pre_tool_use_denial(&self) -> String {
-        let v = self.json();
-        assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PreToolUse", "{v}");
-        assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v}");
-        v["hookSpecificOutput"]["permissionDecisionReason"].as_str().expect("reason").to_string()
-    }
-    fn permission_denial(&self) -> String {
-        let v = self.json();
-        assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PermissionRequest", "{v}");
-        assert_eq!(v["hookSpecificOutput"]["decision"]["behavior"], "deny", "{v}");
-        v["hookSpecificOutput"]["decision"]["message"].as_str().expect("message").to_string()
-    }
+/// What only Codex's hook answers.
+trait CodexRun {
     /// `Stop` blocked: Codex goes on with the reason as its next prompt.
+    fn continuation(&self) -> String;
+    /// `Stop` not blocked, with a message for the user.
+    fn stop_message(&self) -> String;
+    /// Exit 2 with a reason on stderr and nothing on stdout.
+    fn exit_2_block(&self) -> String;
+}
+
+impl CodexRun for Run {
     fn continuation(&self) -> String {
         let v = self.json();
         assert_eq!(v["decision"], "block", "{v}");
         assert_eq!(v.as_object().map(|o| o.len()), Some(2), "only decision and reason: {v}");
         v["reason"].as_str().expect("reason").to_string()
     }
-    /// `Stop` not blocked, with a message for the user.
     fn stop_message(&self) -> String {
         let v = self.json();
         assert_eq!(v.as_object().map(|o| o.len()), Some(1), "only systemMessage: {v}");
         v["systemMessage"].as_str().expect("systemMessage").to_string()
     }
-    /// Exit 2 with a reason on stderr and nothing on stdout.
     fn exit_2_block(&self) -> String {
         assert_eq!((self.code, self.stdout.as_str()), (2, ""), "{}", self.stderr);
         assert!(!self.stderr.trim().is_empty(), "Codex ignores an exit 2 without a reason on stderr");
@@ -90,33 +58,7 @@ impl Run {
 
 /// Run `plangate hook codex` with `input` on stdin.
 async fn hook_raw(url: &str, input: &[u8], env: &[(&str, &str)], state: &Path) -> Run {
-    let started = Instant::now();
-    let mut cmd = tokio::process::Command::new(BIN);
-    cmd.args(["hook", "codex"])
-        .env("PLANGATE_URL", url)
-        .env("PLANGATE_TOKEN", AGENT_TOKEN)
-        .env("PLANGATE_STATE_DIR", state)
-        .env_remove("PLANGATE_HOOK_WAIT")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("spawn hook");
-    let mut stdin = child.stdin.take().expect("stdin");
-    stdin.write_all(input).await.expect("write stdin");
-    drop(stdin);
-    let out = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output()).await.expect("hook finished").expect("hook output");
-    let run = Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        took: started.elapsed(),
-    };
-    eprintln!("hook codex -> exit {} in {:?}: {} {}", run.code, run.took, run.stdout.trim(), run.stderr.trim());
-    run
+    hook_run("codex", url, input, env, state).await
 }
 
 async fn hook(s: &ServerProcess, input: &Value, env: &[(&str, &str)], state: &Path) -> Run {
@@ -312,7 +254,7 @@ async fn every_failure_blocks_the_gate_and_lets_a_stop_stop() {
 
     // Input whose event cannot be told, or an event this hook does not
     // answer: exit 2 with the reason on stderr, the block every event obeys.
-    let malformed = std::fs::read(fixture_path("malformed.json")).expect("fixture");
+    let malformed = std::fs::read(fixture_path("codex/hooks", "malformed.json")).expect("fixture");
     assert!(hook_raw(&s.base, &malformed, &[], state.path()).await.exit_2_block().contains("not valid JSON"));
     assert!(hook_raw(&s.base, b"", &[], state.path()).await.exit_2_block().contains("not valid JSON"));
     let no_event = json!({"session_id": sid, "tool_name": "Bash", "tool_input": {"command": "rm -rf x"}});
@@ -321,7 +263,7 @@ async fn every_failure_blocks_the_gate_and_lets_a_stop_stop() {
     assert!(reason.contains("\"PostToolUse\"") && reason.contains("plangate hook install codex"), "{reason}");
     // Missing fields: in the event's own terms.
     assert!(hook(&s, &event("pre_tool_use_no_tool_name.json", sid), &[], state.path()).await.pre_tool_use_denial().contains("tool_name"));
-    let no_session = fixture("stop_no_session_id.json");
+    let no_session = read_json(&fixture_path("codex/hooks", "stop_no_session_id.json"));
     assert!(hook(&s, &no_session, &[], state.path()).await.stop_message().contains("session_id"));
     let mut no_session = write.clone();
     no_session.as_object_mut().expect("object").remove("session_id");

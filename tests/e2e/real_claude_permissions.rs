@@ -7,7 +7,7 @@
 //! here never answers a dialog before plangate did (it only denies one
 //! after plangate gave it back). Each test skips loudly without the client.
 
-use super::permissions::{card, edited, release, start, ALICE, CHAT};
+use super::permissions::{card, edited, release, start_permissions, ALICE, CHAT};
 use super::real_claude::Project;
 use plangate_engine::codec::{encode, Button};
 use plangate_engine::ApprovalId;
@@ -59,7 +59,7 @@ impl Scene {
     async fn new(wait: &str) -> Option<Scene> {
         let claude = clients::claude_code()?;
         let telegram = Arc::new(FakeTelegram::start().await);
-        let server = start(&telegram, "").await;
+        let server = start_permissions(&telegram, "").await;
         let project = Project::install(BIN, &server, wait);
         let sid = new_session_id();
         release(&server, &sid).await;

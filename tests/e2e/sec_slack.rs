@@ -8,7 +8,7 @@
 //!   by" line, no `<!channel>` ping, no disguised link.
 
 use super::kit::slack_answer as answer;
-use super::kit::{approval_id, call, plan, propose};
+use super::kit::{approval_id, call, gate, plan, propose};
 use plangate_engine::codec::{encode, Button};
 use plangate_slack::render::{ModalMeta, FEEDBACK_MODAL, INPUT_ACTION, INPUT_BLOCK};
 use plangate_testkit::server::{ServerProcess, AGENT_TOKEN, OPERATOR_TOKEN};
@@ -47,9 +47,9 @@ async fn decision(s: &ServerProcess, session: &str) -> Value {
     call(s.agent(Method::GET, &format!("/v1/sessions/{session}/decision"))).await.1
 }
 
-async fn gate(s: &ServerProcess, session: &str) -> String {
-    let body = json!({"session_id": session, "tool": "Write", "input": {"file_path": "x"}});
-    call(s.agent(Method::POST, "/v1/gate").json(&body)).await.1["decision"].as_str().unwrap_or_default().to_string()
+/// The gate's decision on a `Write` in `session`.
+async fn gate_write(s: &ServerProcess, session: &str) -> String {
+    gate(s, session, "Write", json!({"file_path": "x"})).await.0
 }
 
 /// The ephemeral answer (chat.postEphemeral) to a view submission, n-th overall.
@@ -73,7 +73,7 @@ async fn refusals(s: &ServerProcess) -> Vec<Value> {
 async fn assert_still_pending(s: &ServerProcess, session: &str) {
     let d = decision(s, session).await;
     assert_eq!(d["status"], "pending", "a click from another workspace decided the plan: {d}");
-    assert_eq!(gate(s, session).await, "deny", "the gate opened");
+    assert_eq!(gate_write(s, session).await, "deny", "the gate opened");
 }
 
 fn simple_plan(title: &str) -> Value {
@@ -128,7 +128,7 @@ async fn sec_slack_other_workspace_is_refused_without_team_id_socket_mode() {
     slack.send_envelope("interactive", click);
     let waiter = call(s.agent(Method::GET, "/v1/sessions/s1/decision?wait=15")).await.1;
     assert_eq!((waiter["status"].as_str(), waiter["decided_by"].as_str()), (Some("approved"), Some("slack:@alice")), "{waiter}");
-    assert_eq!(gate(&s, "s1").await, "allow");
+    assert_eq!(gate_write(&s, "s1").await, "allow");
     assert_eq!(refusals(&s).await.len(), 3);
     assert_eq!(slack.calls("auth.test").len(), 1, "the workspace is learned from auth.test at start");
 }

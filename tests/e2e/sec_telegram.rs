@@ -3,7 +3,7 @@
 //! text an agent wrote), and Cancel halts the session instead of opening
 //! the gate.
 
-use super::kit::{approval_id, call, plan, propose, status, tg_user};
+use super::kit::{approval_id, call, gate, plan, propose, status, tg_user};
 use super::telegram::{start, ALICE, CHAT};
 use plangate_engine::codec::{encode, Button};
 use plangate_engine::ApprovalId;
@@ -24,9 +24,9 @@ async fn propose_table(s: &ServerProcess, session: &str, title: &str) -> Approva
     approval_id(&propose(s, session, &plan(title, &["Read the table", "Drop the table"])).await)
 }
 
-async fn gate(s: &ServerProcess, session: &str, command: &str) -> Value {
-    let body = json!({"session_id": session, "tool": "Bash", "input": {"command": command}});
-    call(s.agent(Method::POST, "/v1/gate").json(&body)).await.1
+/// The gate's (decision, reason) on the shell `command` in `session`.
+async fn gate_bash(s: &ServerProcess, session: &str, command: &str) -> (String, String) {
+    gate(s, session, "Bash", json!({"command": command})).await
 }
 
 /// The message id of the first `sendMessage` whose text contains `needle`.
@@ -68,7 +68,7 @@ async fn a_reply_to_an_agent_question_mimicking_an_edit_prompt_cannot_approve() 
     let (_, d) = call(s.agent(Method::GET, "/v1/sessions/atk/decision")).await;
     assert_eq!(d["status"], "pending", "{d}");
     assert_eq!(status(&s, "atk").await["mode"], "plan");
-    assert_eq!(gate(&s, "atk", "rm -rf /tmp/x").await["decision"], "deny");
+    assert_eq!(gate_bash(&s, "atk", "rm -rf /tmp/x").await.0, "deny");
 }
 
 /// A genuine ForceReply edit still works, also after a restart: the prompt's
@@ -97,7 +97,7 @@ async fn a_genuine_force_reply_edit_still_works_after_a_restart() {
     assert_eq!(d["status"], "edited", "{d}");
     let steps: Vec<&str> = d["plan"]["steps"].as_array().unwrap().iter().map(|s| s["step"].as_str().unwrap()).collect();
     assert_eq!(steps, ["Read the logs", "Delete logs older than 30 days"]);
-    assert_eq!(gate(&s, "edit", "rm -rf /tmp/x").await["decision"], "allow");
+    assert_eq!(gate_bash(&s, "edit", "rm -rf /tmp/x").await.0, "allow");
 }
 
 /// Attack 2: Cancel (the button, `/plan cancel`) used to turn plan mode off,
@@ -121,9 +121,9 @@ async fn cancel_halts_the_session_and_only_plan_off_releases_it() {
     assert!(d["injection"].as_str().unwrap().contains("The session is halted"), "{d}");
     let st = status(&s, "prod").await;
     assert_eq!((st["mode"].as_str(), st["approval"].as_str()), (Some("halted"), Some("cancelled")), "{st}");
-    let verdict = gate(&s, "prod", "rm -rf /var/lib/prod").await;
-    assert_eq!(verdict["decision"], "deny", "{verdict}");
-    assert!(verdict["reason"].as_str().unwrap().contains("halted"), "{verdict}");
+    let (decision, reason) = gate_bash(&s, "prod", "rm -rf /var/lib/prod").await;
+    assert_eq!(decision, "deny", "{reason}");
+    assert!(reason.contains("halted"), "{reason}");
     // The card says which it is.
     fake.wait_request("editMessageText", WAIT, |r| r.field("message_id") == &json!(card) && r.str("text").contains("session halted")).await;
 
@@ -133,14 +133,14 @@ async fn cancel_halts_the_session_and_only_plan_off_releases_it() {
     // (Telegram texts defuse mentions with U+2060 after the `@`.)
     sent_containing(&fake, "Cancelled v1 by telegram:").await;
     assert_eq!(status(&s, "prod2").await["mode"], "halted");
-    assert_eq!(gate(&s, "prod2", "rm -rf /").await["decision"], "deny");
+    assert_eq!(gate_bash(&s, "prod2", "rm -rf /").await.0, "deny");
 
     // The explicit release: `/plan off`.
     fake.push_update(fake.message_update(CHAT, alice(), "/plan off demo/prod", None));
     sent_containing(&fake, "alice: no plan required").await;
     let st = status(&s, "prod").await;
     assert_eq!((st["mode"].as_str(), st["released_by"].as_str()), (Some("normal"), Some("telegram:@alice")), "{st}");
-    assert_eq!(gate(&s, "prod", "rm -rf /tmp/x").await["decision"], "allow");
+    assert_eq!(gate_bash(&s, "prod", "rm -rf /tmp/x").await.0, "allow");
     let (_, audit) = call(s.operator(Method::GET, "/v1/audit?session=prod")).await;
     let actions: Vec<(&str, &str)> =
         audit.as_array().unwrap().iter().map(|e| (e["actor"].as_str().unwrap(), e["action"].as_str().unwrap())).collect();

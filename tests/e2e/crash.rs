@@ -3,8 +3,9 @@
 //! cards to the Telegram fake), SIGKILL it at random moments, restart, and
 //! check the invariants every time.
 
+use super::kit::telegram_unpaced;
 use plangate_testkit::server::{eventually, ServerProcess};
-use plangate_testkit::telegram::{FakeTelegram, TOKEN};
+use plangate_testkit::telegram::FakeTelegram;
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -102,10 +103,7 @@ async fn sigkill_at_random_moments_never_breaks_the_invariants_on_postgres() {
 async fn crash_loop(store: &str, cycles: usize) {
     let seed = std::env::var("PLANGATE_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5eed_u64);
     let fake = FakeTelegram::start().await;
-    let extra = format!(
-        "{store}\n[approvals]\nnudges = [\"1s\", \"2s\"]\ntimeout = \"3s\"\n\n[telegram]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\npoll_timeout_secs = 1\nper_chat_per_second = 1000\nglobal_per_second = 1000\n\n[destinations.tg]\nchannel = \"telegram\"\nchat = \"-100\"\napprovers = [\"telegram:1\"]\n",
-        fake.api_url()
-    );
+    let extra = format!("{store}\n[approvals]\nnudges = [\"1s\", \"2s\"]\ntimeout = \"3s\"\n{}", telegram_unpaced(&fake, -100, 1));
     let mut s = ServerProcess::start_with(BIN, &["tg"], &extra).await;
     let acked = Arc::new(Mutex::new(Acknowledged::default()));
     let mut rng = Rng(seed);

@@ -311,3 +311,18 @@ pub async fn wait_cards(fake: &FakeTelegram, chat: i64, n: usize) -> Vec<String>
     })
     .await
 }
+
+/// The `[telegram]` section pointing at `fake` with Telegram's pacing
+/// lifted (a thousand a second), and destination `tg`: chat `chat`,
+/// approver `telegram:<approver>`.
+pub fn telegram_unpaced(fake: &FakeTelegram, chat: i64, approver: i64) -> String {
+    format!(
+        "{}per_chat_per_second = 1000\nglobal_per_second = 1000\n\n[destinations.tg]\nchannel = \"telegram\"\nchat = \"{chat}\"\napprovers = [\"telegram:{approver}\"]\n",
+        telegram_section(fake)
+    )
+}
+
+/// The gate's answer to `rm -rf` in `session`: (decision, reason).
+pub async fn gate_rm_rf(s: &ServerProcess, session: &str) -> (String, String) {
+    gate(s, session, "Bash", json!({"command": "rm -rf /srv/db"})).await
+}

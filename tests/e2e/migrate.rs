@@ -3,9 +3,10 @@
 //! backend, their cards edited where they were posted; a live sled
 //! directory and a non-empty target are refused.
 
+use super::kit::telegram_unpaced;
 use plangate_testkit::pg::{store_config, TestSchema};
 use plangate_testkit::server::{eventually, ServerProcess};
-use plangate_testkit::telegram::{FakeTelegram, TOKEN};
+use plangate_testkit::telegram::FakeTelegram;
 use reqwest::Method;
 use serde_json::json;
 use std::time::Duration;
@@ -13,10 +14,14 @@ use std::time::Duration;
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
 const CHAT: i64 = -100_555;
 
+/// Telegram (unpaced, destination `tg`) and hour-long timers.
 fn telegram(fake: &FakeTelegram) -> String {
     format!(
-        "[approvals]\nnudges = [\"1h\"]\ntimeout = \"2h\"\n\n[telegram]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\npoll_timeout_secs = 1\nper_chat_per_second = 1000\nglobal_per_second = 1000\n\n[destinations.tg]\nchannel = \"telegram\"\nchat = \"{CHAT}\"\napprovers = [\"telegram:111\"]\n",
-        fake.api_url()
+        "[approvals]
+nudges = [\"1h\"]
+timeout = \"2h\"
+{}",
+        telegram_unpaced(fake, CHAT, 111)
     )
 }
 

@@ -7,6 +7,7 @@
 //! here never answers a dialog before plangate did (it only denies one
 //! after plangate gave it back). Each test skips loudly without the client.
 
+use super::kit::tg_user;
 use super::permissions::{card, edited, release, start_permissions, ALICE, CHAT};
 use super::real_claude::Project;
 use plangate_engine::codec::{encode, Button};
@@ -74,10 +75,6 @@ impl Scene {
     }
 }
 
-fn alice() -> serde_json::Value {
-    FakeTelegram::user(ALICE, Some("alice"), "alice")
-}
-
 /// Tap button `n` of the `nth` permission card.
 fn tap(fake: &Arc<FakeTelegram>, nth: usize, n: u8) -> tokio::task::JoinHandle<i64> {
     let fake = fake.clone();
@@ -143,7 +140,7 @@ async fn real_claude_code_denied_with_a_reason_tells_the_model_why() {
     let fake = sc.telegram.clone();
     let deny = tokio::spawn(async move {
         card(&fake, 1).await;
-        super::kit::say(&fake, CHAT, alice(), "/plan deny use the build dir instead", "denied").await;
+        super::kit::say(&fake, CHAT, tg_user(ALICE, "alice"), "/plan deny use the build dir instead", "denied").await;
     });
     to_result(&mut host).await;
     deny.await.unwrap();
@@ -187,7 +184,7 @@ async fn real_claude_code_ask_user_question_is_answered_from_the_phone() {
         let (sent, id) = card(&fake, 1).await;
         assert!(sent.str("text").contains("Which DB?"), "{}", sent.str("text"));
         let (_, data) = sent.keyboard().unwrap().into_iter().flatten().nth(1).expect("the second option");
-        fake.push_update(fake.callback_update(CHAT, id, alice(), &data));
+        fake.push_update(fake.callback_update(CHAT, id, tg_user(ALICE, "alice"), &data));
     });
     to_result(&mut host).await;
     tapped.await.unwrap();

@@ -45,18 +45,18 @@ async fn claude_runs(command: &str, input: &Value, env: &[(&str, &str)]) -> Run 
 }
 
 /// `plangate hook claude` itself.
-async fn hook(url: &str, input: &Value) -> Run {
+async fn bare_hook(url: &str, input: &Value) -> Run {
     let mut cmd = tokio::process::Command::new(BIN);
     cmd.args(["hook", "claude"]);
     run(cmd, input.to_string().as_bytes(), &[("PLANGATE_URL", url), ("PLANGATE_TOKEN", AGENT_TOKEN)]).await
 }
 
-fn pre_tool_use(session: &str, tool: &str, input: Value) -> Value {
+fn pre_tool_use_event(session: &str, tool: &str, input: Value) -> Value {
     json!({"session_id": session, "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": input,
            "cwd": "/home/dev/shop", "permission_mode": "default", "tool_use_id": "toolu_01"})
 }
 
-async fn install(bin: &Path, project: &Path, args: &[&str]) -> Run {
+async fn install_with(bin: &Path, project: &Path, args: &[&str]) -> Run {
     let mut cmd = tokio::process::Command::new(bin);
     cmd.args(["hook", "install", "claude"]).args(args).current_dir(project);
     let home = project.join("home");
@@ -73,7 +73,7 @@ async fn an_installed_hook_whose_binary_moved_away_blocks_every_call() {
     std::fs::copy(BIN, &copy).expect("copy the binary");
     let project = tempfile::tempdir().expect("project");
 
-    let out = install(&copy, project.path(), &["--scope", "local"]).await;
+    let out = install_with(&copy, project.path(), &["--scope", "local"]).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!out.stderr.contains("warning"), "local scope is personal: {}", out.stderr);
     let settings = read_json(&project.path().join(".claude/settings.local.json"));
@@ -84,7 +84,7 @@ async fn an_installed_hook_whose_binary_moved_away_blocks_every_call() {
     assert!(command.contains(&real.to_string_lossy().replace('\'', r"'\''")), "{command}");
     assert!(command.ends_with("|| exit 2"), "{command}");
 
-    let write = pre_tool_use("moved-1", "Bash", json!({"command": "rm -rf x"}));
+    let write = pre_tool_use_event("moved-1", "Bash", json!({"command": "rm -rf x"}));
     let unreachable = closed_port_url();
     let env = [("PLANGATE_URL", unreachable.as_str()), ("PLANGATE_TOKEN", AGENT_TOKEN)];
     // Installed and in place, on a PATH without plangate: the server cannot be
@@ -108,7 +108,7 @@ async fn an_installed_hook_whose_binary_moved_away_blocks_every_call() {
 async fn the_shared_project_file_gets_a_warning_and_every_scope_is_one_entry() {
     let project = tempfile::tempdir().expect("project");
     let bin = Path::new(BIN).canonicalize().expect("canonical");
-    let out = install(&bin, project.path(), &["--scope", "project"]).await;
+    let out = install_with(&bin, project.path(), &["--scope", "project"]).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stderr.contains("warning") && out.stderr.contains("--scope local"), "{}", out.stderr);
     let shared = read_json(&project.path().join(".claude/settings.json"));
@@ -117,7 +117,7 @@ async fn the_shared_project_file_gets_a_warning_and_every_scope_is_one_entry() {
     // A legacy bare entry (PATH-dependent) is replaced, not kept beside the new one.
     let legacy = json!({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "plangate hook claude"}]}]}});
     std::fs::write(project.path().join(".claude/settings.local.json"), legacy.to_string()).expect("write");
-    let out = install(&bin, project.path(), &["--scope", "local"]).await;
+    let out = install_with(&bin, project.path(), &["--scope", "local"]).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stderr.contains("settings.json also has plangate hooks"), "{}", out.stderr);
     let local = read_json(&project.path().join(".claude/settings.local.json"));
@@ -143,7 +143,7 @@ async fn a_hook_that_panics_blocks_the_call() {
         .kill_on_drop(true);
     let mut child = cmd.spawn().expect("spawn");
     let mut stdin = child.stdin.take().expect("stdin");
-    stdin.write_all(pre_tool_use("panic-1", "Bash", json!({"command": "rm -rf x"})).to_string().as_bytes()).await.expect("write");
+    stdin.write_all(pre_tool_use_event("panic-1", "Bash", json!({"command": "rm -rf x"})).to_string().as_bytes()).await.expect("write");
     drop(stdin);
     let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output()).await.expect("finished").expect("output");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -164,7 +164,7 @@ async fn mcp_without_session(s: &ServerProcess) -> Mcp {
 /// The hook's answer to Claude calling plangate's MCP tool `tool` with
 /// `input` in session `session`: allowed, with the input to call it with.
 async fn through_the_hook(s: &ServerProcess, session: &str, tool: &str, input: Value) -> Value {
-    let out = hook(&s.base, &pre_tool_use(session, &format!("mcp__plangate__{tool}"), input)).await;
+    let out = bare_hook(&s.base, &pre_tool_use_event(session, &format!("mcp__plangate__{tool}"), input)).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     let v: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {:?}", out.stdout));
     assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PreToolUse", "{v}");
@@ -187,7 +187,7 @@ async fn the_mcp_server_acts_on_the_session_the_hook_gates() {
     assert_eq!((status["session_id"].as_str(), status["mode"].as_str()), (Some("claude-abc"), Some("plan")));
 
     // The gate the hook applies to Claude's session is now closed.
-    let out = hook(&s.base, &pre_tool_use("claude-abc", "Bash", json!({"command": "rm -rf x"}))).await;
+    let out = bare_hook(&s.base, &pre_tool_use_event("claude-abc", "Bash", json!({"command": "rm -rf x"}))).await;
     assert_eq!(out.code, 0);
     assert!(denial(&out).starts_with("plangate: "), "{}", out.stdout);
 

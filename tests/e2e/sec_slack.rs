@@ -297,7 +297,7 @@ approvers = ["slack:U1"]
 }
 
 /// Every text object in a JSON tree: `(type, text)`.
-fn texts(v: &Value, out: &mut Vec<(String, String)>) {
+fn block_texts(v: &Value, out: &mut Vec<(String, String)>) {
     match v {
         Value::Object(map) => {
             if let (Some(Value::String(kind)), Some(Value::String(text))) = (map.get("type"), map.get("text")) {
@@ -305,9 +305,9 @@ fn texts(v: &Value, out: &mut Vec<(String, String)>) {
                     out.push((kind.clone(), text.clone()));
                 }
             }
-            map.values().for_each(|v| texts(v, out));
+            map.values().for_each(|v| block_texts(v, out));
         }
-        Value::Array(items) => items.iter().for_each(|v| texts(v, out)),
+        Value::Array(items) => items.iter().for_each(|v| block_texts(v, out)),
         _ => {}
     }
 }
@@ -346,7 +346,7 @@ async fn sec_slack_agent_text_cannot_format_the_card() {
     assert_eq!(blocks[0], json!({"type": "header", "text": {"type": "plain_text", "text": format!("{BOLD} {PING}"), "emoji": false}}));
     // No mrkdwn object carries any of it.
     let mut all = Vec::new();
-    texts(blocks, &mut all);
+    block_texts(blocks, &mut all);
     for (kind, text) in &all {
         if kind == "mrkdwn" {
             for agent in ["Approved", "channel", "evil", "quiet", "gone", "code"] {
@@ -371,6 +371,6 @@ async fn sec_slack_agent_text_cannot_format_the_card() {
     assert_eq!(receipt["text"]["emoji"], false, "{receipt}");
     assert!(receipt["text"]["text"].as_str().unwrap().ends_with(&format!(": {BOLD} {LINK}")), "{receipt}");
     let mut all = Vec::new();
-    texts(&Value::Array(blocks), &mut all);
+    block_texts(&Value::Array(blocks), &mut all);
     assert!(all.iter().filter(|(kind, _)| kind == "mrkdwn").all(|(_, t)| !t.contains("Approved") && !t.contains("evil")), "{all:?}");
 }

@@ -15,7 +15,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_plangate");
 const CHAT: i64 = -100_555;
 
 /// Telegram (unpaced, destination `tg`) and hour-long timers.
-fn telegram(fake: &FakeTelegram) -> String {
+fn telegram_hourly(fake: &FakeTelegram) -> String {
     format!(
         "[approvals]
 nudges = [\"1h\"]
@@ -41,7 +41,7 @@ async fn migrate(from: &std::path::Path, pg: &TestSchema) -> (i32, String, Strin
 async fn a_sled_store_moves_to_postgres_and_its_approvals_are_decided_there() {
     let Some(pg) = TestSchema::create_or_skip().await else { return };
     let fake = FakeTelegram::start().await;
-    let mut sled = ServerProcess::start_with(BIN, &["tg"], &format!("{}\n{}", plangate_testkit::pg::SLED, telegram(&fake))).await;
+    let mut sled = ServerProcess::start_with(BIN, &["tg"], &format!("{}\n{}", plangate_testkit::pg::SLED, telegram_hourly(&fake))).await;
     let mut ids = Vec::new();
     for i in 0..5 {
         let session = format!("move-{i}");
@@ -84,7 +84,7 @@ async fn a_sled_store_moves_to_postgres_and_its_approvals_are_decided_there() {
     assert!(err.contains("already holds plangate data"), "{err}");
 
     // The same approvals, decided through PostgreSQL.
-    let moved = ServerProcess::start_with(BIN, &["tg"], &format!("{}\n{}", store_config(&pg), telegram(&fake))).await;
+    let moved = ServerProcess::start_with(BIN, &["tg"], &format!("{}\n{}", store_config(&pg), telegram_hourly(&fake))).await;
     for id in &ids[..2] {
         let (st, v) = ServerProcess::send(moved.operator(Method::GET, &format!("/v1/approvals/{id}"))).await;
         assert_eq!(st, 200, "{v}");

@@ -21,6 +21,9 @@ async fn a_waiting_plan_is_nudged_then_times_out_fail_closed() {
     // clock is turned past it (no test sleeps through the 2 s).
     let waiter = tokio::spawn(call(s.agent(Method::GET, "/v1/sessions/t1/decision?wait=20")));
     s.waiting(1).await;
+    // Only the operator turns the test clock: an agent is refused.
+    let (st, _) = call(s.agent(Method::POST, "/v1/operator/test/clock").json(&json!({"advance_ms": 2_000}))).await;
+    assert_eq!(st, 403);
     let started = Instant::now();
     s.advance_clock(2_000).await;
     let (st, d) = waiter.await.unwrap();

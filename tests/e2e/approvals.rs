@@ -71,7 +71,7 @@ async fn propose_for_carol(s: &ServerProcess, session: &str) -> ApprovalId {
 }
 
 /// The Telegram card (its message id) and the Slack card (its ts).
-async fn cards(tg: &FakeTelegram, slack: &SlackFake) -> (i64, String) {
+async fn first_cards(tg: &FakeTelegram, slack: &SlackFake) -> (i64, String) {
     let card = tg.wait_for(WAIT, |reqs| reqs.iter().find(|r| r.method == "sendMessage" && r.keyboard().is_some()).cloned()).await;
     let tg_id = card.message_id_sent().expect("the card's message id");
     eprintln!("── Telegram card posted:\n{}\n", card.str("text"));
@@ -126,7 +126,7 @@ async fn two_approvers_on_two_channels_release_the_agent_and_the_requester_is_re
     let s = start_quorum(&tg, &slack).await;
     slack.wait_connected(WAIT).await;
     let id = propose_for_carol(&s, "s1").await;
-    let (tg_card, ts) = cards(&tg, &slack).await;
+    let (tg_card, ts) = first_cards(&tg, &slack).await;
 
     // The agent waits for the decision, in a long poll started first.
     let waiter = tokio::spawn(call(s.agent(Method::GET, "/v1/sessions/s1/decision?wait=120")));
@@ -189,7 +189,7 @@ async fn two_approvers_clicking_at_once_on_two_channels_each_count_once() {
     let s = start_quorum(&tg, &slack).await;
     slack.wait_connected(WAIT).await;
     let id = propose_for_carol(&s, "s2").await;
-    let (tg_card, ts) = cards(&tg, &slack).await;
+    let (tg_card, ts) = first_cards(&tg, &slack).await;
     let waiter = tokio::spawn(call(s.agent(Method::GET, "/v1/sessions/s2/decision?wait=120")));
     s.waiting(1).await;
 
@@ -217,7 +217,7 @@ async fn a_note_and_an_excluded_step_from_a_telegram_command_and_the_slack_modal
     let s = start_quorum(&tg, &slack).await;
     slack.wait_connected(WAIT).await;
     let id = propose_for_carol(&s, "s3").await;
-    let (tg_card, ts) = cards(&tg, &slack).await;
+    let (tg_card, ts) = first_cards(&tg, &slack).await;
 
     // Alice types the grammar on Telegram: everything but step 2, with a note.
     let text = format!("/plan accept #{} except 2 -- don't touch the migrations", id.short());

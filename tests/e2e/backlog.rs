@@ -84,7 +84,7 @@ impl Channel for Gated {
     }
 }
 
-fn config(timeout: &str) -> String {
+fn backlog_config(timeout: &str) -> String {
     format!(
         r#"
 [server]
@@ -128,7 +128,7 @@ async fn harness(timeout: &str) -> Harness {
 
 async fn harness_with(timeout: &str, panics: bool) -> Harness {
     let dir = tempfile::tempdir().unwrap();
-    let mut settings = Settings::from_toml(&config(timeout)).unwrap();
+    let mut settings = Settings::from_toml(&backlog_config(timeout)).unwrap();
     settings.data_dir = dir.path().to_path_buf();
     let store = Arc::new(SledStore::open(dir.path()).unwrap());
     let clock = Arc::new(ManualClock::new(SystemClock.now()));
@@ -159,7 +159,7 @@ fn nudge_timers(store: &SledStore) -> usize {
     store.timers().unwrap().iter().filter(|t| matches!(t.kind, TimerKind::Nudge(_))).count()
 }
 
-async fn status(h: &Harness, key: &SessionKey) -> DecisionStatus {
+async fn latest_status(h: &Harness, key: &SessionKey) -> DecisionStatus {
     h.core.load(key).await.unwrap().latest.unwrap().status
 }
 
@@ -200,7 +200,7 @@ async fn timeouts_fire_through_a_full_backlog_and_waiting_nudges_of_decided_plan
     h.clock.advance(1000);
     fire_due(&h.core).await;
     for key in &h.sessions {
-        assert_eq!(status(&h, key).await, DecisionStatus::TimedOut, "{key:?}: a timeout never waits for the backlog");
+        assert_eq!(latest_status(&h, key).await, DecisionStatus::TimedOut, "{key:?}: a timeout never waits for the backlog");
     }
     assert_eq!(nudge_timers(&h.store), 0, "deciding an approval cancels its nudges");
 
@@ -230,7 +230,7 @@ async fn a_panicking_adapter_does_not_leave_the_backlog_stuck() {
 
 /// What a restart does: a new core on the same store, a fresh channel.
 async fn restart(h: &Harness, timeout: &str) -> (Arc<Core>, Arc<Gated>, usize) {
-    let mut settings = Settings::from_toml(&config(timeout)).unwrap();
+    let mut settings = Settings::from_toml(&backlog_config(timeout)).unwrap();
     settings.data_dir = h._dir.path().to_path_buf();
     let core = Core::new(Arc::new(settings), h.store.clone());
     let channel = Arc::new(Gated::new(false, false));
@@ -243,7 +243,7 @@ async fn restart(h: &Harness, timeout: &str) -> (Arc<Core>, Arc<Gated>, usize) {
 #[tokio::test]
 async fn card_edits_committed_before_a_crash_are_resumed_on_start_once() {
     let dir = tempfile::tempdir().unwrap();
-    let mut settings = Settings::from_toml(&config("off")).unwrap();
+    let mut settings = Settings::from_toml(&backlog_config("off")).unwrap();
     settings.data_dir = dir.path().to_path_buf();
     let store = Arc::new(SledStore::open(dir.path()).unwrap());
     let core = Core::new(Arc::new(settings), store.clone());

@@ -5,7 +5,7 @@
 //! `notifications/claude/channel` events and answering nothing but the
 //! `permission_request`s Claude Code would relay.
 
-use plangate_testkit::server::{ServerProcess, AGENT_TOKEN};
+use plangate_testkit::server::{eventually, ServerProcess, AGENT_TOKEN};
 use plangate_testkit::telegram::{FakeTelegram, TOKEN};
 use reqwest::Method;
 use rmcp::model::{ClientNotification, CustomNotification};
@@ -82,11 +82,26 @@ impl Channel {
         self.next(Duration::from_secs(30)).await.unwrap_or_else(|| panic!("no {what} from the channel within 30 s"))
     }
 
-    /// Nothing more arrives for a while (longer than the channel's settle time).
-    async fn quiet(&mut self) {
-        if let Some(extra) = self.next(Duration::from_secs(4)).await {
-            panic!("delivered twice or unexpectedly: {extra:?}");
-        }
+    /// Nothing more arrives: a marker does. Once `session` holds no untaken
+    /// text, the operator puts it back in plan mode and releases it; the
+    /// next event must be that release. The channel delivers a session's
+    /// texts one after another (a text it took is pushed before it parks
+    /// again), so anything delivered twice or unexpectedly comes first.
+    /// Leaves the session released.
+    async fn quiet(&mut self, s: &ServerProcess, session: &str) {
+        eventually(Duration::from_secs(15), "every text of the session taken", || async { untaken(s, session).await.is_null() }).await;
+        let (st, v) = ServerProcess::send(s.agent(Method::POST, &format!("/v1/sessions/{session}/enter"))).await;
+        assert_eq!(st, 200, "{v}");
+        let release = s.operator(Method::POST, &format!("/v1/operator/sessions/demo/{session}/release")).json(&json!({"actor": "marker"}));
+        let (st, v) = ServerProcess::send(release).await;
+        assert_eq!(st, 200, "{v}");
+        let (method, event) = self.expect("the release marker").await;
+        let content = event["content"].as_str().unwrap_or_default();
+        assert!(
+            method == "notifications/claude/channel" && content.starts_with("[PLAN_DECISION]: released"),
+            "delivered twice or unexpectedly: {method} {event}"
+        );
+        assert_eq!(event["meta"]["session_id"], session, "{event}");
     }
 }
 
@@ -175,8 +190,7 @@ async fn an_approval_after_the_hook_gave_up_answers_the_exit_plan_mode_dialog() 
     assert_eq!(method, "notifications/claude/channel/permission");
     assert_eq!(params, json!({"request_id": "abcde", "behavior": "allow"}));
     // `allow` said it all: the approved text was taken, not pushed as well.
-    channel.quiet().await;
-    assert_eq!(untaken(&s, sid).await, Value::Null);
+    channel.quiet(&s, sid).await;
 }
 
 #[tokio::test]
@@ -205,7 +219,7 @@ async fn changes_requested_deny_the_dialog_and_the_feedback_arrives_as_an_event(
     assert_eq!(event["meta"]["version"], "1");
     assert_eq!(event["meta"]["session_id"], sid);
     assert!(event["meta"]["approval_id"].as_str().is_some_and(|a| !a.is_empty()), "{event}");
-    channel.quiet().await;
+    channel.quiet(&s, sid).await;
 }
 
 #[tokio::test]
@@ -226,7 +240,6 @@ async fn a_decision_made_while_no_channel_ran_arrives_when_one_connects_once() {
     assert_eq!(method, "notifications/claude/channel");
     assert!(event["content"].as_str().unwrap_or_default().starts_with("[PLAN_DECISION]: approved"), "{event}");
     assert_eq!(event["meta"]["status"], "approved");
-    channel.quiet().await;
     assert_eq!(untaken(&s, sid).await, Value::Null);
 
     // Claude wakes, calls ExitPlanMode again with the same plan: allowed at once.
@@ -237,10 +250,12 @@ async fn a_decision_made_while_no_channel_ran_arrives_when_one_connects_once() {
         again["hookSpecificOutput"]["additionalContext"].as_str().is_some_and(|t| t.starts_with("[PLAN_DECISION]: approved")),
         "{again}"
     );
-    // A restarted channel delivers nothing a second time.
+    // Delivered once; and a restarted channel delivers nothing a second
+    // time (not the decision, not the first marker).
+    channel.quiet(&s, sid).await;
     drop(channel);
     let mut second = Channel::start(&s, &runtime, Some(claude)).await;
-    second.quiet().await;
+    second.quiet(&s, sid).await;
 }
 
 #[tokio::test]
@@ -258,14 +273,14 @@ async fn two_claude_sessions_in_one_project_each_get_only_their_own_decisions() 
     let (_, event) = b.expect("b's decision").await;
     assert_eq!(event["meta"]["session_id"], "chan-b");
     assert!(event["content"].as_str().unwrap_or_default().contains("only for b"));
-    a.quiet().await;
+    a.quiet(&s, "chan-a").await;
 
     // Claude A's session changes (`/clear`): its channel follows the hook.
     exit_plan_mode(&s, &runtime, Some(claude_a), "chan-a2", "# Third plan\n\n1. Again\n").await;
     decide_when_parked(&s, "chan-a2", 0, json!({"action": "revise", "feedback": "for a2", "actor": "erin"})).await;
     let (_, event) = a.expect("a2's decision").await;
     assert_eq!(event["meta"]["session_id"], "chan-a2");
-    b.quiet().await;
+    b.quiet(&s, "chan-b").await;
 }
 
 #[tokio::test]
@@ -298,5 +313,5 @@ async fn an_answer_given_after_the_agent_stopped_waiting_arrives_as_an_event() {
     assert_eq!(method, "notifications/claude/channel");
     let content = event["content"].as_str().unwrap_or_default();
     assert!(content.starts_with("[PLAN_ANSWER]") && content.contains("> postgres") && content.contains("telegram:@alice"), "{content}");
-    channel.quiet().await;
+    channel.quiet(&s, sid).await;
 }

@@ -2,22 +2,25 @@
 //! `<proposed_plan>` samples in tests/fixtures/codex/, the exit codes, the
 //! JSON output and the live status line on a terminal.
 
-use plangate_testkit::server::{ServerProcess, AGENT_TOKEN};
+use super::kit::fixture_path;
+use plangate_testkit::server::{eventually, ServerProcess, AGENT_TOKEN};
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
 
-fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/codex").join(name)
+/// A Codex sample in tests/fixtures/codex/.
+fn codex_fixture(name: &str) -> PathBuf {
+    fixture_path("codex", name)
 }
 
 fn fixture_text(name: &str) -> String {
-    std::fs::read_to_string(fixture(name)).expect("fixture")
+    std::fs::read_to_string(codex_fixture(name)).expect("fixture")
 }
 
 struct Out {
@@ -26,7 +29,7 @@ struct Out {
     stderr: String,
 }
 
-async fn plangate(s: &ServerProcess, args: &[&str], stdin: Option<&str>) -> Out {
+async fn agent_cli(s: &ServerProcess, args: &[&str], stdin: Option<&str>) -> Out {
     let mut cmd = tokio::process::Command::new(BIN);
     cmd.args(args)
         .env("PLANGATE_URL", &s.base)
@@ -57,10 +60,10 @@ async fn document_of(stdout: &str) -> String {
 #[tokio::test]
 async fn codex_plan_approved_exits_0_and_only_the_block_is_proposed() {
     let s = ServerProcess::start(BIN, "").await;
-    let file = fixture("final_message.md");
+    let file = codex_fixture("final_message.md");
     let args = ["propose", "--codex", file.to_str().expect("path"), "--session", "codex-1", "--wait", "--timeout", "30"];
     let approver = async { s.decide_when_pending("codex-1", json!({"action": "approve", "actor": "alice"})).await };
-    let (out, decided) = tokio::join!(plangate(&s, &args, None), approver);
+    let (out, decided) = tokio::join!(agent_cli(&s, &args, None), approver);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let id = decided["approval_id"].as_str().expect("id");
     assert!(out.stdout.starts_with(&format!("v1 {id} approved by operator:alice\n")), "{}", out.stdout);
@@ -78,11 +81,11 @@ async fn codex_plan_approved_exits_0_and_only_the_block_is_proposed() {
 #[tokio::test]
 async fn changes_requested_exit_3_with_the_feedback_and_the_last_block_wins() {
     let s = ServerProcess::start(BIN, "").await;
-    let file = fixture("two_blocks.md");
+    let file = codex_fixture("two_blocks.md");
     let args = ["propose", "--codex", file.to_str().expect("path"), "--session", "codex-2", "--wait", "--timeout", "30"];
     let feedback = "Add a limit on total retry time";
     let approver = async { s.decide_when_pending("codex-2", json!({"action": "revise", "feedback": feedback, "actor": "bob"})).await };
-    let (out, _) = tokio::join!(plangate(&s, &args, None), approver);
+    let (out, _) = tokio::join!(agent_cli(&s, &args, None), approver);
     assert_eq!(out.code, 3, "{}", out.stderr);
     assert!(out.stdout.contains("rejected by operator:bob"), "{}", out.stdout);
     assert!(out.stdout.contains(&format!("feedback: {feedback}\n")), "{}", out.stdout);
@@ -97,7 +100,7 @@ async fn json_from_stdin_with_crlf_and_cancel_or_timeout_exit_4() {
     let crlf = fixture_text("final_message.md").replace('\n', "\r\n");
     let args = ["propose", "--codex", "-", "--session", "codex-3", "--wait", "--timeout", "30", "--json"];
     let approver = async { s.decide_when_pending("codex-3", json!({"action": "approve", "actor": "alice"})).await };
-    let (out, _) = tokio::join!(plangate(&s, &args, Some(&crlf)), approver);
+    let (out, _) = tokio::join!(agent_cli(&s, &args, Some(&crlf)), approver);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let d: Value = serde_json::from_str(&out.stdout).expect("--json prints the Decision");
     assert_eq!((d["status"].as_str(), d["version"].as_u64()), (Some("approved"), Some(1)));
@@ -110,10 +113,10 @@ async fn json_from_stdin_with_crlf_and_cancel_or_timeout_exit_4() {
     assert_eq!(from_file.markdown, from_lf.markdown);
 
     // Cancelled by a human: 4.
-    let file = fixture("fenced_example.md");
+    let file = codex_fixture("fenced_example.md");
     let args = ["propose", "--codex", file.to_str().expect("path"), "--session", "codex-4", "--wait", "--timeout", "30"];
     let canceller = async { s.decide_when_pending("codex-4", json!({"action": "cancel", "actor": "carol"})).await };
-    let (out, _) = tokio::join!(plangate(&s, &args, None), canceller);
+    let (out, _) = tokio::join!(agent_cli(&s, &args, None), canceller);
     assert_eq!(out.code, 4, "{}", out.stderr);
     assert!(out.stdout.contains("cancelled by operator:carol"), "{}", out.stdout);
     let (_, status) = ServerProcess::send(s.agent(Method::GET, "/v1/sessions/codex-4")).await;
@@ -122,14 +125,14 @@ async fn json_from_stdin_with_crlf_and_cancel_or_timeout_exit_4() {
     // Nobody decides within --timeout: 4, still pending.
     let started = Instant::now();
     let args = ["propose", "--codex", file.to_str().expect("path"), "--session", "codex-5", "--wait", "--timeout", "1"];
-    let out = plangate(&s, &args, None).await;
+    let out = agent_cli(&s, &args, None).await;
     assert_eq!(out.code, 4);
     assert!(out.stdout.contains(" pending"), "{}", out.stdout);
     assert!(out.stderr.contains("still pending after 1s"), "{}", out.stderr);
     assert!(started.elapsed() < Duration::from_secs(10));
     // Without --wait, proposing is success.
     let args = ["propose", "--codex", file.to_str().expect("path"), "--session", "codex-6"];
-    let out = plangate(&s, &args, None).await;
+    let out = agent_cli(&s, &args, None).await;
     assert_eq!(out.code, 0);
     assert!(out.stdout.contains(" pending"), "{}", out.stdout);
 }
@@ -138,18 +141,18 @@ async fn json_from_stdin_with_crlf_and_cancel_or_timeout_exit_4() {
 async fn usage_errors_exit_2_and_propose_nothing() {
     let s = ServerProcess::start(BIN, "").await;
     let cases: [(Vec<String>, &str); 6] = [
-        (vec!["--codex".into(), fixture("no_block.md").display().to_string()], "no <proposed_plan> block found"),
-        (vec!["--codex".into(), fixture("unterminated.md").display().to_string()], "opened on line 3 is never closed"),
+        (vec!["--codex".into(), codex_fixture("no_block.md").display().to_string()], "no <proposed_plan> block found"),
+        (vec!["--codex".into(), codex_fixture("unterminated.md").display().to_string()], "opened on line 3 is never closed"),
         (vec!["/nonexistent/plan.md".into()], "cannot read /nonexistent/plan.md"),
-        (vec![fixture("final_message.md").display().to_string(), "--session".into(), "a/b".into()], "--session"),
-        (vec![fixture("final_message.md").display().to_string(), "--frobnicate".into()], "--frobnicate"),
-        (vec![fixture("final_message.md").display().to_string(), "--timeout".into(), "soon".into()], "soon"),
+        (vec![codex_fixture("final_message.md").display().to_string(), "--session".into(), "a/b".into()], "--session"),
+        (vec![codex_fixture("final_message.md").display().to_string(), "--frobnicate".into()], "--frobnicate"),
+        (vec![codex_fixture("final_message.md").display().to_string(), "--timeout".into(), "soon".into()], "soon"),
     ];
     for (extra, expected) in cases {
         let mut args = vec!["propose".to_string()];
         args.extend(extra);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let out = plangate(&s, &args, None).await;
+        let out = agent_cli(&s, &args, None).await;
         assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
         assert!(out.stderr.contains(expected), "{args:?}: {}", out.stderr);
     }
@@ -160,28 +163,40 @@ async fn usage_errors_exit_2_and_propose_nothing() {
 #[tokio::test]
 async fn a_terminal_gets_one_live_status_line() {
     let s = ServerProcess::start(BIN, "").await;
-    let file = fixture("final_message.md");
+    let file = codex_fixture("final_message.md");
     // `script` gives the command a pseudo-terminal; its output is the screen.
     let command = format!("{BIN} propose --codex {} --session codex-tty --wait --timeout 30", file.display());
     if std::process::Command::new("script").arg("--version").output().is_err() {
         eprintln!("skipped: util-linux `script` is not installed, so there is no pseudo-terminal to test with");
         return;
     }
+    // The screen so far, read as it is drawn.
+    let screen = Arc::new(Mutex::new(Vec::<u8>::new()));
     let run = async {
-        let out = tokio::process::Command::new("script")
+        let mut child = tokio::process::Command::new("script")
             .args(["-qefc", &command, "/dev/null"])
             .env("PLANGATE_URL", &s.base)
             .env("PLANGATE_TOKEN", AGENT_TOKEN)
             .stdin(Stdio::null())
-            .output()
-            .await
+            .stdout(Stdio::piped())
+            .spawn()
             .expect("script (util-linux) runs");
-        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+        let mut stdout = child.stdout.take().expect("stdout");
+        let mut chunk = [0u8; 4096];
+        while let Ok(n @ 1..) = stdout.read(&mut chunk).await {
+            screen.lock().unwrap().extend_from_slice(&chunk[..n]);
+        }
+        let status = child.wait().await.expect("script exits");
+        (status.code().unwrap_or(-1), String::from_utf8_lossy(&screen.lock().unwrap()).into_owned())
     };
     let approver = async {
         let id = s.pending_approval("codex-tty").await;
-        // Let the line tick at least once more.
-        tokio::time::sleep(Duration::from_millis(1_200)).await;
+        // Once the line has ticked at least once more.
+        eventually(Duration::from_secs(15), "the status line at 1s", || {
+            let drawn = String::from_utf8_lossy(&screen.lock().unwrap()).contains("awaiting approval · 1s");
+            std::future::ready(drawn)
+        })
+        .await;
         let (st, _) = ServerProcess::send(
             s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "approve", "actor": "alice"})),
         )

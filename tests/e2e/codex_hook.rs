@@ -11,76 +11,44 @@
 //! 2 with a reason on stderr blocks on every event, any other non-zero exit
 //! is a failed hook, which does not block.
 
-use super::kit::{backups, closed_port_url, read_json, status};
+use super::kit::{backups, closed_port_url, fixture_path, hook_event, hook_run, read_json, status, Run};
 use plangate_testkit::server::{ServerProcess, AGENT_TOKEN};
 use reqwest::Method;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
 
-fn fixture_path(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/codex/hooks").join(name)
+/// A sample Codex hook event (tests/fixtures/codex/hooks/) in `session`.
+fn codex_event(name: &str, session: &str) -> Value {
+    hook_event("codex/hooks", name, session)
 }
 
-fn fixture(name: &str) -> Value {
-    let path = fixture_path(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).expect("fixture is JSON")
-}
-
-/// A fixture in Codex session `session`, so tests never share state.
-fn event(name: &str, session: &str) -> Value {
-    let mut v = fixture(name);
-    v["session_id"] = json!(session);
-    v
-}
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-    took: Duration,
-}
-
-impl Run {
-    fn json(&self) -> Value {
-        assert_eq!(self.code, 0, "a JSON answer exits 0: {}", self.stderr);
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {:?}", self.stdout))
-    }
-    /// No output, exit 0: the hook has no opinion (the gate let the call through).
-    fn assert_no_decision(&self) {
-        assert_eq!((self.code, self.stdout.as_str()), (0, ""), "{}", self.stderr);
-    }
-    fn pre_tool_use_denial(&self) -> String {
-        let v = self.json();
-        assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PreToolUse", "{v}");
-        assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v}");
-        v["hookSpecificOutput"]["permissionDecisionReason"].as_str().expect("reason").to_string()
-    }
-    fn permission_denial(&self) -> String {
-        let v = self.json();
-        assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PermissionRequest", "{v}");
-        assert_eq!(v["hookSpecificOutput"]["decision"]["behavior"], "deny", "{v}");
-        v["hookSpecificOutput"]["decision"]["message"].as_str().expect("message").to_string()
-    }
+/// What only Codex's hook answers.
+trait CodexRun {
     /// `Stop` blocked: Codex goes on with the reason as its next prompt.
+    fn continuation(&self) -> String;
+    /// `Stop` not blocked, with a message for the user.
+    fn stop_message(&self) -> String;
+    /// Exit 2 with a reason on stderr and nothing on stdout.
+    fn exit_2_block(&self) -> String;
+}
+
+impl CodexRun for Run {
     fn continuation(&self) -> String {
         let v = self.json();
         assert_eq!(v["decision"], "block", "{v}");
         assert_eq!(v.as_object().map(|o| o.len()), Some(2), "only decision and reason: {v}");
         v["reason"].as_str().expect("reason").to_string()
     }
-    /// `Stop` not blocked, with a message for the user.
     fn stop_message(&self) -> String {
         let v = self.json();
         assert_eq!(v.as_object().map(|o| o.len()), Some(1), "only systemMessage: {v}");
         v["systemMessage"].as_str().expect("systemMessage").to_string()
     }
-    /// Exit 2 with a reason on stderr and nothing on stdout.
     fn exit_2_block(&self) -> String {
         assert_eq!((self.code, self.stdout.as_str()), (2, ""), "{}", self.stderr);
         assert!(!self.stderr.trim().is_empty(), "Codex ignores an exit 2 without a reason on stderr");
@@ -89,38 +57,12 @@ impl Run {
 }
 
 /// Run `plangate hook codex` with `input` on stdin.
-async fn hook_raw(url: &str, input: &[u8], env: &[(&str, &str)], state: &Path) -> Run {
-    let started = Instant::now();
-    let mut cmd = tokio::process::Command::new(BIN);
-    cmd.args(["hook", "codex"])
-        .env("PLANGATE_URL", url)
-        .env("PLANGATE_TOKEN", AGENT_TOKEN)
-        .env("PLANGATE_STATE_DIR", state)
-        .env_remove("PLANGATE_HOOK_WAIT")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("spawn hook");
-    let mut stdin = child.stdin.take().expect("stdin");
-    stdin.write_all(input).await.expect("write stdin");
-    drop(stdin);
-    let out = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output()).await.expect("hook finished").expect("hook output");
-    let run = Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        took: started.elapsed(),
-    };
-    eprintln!("hook codex -> exit {} in {:?}: {} {}", run.code, run.took, run.stdout.trim(), run.stderr.trim());
-    run
+async fn codex_raw(url: &str, input: &[u8], env: &[(&str, &str)], state: &Path) -> Run {
+    hook_run("codex", url, input, env, state).await
 }
 
-async fn hook(s: &ServerProcess, input: &Value, env: &[(&str, &str)], state: &Path) -> Run {
-    hook_raw(&s.base, input.to_string().as_bytes(), env, state).await
+async fn codex(s: &ServerProcess, input: &Value, env: &[(&str, &str)], state: &Path) -> Run {
+    codex_raw(&s.base, input.to_string().as_bytes(), env, state).await
 }
 
 /// What is left to deliver to the session (taking it).
@@ -137,10 +79,10 @@ async fn the_gate_on_shell_apply_patch_mcp_and_permission_requests() {
     let sid = "codex-gate-1";
 
     // Never planned: no approved plan, so nothing may change; reads pass.
-    let run = hook(&s, &event("pre_tool_use_bash_write.json", sid), &[], state.path()).await;
+    let run = codex(&s, &codex_event("pre_tool_use_bash_write.json", sid), &[], state.path()).await;
     let reason = run.pre_tool_use_denial();
     assert!(reason.contains("no approved plan") && reason.contains("<proposed_plan>"), "{reason}");
-    hook(&s, &event("pre_tool_use_bash_read.json", sid), &[], state.path()).await.assert_no_decision();
+    codex(&s, &codex_event("pre_tool_use_bash_read.json", sid), &[], state.path()).await.assert_no_decision();
 
     // Planning, approval pending: read-only shell and MCP reads pass with no
     // opinion; a write command, apply_patch, an MCP write are denied, and so
@@ -148,7 +90,7 @@ async fn the_gate_on_shell_apply_patch_mcp_and_permission_requests() {
     let (st, _) = ServerProcess::send(s.agent(Method::POST, &format!("/v1/sessions/{sid}/enter"))).await;
     assert_eq!(st, 200);
     for name in ["pre_tool_use_bash_read.json", "pre_tool_use_mcp_read.json"] {
-        let run = hook(&s, &event(name, sid), &[], state.path()).await;
+        let run = codex(&s, &codex_event(name, sid), &[], state.path()).await;
         run.assert_no_decision();
         assert!(run.took < Duration::from_secs(2), "{:?}", run.took);
     }
@@ -157,10 +99,10 @@ async fn the_gate_on_shell_apply_patch_mcp_and_permission_requests() {
         ("pre_tool_use_apply_patch.json", "`apply_patch` patches files"),
         ("pre_tool_use_mcp_write.json", "write verb `create`"),
     ] {
-        let reason = hook(&s, &event(name, sid), &[], state.path()).await.pre_tool_use_denial();
+        let reason = codex(&s, &codex_event(name, sid), &[], state.path()).await.pre_tool_use_denial();
         assert!(reason.starts_with("plangate: ") && reason.contains(why), "{name}: {reason}");
     }
-    let message = hook(&s, &event("permission_request_bash.json", sid), &[], state.path()).await.permission_denial();
+    let message = codex(&s, &codex_event("permission_request_bash.json", sid), &[], state.path()).await.permission_denial();
     assert!(message.contains("`cargo`"), "{message}");
 
     // A person releases the session: no plan required, the hook has no opinion.
@@ -170,7 +112,7 @@ async fn the_gate_on_shell_apply_patch_mcp_and_permission_requests() {
     .await;
     assert_eq!(st, 200);
     for name in ["pre_tool_use_apply_patch.json", "pre_tool_use_bash_write.json", "permission_request_bash.json"] {
-        hook(&s, &event(name, sid), &[], state.path()).await.assert_no_decision();
+        codex(&s, &codex_event(name, sid), &[], state.path()).await.assert_no_decision();
     }
 }
 
@@ -179,10 +121,10 @@ async fn a_plan_at_stop_is_proposed_and_its_approval_keeps_codex_going_once() {
     let s = ServerProcess::start(BIN, "").await;
     let state = tempfile::tempdir().expect("state dir");
     let sid = "codex-approve-1";
-    let stop = event("stop_with_plan.json", sid);
+    let stop = codex_event("stop_with_plan.json", sid);
 
     let approver = async { s.decide_when_pending(sid, json!({"action": "approve", "actor": "alice"})).await };
-    let (run, decided) = tokio::join!(hook(&s, &stop, &[("PLANGATE_HOOK_WAIT", "30")], state.path()), approver);
+    let (run, decided) = tokio::join!(codex(&s, &stop, &[("PLANGATE_HOOK_WAIT", "30")], state.path()), approver);
     assert_eq!(decided["status"], "approved");
     let prompt = run.continuation();
     assert!(prompt.starts_with("[PLAN_DECISION]: approved"), "{prompt}");
@@ -195,14 +137,14 @@ async fn a_plan_at_stop_is_proposed_and_its_approval_keeps_codex_going_once() {
     assert_eq!(undelivered(&s, sid).await, Value::Null);
 
     // Executing: apply_patch and write commands pass the gate.
-    hook(&s, &event("pre_tool_use_apply_patch.json", sid), &[], state.path()).await.assert_no_decision();
-    hook(&s, &event("pre_tool_use_bash_write.json", sid), &[], state.path()).await.assert_no_decision();
+    codex(&s, &codex_event("pre_tool_use_apply_patch.json", sid), &[], state.path()).await.assert_no_decision();
+    codex(&s, &codex_event("pre_tool_use_bash_write.json", sid), &[], state.path()).await.assert_no_decision();
     // The turn after it ends without a plan: nothing to deliver, Codex stops.
-    hook(&s, &event("stop_without_plan.json", sid), &[], state.path()).await.assert_no_decision();
-    hook(&s, &event("stop_null_message.json", sid), &[], state.path()).await.assert_no_decision();
+    codex(&s, &codex_event("stop_without_plan.json", sid), &[], state.path()).await.assert_no_decision();
+    codex(&s, &codex_event("stop_null_message.json", sid), &[], state.path()).await.assert_no_decision();
     // The same plan again (a final message quoting it): already decided and
     // delivered, so Codex is not sent round again.
-    let message = hook(&s, &stop, &[], state.path()).await.stop_message();
+    let message = codex(&s, &stop, &[], state.path()).await.stop_message();
     assert!(message.contains("already approved"), "{message}");
     assert_eq!(status(&s, sid).await["version"], 1, "no second proposal");
 }
@@ -212,15 +154,15 @@ async fn changes_requested_keep_codex_going_with_the_feedback_and_an_edit_with_t
     let s = ServerProcess::start(BIN, "").await;
     let state = tempfile::tempdir().expect("state dir");
     let sid = "codex-revise-1";
-    let stop = event("stop_with_plan.json", sid);
+    let stop = codex_event("stop_with_plan.json", sid);
     let feedback = "Cap the total retry time at 2 s; the checkout page times out at 5 s";
     let reviser = async { s.decide_when_pending(sid, json!({"action": "revise", "feedback": feedback, "actor": "bob"})).await };
-    let (run, decided) = tokio::join!(hook(&s, &stop, &[("PLANGATE_HOOK_WAIT", "30")], state.path()), reviser);
+    let (run, decided) = tokio::join!(codex(&s, &stop, &[("PLANGATE_HOOK_WAIT", "30")], state.path()), reviser);
     assert_eq!(decided["status"], "rejected");
     let prompt = run.continuation();
     assert!(prompt.starts_with("[PLAN_DECISION]: rejected") && prompt.contains(feedback), "{prompt}");
     // Still planning: writes stay blocked.
-    hook(&s, &event("pre_tool_use_apply_patch.json", sid), &[], state.path()).await.pre_tool_use_denial();
+    codex(&s, &codex_event("pre_tool_use_apply_patch.json", sid), &[], state.path()).await.pre_tool_use_denial();
 
     // Codex revises; its next Stop carries plan v2, which a human edits.
     let mut revised = stop.clone();
@@ -230,12 +172,12 @@ async fn changes_requested_keep_codex_going_with_the_feedback_and_an_edit_with_t
     let edited = json!({"title": "Retry charge only", "steps": [{"step": "Retry charge on 503, at most 2 s in total"}, {"step": "Test with the fake"}]});
     // v1 is decided, so the pending approval is v2's.
     let editor = async { s.decide_when_pending(sid, json!({"action": "edit", "plan": edited, "actor": "dana"})).await };
-    let (run, decided) = tokio::join!(hook(&s, &revised, &[("PLANGATE_HOOK_WAIT", "30")], state.path()), editor);
+    let (run, decided) = tokio::join!(codex(&s, &revised, &[("PLANGATE_HOOK_WAIT", "30")], state.path()), editor);
     assert_eq!((decided["status"].as_str(), decided["version"].as_u64()), (Some("edited"), Some(2)));
     let prompt = run.continuation();
     assert!(prompt.starts_with("[PLAN_DECISION]: edited"), "{prompt}");
     assert!(prompt.contains("The approved plan:\n\n# Retry charge only") && prompt.contains("at most 2 s in total"), "{prompt}");
-    hook(&s, &event("pre_tool_use_apply_patch.json", sid), &[], state.path()).await.assert_no_decision();
+    codex(&s, &codex_event("pre_tool_use_apply_patch.json", sid), &[], state.path()).await.assert_no_decision();
 }
 
 /// The closing note's proof for Codex: the hook's wait (1 s) ends with the
@@ -249,7 +191,7 @@ async fn a_decision_after_the_wait_reaches_codex_at_its_next_stop() {
     let t0 = Instant::now();
     let at = || format!("+{:.1}s", t0.elapsed().as_secs_f64());
 
-    let run = hook(&s, &event("stop_with_plan.json", sid), &[("PLANGATE_HOOK_WAIT", "1")], state.path()).await;
+    let run = codex(&s, &codex_event("stop_with_plan.json", sid), &[("PLANGATE_HOOK_WAIT", "1")], state.path()).await;
     let message = run.stop_message();
     assert!(message.contains("plan v1") && message.contains("waiting for a human") && message.contains("next turn"), "{message}");
     assert!(run.took >= Duration::from_secs(1), "the hook waited: {:?}", run.took);
@@ -264,15 +206,15 @@ async fn a_decision_after_the_wait_reaches_codex_at_its_next_stop() {
     eprintln!("[late decision] {} erin approves plan v1 ({id}), after the hook's wait ended", at());
 
     // The user sends "continue"; Codex's turn ends without a plan.
-    let run = hook(&s, &event("stop_without_plan.json", sid), &[], state.path()).await;
+    let run = codex(&s, &codex_event("stop_without_plan.json", sid), &[], state.path()).await;
     let prompt = run.continuation();
     assert!(prompt.starts_with("[PLAN_DECISION]: approved") && prompt.contains("approved by operator:erin"), "{prompt}");
     eprintln!("[late decision] {} next Stop: Codex goes on with {:?}", at(), prompt.lines().next().unwrap_or(""));
 
-    let run = hook(&s, &event("stop_without_plan.json", sid), &[], state.path()).await;
+    let run = codex(&s, &codex_event("stop_without_plan.json", sid), &[], state.path()).await;
     run.assert_no_decision();
     eprintln!("[late decision] {} the Stop after that: nothing left to deliver (delivered once)", at());
-    hook(&s, &event("pre_tool_use_apply_patch.json", sid), &[], state.path()).await.assert_no_decision();
+    codex(&s, &codex_event("pre_tool_use_apply_patch.json", sid), &[], state.path()).await.assert_no_decision();
     eprintln!("[late decision] {} apply_patch passes the gate: Codex executes the approved plan", at());
 }
 
@@ -281,19 +223,19 @@ async fn every_failure_blocks_the_gate_and_lets_a_stop_stop() {
     let s = ServerProcess::start(BIN, "").await;
     let state = tempfile::tempdir().expect("state dir");
     let sid = "codex-fail-1";
-    let write = event("pre_tool_use_bash_write.json", sid);
-    let permission = event("permission_request_bash.json", sid);
-    let stop = event("stop_with_plan.json", sid);
+    let write = codex_event("pre_tool_use_bash_write.json", sid);
+    let permission = codex_event("permission_request_bash.json", sid);
+    let stop = codex_event("stop_with_plan.json", sid);
 
     // The server is down: the gate denies; a Stop lets Codex stop, saying why.
     let down = closed_port_url();
-    let reason = hook_raw(&down, write.to_string().as_bytes(), &[], state.path()).await.pre_tool_use_denial();
+    let reason = codex_raw(&down, write.to_string().as_bytes(), &[], state.path()).await.pre_tool_use_denial();
     assert!(reason.contains("cannot reach plangate"), "{reason}");
-    assert!(hook_raw(&down, permission.to_string().as_bytes(), &[], state.path()).await.permission_denial().contains("cannot reach"));
-    let message = hook_raw(&down, stop.to_string().as_bytes(), &[], state.path()).await.stop_message();
+    assert!(codex_raw(&down, permission.to_string().as_bytes(), &[], state.path()).await.permission_denial().contains("cannot reach"));
+    let message = codex_raw(&down, stop.to_string().as_bytes(), &[], state.path()).await.stop_message();
     assert!(message.contains("could not submit the plan"), "{message}");
-    let plain_stop = event("stop_without_plan.json", sid);
-    let message = hook_raw(&down, plain_stop.to_string().as_bytes(), &[], state.path()).await.stop_message();
+    let plain_stop = codex_event("stop_without_plan.json", sid);
+    let message = codex_raw(&down, plain_stop.to_string().as_bytes(), &[], state.path()).await.stop_message();
     assert!(message.contains("could not check"), "{message}");
 
     // The server accepts and never answers: still a deny, within the budget.
@@ -305,36 +247,39 @@ async fn every_failure_blocks_the_gate_and_lets_a_stop_stop() {
             held.push(sock);
         }
     });
-    let run = hook_raw(&hung_url, write.to_string().as_bytes(), &[], state.path()).await;
+    let run = codex_raw(&hung_url, write.to_string().as_bytes(), &[], state.path()).await;
     let reason = run.pre_tool_use_denial();
     assert!(reason.contains("did not answer") || reason.contains("blocked"), "{reason}");
     assert!(run.took < Duration::from_millis(2_600), "{:?}", run.took);
 
     // Input whose event cannot be told, or an event this hook does not
     // answer: exit 2 with the reason on stderr, the block every event obeys.
-    let malformed = std::fs::read(fixture_path("malformed.json")).expect("fixture");
-    assert!(hook_raw(&s.base, &malformed, &[], state.path()).await.exit_2_block().contains("not valid JSON"));
-    assert!(hook_raw(&s.base, b"", &[], state.path()).await.exit_2_block().contains("not valid JSON"));
+    let malformed = std::fs::read(fixture_path("codex/hooks", "malformed.json")).expect("fixture");
+    assert!(codex_raw(&s.base, &malformed, &[], state.path()).await.exit_2_block().contains("not valid JSON"));
+    assert!(codex_raw(&s.base, b"", &[], state.path()).await.exit_2_block().contains("not valid JSON"));
     let no_event = json!({"session_id": sid, "tool_name": "Bash", "tool_input": {"command": "rm -rf x"}});
-    assert!(hook(&s, &no_event, &[], state.path()).await.exit_2_block().contains("hook_event_name"));
-    let reason = hook(&s, &event("post_tool_use_bash.json", sid), &[], state.path()).await.exit_2_block();
+    assert!(codex(&s, &no_event, &[], state.path()).await.exit_2_block().contains("hook_event_name"));
+    let reason = codex(&s, &codex_event("post_tool_use_bash.json", sid), &[], state.path()).await.exit_2_block();
     assert!(reason.contains("\"PostToolUse\"") && reason.contains("plangate hook install codex"), "{reason}");
     // Missing fields: in the event's own terms.
-    assert!(hook(&s, &event("pre_tool_use_no_tool_name.json", sid), &[], state.path()).await.pre_tool_use_denial().contains("tool_name"));
-    let no_session = fixture("stop_no_session_id.json");
-    assert!(hook(&s, &no_session, &[], state.path()).await.stop_message().contains("session_id"));
+    assert!(codex(&s, &codex_event("pre_tool_use_no_tool_name.json", sid), &[], state.path())
+        .await
+        .pre_tool_use_denial()
+        .contains("tool_name"));
+    let no_session = read_json(&fixture_path("codex/hooks", "stop_no_session_id.json"));
+    assert!(codex(&s, &no_session, &[], state.path()).await.stop_message().contains("session_id"));
     let mut no_session = write.clone();
     no_session.as_object_mut().expect("object").remove("session_id");
-    assert!(hook(&s, &no_session, &[], state.path()).await.pre_tool_use_denial().contains("session_id"));
+    assert!(codex(&s, &no_session, &[], state.path()).await.pre_tool_use_denial().contains("session_id"));
     // Misconfiguration: no token, a bad token, a bad wait.
-    assert!(hook(&s, &write, &[("PLANGATE_TOKEN", "")], state.path()).await.pre_tool_use_denial().contains("PLANGATE_TOKEN"));
-    assert!(hook(&s, &write, &[("PLANGATE_TOKEN", "not-a-token-at-all")], state.path())
+    assert!(codex(&s, &write, &[("PLANGATE_TOKEN", "")], state.path()).await.pre_tool_use_denial().contains("PLANGATE_TOKEN"));
+    assert!(codex(&s, &write, &[("PLANGATE_TOKEN", "not-a-token-at-all")], state.path())
         .await
         .pre_tool_use_denial()
         .contains("unauthorized"));
-    let reason = hook(&s, &permission, &[("PLANGATE_HOOK_WAIT", "soon")], state.path()).await.permission_denial();
+    let reason = codex(&s, &permission, &[("PLANGATE_HOOK_WAIT", "soon")], state.path()).await.permission_denial();
     assert!(reason.contains("PLANGATE_HOOK_WAIT"), "{reason}");
-    assert!(hook(&s, &stop, &[("PLANGATE_HOOK_WAIT", "soon")], state.path()).await.stop_message().contains("PLANGATE_HOOK_WAIT"));
+    assert!(codex(&s, &stop, &[("PLANGATE_HOOK_WAIT", "soon")], state.path()).await.stop_message().contains("PLANGATE_HOOK_WAIT"));
     // None of it left a proposal behind.
     assert_eq!(status(&s, sid).await["version"], 0);
 }
@@ -363,15 +308,15 @@ async fn hook_with_stdout_closed(input: &Value) -> (Option<i32>, String) {
 
 #[tokio::test]
 async fn a_panic_blocks_a_tool_call_and_lets_a_stop_stop() {
-    let (code, stderr) = hook_with_stdout_closed(&event("pre_tool_use_bash_write.json", "codex-panic-1")).await;
+    let (code, stderr) = hook_with_stdout_closed(&codex_event("pre_tool_use_bash_write.json", "codex-panic-1")).await;
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("crashed") && stderr.contains("blocked"), "{stderr}");
     // On Stop an exit 2 would make Codex run again: a panic lets it stop.
-    let (code, stderr) = hook_with_stdout_closed(&event("stop_without_plan.json", "codex-panic-1")).await;
+    let (code, stderr) = hook_with_stdout_closed(&codex_event("stop_without_plan.json", "codex-panic-1")).await;
     assert_eq!(code, Some(0), "{stderr}");
 }
 
-async fn install(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
+async fn install_codex(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
     let started = Instant::now();
     let mut cmd = tokio::process::Command::new(BIN);
     cmd.args(["hook", "install", "codex"]).args(args).current_dir(cwd).env_remove("PLANGATE_HOOK_WAIT").env_remove("CODEX_HOME");
@@ -397,7 +342,7 @@ async fn installer_merges_idempotently_keeps_a_backup_and_names_the_binary() {
     let original_text = serde_json::to_string_pretty(&original).expect("json");
     std::fs::write(dir.join("hooks.json"), &original_text).expect("write");
 
-    let run = install(project.path(), &["--wait", "120"], &[]).await;
+    let run = install_codex(project.path(), &["--wait", "120"], &[]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stderr.contains("/hooks") && run.stderr.contains("trust"), "{}", run.stderr);
     let after = read_json(&dir.join("hooks.json"));
@@ -418,28 +363,28 @@ async fn installer_merges_idempotently_keeps_a_backup_and_names_the_binary() {
     assert_eq!(std::fs::read_to_string(&saved[0]).expect("backup"), original_text);
 
     // Again: nothing to do, no new backup.
-    let run = install(project.path(), &["--wait", "120"], &[]).await;
+    let run = install_codex(project.path(), &["--wait", "120"], &[]).await;
     assert!(run.code == 0 && run.stderr.contains("already"), "{}", run.stderr);
     assert_eq!((read_json(&dir.join("hooks.json")), backups(&dir, "hooks.json").len()), (after, 1));
 
     // Dry run prints and writes nothing; user scope follows CODEX_HOME; a
     // file that is not JSON is refused untouched; there is no local scope.
     let fresh = tempfile::tempdir().expect("fresh");
-    let run = install(fresh.path(), &["--dry-run"], &[]).await;
+    let run = install_codex(fresh.path(), &["--dry-run"], &[]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     let printed: Value = serde_json::from_str(&run.stdout).expect("dry run prints JSON");
     assert_eq!(printed["hooks"]["Stop"][0]["hooks"][0]["timeout"], 600);
     assert!(!fresh.path().join(".codex").exists());
     let home = tempfile::tempdir().expect("codex home");
     let home_str = home.path().to_string_lossy().into_owned();
-    let run = install(fresh.path(), &["--scope", "user"], &[("CODEX_HOME", &home_str)]).await;
+    let run = install_codex(fresh.path(), &["--scope", "user"], &[("CODEX_HOME", &home_str)]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(read_json(&home.path().join("hooks.json"))["hooks"]["PreToolUse"][0]["matcher"], "*");
     std::fs::write(home.path().join("hooks.json"), "{ not json").expect("write");
-    let run = install(fresh.path(), &["--scope", "user"], &[("CODEX_HOME", &home_str)]).await;
+    let run = install_codex(fresh.path(), &["--scope", "user"], &[("CODEX_HOME", &home_str)]).await;
     assert!(run.code == 1 && run.stderr.contains("not valid JSON"), "{}", run.stderr);
     assert_eq!(std::fs::read_to_string(home.path().join("hooks.json")).expect("read"), "{ not json");
-    assert_eq!(install(fresh.path(), &["--scope", "local"], &[]).await.code, 2);
+    assert_eq!(install_codex(fresh.path(), &["--scope", "local"], &[]).await.code, 2);
 }
 
 /// The installed commands, run the way Codex runs a command hook
@@ -489,15 +434,15 @@ async fn installed_commands_block_the_gate_and_let_a_stop_stop_when_the_binary_i
             run
         }
     };
-    let write = event("pre_tool_use_bash_write.json", "codex-moved-1");
+    let write = codex_event("pre_tool_use_bash_write.json", "codex-moved-1");
     assert!(codex_runs(gate.clone(), write.clone()).await.pre_tool_use_denial().contains("cannot reach plangate"));
 
     std::fs::remove_file(&copy).expect("remove the copy");
     // Not found (127), turned into exit 2 with the shell's message on stderr: a block.
     codex_runs(gate.clone(), write).await.exit_2_block();
-    codex_runs(gate, event("permission_request_bash.json", "codex-moved-1")).await.exit_2_block();
+    codex_runs(gate, codex_event("permission_request_bash.json", "codex-moved-1")).await.exit_2_block();
     // On Stop the failure stays a failure (not 2, which would make Codex run again).
-    let run = codex_runs(stop, event("stop_with_plan.json", "codex-moved-1")).await;
+    let run = codex_runs(stop, codex_event("stop_with_plan.json", "codex-moved-1")).await;
     assert!(run.code != 0 && run.code != 2, "{}", run.code);
 }
 
@@ -524,7 +469,7 @@ async fn an_answer_given_after_codex_moved_on_reaches_it_at_its_next_stop() {
     fake.push_update(fake.message_update(chat, FakeTelegram::user(alice, Some("alice"), "Alice"), "/plan answer no", None));
     let mut prompt = String::new();
     for _ in 0..50 {
-        let run = hook(&s, &event("stop_without_plan.json", sid), &[], state.path()).await;
+        let run = codex(&s, &codex_event("stop_without_plan.json", sid), &[], state.path()).await;
         if !run.stdout.trim().is_empty() {
             prompt = run.continuation();
             break;
@@ -534,5 +479,5 @@ async fn an_answer_given_after_codex_moved_on_reaches_it_at_its_next_stop() {
     }
     assert!(prompt.starts_with("[PLAN_ANSWER]") && prompt.contains("> no") && prompt.contains("telegram:@alice"), "{prompt}");
     eprintln!("[late answer] Codex's next Stop goes on with {:?}", prompt.lines().next().unwrap_or(""));
-    hook(&s, &event("stop_without_plan.json", sid), &[], state.path()).await.assert_no_decision();
+    codex(&s, &codex_event("stop_without_plan.json", sid), &[], state.path()).await.assert_no_decision();
 }

@@ -3,8 +3,9 @@
 //! cards to the Telegram fake), SIGKILL it at random moments, restart, and
 //! check the invariants every time.
 
-use plangate_testkit::server::ServerProcess;
-use plangate_testkit::telegram::{FakeTelegram, TOKEN};
+use super::kit::telegram_unpaced;
+use plangate_testkit::server::{eventually, ServerProcess};
+use plangate_testkit::telegram::FakeTelegram;
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -102,10 +103,7 @@ async fn sigkill_at_random_moments_never_breaks_the_invariants_on_postgres() {
 async fn crash_loop(store: &str, cycles: usize) {
     let seed = std::env::var("PLANGATE_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5eed_u64);
     let fake = FakeTelegram::start().await;
-    let extra = format!(
-        "{store}\n[approvals]\nnudges = [\"1s\", \"2s\"]\ntimeout = \"3s\"\n\n[telegram]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\npoll_timeout_secs = 1\nper_chat_per_second = 1000\nglobal_per_second = 1000\n\n[destinations.tg]\nchannel = \"telegram\"\nchat = \"-100\"\napprovers = [\"telegram:1\"]\n",
-        fake.api_url()
-    );
+    let extra = format!("{store}\n[approvals]\nnudges = [\"1s\", \"2s\"]\ntimeout = \"3s\"\n{}", telegram_unpaced(&fake, -100, 1));
     let mut s = ServerProcess::start_with(BIN, &["tg"], &extra).await;
     let acked = Arc::new(Mutex::new(Acknowledged::default()));
     let mut rng = Rng(seed);
@@ -164,26 +162,14 @@ async fn crash_loop(store: &str, cycles: usize) {
             }
         }
     }
-    // Let the last timers fire, then check the nudges: at most one per
-    // (approval, nudge number) — the send key is recorded after the send, so a
-    // crash in between may repeat one (at-least-once); count those.
-    tokio::time::sleep(Duration::from_secs(4)).await;
-    let nudges: Vec<String> = fake.calls("sendMessage").iter().map(|r| r.str("text")).filter(|t| t.contains("⏰")).collect();
-    let mut per_text: HashMap<&str, usize> = HashMap::new();
-    for t in &nudges {
-        *per_text.entry(t.as_str()).or_default() += 1;
-    }
-    let repeats: usize = per_text.values().map(|n| n - 1).sum();
-    let (proposals, decisions) = {
-        let acked = acked.lock().unwrap();
-        (acked.proposals.len(), acked.decisions.len())
-    };
-    println!(
-        "{cycles} kill -9 cycles: {proposals} proposals, {decisions} acknowledged decisions, {} nudges sent, {repeats} repeated",
-        nudges.len()
-    );
-    assert!(repeats <= cycles, "{repeats} nudges repeated across {cycles} crashes");
-    assert!(proposals > 0 && decisions > 0);
+    // Let the last timers fire: the server's clock turned past every
+    // timeout (3 s), so no approval is left pending.
+    s.advance_clock(4_000).await;
+    eventually(Duration::from_secs(30), "every approval decided or timed out", || async {
+        let (_, pending) = ServerProcess::send(s.operator(Method::GET, "/v1/approvals?status=pending&limit=1")).await;
+        pending.as_array().is_some_and(|a| a.is_empty())
+    })
+    .await;
 
     // Every card of a decided approval ends without buttons: the edits a
     // decision (or timeout) asks for are committed with it, in the outbox,
@@ -211,6 +197,27 @@ async fn crash_loop(store: &str, cycles: usize) {
     }
     println!("cards orphaned by a crash mid-post (posted again with the outcome): {orphaned}; lost edits: {}", lost.len());
     assert!(lost.is_empty(), "decided approvals whose card still shows buttons and was not posted again: {lost:?}");
+
+    // Then the nudges (each approval's chat jobs run in order, so its
+    // nudges went out before its settled card's edit): at most one per
+    // (approval, nudge number) — the send key is recorded after the send,
+    // so a crash in between may repeat one (at-least-once); count those.
+    let nudges: Vec<String> = fake.calls("sendMessage").iter().map(|r| r.str("text")).filter(|t| t.contains("⏰")).collect();
+    let mut per_text: HashMap<&str, usize> = HashMap::new();
+    for t in &nudges {
+        *per_text.entry(t.as_str()).or_default() += 1;
+    }
+    let repeats: usize = per_text.values().map(|n| n - 1).sum();
+    let (proposals, decisions) = {
+        let acked = acked.lock().unwrap();
+        (acked.proposals.len(), acked.decisions.len())
+    };
+    println!(
+        "{cycles} kill -9 cycles: {proposals} proposals, {decisions} acknowledged decisions, {} nudges sent, {repeats} repeated",
+        nudges.len()
+    );
+    assert!(repeats <= cycles, "{repeats} nudges repeated across {cycles} crashes");
+    assert!(proposals > 0 && decisions > 0);
 }
 
 /// Cards (not nudges) still showing buttons although their approval is

@@ -3,79 +3,24 @@
 //! lifecycle events (`SessionStart`, `UserPromptSubmit`, subagents) are in
 //! `hooks_lifecycle.rs`, with these helpers.
 
-use super::kit::{backups, closed_port_url, status};
-use plangate_testkit::server::{ServerProcess, AGENT_TOKEN};
+pub(crate) use super::kit::Run;
+use super::kit::{backups, closed_port_url, hook_event, hook_run, status};
+use plangate_testkit::server::ServerProcess;
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::path::Path;
-use std::process::Stdio;
-use std::time::{Duration, Instant};
-use tokio::io::AsyncWriteExt;
+use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
 
-pub(crate) fn fixture(name: &str) -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/claude").join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).expect("fixture is JSON")
-}
-
-/// A fixture with its session id replaced, so tests never share state.
+/// A sample Claude Code event (tests/fixtures/claude/) in `session`.
 pub(crate) fn event(name: &str, session: &str) -> Value {
-    let mut v = fixture(name);
-    v["session_id"] = json!(session);
-    v
-}
-
-pub(crate) struct Run {
-    pub(crate) code: i32,
-    pub(crate) stdout: String,
-    pub(crate) took: Duration,
-}
-
-impl Run {
-    pub(crate) fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {:?}", self.stdout))
-    }
-    pub(crate) fn pre_tool_use_denial(&self) -> String {
-        let v = self.json();
-        assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PreToolUse", "{v}");
-        assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v}");
-        v["hookSpecificOutput"]["permissionDecisionReason"].as_str().expect("reason").to_string()
-    }
-    pub(crate) fn permission_denial(&self) -> String {
-        let v = self.json();
-        assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PermissionRequest", "{v}");
-        assert_eq!(v["hookSpecificOutput"]["decision"]["behavior"], "deny", "{v}");
-        v["hookSpecificOutput"]["decision"]["message"].as_str().expect("message").to_string()
-    }
+    hook_event("claude", name, session)
 }
 
 /// Run `plangate hook claude` with `input` on stdin.
 pub(crate) async fn hook_raw(url: &str, input: &[u8], env: &[(&str, &str)], state: &Path) -> Run {
-    let started = Instant::now();
-    let mut cmd = tokio::process::Command::new(BIN);
-    cmd.args(["hook", "claude"])
-        .env("PLANGATE_URL", url)
-        .env("PLANGATE_TOKEN", AGENT_TOKEN)
-        .env("PLANGATE_STATE_DIR", state)
-        .env_remove("PLANGATE_HOOK_WAIT")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("spawn hook");
-    let mut stdin = child.stdin.take().expect("stdin");
-    stdin.write_all(input).await.expect("write stdin");
-    drop(stdin);
-    let out = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output()).await.expect("hook finished").expect("hook output");
-    let run =
-        Run { code: out.status.code().unwrap_or(-1), stdout: String::from_utf8_lossy(&out.stdout).into_owned(), took: started.elapsed() };
-    eprintln!("hook -> exit {} in {:?}: {}", run.code, run.took, run.stdout.trim());
-    run
+    hook_run("claude", url, input, env, state).await
 }
 
 pub(crate) async fn hook(s: &ServerProcess, input: &Value, env: &[(&str, &str)], state: &Path) -> Run {

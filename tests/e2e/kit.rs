@@ -186,3 +186,143 @@ pub async fn slack_answer(slack: &SlackFake, id: &str) -> String {
     let reqs = slack.wait_for(WAIT, |reqs| reqs.iter().any(|r| r.path == path)).await;
     reqs.iter().find(|r| r.path == path).expect("an answer").json()["text"].as_str().unwrap_or_default().to_string()
 }
+
+/// `tests/fixtures/<dir>/<name>`.
+pub fn fixture_path(dir: &str, name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(dir).join(name)
+}
+
+/// A sample hook event from `tests/fixtures/<dir>/<name>`, moved to
+/// `session` so tests never share state (`dir`: `claude`, `codex/hooks`).
+pub fn hook_event(dir: &str, name: &str, session: &str) -> Value {
+    let mut v = read_json(&fixture_path(dir, name));
+    v["session_id"] = json!(session);
+    v
+}
+
+/// One run of `plangate hook claude|codex`: exit code, output, duration.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub took: Duration,
+}
+
+impl Run {
+    /// The JSON answer (which a hook gives with exit 0).
+    pub fn json(&self) -> Value {
+        assert_eq!(self.code, 0, "a JSON answer exits 0: {}", self.stderr);
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {:?}", self.stdout))
+    }
+    /// No output, exit 0: the hook has no opinion (the gate let the call through).
+    pub fn assert_no_decision(&self) {
+        assert_eq!((self.code, self.stdout.as_str()), (0, ""), "{}", self.stderr);
+    }
+    /// A `PreToolUse` denial: its reason.
+    pub fn pre_tool_use_denial(&self) -> String {
+        let v = self.json();
+        assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PreToolUse", "{v}");
+        assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v}");
+        v["hookSpecificOutput"]["permissionDecisionReason"].as_str().expect("reason").to_string()
+    }
+    /// A `PermissionRequest` denial: its message.
+    pub fn permission_denial(&self) -> String {
+        let v = self.json();
+        assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PermissionRequest", "{v}");
+        assert_eq!(v["hookSpecificOutput"]["decision"]["behavior"], "deny", "{v}");
+        v["hookSpecificOutput"]["decision"]["message"].as_str().expect("message").to_string()
+    }
+}
+
+/// Run `cmd` with `input` on stdin (the child may be gone before it
+/// reads: a binary that is not there), for at most `within`.
+pub async fn run_with_input(mut cmd: tokio::process::Command, input: &[u8], within: Duration) -> Run {
+    use tokio::io::AsyncWriteExt;
+    let started = std::time::Instant::now();
+    let piped = std::process::Stdio::piped;
+    cmd.stdin(piped()).stdout(piped()).stderr(piped()).kill_on_drop(true);
+    let mut child = cmd.spawn().expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let _ = stdin.write_all(input).await;
+    drop(stdin);
+    let out = tokio::time::timeout(within, child.wait_with_output()).await.expect("finished").expect("output");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        took: started.elapsed(),
+    }
+}
+
+/// Run `plangate hook <harness>` (`claude`, `codex`) against `url` with
+/// `input` on stdin, as agent `demo`, its state in `state`.
+pub async fn hook_run(harness: &str, url: &str, input: &[u8], env: &[(&str, &str)], state: &Path) -> Run {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_plangate"));
+    cmd.args(["hook", harness])
+        .env("PLANGATE_URL", url)
+        .env("PLANGATE_TOKEN", AGENT_TOKEN)
+        .env("PLANGATE_STATE_DIR", state)
+        .env_remove("PLANGATE_HOOK_WAIT");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let run = run_with_input(cmd, input, Duration::from_secs(120)).await;
+    eprintln!("hook {harness} -> exit {} in {:?}: {} {}", run.code, run.took, run.stdout.trim(), run.stderr.trim());
+    run
+}
+
+/// A client that does not follow redirects (the web page's answers are
+/// checked as they are).
+pub fn no_redirect_client() -> reqwest::Client {
+    reqwest::Client::builder().no_proxy().redirect(reqwest::redirect::Policy::none()).build().expect("client")
+}
+
+/// The gate's answer to one call (`{"session_id", "tool", "input", …}`) of
+/// agent `demo`: (decision, reason).
+pub async fn gate_call(s: &ServerProcess, body: &Value) -> (String, String) {
+    let (st, v) = call(s.agent(Method::POST, "/v1/gate").json(body)).await;
+    assert_eq!(st, 200, "{body}: {v}");
+    (v["decision"].as_str().unwrap_or_default().to_string(), v["reason"].as_str().unwrap_or_default().to_string())
+}
+
+/// The gate's answer to `tool` with `input` in `session`: (decision, reason).
+pub async fn gate(s: &ServerProcess, session: &str, tool: &str, input: Value) -> (String, String) {
+    gate_call(s, &json!({"session_id": session, "tool": tool, "input": input})).await
+}
+
+/// The texts of the cards (messages with buttons) among `reqs` posted to `chat`.
+pub fn cards(reqs: &[plangate_testkit::telegram::Recorded], chat: i64) -> Vec<String> {
+    reqs.iter()
+        .filter(|r| r.method == "sendMessage" && r.chat_id() == Some(chat) && r.keyboard().is_some())
+        .map(|r| r.str("text"))
+        .collect()
+}
+
+/// The texts of the cards posted to `chat` so far.
+pub fn cards_in(fake: &FakeTelegram, chat: i64) -> Vec<String> {
+    cards(&fake.requests(), chat)
+}
+
+/// Wait until `chat` has `n` cards; their texts.
+pub async fn wait_cards(fake: &FakeTelegram, chat: i64, n: usize) -> Vec<String> {
+    fake.wait_for(WAIT, |reqs| {
+        let cards = cards(reqs, chat);
+        (cards.len() >= n).then_some(cards)
+    })
+    .await
+}
+
+/// The `[telegram]` section pointing at `fake` with Telegram's pacing
+/// lifted (a thousand a second), and destination `tg`: chat `chat`,
+/// approver `telegram:<approver>`.
+pub fn telegram_unpaced(fake: &FakeTelegram, chat: i64, approver: i64) -> String {
+    format!(
+        "{}per_chat_per_second = 1000\nglobal_per_second = 1000\n\n[destinations.tg]\nchannel = \"telegram\"\nchat = \"{chat}\"\napprovers = [\"telegram:{approver}\"]\n",
+        telegram_section(fake)
+    )
+}
+
+/// The gate's answer to `rm -rf` in `session`: (decision, reason).
+pub async fn gate_rm_rf(s: &ServerProcess, session: &str) -> (String, String) {
+    gate(s, session, "Bash", json!({"command": "rm -rf /srv/db"})).await
+}

@@ -3,9 +3,10 @@
 //! backend, their cards edited where they were posted; a live sled
 //! directory and a non-empty target are refused.
 
+use super::kit::telegram_unpaced;
 use plangate_testkit::pg::{store_config, TestSchema};
 use plangate_testkit::server::{eventually, ServerProcess};
-use plangate_testkit::telegram::{FakeTelegram, TOKEN};
+use plangate_testkit::telegram::FakeTelegram;
 use reqwest::Method;
 use serde_json::json;
 use std::time::Duration;
@@ -13,10 +14,14 @@ use std::time::Duration;
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
 const CHAT: i64 = -100_555;
 
-fn telegram(fake: &FakeTelegram) -> String {
+/// Telegram (unpaced, destination `tg`) and hour-long timers.
+fn telegram_hourly(fake: &FakeTelegram) -> String {
     format!(
-        "[approvals]\nnudges = [\"1h\"]\ntimeout = \"2h\"\n\n[telegram]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\npoll_timeout_secs = 1\nper_chat_per_second = 1000\nglobal_per_second = 1000\n\n[destinations.tg]\nchannel = \"telegram\"\nchat = \"{CHAT}\"\napprovers = [\"telegram:111\"]\n",
-        fake.api_url()
+        "[approvals]
+nudges = [\"1h\"]
+timeout = \"2h\"
+{}",
+        telegram_unpaced(fake, CHAT, 111)
     )
 }
 
@@ -36,7 +41,7 @@ async fn migrate(from: &std::path::Path, pg: &TestSchema) -> (i32, String, Strin
 async fn a_sled_store_moves_to_postgres_and_its_approvals_are_decided_there() {
     let Some(pg) = TestSchema::create_or_skip().await else { return };
     let fake = FakeTelegram::start().await;
-    let mut sled = ServerProcess::start_with(BIN, &["tg"], &format!("{}\n{}", plangate_testkit::pg::SLED, telegram(&fake))).await;
+    let mut sled = ServerProcess::start_with(BIN, &["tg"], &format!("{}\n{}", plangate_testkit::pg::SLED, telegram_hourly(&fake))).await;
     let mut ids = Vec::new();
     for i in 0..5 {
         let session = format!("move-{i}");
@@ -79,7 +84,7 @@ async fn a_sled_store_moves_to_postgres_and_its_approvals_are_decided_there() {
     assert!(err.contains("already holds plangate data"), "{err}");
 
     // The same approvals, decided through PostgreSQL.
-    let moved = ServerProcess::start_with(BIN, &["tg"], &format!("{}\n{}", store_config(&pg), telegram(&fake))).await;
+    let moved = ServerProcess::start_with(BIN, &["tg"], &format!("{}\n{}", store_config(&pg), telegram_hourly(&fake))).await;
     for id in &ids[..2] {
         let (st, v) = ServerProcess::send(moved.operator(Method::GET, &format!("/v1/approvals/{id}"))).await;
         assert_eq!(st, 200, "{v}");

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
 
-async fn plangate(args: &[&str]) -> (i32, String) {
+async fn operator_cli_run(args: &[&str]) -> (i32, String) {
     let out = tokio::process::Command::new(BIN).args(args).env("PLANGATE_OPERATOR_TOKEN", OPERATOR_TOKEN).output();
     let out = tokio::time::timeout(Duration::from_secs(60), out).await.expect("finished").expect("run");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -59,7 +59,7 @@ async fn a_backup_taken_under_load_restores_every_acknowledged_decision() {
     let dir = tempfile::tempdir().expect("dir");
     let file = dir.path().join("plangate.backup");
     let file_arg = file.to_str().expect("utf-8");
-    let (code, _) = plangate(&["backup", "--to", file_arg, "--url", &s.base]).await;
+    let (code, _) = operator_cli_run(&["backup", "--to", file_arg, "--url", &s.base]).await;
     assert_eq!(code, 0);
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for task in load {
@@ -69,9 +69,9 @@ async fn a_backup_taken_under_load_restores_every_acknowledged_decision() {
 
     let restored = dir.path().join("restored");
     let restored_arg = restored.to_str().expect("utf-8");
-    let (code, stderr) = plangate(&["restore", file_arg, "--data-dir", restored_arg]).await;
+    let (code, stderr) = operator_cli_run(&["restore", file_arg, "--data-dir", restored_arg]).await;
     assert_eq!(code, 0, "{stderr}");
-    let (code, stderr) = plangate(&["restore", file_arg, "--data-dir", restored_arg]).await;
+    let (code, stderr) = operator_cli_run(&["restore", file_arg, "--data-dir", restored_arg]).await;
     assert!(code != 0 && stderr.contains("not empty"), "{stderr}");
 
     let store = SledStore::open(&restored).expect("the restored store opens");

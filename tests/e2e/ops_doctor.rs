@@ -20,7 +20,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_plangate");
 async fn doctor_in(project: &Path, toml: &str) -> (i32, String) {
     let file = project.join("plangate.toml");
     std::fs::write(&file, toml).expect("write");
-    let out = plangate(project, &["doctor", "--config", file.to_str().expect("utf-8")]).await;
+    let out = doctor_cli(project, &["doctor", "--config", file.to_str().expect("utf-8")]).await;
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
@@ -31,7 +31,7 @@ pub(super) async fn doctor(toml: &str) -> (i32, String) {
 
 /// The binary with `args` in `project`, whose `home/` is `HOME`,
 /// `CLAUDE_CONFIG_DIR` and `CODEX_HOME`.
-async fn plangate(project: &Path, args: &[&str]) -> std::process::Output {
+async fn doctor_cli(project: &Path, args: &[&str]) -> std::process::Output {
     let home = project.join("home");
     std::fs::create_dir_all(&home).expect("home");
     let out = tokio::process::Command::new(BIN)
@@ -48,7 +48,7 @@ async fn plangate(project: &Path, args: &[&str]) -> std::process::Output {
     out
 }
 
-fn config(fake: &FakeTelegram, token: &str) -> String {
+fn doctor_config(fake: &FakeTelegram, token: &str) -> String {
     format!(
         "[server]\nbind = \"127.0.0.1:8787\"\ndata_dir = \"d\"\n[telegram]\ntoken = \"{token}\"\napi_url = \"{}\"\n\
          [destinations.ops]\nchannel = \"telegram\"\nchat = \"-1001\"\napprovers = [\"telegram:111\", \"telegram:222\"]\n\
@@ -61,7 +61,7 @@ fn config(fake: &FakeTelegram, token: &str) -> String {
 #[tokio::test]
 async fn doctor_checks_token_chats_and_approvers_against_the_platform() {
     let fake = FakeTelegram::start().await;
-    let (code, out) = doctor(&config(&fake, TOKEN)).await;
+    let (code, out) = doctor(&doctor_config(&fake, TOKEN)).await;
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("✓ telegram.token: works"), "{out}");
     assert!(out.contains("✓ destinations.ops.chat: -1001 resolves"), "{out}");
@@ -79,13 +79,13 @@ async fn doctor_checks_token_chats_and_approvers_against_the_platform() {
         "getChatMember",
         Scripted::Result(serde_json::json!({"status": "left", "user": {"id": 222, "is_bot": false, "first_name": "B"}})),
     );
-    let (code, out) = doctor(&config(&fake, TOKEN)).await;
+    let (code, out) = doctor(&doctor_config(&fake, TOKEN)).await;
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("✗ destinations.ops.approvers[1]: telegram:222 is not in the chat (left); invite them"), "{out}");
     assert!(out.contains("✗ destinations.gone.chat: -1002: Bad Request: chat not found; add the bot"), "{out}");
 
     // A token that does not work stops there.
-    let (code, out) = doctor(&config(&fake, "999:wrong-token-abcdefghijkl")).await;
+    let (code, out) = doctor(&doctor_config(&fake, "999:wrong-token-abcdefghijkl")).await;
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("✗ telegram.token: Unauthorized; copy the token from @BotFather"), "{out}");
     assert!(!out.contains("wrong-token"), "the token is not printed: {out}");
@@ -125,7 +125,7 @@ async fn doctor_passes_a_working_setup_on_all_three_platforms() {
     let (telegram, slack, discord) = (FakeTelegram::start().await, SlackFake::start().await, DiscordFake::start(345678901234567890).await);
     let mut server = ServerProcess::start(BIN, "").await;
     let project = tempfile::tempdir().expect("project");
-    let install = plangate(project.path(), &["hook", "install", "claude", "--scope", "local"]).await;
+    let install = doctor_cli(project.path(), &["hook", "install", "claude", "--scope", "local"]).await;
     assert!(install.status.success());
     slack.script("conversations.members", members_with("U0ALICE"));
 

@@ -34,6 +34,7 @@ async fn json_logs_carry_span_fields_and_never_a_secret() {
         .args(["serve", "--log-format", "json", "--config"])
         .arg(&config)
         .env("RUST_LOG", "debug")
+        .env_remove("PLANGATE_TEST_CLOCK_MS")
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(&log_path).expect("log file"))
         .kill_on_drop(true)
@@ -68,6 +69,10 @@ async fn json_logs_carry_span_fields_and_never_a_secret() {
     // A refused token is logged as a refusal, not as the token.
     let wrong = http.get(format!("{base}/v1/approvals")).bearer_auth("not-the-operator-token-4711").send().await.expect("wrong");
     assert_eq!(wrong.status(), 401);
+    // Started as an operator starts it (no PLANGATE_TEST_CLOCK_MS), even a
+    // debug build has no test clock to turn.
+    let turn = http.post(format!("{base}/v1/operator/test/clock")).bearer_auth(OPERATOR_TOKEN).json(&json!({"advance_ms": 60_000}));
+    assert_eq!(turn.send().await.expect("turn").status(), 404);
     fake.wait_call("editMessageText", 1, Duration::from_secs(15)).await;
     child.start_kill().expect("kill");
     let _ = child.wait().await;

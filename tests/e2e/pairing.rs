@@ -22,7 +22,7 @@ const ALICE: i64 = 111;
 const BOB: i64 = 222;
 
 /// The n-th (1-based) card (a `sendMessage` with buttons) in `chat`.
-async fn card(fake: &FakeTelegram, chat: i64, n: usize) -> Recorded {
+async fn card_in(fake: &FakeTelegram, chat: i64, n: usize) -> Recorded {
     fake.wait_for(WAIT, |reqs| {
         let cards: Vec<_> =
             reqs.iter().filter(|r| r.method == "sendMessage" && r.keyboard().is_some() && r.chat_id() == Some(chat)).collect();
@@ -52,7 +52,7 @@ async fn a_paired_telegram_chat_receives_cards_its_approvers_decide_and_it_survi
 
     // A card of the paired agent reaches the chat with buttons; alice decides.
     let id = approval_id(&propose(&s, "p1", &plan("Paired plan", &["one"])).await);
-    let first = card(&fake, CHAT, 1).await;
+    let first = card_in(&fake, CHAT, 1).await;
     assert!(tap_approve(&fake, &first, id, tg_user(BOB, "bob")).await.starts_with("You are not an approver"));
     assert!(tap_approve(&fake, &first, id, tg_user(ALICE, "alice")).await.starts_with("✅ Approved v1 by telegram:@alice"));
 
@@ -76,7 +76,7 @@ async fn a_paired_telegram_chat_receives_cards_its_approvers_decide_and_it_survi
     let removed = say(&fake, CHAT, tg_user(BOB, "bob"), &format!("/plan approvers remove telegram:{ALICE}"), "Removed").await;
     assert!(removed.contains(&format!("are now telegram:{BOB}")), "{removed}");
     let id2 = approval_id(&propose(&s, "p2", &plan("Second", &["two"])).await);
-    let second = card(&fake, CHAT, 2).await;
+    let second = card_in(&fake, CHAT, 2).await;
     assert!(tap_approve(&fake, &second, id2, tg_user(ALICE, "alice")).await.starts_with("You are not an approver"));
 
     // `plangate destinations` lists it; a restart keeps it.
@@ -86,7 +86,7 @@ async fn a_paired_telegram_chat_receives_cards_its_approvers_decide_and_it_survi
     s.restart().await;
     assert!(tap_approve(&fake, &second, id2, tg_user(BOB, "bob")).await.starts_with("✅ Approved v1 by telegram:@bob"));
     let _id3 = approval_id(&propose(&s, "p3", &plan("After restart", &["three"])).await);
-    card(&fake, CHAT, 3).await;
+    card_in(&fake, CHAT, 3).await;
 
     // `config check` asks the running server for them (its address from the environment here).
     let out = tokio::process::Command::new(BIN)
@@ -181,7 +181,7 @@ async fn a_chat_paired_through_one_replica_gets_the_cards_every_replica_posts() 
     for (i, r) in rs.iter().enumerate() {
         eventually(WAIT, "the pairing notified to every replica", || in_use(r, "demo-telegram")).await;
         let id = approval_id(&propose(r, &format!("rep{i}"), &plan(&format!("From replica {i}"), &["x"])).await);
-        let posted = card(&fake, CHAT, i + 1).await;
+        let posted = card_in(&fake, CHAT, i + 1).await;
         assert!(tap_approve(&fake, &posted, id, tg_user(ALICE, "alice")).await.starts_with("✅ Approved v1"));
     }
 }

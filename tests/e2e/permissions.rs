@@ -18,7 +18,7 @@ pub(crate) const ALICE: i64 = 111;
 pub(crate) const MALLORY: i64 = 666;
 const WAIT: Duration = Duration::from_secs(15);
 
-pub(crate) async fn start(fake: &FakeTelegram, extra: &str) -> ServerProcess {
+pub(crate) async fn start_permissions(fake: &FakeTelegram, extra: &str) -> ServerProcess {
     let config = format!(
         "{}\n[destinations.ops]\nchannel = \"telegram\"\nchat = \"{CHAT}\"\napprovers = [\"telegram:{ALICE}\"]\n{extra}",
         telegram_section(fake)
@@ -78,7 +78,7 @@ pub(crate) async fn edited(fake: &FakeTelegram, id: i64, needle: &str) -> String
 #[tokio::test]
 async fn each_grade_answers_from_the_phone_and_the_card_says_so() {
     let fake = FakeTelegram::start().await;
-    let s = start(&fake, "").await;
+    let s = start_permissions(&fake, "").await;
     release(&s, "s1").await;
 
     // A card with the command, its risk, the rule the wider answers grant,
@@ -157,7 +157,7 @@ async fn each_grade_answers_from_the_phone_and_the_card_says_so() {
 #[tokio::test]
 async fn an_unanswered_request_expires_and_a_long_input_is_attached_whole() {
     let fake = FakeTelegram::start().await;
-    let s = start(&fake, "").await;
+    let s = start_permissions(&fake, "").await;
     release(&s, "s1").await;
     let content: String = (1..=400).map(|n| format!("line {n}\n")).collect();
     let (st, v) = ask(&s, "s1", "Write", json!({"file_path": "notes.txt", "content": content})).await;
@@ -187,7 +187,7 @@ async fn an_unanswered_request_expires_and_a_long_input_is_attached_whole() {
 async fn configured_rules_answer_without_a_card_and_no_destination_means_the_terminal() {
     let fake = FakeTelegram::start().await;
     let rules = "\n[agents.demo.permissions]\nallow = [\"Bash(npm test:*)\"]\ndeny = [\"Bash(git push:*)\"]\n";
-    let mut s = start(&fake, "").await;
+    let mut s = start_permissions(&fake, "").await;
     // The harness writes `[agents.demo]` itself: add the rules after it.
     let config = std::fs::read_to_string(s.config_path()).expect("config") + rules;
     std::fs::write(s.config_path(), config).expect("config");

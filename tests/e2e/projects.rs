@@ -5,9 +5,9 @@
 //! `projects` globs take only the cards of those projects, and its people
 //! decide only those.
 
-use super::kit::{call, propose, say, telegram_section, tg_user};
+use super::kit::{call, cards_in, propose, say, telegram_section, tg_user, wait_cards};
 use plangate_testkit::server::{ServerProcess, AGENT_TOKEN};
-use plangate_testkit::telegram::{FakeTelegram, Recorded};
+use plangate_testkit::telegram::FakeTelegram;
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -21,27 +21,6 @@ const BOB: i64 = 222;
 
 fn with_project(title: &str, project: Value) -> Value {
     json!({"title": title, "steps": [{"step": "Read the code"}], "project": project})
-}
-
-/// The texts of the cards (messages with buttons) among `reqs` posted to `chat`.
-fn cards(reqs: &[Recorded], chat: i64) -> Vec<String> {
-    reqs.iter()
-        .filter(|r| r.method == "sendMessage" && r.chat_id() == Some(chat) && r.keyboard().is_some())
-        .map(|r| r.str("text"))
-        .collect()
-}
-
-fn cards_in(fake: &FakeTelegram, chat: i64) -> Vec<String> {
-    cards(&fake.requests(), chat)
-}
-
-/// Wait until `chat` has `n` cards; their texts.
-async fn wait_cards(fake: &FakeTelegram, chat: i64, n: usize) -> Vec<String> {
-    fake.wait_for(WAIT, |reqs| {
-        let cards = cards(reqs, chat);
-        (cards.len() >= n).then_some(cards)
-    })
-    .await
 }
 
 #[tokio::test]

@@ -8,11 +8,12 @@
 //! human decides over plangate. Each test skips loudly without the client
 //! (`.ci/install-clients`) and fails instead under `PLANGATE_REQUIRE_ALL`.
 
+use super::kit::status;
 use plangate_testkit::claude::{new_session_id, ClaudeHost, ClaudeRun, Decision, PermissionAsk};
 use plangate_testkit::clients::{self, ClaudeCode};
 use plangate_testkit::fake_anthropic::{FakeAnthropic, Turn};
 use plangate_testkit::server::{ServerProcess, AGENT_TOKEN};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
@@ -94,10 +95,6 @@ fn plan_mode_script(fake: &FakeAnthropic, plan: &'static str, after: impl IntoIt
     fake.push(after);
 }
 
-async fn session(s: &ServerProcess, sid: &str) -> Value {
-    ServerProcess::send(s.agent(reqwest::Method::GET, &format!("/v1/sessions/{sid}"))).await.1
-}
-
 const PLAN: &str = "# Add notes\n\n1. Create notes.txt with a greeting\n";
 
 /// Before any plan, the gate denies a mutation (even under
@@ -167,7 +164,7 @@ async fn real_claude_code_native_plan_mode_gets_a_plan_approved_and_then_writes(
     assert!(!write[0].is_error, "the plan file write was refused: {:?}", write[0]);
     assert!(!write[1].is_error, "{:?}", write[1]);
     assert_eq!(std::fs::read_to_string(&notes).expect("notes.txt"), "hello\n");
-    let status = session(&s, &sid).await;
+    let status = status(&s, &sid).await;
     assert_eq!((status["mode"].as_str(), status["approval"].as_str()), (Some("normal"), Some("approved")), "{status}");
 }
 

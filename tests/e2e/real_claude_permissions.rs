@@ -7,7 +7,8 @@
 //! here never answers a dialog before plangate did (it only denies one
 //! after plangate gave it back). Each test skips loudly without the client.
 
-use super::permissions::{card, edited, release, start, ALICE, CHAT};
+use super::kit::tg_user;
+use super::permissions::{card, edited, release, start_permissions, ALICE, CHAT};
 use super::real_claude::Project;
 use plangate_engine::codec::{encode, Button};
 use plangate_engine::ApprovalId;
@@ -59,7 +60,7 @@ impl Scene {
     async fn new(wait: &str) -> Option<Scene> {
         let claude = clients::claude_code()?;
         let telegram = Arc::new(FakeTelegram::start().await);
-        let server = start(&telegram, "").await;
+        let server = start_permissions(&telegram, "").await;
         let project = Project::install(BIN, &server, wait);
         let sid = new_session_id();
         release(&server, &sid).await;
@@ -72,10 +73,6 @@ impl Scene {
         host.send_user(prompt).await;
         host
     }
-}
-
-fn alice() -> serde_json::Value {
-    FakeTelegram::user(ALICE, Some("alice"), "alice")
 }
 
 /// Tap button `n` of the `nth` permission card.
@@ -143,7 +140,7 @@ async fn real_claude_code_denied_with_a_reason_tells_the_model_why() {
     let fake = sc.telegram.clone();
     let deny = tokio::spawn(async move {
         card(&fake, 1).await;
-        super::kit::say(&fake, CHAT, alice(), "/plan deny use the build dir instead", "denied").await;
+        super::kit::say(&fake, CHAT, tg_user(ALICE, "alice"), "/plan deny use the build dir instead", "denied").await;
     });
     to_result(&mut host).await;
     deny.await.unwrap();
@@ -187,7 +184,7 @@ async fn real_claude_code_ask_user_question_is_answered_from_the_phone() {
         let (sent, id) = card(&fake, 1).await;
         assert!(sent.str("text").contains("Which DB?"), "{}", sent.str("text"));
         let (_, data) = sent.keyboard().unwrap().into_iter().flatten().nth(1).expect("the second option");
-        fake.push_update(fake.callback_update(CHAT, id, alice(), &data));
+        fake.push_update(fake.callback_update(CHAT, id, tg_user(ALICE, "alice"), &data));
     });
     to_result(&mut host).await;
     tapped.await.unwrap();

@@ -11,6 +11,7 @@
 //! prompt. Each test skips loudly without the client (`.ci/install-clients`)
 //! and fails instead under `PLANGATE_REQUIRE_ALL`.
 
+use super::kit::status;
 use plangate_testkit::clients::{self, Codex};
 use plangate_testkit::codex::{CodexOutput, CodexRun};
 use plangate_testkit::fake_openai::{FakeOpenAi, Request, Turn};
@@ -103,10 +104,6 @@ async fn pending_session(s: &ServerProcess) -> String {
     }
 }
 
-async fn session(s: &ServerProcess, sid: &str) -> Value {
-    ServerProcess::send(s.agent(reqwest::Method::GET, &format!("/v1/sessions/{sid}"))).await.1
-}
-
 fn show(out: &CodexOutput) -> String {
     format!("status {:?}\nstdout: {:#?}\nstderr: {}", out.status, out.lines, out.stderr)
 }
@@ -185,7 +182,7 @@ async fn real_codex_proposed_plan_is_approved_and_then_runs() {
     assert!(!touched[0].text.contains("plangate"), "{:?}", touched[0]);
     assert_eq!(out.last_message(), Some("Done: approved exists."));
     assert_eq!((fake.exhausted(), fake.pending()), (0, 0));
-    let status = session(&s, &sid).await;
+    let status = status(&s, &sid).await;
     assert_eq!((status["mode"].as_str(), status["approval"].as_str()), (Some("normal"), Some("approved")), "{status}");
 }
 

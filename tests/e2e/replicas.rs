@@ -9,9 +9,10 @@
 //! Each test runs in its own PostgreSQL schema on the machine's server
 //! (127.0.0.1:5432); the test fails, never skips, when it is not there.
 
+use crate::kit::telegram_unpaced;
 use plangate_testkit::pg::{start_replicas, TestSchema};
 use plangate_testkit::server::{eventually, ServerProcess};
-use plangate_testkit::telegram::{FakeTelegram, TOKEN};
+use plangate_testkit::telegram::FakeTelegram;
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
@@ -20,13 +21,6 @@ use std::time::{Duration, Instant};
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
 const CHAT: i64 = -100_777;
 const ALICE: i64 = 111;
-
-fn telegram(fake: &FakeTelegram) -> String {
-    format!(
-        "[telegram]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\npoll_timeout_secs = 1\nper_chat_per_second = 1000\nglobal_per_second = 1000\n\n[destinations.tg]\nchannel = \"telegram\"\nchat = \"{CHAT}\"\napprovers = [\"telegram:{ALICE}\"]\n",
-        fake.api_url()
-    )
-}
 
 /// `n` replicas of one configuration (`extra`) on the schema, each with its
 /// own port and data dir; agent `demo` sends its cards to `destinations`.
@@ -139,7 +133,7 @@ async fn a_replica_killed_mid_nudge_storm_loses_no_nudge_and_repeats_none_record
     let fake = FakeTelegram::start().await;
     // Five messages a second per chat and replica: the storm takes seconds,
     // so the replica killed in its middle holds reminders not yet sent.
-    let paced = telegram(&fake).replace("per_chat_per_second = 1000", "per_chat_per_second = 5");
+    let paced = telegram_unpaced(&fake, CHAT, ALICE).replace("per_chat_per_second = 1000", "per_chat_per_second = 5");
     let extra = format!("[approvals]\nnudges = [\"3s\", \"5s\"]\ntimeout = \"120s\"\n\n{paced}");
     let mut rs = replicas(&pg, 3, &["tg"], &extra).await;
     let mut ids = Vec::new();
@@ -213,7 +207,7 @@ async fn a_replica_killed_mid_nudge_storm_loses_no_nudge_and_repeats_none_record
 async fn the_polling_leader_killed_another_replica_polls_and_no_update_is_handled_twice() {
     let Some(pg) = TestSchema::create_or_skip().await else { return };
     let fake = FakeTelegram::start().await;
-    let mut rs = replicas(&pg, 3, &["tg"], &telegram(&fake)).await;
+    let mut rs = replicas(&pg, 3, &["tg"], &telegram_unpaced(&fake, CHAT, ALICE)).await;
     let all: Vec<Option<&ServerProcess>> = rs.iter().map(Some).collect();
     let mut leaders = Vec::new();
     eventually(Duration::from_secs(10), "one Telegram leader", || {

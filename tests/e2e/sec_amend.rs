@@ -2,7 +2,7 @@
 //! binds the agent to the steps a human approved. Rewriting them is refused,
 //! and steps added while executing wait for an approval of their own.
 
-use crate::kit::{call, say, status, tg_user};
+use crate::kit::{call, gate_rm_rf, say, status, tg_user};
 use plangate_testkit::server::ServerProcess;
 use plangate_testkit::telegram::{FakeTelegram, TOKEN};
 use reqwest::Method;
@@ -29,12 +29,6 @@ pub(crate) async fn approved(s: &ServerProcess, session: &str, plan: Value) -> S
         call(s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "approve", "actor": "alice"}))).await;
     assert_eq!((st, d["status"].as_str()), (200, Some("approved")), "{d}");
     id
-}
-
-async fn gate_rm_rf(s: &ServerProcess, session: &str) -> (String, String) {
-    let body = json!({"session_id": session, "tool": "Bash", "input": {"command": "rm -rf /srv/db"}});
-    let (_, d) = call(s.agent(Method::POST, "/v1/gate").json(&body)).await;
-    (d["decision"].as_str().unwrap_or_default().to_string(), d["reason"].as_str().unwrap_or_default().to_string())
 }
 
 fn step_texts(status: &Value) -> Vec<String> {

@@ -3,7 +3,7 @@
 //! approve their own work may not release it either, and one approver may
 //! not release what two must approve.
 
-use super::kit::{audit, call, plan, propose, say, status, telegram_section, tg_user};
+use super::kit::{audit, call, gate_rm_rf, plan, propose, say, status, telegram_section, tg_user};
 use plangate_testkit::server::ServerProcess;
 use plangate_testkit::telegram::FakeTelegram;
 use reqwest::Method;
@@ -54,11 +54,6 @@ async fn propose_drop_table(s: &ServerProcess, session: &str) {
     assert_eq!((d["required_approvals"].as_u64(), d["requested_by"].as_str()), (Some(2), Some("telegram:333")), "{d}");
 }
 
-async fn gate(s: &ServerProcess, session: &str) -> String {
-    let body = json!({"session_id": session, "tool": "Bash", "input": {"command": "rm -rf /srv/data"}});
-    call(s.agent(Method::POST, "/v1/gate").json(&body)).await.1["decision"].as_str().unwrap_or_default().to_string()
-}
-
 /// The audit of `session`, one `actor action: detail` line per entry.
 async fn audit_entries(s: &ServerProcess, session: &str) -> Vec<String> {
     audit(s, &format!("session={session}")).await.iter().map(|e| format!("{} {}: {}", e["actor"], e["action"], e["detail"])).collect()
@@ -79,13 +74,13 @@ async fn the_requester_cannot_release_their_own_work() {
     assert!(said.contains("someone else must release it"), "{said}");
     let st = status(&s, "s1").await;
     assert_eq!((st["mode"].as_str(), st["released_by"].as_str()), (Some("plan"), None), "{st}");
-    assert_eq!(gate(&s, "s1").await, "deny");
+    assert_eq!(gate_rm_rf(&s, "s1").await.0, "deny");
 
     // Without a proposal: the requester the agent's config names.
     enter(&s, "s1b").await;
     say(&fake, CHAT, carol(), "/plan off demo/s1b", "someone else must release it").await;
     assert_eq!(status(&s, "s1b").await["mode"], "plan");
-    assert_eq!(gate(&s, "s1b").await, "deny");
+    assert_eq!(gate_rm_rf(&s, "s1b").await.0, "deny");
     let audit = audit_entries(&s, "s1b").await;
     assert!(audit.iter().any(|l| l.contains("\"refused\"") && l.contains("separation of duties")), "{audit:?}");
 }
@@ -102,19 +97,19 @@ async fn one_approver_cannot_release_what_two_must_approve() {
     let said = say(&fake, CHAT, tg_user(ALICE, "alice"), "/plan off demo/s2", "elease").await;
     assert!(said.contains("Not released yet") && said.contains("1 of 2"), "{said}");
     assert_eq!(status(&s, "s2").await["mode"], "plan");
-    assert_eq!(gate(&s, "s2").await, "deny");
+    assert_eq!(gate_rm_rf(&s, "s2").await.0, "deny");
     // The same approver again changes nothing.
     say(&fake, CHAT, tg_user(ALICE, "alice"), "/plan off demo/s2", "already asked").await;
-    assert_eq!(gate(&s, "s2").await, "deny");
+    assert_eq!(gate_rm_rf(&s, "s2").await.0, "deny");
     // A second, distinct approver completes it.
     let said = say(&fake, CHAT, tg_user(BOB, "bob"), "/plan off demo/s2", "Released by").await;
     assert!(said.contains("alice and telegram:@") && said.contains("bob"), "{said}");
-    assert_eq!(gate(&s, "s2").await, "allow");
+    assert_eq!(gate_rm_rf(&s, "s2").await.0, "allow");
 
     // The operator API: one operator release is one of two.
     propose_drop_table(&s, "s3").await;
     let (st, d) = call(s.operator(Method::POST, "/v1/operator/sessions/demo/s3/release").json(&json!({"actor": "ops"}))).await;
     assert_eq!(st, 200, "{d}");
     assert_eq!((d["mode"].as_str(), d["released_by"].as_str()), (Some("plan"), None), "{d}");
-    assert_eq!(gate(&s, "s3").await, "deny");
+    assert_eq!(gate_rm_rf(&s, "s3").await.0, "deny");
 }

@@ -43,7 +43,7 @@ struct Out {
     stderr: String,
 }
 
-async fn plangate(args: &[&str], cwd: &Path, env: &[(&str, &str)]) -> Out {
+async fn bare_cli(args: &[&str], cwd: &Path, env: &[(&str, &str)]) -> Out {
     let mut cmd = tokio::process::Command::new(BIN);
     cmd.args(args).current_dir(cwd).env_clear().env("PATH", "/usr/bin:/bin").kill_on_drop(true);
     for (k, v) in env {
@@ -68,7 +68,7 @@ async fn the_shipped_example_is_refused_until_its_secrets_are_real() {
     // As shipped, and as shipped but listening on every interface.
     for toml in [shipped("example.toml"), shipped("example.toml").replace("127.0.0.1:8787", "0.0.0.0:8787")] {
         std::fs::write(&file, toml).expect("write");
-        let out = plangate(&["config", "check", "--config", file_arg], dir.path(), &[]).await;
+        let out = bare_cli(&["config", "check", "--config", file_arg], dir.path(), &[]).await;
         assert_eq!(out.code, 1);
         assert!(out.stderr.contains("`agents.claude.token`: is a placeholder"), "{}", out.stderr);
         assert!(out.stderr.contains("PLANGATE__AGENTS__CLAUDE__TOKEN"), "{}", out.stderr);
@@ -81,17 +81,17 @@ async fn the_shipped_example_is_refused_until_its_secrets_are_real() {
 
     // Every secret real but the example Telegram webhook secret.
     std::fs::write(&file, with_real_secrets(&shipped("example.toml"), &["webhook_secret"])).expect("write");
-    let out = plangate(&["config", "check", "--config", file_arg], dir.path(), &[]).await;
+    let out = bare_cli(&["config", "check", "--config", file_arg], dir.path(), &[]).await;
     assert_eq!(out.code, 1);
     assert!(out.stderr.contains("`telegram.webhook_secret`: is the example value from config/example.toml"), "{}", out.stderr);
 
     // The operator token still a placeholder in the file, set from the
     // environment as the message says: valid.
     std::fs::write(&file, with_real_secrets(&shipped("example.toml"), &["operator_token"])).expect("write");
-    let out = plangate(&["config", "check", "--config", file_arg], dir.path(), &[]).await;
+    let out = bare_cli(&["config", "check", "--config", file_arg], dir.path(), &[]).await;
     assert!(out.code == 1 && out.stderr.contains("`server.operator_token`"), "{}", out.stderr);
     let env = [("PLANGATE__SERVER__OPERATOR_TOKEN", "an-operator-token-of-our-own-0419")];
-    let out = plangate(&["config", "check", "--config", file_arg], dir.path(), &env).await;
+    let out = bare_cli(&["config", "check", "--config", file_arg], dir.path(), &env).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!out.stdout.contains("an-operator-token-of-our-own"), "masked: {}", out.stdout);
 }
@@ -111,7 +111,7 @@ async fn serve_refuses_the_public_dev_tokens_once_a_platform_can_call_in() {
     for endpoint in endpoints {
         let toml = format!("{}\n{endpoint}", shipped("default.toml")).replace("./data", &dir.path().join("data").to_string_lossy());
         std::fs::write(&file, toml).expect("write");
-        let out = plangate(&["serve", "--config", file_arg], dir.path(), &[("PLANGATE__SERVER__BIND", "127.0.0.1:0")]).await;
+        let out = bare_cli(&["serve", "--config", file_arg], dir.path(), &[("PLANGATE__SERVER__BIND", "127.0.0.1:0")]).await;
         assert_eq!(out.code, 1, "{}", out.stdout);
         assert!(!out.stdout.contains("listening"), "{}", out.stdout);
         assert!(out.stderr.contains("public development value from config/default.toml"), "{}", out.stderr);
@@ -126,7 +126,7 @@ async fn the_embedded_default_runs_as_is_with_an_absolute_data_dir() {
     let cwd = dir.path().canonicalize().expect("canonical");
     let data = cwd.join("data");
 
-    let out = plangate(&["config", "check"], &cwd, &[]).await;
+    let out = bare_cli(&["config", "check"], &cwd, &[]).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     let printed = out.stderr.lines().find_map(|l| l.strip_prefix("data_dir: ")).expect("data_dir line");
     let printed = printed.split(" (").next().unwrap_or_default();
@@ -189,12 +189,12 @@ async fn a_public_url_refuses_the_development_tokens() {
         "operator_token = \"dev-operator-token\"\npublic_url = \"https://plans.example.com\"",
     );
     std::fs::write(&file, toml).expect("write");
-    let out = plangate(&["config", "check", "--config", file_arg], dir.path(), &[]).await;
+    let out = bare_cli(&["config", "check", "--config", file_arg], dir.path(), &[]).await;
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert!(out.stderr.contains("`server.operator_token`"), "{}", out.stderr);
     assert!(out.stderr.contains("server.public_url"), "{}", out.stderr);
     assert!(out.stderr.contains("PLANGATE__SERVER__OPERATOR_TOKEN"), "{}", out.stderr);
-    let out = plangate(&["serve", "--config", file_arg], dir.path(), &[("PLANGATE__SERVER__BIND", "127.0.0.1:0")]).await;
+    let out = bare_cli(&["serve", "--config", file_arg], dir.path(), &[("PLANGATE__SERVER__BIND", "127.0.0.1:0")]).await;
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert!(!out.stdout.contains("listening"), "{}", out.stdout);
 }
@@ -215,7 +215,7 @@ async fn a_from_env_placeholder_is_refused_even_on_loopback() {
         ("PLANGATE__AGENTS__CLAUDE__TOKEN", "9f2c4e7a1b3d5f60a8c2e4b6d8f0a1c3"),
     ];
     for command in [&["config", "check", "--config", file_arg][..], &["serve", "--config", file_arg][..]] {
-        let out = plangate(command, dir.path(), &env).await;
+        let out = bare_cli(command, dir.path(), &env).await;
         assert_eq!(out.code, 1, "{}", out.stdout);
         assert!(out.stderr.contains("`server.operator_token`: is a placeholder"), "{}", out.stderr);
         assert!(out.stderr.contains("PLANGATE__SERVER__OPERATOR_TOKEN"), "{}", out.stderr);
@@ -223,7 +223,7 @@ async fn a_from_env_placeholder_is_refused_even_on_loopback() {
     }
     // Exported, it runs.
     let env = [&env[..], &[("PLANGATE__SERVER__OPERATOR_TOKEN", "5b1e9c2a7f3d4e6081a9c3e5f7b2d4a6")][..]].concat();
-    let out = plangate(&["config", "check", "--config", file_arg], dir.path(), &env).await;
+    let out = bare_cli(&["config", "check", "--config", file_arg], dir.path(), &env).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
 }
 
@@ -246,7 +246,7 @@ async fn weak_tokens_are_refused_with_how_to_make_one() {
             .replace("operator_token = \"dev-operator-token\"", &format!("operator_token = \"{operator}\""))
             .replace("token = \"dev-agent-token\"", agent);
         std::fs::write(&file, toml).expect("write");
-        let out = plangate(&["config", "check", "--config", file_arg], dir.path(), &[]).await;
+        let out = bare_cli(&["config", "check", "--config", file_arg], dir.path(), &[]).await;
         assert_eq!(out.code, 1, "{operator} / {agent}: {}", out.stdout);
         assert!(out.stderr.contains("openssl rand -hex 32"), "{}", out.stderr);
         assert!(out.stderr.contains("too short") || out.stderr.contains("weak"), "{}", out.stderr);

@@ -3,6 +3,7 @@
 //! attack, which must be denied; the harness tools a planning agent needs
 //! (Claude Code's `Agent`, `AskUserQuestion`) must stay allowed.
 
+use super::kit::gate;
 use plangate_testkit::server::ServerProcess;
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -16,14 +17,6 @@ async fn planning(extra: &str, session: &str) -> ServerProcess {
     assert_eq!(st, 200, "{v}");
     assert_eq!(v["mode"], "plan", "{v}");
     s
-}
-
-/// `(decision, reason)` for one tool call.
-async fn ask(s: &ServerProcess, session: &str, tool: &str, input: Value) -> (String, String) {
-    let body = json!({"session_id": session, "tool": tool, "input": input});
-    let (st, v) = ServerProcess::send(s.agent(Method::POST, "/v1/gate").json(&body)).await;
-    assert_eq!(st, 200, "{tool} {input}: {v}", input = body["input"]);
-    (v["decision"].as_str().unwrap_or("").to_string(), v["reason"].as_str().unwrap_or("").to_string())
 }
 
 #[track_caller]
@@ -40,12 +33,12 @@ async fn zsh_caret_glob_is_denied() {
     let s = planning("", "caret").await;
     for command in ["find . -^x", "rg -^x foo", "git branch --sort refnam^q", "git branch --list --sort refnam^q"] {
         let input = json!({ "command": command });
-        let verdict = ask(&s, "caret", "Bash", input.clone()).await;
+        let verdict = gate(&s, "caret", "Bash", input.clone()).await;
         assert_denied("Bash", &input, &verdict, "glob");
     }
     // The same words quoted are literal in every shell: still allowed.
     let input = json!({"command": "rg -e '-^x' foo"});
-    assert_eq!(ask(&s, "caret", "Bash", input).await.0, "allow");
+    assert_eq!(gate(&s, "caret", "Bash", input).await.0, "allow");
 }
 
 /// `workdir` / `cwd` run the command in another directory, like `git -C`:
@@ -62,12 +55,12 @@ async fn shell_workdir_and_cwd_are_denied() {
         ("shell", "cwd", "."),
     ] {
         let input = json!({ "command": "git diff", field: dir });
-        let verdict = ask(&s, "dir", tool, input.clone()).await;
+        let verdict = gate(&s, "dir", tool, input.clone()).await;
         assert_denied(tool, &input, &verdict, &format!("`{field}`"));
     }
     // Without the field (or empty) the same command is a read.
-    assert_eq!(ask(&s, "dir", "exec", json!({"command": "git diff"})).await.0, "allow");
-    assert_eq!(ask(&s, "dir", "exec", json!({"command": "git diff", "workdir": ""})).await.0, "allow");
+    assert_eq!(gate(&s, "dir", "exec", json!({"command": "git diff"})).await.0, "allow");
+    assert_eq!(gate(&s, "dir", "exec", json!({"command": "git diff", "workdir": ""})).await.0, "allow");
 }
 
 /// A pseudo-terminal makes `git log` start a pager, which can run commands.
@@ -76,10 +69,10 @@ async fn shell_pty_is_denied() {
     let s = planning("", "pty").await;
     for (field, command) in [("pty", "git log"), ("tty", "git log"), ("pty", "git diff")] {
         let input = json!({ "command": command, field: true });
-        let verdict = ask(&s, "pty", "exec", input.clone()).await;
+        let verdict = gate(&s, "pty", "exec", input.clone()).await;
         assert_denied("exec", &input, &verdict, &format!("`{field}`"));
     }
-    assert_eq!(ask(&s, "pty", "exec", json!({"command": "git log", "pty": false})).await.0, "allow");
+    assert_eq!(gate(&s, "pty", "exec", json!({"command": "git log", "pty": false})).await.0, "allow");
 }
 
 /// `merge`, `lock`, `lease` and `mark` are write verbs even after a read verb.
@@ -98,7 +91,7 @@ async fn merge_lock_lease_mark_tools_are_denied() {
         ("acquire_lease", "acquire_lease"),
         ("mark_done", "mark_done"),
     ] {
-        let verdict = ask(&s, "verbs", tool, json!({})).await;
+        let verdict = gate(&s, "verbs", tool, json!({})).await;
         assert_denied(tool, &json!({}), &verdict, names);
     }
 }
@@ -114,12 +107,12 @@ async fn claude_code_agent_and_ask_user_question_are_allowed() {
         ("Task", json!({"description": "explore", "prompt": "find the config loader", "subagent_type": "Explore"})),
         ("AskUserQuestion", json!({"questions": [{"question": "Which database?", "options": [{"label": "sqlite"}]}]})),
     ] {
-        let (decision, reason) = ask(&s, "cc", tool, input).await;
+        let (decision, reason) = gate(&s, "cc", tool, input).await;
         assert_eq!(decision, "allow", "{tool}: {reason}");
     }
     // A subagent started in another directory is the `workdir` hole again.
     let input = json!({"description": "x", "prompt": "run git diff", "cwd": "vendor/evil.git"});
-    let verdict = ask(&s, "cc", "Agent", input.clone()).await;
+    let verdict = gate(&s, "cc", "Agent", input.clone()).await;
     assert_denied("Agent", &input, &verdict, "`cwd`");
 }
 
@@ -155,11 +148,11 @@ async fn allow_commands_cannot_reenable_command_runners() {
     let extra = format!("[agents.demo.gate]\nallow_commands = {}\n", serde_json::to_string(&[&names[..], &["jq"]].concat()).unwrap());
     let s = planning(&extra, "runners").await;
     // The section took effect: an ordinary added command is allowed.
-    let (decision, reason) = ask(&s, "runners", "Bash", json!({"command": "jq -r .name package.json"})).await;
+    let (decision, reason) = gate(&s, "runners", "Bash", json!({"command": "jq -r .name package.json"})).await;
     assert_eq!(decision, "allow", "jq: {reason}");
     for (command, name) in runners.iter().zip(&names) {
         let input = json!({ "command": command });
-        let verdict = ask(&s, "runners", "Bash", input.clone()).await;
+        let verdict = gate(&s, "runners", "Bash", input.clone()).await;
         assert_denied("Bash", &input, &verdict, &format!("`{name}`"));
     }
 }
@@ -181,7 +174,7 @@ async fn planning_read_commands_are_allowed_and_their_writers_denied() {
         "jq .name package.json",
         "npm ls --depth 0",
     ] {
-        let (decision, reason) = ask(&s, "reads", "Bash", json!({ "command": command })).await;
+        let (decision, reason) = gate(&s, "reads", "Bash", json!({ "command": command })).await;
         assert_eq!(decision, "allow", "{command}: {reason}");
     }
     for (command, names) in [
@@ -197,7 +190,7 @@ async fn planning_read_commands_are_allowed_and_their_writers_denied() {
         ("cargo build", "`cargo`"),
     ] {
         let input = json!({ "command": command });
-        let verdict = ask(&s, "reads", "Bash", input.clone()).await;
+        let verdict = gate(&s, "reads", "Bash", input.clone()).await;
         assert_denied("Bash", &input, &verdict, names);
     }
 }

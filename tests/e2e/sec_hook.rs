@@ -5,7 +5,7 @@
 //! the session the hook gates: Claude's `session_id`, handed over by the hook
 //! in `updatedInput`.
 
-use super::kit::{call_tool, closed_port_url, read_json, Mcp};
+use super::kit::{call_tool, closed_port_url, read_json, run_with_input, Mcp, Run};
 use plangate_testkit::server::{ServerProcess, AGENT_TOKEN};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::ServiceExt;
@@ -17,62 +17,46 @@ use tokio::io::AsyncWriteExt;
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Out {
-    fn denial(&self) -> String {
-        let v: Value = serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {:?}", self.stdout));
-        assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v}");
-        v["hookSpecificOutput"]["permissionDecisionReason"].as_str().expect("reason").to_string()
-    }
+/// A `PreToolUse` denial's reason (whatever the exit code: a fail-closed
+/// answer is read as it is).
+fn denial(out: &Run) -> String {
+    let v: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {:?}", out.stdout));
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v}");
+    v["hookSpecificOutput"]["permissionDecisionReason"].as_str().expect("reason").to_string()
 }
 
 /// Run `cmd` with `input` on stdin, with only `env` (plus a PATH without
 /// plangate on it) in its environment.
-async fn run(mut cmd: tokio::process::Command, input: &[u8], env: &[(&str, &str)]) -> Out {
-    cmd.env_clear().env("PATH", "/usr/bin:/bin").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+async fn run(mut cmd: tokio::process::Command, input: &[u8], env: &[(&str, &str)]) -> Run {
+    cmd.env_clear().env("PATH", "/usr/bin:/bin");
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn().expect("spawn");
-    let mut stdin = child.stdin.take().expect("stdin");
-    // The child may be gone before it reads (a binary that is not there).
-    let _ = stdin.write_all(input).await;
-    drop(stdin);
-    let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output()).await.expect("finished").expect("output");
-    let out = Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
+    let out = run_with_input(cmd, input, Duration::from_secs(60)).await;
     eprintln!("-> exit {}; stdout {:?}; stderr {:?}", out.code, out.stdout.trim(), out.stderr.trim());
     out
 }
 
 /// The installed command, run as Claude Code runs a command hook.
-async fn claude_runs(command: &str, input: &Value, env: &[(&str, &str)]) -> Out {
+async fn claude_runs(command: &str, input: &Value, env: &[(&str, &str)]) -> Run {
     let mut cmd = tokio::process::Command::new("sh");
     cmd.arg("-c").arg(command);
     run(cmd, input.to_string().as_bytes(), env).await
 }
 
 /// `plangate hook claude` itself.
-async fn hook(url: &str, input: &Value) -> Out {
+async fn bare_hook(url: &str, input: &Value) -> Run {
     let mut cmd = tokio::process::Command::new(BIN);
     cmd.args(["hook", "claude"]);
     run(cmd, input.to_string().as_bytes(), &[("PLANGATE_URL", url), ("PLANGATE_TOKEN", AGENT_TOKEN)]).await
 }
 
-fn pre_tool_use(session: &str, tool: &str, input: Value) -> Value {
+fn pre_tool_use_event(session: &str, tool: &str, input: Value) -> Value {
     json!({"session_id": session, "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": input,
            "cwd": "/home/dev/shop", "permission_mode": "default", "tool_use_id": "toolu_01"})
 }
 
-async fn install(bin: &Path, project: &Path, args: &[&str]) -> Out {
+async fn install_with(bin: &Path, project: &Path, args: &[&str]) -> Run {
     let mut cmd = tokio::process::Command::new(bin);
     cmd.args(["hook", "install", "claude"]).args(args).current_dir(project);
     let home = project.join("home");
@@ -89,7 +73,7 @@ async fn an_installed_hook_whose_binary_moved_away_blocks_every_call() {
     std::fs::copy(BIN, &copy).expect("copy the binary");
     let project = tempfile::tempdir().expect("project");
 
-    let out = install(&copy, project.path(), &["--scope", "local"]).await;
+    let out = install_with(&copy, project.path(), &["--scope", "local"]).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!out.stderr.contains("warning"), "local scope is personal: {}", out.stderr);
     let settings = read_json(&project.path().join(".claude/settings.local.json"));
@@ -100,14 +84,14 @@ async fn an_installed_hook_whose_binary_moved_away_blocks_every_call() {
     assert!(command.contains(&real.to_string_lossy().replace('\'', r"'\''")), "{command}");
     assert!(command.ends_with("|| exit 2"), "{command}");
 
-    let write = pre_tool_use("moved-1", "Bash", json!({"command": "rm -rf x"}));
+    let write = pre_tool_use_event("moved-1", "Bash", json!({"command": "rm -rf x"}));
     let unreachable = closed_port_url();
     let env = [("PLANGATE_URL", unreachable.as_str()), ("PLANGATE_TOKEN", AGENT_TOKEN)];
     // Installed and in place, on a PATH without plangate: the server cannot be
     // reached, which is a deny Claude Code reads (exit 0, JSON).
     let out = claude_runs(&command, &write, &env).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(out.denial().contains("cannot reach plangate"), "{}", out.stdout);
+    assert!(denial(&out).contains("cannot reach plangate"), "{}", out.stdout);
 
     // The binary is moved away: the shell cannot find it (127), and the
     // command turns that into 2, which Claude Code treats as a block.
@@ -124,7 +108,7 @@ async fn an_installed_hook_whose_binary_moved_away_blocks_every_call() {
 async fn the_shared_project_file_gets_a_warning_and_every_scope_is_one_entry() {
     let project = tempfile::tempdir().expect("project");
     let bin = Path::new(BIN).canonicalize().expect("canonical");
-    let out = install(&bin, project.path(), &["--scope", "project"]).await;
+    let out = install_with(&bin, project.path(), &["--scope", "project"]).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stderr.contains("warning") && out.stderr.contains("--scope local"), "{}", out.stderr);
     let shared = read_json(&project.path().join(".claude/settings.json"));
@@ -133,7 +117,7 @@ async fn the_shared_project_file_gets_a_warning_and_every_scope_is_one_entry() {
     // A legacy bare entry (PATH-dependent) is replaced, not kept beside the new one.
     let legacy = json!({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "plangate hook claude"}]}]}});
     std::fs::write(project.path().join(".claude/settings.local.json"), legacy.to_string()).expect("write");
-    let out = install(&bin, project.path(), &["--scope", "local"]).await;
+    let out = install_with(&bin, project.path(), &["--scope", "local"]).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stderr.contains("settings.json also has plangate hooks"), "{}", out.stderr);
     let local = read_json(&project.path().join(".claude/settings.local.json"));
@@ -159,7 +143,7 @@ async fn a_hook_that_panics_blocks_the_call() {
         .kill_on_drop(true);
     let mut child = cmd.spawn().expect("spawn");
     let mut stdin = child.stdin.take().expect("stdin");
-    stdin.write_all(pre_tool_use("panic-1", "Bash", json!({"command": "rm -rf x"})).to_string().as_bytes()).await.expect("write");
+    stdin.write_all(pre_tool_use_event("panic-1", "Bash", json!({"command": "rm -rf x"})).to_string().as_bytes()).await.expect("write");
     drop(stdin);
     let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output()).await.expect("finished").expect("output");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -180,7 +164,7 @@ async fn mcp_without_session(s: &ServerProcess) -> Mcp {
 /// The hook's answer to Claude calling plangate's MCP tool `tool` with
 /// `input` in session `session`: allowed, with the input to call it with.
 async fn through_the_hook(s: &ServerProcess, session: &str, tool: &str, input: Value) -> Value {
-    let out = hook(&s.base, &pre_tool_use(session, &format!("mcp__plangate__{tool}"), input)).await;
+    let out = bare_hook(&s.base, &pre_tool_use_event(session, &format!("mcp__plangate__{tool}"), input)).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     let v: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {:?}", out.stdout));
     assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PreToolUse", "{v}");
@@ -203,9 +187,9 @@ async fn the_mcp_server_acts_on_the_session_the_hook_gates() {
     assert_eq!((status["session_id"].as_str(), status["mode"].as_str()), (Some("claude-abc"), Some("plan")));
 
     // The gate the hook applies to Claude's session is now closed.
-    let out = hook(&s.base, &pre_tool_use("claude-abc", "Bash", json!({"command": "rm -rf x"}))).await;
+    let out = bare_hook(&s.base, &pre_tool_use_event("claude-abc", "Bash", json!({"command": "rm -rf x"}))).await;
     assert_eq!(out.code, 0);
-    assert!(out.denial().starts_with("plangate: "), "{}", out.stdout);
+    assert!(denial(&out).starts_with("plangate: "), "{}", out.stdout);
 
     // A second Claude session in the same project (or after /clear) lands on
     // its own plangate session, even through the same MCP server, and a

@@ -3,7 +3,7 @@
 //! another platform pairs nothing; guessing is limited and learns nothing;
 //! only an approver changes a chat's approvers.
 
-use super::kit::{audit, operator_cli, pair_code, plan, propose, say, slack_answer, slack_section, telegram_section, tg_user};
+use super::kit::{audit, cards_in, operator_cli, pair_code, plan, propose, say, slack_answer, slack_section, telegram_section, tg_user};
 use plangate_testkit::server::ServerProcess;
 use plangate_testkit::slack::{slash_command, SlackFake};
 use plangate_testkit::telegram::FakeTelegram;
@@ -17,7 +17,8 @@ const MALLORY: i64 = 666;
 /// What every refused code is answered, whatever the reason.
 const BAD_CODE: &str = "That code is not valid here.";
 
-async fn start(fake: &FakeTelegram) -> ServerProcess {
+/// A server with Telegram and no destination: pairing makes the first.
+async fn start_unpaired(fake: &FakeTelegram) -> ServerProcess {
     ServerProcess::start(BIN, &telegram_section(fake)).await
 }
 
@@ -26,18 +27,13 @@ async fn pairing_actions(s: &ServerProcess, agent: &str) -> Vec<String> {
     audit(s, &format!("agent={agent}&session=-")).await.iter().map(|e| e["action"].as_str().unwrap_or_default().to_string()).collect()
 }
 
-/// The cards posted to `chat` so far.
-async fn cards_in(fake: &FakeTelegram, chat: i64) -> usize {
-    fake.calls("sendMessage").iter().filter(|r| r.keyboard().is_some() && r.chat_id() == Some(chat)).count()
-}
-
 #[tokio::test]
 async fn an_expired_code_pairs_nothing() {
     let fake = FakeTelegram::start().await;
-    let s = start(&fake).await;
+    let mut s = start_unpaired(&fake).await;
     let code = pair_code(&s, "telegram", &["--ttl", "1"]).await;
-    // The code lived one second from the server's answer, on this machine's clock.
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // The code lived one second from the server's answer, on the server's clock.
+    s.advance_clock(1_100).await;
     let said = say(&fake, CHAT, tg_user(ALICE, "alice"), &format!("/plan pair {code}"), "code").await;
     assert!(said.starts_with(BAD_CODE), "{said}");
     let (_, listed, _) = operator_cli(&s, &["destinations"]).await;
@@ -48,7 +44,7 @@ async fn an_expired_code_pairs_nothing() {
 #[tokio::test]
 async fn a_used_code_pairs_only_the_first_chat() {
     let fake = FakeTelegram::start().await;
-    let s = start(&fake).await;
+    let s = start_unpaired(&fake).await;
     let code = pair_code(&s, "telegram", &[]).await;
     say(&fake, CHAT, tg_user(ALICE, "alice"), &format!("/plan pair {code}"), "Paired").await;
     let said = say(&fake, OTHER_CHAT, tg_user(MALLORY, "mallory"), &format!("/plan pair {code}"), "code").await;
@@ -56,7 +52,7 @@ async fn a_used_code_pairs_only_the_first_chat() {
     propose(&s, "u1", &plan("Where does it go", &["x"])).await;
     fake.wait_for(Duration::from_secs(15), |reqs| reqs.iter().any(|r| r.keyboard().is_some() && r.chat_id() == Some(CHAT)).then_some(()))
         .await;
-    assert_eq!(cards_in(&fake, OTHER_CHAT).await, 0, "the second chat is no destination");
+    assert_eq!(cards_in(&fake, OTHER_CHAT).len(), 0, "the second chat is no destination");
 }
 
 #[tokio::test]
@@ -81,7 +77,7 @@ async fn a_code_for_another_platform_is_refused_and_used_up() {
 #[tokio::test]
 async fn guessing_is_limited_per_chat_and_person_and_every_wrong_code_reads_the_same() {
     let fake = FakeTelegram::start().await;
-    let s = start(&fake).await;
+    let s = start_unpaired(&fake).await;
     let code = pair_code(&s, "telegram", &[]).await;
     // Malformed, well-formed but wrong: one answer.
     let mut answers = Vec::new();
@@ -103,7 +99,7 @@ async fn guessing_is_limited_per_chat_and_person_and_every_wrong_code_reads_the_
 #[tokio::test]
 async fn only_an_approver_changes_the_approvers_and_the_last_cannot_leave() {
     let fake = FakeTelegram::start().await;
-    let s = start(&fake).await;
+    let s = start_unpaired(&fake).await;
     let code = pair_code(&s, "telegram", &[]).await;
     say(&fake, CHAT, tg_user(ALICE, "alice"), &format!("/plan pair {code}"), "Paired").await;
 

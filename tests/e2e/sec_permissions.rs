@@ -3,7 +3,7 @@
 //! could forge.
 
 use super::kit::{call, say, tg_user};
-use super::permissions::{ask_bash, card, outcome, qid, release, start, ALICE, CHAT, MALLORY};
+use super::permissions::{ask_bash, card, outcome, qid, release, start_permissions, ALICE, CHAT, MALLORY};
 use plangate_engine::codec::{encode, Button};
 use plangate_engine::ApprovalId;
 use plangate_testkit::server::OTHER_AGENT_TOKEN;
@@ -19,7 +19,7 @@ const CHAT2: i64 = -1001234500002;
 #[tokio::test]
 async fn a_non_approver_cannot_answer_and_the_request_keeps_waiting() {
     let fake = FakeTelegram::start().await;
-    let s = start(&fake, "").await;
+    let s = start_permissions(&fake, "").await;
     release(&s, "s1").await;
     let (_, v) = ask_bash(&s, "s1", "rm -rf build").await;
     let (id, q) = qid(&v);
@@ -41,7 +41,7 @@ async fn a_non_approver_cannot_answer_and_the_request_keeps_waiting() {
 async fn the_requester_may_deny_but_not_allow_under_forbid_self() {
     let fake = FakeTelegram::start().await;
     let extra = format!("approvers = [\"telegram:{ALICE}\", \"telegram:{CAROL}\"]\n[destinations.ops.approvals]\nforbid_self = true\n");
-    let mut s = start(&fake, "").await;
+    let mut s = start_permissions(&fake, "").await;
     let config = std::fs::read_to_string(s.config_path()).expect("config");
     let config = config.replacen(&format!("approvers = [\"telegram:{ALICE}\"]\n"), &extra, 1).replacen(
         "[agents.demo]\n",
@@ -66,9 +66,11 @@ async fn the_requester_may_deny_but_not_allow_under_forbid_self() {
 #[tokio::test]
 async fn forged_and_foreign_request_ids_decide_nothing() {
     let fake = FakeTelegram::start().await;
-    let mut s =
-        start(&fake, &format!("\n[destinations.ops2]\nchannel = \"telegram\"\nchat = \"{CHAT2}\"\napprovers = [\"telegram:{MALLORY}\"]\n"))
-            .await;
+    let mut s = start_permissions(
+        &fake,
+        &format!("\n[destinations.ops2]\nchannel = \"telegram\"\nchat = \"{CHAT2}\"\napprovers = [\"telegram:{MALLORY}\"]\n"),
+    )
+    .await;
     let config = std::fs::read_to_string(s.config_path()).expect("config");
     let config = config.replacen(
         &format!("[agents.other]\ntoken = \"{OTHER_AGENT_TOKEN}\"\n"),
@@ -102,7 +104,7 @@ async fn forged_and_foreign_request_ids_decide_nothing() {
 #[tokio::test]
 async fn the_gate_decides_first_no_card_for_a_call_it_denies() {
     let fake = FakeTelegram::start().await;
-    let s = start(&fake, "").await;
+    let s = start_permissions(&fake, "").await;
     let (st, v) = call(s.agent(Method::POST, "/v1/sessions/s1/enter")).await;
     assert!(st == 200 || st == 201, "{v}");
     let (st, v) = ask_bash(&s, "s1", "rm -rf /").await;

@@ -4,7 +4,7 @@
 //! resolved by `plangate hook claude`), and an amendment widens it.
 
 use crate::hooks::{hook, Run};
-use crate::kit::{call, status};
+use crate::kit::{call, gate, gate_call, status};
 use crate::sec_amend::{approved, say_as, sent, telegram};
 use plangate_testkit::server::ServerProcess;
 use plangate_testkit::telegram::FakeTelegram;
@@ -13,11 +13,6 @@ use serde_json::{json, Value};
 use std::path::Path;
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
-
-async fn gate_verdict(s: &ServerProcess, body: Value) -> (String, String) {
-    let (_, d) = call(s.agent(Method::POST, "/v1/gate").json(&body)).await;
-    (d["decision"].as_str().unwrap_or_default().to_string(), d["reason"].as_str().unwrap_or_default().to_string())
-}
 
 /// Telegram messages sent so far whose text contains `needle`.
 fn sent_with(fake: &FakeTelegram, needle: &str) -> Vec<String> {
@@ -41,7 +36,7 @@ async fn flagged_steps_go_through_marked_with_one_notice_per_batch() {
     let (_, pending) = call(s.operator(Method::GET, "/v1/approvals?status=pending")).await;
     assert_eq!(pending.as_array().map(Vec::len), Some(0), "{pending}");
     let rm = json!({"session_id": "f1", "tool": "Bash", "input": {"command": "rm -rf build"}});
-    assert_eq!(gate_verdict(&s, rm.clone()).await.0, "allow");
+    assert_eq!(gate_call(&s, &rm).await.0, "allow");
 
     // One notice on the chat, marked.
     let card = sent(&fake, "Amendment to v1").await;
@@ -129,12 +124,12 @@ async fn a_scoped_plan_denies_writes_outside_its_paths() {
     }
     // A caller that claims an unnormalized path, and a patch climbing out, straight at the API.
     let claimed = json!({"session_id": "sc1", "tool": "Write", "input": {"file_path": "x"}, "paths": [{"path": "src/api/../../etc/x"}]});
-    assert_eq!(gate_verdict(&s, claimed).await.0, "deny");
+    assert_eq!(gate_call(&s, &claimed).await.0, "deny");
     let patch = "*** Begin Patch\n*** Add File: ../escape.rs\n+x\n*** End Patch\n";
-    let (verdict, reason) = gate_verdict(&s, json!({"session_id": "sc1", "tool": "apply_patch", "input": {"command": patch}})).await;
+    let (verdict, reason) = gate(&s, "sc1", "apply_patch", json!({"command": patch})).await;
     assert_eq!(verdict, "deny", "{reason}");
     let inside = "*** Begin Patch\n*** Update File: src/api/users.rs\n@@\n-a\n+b\n*** End Patch\n";
-    assert_eq!(gate_verdict(&s, json!({"session_id": "sc1", "tool": "apply_patch", "input": {"command": inside}})).await.0, "allow");
+    assert_eq!(gate(&s, "sc1", "apply_patch", json!({"command": inside})).await.0, "allow");
     // Inside the project, outside the scope: denied naming the scope (and
     // people are asked to widen it, so from here on nothing writes).
     let run = hook(&s, &write_event("sc1", &p.root, "src/payments/charge.rs"), &[], state.path()).await;

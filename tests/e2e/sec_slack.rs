@@ -8,7 +8,7 @@
 //!   by" line, no `<!channel>` ping, no disguised link.
 
 use super::kit::slack_answer as answer;
-use super::kit::{approval_id, call, plan, propose};
+use super::kit::{approval_id, call, gate, plan, propose};
 use plangate_engine::codec::{encode, Button};
 use plangate_slack::render::{ModalMeta, FEEDBACK_MODAL, INPUT_ACTION, INPUT_BLOCK};
 use plangate_testkit::server::{ServerProcess, AGENT_TOKEN, OPERATOR_TOKEN};
@@ -47,9 +47,9 @@ async fn decision(s: &ServerProcess, session: &str) -> Value {
     call(s.agent(Method::GET, &format!("/v1/sessions/{session}/decision"))).await.1
 }
 
-async fn gate(s: &ServerProcess, session: &str) -> String {
-    let body = json!({"session_id": session, "tool": "Write", "input": {"file_path": "x"}});
-    call(s.agent(Method::POST, "/v1/gate").json(&body)).await.1["decision"].as_str().unwrap_or_default().to_string()
+/// The gate's decision on a `Write` in `session`.
+async fn gate_write(s: &ServerProcess, session: &str) -> String {
+    gate(s, session, "Write", json!({"file_path": "x"})).await.0
 }
 
 /// The ephemeral answer (chat.postEphemeral) to a view submission, n-th overall.
@@ -73,7 +73,7 @@ async fn refusals(s: &ServerProcess) -> Vec<Value> {
 async fn assert_still_pending(s: &ServerProcess, session: &str) {
     let d = decision(s, session).await;
     assert_eq!(d["status"], "pending", "a click from another workspace decided the plan: {d}");
-    assert_eq!(gate(s, session).await, "deny", "the gate opened");
+    assert_eq!(gate_write(s, session).await, "deny", "the gate opened");
 }
 
 fn simple_plan(title: &str) -> Value {
@@ -128,7 +128,7 @@ async fn sec_slack_other_workspace_is_refused_without_team_id_socket_mode() {
     slack.send_envelope("interactive", click);
     let waiter = call(s.agent(Method::GET, "/v1/sessions/s1/decision?wait=15")).await.1;
     assert_eq!((waiter["status"].as_str(), waiter["decided_by"].as_str()), (Some("approved"), Some("slack:@alice")), "{waiter}");
-    assert_eq!(gate(&s, "s1").await, "allow");
+    assert_eq!(gate_write(&s, "s1").await, "allow");
     assert_eq!(refusals(&s).await.len(), 3);
     assert_eq!(slack.calls("auth.test").len(), 1, "the workspace is learned from auth.test at start");
 }
@@ -297,7 +297,7 @@ approvers = ["slack:U1"]
 }
 
 /// Every text object in a JSON tree: `(type, text)`.
-fn texts(v: &Value, out: &mut Vec<(String, String)>) {
+fn block_texts(v: &Value, out: &mut Vec<(String, String)>) {
     match v {
         Value::Object(map) => {
             if let (Some(Value::String(kind)), Some(Value::String(text))) = (map.get("type"), map.get("text")) {
@@ -305,9 +305,9 @@ fn texts(v: &Value, out: &mut Vec<(String, String)>) {
                     out.push((kind.clone(), text.clone()));
                 }
             }
-            map.values().for_each(|v| texts(v, out));
+            map.values().for_each(|v| block_texts(v, out));
         }
-        Value::Array(items) => items.iter().for_each(|v| texts(v, out)),
+        Value::Array(items) => items.iter().for_each(|v| block_texts(v, out)),
         _ => {}
     }
 }
@@ -346,7 +346,7 @@ async fn sec_slack_agent_text_cannot_format_the_card() {
     assert_eq!(blocks[0], json!({"type": "header", "text": {"type": "plain_text", "text": format!("{BOLD} {PING}"), "emoji": false}}));
     // No mrkdwn object carries any of it.
     let mut all = Vec::new();
-    texts(blocks, &mut all);
+    block_texts(blocks, &mut all);
     for (kind, text) in &all {
         if kind == "mrkdwn" {
             for agent in ["Approved", "channel", "evil", "quiet", "gone", "code"] {
@@ -371,6 +371,6 @@ async fn sec_slack_agent_text_cannot_format_the_card() {
     assert_eq!(receipt["text"]["emoji"], false, "{receipt}");
     assert!(receipt["text"]["text"].as_str().unwrap().ends_with(&format!(": {BOLD} {LINK}")), "{receipt}");
     let mut all = Vec::new();
-    texts(&Value::Array(blocks), &mut all);
+    block_texts(&Value::Array(blocks), &mut all);
     assert!(all.iter().filter(|(kind, _)| kind == "mrkdwn").all(|(_, t)| !t.contains("Approved") && !t.contains("evil")), "{all:?}");
 }

@@ -3,30 +3,26 @@
 //! text an agent wrote), and Cancel halts the session instead of opening
 //! the gate.
 
-use super::kit::{approval_id, call, plan, propose, status, tg_user};
+use super::kit::{approval_id, call, gate, plan, propose, status, tg_user};
 use super::telegram::{start, ALICE, CHAT};
 use plangate_engine::codec::{encode, Button};
 use plangate_engine::ApprovalId;
 use plangate_testkit::server::ServerProcess;
 use plangate_testkit::telegram::FakeTelegram;
 use reqwest::Method;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(15);
-
-fn alice() -> Value {
-    tg_user(ALICE, "alice")
-}
 
 /// `title`, reading then dropping the table: the approval id.
 async fn propose_table(s: &ServerProcess, session: &str, title: &str) -> ApprovalId {
     approval_id(&propose(s, session, &plan(title, &["Read the table", "Drop the table"])).await)
 }
 
-async fn gate(s: &ServerProcess, session: &str, command: &str) -> Value {
-    let body = json!({"session_id": session, "tool": "Bash", "input": {"command": command}});
-    call(s.agent(Method::POST, "/v1/gate").json(&body)).await.1
+/// The gate's (decision, reason) on the shell `command` in `session`.
+async fn gate_bash(s: &ServerProcess, session: &str, command: &str) -> (String, String) {
+    gate(s, session, "Bash", json!({"command": command})).await
 }
 
 /// The message id of the first `sendMessage` whose text contains `needle`.
@@ -38,7 +34,7 @@ async fn sent_containing(fake: &FakeTelegram, needle: &str) -> i64 {
 /// status` pushed last gets its answer only after the updates before it.
 async fn settle(fake: &FakeTelegram, session: &str) {
     let before = fake.calls("sendMessage").len();
-    fake.push_update(fake.message_update(CHAT, alice(), "/plan status", None));
+    fake.push_update(fake.message_update(CHAT, tg_user(ALICE, "alice"), "/plan status", None));
     fake.wait_for(WAIT, |reqs| {
         let sent: Vec<_> = reqs.iter().filter(|r| r.method == "sendMessage").collect();
         (sent.len() > before && sent[before..].iter().any(|r| r.str("text").contains(session))).then_some(())
@@ -62,13 +58,13 @@ async fn a_reply_to_an_agent_question_mimicking_an_edit_prompt_cannot_approve() 
     assert_eq!(st, 201);
     let qmsg = sent_containing(&fake, "Which database").await;
 
-    fake.push_update(fake.message_update(CHAT, alice(), "Postgres", Some(qmsg)));
+    fake.push_update(fake.message_update(CHAT, tg_user(ALICE, "alice"), "Postgres", Some(qmsg)));
     settle(&fake, "demo/atk").await;
 
     let (_, d) = call(s.agent(Method::GET, "/v1/sessions/atk/decision")).await;
     assert_eq!(d["status"], "pending", "{d}");
     assert_eq!(status(&s, "atk").await["mode"], "plan");
-    assert_eq!(gate(&s, "atk", "rm -rf /tmp/x").await["decision"], "deny");
+    assert_eq!(gate_bash(&s, "atk", "rm -rf /tmp/x").await.0, "deny");
 }
 
 /// A genuine ForceReply edit still works, also after a restart: the prompt's
@@ -83,7 +79,7 @@ async fn a_genuine_force_reply_edit_still_works_after_a_restart() {
         .await
         .message_id_sent()
         .unwrap();
-    fake.push_update(fake.callback_update(CHAT, card, alice(), &encode(Button::Edit(id))));
+    fake.push_update(fake.callback_update(CHAT, card, tg_user(ALICE, "alice"), &encode(Button::Edit(id))));
     let prompt = fake.wait_request("sendMessage", WAIT, |r| r.field("reply_markup")["force_reply"] == json!(true)).await;
     let prompt_id = prompt.message_id_sent().unwrap();
     // The prompt is recorded right after Telegram answers the send; a later
@@ -92,12 +88,17 @@ async fn a_genuine_force_reply_edit_still_works_after_a_restart() {
 
     s.kill9().await;
     s.restart().await;
-    fake.push_update(fake.message_update(CHAT, alice(), "1. Read the logs\n2. Delete logs older than 30 days", Some(prompt_id)));
+    fake.push_update(fake.message_update(
+        CHAT,
+        tg_user(ALICE, "alice"),
+        "1. Read the logs\n2. Delete logs older than 30 days",
+        Some(prompt_id),
+    ));
     let (_, d) = call(s.agent(Method::GET, "/v1/sessions/edit/decision?wait=20")).await;
     assert_eq!(d["status"], "edited", "{d}");
     let steps: Vec<&str> = d["plan"]["steps"].as_array().unwrap().iter().map(|s| s["step"].as_str().unwrap()).collect();
     assert_eq!(steps, ["Read the logs", "Delete logs older than 30 days"]);
-    assert_eq!(gate(&s, "edit", "rm -rf /tmp/x").await["decision"], "allow");
+    assert_eq!(gate_bash(&s, "edit", "rm -rf /tmp/x").await.0, "allow");
 }
 
 /// Attack 2: Cancel (the button, `/plan cancel`) used to turn plan mode off,
@@ -113,34 +114,34 @@ async fn cancel_halts_the_session_and_only_plan_off_releases_it() {
         .await
         .message_id_sent()
         .unwrap();
-    fake.push_update(fake.callback_update(CHAT, card, alice(), &encode(Button::Cancel(id))));
+    fake.push_update(fake.callback_update(CHAT, card, tg_user(ALICE, "alice"), &encode(Button::Cancel(id))));
     let confirm = sent_containing(&fake, "stays blocked").await;
-    fake.push_update(fake.callback_update(CHAT, confirm, alice(), &encode(Button::ConfirmCancel(id))));
+    fake.push_update(fake.callback_update(CHAT, confirm, tg_user(ALICE, "alice"), &encode(Button::ConfirmCancel(id))));
     let (_, d) = call(s.agent(Method::GET, "/v1/sessions/prod/decision?wait=20")).await;
     assert_eq!(d["status"], "cancelled", "{d}");
     assert!(d["injection"].as_str().unwrap().contains("The session is halted"), "{d}");
     let st = status(&s, "prod").await;
     assert_eq!((st["mode"].as_str(), st["approval"].as_str()), (Some("halted"), Some("cancelled")), "{st}");
-    let verdict = gate(&s, "prod", "rm -rf /var/lib/prod").await;
-    assert_eq!(verdict["decision"], "deny", "{verdict}");
-    assert!(verdict["reason"].as_str().unwrap().contains("halted"), "{verdict}");
+    let (decision, reason) = gate_bash(&s, "prod", "rm -rf /var/lib/prod").await;
+    assert_eq!(decision, "deny", "{reason}");
+    assert!(reason.contains("halted"), "{reason}");
     // The card says which it is.
     fake.wait_request("editMessageText", WAIT, |r| r.field("message_id") == &json!(card) && r.str("text").contains("session halted")).await;
 
     // `/plan cancel` by text does the same to another session.
     propose_table(&s, "prod2", "Truncate the audit log").await;
-    fake.push_update(fake.message_update(CHAT, alice(), "/plan cancel demo/prod2", None));
+    fake.push_update(fake.message_update(CHAT, tg_user(ALICE, "alice"), "/plan cancel demo/prod2", None));
     // (Telegram texts defuse mentions with U+2060 after the `@`.)
     sent_containing(&fake, "Cancelled v1 by telegram:").await;
     assert_eq!(status(&s, "prod2").await["mode"], "halted");
-    assert_eq!(gate(&s, "prod2", "rm -rf /").await["decision"], "deny");
+    assert_eq!(gate_bash(&s, "prod2", "rm -rf /").await.0, "deny");
 
     // The explicit release: `/plan off`.
-    fake.push_update(fake.message_update(CHAT, alice(), "/plan off demo/prod", None));
+    fake.push_update(fake.message_update(CHAT, tg_user(ALICE, "alice"), "/plan off demo/prod", None));
     sent_containing(&fake, "alice: no plan required").await;
     let st = status(&s, "prod").await;
     assert_eq!((st["mode"].as_str(), st["released_by"].as_str()), (Some("normal"), Some("telegram:@alice")), "{st}");
-    assert_eq!(gate(&s, "prod", "rm -rf /tmp/x").await["decision"], "allow");
+    assert_eq!(gate_bash(&s, "prod", "rm -rf /tmp/x").await.0, "allow");
     let (_, audit) = call(s.operator(Method::GET, "/v1/audit?session=prod")).await;
     let actions: Vec<(&str, &str)> =
         audit.as_array().unwrap().iter().map(|e| (e["actor"].as_str().unwrap(), e["action"].as_str().unwrap())).collect();

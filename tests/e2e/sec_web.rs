@@ -1,19 +1,16 @@
 //! Security regressions of the web page's sign-in (issue 26, item 3),
 //! through the real binary.
 
+use super::kit::no_redirect_client;
 use plangate_testkit::server::{ServerProcess, OPERATOR_TOKEN};
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
 const PUBLIC: &str = "https://plans.example.com";
 
-fn client() -> reqwest::Client {
-    reqwest::Client::builder().no_proxy().redirect(reqwest::redirect::Policy::none()).build().expect("client")
-}
-
 /// `POST path` with the form `token=…` and the given fetch headers: the
 /// status and whether a session cookie was set.
 async fn post(s: &ServerProcess, path: &str, token: &str, headers: &[(&str, &str)]) -> (u16, bool) {
-    let mut req = client().post(s.url(path)).form(&[("token", token)]);
+    let mut req = no_redirect_client().post(s.url(path)).form(&[("token", token)]);
     for (k, v) in headers {
         req = req.header(*k, *v);
     }
@@ -55,7 +52,7 @@ async fn a_sign_in_posted_from_another_site_is_refused() {
 
 /// The session cookie `POST /signin/operator` set, as a `Cookie` header.
 async fn operator_cookie(s: &ServerProcess, token: &str) -> String {
-    let r = client()
+    let r = no_redirect_client()
         .post(s.url("/signin/operator"))
         .header("origin", PUBLIC)
         .header("sec-fetch-site", "same-origin")
@@ -69,7 +66,7 @@ async fn operator_cookie(s: &ServerProcess, token: &str) -> String {
 }
 
 async fn page_with(s: &ServerProcess, cookie: &str) -> String {
-    let r = client().get(s.url("/")).header("cookie", cookie).send().await.expect("response");
+    let r = no_redirect_client().get(s.url("/")).header("cookie", cookie).send().await.expect("response");
     assert_eq!(r.status().as_u16(), 200);
     r.text().await.expect("body")
 }
@@ -89,11 +86,11 @@ async fn rotating_the_operator_token_signs_out_every_operator_browser() {
     std::fs::write(s.config_path(), config.replace(OPERATOR_TOKEN, rotated)).expect("config");
     s.restart().await;
 
-    let (status, _) = ServerProcess::send(client().get(s.url("/v1/approvals")).bearer_auth(OPERATOR_TOKEN)).await;
+    let (status, _) = ServerProcess::send(no_redirect_client().get(s.url("/v1/approvals")).bearer_auth(OPERATOR_TOKEN)).await;
     assert_eq!(status, 401, "the old token is refused on the API");
     let page = page_with(&s, &cookie).await;
     assert!(!page.contains("Signed in as"), "the old operator cookie opens nothing after the rotation:\n{page}");
-    let r = client()
+    let r = no_redirect_client()
         .post(s.url("/p/00000000000000000000000000000000/decide"))
         .header("cookie", &cookie)
         .form(&[("csrf", "x"), ("action", "approve")])
@@ -116,7 +113,7 @@ async fn failed_sign_ins_and_bearer_tokens_are_limited_per_address() {
     let mut statuses = Vec::new();
     let mut retry_after = None;
     for i in 0..300 {
-        let r = client()
+        let r = no_redirect_client()
             .post(s.url("/signin/operator"))
             .header(same[0].0, same[0].1)
             .header(same[1].0, same[1].1)
@@ -142,7 +139,7 @@ async fn failed_sign_ins_and_bearer_tokens_are_limited_per_address() {
     assert_eq!(status, 429, "a bad sign-in link takes from the same budget");
 
     // The API's bearer tokens share the address's budget; the right ones pass.
-    let r = client().get(s.url("/v1/sessions/s1")).bearer_auth("wrong-agent-token-0123456789").send().await.expect("response");
+    let r = no_redirect_client().get(s.url("/v1/sessions/s1")).bearer_auth("wrong-agent-token-0123456789").send().await.expect("response");
     assert_eq!(r.status().as_u16(), 429);
     assert!(r.headers().get("retry-after").is_some(), "Retry-After on the API's 429");
     let body: serde_json::Value = r.json().await.expect("json");

@@ -1,7 +1,7 @@
 //! Nudges and timeouts, persisted and fired by the real binary's scheduler.
 
 use super::kit::{audit_actions, call, plan, propose_id, telegram_section};
-use plangate_testkit::server::ServerProcess;
+use plangate_testkit::server::{eventually, ServerProcess};
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -15,11 +15,18 @@ fn timed() -> Value {
 
 #[tokio::test]
 async fn a_waiting_plan_is_nudged_then_times_out_fail_closed() {
-    let s = ServerProcess::start(BIN, "[approvals]\nnudges = [\"1s\"]\ntimeout = \"2s\"\n").await;
+    let mut s = ServerProcess::start(BIN, "[approvals]\nnudges = [\"1s\"]\ntimeout = \"2s\"\n").await;
     let id = propose_id(&s, "t1", &timed()).await;
+    // The long-poll is released by the timeout itself, once the server's
+    // clock is turned past it (no test sleeps through the 2 s).
+    let waiter = tokio::spawn(call(s.agent(Method::GET, "/v1/sessions/t1/decision?wait=20")));
+    s.waiting(1).await;
+    // Only the operator turns the test clock: an agent is refused.
+    let (st, _) = call(s.agent(Method::POST, "/v1/operator/test/clock").json(&json!({"advance_ms": 2_000}))).await;
+    assert_eq!(st, 403);
     let started = Instant::now();
-    // The long-poll is released by the timeout itself.
-    let (st, d) = call(s.agent(Method::GET, "/v1/sessions/t1/decision?wait=20")).await;
+    s.advance_clock(2_000).await;
+    let (st, d) = waiter.await.unwrap();
     assert_eq!(st, 200);
     assert_eq!((d["approval_id"].as_str(), d["status"].as_str()), (Some(id.as_str()), Some("timed_out")));
     assert!(started.elapsed() < Duration::from_secs(10), "timed out late: {:?}", started.elapsed());
@@ -47,7 +54,8 @@ async fn decided_plans_are_never_nudged_and_timers_survive_restart() {
     // and the two missed nudges collapse into one.
     propose_id(&s, "pending", &timed()).await;
     s.kill9().await;
-    tokio::time::sleep(Duration::from_millis(3500)).await;
+    // Down for 3.5 s on the server's clock: both nudges and the timeout are overdue at the start.
+    s.advance_clock(3_500).await;
     s.restart().await;
     let (_, d) = call(s.agent(Method::GET, "/v1/sessions/pending/decision?wait=10")).await;
     assert_eq!(d["status"], "timed_out");
@@ -82,9 +90,12 @@ approvers = ["telegram:2"]
 "#,
         telegram_section(&fake)
     );
-    let s = ServerProcess::start_with(BIN, &["team"], &extra).await;
+    let mut s = ServerProcess::start_with(BIN, &["team"], &extra).await;
     let id = propose_id(&s, "esc", &timed()).await;
     let wait = Duration::from_secs(15);
+    // The card is out; the nudge is due a second later on the turned clock.
+    fake.wait_request("sendMessage", wait, |r| r.chat_id() == Some(-100) && r.keyboard().is_some()).await;
+    s.advance_clock(1_000).await;
     // The team gets the card, then a nudge; then the leads get the escalated card.
     let escalated = fake.wait_request("sendMessage", wait, |r| r.chat_id() == Some(-200) && r.keyboard().is_some()).await;
     assert!(escalated.str("text").contains("escalated: no decision after"), "{}", escalated.str("text"));
@@ -109,21 +120,25 @@ approvers = ["telegram:2"]
 
 #[tokio::test]
 async fn an_agent_that_plans_without_proposing_is_reminded() {
-    let s = ServerProcess::start(BIN, "[approvals]\nnudges = [\"1s\", \"2s\"]\ntimeout = \"10s\"\n").await;
+    let mut s = ServerProcess::start(BIN, "[approvals]\nnudges = [\"1s\", \"2s\"]\ntimeout = \"10s\"\n").await;
     call(s.agent(Method::POST, "/v1/sessions/idle/enter")).await;
-    let started = Instant::now();
-    let text = loop {
-        let (_, v) = call(s.agent(Method::POST, "/v1/sessions/idle/injection/take")).await;
-        if let Some(t) = v["injection"].as_str() {
-            break t.to_string();
-        }
-        assert!(started.elapsed() < Duration::from_secs(10), "no reminder");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
-    assert!(text.starts_with("[PLAN_NUDGE]"), "{text}");
-    // Once the agent proposes, the reminders stop.
+    // The first reminder is due 1 s after entering: the long-poll on the
+    // session's injection returns when the turned clock fires it.
+    let reminder = tokio::spawn(call(s.agent(Method::GET, "/v1/sessions/idle/injection?wait=20")));
+    s.waiting(1).await;
+    s.advance_clock(1_000).await;
+    let (_, v) = reminder.await.unwrap();
+    let text = v["injection"].as_str().unwrap_or_default().to_string();
+    assert!(text.starts_with("[PLAN_NUDGE]"), "{v}");
+    call(s.agent(Method::POST, "/v1/sessions/idle/injection/take")).await;
+    // Once the agent proposes, the reminders stop. Turned 2 s on, the
+    // second reminder (due 2 s after entering) would fire before the
+    // plan's own second nudge (2 s after proposing): that nudge in the
+    // audit is the sign the reminder had its chance.
     call(s.agent(Method::POST, "/v1/sessions/idle/proposals").json(&json!({"title": "Now a plan"}))).await;
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    s.advance_clock(2_000).await;
+    let audit = || async { audit_actions(&s, "idle").await.iter().filter(|a| *a == "nudge").count() >= 2 };
+    eventually(Duration::from_secs(15), "the plan's second nudge", audit).await;
     let (_, v) = call(s.agent(Method::POST, "/v1/sessions/idle/injection/take")).await;
     assert_eq!(v["injection"], Value::Null);
     let actions = audit_actions(&s, "idle").await;

@@ -4,7 +4,7 @@
 //! (non-approver, forged POST, read-only link). `browser_*` drives headless
 //! Chromium over WebDriver (Debian's `chromium` + `chromium-driver`).
 
-use super::kit::propose_id;
+use super::kit::{no_redirect_client, propose_id};
 use crate::telegram::{config, ALICE, CHAT};
 use plangate_testkit::server::ServerProcess;
 use plangate_testkit::telegram::FakeTelegram;
@@ -64,20 +64,16 @@ async fn http_sign_in(s: &ServerProcess, link: &str) -> String {
     let page = s.http.get(&url).send().await.expect("sign-in page");
     assert_eq!(page.status(), 200);
     let token = url.rsplit('/').next().unwrap_or_default().to_string();
-    let answer = client().post(s.url("/signin")).form(&[("token", token.as_str())]).send().await.expect("sign in");
+    let answer = no_redirect_client().post(s.url("/signin")).form(&[("token", token.as_str())]).send().await.expect("sign in");
     assert_eq!(answer.status(), 303);
     let cookie = answer.headers().get("set-cookie").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
     assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
     cookie.split(';').next().unwrap_or_default().to_string()
 }
 
-fn client() -> reqwest::Client {
-    reqwest::Client::builder().no_proxy().redirect(reqwest::redirect::Policy::none()).build().expect("client")
-}
-
 async fn get_page(s: &ServerProcess, path_or_url: &str, cookie: Option<&str>) -> (u16, String, reqwest::header::HeaderMap) {
     let url = if path_or_url.starts_with("http") { real(s, path_or_url) } else { s.url(path_or_url) };
-    let mut req = client().get(url);
+    let mut req = no_redirect_client().get(url);
     if let Some(c) = cookie {
         req = req.header("cookie", c);
     }
@@ -92,7 +88,7 @@ fn csrf_of(page: &str) -> String {
 }
 
 async fn post_decision(s: &ServerProcess, id: &str, cookie: Option<&str>, form: &[(&str, &str)]) -> u16 {
-    let mut req = client().post(s.url(&format!("/p/{id}/decide"))).form(form);
+    let mut req = no_redirect_client().post(s.url(&format!("/p/{id}/decide"))).form(form);
     if let Some(c) = cookie {
         req = req.header("cookie", c);
     }
@@ -138,7 +134,7 @@ async fn web_card_links_sign_in_and_decide_over_http() {
     let link = sign_in_link(&fake, ALICE, "alice").await;
     let alice = http_sign_in(&s, &link).await;
     let token = link.rsplit('/').next().unwrap_or_default();
-    let again = client().post(s.url("/signin")).form(&[("token", token)]).send().await.expect("again");
+    let again = no_redirect_client().post(s.url("/signin")).form(&[("token", token)]).send().await.expect("again");
     assert_eq!(again.status(), 410);
 
     // Alice: her inbox lists v2, her page has buttons; a POST without the CSRF token is refused.
@@ -164,13 +160,19 @@ async fn web_card_links_sign_in_and_decide_over_http() {
     let token = link.rsplit('/').next().unwrap_or_default();
     let last = token.chars().last().map(|c| if c == '0' { '1' } else { '0' }).unwrap_or('0');
     let forged = format!("{}{last}", &token[..token.len() - 1]);
-    let refused = client().post(s.url("/signin")).form(&[("token", forged.as_str())]).send().await.expect("forged");
+    let refused = no_redirect_client().post(s.url("/signin")).form(&[("token", forged.as_str())]).send().await.expect("forged");
     assert_eq!(refused.status(), 410);
 
     // Signing out is recorded in the store: the same cookie opens nothing afterwards.
     let (_, inbox, _) = get_page(&s, "/", Some(&bob)).await;
     assert!(inbox.contains("Signed in as"), "{inbox}");
-    let out = client().post(s.url("/signout")).header("cookie", &bob).form(&[("csrf", csrf_of(&inbox))]).send().await.expect("sign out");
+    let out = no_redirect_client()
+        .post(s.url("/signout"))
+        .header("cookie", &bob)
+        .form(&[("csrf", csrf_of(&inbox))])
+        .send()
+        .await
+        .expect("sign out");
     assert_eq!(out.status(), 303);
     let (_, inbox, _) = get_page(&s, "/", Some(&bob)).await;
     assert!(!inbox.contains("Signed in as"), "a signed-out cookie is no session: {inbox}");

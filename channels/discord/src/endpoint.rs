@@ -80,10 +80,10 @@ struct Endpoint {
     verifier: Verifier,
     inbox: Arc<Inbox>,
     window_secs: i64,
-    clock: Clock,
+    clock: Arc<dyn Clock>,
 }
 
-pub(crate) fn router(verifier: Verifier, inbox: Arc<Inbox>, window_secs: u64, clock: Clock) -> Router {
+pub(crate) fn router(verifier: Verifier, inbox: Arc<Inbox>, window_secs: u64, clock: Arc<dyn Clock>) -> Router {
     let endpoint = Endpoint { verifier, inbox, window_secs: i64::try_from(window_secs).unwrap_or(i64::MAX), clock };
     Router::new().route(INTERACTIONS_PATH, post(interactions)).with_state(Arc::new(endpoint))
 }
@@ -104,7 +104,7 @@ async fn interactions(State(endpoint): State<Arc<Endpoint>>, headers: HeaderMap,
     let Some(sent_at) = timestamp.parse::<i64>().ok().filter(|_| timestamp.bytes().all(|b| b.is_ascii_digit())) else {
         return unauthorized("malformed timestamp");
     };
-    if (endpoint.clock)().saturating_sub(sent_at).abs() > endpoint.window_secs {
+    if endpoint.clock.unix_secs().saturating_sub(sent_at).abs() > endpoint.window_secs {
         return unauthorized("timestamp outside the window");
     }
     let interaction: Interaction = match serde_json::from_slice(&body) {

@@ -101,18 +101,8 @@ pub enum DiscordError {
     Gateway(String),
 }
 
-/// The wall clock in Unix seconds, injectable so tests can move time.
-pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
-
-/// The system clock.
-pub fn system_clock() -> Clock {
-    Arc::new(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-            .unwrap_or(0)
-    })
-}
+/// The shell's one clock (its Unix seconds), injectable so tests can move time.
+pub use plangate_channel::clock::Clock;
 
 /// Start the adapter: register `/plan`, then run the configured transport:
 /// the gateway only while `leader` is true (its task ends on `shutdown`),
@@ -124,7 +114,7 @@ pub async fn start(
     shutdown: Shutdown,
     leader: Leadership,
 ) -> Result<Adapter, DiscordError> {
-    start_with_clock(config, handler, shutdown, leader, system_clock()).await
+    start_with_clock(config, handler, shutdown, leader, Arc::new(plangate_channel::SystemClock)).await
 }
 
 /// [`start`] with an injected clock (for the interactions endpoint's
@@ -134,7 +124,7 @@ pub async fn start_with_clock(
     handler: Arc<dyn InboundHandler>,
     shutdown: Shutdown,
     leader: Leadership,
-    clock: Clock,
+    clock: Arc<dyn Clock>,
 ) -> Result<Adapter, DiscordError> {
     let settings = config.validate()?;
     let rest = Arc::new(rest::Rest::new(&settings).map_err(|e| {

@@ -117,13 +117,13 @@ pub enum SlackError {
 /// Knobs tests need and deployments do not.
 #[derive(Clone)]
 pub struct StartOptions {
-    /// Wall clock (Unix seconds) for the signed-request timestamp window.
-    pub clock: Clock,
+    /// Wall clock for the signed-request timestamp window.
+    pub clock: Arc<dyn Clock>,
 }
 
 impl Default for StartOptions {
     fn default() -> Self {
-        StartOptions { clock: verify::system_clock() }
+        StartOptions { clock: Arc::new(plangate_channel::SystemClock) }
     }
 }
 

@@ -13,18 +13,14 @@ use sha2::Sha256;
 use std::sync::Arc;
 use subtle::ConstantTimeEq;
 
-/// Unix seconds now. Injected so tests can move time.
-pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
+/// The shell's one clock (its Unix seconds); injected so tests can move time.
+pub use plangate_channel::clock::Clock;
 
 /// How far a request timestamp may be from our clock (Slack's own advice).
 pub const WINDOW_SECS: i64 = 300;
 
 pub const SIGNATURE_HEADER: &str = "x-slack-signature";
 pub const TIMESTAMP_HEADER: &str = "x-slack-request-timestamp";
-
-pub fn system_clock() -> Clock {
-    Arc::new(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0))
-}
 
 /// Why a request was refused; the status is what the caller answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,11 +56,11 @@ impl Rejection {
 /// Checks signatures with one signing secret.
 pub struct Verifier {
     secret: Vec<u8>,
-    clock: Clock,
+    clock: Arc<dyn Clock>,
 }
 
 impl Verifier {
-    pub fn new(secret: &[u8], clock: Clock) -> Verifier {
+    pub fn new(secret: &[u8], clock: Arc<dyn Clock>) -> Verifier {
         Verifier { secret: secret.to_vec(), clock }
     }
 
@@ -81,7 +77,7 @@ impl Verifier {
             return Err(Rejection::MalformedTimestamp);
         }
         let ts: i64 = timestamp.parse().map_err(|_| Rejection::MalformedTimestamp)?;
-        if (((self.clock)()) - ts).abs() > WINDOW_SECS {
+        if (self.clock.unix_secs() - ts).abs() > WINDOW_SECS {
             return Err(Rejection::StaleTimestamp);
         }
         let hex_mac = signature.strip_prefix("v0=").ok_or(Rejection::MalformedSignature)?;
@@ -120,7 +116,7 @@ mod tests {
     use super::*;
 
     fn at(now: i64) -> Verifier {
-        Verifier::new(b"8f742231b10e8888abcd99yyyzzz85a5", Arc::new(move || now))
+        Verifier::new(b"8f742231b10e8888abcd99yyyzzz85a5", Arc::new(plangate_channel::ManualClock::at_secs(now)))
     }
 
     #[test]

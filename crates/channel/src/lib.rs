@@ -20,7 +20,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use thiserror::Error;
 
+pub mod clock;
 mod limit;
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use limit::{global_limit_key, limit_key, send_with_retry, RateLimiter, RetryPolicy, RetryRefusals, Slot};
 /// Where messages go and where they landed: plain data, shared with the
 /// store through `plangate-delivery` and re-exported here for adapters.

@@ -49,7 +49,9 @@ pub async fn start_all(core: &Arc<Core>, hub: Arc<Hub>, shutdown: Shutdown, mut 
     if let Some(value) = &raw.slack {
         let config: plangate_slack::SlackConfig = section(value, "slack")?;
         let allowed = config.allowed_teams();
-        let adapter = plangate_slack::start(config, handler.clone(), shutdown.clone(), core.leadership("slack"))
+        // The core's clock times the signed-request window too (one clock).
+        let options = plangate_slack::StartOptions { clock: core.clock() };
+        let adapter = plangate_slack::start_with(config, handler.clone(), shutdown.clone(), core.leadership("slack"), options)
             .await
             .context("cannot start the Slack adapter")?;
         // The home workspace (configured, or learned from auth.test) and the
@@ -61,9 +63,10 @@ pub async fn start_all(core: &Arc<Core>, hub: Arc<Hub>, shutdown: Shutdown, mut 
     }
     if let Some(value) = &raw.discord {
         let config: plangate_discord::DiscordConfig = section(value, "discord")?;
-        let adapter = plangate_discord::start(config, handler.clone(), shutdown.clone(), core.leadership("discord"))
-            .await
-            .context("cannot start the Discord adapter")?;
+        let adapter =
+            plangate_discord::start_with_clock(config, handler.clone(), shutdown.clone(), core.leadership("discord"), core.clock())
+                .await
+                .context("cannot start the Discord adapter")?;
         adapters.push(("discord", adapter));
     }
     let mut tasks = Vec::new();

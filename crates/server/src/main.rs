@@ -648,7 +648,10 @@ async fn serve(config: Option<PathBuf>) -> Result<()> {
         shared = store.shared(),
         "store opened"
     );
-    let core = Core::new(settings.clone(), store);
+    // The system clock; a debug build's test clock only when a test asks
+    // (`plangate_server::clock::TEST_CLOCK_ENV`).
+    let serve_clock = plangate_server::clock::for_serve().map_err(anyhow::Error::msg)?;
+    let core = Core::with_clock(settings.clone(), store, serve_clock.clock.clone());
     core.set_store_info(info);
     core.metrics.set_pending(pending);
     core.refresh_pairings().await.context("cannot read the paired destinations from the store")?;
@@ -657,6 +660,10 @@ async fn serve(config: Option<PathBuf>) -> Result<()> {
     let replicas = plangate_server::replicas::start(&core, shutdown_rx.clone()).await?;
     let hub = Arc::new(Hub::new(core.clone()));
     let mut app = plangate_server::http::router(core.clone());
+    #[cfg(debug_assertions)]
+    if let Some(turned) = serve_clock.turned {
+        app = plangate_server::http::with_test_clock(app, core.clone(), turned);
+    }
     if let Some(web) = plangate_server::web::start(&core).context("cannot start the web page")? {
         app = plangate_server::http::with_web(app, web);
     }

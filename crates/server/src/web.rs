@@ -42,11 +42,8 @@ pub struct CoreBackend {
 pub fn start(core: &Arc<Core>) -> std::io::Result<Option<Arc<Web>>> {
     let Some(public_url) = core.settings.raw.server.public_url.clone() else { return Ok(None) };
     let secret = if core.store.shared() { shared_secret(core.store.clone())? } else { load_or_create_secret(&core.settings.data_dir)? };
-    // The core's clock, without the links (held by the core) holding the core.
-    let weak = Arc::downgrade(core);
-    let fallback = plangate_web::system_clock();
-    let clock: plangate_web::Clock = Arc::new(move || weak.upgrade().map_or_else(|| fallback(), |c| c.now()));
-    let links = Arc::new(Links::with_clock(&public_url, &secret, clock));
+    // The core's own clock (not the core: the core holds the links).
+    let links = Arc::new(Links::with_clock(&public_url, &secret, core.clock()));
     core.set_web_links(links.clone());
     Ok(Some(Web::new(Arc::new(CoreBackend { core: core.clone() }), links)))
 }

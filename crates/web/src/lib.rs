@@ -129,16 +129,9 @@ pub enum SignInSurface {
     Link,
 }
 
-/// Where the web page reads the time for sign-in links and sessions.
-pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
-
-/// The system's wall clock, in milliseconds since the Unix epoch.
-pub fn system_clock() -> Clock {
-    Arc::new(|| {
-        let ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
-        Timestamp(i64::try_from(ms).unwrap_or(i64::MAX))
-    })
-}
+/// Where the web page reads the time for sign-in links and sessions: the
+/// shell's one clock (the server passes its core's).
+pub use plangate_channel::clock::{Clock, SystemClock};
 
 /// The links the server hands out: read links for cards, sign-in links for
 /// `/plan web`. Shared by the page and the server's chat side; derived from
@@ -148,7 +141,7 @@ pub struct Links {
     base: String,
     read_key: auth::ReadKey,
     auth: auth::AuthKeys,
-    clock: Clock,
+    clock: Arc<dyn Clock>,
 }
 
 impl Links {
@@ -157,12 +150,12 @@ impl Links {
     /// (keep it across restarts, or every read link changes; share it
     /// between replicas). Time from the system clock.
     pub fn new(public_url: &str, secret: &[u8]) -> Links {
-        Links::with_clock(public_url, secret, system_clock())
+        Links::with_clock(public_url, secret, Arc::new(SystemClock))
     }
 
     /// [`Links::new`] with the time from `clock` (the server's, which tests
     /// turn forward).
-    pub fn with_clock(public_url: &str, secret: &[u8], clock: Clock) -> Links {
+    pub fn with_clock(public_url: &str, secret: &[u8], clock: Arc<dyn Clock>) -> Links {
         Links {
             base: public_url.trim_end_matches('/').to_string(),
             read_key: auth::ReadKey::new(secret),
@@ -198,7 +191,7 @@ impl Links {
     }
 
     fn now(&self) -> Timestamp {
-        (self.clock)()
+        self.clock.now()
     }
 }
 

@@ -3,13 +3,14 @@
 //! through the router, as a load balancer would send the requests.
 
 use crate::auth::{self, Identity};
-use crate::{router, Backend, Links, Refused, Web, WebDecision};
+use crate::{router, Backend, Clock, Links, Refused, Web, WebDecision};
 use async_trait::async_trait;
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
+use plangate_channel::ManualClock;
 use plangate_engine::{ApprovalId, AuditEvent, Proposal, SessionKey, State, Timestamp};
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 use tower::ServiceExt;
@@ -25,7 +26,7 @@ struct SharedStore {
     down: AtomicBool,
     /// Writes fail while set; reads work.
     writes_down: AtomicBool,
-    now: AtomicI64,
+    now: Arc<ManualClock>,
 }
 
 /// One replica's backend over the shared store.
@@ -52,7 +53,7 @@ impl FakeBackend {
 #[async_trait]
 impl Backend for FakeBackend {
     fn now(&self) -> Timestamp {
-        Timestamp(self.store.now.load(Ordering::SeqCst))
+        self.store.now.now()
     }
     async fn proposal(&self, _: ApprovalId) -> Option<Proposal> {
         None
@@ -100,15 +101,13 @@ impl Backend for FakeBackend {
 
 /// A replica: its own `Web` and links (same secret), the shared store.
 fn replica(store: &Arc<SharedStore>, secret: &[u8]) -> Arc<Web> {
-    let clock_store = store.clone();
-    let clock: crate::Clock = Arc::new(move || Timestamp(clock_store.now.load(Ordering::SeqCst)));
-    let links = Arc::new(Links::with_clock("https://plans.example", secret, clock));
+    let links = Arc::new(Links::with_clock("https://plans.example", secret, store.now.clone()));
     Web::new(Arc::new(FakeBackend { store: store.clone() }), links)
 }
 
 fn shared() -> Arc<SharedStore> {
     let store = Arc::new(SharedStore::default());
-    store.now.store(T0, Ordering::SeqCst);
+    store.now.set(Timestamp(T0));
     store
 }
 
@@ -276,7 +275,7 @@ async fn expired_and_forged_links_and_cookies_are_refused_alike() {
     assert_eq!(send(&b, "GET", "/signin/not-a-token", None, None).await.status, StatusCode::NOT_FOUND);
 
     // Expired: ten minutes later the untouched link is refused.
-    store.now.fetch_add(auth::SIGN_IN_TTL.as_millis() as i64, Ordering::SeqCst);
+    store.now.advance(auth::SIGN_IN_TTL.as_millis() as i64);
     let expired = sign_in(&b, &token).await.expect_err("expired");
     assert!(expired.body.contains(USED_UP));
 
@@ -291,7 +290,7 @@ async fn expired_and_forged_links_and_cookies_are_refused_alike() {
         assert!(!inbox.body.contains(SIGNED_IN), "{forged}");
     }
     assert!(send(&b, "GET", "/", Some(&cookie), None).await.body.contains(SIGNED_IN));
-    store.now.fetch_add(auth::SESSION_TTL.as_millis() as i64, Ordering::SeqCst);
+    store.now.advance(auth::SESSION_TTL.as_millis() as i64);
     assert!(!send(&b, "GET", "/", Some(&cookie), None).await.body.contains(SIGNED_IN), "expired session");
 }
 

@@ -22,7 +22,15 @@ pub struct ServerProcess {
     pub data_dir: tempfile::TempDir,
     config_path: PathBuf,
     pub http: reqwest::Client,
+    /// How far the server's test clock is ahead of the system clock (ms):
+    /// turned by [`advance_clock`](Self::advance_clock), kept across restarts.
+    clock_ahead_ms: i64,
 }
+
+/// The debug build's test clock (`plangate_server::clock::TEST_CLOCK_ENV`):
+/// every server a test starts runs on it, at the system time until a test
+/// turns it.
+const TEST_CLOCK_ENV: &str = "PLANGATE_TEST_CLOCK_MS";
 
 impl ServerProcess {
     /// Start `bin` with a config made of the harness basics followed by `extra`
@@ -78,6 +86,7 @@ token = "{OTHER_AGENT_TOKEN}"
             data_dir,
             config_path,
             http: reqwest::Client::builder().no_proxy().build().expect("client"),
+            clock_ahead_ms: 0,
         };
         server.spawn().await;
         server
@@ -88,6 +97,7 @@ token = "{OTHER_AGENT_TOKEN}"
             .args(["serve", "--config"])
             .arg(&self.config_path)
             .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+            .env(TEST_CLOCK_ENV, self.clock_ahead_ms.to_string())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .kill_on_drop(true)
@@ -164,6 +174,19 @@ token = "{OTHER_AGENT_TOKEN}"
         std::fs::write(&self.config_path, pinned).expect("write config");
         self.spawn().await;
         assert!(self.base.ends_with(&format!(":{port}")), "came back on {} instead of port {port}", self.base);
+    }
+
+    /// Turn the server's clock `ms` forward instead of sleeping: timers due
+    /// by then fire now. While the server is down (after
+    /// [`kill9`](Self::kill9)) the next start begins that far ahead, as if
+    /// it had been down that long.
+    pub async fn advance_clock(&mut self, ms: i64) {
+        self.clock_ahead_ms += ms;
+        if self.child.is_some() {
+            let turn = self.operator(reqwest::Method::POST, "/v1/operator/test/clock").json(&serde_json::json!({"advance_ms": ms}));
+            let (status, body) = ServerProcess::send(turn).await;
+            assert_eq!(status, 200, "turning the test clock (a debug build of plangate?): {body}");
+        }
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -99,7 +99,9 @@ async fn only_the_leader_runs_the_gateway_session() {
     lead.send_replace(false);
     eventually(WAIT, "a follower again", || std::future::ready(follower())).await;
     fake.dispatch("INTERACTION_CREATE", click(9002));
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The marker: by the time the fake has answered a send of the deposed
+    // adapter, a session it kept or opened again would have the interaction.
+    adapter.channel.send_text(&CHANNEL.to_string(), "from a deposed leader").await.unwrap();
     assert_eq!(handler.events().len(), 1, "no session here any more");
     assert_eq!(identified(), 1, "no new IDENTIFY while a follower");
 

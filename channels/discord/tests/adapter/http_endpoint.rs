@@ -11,14 +11,14 @@ fn sign(key: &SigningKey, timestamp: &str, body: &[u8]) -> String {
 struct Http {
     url: String,
     key: SigningKey,
-    clock: Arc<AtomicI64>,
+    clock: Arc<ManualClock>,
     client: reqwest::Client,
 }
 
 impl Http {
     async fn send(&self, body: &Value) -> reqwest::Response {
         let body = body.to_string();
-        let timestamp = self.clock.load(Ordering::SeqCst).to_string();
+        let timestamp = self.clock.unix_secs().to_string();
         let signature = sign(&self.key, &timestamp, body.as_bytes());
         self.raw(&signature, &timestamp, body).await
     }
@@ -37,11 +37,10 @@ impl Http {
 }
 
 async fn http_endpoint(fake: &DiscordFake, handler: Arc<Recorder>, defer_after_ms: u64) -> (Running, Http) {
-    let clock = Arc::new(AtomicI64::new(1_760_000_000));
-    let reading = clock.clone();
+    let clock = Arc::new(ManualClock::at_secs(1_760_000_000));
     let mut c = config(fake, Transport::Http);
     c.defer_after_ms = defer_after_ms;
-    let running = run(fake, c, handler, Some(Arc::new(move || reading.load(Ordering::SeqCst)))).await;
+    let running = run(fake, c, handler, Some(clock.clone())).await;
     let http = Http {
         url: running.endpoint.clone().unwrap(),
         key: SigningKey::from_bytes(&SEED),
@@ -83,7 +82,7 @@ async fn http_refuses_bad_signatures_before_parsing() {
     let handler = Recorder::new(|_| Reply::Notice("ok".into()));
     let (_running, http) = http_endpoint(&fake, handler.clone(), 2000).await;
     let body = fake::component_interaction(9400, "tok", APP, &alice(), 42, &encode(Button::Approve(approval()))).to_string();
-    let ts = http.clock.load(Ordering::SeqCst).to_string();
+    let ts = http.clock.unix_secs().to_string();
     let good = sign(&http.key, &ts, body.as_bytes());
 
     // Wrong key.
@@ -110,7 +109,7 @@ async fn http_refuses_bad_signatures_before_parsing() {
     // Signed body, different body.
     assert_eq!(http.raw(&good, &ts, body.replace("9400", "9401")).await.status(), 401);
     // Signature for another timestamp.
-    assert_eq!(http.raw(&good, &(http.clock.load(Ordering::SeqCst) + 1).to_string(), body.clone()).await.status(), 401);
+    assert_eq!(http.raw(&good, &(http.clock.unix_secs() + 1).to_string(), body.clone()).await.status(), 401);
     // Missing headers, malformed hex, uppercase-tolerant but not sign-tolerant.
     let bare = http.client.post(&http.url).body(body.clone()).send().await.unwrap();
     assert_eq!(bare.status(), 401);
@@ -130,7 +129,7 @@ async fn http_refuses_stale_and_future_timestamps() {
     let fake = DiscordFake::start(APP).await;
     let handler = Recorder::new(|_| Reply::Notice("ok".into()));
     let (_running, http) = http_endpoint(&fake, handler.clone(), 2000).await;
-    let now = http.clock.load(Ordering::SeqCst);
+    let now = http.clock.unix_secs();
     let body = |id: u64| fake::component_interaction(id, "tok", APP, &alice(), 42, &encode(Button::Approve(approval()))).to_string();
     for (id, ts) in [(1u64, now - 301), (2, now + 301), (3, now - 100_000)] {
         let b = body(id);
@@ -146,7 +145,7 @@ async fn http_refuses_stale_and_future_timestamps() {
     let b = body(6);
     let signature = sign(&http.key, &now.to_string(), b.as_bytes());
     assert_eq!(http.raw(&signature, &now.to_string(), b.clone()).await.status(), 200);
-    http.clock.store(now + 400, Ordering::SeqCst);
+    http.clock.advance(400_000);
     assert_eq!(http.raw(&signature, &now.to_string(), b).await.status(), 401);
     assert_eq!(handler.events().len(), 3);
 }
@@ -226,8 +225,12 @@ async fn a_deferred_reply_is_retried_after_a_404_a_500_and_a_429() {
     assert!(patches.iter().all(|p| p.path == original && p.body == patches[0].body), "the same edit each time");
     let waited = patches[3].at.duration_since(patches[2].at);
     assert!(waited >= Duration::from_millis(300), "retry_after honoured: waited {waited:?}");
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    assert_eq!(fake.requests().iter().filter(|r| r.method == "PATCH").count(), 4, "nothing after the success");
+    // The marker: another click's late reply, answered at once. A retry
+    // after the success would be on its way before it.
+    let marker = http.send(&fake::component_interaction(9603, "tok-marker", APP, &alice(), 42, &encode(Button::Approve(approval())))).await;
+    assert_eq!(marker.json::<Value>().await.unwrap()["type"], 5, "deferred");
+    fake.wait_for_count(WAIT, "PATCH", "/tok-marker/messages/@original", 1).await;
+    assert_eq!(fake.requests().iter().filter(|r| r.method == "PATCH" && r.path == original).count(), 4, "nothing after the success");
 }
 
 #[tokio::test]

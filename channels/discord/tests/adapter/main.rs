@@ -6,6 +6,7 @@ use ed25519_dalek::{Signer, SigningKey};
 use plangate_channel::{
     always_leader, Action, Adapter, Channel, Delivery, Destination, Document, Inbound, InboundHandler, Reply, Style, User,
 };
+use plangate_channel::{Clock, ManualClock};
 use plangate_discord::{start, start_with_clock, DiscordConfig, Transport, INTERACTIONS_PATH};
 use plangate_engine::card::{Card, CardStep};
 use plangate_engine::codec::{encode, Button};
@@ -15,7 +16,6 @@ use plangate_testkit::cards::{self, decided};
 use plangate_testkit::discord::{self as fake, Actor, DiscordFake, Recorded};
 use plangate_testkit::server::eventually;
 use serde_json::{json, Value};
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
@@ -143,7 +143,7 @@ struct Running {
     endpoint: Option<String>,
 }
 
-async fn run(fake: &DiscordFake, config: DiscordConfig, handler: Arc<Recorder>, clock: Option<plangate_discord::Clock>) -> Running {
+async fn run(fake: &DiscordFake, config: DiscordConfig, handler: Arc<Recorder>, clock: Option<Arc<ManualClock>>) -> Running {
     let (stop, shutdown) = watch::channel(false);
     let mut adapter = match clock {
         Some(clock) => start_with_clock(config, handler, shutdown, always_leader(), clock).await,

@@ -6,6 +6,7 @@
 use plangate_channel::{
     always_leader, Action, Adapter, Channel, ChannelError, Delivery, Destination, Document, Inbound, InboundHandler, Reply, Style, User,
 };
+use plangate_channel::{Clock, ManualClock, SystemClock};
 use plangate_engine::card::Card;
 use plangate_engine::codec::{encode, Button};
 use plangate_engine::grammar::parse_args;
@@ -18,7 +19,6 @@ use plangate_testkit::slack::{
 };
 use secrecy::SecretString;
 use serde_json::{json, Value};
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -89,7 +89,7 @@ struct Harness {
     /// HTTP mode: where the adapter's routes are served.
     base: String,
     /// HTTP mode: the verifier's clock (Unix seconds).
-    clock: Arc<AtomicI64>,
+    clock: Arc<ManualClock>,
     http: reqwest::Client,
 }
 
@@ -105,8 +105,9 @@ fn config(fake: &SlackFake, transport: Transport) -> SlackConfig {
     config
 }
 
+/// Unix seconds on the system clock.
 fn now() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
+    SystemClock.unix_secs()
 }
 
 async fn harness_with(
@@ -117,14 +118,11 @@ async fn harness_with(
     let fake = SlackFake::start().await;
     let handler = Recorder::new(reply);
     let (shutdown, rx) = watch::channel(false);
-    let clock = Arc::new(AtomicI64::new(now()));
-    let clock_fn = clock.clone();
+    let clock = Arc::new(ManualClock::new(SystemClock.now()));
     let mut cfg = config(&fake, transport);
     tweak(&mut cfg);
     let adapter =
-        start_with(cfg, handler.clone(), rx, always_leader(), StartOptions { clock: Arc::new(move || clock_fn.load(Ordering::SeqCst)) })
-            .await
-            .expect("adapter starts");
+        start_with(cfg, handler.clone(), rx, always_leader(), StartOptions { clock: clock.clone() }).await.expect("adapter starts");
     let mut base = String::new();
     if let Some(routes) = adapter.routes.clone() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -163,7 +161,7 @@ impl Harness {
 
     async fn post_interaction(&self, payload: &Value) -> reqwest::Response {
         let body = serde_urlencoded::to_string([("payload", payload.to_string())]).unwrap();
-        self.post_signed("/slack/interactivity", &body, self.clock.load(Ordering::SeqCst), &[]).await
+        self.post_signed("/slack/interactivity", &body, self.clock.unix_secs(), &[]).await
     }
 }
 

@@ -207,12 +207,12 @@ async fn bad_signatures_stale_timestamps_and_replays_are_refused_before_parsing(
     assert_eq!(r.status(), 400);
 
     // Stale and future timestamps, correctly signed: the verifier's clock moves.
-    let signed_at = h.clock.load(Ordering::SeqCst);
-    h.clock.store(signed_at + 301, Ordering::SeqCst);
+    let signed_at = h.clock.unix_secs();
+    h.clock.set(Timestamp((signed_at + 301) * 1000));
     assert_eq!(h.post_signed("/slack/interactivity", &body, signed_at, &[]).await.status(), 401);
-    h.clock.store(signed_at - 301, Ordering::SeqCst);
+    h.clock.set(Timestamp((signed_at - 301) * 1000));
     assert_eq!(h.post_signed("/slack/interactivity", &body, signed_at, &[]).await.status(), 401);
-    h.clock.store(signed_at + 300, Ordering::SeqCst);
+    h.clock.set(Timestamp((signed_at + 300) * 1000));
     assert_eq!(h.post_signed("/slack/interactivity", &body, signed_at, &[]).await.status(), 200, "the edge of the window is accepted");
     h.handler.wait_events(1).await;
 

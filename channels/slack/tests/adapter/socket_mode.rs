@@ -333,7 +333,9 @@ async fn only_the_leader_holds_the_socket_mode_connection() {
     // The socket's close reaches the fake.
     eventually(T, "the socket closed", || std::future::ready(fake.open_sockets() == 0)).await;
     let lost = fake.send_envelope("slash_commands", command("t2"));
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The marker: by the time the fake has answered a send of the deposed
+    // adapter, a socket it kept or opened again would have acked the envelope.
+    adapter.channel.send_text("C1", "from a deposed leader").await.unwrap();
     assert_eq!(fake.frames().len(), frames, "no frame after losing leadership (no ack of {lost})");
     assert_eq!(handler.events().len(), 1);
     assert_eq!(fake.connections(), 1, "no new connection while a follower");

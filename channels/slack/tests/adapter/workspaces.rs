@@ -79,7 +79,7 @@ async fn every_inbound_path_reports_the_workspace_it_came_from() {
         "team_id={OTHER_TEAM}&channel_id=C1&user_id=UX&user_name=x&command=%2Fplan&text=accept&trigger_id=trig-h&response_url={}",
         h.fake.response_url("h")
     );
-    assert_eq!(h.post_signed("/slack/commands", &form, h.clock.load(Ordering::SeqCst), &[]).await.status(), 200);
+    assert_eq!(h.post_signed("/slack/commands", &form, h.clock.unix_secs(), &[]).await.status(), 200);
     let events = h.handler.wait_events(3).await;
     assert!(events.iter().all(|e| e.user.team.as_deref() == Some(OTHER_TEAM)), "{events:#?}");
 }

@@ -507,7 +507,9 @@ async fn only_the_leader_long_polls_and_each_term_resumes_from_the_saved_offset(
     // Pushed while the dropped poll may still wait at the fake: even if the
     // fake answers it, nobody reads the answer.
     let u2 = fake.push_update(fake.message_update(CHAT, alice(), "/plan list", None));
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // The marker: by the time the fake has answered a send of the deposed
+    // adapter, a poll it kept or began again would be recorded too.
+    running.adapter.channel.send_text(&CHAT.to_string(), "from a deposed leader").await.unwrap();
     let late: Vec<String> = fake.calls("getUpdates").iter().filter(|p| p.at > deposed).map(describe).collect();
     assert!(late.is_empty(), "polled after losing leadership: {late:?}");
     assert_eq!(handler.seen().len(), 1, "u2 is the new leader's");

@@ -303,6 +303,12 @@ impl Core {
         self.clock.now()
     }
 
+    /// The core's clock, for what keeps time beside the core (the web
+    /// page's links).
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        self.clock.clone()
+    }
+
     pub fn is_degraded(&self) -> bool {
         self.degraded.load(Ordering::Relaxed)
     }

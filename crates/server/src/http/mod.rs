@@ -94,3 +94,26 @@ async fn trace_request(req: Request, next: Next) -> Response {
     .instrument(span)
     .await
 }
+
+/// Debug builds started with [`crate::clock::TEST_CLOCK_ENV`] only:
+/// `POST /v1/operator/test/clock` (`{"advance_ms": N}`) turns the server's
+/// clock forward and wakes the scheduler, so timers due by then fire now.
+/// Operator token required, like every operator endpoint.
+#[cfg(debug_assertions)]
+pub fn with_test_clock(app: Router, core: Arc<Core>, clock: Arc<crate::clock::TurnedClock>) -> Router {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Turn {
+        advance_ms: i64,
+    }
+    use axum::extract::State;
+    let turn = move |State(core): State<AppState>, _op: OperatorAuth, body: ApiJson<Turn>| {
+        let clock = clock.clone();
+        async move {
+            let now = clock.turn(body.0.advance_ms);
+            core.scheduler_wake.notify_one();
+            axum::Json(serde_json::json!({"now": now.0}))
+        }
+    };
+    app.merge(Router::new().route("/v1/operator/test/clock", post(turn)).with_state(core))
+}

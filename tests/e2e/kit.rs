@@ -28,6 +28,11 @@ pub fn plan(title: &str, steps: &[&str]) -> Value {
     json!({"title": title, "steps": steps})
 }
 
+/// A one-step plan about `project` (branch `main` on host `dev-laptop`).
+pub fn project_plan(title: &str, project: &str, step: &str) -> Value {
+    json!({"title": title, "steps": [{"step": step}], "project": {"name": project, "branch": "main", "host": "dev-laptop"}})
+}
+
 /// As agent `demo`: enter plan mode in `session` (200: entering is
 /// idempotent) and propose `body`. The proposal's answer, which must be 201.
 pub async fn propose(s: &ServerProcess, session: &str, body: &Value) -> Value {

@@ -5,12 +5,12 @@
 //! restart, a deleted topic is opened again, and a chat without topics
 //! falls back to the chat itself with one warning.
 
-use super::kit::{call, propose, slack_section, telegram_section, tg_user};
+use super::kit::{call, project_plan, propose, slack_section, telegram_section, tg_user};
 use plangate_testkit::server::ServerProcess;
 use plangate_testkit::slack::SlackFake;
 use plangate_testkit::telegram::{FakeTelegram, Recorded};
 use reqwest::Method;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
@@ -18,11 +18,7 @@ const WAIT: Duration = Duration::from_secs(15);
 const CHAT: i64 = -1002000000001;
 const ALICE: i64 = 111;
 
-fn plan(title: &str, project: &str, step: &str) -> Value {
-    json!({"title": title, "steps": [{"step": step}], "project": {"name": project, "branch": "main", "host": "dev-laptop"}})
-}
-
-async fn telegram(fake: &FakeTelegram, approvals: &str) -> ServerProcess {
+async fn threaded_telegram(fake: &FakeTelegram, approvals: &str) -> ServerProcess {
     let extra = format!(
         "{approvals}\n{}\n[destinations.ops]\nchannel = \"telegram\"\nchat = \"{CHAT}\"\napprovers = [\"telegram:{ALICE}\"]\nthreads = \"per_session\"\n",
         telegram_section(fake)
@@ -48,9 +44,9 @@ async fn session_status(s: &ServerProcess, session: &str) -> String {
 async fn telegram_gives_each_session_a_forum_topic() {
     let fake = FakeTelegram::start().await;
     fake.make_forum(CHAT);
-    let mut s = telegram(&fake, "[approvals]\nnudges = [\"2s\"]\n").await;
-    propose(&s, "s1", &plan("Add retries", "billing-api", "Read the client")).await;
-    propose(&s, "s2", &plan("Fix the header", "web", "Read the CSS")).await;
+    let mut s = threaded_telegram(&fake, "[approvals]\nnudges = [\"2s\"]\n").await;
+    propose(&s, "s1", &project_plan("Add retries", "billing-api", "Read the client")).await;
+    propose(&s, "s2", &project_plan("Fix the header", "web", "Read the CSS")).await;
     let (a, b) = (tg_card(&fake, "Add retries").await, tg_card(&fake, "Fix the header").await);
     let (topic_a, topic_b) = (a.thread().expect("s1's card in a topic"), b.thread().expect("s2's card in a topic"));
     assert_ne!(topic_a, topic_b, "two sessions, two topics");
@@ -61,7 +57,7 @@ async fn telegram_gives_each_session_a_forum_topic() {
     assert_eq!(doc.thread(), Some(topic_a));
 
     // v2 of s1 and its reminder land in s1's topic; no new topic opens.
-    propose(&s, "s1", &plan("Add retries v2", "billing-api", "Read the client twice")).await;
+    propose(&s, "s1", &project_plan("Add retries v2", "billing-api", "Read the client twice")).await;
     let v2 = tg_card(&fake, "Add retries v2").await;
     assert_eq!(v2.thread(), Some(topic_a));
     let nudge = fake.wait_request("sendMessage", WAIT, |r| r.str("text").contains("Add retries v2") && r.str("text").contains('⏰')).await;
@@ -79,13 +75,13 @@ async fn telegram_gives_each_session_a_forum_topic() {
 
     // A restart keeps the mapping: s2's next version goes to s2's topic.
     s.restart().await;
-    propose(&s, "s2", &plan("Fix the header v2", "web", "Read the CSS twice")).await;
+    propose(&s, "s2", &project_plan("Fix the header v2", "web", "Read the CSS twice")).await;
     assert_eq!(tg_card(&fake, "Fix the header v2").await.thread(), Some(topic_b));
     assert_eq!(fake.topics(CHAT).len(), 2);
 
     // A deleted topic is opened again for the session's next card.
     fake.delete_topic(CHAT, topic_b);
-    propose(&s, "s2", &plan("Fix the header v3", "web", "Read the CSS once more")).await;
+    propose(&s, "s2", &project_plan("Fix the header v3", "web", "Read the CSS once more")).await;
     let v3 = tg_card(&fake, "Fix the header v3").await;
     let reopened = v3.thread().expect("in a topic");
     assert!(reopened != topic_b && fake.topics(CHAT).iter().any(|(id, _)| *id == reopened), "{reopened} {:?}", fake.topics(CHAT));
@@ -106,10 +102,10 @@ async fn telegram_gives_each_session_a_forum_topic() {
 #[tokio::test]
 async fn telegram_without_topics_falls_back_to_the_chat_with_one_warning() {
     let fake = FakeTelegram::start().await;
-    let s = telegram(&fake, "").await;
-    propose(&s, "s1", &plan("Add retries", "billing-api", "Read the client")).await;
+    let s = threaded_telegram(&fake, "").await;
+    propose(&s, "s1", &project_plan("Add retries", "billing-api", "Read the client")).await;
     let a = tg_card(&fake, "Add retries").await;
-    propose(&s, "s2", &plan("Fix the header", "web", "Read the CSS")).await;
+    propose(&s, "s2", &project_plan("Fix the header", "web", "Read the CSS")).await;
     let b = tg_card(&fake, "Fix the header").await;
     assert_eq!((a.thread(), b.thread()), (None, None), "both in the chat itself");
     assert_eq!(fake.calls("createForumTopic").len(), 1, "asked once, then remembered");
@@ -150,14 +146,14 @@ async fn slack_gives_each_session_a_thread_and_broadcasts_new_versions() {
     );
     let mut s = ServerProcess::start_with(BIN, &["sl"], &extra).await;
     slack.wait_connected(WAIT).await;
-    propose(&s, "s1", &plan("Add retries", "billing-api", "Read the client")).await;
-    propose(&s, "s2", &plan("Fix the header", "web", "Read the CSS")).await;
+    propose(&s, "s1", &project_plan("Add retries", "billing-api", "Read the client")).await;
+    propose(&s, "s2", &project_plan("Fix the header", "web", "Read the CSS")).await;
     // Each session's first card is a top-level message: the root of its thread.
     for title in ["Add retries", "Fix the header"] {
         assert_eq!(slack_post(&slack, title).await["thread_ts"], Value::Null, "{title}");
     }
-    propose(&s, "s1", &plan("Add retries v2", "billing-api", "Read the client twice")).await;
-    propose(&s, "s2", &plan("Fix the header v2", "web", "Read the CSS twice")).await;
+    propose(&s, "s1", &project_plan("Add retries v2", "billing-api", "Read the client twice")).await;
+    propose(&s, "s2", &project_plan("Fix the header v2", "web", "Read the CSS twice")).await;
     let (a2, b2) = (slack_post(&slack, "Add retries v2").await, slack_post(&slack, "Fix the header v2").await);
     let (thread_a, thread_b) = (a2["thread_ts"].as_str().expect("v2 in a thread"), b2["thread_ts"].as_str().expect("v2 in a thread"));
     assert_ne!(thread_a, thread_b, "two sessions, two threads");
@@ -169,12 +165,12 @@ async fn slack_gives_each_session_a_thread_and_broadcasts_new_versions() {
     // A restart keeps the mapping.
     s.restart().await;
     slack.wait_connected(WAIT).await;
-    propose(&s, "s2", &plan("Fix the header v3", "web", "Read the CSS again")).await;
+    propose(&s, "s2", &project_plan("Fix the header v3", "web", "Read the CSS again")).await;
     assert_eq!(slack_post(&slack, "Fix the header v3").await["thread_ts"].as_str(), Some(thread_b));
 
     // A deleted root: the next card starts a new thread, which later ones follow.
     slack.delete_message(thread_b);
-    propose(&s, "s2", &plan("Fix the header v4", "web", "Read the CSS once more")).await;
+    propose(&s, "s2", &project_plan("Fix the header v4", "web", "Read the CSS once more")).await;
     slack
         .wait_for(WAIT, |reqs| {
             reqs.iter()

@@ -8,7 +8,7 @@
 //! the mapping survives a restart, an archived and locked thread is
 //! reopened, and a deleted thread is started again from the next card.
 
-use super::kit::{audit, id_of, propose, status};
+use super::kit::{audit, id_of, project_plan, propose, status};
 use plangate_engine::codec::{encode, Button};
 use plangate_engine::ApprovalId;
 use plangate_testkit::discord::{
@@ -25,10 +25,6 @@ pub(super) const APP: u64 = 700_000_000_000_000_031;
 const CHANNEL: u64 = 600_000_000_000_000_031;
 const ALICE: u64 = 500_000_000_000_000_031;
 
-fn plan(title: &str, project: &str, step: &str) -> Value {
-    json!({"title": title, "steps": [{"step": step}], "project": {"name": project, "branch": "main", "host": "dev-laptop"}})
-}
-
 /// The `[discord]` section and a per-session destination `dc` on [`CHANNEL`].
 pub(super) fn discord_threads_config(fake: &DiscordFake, approvals: &str) -> String {
     format!(
@@ -37,7 +33,7 @@ pub(super) fn discord_threads_config(fake: &DiscordFake, approvals: &str) -> Str
     )
 }
 
-fn actor(user_id: u64, name: &str) -> Actor {
+fn guild_actor(user_id: u64, name: &str) -> Actor {
     Actor { user_id, username: name.into(), guild_id: Some(GUILD), channel_id: CHANNEL }
 }
 
@@ -90,16 +86,16 @@ async fn interact(fake: &DiscordFake, interaction: Value) -> String {
 /// `/plan <sub>` typed by Alice in thread `thread`.
 fn typed_in(fake: &DiscordFake, thread: u64, sub: &str) -> Value {
     let id = fake.snowflake();
-    in_thread(command_interaction(id, &format!("tok-{id}"), APP, &actor(ALICE, "alice"), "plan", plan_subcommand(sub, &[])), thread)
+    in_thread(command_interaction(id, &format!("tok-{id}"), APP, &guild_actor(ALICE, "alice"), "plan", plan_subcommand(sub, &[])), thread)
 }
 
 /// A click on `button` by `who`, in thread `thread`.
 fn clicked_in(fake: &DiscordFake, thread: u64, who: (u64, &str), button: Button) -> Value {
     let id = fake.snowflake();
-    in_thread(component_interaction(id, &format!("tok-{id}"), APP, &actor(who.0, who.1), 1, &encode(button)), thread)
+    in_thread(component_interaction(id, &format!("tok-{id}"), APP, &guild_actor(who.0, who.1), 1, &encode(button)), thread)
 }
 
-async fn approval(s: &ServerProcess, session: &str) -> String {
+async fn session_approval(s: &ServerProcess, session: &str) -> String {
     status(s, session).await["approval"].as_str().unwrap_or_default().to_string()
 }
 
@@ -108,8 +104,8 @@ async fn discord_gives_each_session_a_thread_and_decides_there() {
     let fake = DiscordFake::start(APP).await;
     let mut s = ServerProcess::start_with(BIN, &["dc"], &discord_threads_config(&fake, "[approvals]\nnudges = [\"2s\"]\n")).await;
     fake.wait_identified(WAIT).await;
-    propose(&s, "s1", &plan("Add retries", "billing-api", "Read the client")).await;
-    let s2 = propose(&s, "s2", &plan("Fix the header", "web", "Read the CSS")).await;
+    propose(&s, "s1", &project_plan("Add retries", "billing-api", "Read the client")).await;
+    let s2 = propose(&s, "s2", &project_plan("Fix the header", "web", "Read the CSS")).await;
 
     // Each first card is a message in the channel, and a thread is started
     // from it, named after the project and the plan.
@@ -130,7 +126,7 @@ async fn discord_gives_each_session_a_thread_and_decides_there() {
     assert_eq!(posts_in(&fake, CHANNEL, "Add retries").len(), 1, "the first card is in the channel");
 
     // v2 of s1, and its reminder, land in s1's thread (the document rides on the card).
-    propose(&s, "s1", &plan("Add retries v2", "billing-api", "Read the client twice")).await;
+    propose(&s, "s1", &project_plan("Add retries v2", "billing-api", "Read the client twice")).await;
     let v2 = posted_in(&fake, a, "Add retries v2").await;
     assert_eq!(v2.files().len(), 1, "the plan document goes along");
     let nudge = posted_in(&fake, a, "⏰").await;
@@ -147,8 +143,8 @@ async fn discord_gives_each_session_a_thread_and_decides_there() {
 
     // `/plan accept` with no target, typed in s1's thread: s1 only.
     let said = interact(&fake, typed_in(&fake, a, "accept")).await;
-    eventually(WAIT, "s1 approved", || async { approval(&s, "s1").await == "approved" }).await;
-    assert_eq!(approval(&s, "s2").await, "pending", "the other thread's session is untouched: {said}");
+    eventually(WAIT, "s1 approved", || async { session_approval(&s, "s1").await == "approved" }).await;
+    assert_eq!(session_approval(&s, "s2").await, "pending", "the other thread's session is untouched: {said}");
     // The receipt: v2's card, in s1's thread, edited to say who approved.
     let edits = format!("/api/v10/channels/{a}/messages/");
     fake.wait_for(WAIT, "v2's card edited in its thread", |rs| {
@@ -163,26 +159,26 @@ async fn discord_gives_each_session_a_thread_and_decides_there() {
     let mallory = (500_000_000_000_000_666, "mallory");
     let refused = interact(&fake, clicked_in(&fake, b, mallory, Button::Approve(s2_id))).await;
     assert!(refused.starts_with("You are not an approver for this plan."), "{refused}");
-    assert_eq!(approval(&s, "s2").await, "pending");
+    assert_eq!(session_approval(&s, "s2").await, "pending");
     interact(&fake, clicked_in(&fake, b, (ALICE, "alice"), Button::Approve(s2_id))).await;
-    eventually(WAIT, "s2 approved", || async { approval(&s, "s2").await == "approved" }).await;
+    eventually(WAIT, "s2 approved", || async { session_approval(&s, "s2").await == "approved" }).await;
 
     // `/plan list` in a thread links each session's thread.
-    propose(&s, "s1", &plan("Add retries v3", "billing-api", "Read the client once more")).await;
+    propose(&s, "s1", &project_plan("Add retries v3", "billing-api", "Read the client once more")).await;
     posted_in(&fake, a, "Add retries v3").await;
     let list = interact(&fake, typed_in(&fake, a, "list")).await;
     assert!(list.contains(&format!("https://discord.com/channels/{GUILD}/{a}")), "{list}");
 
     // A restart keeps the mapping: s2's next version goes to s2's thread.
     s.restart().await;
-    propose(&s, "s2", &plan("Fix the header v2", "web", "Read the CSS twice")).await;
+    propose(&s, "s2", &project_plan("Fix the header v2", "web", "Read the CSS twice")).await;
     posted_in(&fake, b, "Fix the header v2").await;
     assert_eq!(fake.threads().len(), 2);
 
     // An archived, locked thread refuses the post: it is reopened and the
     // card posted there all the same.
     fake.archive_thread(b, true);
-    let v3 = id_of(&propose(&s, "s2", &plan("Fix the header v3", "web", "Read the CSS again")).await);
+    let v3 = id_of(&propose(&s, "s2", &project_plan("Fix the header v3", "web", "Read the CSS again")).await);
     fake.wait_for(WAIT, "the v3 card in the reopened thread", |rs| {
         rs.iter()
             .filter(|r| {
@@ -212,7 +208,7 @@ async fn discord_gives_each_session_a_thread_and_decides_there() {
 
     // A deleted thread: the next card goes to the channel and starts a new one.
     fake.delete_thread(b);
-    propose(&s, "s2", &plan("Fix the header v4", "web", "Read the CSS once more")).await;
+    propose(&s, "s2", &project_plan("Fix the header v4", "web", "Read the CSS once more")).await;
     let again = thread_named(&fake, "web · Fix the header v4").await;
     assert_ne!(again, b);
     assert_eq!(posts_in(&fake, CHANNEL, "Fix the header v4").len(), 1, "v4 heads the new thread");
@@ -221,7 +217,7 @@ async fn discord_gives_each_session_a_thread_and_decides_there() {
         audit(&s, "session=s2").await.iter().any(|e| e["action"] == "card_posted" && e["version"] == 4)
     })
     .await;
-    propose(&s, "s2", &plan("Fix the header v5", "web", "Read the CSS one last time")).await;
+    propose(&s, "s2", &project_plan("Fix the header v5", "web", "Read the CSS one last time")).await;
     posted_in(&fake, again, "Fix the header v5").await;
 }
 

@@ -10,7 +10,9 @@
 //!   `Durability::TransactionPerCommit`: one sled transaction and one flush
 //!   per commit, as the store did before.
 //! * `core`: the whole shell, `Core::execute` on a tokio runtime, which also
-//!   writes the plan document inline and runs the card/receipt jobs.
+//!   runs the chat jobs: the plan document, the card (to a Telegram
+//!   destination whose channel is not started, so the job audits "not
+//!   running"), the card edit and the receipt.
 //!
 //! Beside them, the disk's bare rates: append + fsync, and append +
 //! sync_file_range (what sled's flush does), one thread.
@@ -155,7 +157,17 @@ operator_token = "bench-operator-token"
 
 [agents.demo]
 token = "bench-agent-token-0123456789"
-destinations = []
+destinations = ["ops"]
+
+# The approver must be on a destination's list to decide. The channel is
+# never started: each card job finds it not running and audits that.
+[telegram]
+token = "123456:bench-telegram-token"
+
+[destinations.ops]
+channel = "telegram"
+chat = "-100"
+approvers = ["telegram:111111"]
 
 [approvals]
 nudges = ["10m", "30m", "60m"]

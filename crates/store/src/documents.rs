@@ -10,6 +10,15 @@
 //! the plans directory. Files are created 0600 (plans can be sensitive),
 //! written to a temp file and linked into place without ever clobbering an
 //! existing document.
+//!
+//! The `_unsynced` writers leave the fsyncs to the caller ([`sync_files`]):
+//! the core's chat jobs write without them and have them done for a whole
+//! batch of jobs before their outbox entries are removed, so a document is
+//! durable before the record that would re-write it is gone, and dozens of
+//! jobs share one pass instead of paying two fsyncs each on the chat
+//! workers (docs/PERFORMANCE.md §10). A crash before that pass may leave a
+//! document cut short; the job runs again on the next start and
+//! [`write_document_unsynced`] completes it.
 
 use plangate_engine::card::slug;
 use plangate_engine::Timestamp;
@@ -39,9 +48,14 @@ pub fn plan_document_path(data_dir: &Path, agent: &str, title: &str, created_at:
 }
 
 /// Write `text` as the plan document at [`plan_document_path`] and return the
-/// path. Writing the same text again is a no-op (a job repeated after a
-/// crash); a different file already there is never overwritten.
-pub fn write_document(
+/// path, without fsync: the caller makes the path durable with [`sync_files`]
+/// before it forgets how to write it again. Writing the same text again is
+/// a no-op (a job repeated after a crash); a different file already there
+/// is never overwritten. Besides the same text, a file that already starts with `text` is ours
+/// (receipts appended since) and is left alone; a file that is a strict
+/// beginning of `text` (empty, say) is this write cut short by a crash
+/// before its sync, and is completed in place.
+pub fn write_document_unsynced(
     data_dir: &Path,
     agent: &str,
     title: &str,
@@ -60,7 +74,15 @@ pub fn write_document(
     }
     let path = canonical_dir.join(target.file_name().unwrap_or_default());
     if let Ok(existing) = fs::read(&path) {
-        return if existing == text.as_bytes() { Ok(path) } else { Err(DocumentError::Exists(path.display().to_string())) };
+        if existing.starts_with(text.as_bytes()) {
+            return Ok(path);
+        }
+        if !text.as_bytes().starts_with(&existing) {
+            return Err(DocumentError::Exists(path.display().to_string()));
+        }
+        let temp = write_temp(&canonical_dir, text.as_bytes()).map_err(io(&dir))?;
+        fs::rename(&temp, &path).map_err(io(&dir))?;
+        return Ok(path);
     }
     let temp = write_temp(&canonical_dir, text.as_bytes()).map_err(io(&dir))?;
     // hard_link fails if the target exists: an atomic no-clobber rename.
@@ -73,27 +95,41 @@ pub fn write_document(
         }
         Err(e) => return Err(io(&dir)(e)),
     }
-    sync_dir(&canonical_dir);
     Ok(path)
 }
 
-/// Append a decision receipt to a document, atomically (temp + rename).
-pub fn append_receipt(path: &Path, receipt: &str) -> Result<(), DocumentError> {
+/// Append a decision receipt to a document; the caller makes `path` durable
+/// with [`sync_files`].
+/// Appended in place, in one `write`: a crash before the sync can cost the
+/// receipt (its job runs again and adds it) but never the document, which a
+/// temp file renamed over it could without its own fsync.
+pub fn append_receipt_unsynced(path: &Path, receipt: &str) -> Result<(), DocumentError> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let mut text = fs::read_to_string(path).map_err(io(dir))?;
+    let text = fs::read_to_string(path).map_err(io(dir))?;
     let block = format!("\n---\n_{}_\n", receipt.replace(['\n', '\r'], " "));
     // Receipts name who decided what and when, so the same one twice is a
     // repeat (chat work resumed after a crash), not news.
     if text.contains(&block) {
         return Ok(());
     }
-    if !text.ends_with('\n') {
-        text.push('\n');
+    let add = if text.ends_with('\n') { block } else { format!("\n{block}") };
+    let mut file = fs::OpenOptions::new().append(true).open(path).map_err(io(dir))?;
+    file.write_all(add.as_bytes()).map_err(io(dir))
+}
+
+/// Make files written by the `_unsynced` writers durable: each file's data,
+/// then each directory that holds one (its entry), once per directory.
+pub fn sync_files(paths: &[PathBuf]) -> std::io::Result<()> {
+    let mut dirs: Vec<&Path> = Vec::new();
+    for path in paths {
+        fs::File::open(path)?.sync_all()?;
+        if let Some(dir) = path.parent().filter(|d| !dirs.contains(d)) {
+            dirs.push(dir);
+        }
     }
-    text.push_str(&block);
-    let temp = write_temp(dir, text.as_bytes()).map_err(io(dir))?;
-    fs::rename(&temp, path).map_err(io(dir))?;
-    sync_dir(dir);
+    for dir in dirs {
+        fs::File::open(dir)?.sync_all()?;
+    }
     Ok(())
 }
 
@@ -123,7 +159,6 @@ fn write_temp(dir: &Path, bytes: &[u8]) -> std::io::Result<PathBuf> {
         match options.open(&temp) {
             Ok(mut file) => {
                 file.write_all(bytes)?;
-                file.sync_all()?;
                 return Ok(temp);
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
@@ -131,12 +166,6 @@ fn write_temp(dir: &Path, bytes: &[u8]) -> std::io::Result<PathBuf> {
         }
     }
     Err(std::io::Error::other("could not create a temporary file"))
-}
-
-fn sync_dir(dir: &Path) {
-    if let Ok(d) = fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
 }
 
 #[cfg(test)]
@@ -147,24 +176,44 @@ mod tests {
     fn writes_private_confined_idempotent_and_never_clobbers() {
         let tmp = tempfile::tempdir().unwrap();
         let t = Timestamp(1_764_460_800_000); // 2025-11-30
-        let a = write_document(tmp.path(), "../../etc", "Add retries!", t, "abcdef01", "one").unwrap();
+        let write = |agent: &str, title: &str, prefix: &str, text: &str| {
+            let path = write_document_unsynced(tmp.path(), agent, title, t, prefix, text)?;
+            sync_files(std::slice::from_ref(&path)).unwrap();
+            Ok::<_, DocumentError>(path)
+        };
+        let a = write("../../etc", "Add retries!", "abcdef01", "one").unwrap();
         assert!(a.ends_with("plans/etc/plan-2025-11-30-add-retries-abcdef01.md"), "{a:?}");
         assert_eq!(plan_document_path(&tmp.path().canonicalize().unwrap(), "../../etc", "Add retries!", t, "abcdef01"), a);
         assert_eq!(fs::read_to_string(&a).unwrap(), "one");
         // The same job again: nothing changes.
-        assert_eq!(write_document(tmp.path(), "../../etc", "Add retries!", t, "abcdef01", "one").unwrap(), a);
+        assert_eq!(write("../../etc", "Add retries!", "abcdef01", "one").unwrap(), a);
         // Something else at that path is left alone.
-        assert!(matches!(write_document(tmp.path(), "../../etc", "Add retries!", t, "abcdef01", "two"), Err(DocumentError::Exists(_))));
+        assert!(matches!(write("../../etc", "Add retries!", "abcdef01", "two"), Err(DocumentError::Exists(_))));
         assert_eq!(fs::read_to_string(&a).unwrap(), "one");
         // Another proposal with the same title on the same day: its own file.
-        let b = write_document(tmp.path(), "../../etc", "Add retries!", t, "12345678", "two").unwrap();
+        let b = write("../../etc", "Add retries!", "12345678", "two").unwrap();
         assert!(b.ends_with("plan-2025-11-30-add-retries-12345678.md"), "{b:?}");
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
             assert_eq!(fs::metadata(&a).unwrap().permissions().mode() & 0o777, 0o600);
         }
-        let weird = write_document(tmp.path(), "a\u{202E}/..\\b", "..", t, "../x", "x").unwrap();
+        // Cut short by a crash before its sync (empty, or a beginning of the
+        // text): completed; with receipts appended since: left alone.
+        fs::write(&a, "").unwrap();
+        assert_eq!(write_document_unsynced(tmp.path(), "../../etc", "Add retries!", t, "abcdef01", "one").unwrap(), a);
+        assert_eq!(fs::read_to_string(&a).unwrap(), "one");
+        fs::write(&a, "on").unwrap();
+        write_document_unsynced(tmp.path(), "../../etc", "Add retries!", t, "abcdef01", "one").unwrap();
+        assert_eq!(fs::read_to_string(&a).unwrap(), "one");
+        append_receipt_unsynced(&a, "approved by ana").unwrap();
+        sync_files(std::slice::from_ref(&a)).unwrap();
+        write_document_unsynced(tmp.path(), "../../etc", "Add retries!", t, "abcdef01", "one").unwrap();
+        assert_eq!(fs::read_to_string(&a).unwrap(), "one\n\n---\n_approved by ana_\n");
+        // A receipt repeated (its job resumed after a crash) is not added twice.
+        append_receipt_unsynced(&a, "approved by ana").unwrap();
+        assert_eq!(fs::read_to_string(&a).unwrap(), "one\n\n---\n_approved by ana_\n");
+        let weird = write("a\u{202E}/..\\b", "..", "../x", "x").unwrap();
         assert!(weird.starts_with(tmp.path().canonicalize().unwrap().join("plans")));
     }
 }

@@ -46,7 +46,7 @@ pub mod testing;
 
 pub use self::postgres::{probe as probe_postgres, PgOptions, PgStore};
 pub use backup::BackupStats;
-pub use documents::{append_receipt, plan_document_path, write_document, DocumentError};
+pub use documents::{append_receipt_unsynced, plan_document_path, sync_files, write_document_unsynced, DocumentError};
 pub use group::FlushStats;
 pub use migrate::MigrateReport;
 pub use retention::{PrunePolicy, PruneReport};

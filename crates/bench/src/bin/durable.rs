@@ -10,7 +10,9 @@
 //!   `Durability::TransactionPerCommit`: one sled transaction and one flush
 //!   per commit, as the store did before.
 //! * `core`: the whole shell, `Core::execute` on a tokio runtime, which also
-//!   writes the plan document inline and runs the card/receipt jobs.
+//!   runs the chat jobs: the plan document, the card (to a Telegram
+//!   destination whose channel is not started, so the job audits "not
+//!   running"), the card edit and the receipt.
 //!
 //! Beside them, the disk's bare rates: append + fsync, and append +
 //! sync_file_range (what sled's flush does), one thread.
@@ -19,7 +21,11 @@
 //! level) so each ratio compares two runs seconds apart on a noisy machine.
 //!
 //! Run: `CARGO_TARGET_DIR=/work/target-bench cargo run --release -p plangate-bench --bin durable -- --secs 2 --rounds 2`
-//! Options: `--levels 1,16,64`, `--dir PATH` (default: the system temp dir), `--no-core`.
+//! Options: `--levels 1,16,64`, `--dir PATH` (default: the system temp dir), `--no-core`,
+//! `--core-only` (per round: the baseline, then the whole shell; no store-alone rows),
+//! `--baseline-bin OLD_DURABLE` (the `durable` binary of an older build: its
+//! whole shell runs in each round too, right before this build's, so the
+//! two builds compare within one run).
 //! Each run is a child process of this binary (`--child SYSTEM`, also handy
 //! under `perf`), so no run inherits another's sled or allocator state.
 
@@ -151,7 +157,17 @@ operator_token = "bench-operator-token"
 
 [agents.demo]
 token = "bench-agent-token-0123456789"
-destinations = []
+destinations = ["ops"]
+
+# The approver must be on a destination's list to decide. The channel is
+# never started: each card job finds it not running and audits that.
+[telegram]
+token = "123456:bench-telegram-token"
+
+[destinations.ops]
+channel = "telegram"
+chat = "-100"
+approvers = ["telegram:111111"]
 
 [approvals]
 nudges = ["10m", "30m", "60m"]
@@ -241,7 +257,11 @@ impl Summary {
 /// global lock mode, its thread pool and the allocator's state are per
 /// process, and no run should inherit another's.
 fn measure(system: &str, sessions: usize, secs: f64, dir: &Path) -> Summary {
-    let exe = std::env::current_exe().expect("own path");
+    measure_with(&std::env::current_exe().expect("own path"), system, sessions, secs, dir)
+}
+
+/// [`measure`] with another build's `durable` binary (its `--child` mode).
+fn measure_with(exe: &Path, system: &str, sessions: usize, secs: f64, dir: &Path) -> Summary {
     let output = std::process::Command::new(exe)
         .args(["--child", system, "--levels", &sessions.to_string(), "--secs", &secs.to_string(), "--dir"])
         .arg(dir)
@@ -296,6 +316,10 @@ fn main() {
 
     println!("| system | sessions | transitions/s | approve p50 | approve p99 | writes per flush (writes / flushes) | note |");
     println!("|---|---|---|---|---|---|---|");
+    let baseline_bin: String = plangate_bench::arg("--baseline-bin", String::new());
+    if plangate_bench::flag("--core-only") {
+        return core_rounds(&levels, rounds, secs, dir, &baseline_bin);
+    }
     let mut summary = Vec::new();
     for &sessions in &levels {
         let mut ratios = Vec::new();
@@ -312,6 +336,10 @@ fn main() {
         let before = measure("plangate-before", sessions, secs, dir);
         row("plangate before group commit", sessions, &before, "sled transaction + flush per commit");
         if !plangate_bench::flag("--no-core") {
+            if !baseline_bin.is_empty() {
+                let old = measure_with(Path::new(&baseline_bin), "core", sessions, secs, dir);
+                row("Core::execute, baseline build", sessions, &old, "the `--baseline-bin` build");
+            }
             let core = measure("core", sessions, secs, dir);
             row("Core::execute (whole shell)", sessions, &core, "+ plan document, card/receipt jobs");
         }
@@ -327,5 +355,40 @@ fn main() {
             fsync.ops_per_sec,
             best / before,
         );
+    }
+}
+
+/// `--core-only`: per level and round, the seed-style baseline, the older
+/// build's whole shell (with `--baseline-bin`) and this build's, back to
+/// back, and the ratios within each round.
+fn core_rounds(levels: &[usize], rounds: usize, secs: f64, dir: &Path, baseline_bin: &str) {
+    let mut lines = Vec::new();
+    for &sessions in levels {
+        for round in 1..=rounds {
+            let base = measure("baseline", sessions, secs, dir);
+            row("baseline (seed PlanStore)", sessions, &base, &format!("round {round}"));
+            // The two builds take turns going first, so neither always
+            // runs right after the seed store's directory churn.
+            let old_run = || (!baseline_bin.is_empty()).then(|| measure_with(Path::new(baseline_bin), "core", sessions, secs, dir));
+            let (old, new) = if round % 2 == 1 {
+                let old = old_run();
+                (old, measure("core", sessions, secs, dir))
+            } else {
+                let new = measure("core", sessions, secs, dir);
+                (old_run(), new)
+            };
+            if let Some(old) = &old {
+                let ratio = old.ops / base.ops;
+                row("Core::execute, baseline build", sessions, old, &format!("round {round}: **{ratio:.1}×** seed"));
+            }
+            let ratio = new.ops / base.ops;
+            let vs_old = old.as_ref().map(|o| format!(", {:.2}× the baseline build", new.ops / o.ops)).unwrap_or_default();
+            row("Core::execute (whole shell)", sessions, &new, &format!("round {round}: **{ratio:.1}×** seed{vs_old}"));
+            lines.push(format!("{sessions} sessions, round {round}: whole shell {ratio:.1}× seed{vs_old}"));
+        }
+    }
+    println!();
+    for line in lines {
+        println!("{line}");
     }
 }

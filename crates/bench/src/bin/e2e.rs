@@ -205,16 +205,20 @@ async fn gate_latency(s: &ServerProcess, samples: usize) -> Gate {
 /// The plan document write that the approval's first chat job does after a
 /// proposal commits (inline in `Core::execute` before it moved off the
 /// request path):
-/// `plangate_store::write_document` (temp file + fsync, link, directory
-/// fsync), and the same steps without the two fsyncs, on the same disk.
+/// `plangate_store::write_document_unsynced` then `sync_files` (temp file,
+/// link, fsync of the file and of its directory: what one document costs
+/// when its job is alone in its batch), and the same steps without the two
+/// fsyncs, on the same disk.
 fn document_writes(n: usize) -> (Samples, Samples) {
     let dir = tempfile::tempdir().expect("temp dir");
     let text = workload::plan_markdown(1);
     let mut durable = Samples::default();
     for i in 0..n {
         let t = Instant::now();
-        plangate_store::write_document(dir.path(), "demo", &format!("doc {i}"), workload::now(), &format!("{i:08x}"), &text)
-            .expect("write_document");
+        let path =
+            plangate_store::write_document_unsynced(dir.path(), "demo", &format!("doc {i}"), workload::now(), &format!("{i:08x}"), &text)
+                .expect("write_document");
+        plangate_store::sync_files(&[path]).expect("sync_files");
         durable.push(t.elapsed());
     }
     let plain_dir = dir.path().join("plain");

@@ -38,6 +38,14 @@ impl Core {
         Some((p, state))
     }
 
+    /// Approval `id` alone, for the jobs that need no state (documents, receipts).
+    pub(super) async fn proposal_of(&self, id: ApprovalId, written: Option<&Written>) -> Option<Proposal> {
+        if let Some(p) = written.and_then(|w| w.proposal(id)) {
+            return Some(p.clone());
+        }
+        self.blocking(move |s| s.proposal(&id)).await.ok()?
+    }
+
     pub fn document_of(p: &Proposal) -> Document {
         Document { file_name: document_file_name(p), text: p.document() }
     }
@@ -233,20 +241,26 @@ impl Core {
 
     /// Write the plan document where [`Core::plan_document_path`] said it
     /// would be. Safe to repeat: the same text again changes nothing.
-    pub(super) async fn write_document(&self, id: ApprovalId, written: Option<&Written>) {
-        let Some((p, _)) = self.proposal_and_state(id, written).await else { return };
+    /// Written without its fsyncs: the returned path is made durable with
+    /// the batch of jobs this one is done with, before its outbox entry is
+    /// removed (see `jobs`).
+    pub(super) async fn write_document(&self, id: ApprovalId, written: Option<&Written>) -> Option<std::path::PathBuf> {
+        let p = self.proposal_of(id, written).await?;
         let data_dir = self.settings.data_dir.clone();
         let (agent, title, created, text) = (p.session.agent.clone(), p.plan.title.clone(), p.created_at, p.document());
         let prefix = id.to_string()[..8].to_string();
-        let written =
-            tokio::task::spawn_blocking(move || plangate_store::write_document(&data_dir, &agent, &title, created, &prefix, &text)).await;
+        let written = tokio::task::spawn_blocking(move || {
+            plangate_store::write_document_unsynced(&data_dir, &agent, &title, created, &prefix, &text)
+        })
+        .await;
         match written {
-            Ok(Ok(_)) => {}
+            Ok(Ok(path)) => return Some(path),
             Ok(Err(e)) => {
                 warn!(approval = %id, error = %e, "plan document not written");
                 self.audit(&p.session, "plangate", "document_not_written", Some((id, p.version)), e.to_string()).await;
             }
             Err(e) => warn!(approval = %id, error = %e, "plan document task failed"),
         }
+        None
     }
 }

@@ -10,6 +10,7 @@ use plangate_store::StoreError;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -70,10 +71,12 @@ pub(super) const NO_DESTINATIONS: &str = "no destinations configured for this ag
 /// long enough that a busy process removes dozens at once.
 const REAP_LINGER: Duration = Duration::from_millis(10);
 
-/// Done outbox entries not yet removed, and whether a remover runs.
+/// Done outbox entries not yet removed, the files their jobs wrote without
+/// fsync (made durable before the entries go), and whether a remover runs.
 #[derive(Default)]
 pub(super) struct DoneOutbox {
     pending: Vec<(u64, Reaped)>,
+    unsynced: Vec<PathBuf>,
     reaping: bool,
 }
 
@@ -161,11 +164,15 @@ impl Written {
         Arc::new(Written { state: t.state.clone(), retired: t.retired.clone() })
     }
 
+    /// Approval `id` as the transition left it.
+    pub(super) fn proposal(&self, id: ApprovalId) -> Option<&plangate_engine::Proposal> {
+        let latest = self.state.latest.iter().find(|p| p.approval_id == id);
+        latest.or_else(|| self.retired.iter().find(|p| p.approval_id == id))
+    }
+
     /// Approval `id` as the transition left it, with the session's state.
     pub(super) fn proposal_and_state(&self, id: ApprovalId) -> Option<(plangate_engine::Proposal, plangate_engine::State)> {
-        let latest = self.state.latest.iter().find(|p| p.approval_id == id);
-        let p = latest.or_else(|| self.retired.iter().find(|p| p.approval_id == id))?;
-        Some((p.clone(), self.state.clone()))
+        Some((self.proposal(id)?.clone(), self.state.clone()))
     }
 }
 
@@ -311,7 +318,7 @@ impl Core {
     /// for the batch it joins (see [`Core::outbox_done_later`]).
     pub(super) async fn outbox_done(self: &Arc<Self>, seq: u64) -> Result<(), StoreError> {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        self.reap(seq, Reaped::Tell(tx));
+        self.reap(seq, Reaped::Tell(tx), Vec::new());
         match rx.await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(why)) => Err(StoreError::Unavailable(why)),
@@ -326,13 +333,18 @@ impl Core {
     /// removes every entry done within [`REAP_LINGER`] of the first: on
     /// PostgreSQL a transaction for many jobs instead of one each. A crash
     /// before the batch runs repeats those jobs (at least once, as before).
-    fn outbox_done_later(self: &Arc<Self>, seq: u64, ticket: Ticket) {
-        self.reap(seq, Reaped::Release(ticket));
+    /// `unsynced`: files the job wrote without fsync (plan document,
+    /// receipt); the batch makes them durable before its entries go, so a
+    /// crash can cost a file only while the job that rewrites it is still
+    /// in the outbox.
+    fn outbox_done_later(self: &Arc<Self>, seq: u64, ticket: Ticket, unsynced: Vec<PathBuf>) {
+        self.reap(seq, Reaped::Release(ticket), unsynced);
     }
 
-    fn reap(self: &Arc<Self>, seq: u64, then: Reaped) {
+    fn reap(self: &Arc<Self>, seq: u64, then: Reaped, unsynced: Vec<PathBuf>) {
         let mut done = super::lock(&self.done_outbox);
         done.pending.push((seq, then));
+        done.unsynced.extend(unsynced);
         if !done.reaping {
             done.reaping = true;
             let core = self.clone();
@@ -344,17 +356,20 @@ impl Core {
     async fn reaper(self: Arc<Self>) {
         loop {
             tokio::time::sleep(REAP_LINGER).await;
-            let batch = {
+            let (batch, unsynced) = {
                 let mut done = super::lock(&self.done_outbox);
                 if done.pending.is_empty() {
                     done.reaping = false;
                     return;
                 }
-                std::mem::take(&mut done.pending)
+                (std::mem::take(&mut done.pending), std::mem::take(&mut done.unsynced))
             };
             let seqs: Vec<u64> = batch.iter().map(|(seq, _)| *seq).collect();
             let removing = seqs.clone();
-            let removed = self.blocking(move |s| s.remove_outbox_many(&removing)).await;
+            let removed = match sync_files(unsynced).await {
+                Ok(()) => self.blocking(move |s| s.remove_outbox_many(&removing)).await,
+                Err(e) => Err(StoreError::Unavailable(format!("the files of these jobs could not be made durable: {e}"))),
+            };
             if let Err(e) = &removed {
                 warn!(entries = seqs.len(), error = %e, "outbox entries not removed; their jobs will run again after a restart");
             }
@@ -430,12 +445,22 @@ impl Core {
                 let span = info_span!("job", approval = %id, job = ?job);
                 // A bug in an adapter must not take the worker (and the
                 // approval's later jobs) down with it.
-                if AssertUnwindSafe(self.run_job(job, written.as_deref()).instrument(span)).catch_unwind().await.is_err() {
-                    tracing::error!(approval = %id, "a chat job panicked; carrying on with the next");
-                }
+                let unsynced = match AssertUnwindSafe(self.run_job(job, written.as_deref()).instrument(span)).catch_unwind().await {
+                    Ok(unsynced) => unsynced,
+                    Err(_) => {
+                        tracing::error!(approval = %id, "a chat job panicked; carrying on with the next");
+                        Vec::new()
+                    }
+                };
                 match seq {
-                    Some(seq) => self.outbox_done_later(seq, ticket),
-                    None => drop(ticket),
+                    Some(seq) => self.outbox_done_later(seq, ticket, unsynced),
+                    // No outbox entry would write it again: durable now.
+                    None => {
+                        if let Err(e) = sync_files(unsynced).await {
+                            warn!(approval = %id, error = %e, "a plan document was written but not made durable");
+                        }
+                        drop(ticket);
+                    }
                 }
             }
         }
@@ -457,33 +482,64 @@ impl Core {
         }
     }
 
-    async fn run_job(self: &Arc<Self>, job: Job, written: Option<&Written>) {
+    /// Run one job; returns the files it wrote without fsync.
+    async fn run_job(self: &Arc<Self>, job: Job, written: Option<&Written>) -> Vec<PathBuf> {
         match job {
             Job::PostCards(id) => self.post_cards(id, written).await,
             Job::UpdateCards(id) => self.update_cards(id, written).await,
             Job::Nudge(id, n) => self.nudge(id, n).await,
             Job::Escalate(id) => self.escalate(id).await,
-            Job::WriteDocument(id) => self.write_document(id, written).await,
-            Job::AppendReceipt(id, text) => {
-                let Some((p, _)) = self.proposal_and_state(id, written).await else { return };
-                let path = self.document_location(&p).await;
-                // On replicas the document is a file on the replica whose job
-                // wrote it (see README, "Running several replicas"): the
-                // decision may land on another one, which has no file to add to.
-                if self.store.shared() && !path.exists() {
-                    tracing::debug!(approval = %id, "the plan document is on another replica; receipt not appended here");
-                    return;
-                }
-                let result = tokio::task::spawn_blocking(move || plangate_store::append_receipt(&path, &text)).await;
-                if !matches!(result, Ok(Ok(()))) {
-                    warn!(approval = %id, "receipt not appended to the plan document");
-                }
-            }
+            Job::WriteDocument(id) => return self.write_document(id, written).await.into_iter().collect(),
+            Job::AppendReceipt(id, text) => return self.append_receipt(id, text, written).await.into_iter().collect(),
             Job::PostQuestion(id) => self.post_question(id).await,
             Job::UpdateQuestion(id) => self.update_question(id).await,
             // `enqueue` sends these to their own queues; delivered in place
             // should one ever reach a chat queue.
             Job::Webhook(hook) => self.deliver_webhook(*hook).await,
         }
+        Vec::new()
     }
+
+    /// Append a decision's receipt to its plan document (without fsync, like
+    /// the document; returns the path once appended).
+    async fn append_receipt(self: &Arc<Self>, id: ApprovalId, text: String, written: Option<&Written>) -> Option<PathBuf> {
+        let p = self.proposal_of(id, written).await?;
+        // A file under today's name: appended in one blocking hop. Else the
+        // name an older plangate recorded (see `Core::document_location`).
+        let named = self.plan_document_path(&p);
+        let (appending, receipt) = (named.clone(), text.clone());
+        let result =
+            tokio::task::spawn_blocking(move || appending.exists().then(|| plangate_store::append_receipt_unsynced(&appending, &receipt)))
+                .await;
+        let (path, result) = match result {
+            Ok(Some(appended)) => (named, Ok(appended)),
+            _ => {
+                let path = self.document_location(&p).await;
+                // On replicas the document is a file on the replica whose job
+                // wrote it (see README, "Running several replicas"): the
+                // decision may land on another one, which has no file to add to.
+                if self.store.shared() && !path.exists() {
+                    tracing::debug!(approval = %id, "the plan document is on another replica; receipt not appended here");
+                    return None;
+                }
+                let appending = path.clone();
+                (path, tokio::task::spawn_blocking(move || plangate_store::append_receipt_unsynced(&appending, &text)).await)
+            }
+        };
+        if !matches!(result, Ok(Ok(()))) {
+            warn!(approval = %id, "receipt not appended to the plan document");
+            return None;
+        }
+        Some(path)
+    }
+}
+
+/// [`plangate_store::sync_files`] off the async workers, each path once.
+async fn sync_files(mut paths: Vec<PathBuf>) -> std::io::Result<()> {
+    if paths.is_empty() {
+        return Ok(());
+    }
+    paths.sort_unstable();
+    paths.dedup();
+    tokio::task::spawn_blocking(move || plangate_store::sync_files(&paths)).await.unwrap_or_else(|e| Err(std::io::Error::other(e)))
 }

@@ -3,6 +3,7 @@
 //! happened (proposals, decisions by status and source, pending approvals,
 //! time to decision, nudges, chat API errors, commit latency, gate verdicts).
 
+use super::kit::{plan, propose};
 use plangate_testkit::server::{eventually, ServerProcess};
 use plangate_testkit::telegram::{FakeTelegram, Scripted};
 use reqwest::Method;
@@ -88,4 +89,23 @@ async fn metrics_are_scraped_with_the_operator_token_and_count_what_happened() {
     assert_eq!(m.get("plangate_gate_verdicts_total{verdict=\"allow\"}"), Some(&1.0), "{m:?}");
     assert_eq!(m.get("plangate_gate_verdicts_total{verdict=\"deny\"}"), Some(&1.0), "{m:?}");
     assert!(m.contains_key("plangate_outbox_backlog") && m.contains_key("plangate_waiting_long_polls"), "{m:?}");
+}
+
+/// After a restart the gauge is the store's count (taken in the background
+/// once the server serves, so a large store does not delay the start), and
+/// transitions move it from there.
+#[tokio::test]
+async fn the_pending_gauge_is_counted_from_the_store_after_a_restart() {
+    let mut s = ServerProcess::start(BIN, "").await;
+    for session in ["g1", "g2", "g3"] {
+        propose(&s, session, &plan("Add retries", &["Read the client"])).await;
+    }
+    s.decide_when_pending("g3", json!({"action": "approve", "actor": "alice"})).await;
+    s.restart().await;
+    eventually(Duration::from_secs(15), "the pending gauge counted from the store", || async {
+        scrape(&s).await.get("plangate_pending_approvals") == Some(&2.0)
+    })
+    .await;
+    s.decide_when_pending("g1", json!({"action": "approve", "actor": "alice"})).await;
+    assert_eq!(scrape(&s).await.get("plangate_pending_approvals"), Some(&1.0));
 }

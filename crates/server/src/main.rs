@@ -612,6 +612,25 @@ async fn run(args: Args) -> Result<i32> {
     }
 }
 
+/// Set the pending gauge from the store, counting again while transitions
+/// change it under the count (three tries; then the gauge keeps what the
+/// transitions since start added, and says so).
+async fn count_pending(core: Arc<Core>) {
+    for _ in 0..3 {
+        let before = core.metrics.pending_changes();
+        let counted = core.blocking(|s| s.count_proposals(plangate_engine::DecisionStatus::Pending)).await;
+        match counted {
+            Ok(n) if core.metrics.settle_pending(i64::try_from(n).unwrap_or(i64::MAX), before) => return,
+            Ok(_) => continue,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not count the pending approvals; the pending_approvals gauge counts from zero");
+                return;
+            }
+        }
+    }
+    tracing::warn!("the pending approvals kept changing while counted; the pending_approvals gauge counts from zero");
+}
+
 /// Logs on stderr, filtered by `RUST_LOG` (default `info`). Secrets are
 /// never logged: config values are not traced, channel secrets are
 /// `secrecy` strings, and request spans carry the method and path only.
@@ -629,15 +648,12 @@ async fn serve(config: Option<PathBuf>) -> Result<()> {
     let settings = Arc::new(Settings::load(config.as_deref())?);
     tracing::info!(data_dir = %settings.data_dir.display(), "data_dir (absolute; a relative one is resolved against the current directory)");
     std::fs::create_dir_all(&settings.data_dir).with_context(|| format!("cannot create data_dir {}", settings.data_dir.display()))?;
-    // Opening blocks (sled replays files; the PostgreSQL client is
-    // synchronous and must not run on an async worker), and so does the count.
+    // Opening blocks (sled replays files; the PostgreSQL store waits on
+    // its client) and must not run on an async worker.
     let opening = settings.clone();
-    let (store, info, pending) = tokio::task::spawn_blocking(move || -> Result<_> {
-        let (store, info) = plangate_server::storage::store_from_settings(&opening)
-            .with_context(|| format!("cannot open the {} store", opening.raw.store.backend.trim()))?;
-        let mut pending = 0i64;
-        store.visit_proposals(Some(plangate_engine::DecisionStatus::Pending), &mut |_| pending += 1)?;
-        Ok((store, info, pending))
+    let (store, info) = tokio::task::spawn_blocking(move || -> Result<_> {
+        plangate_server::storage::store_from_settings(&opening)
+            .with_context(|| format!("cannot open the {} store", opening.raw.store.backend.trim()))
     })
     .await
     .context("the task opening the store failed")??;
@@ -653,7 +669,9 @@ async fn serve(config: Option<PathBuf>) -> Result<()> {
     let serve_clock = plangate_server::clock::for_serve().map_err(anyhow::Error::msg)?;
     let core = Core::with_clock(settings.clone(), store, serve_clock.clock.clone());
     core.set_store_info(info);
-    core.metrics.set_pending(pending);
+    // Counted after start, not before it: on sled that reads every
+    // proposal (≈1 s and the page cache filled at 100,000).
+    tokio::spawn(count_pending(core.clone()));
     core.refresh_pairings().await.context("cannot read the paired destinations from the store")?;
     let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
     // Before anything can park a waiter: other replicas' commits wake them.

@@ -18,7 +18,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 type One = [(&'static str, String); 1];
 type Two = [(&'static str, String); 2];
@@ -29,6 +29,10 @@ pub struct Metrics {
     proposals: Family<One, Counter>,
     decisions: Family<Two, Counter>,
     pending: Gauge,
+    /// How many transitions changed the pending count since start; its
+    /// lock makes the start's background count and a change one at a time
+    /// (see [`Metrics::settle_pending`]).
+    pending_changes: Arc<Mutex<u64>>,
     time_to_decision: Histogram,
     nudges: Family<One, Counter>,
     chat_errors: Family<Two, Counter>,
@@ -104,6 +108,7 @@ impl Metrics {
             proposals,
             decisions,
             pending,
+            pending_changes: Arc::default(),
             time_to_decision,
             nudges,
             chat_errors,
@@ -131,10 +136,23 @@ impl Metrics {
         self.conflicts.inc();
     }
 
-    /// The pending approvals found in the store at start; transitions keep
-    /// the gauge current from then on.
-    pub fn set_pending(&self, pending: i64) {
-        self.pending.set(pending);
+    /// How many transitions changed the pending count so far.
+    pub fn pending_changes(&self) -> u64 {
+        *self.pending_changes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The pending approvals counted in the store after start (in the
+    /// background: a count on sled reads every proposal). Taken only when
+    /// no transition changed the count since `changes_before` (read before
+    /// counting), so the gauge is the store's count from then on;
+    /// `false` when one did (count again).
+    pub fn settle_pending(&self, counted: i64, changes_before: u64) -> bool {
+        let changes = self.pending_changes.lock().unwrap_or_else(|e| e.into_inner());
+        if *changes != changes_before {
+            return false;
+        }
+        self.pending.set(counted);
+        true
     }
 
     /// Count what a committed transition did.
@@ -168,7 +186,12 @@ impl Metrics {
                 self.decisions.get_or_create(&[("status", p.status.as_str().to_string()), ("source", "auto".to_string())]).inc();
             }
         }
-        self.pending.inc_by(i64::from(now_pending.is_some()) - i64::from(was_pending.is_some()));
+        let change = i64::from(now_pending.is_some()) - i64::from(was_pending.is_some());
+        if change != 0 {
+            let mut changes = self.pending_changes.lock().unwrap_or_else(|e| e.into_inner());
+            *changes += 1;
+            self.pending.inc_by(change);
+        }
     }
 
     pub fn commit_latency(&self, seconds: f64) {

@@ -525,6 +525,20 @@ impl SessionStore for SledStore {
         Ok(())
     }
 
+    /// Only each record's `status` is read: serde skips the plan without
+    /// allocating it.
+    fn count_proposals(&self, status: DecisionStatus) -> Result<u64, StoreError> {
+        #[derive(serde::Deserialize)]
+        struct StatusOf {
+            status: DecisionStatus,
+        }
+        let mut count = 0;
+        for value in self.proposals.iter().values() {
+            count += u64::from(decode::<StatusOf>(&value?, "proposal")?.status == status);
+        }
+        Ok(count)
+    }
+
     fn sessions(&self) -> Result<Vec<Session>, StoreError> {
         Self::list(&self.sessions, &[], "session")
     }

@@ -183,6 +183,10 @@ impl<S: Store> SessionStore for Faulty<S> {
         self.inner.visit_proposals(status, visit)
     }
 
+    fn count_proposals(&self, status: DecisionStatus) -> Result<u64, StoreError> {
+        self.inner.count_proposals(status)
+    }
+
     fn proposals_page(
         &self,
         status: Option<DecisionStatus>,

@@ -14,7 +14,7 @@
 //!
 //! Run: `CARGO_TARGET_DIR=/work/target-bench cargo run --release -p plangate-bench --bin startup -- --approvals 100000`
 //! Options: `--age-mins 120`, `--watch-secs 30` (default 60 with `--age-mins`, else 5), `--threads 32`, `--dir PATH`,
-//! `--no-list` (skip the final `GET /v1/approvals?status=pending`, whose answer dwarfs everything else in memory).
+//! `--keep` (leave the data dir), `--no-list` (skip the final `GET /v1/approvals?status=pending`, whose answer dwarfs everything else in memory).
 
 use plangate_bench::server::{mib, start};
 use plangate_bench::stats::rate;
@@ -108,7 +108,13 @@ async fn main() {
     let bin = plangate_bin();
     println!("{}", sys::describe_machine(Path::new(&dir)));
     println!("binary: {bin}\n");
-    let root = tempfile::tempdir_in(&dir).expect("temp dir");
+    let mut root = tempfile::tempdir_in(&dir).expect("temp dir");
+    // `--keep`: leave the populated data dir and config for a profiler
+    // (`heaptrack plangate serve --config <dir>/config.toml`).
+    if plangate_bench::flag("--keep") {
+        root.disable_cleanup(true);
+        println!("keeping {}", root.path().display());
+    }
     let data = root.path().join("data");
     std::fs::create_dir_all(&data).expect("data dir");
     populate(&data, n, threads, age_mins * 60_000);

@@ -155,6 +155,10 @@ impl SessionStore for PgStore {
         reads::sessions(self)
     }
 
+    fn count_proposals(&self, status: DecisionStatus) -> Result<u64, StoreError> {
+        reads::count_proposals(self, status)
+    }
+
     fn question(&self, id: &ApprovalId) -> Result<Option<Question>, StoreError> {
         reads::question(self, id)
     }

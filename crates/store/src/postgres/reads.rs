@@ -104,6 +104,13 @@ pub(super) fn visit_proposals(store: &PgStore, status: Option<DecisionStatus>, v
     })
 }
 
+pub(super) fn count_proposals(store: &PgStore, status: DecisionStatus) -> Result<u64, StoreError> {
+    store.retrying("counting proposals", async |c| {
+        let count: i64 = c.row("SELECT count(*) FROM proposals WHERE status = $1", &[&status.as_str()]).await?.try_get(0)?;
+        Ok(u64::try_from(count).unwrap_or(0))
+    })
+}
+
 pub(super) fn sessions(store: &PgStore) -> Result<Vec<Session>, StoreError> {
     store.retrying("listing sessions", async |c| {
         let rows = c.rows("SELECT body FROM sessions ORDER BY agent, session_id", &[]).await?;

@@ -356,6 +356,9 @@ fn listings_by_status_prefix_and_session(b: &dyn Backend) {
     let mut all = 0;
     store.visit_proposals(None, &mut |_| all += 1).unwrap();
     assert_eq!(all, 3);
+    assert_eq!(store.count_proposals(DecisionStatus::Pending).unwrap(), 2, "counted without the plans");
+    assert_eq!(store.count_proposals(DecisionStatus::Approved).unwrap(), 1);
+    assert_eq!(store.count_proposals(DecisionStatus::Cancelled).unwrap(), 0);
 
     let by = |prefix: &str| store.proposals_by_prefix(prefix).unwrap().iter().map(|p| p.approval_id).collect::<Vec<_>>();
     assert_eq!(by("2"), vec![ids[0], ids[1]], "an odd number of hex digits");

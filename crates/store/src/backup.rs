@@ -67,19 +67,20 @@ impl SledStore {
     /// of `data_dir` to `out`, holding commits at their boundary meanwhile.
     pub fn snapshot(&self, data_dir: &Path, out: &mut dyn Write) -> Result<BackupStats, StoreError> {
         let _paused = self.pause_commits();
+        let t = self.raw_trees()?;
         let mut stats = BackupStats::default();
         out.write_all(MAGIC).map_err(|e| io("writing the backup", e))?;
         // sled's id generator (audit keys, outbox sequence numbers) lives
         // outside the trees: the restore moves its own past this value.
-        let next_id = self.db.generate_id()?;
+        let next_id = t.db.generate_id()?;
         out.write_all(b"I").and_then(|()| out.write_all(&next_id.to_le_bytes())).map_err(|e| io("writing the backup", e))?;
         let mut records = 1u64;
-        for name in self.db.tree_names() {
+        for name in t.db.tree_names() {
             // The redo tree is empty at a commit boundary; sled's own default tree is unused.
             if name.as_ref() == b"redo" || name.as_ref() == b"__sled__default" {
                 continue;
             }
-            let tree = self.db.open_tree(&name)?;
+            let tree = t.db.open_tree(&name)?;
             out.write_all(b"T").map_err(|e| io("writing the backup", e))?;
             field(out, &name)?;
             records += 1;

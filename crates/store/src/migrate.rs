@@ -8,7 +8,7 @@
 //! directory (shared, or copied to each).
 
 use crate::postgres::{Failure, PgStore};
-use crate::sled_store::{decode, RawTrees, SledStore};
+use crate::sled_store::{decode, SledStore, Trees};
 use crate::{PgOptions, StoreError};
 use plangate_delivery::Delivery;
 use plangate_engine::permission::StoredRule;
@@ -111,7 +111,7 @@ pub fn sled_to_postgres(from_data_dir: &Path, to: &PgOptions) -> Result<MigrateR
     let span = tracing::info_span!("migrate_sled_to_postgres", from = %from_data_dir.display(), schema = %to.schema);
     let _enter = span.enter();
     let mut client = pg.dedicated("migrate")?;
-    let trees = sled.raw_trees();
+    let trees = sled.raw_trees()?;
     let result = (|| -> Result<MigrateReport, Failure> {
         let mut tx = client.transaction()?;
         tx.execute("SELECT pg_advisory_xact_lock(hashtext('plangate migrate'), hashtext($1))", &[&to.schema])?;
@@ -176,7 +176,7 @@ impl<'a> Copy<'a> {
     }
 }
 
-fn copy_all(tx: &mut Transaction<'_>, trees: &RawTrees<'_>) -> Result<MigrateReport, Failure> {
+fn copy_all(tx: &mut Transaction<'_>, trees: &Trees) -> Result<MigrateReport, Failure> {
     let mut report = MigrateReport::default();
 
     let mut copy = Copy::new(
@@ -231,7 +231,7 @@ fn copy_all(tx: &mut Transaction<'_>, trees: &RawTrees<'_>) -> Result<MigrateRep
     report.timers = copy.finish()?;
 
     for (tree, table, id_column) in
-        [(trees.deliveries, "deliveries", "approval_id"), (trees.question_deliveries, "question_deliveries", "question_id")]
+        [(&trees.deliveries, "deliveries", "approval_id"), (&trees.question_deliveries, "question_deliveries", "question_id")]
     {
         let mut copy =
             Copy::new(tx, &format!("{table} ({id_column}, destination, chat, body)"), &[Type::BYTEA, Type::TEXT, Type::TEXT, Type::BYTEA])?;
@@ -325,7 +325,7 @@ fn copy_all(tx: &mut Transaction<'_>, trees: &RawTrees<'_>) -> Result<MigrateRep
 const CURSOR_PREFIX: &[u8] = b"cursor:";
 
 /// Each table holds exactly what its sled tree held; else nothing is kept.
-fn verify(tx: &mut Transaction<'_>, trees: &RawTrees<'_>, report: &MigrateReport) -> Result<(), Failure> {
+fn verify(tx: &mut Transaction<'_>, trees: &Trees, report: &MigrateReport) -> Result<(), Failure> {
     let sled_counts = [
         trees.sessions.len(),
         trees.proposals.len(),

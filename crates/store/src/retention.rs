@@ -42,15 +42,16 @@ impl SledStore {
     pub fn prune(&self, data_dir: &Path, policy: &PrunePolicy) -> Result<PruneReport, StoreError> {
         let limit = if policy.dry_run { usize::MAX } else { policy.batch.max(1) };
         let mut report = PruneReport::default();
+        let t = self.raw_trees()?;
         if let Some(cutoff) = policy.decided_before {
             // A session's latest proposal stays, whatever its age.
             let mut latest: HashSet<ApprovalId> = HashSet::new();
-            for v in self.sessions_tree().iter().values() {
+            for v in t.sessions.iter().values() {
                 let session: Session = serde_json::from_slice(&v?).map_err(|source| StoreError::Corrupt { what: "session", source })?;
                 latest.extend(session.latest_approval);
             }
             let mut doomed: Vec<Proposal> = Vec::new();
-            for v in self.proposals_tree().iter().values() {
+            for v in t.proposals.iter().values() {
                 let p: Proposal = serde_json::from_slice(&v?).map_err(|source| StoreError::Corrupt { what: "proposal", source })?;
                 let old = p.decided_at.is_some_and(|at| at < cutoff);
                 if p.status != DecisionStatus::Pending && old && !latest.contains(&p.approval_id) {
@@ -63,9 +64,9 @@ impl SledStore {
             }
             for p in doomed {
                 let id = p.approval_id;
-                let deliveries: Vec<_> = self.deliveries_tree().scan_prefix(id.0).keys().collect::<Result<_, _>>()?;
+                let deliveries: Vec<_> = t.deliveries.scan_prefix(id.0).keys().collect::<Result<_, _>>()?;
                 report.deliveries += deliveries.len() as u64;
-                let recorded = self.documents_tree().get(id.0)?.map(|v| String::from_utf8_lossy(&v).into_owned());
+                let recorded = t.documents.get(id.0)?.map(|v| String::from_utf8_lossy(&v).into_owned());
                 let short = id.to_string();
                 let document = recorded
                     .map(std::path::PathBuf::from)
@@ -77,10 +78,10 @@ impl SledStore {
                     continue;
                 }
                 for key in deliveries {
-                    self.deliveries_tree().remove(key)?;
+                    t.deliveries.remove(key)?;
                 }
-                self.documents_tree().remove(id.0)?;
-                self.proposals_tree().remove(id.0)?;
+                t.documents.remove(id.0)?;
+                t.proposals.remove(id.0)?;
                 if has_document {
                     if let Err(e) = std::fs::remove_file(&document) {
                         tracing::warn!(path = %document.display(), error = %e, "pruned plan document not removed");
@@ -91,7 +92,7 @@ impl SledStore {
         if let Some(cutoff) = policy.audit_before {
             // Audit keys grow with time: the oldest come first.
             let mut doomed = Vec::new();
-            for entry in self.audit_tree().iter() {
+            for entry in t.audit.iter() {
                 let (key, v) = entry?;
                 let event: AuditEvent = serde_json::from_slice(&v).map_err(|source| StoreError::Corrupt { what: "audit", source })?;
                 if event.at >= cutoff {
@@ -106,12 +107,12 @@ impl SledStore {
             report.audit = doomed.len() as u64;
             if !policy.dry_run {
                 for key in doomed {
-                    self.audit_tree().remove(key)?;
+                    t.audit.remove(key)?;
                 }
             }
         }
         if !policy.dry_run && (report.approvals > 0 || report.audit > 0) {
-            self.flush_all()?;
+            self.flushed(&t, ())?;
         }
         Ok(report)
     }

@@ -37,7 +37,8 @@ use sled::transaction::{ConflictableTransactionError, TransactionError};
 use sled::Transactional;
 use std::hash::{Hash, Hasher};
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
 /// Bumped whenever the on-disk layout changes incompatibly.
 pub const SCHEMA_VERSION: &str = "1";
@@ -67,45 +68,61 @@ pub enum Durability {
 }
 
 pub struct SledStore {
-    pub(crate) db: sled::Db,
+    /// The database directory (`<data_dir>/db`), for reopening.
+    path: std::path::PathBuf,
+    /// The open database, behind a lock so that a checkpoint can close and
+    /// reopen it (see [`SledStore::checkpoint`]). `None` only while a
+    /// checkpoint holds the write lock, or after a reopen failed (every
+    /// operation then answers [`StoreError::Unavailable`] until a reopen
+    /// succeeds). Every operation holds the read lock for its whole length:
+    /// an iterator or a write never outlives the database it came from.
+    open: RwLock<Option<Trees>>,
     /// Commits hold it shared; a snapshot holds it exclusively, so it sees
-    /// every commit whole or not at all (see `backup`).
-    snapshot_lock: std::sync::RwLock<()>,
+    /// every commit whole or not at all (see `backup`). Taken before `open`.
+    snapshot_lock: RwLock<()>,
     durability: Durability,
     group: FlushGroup,
     stripes: Vec<Mutex<()>>,
-    redo: sled::Tree,
-    meta: sled::Tree,
-    sessions: sled::Tree,
-    proposals: sled::Tree,
-    questions: sled::Tree,
-    timers: sled::Tree,
-    deliveries: sled::Tree,
-    question_deliveries: sled::Tree,
-    audit: sled::Tree,
-    idempotency: sled::Tree,
-    outbox: sled::Tree,
-    documents: sled::Tree,
-    namespaces: sled::Tree,
-    rules: sled::Tree,
+    /// Bytes written since the database was opened (keys and values of
+    /// commits, their redo records, an estimate for smaller writes): the
+    /// measure of the log sled would replay if it were opened now.
+    written: AtomicU64,
+    /// [`SledStore::checkpoint`] once `written` passes this.
+    checkpoint_after: AtomicU64,
+    /// One checkpoint at a time; when the last reopen failed.
+    checkpointing: Mutex<Option<std::time::Instant>>,
+    checkpoints: AtomicU64,
 }
 
-/// Borrowed trees of a [`SledStore`] (see [`SledStore::raw_trees`]).
-pub(crate) struct RawTrees<'a> {
-    pub db: &'a sled::Db,
-    pub meta: &'a sled::Tree,
-    pub sessions: &'a sled::Tree,
-    pub proposals: &'a sled::Tree,
-    pub questions: &'a sled::Tree,
-    pub timers: &'a sled::Tree,
-    pub deliveries: &'a sled::Tree,
-    pub question_deliveries: &'a sled::Tree,
-    pub audit: &'a sled::Tree,
-    pub idempotency: &'a sled::Tree,
-    pub outbox: &'a sled::Tree,
-    pub documents: &'a sled::Tree,
-    pub namespaces: &'a sled::Tree,
-    pub rules: &'a sled::Tree,
+/// The trees of one open database.
+pub(crate) struct Trees {
+    pub db: sled::Db,
+    pub redo: sled::Tree,
+    pub meta: sled::Tree,
+    pub sessions: sled::Tree,
+    pub proposals: sled::Tree,
+    pub questions: sled::Tree,
+    pub timers: sled::Tree,
+    pub deliveries: sled::Tree,
+    pub question_deliveries: sled::Tree,
+    pub audit: sled::Tree,
+    pub idempotency: sled::Tree,
+    pub outbox: sled::Tree,
+    pub documents: sled::Tree,
+    pub namespaces: sled::Tree,
+    pub rules: sled::Tree,
+}
+
+/// The open database, borrowed for one operation (see [`SledStore::open`]).
+pub(crate) struct Open<'a>(RwLockReadGuard<'a, Option<Trees>>);
+
+impl std::ops::Deref for Open<'_> {
+    type Target = Trees;
+    fn deref(&self) -> &Trees {
+        // `SledStore::trees` hands out an `Open` only over `Some`, and the
+        // read lock it holds keeps it so.
+        self.0.as_ref().expect("an Open guard holds an open database")
+    }
 }
 
 pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
@@ -196,62 +213,64 @@ fn open_db(path: &Path) -> Result<sled::Db, StoreError> {
     }
 }
 
-impl SledStore {
-    /// Open (or create) the database under `data_dir/db`, checking its
-    /// schema version and finishing any commit a crash interrupted.
-    pub fn open(data_dir: &Path) -> Result<SledStore, StoreError> {
-        SledStore::open_with(data_dir, Durability::default())
-    }
+/// Written bytes after which a store checkpoints (see
+/// [`SledStore::checkpoint`]). sled 0.34 writes its recovery snapshot only
+/// when a database is opened, and an open replays the whole log written
+/// since the last one: a store that ran for weeks would take minutes to
+/// start (2.1 GB of log at 200,000 pending approvals took 8.8 s). Closing
+/// and reopening after every 64 MiB of writes bounds that replay, at a
+/// start as at a checkpoint, to a fraction of a second, and costs every
+/// operation that long a pause once per 64 MiB (docs/PERFORMANCE.md §13).
+pub const CHECKPOINT_AFTER_BYTES: u64 = 64 * 1024 * 1024;
 
-    /// [`open`](Self::open) with an explicit [`Durability`].
-    ///
-    /// sled locks its directory; the lock of a store just dropped (or of a
-    /// process just killed) can outlive it by a few milliseconds while
-    /// sled's flusher thread winds down, so a busy lock is retried for up to
-    /// [`LOCK_WAIT`] before giving up.
-    pub fn open_with(data_dir: &Path, durability: Durability) -> Result<SledStore, StoreError> {
-        let path = data_dir.join("db");
-        let db = open_db(&path)?;
-        let meta = db.open_tree("meta")?;
-        match meta.get("schema_version")? {
-            None => {
-                meta.insert("schema_version", SCHEMA_VERSION)?;
-                db.flush()?;
-            }
-            Some(v) if v.as_ref() == SCHEMA_VERSION.as_bytes() => {}
-            Some(v) => {
-                return Err(StoreError::SchemaMismatch {
-                    path: path.display().to_string(),
-                    found: String::from_utf8_lossy(&v).into_owned(),
-                    expected: SCHEMA_VERSION.to_string(),
-                })
-            }
+/// What a write other than a commit counts towards a checkpoint (a cursor,
+/// an idempotency key, a delivery record: small records).
+const SMALL_WRITE_BYTES: u64 = 256;
+
+/// How long after a failed reopen the next operation tries again.
+const REOPEN_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Open the trees of the database at `path`, check its schema version and
+/// finish any commit a crash interrupted.
+fn open_trees(path: &Path) -> Result<Trees, StoreError> {
+    let db = open_db(path)?;
+    let meta = db.open_tree("meta")?;
+    match meta.get("schema_version")? {
+        None => {
+            meta.insert("schema_version", SCHEMA_VERSION)?;
+            db.flush()?;
         }
-        let store = SledStore {
-            snapshot_lock: std::sync::RwLock::new(()),
-            durability,
-            group: FlushGroup::new(durability == Durability::Grouped),
-            stripes: (0..SESSION_STRIPES).map(|_| Mutex::new(())).collect(),
-            redo: db.open_tree("redo")?,
-            sessions: db.open_tree("sessions")?,
-            proposals: db.open_tree("proposals")?,
-            questions: db.open_tree("questions")?,
-            timers: db.open_tree("timers")?,
-            deliveries: db.open_tree("deliveries")?,
-            question_deliveries: db.open_tree("question_deliveries")?,
-            audit: db.open_tree("audit")?,
-            idempotency: db.open_tree("idempotency")?,
-            outbox: db.open_tree("outbox")?,
-            documents: db.open_tree("documents")?,
-            namespaces: db.open_tree("namespaces")?,
-            rules: db.open_tree("rules")?,
-            meta,
-            db,
-        };
-        store.replay()?;
-        Ok(store)
+        Some(v) if v.as_ref() == SCHEMA_VERSION.as_bytes() => {}
+        Some(v) => {
+            return Err(StoreError::SchemaMismatch {
+                path: path.display().to_string(),
+                found: String::from_utf8_lossy(&v).into_owned(),
+                expected: SCHEMA_VERSION.to_string(),
+            })
+        }
     }
+    let trees = Trees {
+        redo: db.open_tree("redo")?,
+        sessions: db.open_tree("sessions")?,
+        proposals: db.open_tree("proposals")?,
+        questions: db.open_tree("questions")?,
+        timers: db.open_tree("timers")?,
+        deliveries: db.open_tree("deliveries")?,
+        question_deliveries: db.open_tree("question_deliveries")?,
+        audit: db.open_tree("audit")?,
+        idempotency: db.open_tree("idempotency")?,
+        outbox: db.open_tree("outbox")?,
+        documents: db.open_tree("documents")?,
+        namespaces: db.open_tree("namespaces")?,
+        rules: db.open_tree("rules")?,
+        meta,
+        db,
+    };
+    trees.replay()?;
+    Ok(trees)
+}
 
+impl Trees {
     /// Finish the commits a crash interrupted (see `redo`).
     fn replay(&self) -> Result<(), StoreError> {
         let mut replayed = 0;
@@ -287,7 +306,7 @@ impl SledStore {
         }
     }
 
-    fn apply_ops(&self, ops: &[Op]) -> Result<(), StoreError> {
+    pub(crate) fn apply_ops(&self, ops: &[Op]) -> Result<(), StoreError> {
         for op in ops {
             let tree = self.tree(op.tree);
             match &op.value {
@@ -334,6 +353,134 @@ impl SledStore {
         }
         Ok(ops)
     }
+}
+
+impl SledStore {
+    /// Open (or create) the database under `data_dir/db`, checking its
+    /// schema version and finishing any commit a crash interrupted.
+    pub fn open(data_dir: &Path) -> Result<SledStore, StoreError> {
+        SledStore::open_with(data_dir, Durability::default())
+    }
+
+    /// [`open`](Self::open) with an explicit [`Durability`].
+    ///
+    /// sled locks its directory; the lock of a store just dropped (or of a
+    /// process just killed) can outlive it by a few milliseconds while
+    /// sled's flusher thread winds down, so a busy lock is retried for up to
+    /// [`LOCK_WAIT`] before giving up.
+    pub fn open_with(data_dir: &Path, durability: Durability) -> Result<SledStore, StoreError> {
+        let path = data_dir.join("db");
+        let trees = open_trees(&path)?;
+        Ok(SledStore {
+            path,
+            open: RwLock::new(Some(trees)),
+            snapshot_lock: RwLock::new(()),
+            durability,
+            group: FlushGroup::new(durability == Durability::Grouped),
+            stripes: (0..SESSION_STRIPES).map(|_| Mutex::new(())).collect(),
+            written: AtomicU64::new(0),
+            checkpoint_after: AtomicU64::new(CHECKPOINT_AFTER_BYTES),
+            checkpointing: Mutex::new(None),
+            checkpoints: AtomicU64::new(0),
+        })
+    }
+
+    /// The open database for one operation. After a failed reopen, tries
+    /// again (at most once per [`REOPEN_RETRY`]); until one succeeds every
+    /// operation fails: a store that cannot be read answers no question.
+    pub(crate) fn trees(&self) -> Result<Open<'_>, StoreError> {
+        let open = self.open.read().unwrap_or_else(|e| e.into_inner());
+        if open.is_some() {
+            return Ok(Open(open));
+        }
+        drop(open);
+        self.reopen_after_failure()?;
+        let open = self.open.read().unwrap_or_else(|e| e.into_inner());
+        if open.is_some() {
+            Ok(Open(open))
+        } else {
+            Err(StoreError::Unavailable("the sled database is closed: reopening it failed (see the log)".to_string()))
+        }
+    }
+
+    fn reopen_after_failure(&self) -> Result<(), StoreError> {
+        let mut last_failure = self.checkpointing.lock().unwrap_or_else(|e| e.into_inner());
+        if last_failure.is_some_and(|at| at.elapsed() < REOPEN_RETRY) {
+            return Err(StoreError::Unavailable("the sled database is closed: reopening it failed (see the log)".to_string()));
+        }
+        let mut open = self.open.write().unwrap_or_else(|e| e.into_inner());
+        if open.is_none() {
+            match open_trees(&self.path) {
+                Ok(trees) => {
+                    *open = Some(trees);
+                    *last_failure = None;
+                    tracing::info!(path = %self.path.display(), "the sled database is open again");
+                }
+                Err(e) => {
+                    *last_failure = Some(std::time::Instant::now());
+                    tracing::error!(error = %e, path = %self.path.display(), "cannot reopen the sled database");
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Close the database and open it again, so that sled writes its
+    /// recovery snapshot and the log a later open replays starts here (see
+    /// [`CHECKPOINT_AFTER_BYTES`]). Every operation waits meanwhile; commits
+    /// already written are flushed first. A failed reopen leaves the store
+    /// closed (operations fail with [`StoreError::Unavailable`], a reopen is
+    /// tried again on the next one): never an operation on a half-open
+    /// database.
+    pub fn checkpoint(&self) -> Result<(), StoreError> {
+        let mut last_failure = self.checkpointing.lock().unwrap_or_else(|e| e.into_inner());
+        let span = tracing::info_span!("sled_checkpoint", written = self.written.load(Ordering::Relaxed));
+        let _enter = span.enter();
+        let started = std::time::Instant::now();
+        let mut open = self.open.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(trees) = open.as_ref() {
+            trees.db.flush()?;
+        }
+        drop(open.take());
+        self.written.store(0, Ordering::Relaxed);
+        match open_trees(&self.path) {
+            Ok(trees) => {
+                *open = Some(trees);
+                *last_failure = None;
+                self.checkpoints.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(took_ms = started.elapsed().as_millis() as u64, "sled checkpoint: database reopened");
+                Ok(())
+            }
+            Err(e) => {
+                *last_failure = Some(std::time::Instant::now());
+                tracing::error!(error = %e, "sled checkpoint: cannot reopen the database; operations fail until it reopens");
+                Err(e)
+            }
+        }
+    }
+
+    /// Checkpoints taken since this store was opened.
+    pub fn checkpoints(&self) -> u64 {
+        self.checkpoints.load(Ordering::Relaxed)
+    }
+
+    /// Change [`CHECKPOINT_AFTER_BYTES`] (tests and benchmarks).
+    pub fn set_checkpoint_after(&self, bytes: u64) {
+        self.checkpoint_after.store(bytes.max(1), Ordering::Relaxed);
+    }
+
+    /// Count `bytes` written; checkpoint when they pass the threshold.
+    /// Called after a write is durable, holding no lock of the store's.
+    fn wrote(&self, bytes: u64) {
+        let before = self.written.fetch_add(bytes, Ordering::Relaxed);
+        let after = self.checkpoint_after.load(Ordering::Relaxed);
+        if before < after && before + bytes >= after {
+            // Exactly one writer crosses the line; a failure is logged
+            // and the store stays closed until a reopen succeeds.
+            let _ = self.checkpoint();
+        }
+    }
 
     fn stripe(&self, key: Option<&SessionKey>) -> MutexGuard<'_, ()> {
         let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -343,62 +490,35 @@ impl SledStore {
 
     /// Record, apply, clear the redo record; then the shared flush.
     fn commit_grouped(&self, commit: Commit) -> Result<(), StoreError> {
-        {
+        let bytes = {
             let _snapshot = self.snapshot_lock.read().unwrap_or_else(|e| e.into_inner());
+            let t = self.trees()?;
             let _session = self.stripe(commit.session.as_ref().map(|s| &s.key));
             if let Some(id) = &commit.new_proposal {
                 // Ids are 128 random bits; this guards the invariant, not a race.
-                if self.proposals.contains_key(id.0)? {
+                if t.proposals.contains_key(id.0)? {
                     return Err(StoreError::DuplicateId(*id));
                 }
             }
-            let ops = self.ops_of(&commit)?;
-            let seq = self.db.generate_id()?.to_be_bytes();
-            self.redo.insert(seq, redo::encode(&ops))?;
+            let ops = t.ops_of(&commit)?;
+            let seq = t.db.generate_id()?.to_be_bytes();
+            let record = redo::encode(&ops);
+            t.redo.insert(seq, record.as_slice())?;
             // A failure from here on leaves the record, and the next open
             // finishes the commit: all or nothing, as a transaction would.
-            self.apply_ops(&ops)?;
-            self.redo.remove(seq)?;
-        }
-        self.flushed(())
+            t.apply_ops(&ops)?;
+            t.redo.remove(seq)?;
+            self.flushed(&t, ())?;
+            2 * record.len() as u64
+        };
+        self.wrote(bytes);
+        Ok(())
     }
 
-    pub(crate) fn sessions_tree(&self) -> &sled::Tree {
-        &self.sessions
-    }
-    pub(crate) fn proposals_tree(&self) -> &sled::Tree {
-        &self.proposals
-    }
-    pub(crate) fn deliveries_tree(&self) -> &sled::Tree {
-        &self.deliveries
-    }
-    pub(crate) fn documents_tree(&self) -> &sled::Tree {
-        &self.documents
-    }
-    pub(crate) fn audit_tree(&self) -> &sled::Tree {
-        &self.audit
-    }
-    /// Every tree, for copying the whole store elsewhere (`migrate`).
-    pub(crate) fn raw_trees(&self) -> RawTrees<'_> {
-        RawTrees {
-            db: &self.db,
-            meta: &self.meta,
-            sessions: &self.sessions,
-            proposals: &self.proposals,
-            questions: &self.questions,
-            timers: &self.timers,
-            deliveries: &self.deliveries,
-            question_deliveries: &self.question_deliveries,
-            audit: &self.audit,
-            idempotency: &self.idempotency,
-            outbox: &self.outbox,
-            documents: &self.documents,
-            namespaces: &self.namespaces,
-            rules: &self.rules,
-        }
-    }
-    pub(crate) fn flush_all(&self) -> Result<(), StoreError> {
-        self.flushed(())
+    /// Every tree, for copying the whole store elsewhere (`migrate`) and
+    /// for the maintenance passes (`retention`, `backup`).
+    pub(crate) fn raw_trees(&self) -> Result<Open<'_>, StoreError> {
+        self.trees()
     }
 
     /// Hold every commit at its boundary until the guard is dropped.
@@ -409,8 +529,8 @@ impl SledStore {
     /// The store as it was before group commit (see [`Durability`]).
     fn commit_transaction(&self, commit: Commit) -> Result<(), StoreError> {
         let _snapshot = self.snapshot_lock.read().unwrap_or_else(|e| e.into_inner());
-        let trees =
-            (&self.sessions, &self.proposals, &self.questions, &self.timers, &self.audit, &self.idempotency, &self.outbox, &self.rules);
+        let t = self.trees()?;
+        let trees = (&t.sessions, &t.proposals, &t.questions, &t.timers, &t.audit, &t.idempotency, &t.outbox, &t.rules);
         let result = trees.transaction(|(sessions, proposals, questions, timers, audit, idempotency, outbox, rules)| {
             if let Some(id) = &commit.new_proposal {
                 if proposals.get(id.0)?.is_some() {
@@ -448,7 +568,7 @@ impl SledStore {
             Ok(())
         });
         match result {
-            Ok(()) => self.flushed(()),
+            Ok(()) => self.flushed(&t, ()),
             Err(TransactionError::Abort(e)) => Err(e),
             Err(TransactionError::Storage(e)) => Err(StoreError::Sled(e)),
         }
@@ -459,17 +579,28 @@ impl SledStore {
     }
 
     /// Return `value` once every write made before this call is durable.
-    fn flushed<T>(&self, value: T) -> Result<T, StoreError> {
+    /// Takes the open database from the caller, who holds it: a second
+    /// read lock taken here could wait behind a checkpoint that waits for
+    /// the caller's.
+    pub(crate) fn flushed<T>(&self, t: &Trees, value: T) -> Result<T, StoreError> {
         self.group.make_durable(|| {
-            self.db.flush()?;
+            t.db.flush()?;
             Ok(())
         })?;
         Ok(value)
     }
 
+    /// A small durable write (not a commit): flush it and count it.
+    fn flushed_small<T>(&self, t: Open<'_>, value: T) -> Result<T, StoreError> {
+        let value = self.flushed(&t, value)?;
+        drop(t);
+        self.wrote(SMALL_WRITE_BYTES);
+        Ok(value)
+    }
+
     /// Write an idempotency key unless it is there; `true` when it was not.
-    fn record_fresh(&self, key: &str) -> Result<bool, StoreError> {
-        Ok(self.idempotency.compare_and_swap(key.as_bytes(), None as Option<&[u8]>, Some(&[1u8][..]))?.is_ok())
+    fn record_fresh(t: &Trees, key: &str) -> Result<bool, StoreError> {
+        Ok(t.idempotency.compare_and_swap(key.as_bytes(), None as Option<&[u8]>, Some(&[1u8][..]))?.is_ok())
     }
 
     /// How many durable writes this store served with how many flushes.
@@ -480,23 +611,28 @@ impl SledStore {
 
 impl SessionStore for SledStore {
     fn load(&self, key: &SessionKey) -> Result<State, StoreError> {
+        let t = self.trees()?;
         let _session = self.stripe(Some(key));
-        let Some(bytes) = self.sessions.get(session_key(key))? else {
+        let Some(bytes) = t.sessions.get(session_key(key))? else {
             return Ok(State::new(key.clone()));
         };
         let session: Session = decode(&bytes, "session")?;
+        // Read under the same guard: a second `trees()` here could wait
+        // behind a checkpoint that waits for this one.
         let latest = match &session.latest_approval {
-            Some(id) => self.proposal(id)?,
+            Some(id) => t.proposals.get(id.0)?.map(|v| decode(&v, "proposal")).transpose()?,
             None => None,
         };
         Ok(State { session, latest })
     }
 
     fn proposal(&self, id: &ApprovalId) -> Result<Option<Proposal>, StoreError> {
-        self.proposals.get(id.0)?.map(|v| decode(&v, "proposal")).transpose()
+        let t = self.trees()?;
+        t.proposals.get(id.0)?.map(|v| decode(&v, "proposal")).transpose()
     }
 
     fn proposals_by_prefix(&self, hex_prefix: &str) -> Result<Vec<Proposal>, StoreError> {
+        let t = self.trees()?;
         // Only hex (ASCII) can match; slicing below needs char boundaries.
         if !hex_prefix.is_ascii() {
             return Ok(Vec::new());
@@ -504,19 +640,21 @@ impl SessionStore for SledStore {
         // Whole bytes narrow the scan; an odd last nibble is filtered after.
         let whole = &hex_prefix[..hex_prefix.len() - hex_prefix.len() % 2];
         let Ok(bytes) = hex::decode(whole) else { return Ok(Vec::new()) };
-        let all: Vec<Proposal> = Self::list(&self.proposals, &bytes, "proposal")?;
+        let all: Vec<Proposal> = Self::list(&t.proposals, &bytes, "proposal")?;
         Ok(all.into_iter().filter(|p| p.approval_id.to_string().starts_with(hex_prefix)).collect())
     }
 
     fn proposals(&self, status: Option<DecisionStatus>) -> Result<Vec<Proposal>, StoreError> {
-        let mut all: Vec<Proposal> = Self::list(&self.proposals, &[], "proposal")?;
+        let t = self.trees()?;
+        let mut all: Vec<Proposal> = Self::list(&t.proposals, &[], "proposal")?;
         all.retain(|p| status.is_none_or(|s| p.status == s));
         all.sort_by_key(|p| p.created_at);
         Ok(all)
     }
 
     fn visit_proposals(&self, status: Option<DecisionStatus>, visit: &mut dyn FnMut(&Proposal)) -> Result<(), StoreError> {
-        for value in self.proposals.iter().values() {
+        let t = self.trees()?;
+        for value in t.proposals.iter().values() {
             let p: Proposal = decode(&value?, "proposal")?;
             if status.is_none_or(|s| p.status == s) {
                 visit(&p);
@@ -528,37 +666,42 @@ impl SessionStore for SledStore {
     /// Only each record's `status` is read: serde skips the plan without
     /// allocating it.
     fn count_proposals(&self, status: DecisionStatus) -> Result<u64, StoreError> {
+        let t = self.trees()?;
         #[derive(serde::Deserialize)]
         struct StatusOf {
             status: DecisionStatus,
         }
         let mut count = 0;
-        for value in self.proposals.iter().values() {
+        for value in t.proposals.iter().values() {
             count += u64::from(decode::<StatusOf>(&value?, "proposal")?.status == status);
         }
         Ok(count)
     }
 
     fn sessions(&self) -> Result<Vec<Session>, StoreError> {
-        Self::list(&self.sessions, &[], "session")
+        let t = self.trees()?;
+        Self::list(&t.sessions, &[], "session")
     }
 
     fn question(&self, id: &ApprovalId) -> Result<Option<Question>, StoreError> {
-        self.questions.get(id.0)?.map(|v| decode(&v, "question")).transpose()
+        let t = self.trees()?;
+        t.questions.get(id.0)?.map(|v| decode(&v, "question")).transpose()
     }
 
     fn permission_rules(&self, agent: &str) -> Result<Vec<StoredRule>, StoreError> {
-        Self::list(&self.rules, &agent_prefix(agent), "permission rule")
+        let t = self.trees()?;
+        Self::list(&t.rules, &agent_prefix(agent), "permission rule")
     }
 
     fn remove_permission_rule(&self, agent: &str, id: &str) -> Result<bool, StoreError> {
         let _snapshot = self.snapshot_lock.read().unwrap_or_else(|e| e.into_inner());
-        for entry in self.rules.scan_prefix(agent_prefix(agent)) {
+        let t = self.trees()?;
+        for entry in t.rules.scan_prefix(agent_prefix(agent)) {
             let (key, value) = entry?;
             let rule: StoredRule = decode(&value, "permission rule")?;
             if rule.id == id {
-                self.rules.remove(key)?;
-                return self.flushed(true);
+                t.rules.remove(key)?;
+                return self.flushed_small(t, true);
             }
         }
         Ok(false)
@@ -575,16 +718,18 @@ impl SessionStore for SledStore {
     }
 
     fn append_audit(&self, events: &[AuditEvent]) -> Result<(), StoreError> {
+        let t = self.trees()?;
         for event in events {
-            let id = self.db.generate_id()?;
-            self.audit.insert(id.to_be_bytes(), encode(event))?;
+            let id = t.db.generate_id()?;
+            t.audit.insert(id.to_be_bytes(), encode(event))?;
         }
-        self.flushed(())
+        self.flushed_small(t, ())
     }
 
     fn audit(&self, query: &AuditQuery) -> Result<Vec<AuditEvent>, StoreError> {
+        let t = self.trees()?;
         let mut out = Vec::new();
-        for value in self.audit.iter().values().rev() {
+        for value in t.audit.iter().values().rev() {
             let event: AuditEvent = decode(&value?, "audit")?;
             let keep = query.agent.as_ref().is_none_or(|a| *a == event.agent)
                 && query.session_id.as_ref().is_none_or(|s| *s == event.session_id)
@@ -601,35 +746,41 @@ impl SessionStore for SledStore {
     }
 
     fn seen(&self, key: &str) -> Result<bool, StoreError> {
-        Ok(self.idempotency.contains_key(key.as_bytes())?)
+        let t = self.trees()?;
+        Ok(t.idempotency.contains_key(key.as_bytes())?)
     }
 
     fn mark_seen(&self, key: &str) -> Result<(), StoreError> {
+        let t = self.trees()?;
         // The hub marks every event it handled, also one whose transition
         // already wrote (and flushed) the key in its commit: a key already
         // here costs no second flush. Only a key new here is flushed.
-        if self.record_fresh(key)? {
-            self.flushed(())?;
+        if Self::record_fresh(&t, key)? {
+            self.flushed_small(t, ())?;
         }
         Ok(())
     }
 
     fn record_once(&self, key: &str) -> Result<bool, StoreError> {
-        let fresh = self.record_fresh(key)?;
-        self.flushed(fresh)
+        let t = self.trees()?;
+        let fresh = Self::record_fresh(&t, key)?;
+        self.flushed_small(t, fresh)
     }
 
     fn cursor(&self, key: &str) -> Result<Option<String>, StoreError> {
-        Ok(self.meta.get(format!("cursor:{key}"))?.map(|v| String::from_utf8_lossy(&v).into_owned()))
+        let t = self.trees()?;
+        Ok(t.meta.get(format!("cursor:{key}"))?.map(|v| String::from_utf8_lossy(&v).into_owned()))
     }
 
     fn set_cursor(&self, key: &str, value: &str) -> Result<(), StoreError> {
-        self.meta.insert(format!("cursor:{key}"), value.as_bytes())?;
-        self.flushed(())
+        let t = self.trees()?;
+        t.meta.insert(format!("cursor:{key}"), value.as_bytes())?;
+        self.flushed_small(t, ())
     }
 
     fn cursors_with_prefix(&self, prefix: &str) -> Result<Vec<(String, String)>, StoreError> {
-        self.meta
+        let t = self.trees()?;
+        t.meta
             .scan_prefix(format!("cursor:{prefix}"))
             .map(|entry| {
                 let (k, v) = entry?;
@@ -640,21 +791,25 @@ impl SessionStore for SledStore {
     }
 
     fn swap_cursor(&self, key: &str, expected: Option<&str>, value: Option<&str>) -> Result<bool, StoreError> {
-        let swapped = self.meta.compare_and_swap(format!("cursor:{key}"), expected.map(str::as_bytes), value.map(str::as_bytes))?;
-        self.flushed(swapped.is_ok())
+        let t = self.trees()?;
+        let swapped = t.meta.compare_and_swap(format!("cursor:{key}"), expected.map(str::as_bytes), value.map(str::as_bytes))?;
+        self.flushed_small(t, swapped.is_ok())
     }
 
     fn document_path(&self, id: &ApprovalId) -> Result<Option<String>, StoreError> {
-        Ok(self.documents.get(id.0)?.map(|v| String::from_utf8_lossy(&v).into_owned()))
+        let t = self.trees()?;
+        Ok(t.documents.get(id.0)?.map(|v| String::from_utf8_lossy(&v).into_owned()))
     }
 
     fn set_document_path(&self, id: &ApprovalId, path: &str) -> Result<(), StoreError> {
-        self.documents.insert(id.0, path.as_bytes())?;
-        self.flushed(())
+        let t = self.trees()?;
+        t.documents.insert(id.0, path.as_bytes())?;
+        self.flushed_small(t, ())
     }
 
     fn namespace_revision(&self, name: &str) -> Result<(Namespace, u64), StoreError> {
-        match self.namespaces.get(name)? {
+        let t = self.trees()?;
+        match t.namespaces.get(name)? {
             None => Ok((Namespace::default(), 0)),
             Some(bytes) => {
                 let stored: StoredNamespace = decode(&bytes, "namespace")?;
@@ -666,7 +821,8 @@ impl SessionStore for SledStore {
     /// Compare-and-swap on the stored bytes: the write lands only if the
     /// record is still the one whose revision was checked.
     fn set_namespace(&self, name: &str, ns: &Namespace, expected_revision: u64) -> Result<Committed, StoreError> {
-        let current = self.namespaces.get(name)?;
+        let t = self.trees()?;
+        let current = t.namespaces.get(name)?;
         let revision = match &current {
             None => 0,
             Some(bytes) => decode::<StoredNamespace>(bytes, "namespace")?.revision,
@@ -675,44 +831,51 @@ impl SessionStore for SledStore {
             return Ok(Committed::Preempted(Preempted::Conflict));
         }
         let next = encode(&StoredNamespace { namespace: ns.clone(), revision: revision + 1 });
-        if self.namespaces.compare_and_swap(name, current, Some(next))?.is_err() {
+        if t.namespaces.compare_and_swap(name, current, Some(next))?.is_err() {
             return Ok(Committed::Preempted(Preempted::Conflict));
         }
-        self.flushed(Committed::Written(()))
+        self.flushed_small(t, Committed::Written(()))
     }
 
     fn flush(&self) -> Result<(), StoreError> {
-        self.flushed(())
+        let t = self.trees()?;
+        self.flushed_small(t, ())
     }
 }
 
 impl WorkStore for SledStore {
     fn next_timer(&self) -> Result<Option<Timer>, StoreError> {
-        self.timers.first()?.map(|(_, v)| decode(&v, "timer")).transpose()
+        let t = self.trees()?;
+        t.timers.first()?.map(|(_, v)| decode(&v, "timer")).transpose()
     }
 
     fn due_timers_page(&self, now: Timestamp, after: Option<&Timer>, limit: usize) -> Result<Vec<Timer>, StoreError> {
+        let t = self.trees()?;
         use std::ops::Bound;
         let end = Bound::Excluded(due_prefix(now.plus_ms(1)));
         let start = after.map_or(Bound::Unbounded, |t| Bound::Excluded(timer_key(t)));
-        self.timers.range::<Vec<u8>, _>((start, end)).values().take(limit).map(|v| decode(&v?, "timer")).collect()
+        t.timers.range::<Vec<u8>, _>((start, end)).values().take(limit).map(|v| decode(&v?, "timer")).collect()
     }
 
     fn timers(&self) -> Result<Vec<Timer>, StoreError> {
-        Self::list(&self.timers, &[], "timer")
+        let t = self.trees()?;
+        Self::list(&t.timers, &[], "timer")
     }
 
     fn remove_timer(&self, timer: &Timer) -> Result<(), StoreError> {
-        self.timers.remove(timer_key(timer))?;
-        self.flushed(())
+        let t = self.trees()?;
+        t.timers.remove(timer_key(timer))?;
+        self.flushed_small(t, ())
     }
 
     fn generate_seq(&self) -> Result<u64, StoreError> {
-        Ok(self.db.generate_id()?)
+        let t = self.trees()?;
+        Ok(t.db.generate_id()?)
     }
 
     fn outbox(&self) -> Result<Vec<OutboxEntry>, StoreError> {
-        self.outbox
+        let t = self.trees()?;
+        t.outbox
             .iter()
             .map(|entry| {
                 let (key, work) = entry?;
@@ -727,33 +890,39 @@ impl WorkStore for SledStore {
     }
 
     fn remove_outbox(&self, seq: u64) -> Result<(), StoreError> {
-        self.outbox.remove(seq.to_be_bytes())?;
+        let t = self.trees()?;
+        t.outbox.remove(seq.to_be_bytes())?;
         Ok(())
     }
 
     fn remove_timers(&self, timers: &[Timer]) -> Result<(), StoreError> {
+        let t = self.trees()?;
         let mut batch = sled::Batch::default();
         timers.iter().for_each(|t| batch.remove(timer_key(t)));
-        self.timers.apply_batch(batch)?;
-        self.flushed(())
+        t.timers.apply_batch(batch)?;
+        self.flushed_small(t, ())
     }
 
     fn deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {
-        Self::list(&self.deliveries, &id.0, "delivery")
+        let t = self.trees()?;
+        Self::list(&t.deliveries, &id.0, "delivery")
     }
 
     fn add_delivery(&self, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError> {
-        self.deliveries.insert(delivery_key(id, delivery), encode(delivery))?;
-        self.flushed(())
+        let t = self.trees()?;
+        t.deliveries.insert(delivery_key(id, delivery), encode(delivery))?;
+        self.flushed_small(t, ())
     }
 
     fn question_deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {
-        Self::list(&self.question_deliveries, &id.0, "delivery")
+        let t = self.trees()?;
+        Self::list(&t.question_deliveries, &id.0, "delivery")
     }
 
     fn add_question_delivery(&self, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError> {
-        self.question_deliveries.insert(delivery_key(id, delivery), encode(delivery))?;
-        self.flushed(())
+        let t = self.trees()?;
+        t.question_deliveries.insert(delivery_key(id, delivery), encode(delivery))?;
+        self.flushed_small(t, ())
     }
 }
 

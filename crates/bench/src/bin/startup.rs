@@ -61,11 +61,12 @@ fn populate(data_dir: &Path, n: usize, threads: usize, age_ms: i64) -> Duration 
     let took = start.elapsed();
     let stats = store.flush_stats();
     println!(
-        "populated {n} pending approvals ({} timers) in {:.1} s ({:.0} commits/s, {:.1} commits per flush)",
+        "populated {n} pending approvals ({} timers) in {:.1} s ({:.0} commits/s, {:.1} commits per flush, {} checkpoints)",
         store.timers().map(|t| t.len()).unwrap_or(0),
         took.as_secs_f64(),
         rate(n as u64, took),
-        stats.writes as f64 / stats.flushes.max(1) as f64
+        stats.writes as f64 / stats.flushes.max(1) as f64,
+        store.checkpoints()
     );
     took
 }

@@ -46,11 +46,14 @@ fn a_commit_cut_short_by_a_crash_is_finished_on_open() {
         // The approve commit dies after its record and its first write
         // (the proposal): the session and the timer removals never land.
         let c = step(&store, &key, &alice, Command::Decide { approval_id: id, verdict: Verdict::Approve }, 3);
-        let ops = store.ops_of(&c).unwrap();
-        assert!(ops.len() > 2 && ops.last().unwrap().tree == TreeId::Sessions);
-        store.redo.insert(7u64.to_be_bytes(), redo::encode(&ops)).unwrap();
-        store.apply_ops(&ops[..1]).unwrap();
-        store.db.flush().unwrap();
+        {
+            let t = store.trees().unwrap();
+            let ops = t.ops_of(&c).unwrap();
+            assert!(ops.len() > 2 && ops.last().unwrap().tree == TreeId::Sessions);
+            t.redo.insert(7u64.to_be_bytes(), redo::encode(&ops)).unwrap();
+            t.apply_ops(&ops[..1]).unwrap();
+            t.db.flush().unwrap();
+        }
         assert_eq!(store.proposal(&id).unwrap().unwrap().status, DecisionStatus::Approved);
         assert_eq!(store.load(&key).unwrap().session.approval, plangate_engine::ApprovalState::Pending);
         id
@@ -60,7 +63,7 @@ fn a_commit_cut_short_by_a_crash_is_finished_on_open() {
     assert_eq!(state.session.approval, plangate_engine::ApprovalState::Approved);
     assert_eq!(state.latest.unwrap().approval_id, id);
     assert!(store.timers().unwrap().is_empty(), "the approval's timers were cancelled");
-    assert_eq!(store.redo.len(), 0);
+    assert_eq!(store.trees().unwrap().redo.len(), 0);
     let actions: Vec<String> = store.audit(&AuditQuery::default()).unwrap().into_iter().map(|e| e.action).collect();
     assert_eq!(actions, vec!["enter", "propose", "approve"]);
 }
@@ -95,4 +98,64 @@ fn concurrent_commits_share_flushes_and_all_land() {
     let store = SledStore::open(dir.path()).unwrap();
     assert_eq!(store.proposals(Some(DecisionStatus::Pending)).unwrap().len(), 16);
     assert_eq!(store.sessions().unwrap().len(), 16);
+}
+
+/// The newest recovery snapshot sled wrote under `db`: its file name is
+/// `snap.<stable log offset in hex>`, the point a later open replays from.
+fn newest_snapshot(db: &Path) -> u64 {
+    std::fs::read_dir(db)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.strip_prefix("snap.").and_then(|hex| u64::from_str_radix(hex, 16).ok()))
+        .max()
+        .unwrap_or(0)
+}
+
+#[test]
+fn checkpoints_move_the_recovery_point_while_commits_run_and_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    let opened_at = newest_snapshot(&dir.path().join("db"));
+    // Every ~40 commits, while eight threads commit.
+    store.set_checkpoint_after(64 * 1024);
+    std::thread::scope(|s| {
+        for thread in 0..8u16 {
+            let store = &store;
+            s.spawn(move || {
+                for n in 0..40u16 {
+                    let i = thread * 100 + n;
+                    let key = SessionKey::new("demo", format!("s{i}"));
+                    let ctx = |now: i64| Ctx {
+                        now: Timestamp(now),
+                        random: [(i >> 8) as u8, i as u8, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7],
+                        timers: TimerPolicy { nudges_ms: vec![600_000], timeout_ms: Some(86_400_000), ..TimerPolicy::default() },
+                        approvals: Default::default(),
+                    };
+                    let before = store.load(&key).unwrap();
+                    let entered = apply(&before, &Actor::Agent, Command::Enter { reason: None }, &ctx(1000)).unwrap();
+                    store.commit(Commit::of(&entered, &before, None)).unwrap().written().unwrap();
+                    let plan = Plan { summary: Some("x".repeat(400)), ..Plan::titled(format!("plan {i}")) };
+                    let propose = Command::Propose {
+                        plan,
+                        markdown: None,
+                        requested_by: None,
+                        harness: plangate_engine::Harness::Api,
+                        project: None,
+                    };
+                    let proposed = apply(&entered.state, &Actor::Agent, propose, &ctx(2000)).unwrap();
+                    store.commit(Commit::of(&proposed, &entered.state, None)).unwrap().written().unwrap();
+                    store.mark_seen(&format!("event-{i}")).unwrap();
+                }
+            });
+        }
+    });
+    assert!(store.checkpoints() >= 2, "checkpoints taken: {}", store.checkpoints());
+    let moved_to = newest_snapshot(&dir.path().join("db"));
+    assert!(moved_to > opened_at, "the recovery snapshot moved: {opened_at:#x} -> {moved_to:#x}");
+    assert_eq!(store.proposals(Some(DecisionStatus::Pending)).unwrap().len(), 320);
+    drop(store);
+    let store = SledStore::open(dir.path()).unwrap();
+    assert_eq!(store.proposals(Some(DecisionStatus::Pending)).unwrap().len(), 320, "every commit survived the reopens");
+    assert_eq!(store.sessions().unwrap().len(), 320);
+    assert_eq!(store.timers().unwrap().len(), 640, "a nudge and a timeout each");
+    assert!((0..8u16).flat_map(|t| (0..40u16).map(move |n| t * 100 + n)).all(|i| store.seen(&format!("event-{i}")).unwrap()));
 }

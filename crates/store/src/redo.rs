@@ -32,6 +32,8 @@ pub(crate) enum TreeId {
     Idempotency = 5,
     Outbox = 6,
     Rules = 7,
+    /// The `proposals_by_status` index (schema 2).
+    ProposalsByStatus = 8,
 }
 
 impl TreeId {
@@ -45,6 +47,7 @@ impl TreeId {
             5 => TreeId::Idempotency,
             6 => TreeId::Outbox,
             7 => TreeId::Rules,
+            8 => TreeId::ProposalsByStatus,
             _ => return None,
         })
     }

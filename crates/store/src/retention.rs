@@ -82,6 +82,7 @@ impl SledStore {
                 }
                 t.documents.remove(id.0)?;
                 t.proposals.remove(id.0)?;
+                t.by_status.remove(crate::sled_store::status_key(p.status, p.created_at, &id))?;
                 if has_document {
                     if let Err(e) = std::fs::remove_file(&document) {
                         tracing::warn!(path = %document.display(), error = %e, "pruned plan document not removed");

@@ -7,6 +7,7 @@
 //! | `meta` | `schema_version`, `cursor:<name>` | text |
 //! | `sessions` | `agent \0 session_id` | JSON [`Session`] |
 //! | `proposals` | 16-byte approval id | JSON [`Proposal`] |
+//! | `proposals_by_status` | status ‖ `\0` ‖ created_at (8 bytes, order-preserving) ‖ approval id | empty (schema 2) |
 //! | `questions` | 16-byte question id | JSON [`Question`] |
 //! | `timers` | due (8 bytes, order-preserving) ‖ approval id ‖ kind | JSON [`Timer`] |
 //! | `deliveries` | approval id ‖ `\0` ‖ destination ‖ `\0` ‖ chat | JSON [`Delivery`] |
@@ -24,7 +25,10 @@
 
 use crate::group::{FlushGroup, FlushStats};
 use crate::redo::{self, Op, TreeId};
-use crate::{AuditQuery, Commit, Committed, MaintenanceStore, OutboxEntry, Preempted, ReplicaStore, SessionStore, StoreError, WorkStore};
+use crate::{
+    AuditQuery, Commit, Committed, MaintenanceStore, OutboxEntry, PagePosition, Preempted, ReplicaStore, SessionStore, StoreError,
+    WorkStore,
+};
 use plangate_delivery::Delivery;
 use plangate_engine::namespace::Namespace;
 use plangate_engine::permission::StoredRule;
@@ -40,8 +44,12 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
-/// Bumped whenever the on-disk layout changes incompatibly.
-pub const SCHEMA_VERSION: &str = "1";
+/// Bumped whenever the on-disk layout changes incompatibly. 2 added the
+/// `proposals_by_status` index; a schema-1 database gets it built when it
+/// is opened (see [`upgrade`]), and a plangate that knows only schema 1
+/// refuses a schema-2 database instead of writing proposals without their
+/// index entries.
+pub const SCHEMA_VERSION: &str = "2";
 
 /// sled's page cache (its default is 1 GiB). Pages read once by a scan of a
 /// big backlog (a catch-up after downtime, a full listing) need not stay
@@ -101,6 +109,7 @@ pub(crate) struct Trees {
     pub meta: sled::Tree,
     pub sessions: sled::Tree,
     pub proposals: sled::Tree,
+    pub by_status: sled::Tree,
     pub questions: sled::Tree,
     pub timers: sled::Tree,
     pub deliveries: sled::Tree,
@@ -235,16 +244,17 @@ const REOPEN_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 fn open_trees(path: &Path) -> Result<Trees, StoreError> {
     let db = open_db(path)?;
     let meta = db.open_tree("meta")?;
-    match meta.get("schema_version")? {
+    let found = meta.get("schema_version")?;
+    match found.as_deref() {
         None => {
             meta.insert("schema_version", SCHEMA_VERSION)?;
             db.flush()?;
         }
-        Some(v) if v.as_ref() == SCHEMA_VERSION.as_bytes() => {}
+        Some(v) if v == SCHEMA_VERSION.as_bytes() || v == b"1" => {}
         Some(v) => {
             return Err(StoreError::SchemaMismatch {
                 path: path.display().to_string(),
-                found: String::from_utf8_lossy(&v).into_owned(),
+                found: String::from_utf8_lossy(v).into_owned(),
                 expected: SCHEMA_VERSION.to_string(),
             })
         }
@@ -253,6 +263,7 @@ fn open_trees(path: &Path) -> Result<Trees, StoreError> {
         redo: db.open_tree("redo")?,
         sessions: db.open_tree("sessions")?,
         proposals: db.open_tree("proposals")?,
+        by_status: db.open_tree("proposals_by_status")?,
         questions: db.open_tree("questions")?,
         timers: db.open_tree("timers")?,
         deliveries: db.open_tree("deliveries")?,
@@ -267,10 +278,110 @@ fn open_trees(path: &Path) -> Result<Trees, StoreError> {
         db,
     };
     trees.replay()?;
+    if found.as_deref() == Some(b"1") {
+        upgrade(&trees)?;
+    }
     Ok(trees)
 }
 
+/// Schema 1 → 2: index every proposal by status and creation time, then
+/// say so in `schema_version`, flushed together: a crash before the flush
+/// leaves schema 1, and the next open builds the index again (its writes
+/// are idempotent).
+fn upgrade(t: &Trees) -> Result<(), StoreError> {
+    let started = std::time::Instant::now();
+    let mut indexed = 0u64;
+    for entry in t.proposals.iter() {
+        let (_, value) = entry?;
+        let p: Listed = decode(&value, "proposal")?;
+        t.by_status.insert(status_key(p.status, p.created_at, &p.approval_id), &[])?;
+        indexed += 1;
+    }
+    t.meta.insert("schema_version", SCHEMA_VERSION)?;
+    t.db.flush()?;
+    tracing::info!(
+        indexed,
+        took_ms = started.elapsed().as_millis() as u64,
+        "upgraded the sled database to schema 2 (proposals indexed by status)"
+    );
+    Ok(())
+}
+
+/// The fields of a stored proposal its index entry is made of: serde
+/// skips the plan without allocating it.
+#[derive(serde::Deserialize)]
+struct Listed {
+    approval_id: ApprovalId,
+    status: DecisionStatus,
+    created_at: Timestamp,
+}
+
+/// `status \0 created_at approval_id`: one status's proposals together,
+/// oldest first, in the order listings page through.
+pub(crate) fn status_key(status: DecisionStatus, created_at: Timestamp, id: &ApprovalId) -> Vec<u8> {
+    let mut k = status_prefix(status);
+    k.extend_from_slice(&((created_at.0 as u64) ^ (1 << 63)).to_be_bytes());
+    k.extend_from_slice(&id.0);
+    k
+}
+
+fn status_prefix(status: DecisionStatus) -> Vec<u8> {
+    let mut k = status.as_str().as_bytes().to_vec();
+    k.push(0);
+    k
+}
+
+/// Every status, for a listing of all proposals (merged from each one's range).
+const STATUSES: [DecisionStatus; 7] = [
+    DecisionStatus::Pending,
+    DecisionStatus::Approved,
+    DecisionStatus::Edited,
+    DecisionStatus::Rejected,
+    DecisionStatus::TimedOut,
+    DecisionStatus::Cancelled,
+    DecisionStatus::Superseded,
+];
+
+/// The approval id at the end of an index key.
+fn id_of_status_key(key: &[u8]) -> Option<ApprovalId> {
+    let tail: [u8; 16] = key.get(key.len().checked_sub(16)?..)?.try_into().ok()?;
+    Some(ApprovalId(tail))
+}
+
 impl Trees {
+    /// Up to `limit` proposals with `status` after `after`, in listing
+    /// order, from the index. An entry whose record is gone or says another
+    /// status (a commit between its two writes) is skipped.
+    fn visit_status(
+        &self,
+        status: DecisionStatus,
+        after: Option<PagePosition>,
+        limit: usize,
+        visit: &mut dyn FnMut(Proposal),
+    ) -> Result<(), StoreError> {
+        use std::ops::Bound;
+        let prefix = status_prefix(status);
+        let start = match after {
+            Some(a) => Bound::Excluded(status_key(status, a.created_at, &a.approval_id)),
+            None => Bound::Included(prefix.clone()),
+        };
+        let mut taken = 0;
+        for key in self.by_status.range::<Vec<u8>, _>((start, Bound::Unbounded)).keys() {
+            let key = key?;
+            if taken >= limit || !key.starts_with(&prefix) {
+                break;
+            }
+            let Some(id) = id_of_status_key(&key) else { continue };
+            let Some(bytes) = self.proposals.get(id.0)? else { continue };
+            let p: Proposal = decode(&bytes, "proposal")?;
+            if p.status == status {
+                visit(p);
+                taken += 1;
+            }
+        }
+        Ok(())
+    }
+
     /// Finish the commits a crash interrupted (see `redo`).
     fn replay(&self) -> Result<(), StoreError> {
         let mut replayed = 0;
@@ -303,6 +414,7 @@ impl Trees {
             TreeId::Idempotency => &self.idempotency,
             TreeId::Outbox => &self.outbox,
             TreeId::Rules => &self.rules,
+            TreeId::ProposalsByStatus => &self.by_status,
         }
     }
 
@@ -324,6 +436,18 @@ impl Trees {
         let insert = |tree, key: Vec<u8>, value: Vec<u8>| Op { tree, key, value: Some(value) };
         let mut ops = Vec::new();
         for p in &commit.proposals {
+            // Its index entry moves when its status does (the record read
+            // here is the session's own: commits of a session take turns).
+            let before = match self.proposals.get(p.approval_id.0)? {
+                Some(bytes) => Some(decode::<Listed>(&bytes, "proposal")?),
+                None => None,
+            };
+            if before.as_ref().is_none_or(|b| b.status != p.status || b.created_at != p.created_at) {
+                if let Some(b) = &before {
+                    ops.push(Op { tree: TreeId::ProposalsByStatus, key: status_key(b.status, b.created_at, &b.approval_id), value: None });
+                }
+                ops.push(insert(TreeId::ProposalsByStatus, status_key(p.status, p.created_at, &p.approval_id), Vec::new()));
+            }
             ops.push(insert(TreeId::Proposals, p.approval_id.0.to_vec(), encode(p)));
         }
         for q in &commit.questions {
@@ -530,8 +654,8 @@ impl SledStore {
     fn commit_transaction(&self, commit: Commit) -> Result<(), StoreError> {
         let _snapshot = self.snapshot_lock.read().unwrap_or_else(|e| e.into_inner());
         let t = self.trees()?;
-        let trees = (&t.sessions, &t.proposals, &t.questions, &t.timers, &t.audit, &t.idempotency, &t.outbox, &t.rules);
-        let result = trees.transaction(|(sessions, proposals, questions, timers, audit, idempotency, outbox, rules)| {
+        let trees = (&t.sessions, &t.proposals, &t.questions, &t.timers, &t.audit, &t.idempotency, &t.outbox, &t.rules, &t.by_status);
+        let result = trees.transaction(|(sessions, proposals, questions, timers, audit, idempotency, outbox, rules, by_status)| {
             if let Some(id) = &commit.new_proposal {
                 if proposals.get(id.0)?.is_some() {
                     return Err(ConflictableTransactionError::Abort(StoreError::DuplicateId(*id)));
@@ -541,6 +665,11 @@ impl SledStore {
                 sessions.insert(session_key(&session.key), encode(session))?;
             }
             for p in &commit.proposals {
+                if let Some(bytes) = proposals.get(p.approval_id.0)? {
+                    let b: Listed = decode(&bytes, "proposal").map_err(ConflictableTransactionError::Abort)?;
+                    by_status.remove(status_key(b.status, b.created_at, &b.approval_id))?;
+                }
+                by_status.insert(status_key(p.status, p.created_at, &p.approval_id), &[])?;
                 proposals.insert(&p.approval_id.0, encode(p))?;
             }
             for q in &commit.questions {
@@ -646,36 +775,62 @@ impl SessionStore for SledStore {
 
     fn proposals(&self, status: Option<DecisionStatus>) -> Result<Vec<Proposal>, StoreError> {
         let t = self.trees()?;
+        if let Some(status) = status {
+            let mut all = Vec::new();
+            t.visit_status(status, None, usize::MAX, &mut |p| all.push(p))?;
+            return Ok(all);
+        }
         let mut all: Vec<Proposal> = Self::list(&t.proposals, &[], "proposal")?;
-        all.retain(|p| status.is_none_or(|s| p.status == s));
         all.sort_by_key(|p| p.created_at);
         Ok(all)
     }
 
     fn visit_proposals(&self, status: Option<DecisionStatus>, visit: &mut dyn FnMut(&Proposal)) -> Result<(), StoreError> {
         let t = self.trees()?;
+        if let Some(status) = status {
+            return t.visit_status(status, None, usize::MAX, &mut |p| visit(&p));
+        }
         for value in t.proposals.iter().values() {
-            let p: Proposal = decode(&value?, "proposal")?;
-            if status.is_none_or(|s| p.status == s) {
-                visit(&p);
-            }
+            visit(&decode(&value?, "proposal")?);
         }
         Ok(())
     }
 
-    /// Only each record's `status` is read: serde skips the plan without
-    /// allocating it.
+    /// Counted in the index: no proposal record is read.
     fn count_proposals(&self, status: DecisionStatus) -> Result<u64, StoreError> {
         let t = self.trees()?;
-        #[derive(serde::Deserialize)]
-        struct StatusOf {
-            status: DecisionStatus,
-        }
         let mut count = 0;
-        for value in t.proposals.iter().values() {
-            count += u64::from(decode::<StatusOf>(&value?, "proposal")?.status == status);
+        for key in t.by_status.scan_prefix(status_prefix(status)).keys() {
+            key?;
+            count += 1;
         }
         Ok(count)
+    }
+
+    /// From the index: a page of one status reads `limit` records; a page
+    /// of every status reads at most `limit` of each and merges them.
+    fn proposals_page(
+        &self,
+        status: Option<DecisionStatus>,
+        after: Option<PagePosition>,
+        limit: usize,
+    ) -> Result<Vec<Proposal>, StoreError> {
+        let t = self.trees()?;
+        let mut page = Vec::new();
+        let one;
+        let statuses = match status {
+            Some(s) => {
+                one = [s];
+                &one[..]
+            }
+            None => &STATUSES[..],
+        };
+        for status in statuses {
+            t.visit_status(*status, after, limit, &mut |p| page.push(p))?;
+        }
+        page.sort_by_key(PagePosition::of);
+        page.truncate(limit);
+        Ok(page)
     }
 
     fn sessions(&self) -> Result<Vec<Session>, StoreError> {

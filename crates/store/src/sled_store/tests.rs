@@ -43,15 +43,17 @@ fn a_commit_cut_short_by_a_crash_is_finished_on_open() {
         );
         store.commit(c).unwrap().written().unwrap();
         let id = store.load(&key).unwrap().latest.unwrap().approval_id;
-        // The approve commit dies after its record and its first write
-        // (the proposal): the session and the timer removals never land.
+        // The approve commit dies after its record and its first writes
+        // (the proposal and its index entry): the session and the timer
+        // removals never land.
         let c = step(&store, &key, &alice, Command::Decide { approval_id: id, verdict: Verdict::Approve }, 3);
         {
             let t = store.trees().unwrap();
             let ops = t.ops_of(&c).unwrap();
             assert!(ops.len() > 2 && ops.last().unwrap().tree == TreeId::Sessions);
             t.redo.insert(7u64.to_be_bytes(), redo::encode(&ops)).unwrap();
-            t.apply_ops(&ops[..1]).unwrap();
+            let proposal = ops.iter().position(|op| op.tree == TreeId::Proposals).unwrap();
+            t.apply_ops(&ops[..=proposal]).unwrap();
             t.db.flush().unwrap();
         }
         assert_eq!(store.proposal(&id).unwrap().unwrap().status, DecisionStatus::Approved);

@@ -88,3 +88,40 @@ fn snapshot_restores_into_an_empty_dir_and_refuses_the_rest() {
     let err = SledStore::restore(&target.path().join("cut"), &mut &cut[..]).unwrap_err().to_string();
     assert!(err.contains("truncated") || err.contains("damaged"), "{err}");
 }
+
+/// A database of schema 1 (no `proposals_by_status` index) is upgraded when
+/// opened: every proposal indexed, listings and counts right at once, the
+/// version bumped, and an older plangate would now refuse it.
+#[test]
+fn a_schema_1_database_gets_its_status_index_when_opened() {
+    use plangate_engine::{DecisionStatus, Verdict};
+    let dir = tempfile::tempdir().unwrap();
+    let (pending, approved) = {
+        let store = SledStore::open(dir.path()).unwrap();
+        let a = crate::common::propose(&store, &SessionKey::new("demo", "a"), 1);
+        let b = crate::common::propose(&store, &SessionKey::new("demo", "b"), 2);
+        let key = SessionKey::new("demo", "b");
+        let before = store.load(&key).unwrap();
+        let alice = Actor::Human { id: "telegram:1".into(), name: "telegram:@alice".into() };
+        let t = apply(&before, &alice, Command::Decide { approval_id: b.approval_id, verdict: Verdict::Approve }, &ctx(5, 9)).unwrap();
+        store.commit(Commit::of(&t, &before, None)).unwrap().written().unwrap();
+        (a.approval_id, b.approval_id)
+    };
+    // What plangate wrote before schema 2: the same trees without the index.
+    {
+        let db = sled::open(dir.path().join("db")).unwrap();
+        assert!(db.drop_tree("proposals_by_status").unwrap());
+        db.open_tree("meta").unwrap().insert("schema_version", "1").unwrap();
+        db.flush().unwrap();
+    }
+    let store = SledStore::open(dir.path()).unwrap();
+    let page = store.proposals_page(Some(DecisionStatus::Pending), None, 10).unwrap();
+    assert_eq!(page.iter().map(|p| p.approval_id).collect::<Vec<_>>(), vec![pending]);
+    let page = store.proposals_page(Some(DecisionStatus::Approved), None, 10).unwrap();
+    assert_eq!(page.iter().map(|p| p.approval_id).collect::<Vec<_>>(), vec![approved]);
+    assert_eq!(store.count_proposals(DecisionStatus::Pending).unwrap(), 1);
+    assert_eq!(store.proposals_page(None, None, 10).unwrap().len(), 2);
+    drop(store);
+    let db = sled::open(dir.path().join("db")).unwrap();
+    assert_eq!(db.open_tree("meta").unwrap().get("schema_version").unwrap().as_deref(), Some(&b"2"[..]));
+}

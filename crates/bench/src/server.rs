@@ -17,6 +17,20 @@ pub struct Started {
 }
 
 impl Started {
+    /// SIGTERM (a normal stop: in-flight work finishes, the store is
+    /// flushed and closed), and reap. Returns how long the stop took.
+    pub fn stop(&mut self) -> Duration {
+        let t0 = Instant::now();
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            // SAFETY: kill(2) on our own child's pid has no memory effects.
+            unsafe {
+                libc::kill(pid, libc::SIGTERM);
+            }
+        }
+        let _ = self.child.wait();
+        t0.elapsed()
+    }
+
     /// SIGKILL, and reap.
     pub fn kill(&mut self) {
         let _ = self.child.kill();

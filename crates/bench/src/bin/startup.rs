@@ -14,7 +14,7 @@
 //!
 //! Run: `CARGO_TARGET_DIR=/work/target-bench cargo run --release -p plangate-bench --bin startup -- --approvals 100000`
 //! Options: `--age-mins 120`, `--watch-secs 30` (default 60 with `--age-mins`, else 5), `--threads 32`, `--dir PATH`,
-//! `--keep` (leave the data dir), `--no-list` (skip the final `GET /v1/approvals?status=pending`, whose answer dwarfs everything else in memory).
+//! `--keep` (leave the data dir), `--restart` (a normal stop and a second start after the first run), `--no-list` (skip the final `GET /v1/approvals?status=pending`, whose answer dwarfs everything else in memory).
 
 use plangate_bench::server::{mib, start};
 use plangate_bench::stats::rate;
@@ -165,6 +165,23 @@ async fn main() {
             listing.elapsed().as_secs_f64() * 1e3,
             mib(rss_after_list)
         );
+    }
+    // `--restart`: a normal stop (SIGTERM), then a second start on the
+    // same data: what an operator's restart costs once the first start
+    // after the population has run.
+    if plangate_bench::flag("--restart") {
+        let stopped = started.stop();
+        let again = start(&bin, &config_path, &http).await;
+        let rss = sys::rss_kib(again.child.id());
+        println!(
+            "restart: stopped (SIGTERM) in {:.0} ms; started again: /healthz 200 after {:.0} ms, RSS at ready {}",
+            stopped.as_secs_f64() * 1e3,
+            again.ready.as_secs_f64() * 1e3,
+            mib(rss)
+        );
+        tokio::time::sleep(Duration::from_secs(watch)).await;
+        println!("  {watch} s later: RSS {}", mib(sys::rss_kib(again.child.id())));
+        started = again;
     }
     started.kill();
     let (due, nudges) = catch_up(&data);

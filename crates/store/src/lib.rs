@@ -503,6 +503,21 @@ pub trait WorkStore: SessionStore {
         all.truncate(limit);
         Ok(all)
     }
+
+    /// Up to `limit` outbox entries with a `seq` after `after` (from the
+    /// first when `None`), in `seq` order, that this process may run, leased
+    /// to it: the entries it holds already (its own commits' work, which it
+    /// left here while its chat backlog was full), and those nobody holds or
+    /// whose holder's lease ran out. Fewer than `limit` only when no more
+    /// such entries follow. The server pages through its spilled chat work
+    /// this way, so 100,000 entries are never read into memory at once. A
+    /// store one process owns returns every entry after `after`.
+    fn claim_outbox_page(&self, after: Option<u64>, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
+        let mut all = self.outbox()?;
+        all.retain(|e| after.is_none_or(|a| e.seq > a));
+        all.truncate(limit);
+        Ok(all)
+    }
 }
 
 /// Several processes on one store (PostgreSQL replicas): whether the store

@@ -1030,18 +1030,18 @@ impl WorkStore for SledStore {
 
     fn outbox(&self) -> Result<Vec<OutboxEntry>, StoreError> {
         let t = self.trees()?;
-        t.outbox
-            .iter()
-            .map(|entry| {
-                let (key, work) = entry?;
-                let seq = key
-                    .as_ref()
-                    .try_into()
-                    .map(u64::from_be_bytes)
-                    .map_err(|_| StoreError::Unavailable(format!("outbox key of {} bytes", key.len())))?;
-                Ok(OutboxEntry { seq, work: work.to_vec() })
-            })
-            .collect()
+        t.outbox.iter().map(outbox_entry).collect()
+    }
+
+    /// A range read from the key after `after` (keys are big-endian seqs).
+    fn claim_outbox_page(&self, after: Option<u64>, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
+        let from = match after.map(|seq| seq.checked_add(1)) {
+            Some(None) => return Ok(Vec::new()),
+            Some(Some(seq)) => seq,
+            None => 0,
+        };
+        let t = self.trees()?;
+        t.outbox.range(from.to_be_bytes()..).take(limit).map(outbox_entry).collect()
     }
 
     fn remove_outbox(&self, seq: u64) -> Result<(), StoreError> {
@@ -1091,6 +1091,17 @@ impl MaintenanceStore for SledStore {
     fn prune(&self, data_dir: &Path, policy: &crate::PrunePolicy) -> Result<crate::PruneReport, StoreError> {
         SledStore::prune(self, data_dir, policy)
     }
+}
+
+/// An outbox row: its big-endian `seq` key and its work.
+fn outbox_entry(entry: sled::Result<(sled::IVec, sled::IVec)>) -> Result<OutboxEntry, StoreError> {
+    let (key, work) = entry?;
+    let seq = key
+        .as_ref()
+        .try_into()
+        .map(u64::from_be_bytes)
+        .map_err(|_| StoreError::Unavailable(format!("outbox key of {} bytes", key.len())))?;
+    Ok(OutboxEntry { seq, work: work.to_vec() })
 }
 
 #[cfg(test)]

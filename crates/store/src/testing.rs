@@ -339,6 +339,10 @@ impl<S: Store> WorkStore for Faulty<S> {
     fn claim_outbox(&self, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
         self.inner.claim_outbox(limit)
     }
+
+    fn claim_outbox_page(&self, after: Option<u64>, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
+        self.inner.claim_outbox_page(after, limit)
+    }
 }
 
 impl<S: Store> ReplicaStore for Faulty<S> {

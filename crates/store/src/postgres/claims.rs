@@ -40,6 +40,23 @@ pub(super) fn claim_outbox(store: &PgStore, limit_to: usize) -> Result<Vec<Outbo
     })
 }
 
+/// Two statements, not one `FOR UPDATE SKIP LOCKED` claim: the entries this
+/// replica holds already are only read (a lock-free snapshot), because the
+/// renewal locks every one of them while it runs and a skipping claim would
+/// then come back short, as if there were no more. Free entries are leased
+/// first (skipping those another replica is claiming right now: they are
+/// its), so the read that follows returns them too.
+pub(super) fn claim_outbox_page(store: &PgStore, after: Option<u64>, limit_to: usize) -> Result<Vec<OutboxEntry>, StoreError> {
+    let n = limit(limit_to);
+    let me = &store.shared.replica;
+    store.retrying("claiming outbox entries", async |c| {
+        let after = after.map(|seq| to_i64(seq, "outbox seq")).transpose()?.unwrap_or(i64::MIN);
+        c.exec(CLAIM_OUTBOX_FREE_AFTER, &[me, &n, &store.lease_secs, &after]).await?;
+        let rows = c.rows(OUTBOX_HELD_AFTER, &[me, &n, &after]).await?;
+        rows.iter().map(outbox_entry).collect()
+    })
+}
+
 pub(super) fn renew_leases(store: &PgStore) -> Result<(), StoreError> {
     store.retrying("renewing leases", async |c| {
         let row = c.row(RENEW, &[&store.shared.replica, &store.lease_secs]).await?;

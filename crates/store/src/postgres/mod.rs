@@ -278,6 +278,10 @@ impl WorkStore for PgStore {
         claims::claim_outbox(self, limit_to)
     }
 
+    fn claim_outbox_page(&self, after: Option<u64>, limit_to: usize) -> Result<Vec<OutboxEntry>, StoreError> {
+        claims::claim_outbox_page(self, after, limit_to)
+    }
+
     fn remove_outbox(&self, seq: u64) -> Result<(), StoreError> {
         records::remove_outbox(self, seq)
     }

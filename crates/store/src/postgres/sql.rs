@@ -139,6 +139,15 @@ pub(super) const CLAIM_OUTBOX: &str = "WITH picked AS (SELECT seq FROM outbox \
      ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED) \
      UPDATE outbox o SET lease_owner = $1, lease_until = clock_timestamp() + make_interval(secs => $3) FROM picked \
      WHERE o.seq = picked.seq RETURNING o.seq, o.work";
+/// Lease the first `$2` outbox entries after seq `$4` that nobody holds (or
+/// whose holder's lease ran out) to `$1`; see `claims::claim_outbox_page`.
+pub(super) const CLAIM_OUTBOX_FREE_AFTER: &str = "WITH picked AS (SELECT seq FROM outbox \
+     WHERE seq > $4 AND (lease_owner IS NULL OR lease_until IS NULL OR lease_until < clock_timestamp()) \
+     ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED) \
+     UPDATE outbox o SET lease_owner = $1, lease_until = clock_timestamp() + make_interval(secs => $3) FROM picked \
+     WHERE o.seq = picked.seq";
+/// The first `$2` outbox entries after seq `$3` that `$1` holds.
+pub(super) const OUTBOX_HELD_AFTER: &str = "SELECT seq, work FROM outbox WHERE seq > $3 AND lease_owner = $1 ORDER BY seq LIMIT $2";
 pub(super) const RENEW: &str = "WITH o AS (UPDATE outbox SET lease_until = clock_timestamp() + make_interval(secs => $2) \
      WHERE lease_owner = $1 RETURNING 1), \
      t AS (UPDATE timers SET lease_until = clock_timestamp() + make_interval(secs => $2) WHERE lease_owner = $1 RETURNING 1) \

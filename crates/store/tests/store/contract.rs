@@ -33,6 +33,7 @@ contract!(
     questions_and_their_deliveries,
     audit_filters_and_limits,
     outbox_and_sequence_numbers,
+    the_outbox_pages_after_a_seq,
     a_single_process_claims_everything_due,
     cursor_or_init_keeps_the_first_value,
     cursors_swap_only_from_what_was_read_and_list_by_prefix,
@@ -500,6 +501,24 @@ fn audit_filters_and_limits(b: &dyn Backend) {
     let q = AuditQuery { agent: Some("demo".into()), session_id: Some("y".into()), limit: 1, ..AuditQuery::default() };
     assert_eq!(actions(q), vec!["a4"]);
     assert!(actions(AuditQuery { agent: Some("other".into()), ..AuditQuery::default() }).is_empty());
+}
+
+/// The server pages through the chat work it left in the outbox: its own
+/// entries, in `seq` order, after the last one it saw.
+fn the_outbox_pages_after_a_seq(b: &dyn Backend) {
+    let store = b.open();
+    let seqs = store.generate_seqs(5).unwrap();
+    let entries: Vec<_> = seqs.iter().map(|&seq| OutboxEntry { seq, work: seq.to_be_bytes().to_vec() }).collect();
+    store.commit(Commit { outbox: entries.clone(), ..Commit::default() }).unwrap().written().unwrap();
+    assert_eq!(store.claim_outbox_page(None, 2).unwrap(), entries[..2], "the first page, oldest first");
+    assert_eq!(store.claim_outbox_page(Some(seqs[1]), 2).unwrap(), entries[2..4], "the next, after the last one seen");
+    assert_eq!(store.claim_outbox_page(Some(seqs[3]), 2).unwrap(), entries[4..], "a short page: nothing follows");
+    assert!(store.claim_outbox_page(Some(seqs[4]), 2).unwrap().is_empty());
+    store.remove_outbox_many(&[seqs[1], seqs[2]]).unwrap();
+    let rest = vec![entries[0].clone(), entries[3].clone(), entries[4].clone()];
+    assert_eq!(store.claim_outbox_page(None, 10).unwrap(), rest, "done entries are gone");
+    assert_eq!(store.claim_outbox_page(Some(seqs[1]), 10).unwrap(), rest[1..], "after a seq that is gone");
+    assert_eq!(store.claim_outbox_page(None, 10).unwrap(), rest, "a page claimed is not taken away from its claimer");
 }
 
 fn outbox_and_sequence_numbers(b: &dyn Backend) {

@@ -222,6 +222,33 @@ fn outbox_entries_go_to_one_replica_and_move_when_it_dies() {
     assert_eq!(a.outbox().unwrap().len(), 2);
 }
 
+/// Paging through the outbox: a replica gets its own entries (however
+/// often it renews them) and free ones, leased to it; another replica's
+/// only once that one's lease ran out.
+#[test]
+fn outbox_pages_are_the_replicas_own_entries_and_free_ones() {
+    let Some(db) = TestSchema::new() else { return };
+    let lease = Duration::from_millis(1500);
+    let a = PgStore::open(&db.options_with_lease(lease)).unwrap();
+    let b = PgStore::open(&db.options_with_lease(lease)).unwrap();
+    let seqs = a.generate_seqs(4).unwrap();
+    let entries: Vec<_> = seqs.iter().map(|&seq| OutboxEntry { seq, work: seq.to_be_bytes().to_vec() }).collect();
+    a.commit(Commit { outbox: entries[..2].to_vec(), ..Commit::default() }).unwrap().written().unwrap();
+    b.commit(Commit { outbox: entries[2..].to_vec(), ..Commit::default() }).unwrap().written().unwrap();
+    assert_eq!(a.claim_outbox_page(None, 10).unwrap(), entries[..2], "a's own, not b's");
+    assert_eq!(b.claim_outbox_page(Some(seqs[0]), 10).unwrap(), entries[2..], "b's own, after a seq");
+    assert!(a.claim_outbox(10).unwrap().is_empty(), "nobody's entries are free");
+
+    // a renews its lease, b does not (it died): a takes b's over, and b's
+    // entries are a's from then on.
+    std::thread::sleep(Duration::from_millis(750));
+    a.renew_leases().unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(a.claim_outbox_page(Some(seqs[0]), 10).unwrap(), entries[1..], "a's own and b's abandoned ones, in order");
+    assert!(b.claim_outbox_page(None, 10).unwrap().is_empty(), "a holds them all now");
+    assert!(b.claim_outbox(10).unwrap().is_empty());
+}
+
 /// A commit of one replica reaches the change listener of another.
 #[test]
 fn changes_of_one_replica_wake_the_listeners_of_another() {

@@ -23,6 +23,8 @@ use tokio::sync::Semaphore;
 /// the test lets them through.
 struct Gated {
     nudged: Mutex<Vec<String>>,
+    /// Nudges that reached the gate (past the job's re-check of the plan).
+    at_gate: std::sync::atomic::AtomicUsize,
     gate: Semaphore,
     /// A buggy adapter: nudges panic.
     panics: bool,
@@ -36,6 +38,7 @@ impl Gated {
     fn new(panics: bool, hold_cards: bool) -> Gated {
         Gated {
             nudged: Mutex::new(Vec::new()),
+            at_gate: std::sync::atomic::AtomicUsize::new(0),
             gate: Semaphore::new(0),
             panics,
             cards_held: hold_cards.then(|| Semaphore::new(0)),
@@ -65,6 +68,7 @@ impl Channel for Gated {
         Ok(())
     }
     async fn send_nudge(&self, d: &Delivery, _card: &Card, _text: &str) -> Result<(), ChannelError> {
+        self.at_gate.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.gate.acquire().await.expect("gate open").forget();
         assert!(!self.panics, "adapter bug");
         self.nudged.lock().unwrap().push(d.message_id.clone());
@@ -195,6 +199,11 @@ async fn timeouts_fire_through_a_full_backlog_and_waiting_nudges_of_decided_plan
     h.clock.advance(1100);
     assert!(fire_due(&h.core).await);
     assert_eq!(h.core.chat_backlog(), 2);
+    // Both nudge jobs re-checked their plans (still pending) and wait at the
+    // platform; else a timeout could come first and rightly cancel one.
+    while h.channel.at_gate.load(std::sync::atomic::Ordering::Relaxed) < 2 {
+        tokio::task::yield_now().await;
+    }
 
     // The timeouts fall due while two nudges are stuck on the platform.
     h.clock.advance(1000);

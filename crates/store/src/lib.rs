@@ -50,7 +50,7 @@ pub use documents::{append_receipt_unsynced, plan_document_path, sync_files, wri
 pub use group::FlushStats;
 pub use migrate::MigrateReport;
 pub use retention::{PrunePolicy, PruneReport};
-pub use sled_store::{Durability, SledStore, SCHEMA_VERSION};
+pub use sled_store::{CheckpointStats, Durability, SledStore, SCHEMA_VERSION};
 
 use plangate_delivery::Delivery;
 use plangate_engine::namespace::Namespace;

@@ -97,9 +97,26 @@ pub struct SledStore {
     written: AtomicU64,
     /// [`SledStore::checkpoint`] once `written` passes this.
     checkpoint_after: AtomicU64,
-    /// One checkpoint at a time; when the last reopen failed.
-    checkpointing: Mutex<Option<std::time::Instant>>,
-    checkpoints: AtomicU64,
+    /// One checkpoint at a time, and what the last ones cost.
+    checkpointing: Mutex<CheckpointState>,
+}
+
+/// What checkpoints have cost, and when the last reopen failed.
+struct CheckpointState {
+    last_failure: Option<std::time::Instant>,
+    /// When the last checkpoint ended (or the store was opened), and how long it took.
+    last_end: std::time::Instant,
+    last_took: std::time::Duration,
+    stats: CheckpointStats,
+}
+
+/// Checkpoints taken since a [`SledStore`] was opened (see [`SledStore::checkpoint`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CheckpointStats {
+    pub count: u64,
+    /// Their time in all, and the longest: how long operations waited.
+    pub total: std::time::Duration,
+    pub longest: std::time::Duration,
 }
 
 /// The trees of one open database.
@@ -231,6 +248,15 @@ fn open_db(path: &Path) -> Result<sled::Db, StoreError> {
 /// start as at a checkpoint, to a fraction of a second, and costs every
 /// operation that long a pause once per 64 MiB (docs/PERFORMANCE.md §13).
 pub const CHECKPOINT_AFTER_BYTES: u64 = 64 * 1024 * 1024;
+
+/// A checkpoint waits until this many times its predecessor's length has
+/// passed since it ended, whatever was written: with a million pending
+/// approvals a checkpoint takes about half a second (sled rereads and
+/// rewrites its page table), and writes at full speed cross
+/// [`CHECKPOINT_AFTER_BYTES`] every few seconds, so checkpoints take at
+/// most a tenth of the time, and a start replays at most what ten
+/// checkpoints' length of writing wrote.
+const CHECKPOINT_SPACING: u32 = 10;
 
 /// What a write other than a commit counts towards a checkpoint (a cursor,
 /// an idempotency key, a delivery record: small records).
@@ -504,8 +530,12 @@ impl SledStore {
             stripes: (0..SESSION_STRIPES).map(|_| Mutex::new(())).collect(),
             written: AtomicU64::new(0),
             checkpoint_after: AtomicU64::new(CHECKPOINT_AFTER_BYTES),
-            checkpointing: Mutex::new(None),
-            checkpoints: AtomicU64::new(0),
+            checkpointing: Mutex::new(CheckpointState {
+                last_failure: None,
+                last_end: std::time::Instant::now(),
+                last_took: std::time::Duration::ZERO,
+                stats: CheckpointStats::default(),
+            }),
         })
     }
 
@@ -528,8 +558,8 @@ impl SledStore {
     }
 
     fn reopen_after_failure(&self) -> Result<(), StoreError> {
-        let mut last_failure = self.checkpointing.lock().unwrap_or_else(|e| e.into_inner());
-        if last_failure.is_some_and(|at| at.elapsed() < REOPEN_RETRY) {
+        let mut state = self.checkpointing.lock().unwrap_or_else(|e| e.into_inner());
+        if state.last_failure.is_some_and(|at| at.elapsed() < REOPEN_RETRY) {
             return Err(StoreError::Unavailable("the sled database is closed: reopening it failed (see the log)".to_string()));
         }
         let mut open = self.open.write().unwrap_or_else(|e| e.into_inner());
@@ -537,11 +567,11 @@ impl SledStore {
             match open_trees(&self.path) {
                 Ok(trees) => {
                     *open = Some(trees);
-                    *last_failure = None;
+                    state.last_failure = None;
                     tracing::info!(path = %self.path.display(), "the sled database is open again");
                 }
                 Err(e) => {
-                    *last_failure = Some(std::time::Instant::now());
+                    state.last_failure = Some(std::time::Instant::now());
                     tracing::error!(error = %e, path = %self.path.display(), "cannot reopen the sled database");
                     return Err(e);
                 }
@@ -558,7 +588,10 @@ impl SledStore {
     /// tried again on the next one): never an operation on a half-open
     /// database.
     pub fn checkpoint(&self) -> Result<(), StoreError> {
-        let mut last_failure = self.checkpointing.lock().unwrap_or_else(|e| e.into_inner());
+        self.checkpoint_locked(self.checkpointing.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn checkpoint_locked(&self, mut state: MutexGuard<'_, CheckpointState>) -> Result<(), StoreError> {
         let span = tracing::info_span!("sled_checkpoint", written = self.written.load(Ordering::Relaxed));
         let _enter = span.enter();
         let started = std::time::Instant::now();
@@ -568,16 +601,22 @@ impl SledStore {
         }
         drop(open.take());
         self.written.store(0, Ordering::Relaxed);
-        match open_trees(&self.path) {
+        let reopened = open_trees(&self.path);
+        let took = started.elapsed();
+        state.last_end = std::time::Instant::now();
+        state.last_took = took;
+        match reopened {
             Ok(trees) => {
                 *open = Some(trees);
-                *last_failure = None;
-                self.checkpoints.fetch_add(1, Ordering::Relaxed);
-                tracing::info!(took_ms = started.elapsed().as_millis() as u64, "sled checkpoint: database reopened");
+                state.last_failure = None;
+                state.stats.count += 1;
+                state.stats.total += took;
+                state.stats.longest = state.stats.longest.max(took);
+                tracing::info!(took_ms = took.as_millis() as u64, "sled checkpoint: database reopened");
                 Ok(())
             }
             Err(e) => {
-                *last_failure = Some(std::time::Instant::now());
+                state.last_failure = Some(state.last_end);
                 tracing::error!(error = %e, "sled checkpoint: cannot reopen the database; operations fail until it reopens");
                 Err(e)
             }
@@ -586,7 +625,12 @@ impl SledStore {
 
     /// Checkpoints taken since this store was opened.
     pub fn checkpoints(&self) -> u64 {
-        self.checkpoints.load(Ordering::Relaxed)
+        self.checkpoint_stats().count
+    }
+
+    /// Checkpoints taken since this store was opened, and their time.
+    pub fn checkpoint_stats(&self) -> CheckpointStats {
+        self.checkpointing.lock().unwrap_or_else(|e| e.into_inner()).stats
     }
 
     /// Change [`CHECKPOINT_AFTER_BYTES`] (tests and benchmarks).
@@ -594,16 +638,27 @@ impl SledStore {
         self.checkpoint_after.store(bytes.max(1), Ordering::Relaxed);
     }
 
-    /// Count `bytes` written; checkpoint when they pass the threshold.
+    /// Count `bytes` written; checkpoint when they passed the threshold and
+    /// the last checkpoint is far enough behind ([`CHECKPOINT_SPACING`]).
     /// Called after a write is durable, holding no lock of the store's.
     fn wrote(&self, bytes: u64) {
-        let before = self.written.fetch_add(bytes, Ordering::Relaxed);
-        let after = self.checkpoint_after.load(Ordering::Relaxed);
-        if before < after && before + bytes >= after {
-            // Exactly one writer crosses the line; a failure is logged
-            // and the store stays closed until a reopen succeeds.
-            let _ = self.checkpoint();
+        let threshold = self.checkpoint_after.load(Ordering::Relaxed);
+        if self.written.fetch_add(bytes, Ordering::Relaxed) + bytes < threshold {
+            return;
         }
+        let state = match self.checkpointing.try_lock() {
+            Ok(state) => state,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            // One is under way (or a reopen is retried).
+            Err(std::sync::TryLockError::WouldBlock) => return,
+        };
+        // Looked at again under the lock: a checkpoint may just have ended.
+        if self.written.load(Ordering::Relaxed) < threshold || state.last_end.elapsed() < state.last_took * CHECKPOINT_SPACING {
+            return;
+        }
+        // A failure is logged, and the store stays closed until a reopen
+        // succeeds.
+        let _ = self.checkpoint_locked(state);
     }
 
     fn stripe(&self, key: Option<&SessionKey>) -> MutexGuard<'_, ()> {

@@ -60,13 +60,16 @@ fn populate(data_dir: &Path, n: usize, threads: usize, age_ms: i64) -> Duration 
     });
     let took = start.elapsed();
     let stats = store.flush_stats();
+    let checkpoints = store.checkpoint_stats();
     println!(
-        "populated {n} pending approvals ({} timers) in {:.1} s ({:.0} commits/s, {:.1} commits per flush, {} checkpoints)",
+        "populated {n} pending approvals ({} timers) in {:.1} s ({:.0} commits/s, {:.1} commits per flush, {} checkpoints: {:.1} s in all, longest {:.0} ms)",
         store.timers().map(|t| t.len()).unwrap_or(0),
         took.as_secs_f64(),
         rate(n as u64, took),
         stats.writes as f64 / stats.flushes.max(1) as f64,
-        store.checkpoints()
+        checkpoints.count,
+        checkpoints.total.as_secs_f64(),
+        checkpoints.longest.as_secs_f64() * 1e3
     );
     took
 }

@@ -117,7 +117,8 @@ fn checkpoints_move_the_recovery_point_while_commits_run_and_lose_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let store = SledStore::open(dir.path()).unwrap();
     let opened_at = newest_snapshot(&dir.path().join("db"));
-    // Every ~40 commits, while eight threads commit.
+    // Every ~40 commits (once the last one is ten times its length behind),
+    // while eight threads commit.
     store.set_checkpoint_after(64 * 1024);
     std::thread::scope(|s| {
         for thread in 0..8u16 {
@@ -150,7 +151,7 @@ fn checkpoints_move_the_recovery_point_while_commits_run_and_lose_nothing() {
             });
         }
     });
-    assert!(store.checkpoints() >= 2, "checkpoints taken: {}", store.checkpoints());
+    assert!(store.checkpoints() >= 1, "checkpoints taken: {}", store.checkpoints());
     let moved_to = newest_snapshot(&dir.path().join("db"));
     assert!(moved_to > opened_at, "the recovery snapshot moved: {opened_at:#x} -> {moved_to:#x}");
     assert_eq!(store.proposals(Some(DecisionStatus::Pending)).unwrap().len(), 320);

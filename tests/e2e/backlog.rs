@@ -178,6 +178,20 @@ async fn latest_status<S>(h: &Harness<S>, key: &SessionKey) -> DecisionStatus {
     h.core.load(key).await.unwrap().latest.unwrap().status
 }
 
+/// A SIGTERM during a catch-up of overdue timers is not held until the
+/// catch-up is done: once a shutdown began, nothing more fires, and every
+/// due timer stays in the store for the next start.
+#[tokio::test]
+async fn once_a_shutdown_began_due_timers_stay_in_the_store() {
+    let h = harness("off").await;
+    h.clock.advance(1100);
+    h.core.begin_shutdown();
+    assert!(!fire_due(&h.core).await, "nothing was left due for a full backlog: the pass stopped");
+    assert_eq!(h.core.chat_backlog(), 0, "no nudge job was queued");
+    assert_eq!(nudge_timers(&h.store), 5, "every due nudge is still in the store");
+    assert!(h.channel.nudged.lock().unwrap().is_empty());
+}
+
 #[tokio::test]
 async fn due_nudges_wait_in_the_store_while_the_backlog_is_full_then_each_goes_out_once() {
     let h = harness("off").await;

@@ -101,7 +101,10 @@ pub async fn run(core: Arc<Core>, mut shutdown: watch::Receiver<bool>) {
 }
 
 /// Fire every timer that is due now, earliest first, except nudges while
-/// the chat backlog is full. Returns whether nudges were left due.
+/// the chat backlog is full. Returns whether nudges were left due. Stops
+/// between timers once a shutdown began: what is left stays due in the
+/// store for the next start (a catch-up of a million overdue nudges took
+/// minutes, and held a SIGTERM that long).
 pub async fn fire_due(core: &Arc<Core>) -> bool {
     let now = core.now();
     let mut deferred = false;
@@ -117,6 +120,10 @@ pub async fn fire_due(core: &Arc<Core>) -> bool {
         let last_page = page.len() < PAGE;
         after = page.last().cloned();
         for timer in page {
+            if core.stopping() {
+                debug!("shutting down: the rest of the due timers stay in the store");
+                return false;
+            }
             if matches!(timer.kind, TimerKind::Nudge(_)) && core.chat_backlog_full() {
                 deferred = true;
                 continue;
@@ -162,6 +169,9 @@ async fn collapse_missed_nudges(core: &Arc<Core>) {
     let mut latest: HashMap<ApprovalId, u8> = HashMap::new();
     let mut after: Option<Timer> = None;
     loop {
+        if core.stopping() {
+            return;
+        }
         let Ok(page) = due_page(core, now, after.take()).await else { return };
         for t in &page {
             if let TimerKind::Nudge(n) = t.kind {
@@ -176,6 +186,9 @@ async fn collapse_missed_nudges(core: &Arc<Core>) {
     }
     let mut skipped = 0;
     loop {
+        if core.stopping() {
+            return;
+        }
         let Ok(page) = due_page(core, now, after.take()).await else { return };
         let missed: Vec<Timer> = page
             .iter()

@@ -37,6 +37,13 @@ impl Core {
         self.stopping.send_replace(true);
     }
 
+    /// Whether [`Core::begin_shutdown`] was called: long loops (a catch-up of
+    /// a million overdue timers) stop between steps instead of holding the
+    /// shutdown until they are done.
+    pub fn stopping(&self) -> bool {
+        *self.stopping.borrow()
+    }
+
     /// Resolves once [`Core::begin_shutdown`] was called.
     pub async fn shutting_down(&self) {
         let mut rx = self.stopping.subscribe();

@@ -670,9 +670,9 @@ impl SledStore {
     /// Record, apply, clear the redo record; then the shared flush.
     fn commit_grouped(&self, commit: Commit) -> Result<(), StoreError> {
         let bytes = {
-            let _snapshot = self.snapshot_lock.read().unwrap_or_else(|e| e.into_inner());
+            let snapshot = self.snapshot_lock.read().unwrap_or_else(|e| e.into_inner());
             let t = self.trees()?;
-            let _session = self.stripe(commit.session.as_ref().map(|s| &s.key));
+            let session = self.stripe(commit.session.as_ref().map(|s| &s.key));
             if let Some(id) = &commit.new_proposal {
                 // Ids are 128 random bits; this guards the invariant, not a race.
                 if t.proposals.contains_key(id.0)? {
@@ -687,6 +687,10 @@ impl SledStore {
             // finishes the commit: all or nothing, as a transaction would.
             t.apply_ops(&ops)?;
             t.redo.remove(seq)?;
+            // The session's next commit (and a snapshot) need not wait for
+            // this one's flush; the database must stay open until it is done.
+            drop(session);
+            drop(snapshot);
             self.flushed(&t, ())?;
             2 * record.len() as u64
         };

@@ -203,6 +203,19 @@ async fn discord_gives_each_session_a_thread_and_decides_there() {
     let reopened = fake.requests().into_iter().find(|r| is_reopen(r)).expect("reopened");
     assert_eq!(reopened.json(), Some(json!({"archived": false})));
     assert!(!fake.threads().iter().any(|t| t.id == b && t.archived));
+    // v3's reminder (2 s after it was proposed) goes into the thread too,
+    // and a message posted in an archived thread reopens it: were it posted
+    // after the archiving below, the receipt's edit would find the thread
+    // open. So wait for it, and for every chat job to be done, first.
+    fake.wait_for(WAIT, "v3's reminder in its thread", |rs| {
+        let Some(card) = rs.iter().position(|r| r.method == "POST" && r.path == posts_path && mentions(r, "Fix the header v3")) else {
+            return false;
+        };
+        rs[card..].iter().any(|r| r.method == "POST" && r.path == posts_path && mentions(r, "⏰"))
+    })
+    .await;
+    eventually(WAIT, "no chat job queued", || async { super::ops_metrics::scrape(&s).await.get("plangate_outbox_backlog") == Some(&0.0) })
+        .await;
     let reopens_before = fake.requests().iter().filter(|r| is_reopen(r)).count();
     // Archived again (Discord's inactivity): the receipt's edit is refused,
     // the thread reopened, and the edit made.

@@ -14,7 +14,7 @@ use plangate_server::config::Settings;
 use plangate_server::core::{Core, ExecMeta};
 use plangate_server::scheduler::fire_due;
 use plangate_store::prelude::*;
-use plangate_store::SledStore;
+use plangate_store::{PgOptions, PgStore, SledStore, Store};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Semaphore;
@@ -115,11 +115,11 @@ timeout = "{timeout}"
     )
 }
 
-struct Harness {
+struct Harness<S = SledStore> {
     core: Arc<Core>,
     /// The core's clock: tests turn it instead of sleeping.
     clock: Arc<ManualClock>,
-    store: Arc<SledStore>,
+    store: Arc<S>,
     channel: Arc<Gated>,
     sessions: Vec<SessionKey>,
     _dir: tempfile::TempDir,
@@ -131,17 +131,30 @@ async fn harness(timeout: &str) -> Harness {
 }
 
 async fn harness_with(timeout: &str, panics: bool) -> Harness {
+    let h = proposing(5, timeout, Gated::new(panics, false)).await;
+    h.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
+    assert_eq!(h.core.chat_backlog(), 0, "the cards are out");
+    h
+}
+
+/// `n` sessions proposing a plan each, cards to `channel`, backlog limit 2.
+async fn proposing(n: usize, timeout: &str, channel: Gated) -> Harness {
     let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(SledStore::open(dir.path()).unwrap());
+    proposing_on(store, dir, n, timeout, channel).await
+}
+
+/// [`proposing`] on `store`, with plan documents under `dir`.
+async fn proposing_on<S: Store + 'static>(store: Arc<S>, dir: tempfile::TempDir, n: usize, timeout: &str, channel: Gated) -> Harness<S> {
     let mut settings = Settings::from_toml(&backlog_config(timeout)).unwrap();
     settings.data_dir = dir.path().to_path_buf();
-    let store = Arc::new(SledStore::open(dir.path()).unwrap());
     let clock = Arc::new(ManualClock::new(SystemClock.now()));
     let core = Core::with_clock(Arc::new(settings), store.clone(), clock.clone());
-    let channel = Arc::new(Gated::new(panics, false));
+    let channel = Arc::new(channel);
     core.register_channel(channel.clone());
     core.set_chat_backlog_limit(2);
     let mut sessions = Vec::new();
-    for i in 0..5 {
+    for i in 0..n {
         let key = SessionKey::new("demo", format!("s{i}"));
         core.execute(&key, Actor::Agent, Command::Enter { reason: None }, ExecMeta::default()).await.unwrap();
         let propose = Command::Propose {
@@ -154,8 +167,6 @@ async fn harness_with(timeout: &str, panics: bool) -> Harness {
         core.execute(&key, Actor::Agent, propose, ExecMeta::default()).await.unwrap();
         sessions.push(key);
     }
-    core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
-    assert_eq!(core.chat_backlog(), 0, "the cards are out");
     Harness { core, clock, store, channel, sessions, _dir: dir }
 }
 
@@ -163,7 +174,7 @@ fn nudge_timers(store: &SledStore) -> usize {
     store.timers().unwrap().iter().filter(|t| matches!(t.kind, TimerKind::Nudge(_))).count()
 }
 
-async fn latest_status(h: &Harness, key: &SessionKey) -> DecisionStatus {
+async fn latest_status<S>(h: &Harness<S>, key: &SessionKey) -> DecisionStatus {
     h.core.load(key).await.unwrap().latest.unwrap().status
 }
 
@@ -322,5 +333,125 @@ async fn a_resumed_post_skips_the_destinations_already_posted() {
     let (_core, channel, resumed) = restart(&h, "off").await;
     assert_eq!(resumed, 5, "all five read back as card posts");
     assert!(channel.cards.lock().unwrap().is_empty(), "every card was out already: {:?}", channel.cards.lock().unwrap());
+    assert!(h.store.outbox().unwrap().is_empty());
+}
+
+/// `n` sessions each proposing a plan (timing out after 2 s) while the
+/// platform holds every card call: the first approval's jobs fill the
+/// backlog (limit 2), the other approvals' card posts wait in the outbox.
+async fn storm(n: usize) -> Harness {
+    proposing(n, "2s", Gated::new(false, true)).await
+}
+
+/// The most chat jobs, and outbox entries, queued at once in `core` while
+/// the returned flag is down. Sampled between every two steps of the other
+/// tasks (the test runtime has one thread), so no peak is missed.
+fn peaks(core: Arc<Core>) -> (Arc<std::sync::atomic::AtomicBool>, tokio::task::JoinHandle<(usize, usize)>) {
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopped = stop.clone();
+    let watch = tokio::spawn(async move {
+        let mut peak = (0, 0);
+        while !stopped.load(std::sync::atomic::Ordering::Relaxed) {
+            peak = (peak.0.max(core.chat_backlog()), peak.1.max(core.queued_outbox()));
+            tokio::task::yield_now().await;
+        }
+        peak
+    });
+    (stop, watch)
+}
+
+/// Every approval's card was posted once and edited once after it (with its
+/// timeout), and its plan document got the timeout's receipt once (so the
+/// document was written before the receipt was appended).
+async fn each_card_posted_then_edited_once(core: &Arc<Core>, channel: &Gated, sessions: &[SessionKey]) {
+    let cards = channel.cards.lock().unwrap().clone();
+    for key in sessions {
+        let p = core.load(key).await.unwrap().latest.unwrap();
+        assert_eq!(p.status, DecisionStatus::TimedOut, "{key:?}");
+        let id = p.approval_id.to_string();
+        let mine: Vec<&String> = cards.iter().filter(|line| line.split(' ').nth(1) == Some(id.as_str())).collect();
+        assert_eq!(mine.len(), 2, "{key:?}: one post, one edit: {mine:?}");
+        assert_eq!(*mine[0], format!("post {id}"), "{key:?}: {mine:?}");
+        assert!(mine[1].starts_with(&format!("update {id} ")) && mine[1].contains("Timed out"), "{key:?}: {mine:?}");
+        let document = std::fs::read_to_string(core.plan_document_path(&p)).unwrap();
+        assert_eq!(document.matches("Timed out v1").count(), 1, "{key:?}: the receipt once, after the plan:\n{document}");
+    }
+}
+
+#[tokio::test]
+async fn card_work_after_a_storm_of_timeouts_waits_in_the_outbox_then_goes_out_in_order_once() {
+    storm_then_release(storm(40).await).await;
+}
+
+/// The same on PostgreSQL (one process, which holds a lease on every entry
+/// it commits): its spilled entries stay its own, and the refill pages
+/// through them.
+#[tokio::test]
+async fn on_postgres_the_spilled_card_work_stays_this_replicas_and_goes_out_in_order_once() {
+    let Some(db) = plangate_testkit::pg::TestSchema::create_or_skip().await else { return };
+    let options = PgOptions { schema: db.schema.clone(), pool_size: 4, ..PgOptions::new(db.url.clone()) };
+    let store = tokio::task::spawn_blocking(move || PgStore::open(&options)).await.unwrap().unwrap();
+    let h = proposing_on(Arc::new(store), tempfile::tempdir().unwrap(), 40, "2s", Gated::new(false, true)).await;
+    storm_then_release(h).await;
+    db.cleanup().await;
+}
+
+/// Every approval of `h` times out while the platform holds the first card
+/// calls; then the platform lets them through.
+async fn storm_then_release<S: Store + 'static>(h: Harness<S>) {
+    let approvals = h.sessions.len();
+    let (stop, watch) = peaks(h.core.clone());
+    h.clock.advance(2100);
+    fire_due(&h.core).await;
+    for key in &h.sessions {
+        assert_eq!(latest_status(&h, key).await, DecisionStatus::TimedOut, "{key:?}: a timeout never waits for the backlog");
+    }
+    assert!(h.core.chat_backlog() <= 2, "held back like nudges: {}", h.core.chat_backlog());
+    let waiting = h.core.blocking(|s| s.outbox()).await.unwrap().len();
+    assert!(waiting >= 3 * approvals, "posts, edits and receipts wait in the store: {waiting}");
+
+    // The platform lets the calls through: the outbox is worked off in
+    // pages of what the backlog takes.
+    h.channel.cards_held.as_ref().unwrap().add_permits(100_000);
+    h.core.drain(Duration::from_secs(60)).await.expect("chat work drained");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (backlog, queued) = watch.await.unwrap();
+    assert!(backlog <= 2, "never more chat jobs queued than the limit: {backlog}");
+    // Plus the two entries of the one transition being committed: marked
+    // queued before the commit, so that no claim takes them meanwhile.
+    assert!(queued <= 2 + 2, "never more outbox entries queued in memory than the limit: {queued}");
+    each_card_posted_then_edited_once(&h.core, &h.channel, &h.sessions).await;
+    assert!(h.core.blocking(|s| s.outbox()).await.unwrap().is_empty(), "every job done once its entry is gone");
+    assert_eq!(h.core.queued_outbox(), 0);
+    assert!(!h.core.chat_spilling(), "caught up");
+}
+
+#[tokio::test]
+async fn a_restart_resumes_the_work_left_in_the_outbox_no_more_at_once_than_the_backlog_takes() {
+    const APPROVALS: usize = 30;
+    let h = storm(APPROVALS).await;
+    h.clock.advance(2100);
+    fire_due(&h.core).await;
+    let left = h.store.outbox().unwrap().len();
+    assert!(left >= 3 * APPROVALS, "{left}");
+
+    // The process dies with all of it in the outbox; the next one starts
+    // with the same limit and a platform that holds calls at first.
+    let mut settings = Settings::from_toml(&backlog_config("2s")).unwrap();
+    settings.data_dir = h._dir.path().to_path_buf();
+    let core = Core::with_clock(Arc::new(settings), h.store.clone(), h.clock.clone());
+    let channel = Arc::new(Gated::new(false, true));
+    core.register_channel(channel.clone());
+    core.set_chat_backlog_limit(2);
+    let (stop, watch) = peaks(core.clone());
+    let resumed = core.resume_outbox().await.unwrap();
+    assert!((1..=2).contains(&resumed), "only what the backlog takes is queued at start: {resumed}");
+    assert!(core.chat_spilling(), "the rest waits in the outbox");
+    channel.cards_held.as_ref().unwrap().add_permits(100_000);
+    core.drain(Duration::from_secs(60)).await.expect("chat work drained");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (backlog, queued) = watch.await.unwrap();
+    assert!(backlog <= 2 && queued <= 2, "bounded after a restart too (no commits here): {backlog} jobs, {queued} entries");
+    each_card_posted_then_edited_once(&core, &channel, &h.sessions).await;
     assert!(h.store.outbox().unwrap().is_empty());
 }

@@ -39,6 +39,7 @@ pub struct Metrics {
     commit_seconds: Histogram,
     gate: Family<One, Counter>,
     chat_backlog: Gauge,
+    spilled: Counter,
     waiting: Gauge,
     leader: Family<One, Gauge>,
     conflicts: Counter,
@@ -82,6 +83,12 @@ impl Metrics {
         registry.register("gate_verdicts", "Mutation-gate answers, by verdict (allow, deny)", gate.clone());
         let chat_backlog = Gauge::default();
         registry.register("outbox_backlog", "Chat jobs (cards, edits, nudges, receipts) queued or running", chat_backlog.clone());
+        let spilled = Counter::default();
+        registry.register(
+            "outbox_spilled",
+            "Chat jobs left in the store's outbox because the chat backlog was full (a storm of timeouts), queued from there once it drained",
+            spilled.clone(),
+        );
         let waiting = Gauge::default();
         registry.register("waiting_long_polls", "Agent long-polls parked waiting for a decision or an answer", waiting.clone());
         let leader = Family::<One, Gauge>::default();
@@ -115,6 +122,7 @@ impl Metrics {
             commit_seconds,
             gate,
             chat_backlog,
+            spilled,
             waiting,
             leader,
             conflicts,
@@ -132,6 +140,11 @@ impl Metrics {
     }
 
     /// A commit lost a race with another replica.
+    /// A chat job was left in the outbox (the backlog was full).
+    pub fn chat_job_spilled(&self) {
+        self.spilled.inc();
+    }
+
     pub fn commit_conflict(&self) {
         self.conflicts.inc();
     }

@@ -2,6 +2,44 @@
 //! pool of workers, the backlog count the scheduler watches, per-platform
 //! lanes, and the outbox that makes queued work survive a crash. Webhook
 //! deliveries share the outbox but not the queues (see `core::webhooks`).
+//!
+//! **Spilling.** Every chat job a commit asks for is in the store's outbox
+//! before it is queued here, so while the chat backlog is full (the
+//! platforms are slower than the work arrives: 100,000 approvals timing out
+//! together after a long downtime, each asking for a card edit and a
+//! receipt) a new job with an outbox entry is not queued in memory at all:
+//! it stays in the outbox only ("spilled"), and its transition's
+//! [`Written`] is dropped. Due nudges already wait in the store then (see
+//! `scheduler`); timeouts cannot wait, but their chat work can. A refill
+//! task queues the spilled work again once the backlog has drained to half
+//! its limit, a page at a time in `seq` order
+//! ([`WorkStore::claim_outbox_page`](plangate_store::WorkStore::claim_outbox_page)),
+//! no more than the backlog has room for, until a page comes back short:
+//! memory stays bounded by the backlog limit, whatever the number of
+//! timeouts. Refilled jobs load what they show from the store, as resumed
+//! ones do (the latest state, which is what a card should show).
+//!
+//! Order per approval (its card post before its edit, the plan document
+//! before a receipt) holds because, once anything spilled, every later
+//! outbox-backed job spills too until the refill has read past it (the
+//! refill's cursor, [`Spill`]); an entry at or before the cursor is queued
+//! directly, since the refill has queued everything before it. Two races
+//! are closed under the one lock of [`Spill`]: an entry committed but whose
+//! `enqueue` has not run while the refill reads is still marked in
+//! `queued_outbox` (marked before its commit), so the refill leaves it, and
+//! its `enqueue`, finding it at or before the cursor, queues it; and an
+//! entry spilled while a read was in flight (its commit may have landed too
+//! late for that read) stops the cursor before it, so the next read gets it.
+//!
+//! The start-up resume is the same refill from the first entry: 100,000
+//! leftovers are not queued at once either. On replicas (PostgreSQL) an
+//! outbox entry is written leased to the committing replica and its lease
+//! is renewed while it lives, so spilled work stays this replica's, and a
+//! page read returns it (plus free entries, leased to this replica); if the
+//! replica dies, its leases run out and another replica's claim takes the
+//! entries. `queued_outbox` keeps any entry from being queued twice in one
+//! process. Entries of a dead replica are claimed only while this one has
+//! room and nothing spilled (see [`Core::claim_outbox`]).
 
 use super::Core;
 use futures_util::FutureExt;
@@ -32,9 +70,12 @@ const CHAT_WORKERS: usize = CHAT_BACKLOG;
 /// the pace.
 const LANE_WIDTH: usize = 256;
 
-/// "Every entry" for the claim at start: as large as a store's `LIMIT`
-/// takes (an `i64`), so a PostgreSQL store is never asked for a negative one.
-const RESUME_ALL: usize = i64::MAX as usize;
+/// Outbox entries the refill reads at once (fewer when the backlog has
+/// less room): see [`Spill`].
+const REFILL_PAGE: usize = 512;
+
+/// The refill's pause after the store failed, before it reads again.
+const REFILL_RETRY: Duration = Duration::from_secs(1);
 
 /// The chat jobs a transition asks for, in effect order, each with the
 /// approval (or question) whose queue it joins.
@@ -120,12 +161,40 @@ impl Default for Backlog {
     }
 }
 
-/// [`Core::drain`] gave up: chat jobs were still queued or running.
+/// [`Core::drain`] gave up: chat jobs were still queued or running, or
+/// waiting in the outbox for room in the backlog (`spilled`).
 #[derive(Debug, thiserror::Error)]
-#[error("{left} chat job(s) still queued or running after {waited:?}")]
+#[error("{left} chat job(s) still queued or running after {waited:?}{}", if *.spilled { ", more waiting in the outbox" } else { "" })]
 pub struct Undrained {
     pub left: usize,
     pub waited: Duration,
+    pub spilled: bool,
+}
+
+/// Chat work left in the store's outbox while the backlog was full, and the
+/// refill that queues it from there (see the module doc). Decided under
+/// one lock, by [`Core::enqueue`] for each new job and by the refill for
+/// each page it read, so the two never disagree about a `seq`.
+#[derive(Default)]
+pub(super) struct Spill {
+    /// Whether new outbox-backed chat jobs after `cursor` stay in the store.
+    spilling: bool,
+    /// How far the refill has read the outbox: every entry at or before it
+    /// is queued here already, on its way here (committed, its `enqueue`
+    /// not yet run: it will queue directly), done, or another replica's.
+    /// `None`: from the first entry (at start).
+    cursor: Option<u64>,
+    /// A refill read is in flight.
+    reading: bool,
+    /// The lowest `seq` spilled while a read was in flight: its entry may
+    /// have been committed too late for that read, which must not move the
+    /// cursor past it.
+    late: Option<u64>,
+    /// Whether a refill task runs (one at most).
+    refilling: bool,
+    /// Jobs spilled, and entries queued back, since spilling started.
+    spilled: u64,
+    refilled: u64,
 }
 
 /// One job's place in the [`Backlog`]. It travels with the job and leaves
@@ -248,9 +317,15 @@ impl Core {
         self.backlog.progress.subscribe()
     }
 
-    /// Whether the chat backlog is full: due nudges then wait in the store.
+    /// Whether the chat backlog is full: due nudges then wait in the store,
+    /// and so does every new chat job that has an outbox entry.
     pub fn chat_backlog_full(&self) -> bool {
         self.chat_backlog() >= self.chat_backlog_limit.load(Ordering::Relaxed)
+    }
+
+    /// Whether chat work waits in the outbox for room in the backlog.
+    pub fn chat_spilling(&self) -> bool {
+        super::lock(&self.spill).spilling
     }
 
     /// Whether the chat backlog has drained to half its limit.
@@ -274,43 +349,166 @@ impl Core {
 
     /// Re-queue the chat work committed but not done before the last stop
     /// (a crash between a decision's commit and its card edits, say). Call
-    /// once at start, after the channels are registered. Returns how many
-    /// jobs were queued (unreadable entries are logged and dropped). On a
+    /// once at start, after the channels are registered. Queues as much as
+    /// the backlog takes (a page at a time, in `seq` order); the rest is
+    /// refilled as the backlog drains, like work spilled while running, so
+    /// 100,000 leftovers are never in memory at once. Returns how many jobs
+    /// were queued now (unreadable entries are logged and dropped). On a
     /// store shared by replicas, only the entries nobody holds are taken
     /// (leased to this process); see [`Core::claim_outbox`] for the rest.
     pub async fn resume_outbox(self: &Arc<Self>) -> Result<usize, StoreError> {
-        let count = self.claim_outbox(RESUME_ALL).await?;
+        {
+            let mut spill = super::lock(&self.spill);
+            spill.spilling = true;
+            spill.cursor = None;
+            spill.refilling = true;
+        }
+        let resumed = self.refill_pages().await;
+        let caught_up = matches!(resumed, Ok((_, true)));
+        if !caught_up {
+            // The rest as the backlog drains (or once the store answers).
+            let core = self.clone();
+            tokio::spawn(async move { core.refill().await });
+        }
+        let (count, _) = resumed?;
         if count > 0 {
-            tracing::info!(count, "resumed chat work left over from the last run");
+            let more = if caught_up { "" } else { "; more waits in the outbox until the chat backlog drains" };
+            tracing::info!(count, "resumed chat work left over from the last run{more}");
         }
         Ok(count)
     }
 
-    /// Claim up to `limit` outbox entries from the store and queue those not
-    /// already queued in this process: at start, everything left over; on
-    /// replicas, later, the entries of a replica that died (its lease ran
-    /// out). Returns how many jobs were queued.
+    /// Claim up to `limit` outbox entries nobody holds (on replicas: those of
+    /// a replica that died, its lease ran out) and queue those not already
+    /// queued in this process; no more than the chat backlog has room for,
+    /// and none while this process's own work waits in the outbox (they stay
+    /// free in the store and are claimed at a later call). Returns how many
+    /// jobs were queued.
     pub async fn claim_outbox(self: &Arc<Self>, limit: usize) -> Result<usize, StoreError> {
+        let room = self.chat_backlog_limit.load(Ordering::Relaxed).saturating_sub(self.chat_backlog());
+        let limit = limit.min(room);
+        if limit == 0 || self.chat_spilling() {
+            return Ok(0);
+        }
         let entries = self.blocking(move |s| s.claim_outbox(limit)).await?;
         let mut count = 0;
+        let mut unreadable = Vec::new();
         for entry in entries {
             // Registered as queued before it is, so a concurrent claim
             // cannot queue it twice.
             if !super::lock(&self.queued_outbox).insert(entry.seq) {
                 continue;
             }
-            match serde_json::from_slice::<(ApprovalId, Job)>(&entry.work) {
-                Ok((id, job)) => {
-                    self.enqueue(id, job, Some(entry.seq), None);
-                    count += 1;
+            match self.queue_entry(entry.seq, &entry.work) {
+                Ok(()) => count += 1,
+                Err(e) => unreadable.push((entry.seq, e)),
+            }
+        }
+        self.drop_unreadable(unreadable).await;
+        Ok(count)
+    }
+
+    /// Queue an outbox entry read back from the store (resumed, refilled or
+    /// claimed): it has no [`Written`], its jobs load what they show.
+    fn queue_entry(self: &Arc<Self>, seq: u64, work: &[u8]) -> Result<(), serde_json::Error> {
+        match serde_json::from_slice::<(ApprovalId, Job)>(work)? {
+            (_, Job::Webhook(hook)) => self.enqueue_webhook(*hook, Some(seq)),
+            (id, job) => self.queue(id, job, Some(seq), None),
+        }
+        Ok(())
+    }
+
+    async fn drop_unreadable(self: &Arc<Self>, unreadable: Vec<(u64, serde_json::Error)>) {
+        for (seq, e) in unreadable {
+            warn!(seq, error = %e, "unreadable outbox entry dropped");
+            let _ = self.outbox_done(seq).await;
+        }
+    }
+
+    /// Queue the work waiting in the outbox, a page at a time in `seq`
+    /// order, until the backlog is full again or the outbox has none left
+    /// for this process (then spilling ends). Returns how many jobs were
+    /// queued and whether it caught up.
+    async fn refill_pages(self: &Arc<Self>) -> Result<(usize, bool), StoreError> {
+        let mut total = 0;
+        loop {
+            let room = self.chat_backlog_limit.load(Ordering::Relaxed).saturating_sub(self.chat_backlog());
+            if room == 0 {
+                return Ok((total, false));
+            }
+            let page = room.min(REFILL_PAGE);
+            let after = {
+                let mut spill = super::lock(&self.spill);
+                spill.reading = true;
+                spill.late = None;
+                spill.cursor
+            };
+            let read = self.blocking(move |s| s.claim_outbox_page(after, page)).await;
+            let mut unreadable = Vec::new();
+            let caught_up = {
+                let mut spill = super::lock(&self.spill);
+                spill.reading = false;
+                let late = spill.late.take();
+                let entries = read?;
+                let full = entries.len() >= page;
+                let mut last = after;
+                let mut queued = 0;
+                for entry in entries {
+                    // From the first entry spilled during the read on, the
+                    // next read decides (it may not have seen that one).
+                    if late.is_some_and(|first| entry.seq >= first) {
+                        break;
+                    }
+                    last = Some(entry.seq);
+                    // Queued here already, or committed and about to be
+                    // (its `enqueue` queues it: it is at or before the cursor).
+                    if !super::lock(&self.queued_outbox).insert(entry.seq) {
+                        continue;
+                    }
+                    match self.queue_entry(entry.seq, &entry.work) {
+                        Ok(()) => queued += 1,
+                        Err(e) => unreadable.push((entry.seq, e)),
+                    }
                 }
+                spill.cursor = last;
+                spill.refilled += queued as u64;
+                total += queued;
+                let caught_up = !full && late.is_none();
+                if caught_up {
+                    spill.spilling = false;
+                    spill.refilling = false;
+                    let (spilled, refilled) = (std::mem::take(&mut spill.spilled), std::mem::take(&mut spill.refilled));
+                    tracing::info!(spilled, refilled, "the chat backlog caught up with the outbox: chat work is queued directly again");
+                }
+                caught_up
+            };
+            self.drop_unreadable(unreadable).await;
+            if caught_up {
+                // `drain` waits for the end of spilling too.
+                self.backlog.progress.send_modify(|n| *n = n.wrapping_add(1));
+                return Ok((total, true));
+            }
+        }
+    }
+
+    /// The refill task: whenever the backlog has drained to half its limit,
+    /// fill it again from the outbox, until the outbox has caught up.
+    async fn refill(self: Arc<Self>) {
+        let mut progress = self.chat_progress();
+        loop {
+            while !self.chat_backlog_halved() {
+                // The sender lives in the core this task holds.
+                let _ = progress.changed().await;
+            }
+            match self.refill_pages().await {
+                Ok((_, true)) => return,
+                Ok((_, false)) => {}
                 Err(e) => {
-                    warn!(seq = entry.seq, error = %e, "unreadable outbox entry dropped");
-                    let _ = self.outbox_done(entry.seq).await;
+                    warn!(error = %e, "cannot read the chat work waiting in the outbox; retrying");
+                    tokio::time::sleep(REFILL_RETRY).await;
                 }
             }
         }
-        Ok(count)
     }
 
     /// An outbox entry's work is done: remove it from the store (not
@@ -393,13 +591,59 @@ impl Core {
         super::lock(&self.queued_outbox).len()
     }
 
-    /// Queue a chat job behind the earlier jobs of the same approval, and
-    /// start a worker if one is free to take it. `seq` is its outbox entry.
+    /// Queue a committed transition's job: a chat job behind the earlier
+    /// jobs of the same approval, a webhook delivery in its session's queue.
+    /// `seq` is its outbox entry. While the chat backlog is full, a chat job
+    /// with an outbox entry is left there instead ("spilled") and queued by
+    /// the refill once the backlog drained to half (see the module doc).
+    ///
+    /// Webhook deliveries never spill: they have queues of their own and do
+    /// not count in the chat backlog, so that a slow chat platform never
+    /// holds back a receiver (see `core::webhooks`); one costs its signed
+    /// body, not a copy of the session.
     pub(super) fn enqueue(self: &Arc<Self>, id: ApprovalId, job: Job, seq: Option<u64>, written: Option<Arc<Written>>) {
         let job = match job {
             Job::Webhook(hook) => return self.enqueue_webhook(*hook, seq),
             chat => chat,
         };
+        let Some(seq) = seq else {
+            return self.queue(id, job, None, written);
+        };
+        let mut spill = super::lock(&self.spill);
+        // Once anything spilled, every later entry spills until the refill
+        // has read past it: the refill queues in `seq` order, so an
+        // approval's jobs stay in order (its card post before its edit).
+        let spills = if spill.spilling { spill.cursor.is_none_or(|cursor| seq > cursor) } else { self.chat_backlog_full() };
+        if !spills {
+            // Under the lock, like the refill's decisions.
+            return self.queue(id, job, Some(seq), written);
+        }
+        if !spill.spilling {
+            spill.spilling = true;
+            spill.cursor = seq.checked_sub(1);
+            tracing::info!(
+                backlog = self.chat_backlog(),
+                "the chat backlog is full: new chat work waits in the outbox, queued from there as the backlog drains"
+            );
+        }
+        if spill.reading {
+            spill.late = Some(spill.late.map_or(seq, |first| first.min(seq)));
+        }
+        spill.spilled += 1;
+        self.metrics.chat_job_spilled();
+        // Not queued here: the refill queues it (the mark kept the claim
+        // and the refill off it while its commit was under way).
+        super::lock(&self.queued_outbox).remove(&seq);
+        if !spill.refilling {
+            spill.refilling = true;
+            let core = self.clone();
+            tokio::spawn(async move { core.refill().await });
+        }
+    }
+
+    /// Queue a chat job behind the earlier jobs of the same approval, and
+    /// start a worker if one is free to take it. `seq` is its outbox entry.
+    fn queue(self: &Arc<Self>, id: ApprovalId, job: Job, seq: Option<u64>, written: Option<Arc<Written>>) {
         let item = (job, seq, Ticket::new(&self.backlog), written);
         let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
         let waiting = queues.waiting.entry(id).or_default();
@@ -466,18 +710,19 @@ impl Core {
         }
     }
 
-    /// Wait until every queued chat job has run, or report how many are left
-    /// once `within` has passed (tests and shutdown).
+    /// Wait until every queued chat job has run and none waits in the
+    /// outbox for room, or report how many are left once `within` has
+    /// passed (tests and shutdown).
     pub async fn drain(&self, within: Duration) -> Result<(), Undrained> {
         let deadline = tokio::time::Instant::now() + within;
         let mut progress = self.chat_progress();
         loop {
-            let left = self.chat_backlog();
-            if left == 0 {
+            let (left, spilled) = (self.chat_backlog(), self.chat_spilling());
+            if left == 0 && !spilled {
                 return Ok(());
             }
             if tokio::time::timeout_at(deadline, progress.changed()).await.is_err() {
-                return Err(Undrained { left, waited: within });
+                return Err(Undrained { left, waited: within, spilled });
             }
         }
     }

@@ -133,6 +133,8 @@ pub struct Core {
     /// that writes them until their job is done: a replica's claimer
     /// queues only the entries not already here.
     queued_outbox: Arc<Mutex<HashSet<u64>>>,
+    /// Chat work left in the outbox while the backlog was full (see `jobs`).
+    spill: Mutex<jobs::Spill>,
     /// Outbox entries done and waiting to be removed in one batch (see `jobs`).
     done_outbox: Mutex<jobs::DoneOutbox>,
     /// Per role ("telegram", …): whether this process holds it, as the
@@ -187,6 +189,7 @@ impl Core {
             liveness: RwLock::new(Vec::new()),
             stopping: watch::channel(false).0,
             queued_outbox: Arc::new(Mutex::new(HashSet::new())),
+            spill: Mutex::new(jobs::Spill::default()),
             done_outbox: Mutex::new(jobs::DoneOutbox::default()),
             leaders: Mutex::new(HashMap::new()),
             store_info: OnceLock::new(),

@@ -383,6 +383,24 @@ async fn card_work_after_a_storm_of_timeouts_waits_in_the_outbox_then_goes_out_i
     storm_then_release(storm(40).await).await;
 }
 
+/// Timeouts committed while the refill is still working through the card
+/// posts that waited: each approval's edit still comes after its post (its
+/// job waits in the outbox behind the post, though the backlog has room).
+#[tokio::test]
+async fn timeouts_committed_while_the_refill_catches_up_keep_each_approvals_order() {
+    let h = storm(40).await;
+    let (stop, watch) = peaks(h.core.clone());
+    h.channel.cards_held.as_ref().unwrap().add_permits(100_000);
+    h.clock.advance(2100);
+    fire_due(&h.core).await;
+    h.core.drain(Duration::from_secs(60)).await.expect("chat work drained");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (backlog, queued) = watch.await.unwrap();
+    each_card_posted_then_edited_once(&h.core, &h.channel, &h.sessions).await;
+    assert!(backlog <= 2 && queued <= 2 + 2, "{backlog} jobs, {queued} entries");
+    assert_eq!(h.core.queued_outbox(), 0);
+}
+
 /// The same on PostgreSQL (one process, which holds a lease on every entry
 /// it commits): its spilled entries stay its own, and the refill pages
 /// through them.

@@ -368,7 +368,7 @@ impl Core {
         if !caught_up {
             // The rest as the backlog drains (or once the store answers).
             let core = self.clone();
-            tokio::spawn(async move { core.refill().await });
+            tokio::spawn(async move { core.refill().instrument(info_span!("outbox_refill")).await });
         }
         let (count, _) = resumed?;
         if count > 0 {
@@ -637,7 +637,7 @@ impl Core {
         if !spill.refilling {
             spill.refilling = true;
             let core = self.clone();
-            tokio::spawn(async move { core.refill().await });
+            tokio::spawn(async move { core.refill().instrument(info_span!("outbox_refill")).await });
         }
     }
 

@@ -427,6 +427,9 @@ async fn storm_then_release<S: Store + 'static>(h: Harness<S>) {
     assert!(h.core.chat_backlog() <= 2, "held back like nudges: {}", h.core.chat_backlog());
     let waiting = h.core.blocking(|s| s.outbox()).await.unwrap().len();
     assert!(waiting >= 3 * approvals, "posts, edits and receipts wait in the store: {waiting}");
+    let metrics = h.core.metrics.render(0, 0);
+    let spilled: f64 = metrics.lines().find_map(|l| l.strip_prefix("plangate_outbox_spilled_total ")).unwrap().parse().unwrap();
+    assert!(spilled as usize + 2 >= waiting, "counted in /metrics: {spilled} spilled, {waiting} waiting");
 
     // The platform lets the calls through: the outbox is worked off in
     // pages of what the backlog takes.

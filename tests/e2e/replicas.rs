@@ -12,7 +12,7 @@
 use crate::kit::telegram_unpaced;
 use plangate_testkit::pg::{start_replicas, TestSchema};
 use plangate_testkit::server::{eventually, ServerProcess};
-use plangate_testkit::telegram::FakeTelegram;
+use plangate_testkit::telegram::{FakeTelegram, Scripted};
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
@@ -200,6 +200,36 @@ async fn a_replica_killed_mid_nudge_storm_loses_no_nudge_and_repeats_none_record
     // A send is recorded (keyed by approval, reminder, chat) right after the
     // platform answers: only a send in flight at the SIGKILL can be repeated.
     assert!(repeated.len() <= 3, "reminders repeated beyond the sends in flight at the kill: {repeated:?}");
+    pg.cleanup().await;
+}
+
+/// A reminder that falls due on one replica while the card it reminds of is
+/// still with another (killed in the middle of posting it: its work is
+/// taken over only once its lease runs out) waits for the card instead of
+/// finding nowhere to go and being dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_reminder_due_before_a_dead_replicas_card_is_taken_over_waits_for_the_card() {
+    let Some(pg) = TestSchema::create_or_skip().await else { return };
+    let fake = FakeTelegram::start().await;
+    // The first reminder falls due before the dead replica's lease (3 s)
+    // can have run out, the second well after the card is out.
+    let extra = format!("[approvals]\nnudges = [\"2s\", \"9s\"]\ntimeout = \"120s\"\n\n{}", telegram_unpaced(&fake, CHAT, ALICE));
+    let mut rs = replicas(&pg, 2, &["tg"], &extra).await;
+    // Replica 0's card post hangs at the platform; it is killed there.
+    fake.script("sendMessage", Scripted::Stall(Duration::from_secs(60)));
+    let id = propose_titled(&rs[0], "late-card", "Late card").await;
+    fake.wait_stalled(1, Duration::from_secs(10)).await;
+    rs[0].kill9().await;
+    let short = format!("#{}", &id[..6]);
+    let reminders = |reqs: &[plangate_testkit::telegram::Recorded]| {
+        reqs.iter().filter(|r| r.method == "sendMessage" && r.str("text").starts_with('⏰') && r.str("text").contains(&short)).count()
+    };
+    let requests = fake.wait_for(Duration::from_secs(30), |reqs| (reminders(reqs) >= 2).then(|| reqs.to_vec())).await;
+    let sends: Vec<String> = requests.iter().filter(|r| r.method == "sendMessage").map(|r| r.str("text")).collect();
+    let card = sends.iter().position(|t| !t.starts_with('⏰')).expect("the card, posted by the surviving replica");
+    let first = sends.iter().position(|t| t.starts_with('⏰') && t.contains("reminder 1"));
+    assert!(first.is_some_and(|at| at > card), "reminder 1 sent after the card: {sends:#?}");
+    assert!(sends.iter().any(|t| t.starts_with('⏰') && t.contains("reminder 2")), "{sends:#?}");
     pg.cleanup().await;
 }
 

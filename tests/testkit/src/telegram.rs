@@ -135,6 +135,10 @@ pub enum Scripted {
     Error { status: u16, description: String },
     /// `{"ok":true,"result": value}`.
     Result(Value),
+    /// Hold the request this long, then answer it as usual: a send a
+    /// replica is killed in the middle of ([`FakeTelegram::stalled`] counts
+    /// the requests held so far).
+    Stall(Duration),
 }
 
 #[derive(Default)]
@@ -151,6 +155,8 @@ struct FakeState {
     forums: std::collections::HashSet<i64>,
     /// Open forum topics: (chat, message_thread_id) → name.
     topics: HashMap<(i64, i64), String>,
+    /// Requests a [`Scripted::Stall`] has begun to hold.
+    stalled: usize,
 }
 
 struct Inner {
@@ -221,6 +227,12 @@ impl FakeTelegram {
     /// Answer the next call of `method` with `answer` (queued per method).
     pub fn script(&self, method: &str, answer: Scripted) {
         self.inner.lock().scripted.entry(method.to_ascii_lowercase()).or_default().push_back(answer);
+    }
+
+    /// How many requests a [`Scripted::Stall`] has begun to hold (recorded
+    /// only once answered, like every request).
+    pub fn stalled(&self) -> usize {
+        self.inner.lock().stalled
     }
 
     /// From now on, refuse sends and edits beyond `limits` with Telegram's 429
@@ -364,6 +376,17 @@ impl FakeTelegram {
         }
     }
 
+    /// Wait until [`Scripted::Stall`] holds its `n`-th request.
+    pub async fn wait_stalled(&self, n: usize, timeout: Duration) {
+        let mut changed = self.inner.changed.subscribe();
+        let deadline = tokio::time::Instant::now() + timeout;
+        while self.stalled() < n {
+            if tokio::time::timeout_at(deadline, changed.changed()).await.is_err() {
+                panic!("fake telegram: {} of {n} requests stalled within {timeout:?}", self.stalled());
+            }
+        }
+    }
+
     /// Wait for the `n`-th (1-based) call of `method` and return it.
     pub async fn wait_call(&self, method: &str, n: usize, timeout: Duration) -> Recorded {
         self.wait_for(timeout, |reqs| reqs.iter().filter(|r| r.method.eq_ignore_ascii_case(method)).nth(n.saturating_sub(1)).cloned()).await
@@ -465,6 +488,15 @@ async fn api(State(inner): State<Arc<Inner>>, Path((bot, method)): Path<(String,
         }
         .or_else(|| state.scripted.get_mut(&method.to_ascii_lowercase()).and_then(VecDeque::pop_front))
     };
+    let scripted = match scripted {
+        Some(Scripted::Stall(held)) => {
+            inner.lock().stalled += 1;
+            inner.bump();
+            tokio::time::sleep(held).await;
+            None
+        }
+        other => other,
+    };
     let (status, response) = answer(&inner, &token, &method, &body, scripted).await;
     // Recorded once answered, so a test that sees a request also sees what
     // the client got back (long polls appear when they return).
@@ -495,7 +527,7 @@ async fn answer(inner: &Inner, token: &str, method: &str, body: &Value, scripted
         }
         Some(Scripted::Error { status, description }) => return error(status, &description),
         Some(Scripted::Result(value)) => return ok(value),
-        None => {}
+        Some(Scripted::Stall(_)) | None => {}
     }
     match method.to_ascii_lowercase().as_str() {
         "getme" => ok(json!({

@@ -14,6 +14,15 @@ use plangate_engine::{ApprovalId, DecisionStatus, Project, Proposal, State};
 use std::sync::Arc;
 use tracing::warn;
 
+/// What a reminder came to.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Nudged {
+    /// Sent wherever its card is, or not needed any more.
+    Done,
+    /// Its card is still being posted (by another replica): run it again.
+    WaitsForItsCard,
+}
+
 impl Core {
     /// The destinations of an agent that take cards of `project` (its
     /// `projects` globs, [`plangate_engine::ProjectPatterns`]): configured,
@@ -135,8 +144,22 @@ impl Core {
     /// renders: a storm of reminders waits as a few hundred bytes each, not
     /// as rendered messages, and a plan decided while its reminder waited is
     /// never nudged.
-    pub(super) async fn nudge(&self, id: ApprovalId, number: u8) {
-        let Ok(deliveries) = self.blocking(move |s| s.deliveries(&id)).await else { return };
+    ///
+    /// On replicas, the card may still be on its way: posted by the replica
+    /// that committed the plan, or, if that one died while posting it, by
+    /// whichever takes its work over once its lease runs out, while this
+    /// reminder fell due here. A reminder that finds a destination of the
+    /// plan without its card then waits (asks to run again), for as long
+    /// as a card post can be under way ([`Core::card_post_window`]); after
+    /// that the post failed (audited `card_not_delivered`) and the reminder
+    /// goes where cards are. One process needs no wait: a plan's card post
+    /// runs before its reminders in the plan's own queue.
+    pub(super) async fn nudge(&self, id: ApprovalId, number: u8) -> Nudged {
+        let Ok(deliveries) = self.blocking(move |s| s.deliveries(&id)).await else { return Nudged::Done };
+        if self.store.shared() && self.card_on_its_way(id, &deliveries).await {
+            tracing::debug!(approval = %id, number, "reminder waits for its card, still being posted");
+            return Nudged::WaitsForItsCard;
+        }
         join_all(deliveries.into_iter().map(|delivery| async move {
             let Some(channel) = self.channel(&delivery.channel) else { return };
             let _lane = self.lane(&delivery.channel).await;
@@ -160,6 +183,30 @@ impl Core {
             }
         }))
         .await;
+        Nudged::Done
+    }
+
+    /// Whether a destination of pending approval `id` has no card among
+    /// `deliveries` while its card post may still be under way.
+    async fn card_on_its_way(&self, id: ApprovalId, deliveries: &[plangate_channel::Delivery]) -> bool {
+        let Some((p, state)) = self.proposal_and_state(id, None).await else { return false };
+        if p.status != DecisionStatus::Pending || state.session.latest_approval != Some(id) {
+            return false;
+        }
+        if self.now().0.saturating_sub(p.created_at.0) > i64::try_from(self.card_post_window().as_millis()).unwrap_or(i64::MAX) {
+            return false;
+        }
+        let expected = self.destinations(&p.session.agent, p.project.as_ref());
+        expected.iter().any(|dest| !deliveries.iter().any(|d| d.destination == dest.name))
+    }
+
+    /// How long after a plan is proposed its card post may still be under
+    /// way on a store shared by replicas: the committing replica's lease
+    /// (should it die), a third of it until another claims its work, and
+    /// room for the platform's pace.
+    pub(super) fn card_post_window(&self) -> std::time::Duration {
+        let lease = crate::replicas::lease(self);
+        lease + lease / 3 + std::time::Duration::from_secs(60)
     }
 
     /// Post the card to the escalation destinations; their deliveries are

@@ -104,6 +104,19 @@ pub(super) fn jobs_of(t: &Transition) -> Vec<(ApprovalId, Job)> {
         .collect()
 }
 
+/// What running a job came to.
+enum Ran {
+    /// Done: its outbox entry goes once these files (written without
+    /// fsync) are durable.
+    Done(Vec<PathBuf>),
+    /// Not yet: queue this job again after [`RUN_AGAIN_AFTER`], its outbox
+    /// entry kept (a reminder waiting for its card, see `Core::nudge`).
+    Later(Job),
+}
+
+/// How long a job that asked to run later waits out of its queue.
+const RUN_AGAIN_AFTER: Duration = Duration::from_millis(500);
+
 /// The audit detail of a card with nowhere to go.
 pub(super) const NO_DESTINATIONS: &str = "no destinations configured for this agent: the card was recorded here only";
 
@@ -644,7 +657,11 @@ impl Core {
     /// Queue a chat job behind the earlier jobs of the same approval, and
     /// start a worker if one is free to take it. `seq` is its outbox entry.
     fn queue(self: &Arc<Self>, id: ApprovalId, job: Job, seq: Option<u64>, written: Option<Arc<Written>>) {
-        let item = (job, seq, Ticket::new(&self.backlog), written);
+        self.queue_with(id, (job, seq, Ticket::new(&self.backlog), written));
+    }
+
+    /// [`Core::queue`] of a job that already has its place in the backlog.
+    fn queue_with(self: &Arc<Self>, id: ApprovalId, item: Queued) {
         let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
         let waiting = queues.waiting.entry(id).or_default();
         waiting.push_back(item);
@@ -689,8 +706,20 @@ impl Core {
                 let span = info_span!("job", approval = %id, job = ?job);
                 // A bug in an adapter must not take the worker (and the
                 // approval's later jobs) down with it.
-                let unsynced = match AssertUnwindSafe(self.run_job(job, written.as_deref()).instrument(span)).catch_unwind().await {
-                    Ok(unsynced) => unsynced,
+                let ran = AssertUnwindSafe(self.run_job(job, written.as_deref()).instrument(span)).catch_unwind().await;
+                let unsynced = match ran {
+                    Ok(Ran::Done(unsynced)) => unsynced,
+                    Ok(Ran::Later(job)) => {
+                        // Out of the queue while it waits (the job it waits
+                        // for may be queued behind it), keeping its outbox
+                        // entry and its place in the backlog.
+                        let core = self.clone();
+                        tokio::spawn(async move {
+                            tokio::time::sleep(RUN_AGAIN_AFTER).await;
+                            core.queue_with(id, (job, seq, ticket, None));
+                        });
+                        continue;
+                    }
                     Err(_) => {
                         tracing::error!(approval = %id, "a chat job panicked; carrying on with the next");
                         Vec::new()
@@ -727,22 +756,26 @@ impl Core {
         }
     }
 
-    /// Run one job; returns the files it wrote without fsync.
-    async fn run_job(self: &Arc<Self>, job: Job, written: Option<&Written>) -> Vec<PathBuf> {
+    /// Run one job.
+    async fn run_job(self: &Arc<Self>, job: Job, written: Option<&Written>) -> Ran {
         match job {
             Job::PostCards(id) => self.post_cards(id, written).await,
             Job::UpdateCards(id) => self.update_cards(id, written).await,
-            Job::Nudge(id, n) => self.nudge(id, n).await,
+            Job::Nudge(id, n) => {
+                if self.nudge(id, n).await == super::chat::Nudged::WaitsForItsCard {
+                    return Ran::Later(Job::Nudge(id, n));
+                }
+            }
             Job::Escalate(id) => self.escalate(id).await,
-            Job::WriteDocument(id) => return self.write_document(id, written).await.into_iter().collect(),
-            Job::AppendReceipt(id, text) => return self.append_receipt(id, text, written).await.into_iter().collect(),
+            Job::WriteDocument(id) => return Ran::Done(self.write_document(id, written).await.into_iter().collect()),
+            Job::AppendReceipt(id, text) => return Ran::Done(self.append_receipt(id, text, written).await.into_iter().collect()),
             Job::PostQuestion(id) => self.post_question(id).await,
             Job::UpdateQuestion(id) => self.update_question(id).await,
             // `enqueue` sends these to their own queues; delivered in place
             // should one ever reach a chat queue.
             Job::Webhook(hook) => self.deliver_webhook(*hook).await,
         }
-        Vec::new()
+        Ran::Done(Vec::new())
     }
 
     /// Append a decision's receipt to its plan document (without fsync, like

@@ -155,6 +155,20 @@ pub struct Proposal {
     /// destinations whose `projects` match. An amendment keeps its plan's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project: Option<crate::project::Project>,
+    /// The session's version before this one, when there was one: what the
+    /// web page diffs against, found by id rather than by a search of
+    /// every proposal. Proposals stored before it was kept read as none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<ApprovalId>,
+    /// The number of the latest reminder sent about it (0: none yet), so a
+    /// listing shows it without reading the audit. Proposals stored before
+    /// it was kept read as 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reminders_sent: u8,
+}
+
+fn is_zero(n: &u8) -> bool {
+    *n == 0
 }
 
 impl Proposal {

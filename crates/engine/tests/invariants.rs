@@ -534,8 +534,10 @@ impl World {
                     } else if p.status != DecisionStatus::Pending {
                         self.check_decision(who, command, before, t, &old, p);
                     } else {
-                        // Still pending: only its timer list may shrink.
-                        assert_eq!(Proposal { timers: old.timers.clone(), ..p.clone() }, old);
+                        // Still pending: only its timer list may shrink, and
+                        // the count of reminders sent grow.
+                        assert!(p.reminders_sent >= old.reminders_sent, "{id}: reminders sent went back");
+                        assert_eq!(Proposal { timers: old.timers.clone(), reminders_sent: old.reminders_sent, ..p.clone() }, old);
                     }
                 }
                 None => {

@@ -44,6 +44,7 @@ pub(super) fn open_amendment(
     let changes = diff::diff(&approved, &amended, of_version);
     let requested_by = base.review.requested_by.clone();
     let project = base.project.clone();
+    let previous = t.state.latest.as_ref().map(|p| p.approval_id);
     // A decided base is on record already, unchanged.
     retire_pending(t, actor, version, ctx);
     let hash = plan::plan_hash(&amended, None);
@@ -68,6 +69,8 @@ pub(super) fn open_amendment(
         review: Review::new(&ctx.approvals, requested_by, Some(changes)),
         amends: Some(Amendment { of_version, of_approval, added, flagged: false, widen: widen.clone() }),
         project,
+        previous,
+        reminders_sent: 0,
     };
     let auto = authority::auto_approval(&t.state.session, &ctx.approvals);
     let session = &mut t.state.session;

@@ -323,6 +323,7 @@ fn propose(t: &mut Transition, actor: &Actor, proposed: Proposed, ctx: &Ctx) -> 
     // What changed since the version before (the plan it proposed, which is
     // what its approvers read).
     let changes = t.state.latest.as_ref().map(|previous| diff::diff(&previous.plan, &plan, previous.version));
+    let previous = t.state.latest.as_ref().map(|p| p.approval_id);
     for timer in t.state.session.agent_timers.drain(..) {
         t.effects.push(Effect::Cancel(timer));
     }
@@ -347,6 +348,8 @@ fn propose(t: &mut Transition, actor: &Actor, proposed: Proposed, ctx: &Ctx) -> 
         review: Review::new(&ctx.approvals, requested_by, changes),
         amends: None,
         project,
+        previous,
+        reminders_sent: 0,
     };
     let auto = authority::auto_approval(&t.state.session, &ctx.approvals);
     let session = &mut t.state.session;

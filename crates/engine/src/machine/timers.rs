@@ -39,6 +39,7 @@ pub(super) fn timer_fired(t: &mut Transition, timer: Timer, ctx: &Ctx) {
     let id = proposal.approval_id;
     match timer.kind {
         TimerKind::Nudge(number) => {
+            proposal.reminders_sent = proposal.reminders_sent.max(number);
             t.effects.push(Effect::Nudge { approval_id: id, number });
             let pid = Some((id, proposal.version));
             audit(t, &Actor::Scheduler, "nudge", pid, format!("reminder {number}"), ctx);

@@ -269,6 +269,8 @@ fn row_propose_from_rejected_is_a_new_version_with_a_new_id() {
     let v2 = ApprovalId([3; 16]);
     assert_ne!(v1, v2);
     assert_eq!((t.state.session.approval, t.state.session.version), (ApprovalState::Pending, 2));
+    assert_eq!(latest(&t.state).previous, Some(v1), "v2 names the version before it");
+    assert_eq!(old.previous, None);
     assert_eq!(t.state.session.rejection_count, 1, "rejections are counted across versions");
     assert_eq!(latest(&t.state).approval_id, v2);
     assert_eq!(latest(&t.state).plan_hash, plan_hash(&plan_v2(), None));
@@ -509,4 +511,17 @@ fn row_edit_refusals() {
     let s = ok(&s, &Actor::Agent, Command::RegisterSubagent("run-1".into()), &ctx(0)).state;
     let r = refused(&s, &alice(), decide(id, Verdict::Edit(edited_plan())), &ctx(9));
     assert_eq!(r, Refusal::SubagentsOpen(vec!["run-1".into()]));
+}
+
+#[test]
+fn each_reminder_sent_is_counted_on_its_proposal() {
+    let (s, v1) = pending();
+    assert_eq!(latest(&s).reminders_sent, 0);
+    let mut due = timers(v1, T0).into_iter().filter(|t| matches!(t.kind, TimerKind::Nudge(_)));
+    let first = due.next().expect("a first reminder");
+    let s = ok(&s, &Actor::Scheduler, Command::TimerFired(first.clone()), &ctx_at(first.due.0, 0)).state;
+    assert_eq!(latest(&s).reminders_sent, 1);
+    let second = due.next().expect("a second reminder");
+    let s = ok(&s, &Actor::Scheduler, Command::TimerFired(second.clone()), &ctx_at(second.due.0, 0)).state;
+    assert_eq!(latest(&s).reminders_sent, 2);
 }

@@ -209,6 +209,11 @@ pub struct AuditQuery {
     pub approval_id: Option<ApprovalId>,
     /// Newest entries, at most this many (0 = all).
     pub limit: usize,
+    /// Only entries recorded at or after this time. sled, whose audit is
+    /// one log in time order, seeks to it instead of reading the log from
+    /// its end: an approval's trail asked with (about) its `created_at`
+    /// reads what came since, not the whole history.
+    pub since: Option<Timestamp>,
 }
 
 /// The store traits, for `use plangate_store::prelude::*` where a concrete
@@ -324,6 +329,29 @@ pub trait SessionStore: Send + Sync {
             }
         })?;
         Ok(heap.into_sorted_vec().into_iter().map(|b| *b.1).collect())
+    }
+
+    /// The `limit` proposals with `status` proposed last, newest first
+    /// (the web inbox's recent decisions): bounded by `limit` whatever the
+    /// store holds. The default visits every proposal, keeping the `limit`
+    /// latest in a heap; sled reads its status index backwards, PostgreSQL
+    /// its `(status, created_at)` index.
+    fn latest_proposals(&self, status: DecisionStatus, limit: usize) -> Result<Vec<Proposal>, StoreError> {
+        let mut heap: std::collections::BinaryHeap<std::cmp::Reverse<ByPosition>> = std::collections::BinaryHeap::new();
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        self.visit_proposals(Some(status), &mut |p| {
+            let at = PagePosition::of(p);
+            if heap.len() == limit && heap.peek().is_some_and(|lowest| at <= lowest.0 .0) {
+                return;
+            }
+            heap.push(std::cmp::Reverse(ByPosition(at, Box::new(p.clone()))));
+            if heap.len() > limit {
+                heap.pop();
+            }
+        })?;
+        Ok(heap.into_sorted_vec().into_iter().map(|r| *r.0 .1).collect())
     }
 
     fn sessions(&self) -> Result<Vec<Session>, StoreError>;

@@ -408,6 +408,54 @@ impl Trees {
         Ok(())
     }
 
+    /// The key of the first audit entry recorded at or after `since`, by
+    /// bisecting the keys: they are ids drawn in commit order, and entries
+    /// are written in time order (a step back of the wall clock aside, which
+    /// the margin callers leave covers). About 64 point reads, whatever the
+    /// audit's length.
+    fn first_audit_at(&self, since: Timestamp) -> Result<Option<u64>, StoreError> {
+        let id = |key: &[u8]| key.try_into().map(u64::from_be_bytes).unwrap_or(u64::MAX);
+        let (Some((first, _)), Some((last, _))) = (self.audit.first()?, self.audit.last()?) else { return Ok(None) };
+        let (mut lo, mut hi) = (id(&first), id(&last).saturating_add(1));
+        let mut found = None;
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let Some(entry) = self.audit.range(mid.to_be_bytes()..hi.to_be_bytes()).next() else {
+                hi = mid;
+                continue;
+            };
+            let (key, value) = entry?;
+            let event: AuditEvent = decode(&value, "audit")?;
+            if event.at < since {
+                lo = id(&key).saturating_add(1);
+            } else {
+                // Nothing lies between `mid` and this key: the answer is
+                // this key or one before `mid`.
+                found = Some(id(&key));
+                hi = mid;
+            }
+        }
+        Ok(found)
+    }
+
+    /// Up to `limit` proposals with `status`, the latest proposed first.
+    fn latest_of_status(&self, status: DecisionStatus, limit: usize) -> Result<Vec<Proposal>, StoreError> {
+        let mut out = Vec::new();
+        for key in self.by_status.scan_prefix(status_prefix(status)).keys().rev() {
+            if out.len() >= limit {
+                break;
+            }
+            let key = key?;
+            let Some(id) = id_of_status_key(&key) else { continue };
+            let Some(bytes) = self.proposals.get(id.0)? else { continue };
+            let p: Proposal = decode(&bytes, "proposal")?;
+            if p.status == status {
+                out.push(p);
+            }
+        }
+        Ok(out)
+    }
+
     /// Finish the commits a crash interrupted (see `redo`).
     fn replay(&self) -> Result<(), StoreError> {
         let mut replayed = 0;
@@ -892,6 +940,10 @@ impl SessionStore for SledStore {
         Ok(page)
     }
 
+    fn latest_proposals(&self, status: DecisionStatus, limit: usize) -> Result<Vec<Proposal>, StoreError> {
+        self.trees()?.latest_of_status(status, limit)
+    }
+
     fn sessions(&self) -> Result<Vec<Session>, StoreError> {
         let t = self.trees()?;
         Self::list(&t.sessions, &[], "session")
@@ -943,11 +995,19 @@ impl SessionStore for SledStore {
     fn audit(&self, query: &AuditQuery) -> Result<Vec<AuditEvent>, StoreError> {
         let t = self.trees()?;
         let mut out = Vec::new();
-        for value in t.audit.iter().values().rev() {
+        let entries = match query.since {
+            Some(since) => match t.first_audit_at(since)? {
+                Some(start) => t.audit.range(start.to_be_bytes()..),
+                None => return Ok(out),
+            },
+            None => t.audit.iter(),
+        };
+        for value in entries.values().rev() {
             let event: AuditEvent = decode(&value?, "audit")?;
             let keep = query.agent.as_ref().is_none_or(|a| *a == event.agent)
                 && query.session_id.as_ref().is_none_or(|s| *s == event.session_id)
-                && query.approval_id.is_none_or(|id| Some(id) == event.approval_id);
+                && query.approval_id.is_none_or(|id| Some(id) == event.approval_id)
+                && query.since.is_none_or(|since| event.at >= since);
             if keep {
                 out.push(event);
                 if query.limit > 0 && out.len() >= query.limit {

@@ -196,6 +196,10 @@ impl<S: Store> SessionStore for Faulty<S> {
         self.inner.proposals_page(status, after, limit)
     }
 
+    fn latest_proposals(&self, status: DecisionStatus, limit: usize) -> Result<Vec<Proposal>, StoreError> {
+        self.inner.latest_proposals(status, limit)
+    }
+
     fn sessions(&self) -> Result<Vec<Session>, StoreError> {
         self.inner.sessions()
     }

@@ -151,6 +151,10 @@ impl SessionStore for PgStore {
         reads::proposals_page(self, status, after, limit)
     }
 
+    fn latest_proposals(&self, status: DecisionStatus, limit: usize) -> Result<Vec<Proposal>, StoreError> {
+        reads::latest_proposals(self, status, limit)
+    }
+
     fn sessions(&self) -> Result<Vec<Session>, StoreError> {
         reads::sessions(self)
     }

@@ -80,6 +80,19 @@ pub(super) fn proposals_page(
     })
 }
 
+pub(super) fn latest_proposals(store: &PgStore, status: DecisionStatus, page: usize) -> Result<Vec<Proposal>, StoreError> {
+    let page = limit(page);
+    store.retrying("listing the latest proposals", async |c| {
+        let rows = c
+            .rows(
+                "SELECT body FROM proposals WHERE status = $1 ORDER BY created_at DESC, approval_id DESC LIMIT $2",
+                &[&status.as_str(), &page],
+            )
+            .await?;
+        bodies(&rows, "proposal")
+    })
+}
+
 pub(super) fn visit_proposals(store: &PgStore, status: Option<DecisionStatus>, visit: &mut dyn FnMut(&Proposal)) -> Result<(), StoreError> {
     // A portal read in pages: 100,000 proposals never sit in memory at once.
     const PAGE: i32 = 500;
@@ -197,6 +210,10 @@ pub(super) fn audit(store: &PgStore, query: &AuditQuery) -> Result<Vec<AuditEven
     if let Some(id) = &query.approval_id {
         params.push(Box::new(id.0.to_vec()));
         conditions.push(format!("approval_id = ${}", params.len()));
+    }
+    if let Some(since) = query.since {
+        params.push(Box::new(since.0));
+        conditions.push(format!("at >= ${}", params.len()));
     }
     let mut sql = String::from("SELECT body FROM audit");
     if !conditions.is_empty() {

@@ -42,6 +42,7 @@ contract!(
     namespace_merges_side_by_side_lose_nothing,
     an_always_rule_is_stored_with_the_answer_and_removable,
     pages_of_proposals_in_time_then_id_order,
+    audit_since_any_time_in_a_long_log,
 );
 
 fn namespace_of(steps: &[&str]) -> Namespace {
@@ -415,6 +416,15 @@ fn pages_of_proposals_in_time_then_id_order(b: &dyn Backend) {
     assert!(store.proposals_page(None, Some(beyond), 10).unwrap().is_empty());
     let early = PagePosition { created_at: Timestamp(999), approval_id: ApprovalId([0xff; 16]) };
     assert_eq!(store.proposals_page(None, Some(early), 10).unwrap().len(), 5);
+
+    // The latest proposed first (one millisecond: by id, descending).
+    let latest = |status, limit| store.latest_proposals(status, limit).unwrap().iter().map(|p| p.approval_id).collect::<Vec<_>>();
+    let newest_first: Vec<ApprovalId> = ids.iter().rev().copied().collect();
+    assert_eq!(latest(DecisionStatus::Pending, 100), newest_first);
+    assert_eq!(latest(DecisionStatus::Pending, 2), newest_first[..2]);
+    assert_eq!(latest(DecisionStatus::Approved, 5), vec![approved]);
+    assert!(latest(DecisionStatus::Rejected, 5).is_empty());
+    assert!(latest(DecisionStatus::Pending, 0).is_empty());
 }
 
 fn delivery(destination: &str, chat: &str, message: &str) -> Delivery {
@@ -501,6 +511,29 @@ fn audit_filters_and_limits(b: &dyn Backend) {
     let q = AuditQuery { agent: Some("demo".into()), session_id: Some("y".into()), limit: 1, ..AuditQuery::default() };
     assert_eq!(actions(q), vec!["a4"]);
     assert!(actions(AuditQuery { agent: Some("other".into()), ..AuditQuery::default() }).is_empty());
+    let since = |at: i64| Some(Timestamp(at));
+    assert_eq!(actions(AuditQuery { since: since(3), ..AuditQuery::default() }), vec!["a3", "a4"]);
+    assert_eq!(actions(AuditQuery { since: since(0), ..AuditQuery::default() }), vec!["a1", "a2", "a3", "a4"]);
+    assert!(actions(AuditQuery { since: since(5), ..AuditQuery::default() }).is_empty());
+    assert_eq!(actions(AuditQuery { since: since(2), approval_id: Some(ApprovalId([1; 16])), ..AuditQuery::default() }), vec!["a4"]);
+    assert_eq!(actions(AuditQuery { since: since(2), limit: 1, ..AuditQuery::default() }), vec!["a4"]);
+}
+
+/// `since` finds its place in a long audit (sled bisects the log): every
+/// starting time gives exactly the entries at or after it.
+fn audit_since_any_time_in_a_long_log(b: &dyn Backend) {
+    let store = b.open();
+    // 600 entries at even times, written in batches as transitions write them.
+    for batch in 0..20 {
+        let events: Vec<AuditEvent> = (0..30).map(|i| event((batch * 30 + i) * 2, "x", None)).collect();
+        store.append_audit(&events).unwrap();
+    }
+    for at in [-5, 0, 1, 2, 3, 97, 98, 599, 600, 1001, 1196, 1198, 1199, 5000] {
+        let got = store.audit(&AuditQuery { since: Some(Timestamp(at)), ..AuditQuery::default() }).unwrap();
+        let expected = (0..600i64).map(|i| i * 2).filter(|t| *t >= at).count();
+        assert_eq!(got.len(), expected, "since {at}");
+        assert!(got.iter().all(|e| e.at.0 >= at) && got.windows(2).all(|w| w[0].at < w[1].at), "since {at}: in order");
+    }
 }
 
 /// The server pages through the chat work it left in the outbox: its own

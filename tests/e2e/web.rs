@@ -338,3 +338,66 @@ async fn browser_approve_releases_the_agent_and_other_pages_lose_their_buttons()
     phone.close().await.expect("close");
     laptop.close().await.expect("close");
 }
+
+/// The inbox stays bounded however many plans wait: the oldest hundred
+/// pending, a line saying more wait and where to list them all, the
+/// reminders of each counted from the plan itself (no read of the audit),
+/// and the latest decisions. It used to render every plan in the store.
+#[tokio::test]
+async fn the_inbox_shows_the_oldest_hundred_pending_and_their_reminders() {
+    let extra = "[approvals]\nnudges = [\"10m\"]\ntimeout = \"2h\"\n";
+    let mut s = ServerProcess::start_with_server(BIN, &[], &format!("public_url = \"{PUBLIC}\""), extra).await;
+    let oldest = propose_id(&s, "w0", &json!({"title": "Oldest plan", "markdown": V1})).await;
+    s.advance_clock(11 * 60 * 1000).await;
+    let audit = format!("/v1/audit?approval={oldest}");
+    plangate_testkit::server::eventually(WAIT, "the oldest plan's reminder", || {
+        let req = s.operator(Method::GET, &audit);
+        async move { ServerProcess::send(req).await.1.as_array().is_some_and(|a| a.iter().any(|e| e["action"] == "nudge")) }
+    })
+    .await;
+    let mut ids = vec![oldest.clone()];
+    for i in 1..=105 {
+        ids.push(propose_id(&s, &format!("w{i}"), &json!({"title": format!("Plan {i}"), "markdown": V1})).await);
+    }
+    let decided = ids.pop().expect("the newest");
+    let body = json!({"action": "approve", "actor": "carol"});
+    let (st, v) = ServerProcess::send(s.operator(Method::POST, &format!("/v1/approvals/{decided}/decision")).json(&body)).await;
+    assert_eq!(st, 200, "{v}");
+
+    let signed_in = no_redirect_client()
+        .post(s.url("/signin/operator"))
+        .header("origin", PUBLIC)
+        .header("sec-fetch-site", "same-origin")
+        .form(&[("token", plangate_testkit::server::OPERATOR_TOKEN)])
+        .send()
+        .await
+        .expect("sign in");
+    assert_eq!(signed_in.status().as_u16(), 303);
+    let cookie = signed_in
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let (st, page, _) = get_page(&s, "/", Some(&cookie)).await;
+    assert_eq!(st, 200, "{page}");
+    let section = |id: &str| {
+        let from = page.find(&format!("id=\"{id}\"")).unwrap_or_else(|| panic!("no #{id} in {page}"));
+        page[from..].split("</ul>").next().unwrap_or_default().to_string()
+    };
+    let pending = section("pending");
+    assert_eq!(pending.matches("<li class=\"row\"").count(), 100, "the oldest hundred of 105 pending");
+    assert!(page.contains("id=\"more-pending\"") && page.contains("plangate list"), "says more wait, and where");
+    let rows: Vec<&str> = pending.split("<li class=\"row\"").skip(1).collect();
+    assert!(
+        rows[0].contains(&format!("/p/{oldest}")) && rows[0].contains("1 nudge<"),
+        "the oldest first, its reminder counted: {}",
+        rows[0]
+    );
+    assert!(rows[1..].iter().all(|r| r.contains("0 nudges")), "the others had none");
+    assert!(!pending.contains(&ids[101]), "the newest pending are left for the next look");
+    assert!(section("decided").contains(&format!("/p/{decided}")), "the decision listed");
+}

@@ -76,6 +76,17 @@ pub enum DecisionStatus {
 }
 
 impl DecisionStatus {
+    /// Every status, pending first.
+    pub const ALL: [DecisionStatus; 7] = [
+        DecisionStatus::Pending,
+        DecisionStatus::Approved,
+        DecisionStatus::Edited,
+        DecisionStatus::Rejected,
+        DecisionStatus::TimedOut,
+        DecisionStatus::Cancelled,
+        DecisionStatus::Superseded,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             DecisionStatus::Pending => "pending",

@@ -18,8 +18,8 @@ use crate::approvers::Venue;
 use crate::core::{Core, CoreError, Decision, DecisionRefused, ExecMeta};
 use crate::throttle::Surface;
 use async_trait::async_trait;
-use plangate_engine::{Actor, ApprovalId, AuditEvent, Proposal, Refusal, SessionKey, State, Timestamp, Verdict};
-use plangate_store::{AuditQuery, Store};
+use plangate_engine::{Actor, ApprovalId, AuditEvent, DecisionStatus, Proposal, Refusal, SessionKey, State, Timestamp, Verdict};
+use plangate_store::{AuditQuery, PagePosition, Store};
 use plangate_web::{Backend, Identity, Links, Refused, SignInSurface, Web, WebDecision};
 use std::path::Path;
 use std::sync::Arc;
@@ -111,12 +111,51 @@ impl Backend for CoreBackend {
         self.core.load(key).await.ok()
     }
 
-    async fn proposals(&self) -> Vec<Proposal> {
-        self.core.blocking(|s| s.proposals(None)).await.unwrap_or_default()
+    async fn pending_page(&self, after: Option<(Timestamp, ApprovalId)>, limit: usize) -> Vec<Proposal> {
+        let after = after.map(|(created_at, approval_id)| PagePosition { created_at, approval_id });
+        self.core.blocking(move |s| s.proposals_page(Some(DecisionStatus::Pending), after, limit)).await.unwrap_or_default()
     }
 
-    async fn audit(&self, id: ApprovalId) -> Vec<AuditEvent> {
-        let query = AuditQuery { approval_id: Some(id), ..AuditQuery::default() };
+    async fn recently_decided(&self, limit: usize) -> Vec<Proposal> {
+        let mut decided = self
+            .core
+            .blocking(move |s| {
+                let mut all = Vec::new();
+                for status in DecisionStatus::ALL.iter().filter(|s| **s != DecisionStatus::Pending) {
+                    all.extend(s.latest_proposals(*status, limit)?);
+                }
+                Ok(all)
+            })
+            .await
+            .unwrap_or_default();
+        decided.sort_by_key(|p| std::cmp::Reverse(p.decided_at.unwrap_or(p.created_at)));
+        decided.truncate(limit);
+        decided
+    }
+
+    async fn previous_version(&self, p: &Proposal) -> Option<Proposal> {
+        if let Some(id) = p.previous {
+            return self.core.blocking(move |s| s.proposal(&id)).await.ok().flatten();
+        }
+        // Proposed before proposals named their previous version: search.
+        let (session, version) = (p.session.clone(), p.version);
+        self.core
+            .blocking(move |s| {
+                let mut found = None;
+                s.visit_proposals(None, &mut |o| {
+                    if o.session == session && o.version + 1 == version {
+                        found = Some(o.clone());
+                    }
+                })?;
+                Ok(found)
+            })
+            .await
+            .ok()
+            .flatten()
+    }
+
+    async fn audit(&self, p: &Proposal) -> Vec<AuditEvent> {
+        let query = AuditQuery { approval_id: Some(p.approval_id), since: Some(crate::core::audit_since(p)), ..AuditQuery::default() };
         self.core.blocking(move |s| s.audit(&query)).await.unwrap_or_default()
     }
 

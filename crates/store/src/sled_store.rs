@@ -358,15 +358,7 @@ fn status_prefix(status: DecisionStatus) -> Vec<u8> {
 }
 
 /// Every status, for a listing of all proposals (merged from each one's range).
-const STATUSES: [DecisionStatus; 7] = [
-    DecisionStatus::Pending,
-    DecisionStatus::Approved,
-    DecisionStatus::Edited,
-    DecisionStatus::Rejected,
-    DecisionStatus::TimedOut,
-    DecisionStatus::Cancelled,
-    DecisionStatus::Superseded,
-];
+const STATUSES: [DecisionStatus; 7] = DecisionStatus::ALL;
 
 /// The approval id at the end of an index key.
 fn id_of_status_key(key: &[u8]) -> Option<ApprovalId> {

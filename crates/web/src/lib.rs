@@ -81,10 +81,17 @@ pub trait Backend: Send + Sync + 'static {
     fn now(&self) -> Timestamp;
     async fn proposal(&self, id: ApprovalId) -> Option<Proposal>;
     async fn state(&self, key: &SessionKey) -> Option<State>;
-    /// Every proposal (for the inbox).
-    async fn proposals(&self) -> Vec<Proposal>;
+    /// Up to `limit` pending proposals, oldest first, after the one
+    /// proposed at `after` (time and id): a page of the inbox, however many
+    /// wait.
+    async fn pending_page(&self, after: Option<(Timestamp, ApprovalId)>, limit: usize) -> Vec<Proposal>;
+    /// Up to `limit` decided proposals (every outcome), the latest decided
+    /// first, taken from the latest proposed of each outcome.
+    async fn recently_decided(&self, limit: usize) -> Vec<Proposal>;
+    /// The session's version before `p`, for the diff.
+    async fn previous_version(&self, p: &Proposal) -> Option<Proposal>;
     /// The audit trail of one approval, oldest first.
-    async fn audit(&self, id: ApprovalId) -> Vec<AuditEvent>;
+    async fn audit(&self, p: &Proposal) -> Vec<AuditEvent>;
     /// The "always allow" permission rules stored for `agent`, oldest first
     /// (shown on its plans' pages; removed in chat with `/plan rules remove N`).
     async fn permission_rules(&self, agent: &str) -> Vec<plangate_engine::permission::StoredRule>;

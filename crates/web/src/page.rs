@@ -104,7 +104,9 @@ pub struct InboxRow<'a> {
 }
 
 /// The approvals this person may decide: pending first, then decided.
-pub fn inbox(rows: &[InboxRow<'_>], who: &Identity, csrf: &str, now: Timestamp) -> Markup {
+/// `more`: pending plans beyond these wait too (the inbox shows a bounded
+/// number; the page says where to see them all).
+pub fn inbox(rows: &[InboxRow<'_>], more: bool, who: &Identity, csrf: &str, now: Timestamp) -> Markup {
     let (pending, decided): (Vec<_>, Vec<_>) = rows.iter().partition(|r| r.proposal.status == DecisionStatus::Pending);
     let row = |r: &InboxRow<'_>| {
         let p = r.proposal;
@@ -134,6 +136,12 @@ pub fn inbox(rows: &[InboxRow<'_>], who: &Identity, csrf: &str, now: Timestamp) 
             h1 { "Plans to decide" }
             @if pending.is_empty() { p.empty { "Nothing is waiting for you." } }
             ul.list #pending { @for r in &pending { (row(r)) } }
+            @if more {
+                p.more #more-pending {
+                    "More plans are pending than this page reads; these are the oldest. "
+                    "Every one: " code { "plangate list" } " or " code { "GET /v1/approvals?status=pending" } "."
+                }
+            }
             @if !decided.is_empty() {
                 h2 { "Decided" }
                 ul.list #decided { @for r in &decided { (row(r)) } }

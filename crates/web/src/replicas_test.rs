@@ -61,10 +61,16 @@ impl Backend for FakeBackend {
     async fn state(&self, _: &SessionKey) -> Option<State> {
         None
     }
-    async fn proposals(&self) -> Vec<Proposal> {
+    async fn pending_page(&self, _: Option<(Timestamp, ApprovalId)>, _: usize) -> Vec<Proposal> {
         Vec::new()
     }
-    async fn audit(&self, _: ApprovalId) -> Vec<AuditEvent> {
+    async fn recently_decided(&self, _: usize) -> Vec<Proposal> {
+        Vec::new()
+    }
+    async fn previous_version(&self, _: &Proposal) -> Option<Proposal> {
+        None
+    }
+    async fn audit(&self, _: &Proposal) -> Vec<AuditEvent> {
         Vec::new()
     }
     async fn permission_rules(&self, _: &str) -> Vec<plangate_engine::permission::StoredRule> {

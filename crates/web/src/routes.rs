@@ -45,6 +45,16 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-
 /// How many decided approvals the inbox lists.
 const DECIDED_SHOWN: usize = 50;
 
+/// Pending plans the inbox shows at most.
+const PENDING_SHOWN: usize = 100;
+
+/// Pending plans the inbox reads at once.
+const PENDING_PAGE: usize = 200;
+
+/// Pending plans the inbox reads at most looking for the ones a person may
+/// decide (an approver of one agent among thousands of others' plans).
+const PENDING_READ: usize = 2_000;
+
 type Shared = Arc<Web>;
 
 /// The page's routes, to merge into plangate's router.
@@ -212,8 +222,8 @@ async fn plan(State(web): State<Shared>, headers: HeaderMap, Path(id): Path<Stri
         Err(response) => return response,
     };
     let p = &loaded.proposal;
-    let previous = previous_version(&web, p).await;
-    let audit = web.backend.audit(p.approval_id).await;
+    let previous = if p.version > 1 { web.backend.previous_version(p).await } else { None };
+    let audit = web.backend.audit(p).await;
     let rules = web.backend.permission_rules(&p.session.agent).await;
     let (session, may_decide) = match &loaded.access {
         Access::Decider(s) => (Some(s), true),
@@ -236,14 +246,6 @@ async fn plan(State(web): State<Shared>, headers: HeaderMap, Path(id): Path<Stri
         events_url,
     };
     html(StatusCode::OK, page::plan_page(&view))
-}
-
-/// The version before `p` in its session, for the diff.
-async fn previous_version(web: &Web, p: &Proposal) -> Option<Proposal> {
-    if p.version <= 1 {
-        return None;
-    }
-    web.backend.proposals().await.into_iter().find(|o| o.session == p.session && o.version + 1 == p.version)
 }
 
 /// The live part of the page as JSON: status, receipt and the checklist.
@@ -359,22 +361,40 @@ async fn decide(State(web): State<Shared>, headers: HeaderMap, Path(id): Path<St
     }
 }
 
+/// The inbox: the pending plans this person may decide, oldest first, then
+/// the latest decisions. Bounded whatever the store holds: pending plans
+/// are read a page at a time until [`PENDING_SHOWN`] are theirs or
+/// [`PENDING_READ`] were read (then the page says more wait, and where to
+/// see them all); decisions are the latest of each outcome. A row's
+/// reminder count is the proposal's own (`reminders_sent`), not a read of
+/// the audit.
 async fn inbox(State(web): State<Shared>, headers: HeaderMap) -> Response {
     let Some(session) = session(&web, &headers).await else { return html(StatusCode::OK, page::sign_in()) };
-    let mut mine: Vec<Proposal> =
-        web.backend.proposals().await.into_iter().filter(|p| web.backend.may_decide(&session.who, &p.session.agent)).collect();
-    mine.sort_by_key(|p| (p.status != DecisionStatus::Pending, p.created_at));
-    let pending = mine.iter().filter(|p| p.status == DecisionStatus::Pending).count();
-    let mut decided: Vec<Proposal> = mine.split_off(pending);
-    decided.sort_by_key(|p| std::cmp::Reverse(p.decided_at.unwrap_or(p.created_at)));
-    decided.truncate(DECIDED_SHOWN);
-    let mut rows = Vec::new();
-    for p in &mine {
-        let nudges = web.backend.audit(p.approval_id).await.iter().filter(|e| e.action == "nudge").count();
-        rows.push(InboxRow { proposal: p, nudges });
+    let mine = |p: &Proposal| web.backend.may_decide(&session.who, &p.session.agent);
+    let (mut pending, mut after, mut read, mut more) = (Vec::new(), None, 0, false);
+    loop {
+        let page = web.backend.pending_page(after, PENDING_PAGE).await;
+        read += page.len();
+        let full = page.len() == PENDING_PAGE;
+        after = page.last().map(|p| (p.created_at, p.approval_id));
+        pending.extend(page.into_iter().filter(|p| mine(p)));
+        if pending.len() > PENDING_SHOWN || (full && read >= PENDING_READ) {
+            more = true;
+            break;
+        }
+        if !full {
+            break;
+        }
     }
-    rows.extend(decided.iter().map(|p| InboxRow { proposal: p, nudges: 0 }));
-    html(StatusCode::OK, page::inbox(&rows, &session.who, &session.csrf, web.backend.now()))
+    pending.truncate(PENDING_SHOWN);
+    let mut decided: Vec<Proposal> = web.backend.recently_decided(DECIDED_SHOWN * 4).await.into_iter().filter(|p| mine(p)).collect();
+    decided.truncate(DECIDED_SHOWN);
+    let rows: Vec<InboxRow<'_>> = pending
+        .iter()
+        .map(|p| InboxRow { proposal: p, nudges: usize::from(p.reminders_sent) })
+        .chain(decided.iter().map(|p| InboxRow { proposal: p, nudges: 0 }))
+        .collect();
+    html(StatusCode::OK, page::inbox(&rows, more, &session.who, &session.csrf, web.backend.now()))
 }
 
 async fn sign_in_page() -> Response {

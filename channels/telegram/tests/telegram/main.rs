@@ -150,6 +150,8 @@ fn proposal(title: &str, steps: &[&str], status: DecisionStatus) -> Proposal {
         review: Default::default(),
         amends: None,
         project: None,
+        previous: None,
+        reminders_sent: 0,
     }
 }
 

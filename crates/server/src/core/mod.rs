@@ -53,6 +53,18 @@ const MAX_CONFLICT_RETRIES: u32 = 20;
 const CONFLICT_PAUSE_MS: (u64, u64) = (1, 10);
 
 /// A poisoned lock's data is still consistent here (sets and maps of ids).
+/// How far before an approval was proposed its audit trail is read from:
+/// a wall clock stepped back (or another replica's, a little behind) may
+/// have stamped its first entries before its `created_at`.
+const AUDIT_CLOCK_MARGIN_MS: i64 = 10 * 60 * 1000;
+
+/// Where `p`'s audit trail begins, for [`plangate_store::AuditQuery::since`]:
+/// nothing of an approval is audited before it was proposed, so the store
+/// need not read the history before it.
+pub fn audit_since(p: &plangate_engine::Proposal) -> plangate_engine::Timestamp {
+    plangate_engine::Timestamp(p.created_at.0.saturating_sub(AUDIT_CLOCK_MARGIN_MS))
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -234,8 +234,16 @@ pub(super) async fn audit(
         Some(a) => Some(parse_approval_id(a)?),
         None => None,
     };
-    let query = AuditQuery { agent: q.agent, session_id: q.session, approval_id, limit: q.limit.unwrap_or(200) };
-    let events = core.blocking(move |s| s.audit(&query)).await?;
+    let mut query = AuditQuery { agent: q.agent, session_id: q.session, approval_id, limit: q.limit.unwrap_or(200), since: None };
+    let events = core
+        .blocking(move |s| {
+            // One approval's trail begins when it was proposed: read from there.
+            if let Some(id) = &query.approval_id {
+                query.since = s.proposal(id)?.map(|p| crate::core::audit_since(&p));
+            }
+            s.audit(&query)
+        })
+        .await?;
     Ok(Json(json!(events)))
 }
 

@@ -14,7 +14,7 @@
 //!
 //! Run: `CARGO_TARGET_DIR=/work/target-bench cargo run --release -p plangate-bench --bin startup -- --approvals 100000`
 //! Options: `--age-mins 120`, `--watch-secs 30` (default 60 with `--age-mins`, else 5), `--threads 32`, `--dir PATH`,
-//! `--keep` (leave the data dir), `--restart` (a normal stop and a second start after the first run), `--no-list` (skip the final `GET /v1/approvals?status=pending`, whose answer dwarfs everything else in memory).
+//! `--web` (time the web inbox and the oldest pending plan's page, signed in as the operator), `--keep` (leave the data dir), `--restart` (a normal stop and a second start after the first run), `--no-list` (skip the final `GET /v1/approvals?status=pending`, whose answer dwarfs everything else in memory).
 
 use plangate_bench::server::{mib, start};
 use plangate_bench::stats::rate;
@@ -81,6 +81,7 @@ fn config(dir: &Path) -> String {
 bind = "127.0.0.1:0"
 data_dir = "{}"
 operator_token = "{OPERATOR_TOKEN}"
+public_url = "http://plangate.bench"
 
 [agents.demo]
 token = "{AGENT_TOKEN}"
@@ -101,6 +102,56 @@ fn catch_up(data: &Path) -> (usize, usize) {
     let due = store.due_timers(workload::now()).map(|t| t.len()).unwrap_or(0);
     let nudges = store.audit(&plangate_store::AuditQuery::default()).map(|a| a.iter().filter(|e| e.action == "nudge").count()).unwrap_or(0);
     (due, nudges)
+}
+
+/// `--web`: the operator signs in to the web page; the inbox (`GET /`)
+/// and the oldest pending plan's page (`GET /p/<id>`), three times each,
+/// timed to the last byte.
+async fn web_pages(http: &reqwest::Client, base: &str) {
+    let no_redirect = reqwest::Client::builder().no_proxy().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+    let signed_in = no_redirect
+        .post(format!("{base}/signin/operator"))
+        .header("sec-fetch-site", "same-origin")
+        .form(&[("token", OPERATOR_TOKEN)])
+        .send()
+        .await
+        .expect("sign in");
+    let cookie = signed_in
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|c| c.split(';').next())
+        .unwrap_or_default()
+        .to_string();
+    if cookie.is_empty() {
+        println!("web: operator sign-in answered {} without a cookie; pages not timed", signed_in.status());
+        return;
+    }
+    let oldest = http.get(format!("{base}/v1/approvals?status=pending&limit=1")).bearer_auth(OPERATOR_TOKEN).send().await.ok();
+    let oldest = match oldest {
+        Some(r) => r.json::<serde_json::Value>().await.ok().and_then(|v| v[0]["approval_id"].as_str().map(str::to_string)),
+        None => None,
+    };
+    let mut paths = vec!["/".to_string()];
+    paths.extend(oldest.map(|id| format!("/p/{id}")));
+    for path in paths {
+        let mut took = Vec::new();
+        let mut size = 0;
+        let mut status = 0;
+        for _ in 0..3 {
+            let at = Instant::now();
+            match http.get(format!("{base}{path}")).header("cookie", &cookie).send().await {
+                Ok(r) => {
+                    status = r.status().as_u16();
+                    size = r.bytes().await.map(|b| b.len()).unwrap_or(0);
+                }
+                Err(e) => println!("web: GET {path}: {e}"),
+            }
+            took.push(format!("{:.0}", at.elapsed().as_secs_f64() * 1e3));
+        }
+        let shown = if path == "/" { "/".to_string() } else { "/p/<oldest pending>".to_string() };
+        println!("web: GET {shown} → {status}, {size} bytes, {} ms (three in a row)", took.join(" / "));
+    }
 }
 
 #[tokio::main]
@@ -151,6 +202,9 @@ async fn main() {
         if age_mins > 0 && t0.elapsed().as_secs().is_multiple_of(10) {
             println!("  {:>3.0} s after ready: RSS {}", t0.elapsed().as_secs_f64(), mib(rss));
         }
+    }
+    if plangate_bench::flag("--web") {
+        web_pages(&http, &started.base).await;
     }
     if plangate_bench::flag("--no-list") {
         println!("RSS peak over the first seconds: {}", mib(Some(peak)));

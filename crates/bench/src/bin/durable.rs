@@ -70,6 +70,8 @@ struct Outcome {
     /// Latency of each acknowledged approve.
     decide: Samples,
     flushes: Option<FlushStats>,
+    /// sled checkpoints taken during the timed run: (count, longest).
+    checkpoints: Option<(u64, Duration)>,
 }
 
 impl Outcome {
@@ -111,13 +113,15 @@ fn run_threads(system: &System, sessions: usize, secs: f64) -> Outcome {
         handles.into_iter().map(|h| h.join().expect("session thread")).collect()
     });
     let elapsed = start.elapsed();
-    let mut out = Outcome { transitions: 0, elapsed, decide: Samples::default(), flushes: None };
+    let mut out = Outcome { transitions: 0, elapsed, decide: Samples::default(), flushes: None, checkpoints: None };
     for (n, d) in results {
         out.transitions += n;
         out.decide.extend(d);
     }
     if let System::Plangate(store) = system {
         out.flushes = Some(store.flush_stats());
+        let taken = store.checkpoint_stats();
+        out.checkpoints = Some((taken.count, taken.longest));
     }
     out
 }
@@ -184,6 +188,7 @@ timeout = "24h"
             core.execute(&workload::key(i), Actor::Agent, workload::enter(), ExecMeta::default()).await.expect("warm-up");
         }
         let stats_before = store.flush_stats();
+        let checkpoints_before = store.checkpoint_stats();
         let start = Instant::now();
         let deadline = start + Duration::from_secs_f64(secs);
         let tasks: Vec<_> = (0..sessions)
@@ -206,13 +211,15 @@ timeout = "24h"
                 })
             })
             .collect();
-        let mut out = Outcome { transitions: 0, elapsed: Duration::ZERO, decide: Samples::default(), flushes: None };
+        let mut out = Outcome { transitions: 0, elapsed: Duration::ZERO, decide: Samples::default(), flushes: None, checkpoints: None };
         for task in tasks {
             let (n, d) = task.await.expect("task");
             out.transitions += n;
             out.decide.extend(d);
         }
         out.elapsed = start.elapsed();
+        let taken = store.checkpoint_stats();
+        out.checkpoints = Some((taken.count - checkpoints_before.count, taken.longest));
         core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
         let a = store.flush_stats();
         out.flushes = Some(FlushStats { writes: a.writes - stats_before.writes, flushes: a.flushes - stats_before.flushes });
@@ -226,11 +233,12 @@ struct Summary {
     p50: Duration,
     p99: Duration,
     flushes: Option<FlushStats>,
+    checkpoints: Option<(u64, Duration)>,
 }
 
 impl Summary {
     fn of(o: &Outcome) -> Summary {
-        Summary { ops: o.ops(), p50: o.decide.p50(), p99: o.decide.p99(), flushes: o.flushes }
+        Summary { ops: o.ops(), p50: o.decide.p50(), p99: o.decide.p99(), flushes: o.flushes, checkpoints: o.checkpoints }
     }
 
     fn to_json(&self) -> serde_json::Value {
@@ -240,6 +248,8 @@ impl Summary {
             "p99_ns": self.p99.as_nanos() as u64,
             "writes": self.flushes.map(|f| f.writes),
             "flushes": self.flushes.map(|f| f.flushes),
+            "checkpoints": self.checkpoints.map(|c| c.0),
+            "checkpoint_longest_ns": self.checkpoints.map(|c| c.1.as_nanos() as u64),
         })
     }
 
@@ -249,7 +259,9 @@ impl Summary {
             (Some(writes), Some(flushes)) => Some(FlushStats { writes, flushes }),
             _ => None,
         };
-        Some(Summary { ops: v["ops"].as_f64()?, p50: ns("p50_ns")?, p99: ns("p99_ns")?, flushes })
+        // Builds before the checkpoint count reported none.
+        let checkpoints = v["checkpoints"].as_u64().zip(ns("checkpoint_longest_ns"));
+        Some(Summary { ops: v["ops"].as_f64()?, p50: ns("p50_ns")?, p99: ns("p99_ns")?, flushes, checkpoints })
     }
 }
 
@@ -289,6 +301,10 @@ fn row(system: &str, sessions: usize, o: &Summary, extra: &str) {
         .filter(|f| f.flushes > 0)
         .map(|f| format!("{:.1} ({} / {})", f.writes as f64 / f.flushes as f64, f.writes, f.flushes))
         .unwrap_or_else(|| "–".to_string());
+    let extra = match o.checkpoints {
+        Some((0, _)) | None => extra.to_string(),
+        Some((n, longest)) => format!("{extra}; {n} sled checkpoints, longest {}", fmt(longest)),
+    };
     println!("| {system} | {sessions} | {:.0} | {} | {} | {batch} | {extra} |", o.ops, fmt(o.p50), fmt(o.p99));
 }
 

@@ -387,8 +387,9 @@ async fn inbox(State(web): State<Shared>, headers: HeaderMap) -> Response {
         }
     }
     pending.truncate(PENDING_SHOWN);
-    let mut decided: Vec<Proposal> = web.backend.recently_decided(DECIDED_SHOWN * 4).await.into_iter().filter(|p| mine(p)).collect();
-    decided.truncate(DECIDED_SHOWN);
+    // Of the latest decisions, those this person may decide (an approver
+    // of few agents may see fewer than DECIDED_SHOWN).
+    let decided: Vec<Proposal> = web.backend.recently_decided(DECIDED_SHOWN).await.into_iter().filter(|p| mine(p)).collect();
     let rows: Vec<InboxRow<'_>> = pending
         .iter()
         .map(|p| InboxRow { proposal: p, nudges: usize::from(p.reminders_sent) })

@@ -35,7 +35,7 @@ fn event(i: u64, per_approval: u64, gap_ms: i64) -> AuditEvent {
         session_id: format!("s{}", i / per_approval),
         actor: "plangate".into(),
         action: "card_posted".into(),
-        approval_id: (i % 10 == 0).then(|| id(i / per_approval)),
+        approval_id: i.is_multiple_of(10).then(|| id(i / per_approval)),
         version: Some(1),
         detail: "ops -100 message 42".into(),
     }

@@ -994,8 +994,18 @@ impl SessionStore for SledStore {
             },
             None => t.audit.iter(),
         };
+        // An approval's entries hold its id as the store wrote it (`"<hex>"`):
+        // an entry without those bytes is not decoded at all (a JSON decode
+        // costs ten times the search). One that has them is decoded and
+        // filtered exactly, as every entry is without the filter.
+        let needle = query.approval_id.map(|id| format!("\"{id}\""));
+        let finder = needle.as_deref().map(|n| memchr::memmem::Finder::new(n.as_bytes()));
         for value in entries.values().rev() {
-            let event: AuditEvent = decode(&value?, "audit")?;
+            let value = value?;
+            if finder.as_ref().is_some_and(|f| f.find(&value).is_none()) {
+                continue;
+            }
+            let event: AuditEvent = decode(&value, "audit")?;
             let keep = query.agent.as_ref().is_none_or(|a| *a == event.agent)
                 && query.session_id.as_ref().is_none_or(|s| *s == event.session_id)
                 && query.approval_id.is_none_or(|id| Some(id) == event.approval_id)

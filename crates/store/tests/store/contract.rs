@@ -517,6 +517,8 @@ fn audit_filters_and_limits(b: &dyn Backend) {
     assert!(actions(AuditQuery { since: since(5), ..AuditQuery::default() }).is_empty());
     assert_eq!(actions(AuditQuery { since: since(2), approval_id: Some(ApprovalId([1; 16])), ..AuditQuery::default() }), vec!["a4"]);
     assert_eq!(actions(AuditQuery { since: since(2), limit: 1, ..AuditQuery::default() }), vec!["a4"]);
+    let newest_of_one = AuditQuery { approval_id: Some(ApprovalId([1; 16])), limit: 1, ..AuditQuery::default() };
+    assert_eq!(actions(newest_of_one), vec!["a4"], "an approval's newest, read forwards");
 }
 
 /// `since` finds its place in a long audit (sled bisects the log): every

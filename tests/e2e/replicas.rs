@@ -233,6 +233,30 @@ async fn a_reminder_due_before_a_dead_replicas_card_is_taken_over_waits_for_the_
     pg.cleanup().await;
 }
 
+/// A decision on one replica while the other still posts the plan's card
+/// (its platform holds the request) edits that card once it is out. The
+/// card is posted from the plan as it was, pending with its buttons; the
+/// edit used to find no card, and the card stayed "pending" after the
+/// decision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_decision_while_another_replica_posts_the_card_edits_it_once_out() {
+    let Some(pg) = TestSchema::create_or_skip().await else { return };
+    let fake = FakeTelegram::start().await;
+    let rs = replicas(&pg, 2, &["tg"], &telegram_unpaced(&fake, CHAT, ALICE)).await;
+    fake.script("sendMessage", Scripted::Stall(Duration::from_secs(3)));
+    let id = propose_titled(&rs[0], "slow-card", "Slow card").await;
+    fake.wait_stalled(1, Duration::from_secs(10)).await;
+    let (st, v) = operator_decide(&rs[1], &id, "approve", "alice").await;
+    assert_eq!(st, 200, "{v}");
+    let card = fake.wait_request("sendMessage", Duration::from_secs(15), |r| r.keyboard().is_some()).await;
+    let message = json!(card.message_id_sent().expect("the card's message id"));
+    fake.wait_request("editMessageText", Duration::from_secs(15), |r| {
+        r.field("message_id") == &message && r.str("text").contains("Approved v1")
+    })
+    .await;
+    pg.cleanup().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_polling_leader_killed_another_replica_polls_and_no_update_is_handled_twice() {
     let Some(pg) = TestSchema::create_or_skip().await else { return };

@@ -14,12 +14,12 @@ use plangate_engine::{ApprovalId, DecisionStatus, Project, Proposal, State};
 use std::sync::Arc;
 use tracing::warn;
 
-/// What a reminder came to.
+/// What a job that works on posted cards (a reminder, a card edit) came to.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Nudged {
-    /// Sent wherever its card is, or not needed any more.
+pub(super) enum CardWork {
+    /// Done wherever the cards are, or not needed any more.
     Done,
-    /// Its card is still being posted (by another replica): run it again.
+    /// A card is still being posted (by another replica): run it again.
     WaitsForItsCard,
 }
 
@@ -123,9 +123,20 @@ impl Core {
         .await;
     }
 
-    pub(super) async fn update_cards(&self, id: ApprovalId, written: Option<&Written>) {
-        let Some((p, state)) = self.proposal_and_state(id, written).await else { return };
-        let Ok(deliveries) = self.blocking(move |s| s.deliveries(&id)).await else { return };
+    /// Edit every posted card of approval `id` to show what it came to. On
+    /// replicas a decision can land here while the replica that committed
+    /// the plan still posts its card (from what the plan was then: pending,
+    /// with its buttons): an edit that finds a destination of the plan
+    /// without its card waits for it as a reminder does (see
+    /// [`Core::nudge`]), so the card does not stay "pending" after the
+    /// decision.
+    pub(super) async fn update_cards(&self, id: ApprovalId, written: Option<&Written>) -> CardWork {
+        let Some((p, state)) = self.proposal_and_state(id, written).await else { return CardWork::Done };
+        let Ok(deliveries) = self.blocking(move |s| s.deliveries(&id)).await else { return CardWork::Done };
+        if self.store.shared() && self.card_missing(&p, &deliveries) {
+            tracing::debug!(approval = %id, "card edit waits for a card still being posted");
+            return CardWork::WaitsForItsCard;
+        }
         let view = self.card_of(&p, &state, self.now());
         let (p, view) = (&p, &view);
         join_all(deliveries.into_iter().map(|delivery| async move {
@@ -137,6 +148,7 @@ impl Core {
             }
         }))
         .await;
+        CardWork::Done
     }
 
     /// Remind every destination of a pending approval. Each send first takes
@@ -154,11 +166,11 @@ impl Core {
     /// that the post failed (audited `card_not_delivered`) and the reminder
     /// goes where cards are. One process needs no wait: a plan's card post
     /// runs before its reminders in the plan's own queue.
-    pub(super) async fn nudge(&self, id: ApprovalId, number: u8) -> Nudged {
-        let Ok(deliveries) = self.blocking(move |s| s.deliveries(&id)).await else { return Nudged::Done };
+    pub(super) async fn nudge(&self, id: ApprovalId, number: u8) -> CardWork {
+        let Ok(deliveries) = self.blocking(move |s| s.deliveries(&id)).await else { return CardWork::Done };
         if self.store.shared() && self.card_on_its_way(id, &deliveries).await {
             tracing::debug!(approval = %id, number, "reminder waits for its card, still being posted");
-            return Nudged::WaitsForItsCard;
+            return CardWork::WaitsForItsCard;
         }
         join_all(deliveries.into_iter().map(|delivery| async move {
             let Some(channel) = self.channel(&delivery.channel) else { return };
@@ -183,7 +195,7 @@ impl Core {
             }
         }))
         .await;
-        Nudged::Done
+        CardWork::Done
     }
 
     /// Whether a destination of pending approval `id` has no card among
@@ -193,6 +205,13 @@ impl Core {
         if p.status != DecisionStatus::Pending || state.session.latest_approval != Some(id) {
             return false;
         }
+        self.card_missing(&p, deliveries)
+    }
+
+    /// Whether a destination that takes `p`'s cards has none among
+    /// `deliveries` while its card post may still be under way
+    /// ([`Core::card_post_window`] after the proposal).
+    fn card_missing(&self, p: &Proposal, deliveries: &[plangate_channel::Delivery]) -> bool {
         if self.now().0.saturating_sub(p.created_at.0) > i64::try_from(self.card_post_window().as_millis()).unwrap_or(i64::MAX) {
             return false;
         }

@@ -110,12 +110,15 @@ enum Ran {
     /// fsync) are durable.
     Done(Vec<PathBuf>),
     /// Not yet: queue this job again after [`RUN_AGAIN_AFTER`], its outbox
-    /// entry kept (a reminder waiting for its card, see `Core::nudge`).
+    /// entry kept (a reminder or a card edit waiting for a card another
+    /// replica still posts, see `Core::nudge`). Queued again without what
+    /// its transition wrote: it loads the latest, which is what a card
+    /// should show by then.
     Later(Job),
 }
 
 /// How long a job that asked to run later waits out of its queue.
-const RUN_AGAIN_AFTER: Duration = Duration::from_millis(500);
+const RUN_AGAIN_AFTER: Duration = Duration::from_secs(1);
 
 /// The audit detail of a card with nowhere to go.
 pub(super) const NO_DESTINATIONS: &str = "no destinations configured for this agent: the card was recorded here only";
@@ -760,9 +763,13 @@ impl Core {
     async fn run_job(self: &Arc<Self>, job: Job, written: Option<&Written>) -> Ran {
         match job {
             Job::PostCards(id) => self.post_cards(id, written).await,
-            Job::UpdateCards(id) => self.update_cards(id, written).await,
+            Job::UpdateCards(id) => {
+                if self.update_cards(id, written).await == super::chat::CardWork::WaitsForItsCard {
+                    return Ran::Later(Job::UpdateCards(id));
+                }
+            }
             Job::Nudge(id, n) => {
-                if self.nudge(id, n).await == super::chat::Nudged::WaitsForItsCard {
+                if self.nudge(id, n).await == super::chat::CardWork::WaitsForItsCard {
                     return Ran::Later(Job::Nudge(id, n));
                 }
             }

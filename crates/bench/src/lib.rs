@@ -10,7 +10,10 @@
 //! * `src/bin/e2e.rs`: the real `plangate` binary with the real teloxide
 //!   client against the loopback fake Telegram: propose → card, tap → agent
 //!   released, `POST /v1/gate`, the in-process gate, and memory.
-//! * `src/bin/startup.rs`: 100,000 pending approvals on disk, time to ready.
+//! * `src/bin/startup.rs`: 100,000 pending approvals on disk, time to ready
+//!   (and, with `--web`, the web inbox and a plan page at that size).
+//! * `src/bin/audit.rs`: one approval's audit trail out of a million sled
+//!   audit entries, read from the end against a seek to its time.
 //! * `src/bin/storm.rs`: a 10,000-nudge storm drained through the real
 //!   Telegram, Slack and Discord clients against loopback fakes that enforce
 //!   each platform's send limits (429s counted).

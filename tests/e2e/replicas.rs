@@ -257,6 +257,34 @@ async fn a_decision_while_another_replica_posts_the_card_edits_it_once_out() {
     pg.cleanup().await;
 }
 
+/// The same for a permission prompt: it expires on one replica while the
+/// other still posts its card, and the card says so once it is out
+/// (before, it stayed answerable-looking, its buttons live).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_permission_prompt_expired_while_another_replica_posts_its_card_is_edited_once_out() {
+    let Some(pg) = TestSchema::create_or_skip().await else { return };
+    let fake = FakeTelegram::start().await;
+    let rs = replicas(&pg, 2, &["tg"], &telegram_unpaced(&fake, CHAT, ALICE)).await;
+    let body = json!({"actor": "ops"});
+    let (st, v) = ServerProcess::send(rs[0].operator(Method::POST, "/v1/operator/sessions/demo/ask/release").json(&body)).await;
+    assert_eq!(st, 200, "{v}");
+    fake.script("sendMessage", Scripted::Stall(Duration::from_secs(3)));
+    let ask = json!({"tool": "Bash", "input": {"command": "touch /tmp/x"}});
+    let (st, v) = ServerProcess::send(rs[0].agent(Method::POST, "/v1/sessions/ask/permissions").json(&ask)).await;
+    assert_eq!(st, 201, "{v}");
+    let id = v["question_id"].as_str().expect("question_id").to_string();
+    fake.wait_stalled(1, Duration::from_secs(10)).await;
+    let (st, v) = ServerProcess::send(rs[1].agent(Method::POST, &format!("/v1/sessions/ask/permissions/{id}/expire"))).await;
+    assert_eq!(st, 204, "{v}");
+    let card = fake.wait_request("sendMessage", Duration::from_secs(15), |r| r.keyboard().is_some()).await;
+    let message = json!(card.message_id_sent().expect("the card's message id"));
+    fake.wait_request("editMessageText", Duration::from_secs(15), |r| {
+        r.field("message_id") == &message && r.str("text").contains("Expired")
+    })
+    .await;
+    pg.cleanup().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_polling_leader_killed_another_replica_polls_and_no_update_is_handled_twice() {
     let Some(pg) = TestSchema::create_or_skip().await else { return };

@@ -212,11 +212,18 @@ impl Core {
     /// `deliveries` while its card post may still be under way
     /// ([`Core::card_post_window`] after the proposal).
     fn card_missing(&self, p: &Proposal, deliveries: &[plangate_channel::Delivery]) -> bool {
-        if self.now().0.saturating_sub(p.created_at.0) > i64::try_from(self.card_post_window().as_millis()).unwrap_or(i64::MAX) {
+        if !self.within_card_post_window(p.created_at) {
             return false;
         }
         let expected = self.destinations(&p.session.agent, p.project.as_ref());
         expected.iter().any(|dest| !deliveries.iter().any(|d| d.destination == dest.name))
+    }
+
+    /// Whether a card of something created at `created` may still be on
+    /// its way ([`Core::card_post_window`]).
+    fn within_card_post_window(&self, created: plangate_engine::Timestamp) -> bool {
+        let window = i64::try_from(self.card_post_window().as_millis()).unwrap_or(i64::MAX);
+        self.now().0.saturating_sub(created.0) <= window
     }
 
     /// How long after a plan is proposed its card post may still be under
@@ -294,15 +301,28 @@ impl Core {
         }
     }
 
-    pub(super) async fn update_question(&self, id: ApprovalId) {
-        let Ok(Some(q)) = self.blocking(move |s| s.question(&id)).await else { return };
-        let Ok(deliveries) = self.blocking(move |s| s.question_deliveries(&id)).await else { return };
+    /// Edit every posted card of question `id` to show its answer (or that
+    /// it expired). Waits, like a card edit, for a question card another
+    /// replica still posts ([`Core::update_cards`]).
+    pub(super) async fn update_question(&self, id: ApprovalId) -> CardWork {
+        let Ok(Some(q)) = self.blocking(move |s| s.question(&id)).await else { return CardWork::Done };
+        let Ok(deliveries) = self.blocking(move |s| s.question_deliveries(&id)).await else { return CardWork::Done };
+        if self.store.shared() && self.within_card_post_window(q.asked_at) {
+            // Asked where the session's cards go (the project of its latest plan).
+            let latest = self.load(&q.session).await.ok().and_then(|state| state.latest);
+            let expected = self.destinations(&q.session.agent, latest.as_ref().and_then(|p| p.project.as_ref()));
+            if expected.iter().any(|dest| !deliveries.iter().any(|d| d.destination == dest.name)) {
+                tracing::debug!(question = %id, "question card edit waits for a card still being posted");
+                return CardWork::WaitsForItsCard;
+            }
+        }
         for delivery in deliveries {
             let Some(channel) = self.channel(&delivery.channel) else { continue };
             if let Err(e) = channel.update_question(&delivery, &q).await {
                 warn!(chat = %delivery.chat, error = %e, "question not updated");
             }
         }
+        CardWork::Done
     }
 
     /// Write the plan document where [`Core::plan_document_path`] said it

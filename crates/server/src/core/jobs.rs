@@ -777,7 +777,11 @@ impl Core {
             Job::WriteDocument(id) => return Ran::Done(self.write_document(id, written).await.into_iter().collect()),
             Job::AppendReceipt(id, text) => return Ran::Done(self.append_receipt(id, text, written).await.into_iter().collect()),
             Job::PostQuestion(id) => self.post_question(id).await,
-            Job::UpdateQuestion(id) => self.update_question(id).await,
+            Job::UpdateQuestion(id) => {
+                if self.update_question(id).await == super::chat::CardWork::WaitsForItsCard {
+                    return Ran::Later(Job::UpdateQuestion(id));
+                }
+            }
             // `enqueue` sends these to their own queues; delivered in place
             // should one ever reach a chat queue.
             Job::Webhook(hook) => self.deliver_webhook(*hook).await,

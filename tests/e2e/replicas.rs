@@ -233,6 +233,14 @@ async fn a_reminder_due_before_a_dead_replicas_card_is_taken_over_waits_for_the_
     pg.cleanup().await;
 }
 
+/// The card whose post the fake held goes out, then is edited to say `outcome`.
+async fn held_card_edited_to(fake: &FakeTelegram, outcome: &str) {
+    let card = fake.wait_request("sendMessage", Duration::from_secs(15), |r| r.keyboard().is_some()).await;
+    let message = json!(card.message_id_sent().expect("the card's message id"));
+    fake.wait_request("editMessageText", Duration::from_secs(15), |r| r.field("message_id") == &message && r.str("text").contains(outcome))
+        .await;
+}
+
 /// A decision on one replica while the other still posts the plan's card
 /// (its platform holds the request) edits that card once it is out. The
 /// card is posted from the plan as it was, pending with its buttons; the
@@ -248,12 +256,7 @@ async fn a_decision_while_another_replica_posts_the_card_edits_it_once_out() {
     fake.wait_stalled(1, Duration::from_secs(10)).await;
     let (st, v) = operator_decide(&rs[1], &id, "approve", "alice").await;
     assert_eq!(st, 200, "{v}");
-    let card = fake.wait_request("sendMessage", Duration::from_secs(15), |r| r.keyboard().is_some()).await;
-    let message = json!(card.message_id_sent().expect("the card's message id"));
-    fake.wait_request("editMessageText", Duration::from_secs(15), |r| {
-        r.field("message_id") == &message && r.str("text").contains("Approved v1")
-    })
-    .await;
+    held_card_edited_to(&fake, "Approved v1").await;
     pg.cleanup().await;
 }
 
@@ -276,12 +279,7 @@ async fn a_permission_prompt_expired_while_another_replica_posts_its_card_is_edi
     fake.wait_stalled(1, Duration::from_secs(10)).await;
     let (st, v) = ServerProcess::send(rs[1].agent(Method::POST, &format!("/v1/sessions/ask/permissions/{id}/expire"))).await;
     assert_eq!(st, 204, "{v}");
-    let card = fake.wait_request("sendMessage", Duration::from_secs(15), |r| r.keyboard().is_some()).await;
-    let message = json!(card.message_id_sent().expect("the card's message id"));
-    fake.wait_request("editMessageText", Duration::from_secs(15), |r| {
-        r.field("message_id") == &message && r.str("text").contains("Expired")
-    })
-    .await;
+    held_card_edited_to(&fake, "Expired").await;
     pg.cleanup().await;
 }
 

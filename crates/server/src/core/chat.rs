@@ -215,8 +215,15 @@ impl Core {
         if !self.within_card_post_window(p.created_at) {
             return false;
         }
-        let expected = self.destinations(&p.session.agent, p.project.as_ref());
-        expected.iter().any(|dest| !deliveries.iter().any(|d| d.destination == dest.name))
+        self.awaits_a_card(self.destinations(&p.session.agent, p.project.as_ref()), deliveries)
+    }
+
+    /// Whether one of `expected` has no card among `deliveries` although a
+    /// card could be posted there: a destination whose channel does not
+    /// run here (nor, configured alike, on the other replicas) gets none,
+    /// and nothing waits for it.
+    fn awaits_a_card(&self, expected: Vec<Destination>, deliveries: &[plangate_channel::Delivery]) -> bool {
+        expected.iter().any(|dest| self.channel(&dest.channel).is_some() && !deliveries.iter().any(|d| d.destination == dest.name))
     }
 
     /// Whether a card of something created at `created` may still be on
@@ -311,7 +318,7 @@ impl Core {
             // Asked where the session's cards go (the project of its latest plan).
             let latest = self.load(&q.session).await.ok().and_then(|state| state.latest);
             let expected = self.destinations(&q.session.agent, latest.as_ref().and_then(|p| p.project.as_ref()));
-            if expected.iter().any(|dest| !deliveries.iter().any(|d| d.destination == dest.name)) {
+            if self.awaits_a_card(expected, &deliveries) {
                 tracing::debug!(question = %id, "question card edit waits for a card still being posted");
                 return CardWork::WaitsForItsCard;
             }

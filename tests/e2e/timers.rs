@@ -133,12 +133,13 @@ async fn an_agent_that_plans_without_proposing_is_reminded() {
     call(s.agent(Method::POST, "/v1/sessions/idle/injection/take")).await;
     // Once the agent proposes, the reminders stop. Turned 2 s on, the
     // second reminder (due 2 s after entering) would fire before the
-    // plan's own second nudge (2 s after proposing): that nudge in the
-    // audit is the sign the reminder had its chance.
+    // plan's own nudges (1 and 2 s after proposing, both due at once, so
+    // they go out as one: "reminder 2"): that nudge in the audit is the
+    // sign the reminder had its chance.
     call(s.agent(Method::POST, "/v1/sessions/idle/proposals").json(&json!({"title": "Now a plan"}))).await;
     s.advance_clock(2_000).await;
-    let audit = || async { audit_actions(&s, "idle").await.iter().filter(|a| *a == "nudge").count() >= 2 };
-    eventually(Duration::from_secs(15), "the plan's second nudge", audit).await;
+    let audit = || async { audit_actions(&s, "idle").await.iter().any(|a| a == "nudge") };
+    eventually(Duration::from_secs(15), "the plan's nudge", audit).await;
     let (_, v) = call(s.agent(Method::POST, "/v1/sessions/idle/injection/take")).await;
     assert_eq!(v["injection"], Value::Null);
     let actions = audit_actions(&s, "idle").await;

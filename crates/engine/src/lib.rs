@@ -21,6 +21,7 @@
 pub mod amendment;
 pub mod authority;
 pub mod card;
+pub mod chains;
 pub mod codec;
 pub mod command;
 pub mod diff;

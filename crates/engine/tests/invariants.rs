@@ -6,13 +6,13 @@
 //! collisions against the session's latest proposal; stale and unknown ids
 //! are aimed at on purpose.
 
-use plangate_engine::card;
 use plangate_engine::plan::{plan_hash, render_markdown, validate_plan};
 use plangate_engine::receipt::Receipt;
 use plangate_engine::subagents;
 use plangate_engine::text::reveal;
 use plangate_engine::view::DecisionView;
 use plangate_engine::*;
+use plangate_engine::{card, chains};
 use proptest::prelude::*;
 use std::collections::{BTreeSet, HashMap};
 
@@ -502,6 +502,16 @@ impl World {
         }
         if who == Who::Scheduler {
             assert_eq!(after.session.mode, before.session.mode);
+        }
+        // The store keeps only the first timer of each chain, and a fired
+        // one is removed with its transition: a kept timer that fires must
+        // be spent, or the rest of its chain would never be stored.
+        if let Command::TimerFired(timer) = command {
+            if chains::kept(before).contains(timer) {
+                let live = after.latest.iter().flat_map(|p| &p.timers).chain(&after.session.agent_timers);
+                assert!(!live.into_iter().any(|x| x == timer), "{timer:?} fired and is still live");
+                assert!(t.changed);
+            }
         }
 
         // A proposal that stops being the latest was pending (then it is

@@ -1,6 +1,12 @@
 //! Persisted timers: nudges and timeouts.
 //!
 //! Timers live in the store keyed by due time, so a restart is a range scan.
+//! The store keeps the first timer of each chain (an approval's reminders,
+//! its escalation and timeout, an agent's reminders: see
+//! `plangate_engine::chains`); the transition a timer fires stores the
+//! chain's next. After downtime the first reminder of an approval fires
+//! late and takes the others also due with it: people get one reminder,
+//! numbered as the latest (the engine's rule), not a burst.
 //! The scheduler sleeps until the earliest one (never polls), is woken when a
 //! transition schedules a new timer, and re-computes its sleep on every wake
 //! so wall-clock jumps neither double-fire (a fired timer is removed in the
@@ -20,14 +26,13 @@
 //! notifications (see `replicas`).
 
 use crate::core::{Core, CoreError, ExecMeta};
-use plangate_engine::{Actor, ApprovalId, Command, Timer, TimerKind, Timestamp};
+use plangate_engine::{Actor, Command, Timer, TimerKind, Timestamp};
 use plangate_store::{Preempted, StoreError};
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
-use tracing::{debug, info, warn};
+use tracing::{debug, warn};
 
 /// Due timers read from the store at once.
 const PAGE: usize = 1024;
@@ -39,7 +44,6 @@ const BACKLOG_RECHECK: Duration = Duration::from_secs(5);
 const MAX_SLEEP: Duration = Duration::from_secs(60);
 
 pub async fn run(core: Arc<Core>, mut shutdown: watch::Receiver<bool>) {
-    collapse_missed_nudges(&core).await;
     loop {
         if fire_due(&core).await {
             // Nudges were left due: look again when half the backlog is sent
@@ -151,63 +155,4 @@ pub async fn fire_due(core: &Arc<Core>) -> bool {
 /// process (on a shared store, others skip them until the lease runs out).
 async fn claim_page(core: &Arc<Core>, now: Timestamp, after: Option<Timer>) -> Result<Vec<Timer>, StoreError> {
     core.blocking(move |s| s.claim_due_timers(now, after.as_ref(), PAGE)).await
-}
-
-/// One page of the timers due at `now`, after `after`.
-async fn due_page(core: &Arc<Core>, now: Timestamp, after: Option<Timer>) -> Result<Vec<Timer>, StoreError> {
-    core.blocking(move |s| s.due_timers_page(now, after.as_ref(), PAGE)).await
-}
-
-/// After downtime, several nudges of one approval may be overdue: keep only
-/// the latest (people want one reminder, not a burst of three). Timeouts
-/// always fire. Two passes over the due timers, a page at a time: the first
-/// finds each approval's latest overdue nudge, the second removes the
-/// others, one durable batch per page (100,000 approvals down for an hour
-/// are 200,000 removals: one flush each took minutes).
-async fn collapse_missed_nudges(core: &Arc<Core>) {
-    let now = core.now();
-    let mut latest: HashMap<ApprovalId, u8> = HashMap::new();
-    let mut after: Option<Timer> = None;
-    loop {
-        if core.stopping() {
-            return;
-        }
-        let Ok(page) = due_page(core, now, after.take()).await else { return };
-        for t in &page {
-            if let TimerKind::Nudge(n) = t.kind {
-                let e = latest.entry(t.approval_id).or_insert(n);
-                *e = (*e).max(n);
-            }
-        }
-        if page.len() < PAGE {
-            break;
-        }
-        after = page.last().cloned();
-    }
-    let mut skipped = 0;
-    loop {
-        if core.stopping() {
-            return;
-        }
-        let Ok(page) = due_page(core, now, after.take()).await else { return };
-        let missed: Vec<Timer> = page
-            .iter()
-            .filter(|t| matches!(t.kind, TimerKind::Nudge(n) if latest.get(&t.approval_id).is_some_and(|max| n < *max)))
-            .cloned()
-            .collect();
-        if !missed.is_empty() {
-            skipped += missed.len();
-            if let Err(e) = core.blocking(move |s| s.remove_timers(&missed)).await {
-                warn!(error = %e, "cannot skip missed nudges; they will be sent");
-                return;
-            }
-        }
-        if page.len() < PAGE {
-            break;
-        }
-        after = page.last().cloned();
-    }
-    if skipped > 0 {
-        info!(count = skipped, "skipped nudges missed while down (kept the latest of each approval)");
-    }
 }

@@ -130,6 +130,8 @@ pub struct Commit {
     /// A proposal id that must not exist yet (a new proposal).
     pub new_proposal: Option<ApprovalId>,
     pub questions: Vec<Question>,
+    /// Timers to store and to drop: of the timers the records hold, the
+    /// first of each chain ([`plangate_engine::chains`]).
     pub timers_add: Vec<Timer>,
     pub timers_remove: Vec<Timer>,
     pub audit: Vec<AuditEvent>,
@@ -165,6 +167,7 @@ impl Commit {
     /// The records a transition produced. `fired` is the timer that caused
     /// it, removed in the same transaction so it never fires twice.
     pub fn of(transition: &Transition, before: &State, fired: Option<&Timer>) -> Commit {
+        use plangate_engine::chains::{self, Chain};
         use plangate_engine::Effect;
         let mut commit = Commit { session: Some(transition.state.session.clone()), ..Commit::default() };
         if let Some(latest) = &transition.state.latest {
@@ -182,14 +185,19 @@ impl Commit {
             commit.questions.push(q.clone());
         }
         commit.rules_add.extend(transition.rule_added.iter().cloned());
+        // Of the timers the session's records hold, the store keeps each
+        // chain's first ([`chains`]); a subagent run's expiry is a chain of
+        // its own, stored as scheduled.
+        let (removed, added) = chains::kept_changes(before, &transition.state);
+        (commit.timers_remove, commit.timers_add) = (removed, added);
         for effect in &transition.effects {
             match effect {
-                Effect::Schedule(t) => commit.timers_add.push(t.clone()),
-                Effect::Cancel(t) => commit.timers_remove.push(t.clone()),
+                Effect::Schedule(t) if t.kind.chain() == Chain::SubagentExpiry => commit.timers_add.push(t.clone()),
+                Effect::Cancel(t) if t.kind.chain() == Chain::SubagentExpiry => commit.timers_remove.push(t.clone()),
                 _ => {}
             }
         }
-        commit.timers_remove.extend(fired.cloned());
+        commit.timers_remove.extend(fired.filter(|f| !commit.timers_remove.contains(f)).cloned());
         commit.fired = fired.cloned();
         commit.audit = transition.audit.clone();
         commit

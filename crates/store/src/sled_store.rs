@@ -9,7 +9,7 @@
 //! | `proposals` | 16-byte approval id | JSON [`Proposal`] |
 //! | `proposals_by_status` | status ‖ `\0` ‖ created_at (8 bytes, order-preserving) ‖ approval id | empty (schema 2) |
 //! | `questions` | 16-byte question id | JSON [`Question`] |
-//! | `timers` | due (8 bytes, order-preserving) ‖ approval id ‖ kind | JSON [`Timer`] |
+//! | `timers` | due (8 bytes, order-preserving) ‖ approval id ‖ kind | JSON [`Timer`]: the first of each chain (schema 3, `plangate_engine::chains`) |
 //! | `deliveries` | approval id ‖ `\0` ‖ destination ‖ `\0` ‖ chat | JSON [`Delivery`] |
 //! | `question_deliveries` | question id ‖ `\0` ‖ destination | JSON [`Delivery`] |
 //! | `audit` | u64 big-endian, monotonic | JSON [`AuditEvent`] |
@@ -45,11 +45,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
 /// Bumped whenever the on-disk layout changes incompatibly. 2 added the
-/// `proposals_by_status` index; a schema-1 database gets it built when it
-/// is opened (see [`upgrade`]), and a plangate that knows only schema 1
-/// refuses a schema-2 database instead of writing proposals without their
-/// index entries.
-pub const SCHEMA_VERSION: &str = "2";
+/// `proposals_by_status` index; 3 keeps only the first timer of each chain
+/// (`plangate_engine::chains`). An older database is upgraded when it is
+/// opened (see [`upgrade`]), and a plangate that knows an older schema
+/// refuses a newer database: one of schema 1 would write proposals without
+/// their index entries, one of schema 2 would fire an approval's first
+/// reminder and never store its next one (nor its timeout).
+pub const SCHEMA_VERSION: &str = "3";
 
 /// sled's page cache (its default is 1 GiB). Pages read once by a scan of a
 /// big backlog (a catch-up after downtime, a full listing) need not stay
@@ -276,7 +278,7 @@ fn open_trees(path: &Path) -> Result<Trees, StoreError> {
             meta.insert("schema_version", SCHEMA_VERSION)?;
             db.flush()?;
         }
-        Some(v) if v == SCHEMA_VERSION.as_bytes() || v == b"1" => {}
+        Some(v) if v == SCHEMA_VERSION.as_bytes() || v == b"1" || v == b"2" => {}
         Some(v) => {
             return Err(StoreError::SchemaMismatch {
                 path: path.display().to_string(),
@@ -304,33 +306,65 @@ fn open_trees(path: &Path) -> Result<Trees, StoreError> {
         db,
     };
     trees.replay()?;
-    if found.as_deref() == Some(b"1") {
-        upgrade(&trees)?;
+    match found.as_deref() {
+        Some(b"1") => upgrade(&trees, true)?,
+        Some(b"2") => upgrade(&trees, false)?,
+        _ => {}
     }
     Ok(trees)
 }
 
-/// Schema 1 → 2: index every proposal by status and creation time, then
-/// say so in `schema_version`, flushed together: a crash before the flush
-/// leaves schema 1, and the next open builds the index again (its writes
-/// are idempotent).
-fn upgrade(t: &Trees) -> Result<(), StoreError> {
+/// Schema 1 or 2 → 3: index every proposal by status and creation time
+/// (from 1), drop every timer but the first of its chain (from 1 and 2),
+/// then say so in `schema_version`, flushed together: a crash before the
+/// flush leaves the old version, and the next open does it again (both
+/// steps are idempotent).
+fn upgrade(t: &Trees, index: bool) -> Result<(), StoreError> {
     let started = std::time::Instant::now();
     let mut indexed = 0u64;
-    for entry in t.proposals.iter() {
-        let (_, value) = entry?;
-        let p: Listed = decode(&value, "proposal")?;
-        t.by_status.insert(status_key(p.status, p.created_at, &p.approval_id), &[])?;
-        indexed += 1;
+    if index {
+        for entry in t.proposals.iter() {
+            let (_, value) = entry?;
+            let p: Listed = decode(&value, "proposal")?;
+            t.by_status.insert(status_key(p.status, p.created_at, &p.approval_id), &[])?;
+            indexed += 1;
+        }
     }
+    let dropped = keep_chain_heads(t)?;
     t.meta.insert("schema_version", SCHEMA_VERSION)?;
     t.db.flush()?;
     tracing::info!(
         indexed,
+        timers_dropped = dropped,
         took_ms = started.elapsed().as_millis() as u64,
-        "upgraded the sled database to schema 2 (proposals indexed by status)"
+        "upgraded the sled database to schema 3 (proposals indexed by status, the first timer of each chain)"
     );
     Ok(())
+}
+
+/// Drop every stored timer that is not the first of its chain: the
+/// records still hold them, and firing the first stores the next. The
+/// timers tree is in due order, so the first of a chain seen is its head.
+fn keep_chain_heads(t: &Trees) -> Result<u64, StoreError> {
+    use plangate_engine::chains::{chain_of, Chain};
+    let mut seen = std::collections::HashSet::new();
+    let mut batch = sled::Batch::default();
+    let (mut dropped, mut pending) = (0u64, 0usize);
+    for entry in t.timers.iter() {
+        let (key, value) = entry?;
+        let timer: Timer = decode(&value, "timer")?;
+        let chain = chain_of(&timer);
+        if chain.1 != Chain::SubagentExpiry && !seen.insert(chain) {
+            batch.remove(key);
+            (dropped, pending) = (dropped + 1, pending + 1);
+            if pending == 10_000 {
+                t.timers.apply_batch(std::mem::take(&mut batch))?;
+                pending = 0;
+            }
+        }
+    }
+    t.timers.apply_batch(batch)?;
+    Ok(dropped)
 }
 
 /// The fields of a stored proposal its index entry is made of: serde

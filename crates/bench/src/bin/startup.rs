@@ -1,14 +1,15 @@
 //! Startup with 100,000 pending approvals on disk.
 //!
 //! Writes `--approvals` sessions, each in plan mode with one pending proposal
-//! that has three nudges and a timeout scheduled, straight through the store
+//! that has three nudges and a timeout (the store keeps the first nudge and
+//! the timeout: `plangate_engine::chains`), straight through the store
 //! API (`SledStore::commit` of what `engine::apply` returned, so the records
 //! are exactly the server's), then starts the real binary on that data dir
 //! and reports the time until `/healthz` answers and the server's RSS.
 //!
 //! `--age-mins M` backdates the proposals by M minutes, as if the server had
 //! been down that long: with M = 120 every approval has three missed nudges,
-//! which the scheduler collapses to one and sends on start. The server then
+//! which go out as one (the latest) when the first fires after the start. The server then
 //! runs for `--watch-secs` (RSS sampled every second), is killed, and the
 //! store is reopened to count the timers still due and the nudges sent.
 //!

@@ -12,11 +12,16 @@ pub(super) fn timer_fired(t: &mut Transition, timer: Timer, ctx: &Ctx) {
     }
     if let TimerKind::AgentNudge(number) = timer.kind {
         let session = &mut t.state.session;
-        if session.mode != Mode::Plan || !session.agent_timers.contains(&timer) {
+        if !session.agent_timers.contains(&timer) {
             t.changed = false;
             return;
         }
+        // Spent either way: the store keeps only the first of the chain
+        // (`chains`), so a reminder still listed would hold back the next.
         session.agent_timers.retain(|x| *x != timer);
+        if session.mode != Mode::Plan {
+            return;
+        }
         // One message at a time: a pending decision text matters more.
         if session.injection.is_none() {
             let waited = ctx.timers.nudges_ms.get(usize::from(number).saturating_sub(1)).copied().unwrap_or(0);
@@ -38,7 +43,18 @@ pub(super) fn timer_fired(t: &mut Transition, timer: Timer, ctx: &Ctx) {
     proposal.timers.retain(|x| *x != timer);
     let id = proposal.approval_id;
     match timer.kind {
-        TimerKind::Nudge(number) => {
+        TimerKind::Nudge(fired) => {
+            // Fired late (the service was down, or the chat backlog held
+            // it): the reminders also due by now go with it, and people get
+            // one reminder numbered as the latest of them, not a burst.
+            let mut number = fired;
+            proposal.timers.retain(|x| match x.kind {
+                TimerKind::Nudge(n) if x.due <= ctx.now => {
+                    number = number.max(n);
+                    false
+                }
+                _ => true,
+            });
             proposal.reminders_sent = proposal.reminders_sent.max(number);
             t.effects.push(Effect::Nudge { approval_id: id, number });
             let pid = Some((id, proposal.version));

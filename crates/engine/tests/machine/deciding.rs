@@ -119,13 +119,33 @@ fn row_timeout_for_a_stale_id_changes_nothing() {
 fn row_nudge_timer_while_pending_reminds_approvers() {
     let (s, id) = pending();
     let all = timers(id, T0);
+    let s = ok(&s, &Actor::Scheduler, Command::TimerFired(all[0].clone()), &ctx_at(T0 + 10 * MIN, 0)).state;
     let t = ok(&s, &Actor::Scheduler, Command::TimerFired(all[1].clone()), &ctx_at(T0 + 30 * MIN, 0));
     assert_eq!(t.effects, vec![Effect::Nudge { approval_id: id, number: 2 }]);
     assert_eq!(t.state.session.approval, ApprovalState::Pending);
     let p = latest(&t.state);
     assert_eq!(p.status, DecisionStatus::Pending);
-    assert_eq!(p.timers, vec![all[0].clone(), all[2].clone(), all[3].clone()], "the fired nudge is no longer scheduled");
+    assert_eq!(p.timers, vec![all[2].clone(), all[3].clone()], "the fired nudge is no longer scheduled");
+    assert_eq!(p.reminders_sent, 2);
     assert_eq!(audit(&t), vec![("scheduler".into(), "nudge".into(), Some(id), Some(1), "reminder 2".into())]);
+}
+
+/// After downtime (or while the chat backlog held reminders back) the first
+/// reminder fires late: the ones also due by now go with it, as one
+/// reminder numbered as the latest, and the store's next reminder is the
+/// first still to come (`chains`).
+#[test]
+fn a_late_nudge_takes_the_reminders_also_due_with_it() {
+    let (s, id) = pending();
+    let all = timers(id, T0);
+    let t = ok(&s, &Actor::Scheduler, Command::TimerFired(all[0].clone()), &ctx_at(T0 + 45 * MIN, 0));
+    assert_eq!(t.effects, vec![Effect::Nudge { approval_id: id, number: 2 }]);
+    assert_eq!(latest(&t.state).timers, vec![all[2].clone(), all[3].clone()]);
+    assert_eq!(audit(&t), vec![("scheduler".into(), "nudge".into(), Some(id), Some(1), "reminder 2".into())]);
+    assert_eq!(plangate_engine::chains::kept(&t.state), vec![all[2].clone(), all[3].clone()]);
+    // Reminder 2 (from a store that kept every timer) is then stale.
+    let t = ok(&t.state, &Actor::Scheduler, Command::TimerFired(all[1].clone()), &ctx_at(T0 + 45 * MIN, 0));
+    assert!(!t.changed && t.effects.is_empty());
 }
 
 #[test]

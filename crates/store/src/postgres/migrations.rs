@@ -19,8 +19,31 @@ use postgres::Client;
 
 /// `(version, name, SQL)`, in version order. The SQL runs with
 /// `search_path` set to the store's schema.
-pub(crate) const MIGRATIONS: &[(i64, &str, &str)] =
-    &[(1, "initial tables", INITIAL), (2, "namespace revisions", NAMESPACE_REVISIONS), (3, "permission rules", PERMISSION_RULES)];
+pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "initial tables", INITIAL),
+    (2, "namespace revisions", NAMESPACE_REVISIONS),
+    (3, "permission rules", PERMISSION_RULES),
+    (4, "timer chains", TIMER_CHAINS),
+];
+
+/// Only the first timer of each chain is stored (`plangate_engine::chains`):
+/// the rest were stored one row each before, and the proposals and sessions
+/// still hold them. A chain is an approval's reminders (kind 0), its
+/// escalation and timeout (kinds 1 and 2) or an agent's reminders (kind 3);
+/// subagent expiries (4) are left alone. Rows are ordered as the primary
+/// key orders them, so a row with an earlier one on its chain goes.
+///
+/// During a rolling upgrade, a replica of the previous release that fires
+/// the first reminder of a plan proposed through a newer replica stores
+/// nothing after it (it knew every timer to be stored): stop the older
+/// replicas before the newer ones take traffic (`docs/OPERATIONS.md`).
+const TIMER_CHAINS: &str = r#"
+DELETE FROM timers t USING timers h
+WHERE t.kind <> 4
+  AND h.approval_id = t.approval_id
+  AND (CASE WHEN h.kind = 2 THEN 1 ELSE h.kind END) = (CASE WHEN t.kind = 2 THEN 1 ELSE t.kind END)
+  AND (h.due, h.kind, h.n) < (t.due, t.kind, t.n);
+"#;
 
 /// The "always allow" rules people stored for an agent (the sled store's
 /// `rules` tree): written in a transition's commit, listed oldest first.

@@ -36,6 +36,15 @@ pub fn propose(store: &dyn Store, key: &SessionKey, r: u8) -> Proposal {
     t.state.latest.unwrap()
 }
 
+/// [`propose`], then store every timer of the proposal, not only the first
+/// of each chain: a backlog of due timers for the tests of paging and
+/// claiming (it is also what schema 2 stored).
+pub fn propose_storing_every_timer(store: &dyn Store, key: &SessionKey, r: u8) -> Proposal {
+    let p = propose(store, key, r);
+    store.commit(Commit { timers_add: p.timers.clone(), ..Commit::default() }).unwrap().written().unwrap();
+    p
+}
+
 /// A store that can be opened again (a restart) over the same data.
 pub trait Backend {
     fn open(&self) -> Box<dyn Store>;

@@ -1,7 +1,7 @@
 //! The [`Store`] contract, run against sled and against PostgreSQL: what the
 //! server relies on, whichever backend it runs on.
 
-use crate::common::{ctx, propose, Backend};
+use crate::common::{ctx, propose, propose_storing_every_timer, Backend};
 use plangate_delivery::{Delivery, Style};
 use plangate_engine::namespace::{Namespace, NamespaceStep};
 use plangate_engine::{
@@ -23,6 +23,7 @@ macro_rules! contract {
 
 contract!(
     commit_then_reopen_sees_everything,
+    the_store_keeps_each_chains_first_timer_and_a_fired_one_brings_the_next,
     an_approval_id_is_never_reused,
     record_once_mark_seen_and_cursors,
     clock_jumps_neither_double_fire_nor_skip,
@@ -180,9 +181,9 @@ fn commit_then_reopen_sees_everything(b: &dyn Backend) {
     assert_eq!(state.latest.as_ref().unwrap().approval_id, p.approval_id);
     assert_eq!(store.proposal(&p.approval_id).unwrap().unwrap(), p);
     let timers = store.timers().unwrap();
-    assert_eq!(timers.len(), 3);
+    assert_eq!(timers.len(), 2, "the first of each chain: {timers:?}");
     assert_eq!(timers[0].kind, TimerKind::Nudge(1));
-    assert_eq!(timers[2].kind, TimerKind::Timeout);
+    assert_eq!(timers[1].kind, TimerKind::Timeout);
     assert_eq!(store.next_timer().unwrap().unwrap().due, Timestamp(601_000));
     assert_eq!(store.due_timers(Timestamp(601_000)).unwrap().len(), 1);
     assert_eq!(store.due_timers(Timestamp(600_999)).unwrap().len(), 0);
@@ -278,7 +279,7 @@ fn clock_jumps_neither_double_fire_nor_skip(b: &dyn Backend) {
 fn due_timers_page_through_a_backlog_and_remove_in_batches(b: &dyn Backend) {
     let store = b.open();
     for r in 1..=5u8 {
-        propose(&*store, &SessionKey::new("demo", format!("s{r}")), r);
+        propose_storing_every_timer(&*store, &SessionKey::new("demo", format!("s{r}")), r);
     }
     // Both nudges of all five approvals are due; the timeouts are not.
     let now = Timestamp(1_801_000);
@@ -659,4 +660,25 @@ fn an_always_rule_is_stored_with_the_answer_and_removable(b: &dyn Backend) {
     assert!(!store.remove_permission_rule("demo", &rules[0].id).unwrap());
     assert!(!store.remove_permission_rule("other", &rules[1].id).unwrap());
     assert_eq!(store.permission_rules("demo").unwrap(), vec![rules[1].clone()]);
+}
+
+/// An approval's reminders are one chain and its timeout another: the store
+/// holds the first of each (the proposal holds them all), and the
+/// transition that fires one stores the next; a decision drops both.
+fn the_store_keeps_each_chains_first_timer_and_a_fired_one_brings_the_next(b: &dyn Backend) {
+    let store = b.open();
+    let key = SessionKey::new("demo", "chains");
+    let p = propose(store.as_ref(), &key, 3);
+    let [n1, n2, timeout] = <[Timer; 3]>::try_from(p.timers.clone()).expect("two nudges and a timeout");
+    assert_eq!(store.timers().unwrap(), vec![n1.clone(), timeout.clone()]);
+    let before = store.load(&key).unwrap();
+    let t = apply(&before, &Actor::Scheduler, Command::TimerFired(n1.clone()), &ctx(n1.due.0, 4)).unwrap();
+    store.commit(Commit::of(&t, &before, Some(&n1))).unwrap().written().unwrap();
+    assert_eq!(store.timers().unwrap(), vec![n2.clone(), timeout.clone()]);
+    let before = store.load(&key).unwrap();
+    let alice = Actor::Human { id: "telegram:1".into(), name: "telegram:@alice".into() };
+    let t =
+        apply(&before, &alice, Command::Decide { approval_id: p.approval_id, verdict: Verdict::Approve }, &ctx(n2.due.0 - 1, 5)).unwrap();
+    store.commit(Commit::of(&t, &before, None)).unwrap().written().unwrap();
+    assert_eq!(store.timers().unwrap(), vec![], "a decision drops the stored timers of both chains");
 }

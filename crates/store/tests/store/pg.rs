@@ -2,7 +2,7 @@
 //! Two `PgStore`s in one test process stand for two replicas (each has its
 //! own pool, replica id, listener and leader connections).
 
-use crate::common::{admin, ctx, eventually, propose, TestSchema};
+use crate::common::{admin, ctx, eventually, propose, propose_storing_every_timer, TestSchema};
 use plangate_engine::{apply, Actor, Command, Plan, SessionKey, Timestamp};
 use plangate_store::prelude::*;
 use plangate_store::{Commit, Committed, OutboxEntry, PgOptions, PgStore, Preempted, StoreError};
@@ -151,7 +151,7 @@ fn due_timers_are_claimed_by_one_replica_until_the_lease_runs_out() {
     let a = PgStore::open(&db.options_with_lease(lease)).unwrap();
     let b = PgStore::open(&db.options_with_lease(lease)).unwrap();
     for r in 1..=5u8 {
-        propose(&a, &SessionKey::new("demo", format!("s{r}")), r);
+        propose_storing_every_timer(&a, &SessionKey::new("demo", format!("s{r}")), r);
     }
     let now = Timestamp(1_801_000);
     let all = a.due_timers(now).unwrap();
@@ -404,7 +404,7 @@ fn a_schema_migrated_by_a_newer_plangate_is_refused() {
     drop(db.open());
     db.client().execute("INSERT INTO schema_migrations (version, name) VALUES (999, 'from the future')", &[]).unwrap();
     let err = PgStore::open(&db.options()).unwrap_err();
-    assert!(matches!(err, StoreError::SchemaTooNew { found: 999, known: 3 }), "{err:?}");
+    assert!(matches!(err, StoreError::SchemaTooNew { found: 999, known: 4 }), "{err:?}");
     assert!(err.to_string().contains("upgrade plangate on every replica"), "{err}");
 }
 
@@ -419,13 +419,29 @@ fn replicas_starting_together_migrate_once() {
     let ids: HashSet<&str> = stores.iter().map(|s| s.replica_id()).collect();
     assert_eq!(ids.len(), 4);
     let rows = db.client().query("SELECT version FROM schema_migrations", &[]).unwrap();
-    assert_eq!(rows.iter().map(|r| r.get::<_, i64>(0)).collect::<Vec<_>>(), vec![1, 2, 3]);
+    assert_eq!(rows.iter().map(|r| r.get::<_, i64>(0)).collect::<Vec<_>>(), vec![1, 2, 3, 4]);
     drop(stores);
     // Opening again applies nothing and keeps the data.
     let store = db.open();
     store.mark_seen("k").unwrap();
     drop(store);
     assert!(db.open().seen("k").unwrap());
+}
+
+/// Before migration 4 every timer of an approval had its row; the
+/// migration keeps the first of each chain (the proposal holds the rest).
+#[test]
+fn migration_4_keeps_the_first_timer_of_each_chain() {
+    let Some(db) = TestSchema::new() else { return };
+    let store = db.open();
+    let p = propose(&store, &SessionKey::new("demo", "a"), 1);
+    // What the schema held before: every timer (and the migration undone).
+    store.commit(Commit { timers_add: p.timers.clone(), ..Commit::default() }).unwrap().written().unwrap();
+    assert_eq!(store.timers().unwrap().len(), 3);
+    drop(store);
+    db.client().execute("DELETE FROM schema_migrations WHERE version = 4", &[]).unwrap();
+    let store = db.open();
+    assert_eq!(store.timers().unwrap(), vec![p.timers[0].clone(), p.timers[2].clone()], "the first nudge and the timeout");
 }
 
 #[test]

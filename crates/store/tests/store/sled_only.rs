@@ -123,5 +123,32 @@ fn a_schema_1_database_gets_its_status_index_when_opened() {
     assert_eq!(store.proposals_page(None, None, 10).unwrap().len(), 2);
     drop(store);
     let db = sled::open(dir.path().join("db")).unwrap();
-    assert_eq!(db.open_tree("meta").unwrap().get("schema_version").unwrap().as_deref(), Some(&b"2"[..]));
+    assert_eq!(db.open_tree("meta").unwrap().get("schema_version").unwrap().as_deref(), Some(&b"3"[..]));
+}
+
+/// A database of schema 2 stored every timer of an approval; opened, it
+/// keeps the first of each chain (the proposal still holds the rest), and
+/// an older plangate would now refuse it.
+#[test]
+fn a_schema_2_database_keeps_the_first_timer_of_each_chain_when_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = SessionKey::new("demo", "a");
+    let timers = {
+        let store = SledStore::open(dir.path()).unwrap();
+        let p = crate::common::propose(&store, &key, 1);
+        // What schema 2 stored: every timer.
+        store.commit(Commit { timers_add: p.timers.clone(), ..Commit::default() }).unwrap().written().unwrap();
+        assert_eq!(store.timers().unwrap().len(), 3);
+        p.timers
+    };
+    {
+        let db = sled::open(dir.path().join("db")).unwrap();
+        db.open_tree("meta").unwrap().insert("schema_version", "2").unwrap();
+        db.flush().unwrap();
+    }
+    let store = SledStore::open(dir.path()).unwrap();
+    assert_eq!(store.timers().unwrap(), vec![timers[0].clone(), timers[2].clone()], "the first nudge and the timeout");
+    drop(store);
+    let db = sled::open(dir.path().join("db")).unwrap();
+    assert_eq!(db.open_tree("meta").unwrap().get("schema_version").unwrap().as_deref(), Some(&b"3"[..]));
 }

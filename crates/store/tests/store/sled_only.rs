@@ -6,12 +6,28 @@ use plangate_engine::{apply, Actor, Command, SessionKey};
 use plangate_store::prelude::*;
 use plangate_store::{Commit, SledStore};
 
+/// The store's database opened by sled itself, to write what another
+/// plangate would have. A store just dropped may still hold the file lock
+/// for a moment (sled's I/O threads finish first): wait for it, as
+/// `SledStore::open` does, rather than fail on a busy machine (seen once in CI).
+fn raw_db(data_dir: &std::path::Path) -> sled::Db {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match sled::open(data_dir.join("db")) {
+            Err(sled::Error::Io(e)) if e.to_string().contains("could not acquire lock") && std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => return other.unwrap(),
+        }
+    }
+}
+
 #[test]
 fn schema_mismatch_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     drop(SledStore::open(dir.path()).unwrap());
     {
-        let db = sled::open(dir.path().join("db")).unwrap();
+        let db = raw_db(dir.path());
         db.open_tree("meta").unwrap().insert("schema_version", "999").unwrap();
         db.flush().unwrap();
     }
@@ -109,7 +125,7 @@ fn a_schema_1_database_gets_its_status_index_when_opened() {
     };
     // What plangate wrote before schema 2: the same trees without the index.
     {
-        let db = sled::open(dir.path().join("db")).unwrap();
+        let db = raw_db(dir.path());
         assert!(db.drop_tree("proposals_by_status").unwrap());
         db.open_tree("meta").unwrap().insert("schema_version", "1").unwrap();
         db.flush().unwrap();
@@ -122,7 +138,7 @@ fn a_schema_1_database_gets_its_status_index_when_opened() {
     assert_eq!(store.count_proposals(DecisionStatus::Pending).unwrap(), 1);
     assert_eq!(store.proposals_page(None, None, 10).unwrap().len(), 2);
     drop(store);
-    let db = sled::open(dir.path().join("db")).unwrap();
+    let db = raw_db(dir.path());
     assert_eq!(db.open_tree("meta").unwrap().get("schema_version").unwrap().as_deref(), Some(&b"3"[..]));
 }
 
@@ -142,13 +158,13 @@ fn a_schema_2_database_keeps_the_first_timer_of_each_chain_when_opened() {
         p.timers
     };
     {
-        let db = sled::open(dir.path().join("db")).unwrap();
+        let db = raw_db(dir.path());
         db.open_tree("meta").unwrap().insert("schema_version", "2").unwrap();
         db.flush().unwrap();
     }
     let store = SledStore::open(dir.path()).unwrap();
     assert_eq!(store.timers().unwrap(), vec![timers[0].clone(), timers[2].clone()], "the first nudge and the timeout");
     drop(store);
-    let db = sled::open(dir.path().join("db")).unwrap();
+    let db = raw_db(dir.path());
     assert_eq!(db.open_tree("meta").unwrap().get("schema_version").unwrap().as_deref(), Some(&b"3"[..]));
 }

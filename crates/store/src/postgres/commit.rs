@@ -1,7 +1,7 @@
 //! A transition's commit: one transaction that writes the session only at
 //! the revision it was loaded at, takes its fired timer and its event keys
-//! once, writes every other record with one statement per kind of row, and
-//! notifies the other replicas.
+//! once, and writes every other record with one statement per kind of row;
+//! once it committed, the other replicas are notified (see `notify`).
 
 use super::connection::Prepared;
 use super::sql::*;
@@ -29,6 +29,7 @@ pub(super) fn commit(store: &PgStore, commit: Commit) -> Result<Committed, Store
     let what = "committing a transition";
     let result = store.conditional(what, store.transaction_raw(what, async |tx| write(store, tx, &commit).await));
     log_unwritten(&result);
+    notify_if_written(store, &commit, &result);
     result
 }
 
@@ -67,7 +68,19 @@ pub(super) fn commit_numbered(
     });
     let result = store.conditional(what, result);
     log_unwritten(&result);
+    notify_if_written(store, &commit, &result);
     result
+}
+
+/// Queue the commit's session key for the other replicas' listeners, once
+/// it committed (a notification never announces what did not happen).
+/// The replica's id last: its own listener skips what this process already
+/// woke for (see `listen`). NOTIFY payloads are limited to 8000 bytes; an
+/// empty one tells listeners "something changed".
+fn notify_if_written<T>(store: &PgStore, commit: &Commit, result: &Result<Committed<T>, StoreError>) {
+    let (Ok(Committed::Written(_)), Some(s)) = (result, &commit.session) else { return };
+    let payload = serde_json::to_string(&[&s.key.agent, &s.key.session_id, &store.shared.replica]).unwrap_or_default();
+    store.shared.notifier.push(if payload.len() > 7900 { String::new() } else { payload });
 }
 
 /// What a statement's row count must be for the commit to stand.
@@ -89,7 +102,7 @@ type Step<'a> = LocalBoxFuture<'a, (Expect, Result<u64, PgError>)>;
 /// flight, `COMMIT`. A check that fails returns early and `tx` rolls back
 /// whatever ran after it.
 async fn write(store: &PgStore, tx: &Transaction<'_>, commit: &Commit) -> Result<(), Failure> {
-    let rows = Rows::of(store, commit)?;
+    let rows = Rows::of(commit)?;
     let rows = &rows;
     let prepared = prepare(tx).await?;
     let st = |sql: &'static str| &prepared[sql];
@@ -152,10 +165,6 @@ async fn write(store: &PgStore, tx: &Transaction<'_>, commit: &Commit) -> Result
         let (replica, lease) = (&store.shared.replica, &store.lease_secs);
         flight.push(Box::pin(async move { (Expect::Any, tx.execute(st(OUTBOX_INSERT_MANY), &[seqs, works, replica, lease]).await) }));
     }
-    if let Some(payload) = &rows.notify {
-        let channel = store.shared.channel();
-        flight.push(Box::pin(async move { (Expect::Any, tx.execute(st(NOTIFY), &[&channel, payload]).await) }));
-    }
     for (expect, counted) in in_order(flight).await {
         let counted = counted?;
         match expect {
@@ -170,7 +179,7 @@ async fn write(store: &PgStore, tx: &Transaction<'_>, commit: &Commit) -> Result
 /// Every statement a commit may run, prepared on this connection (once:
 /// `prepare_cached`), so that each step of the flight sends its request on
 /// its first poll, in the flight's order.
-const COMMIT_STATEMENTS: [&str; 14] = [
+const COMMIT_STATEMENTS: [&str; 13] = [
     SESSION_INSERT,
     SESSION_UPDATE,
     SESSION_UPSERT,
@@ -184,7 +193,6 @@ const COMMIT_STATEMENTS: [&str; 14] = [
     TIMERS_UPSERT,
     AUDIT_INSERT_MANY,
     OUTBOX_INSERT_MANY,
-    NOTIFY,
 ];
 
 async fn prepare(tx: &Transaction<'_>) -> Result<HashMap<&'static str, Statement>, PgError> {
@@ -245,11 +253,10 @@ struct Rows<'a> {
     timers_add: Option<(TimerColumns, Vec<Vec<u8>>)>,
     audit: Option<AuditRows<'a>>,
     outbox: Option<(Vec<i64>, Vec<&'a [u8]>)>,
-    notify: Option<String>,
 }
 
 impl<'a> Rows<'a> {
-    fn of(store: &PgStore, commit: &'a Commit) -> Result<Rows<'a>, Failure> {
+    fn of(commit: &'a Commit) -> Result<Rows<'a>, Failure> {
         let session = commit.session.as_ref().map(|s| SessionRow {
             agent: &s.key.agent,
             sid: &s.key.session_id,
@@ -286,18 +293,6 @@ impl<'a> Rows<'a> {
             let seqs = commit.outbox.iter().map(|e| to_i64(e.seq, "outbox seq")).collect::<Result<Vec<i64>, _>>()?;
             Some((seqs, commit.outbox.iter().map(|e| e.work.as_slice()).collect()))
         };
-        // Delivered to listeners when (and only if) this commits. The
-        // replica's id last: its own listener skips what this process
-        // already woke for (see `listen`). NOTIFY payloads are limited to
-        // 8000 bytes; an empty one tells listeners "something changed".
-        let notify = commit.session.as_ref().map(|s| {
-            let payload = serde_json::to_string(&[&s.key.agent, &s.key.session_id, &store.shared.replica]).unwrap_or_default();
-            if payload.len() > 7900 {
-                String::new()
-            } else {
-                payload
-            }
-        });
         Ok(Rows {
             session,
             revision,
@@ -309,7 +304,6 @@ impl<'a> Rows<'a> {
             timers_add,
             audit,
             outbox,
-            notify,
         })
     }
 }

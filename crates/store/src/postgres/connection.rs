@@ -86,6 +86,8 @@ pub(crate) struct Shared {
     pub(super) target: String,
     /// Set when the [`PgStore`] is dropped: its threads end.
     pub(super) closed: AtomicBool,
+    /// What committed and is still to be told to the other replicas.
+    pub(super) notifier: super::notify::Notifier,
 }
 
 impl Shared {

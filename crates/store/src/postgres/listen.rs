@@ -1,10 +1,11 @@
 //! [`ReplicaStore::subscribe_changes`](crate::ReplicaStore::subscribe_changes) on
 //! PostgreSQL: `LISTEN plangate_<schema>` on a connection of its own.
 //!
-//! Every commit notifies the channel with its session key and replica (a
-//! JSON array `[agent, session_id, replica]`; the replica's own are
-//! skipped) in its own transaction, so a notification arrives
-//! exactly when the change is visible. While the connection is down,
+//! Every commit that committed notifies the channel with its session key
+//! and replica (a JSON array `[agent, session_id, replica]`; the replica's
+//! own are skipped), sent just after the commit by the replica's notifier
+//! (see `notify`), so a notification arrives shortly after its change is
+//! visible, never before. While the connection is down,
 //! notifications are lost, not queued: after every (re)connect and on every
 //! error the listener hears `None` ("changes may have been missed") and
 //! wakes every waiter, who then reads the store afresh.

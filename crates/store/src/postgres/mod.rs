@@ -5,7 +5,8 @@
 //! statements, retries, errors), `sql` (every statement and the row conversions),
 //! `commit` (a transition's transaction, its statements pipelined), `reads`, `claims` (leased
 //! timers and outbox entries), `records` (writes outside a commit),
-//! `migrations` (the tables), `listen` (change notifications), `leader`
+//! `migrations` (the tables), `notify` and `listen` (change notifications sent
+//! and heard), `leader`
 //! (the elections).
 
 mod claims;
@@ -14,6 +15,7 @@ mod connection;
 mod leader;
 mod listen;
 pub(crate) mod migrations;
+mod notify;
 mod open;
 mod reads;
 mod records;
@@ -34,6 +36,7 @@ use plangate_engine::{ApprovalId, AuditEvent, DecisionStatus, Proposal, Question
 use std::fmt;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A [`Store`] in a PostgreSQL schema, shared by any number of plangate
 /// processes (replicas).
@@ -59,9 +62,10 @@ use std::sync::Arc;
 /// - **After-commit work.** Outbox entries are written leased to the
 ///   committing replica; [`WorkStore::claim_outbox`] hands out only entries
 ///   nobody holds or whose holder's lease ran out (it died).
-/// - **Waking waiters of other replicas.** A commit notifies
-///   `plangate_<schema>` with the session key in the same transaction;
-///   [`ReplicaStore::subscribe_changes`] listens (see `listen`).
+/// - **Waking waiters of other replicas.** Once a commit committed, its
+///   session key is sent on `plangate_<schema>` (`NOTIFY`, batched with
+///   other commits' by one sender: see `notify` for why not inside the
+///   commit); [`ReplicaStore::subscribe_changes`] listens (see `listen`).
 /// - **One chat poller.** [`ReplicaStore::elect_leader`] holds a session-level
 ///   advisory lock on a dedicated connection (see `leader`).
 ///
@@ -108,9 +112,12 @@ impl fmt::Debug for PgStore {
 }
 
 impl Drop for PgStore {
-    /// The listener and leader threads end (a leader's lock is released
-    /// with its connection).
+    /// The notifications still queued are sent (for a moment at most: a
+    /// store dropped just after its commit still wakes the other
+    /// replicas), then the listener, leader and notifier end (a leader's
+    /// lock is released with its connection).
     fn drop(&mut self) {
+        self.shared.notifier.drain(Duration::from_millis(500));
         self.shared.closed.store(true, Ordering::Release);
     }
 }
@@ -236,8 +243,19 @@ impl SessionStore for PgStore {
     }
 
     /// Every write was durable when it returned (`synchronous_commit`).
+    /// Every commit is durable when it returns; what may still be queued
+    /// is the notifications to the other replicas (see `notify`), sent
+    /// before a graceful shutdown ends.
     fn flush(&self) -> Result<(), StoreError> {
-        Ok(())
+        if self.shared.notifier.drain(Duration::from_secs(2)) {
+            Ok(())
+        } else {
+            Err(StoreError::Unavailable(format!(
+                "the other replicas could not be notified of the last changes within 2s; is PostgreSQL at {} reachable? \
+                 (their waiters see those changes at their next read)",
+                self.shared.target
+            )))
+        }
     }
 }
 

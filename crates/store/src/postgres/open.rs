@@ -3,7 +3,7 @@
 //! doctor` runs without opening anything.
 
 use super::connection::{map_pg, Shared, StoreRuntime};
-use super::{migrations, Failure, PgStore};
+use super::{migrations, notify, Failure, PgStore};
 use crate::StoreError;
 use std::fmt;
 use std::sync::atomic::AtomicBool;
@@ -113,7 +113,14 @@ impl PgStore {
             .keepalives_retries(3);
         let target = describe(&config);
         let replica = new_replica_id();
-        let shared = Arc::new(Shared { config, schema: schema.to_string(), replica, target, closed: AtomicBool::new(false) });
+        let shared = Arc::new(Shared {
+            config,
+            schema: schema.to_string(),
+            replica,
+            target,
+            closed: AtomicBool::new(false),
+            notifier: Default::default(),
+        });
 
         let span = tracing::info_span!("pg_open", target = %shared.target, schema, replica = %shared.replica);
         let _enter = span.enter();
@@ -150,6 +157,7 @@ impl PgStore {
                 StoreError::Unavailable(format!("no PostgreSQL connection pool at {}: {e}; is PostgreSQL running there?", shared.target))
             })?;
         let lease_secs = options.lease.as_secs_f64().max(0.001);
+        runtime.handle().spawn(notify::run(shared.clone()));
         Ok(PgStore { pool, runtime, shared, lease_secs })
     }
 

@@ -149,12 +149,13 @@ pub(super) fn cursor_or_init(store: &PgStore, key: &str, value: &str) -> Result<
 }
 
 /// One transaction: the conditional write (an insert that must not find
-/// the row, an update or delete that must find `expected`), and a
-/// notification without a session (other replicas re-read their caches).
+/// the row, an update or delete that must find `expected`); once it
+/// committed, a notification without a session (other replicas re-read
+/// their caches).
 /// Not retried after a write that may have landed: the caller would be
 /// told `false` for its own change.
 pub(super) fn swap_cursor(store: &PgStore, key: &str, expected: Option<&str>, value: Option<&str>) -> Result<bool, StoreError> {
-    store.transaction("swapping a cursor", async |tx| {
+    let swapped = store.transaction("swapping a cursor", async |tx| {
         let rows = match (expected, value) {
             (None, Some(v)) => {
                 tx.exec("INSERT INTO cursors (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING", &[&key, &v]).await?
@@ -163,14 +164,15 @@ pub(super) fn swap_cursor(store: &PgStore, key: &str, expected: Option<&str>, va
             (Some(e), None) => tx.exec("DELETE FROM cursors WHERE key = $1 AND value = $2", &[&key, &e]).await?,
             (None, None) => {
                 let absent = tx.row_opt("SELECT 1 FROM cursors WHERE key = $1", &[&key]).await?.is_none();
-                return Ok(absent);
+                return Ok((absent, false));
             }
         };
-        if rows == 1 {
-            tx.exec(NOTIFY, &[&store.shared.channel(), &"cursors"]).await?;
-        }
-        Ok(rows == 1)
-    })
+        Ok((rows == 1, rows == 1))
+    })?;
+    if swapped.1 {
+        store.shared.notifier.push("cursors".into());
+    }
+    Ok(swapped.0)
 }
 
 pub(super) fn set_document_path(store: &PgStore, id: &ApprovalId, path: &str) -> Result<(), StoreError> {

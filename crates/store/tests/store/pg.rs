@@ -275,6 +275,36 @@ fn changes_of_one_replica_wake_the_listeners_of_another() {
     assert!(!heard.lock().unwrap()[before..].contains(&Some(other)));
 }
 
+/// The notifier's connection dropped: the commit after it is heard all
+/// the same (its notification is sent again on a new connection).
+#[test]
+fn a_notifier_that_lost_its_connection_sends_again() {
+    let Some(db) = TestSchema::new() else { return };
+    let (a, b) = (db.open(), db.open());
+    let heard: Arc<Mutex<Vec<Option<SessionKey>>>> = Arc::default();
+    let sink = heard.clone();
+    b.subscribe_changes(Arc::new(move |key| sink.lock().unwrap().push(key))).unwrap();
+    assert!(eventually(Duration::from_secs(5), || heard.lock().unwrap().contains(&None)));
+    let first = SessionKey::new("demo", "before the drop");
+    propose(&a, &first, 3);
+    assert!(eventually(Duration::from_secs(5), || heard.lock().unwrap().contains(&Some(first.clone()))));
+    let killed = admin()
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = left($1, 63)",
+            &[&format!("plangate notifier {}", a.replica_id())],
+        )
+        .unwrap();
+    assert_eq!(killed, 1, "the notifier has a connection of its own");
+    let second = SessionKey::new("demo", "after the drop");
+    propose(&a, &second, 1);
+    assert!(
+        eventually(Duration::from_secs(10), || heard.lock().unwrap().contains(&Some(second.clone()))),
+        "heard: {:?}",
+        heard.lock().unwrap()
+    );
+    a.flush().unwrap();
+}
+
 /// The listener's connection dropped: it reconnects and says changes may
 /// have been missed.
 #[test]

@@ -22,7 +22,8 @@
 //! deployment uses its own schema, dropped at the end.
 //!
 //! Run: `CARGO_TARGET_DIR=/work/target-bench cargo build --release -p plangate-server && CARGO_TARGET_DIR=/work/target-bench cargo run --release -p plangate-bench --bin replicas -- --secs 5 --wake-samples 200`
-//! (`--count-xacts N` counts PostgreSQL transactions per loop instead;
+//! (`--count-xacts N` counts PostgreSQL transactions and WAL flushes per
+//! loop instead, over `--count-sessions 1,16` sessions looping side by side;
 //! `--baseline-bin PATH` adds a sled row for another build of `plangate`,
 //! e.g. the commit before #18, measured in the same run; with
 //! `--baseline-postgres`, a PostgreSQL row of that build too.)
@@ -154,19 +155,46 @@ async fn wake(decide: &ServerProcess, wait: &ServerProcess, samples: usize, tag:
 /// loops of one session, once the chat work has drained (the outbox is
 /// empty) and the backends have reported their counts. Run it on a
 /// database nothing else uses (`PLANGATE_TEST_PG=…/perf_bench`).
-async fn xacts_per_loop(bin: &str, loops: u64) -> f64 {
+/// What a propose → approve → enter loop costs PostgreSQL: transactions
+/// committed (`pg_stat_database.xact_commit`, this database) and WAL
+/// flushes (`pg_stat_wal.wal_sync`, the whole cluster: run it where
+/// nothing else writes), per loop, with `sessions` sessions looping side
+/// by side (`loops` in all). Concurrent commits share flushes, and since
+/// §16 their notifications share a transaction.
+async fn xacts_per_loop(bin: &str, loops: u64, sessions: u64) -> (f64, f64) {
     let d = deploy(bin, "count", 1, true).await;
     let (s, schema) = (&d.replicas[0], d.schema.as_ref().expect("postgres"));
-    let session = "xacts";
-    let one = |i: u64| async move {
-        let (st, v) = call(s.agent(Method::POST, &format!("/v1/sessions/{session}/enter")).json(&json!({}))).await;
-        assert_eq!(st, 200, "enter: {v}");
-        let (st, v) = call(s.agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&plan(i))).await;
-        assert_eq!(st, 201, "propose: {v}");
-        let id = v["approval_id"].as_str().expect("id").to_string();
-        let req = s.operator(Method::POST, &format!("/v1/approvals/{id}/decision")).json(&json!({"action": "approve", "actor": "bench"}));
-        let (st, v) = call(req).await;
-        assert_eq!(st, 200, "approve: {v}");
+    let endpoint = Arc::new((s.base.clone(), reqwest::Client::builder().no_proxy().build().expect("client")));
+    let run = |first: u64, per_session: u64| {
+        let tasks: Vec<_> = (0..sessions)
+            .map(|k| {
+                let endpoint = endpoint.clone();
+                tokio::spawn(async move {
+                    let (base, http) = &*endpoint;
+                    let session = format!("xacts-{k}");
+                    let agent =
+                        |m: Method, p: &str| http.request(m, format!("{base}{p}")).bearer_auth(plangate_testkit::server::AGENT_TOKEN);
+                    for i in first..first + per_session {
+                        let (st, v) = call(agent(Method::POST, &format!("/v1/sessions/{session}/enter")).json(&json!({}))).await;
+                        assert_eq!(st, 200, "enter: {v}");
+                        let (st, v) = call(agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&plan(i))).await;
+                        assert_eq!(st, 201, "propose: {v}");
+                        let id = v["approval_id"].as_str().expect("id").to_string();
+                        let req = http
+                            .post(format!("{base}/v1/approvals/{id}/decision"))
+                            .bearer_auth(plangate_testkit::server::OPERATOR_TOKEN)
+                            .json(&json!({"action": "approve", "actor": "bench"}));
+                        let (st, v) = call(req).await;
+                        assert_eq!(st, 200, "approve: {v}");
+                    }
+                })
+            })
+            .collect();
+        async move {
+            for t in tasks {
+                t.await.expect("loop");
+            }
+        }
     };
     let settled = || async {
         // Chat work done and removed, then every backend's counts reported
@@ -179,23 +207,24 @@ async fn xacts_per_loop(bin: &str, loops: u64) -> f64 {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         tokio::time::sleep(Duration::from_millis(11_000)).await;
-        let count = "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()";
-        schema.query(count).await.trim().parse::<f64>().expect("xact_commit")
+        let count =
+            "SELECT xact_commit || ' ' || (SELECT wal_sync FROM pg_stat_wal) FROM pg_stat_database WHERE datname = current_database()";
+        let counts = schema.query(count).await;
+        let mut counts = counts.split_whitespace().map(|n| n.parse::<f64>().expect("xact_commit, wal_sync"));
+        (counts.next().expect("xact_commit"), counts.next().expect("wal_sync"))
     };
-    for i in 0..5 {
-        one(i).await;
-    }
+    run(0, 5).await;
     let before = settled().await;
-    for i in 0..loops {
-        one(100 + i).await;
-    }
+    let per_session = loops.div_ceil(sessions.max(1));
+    run(100, per_session).await;
     let after = settled().await;
     drop(d.replicas);
     if let Some(schema) = d.schema {
         schema.cleanup().await;
     }
+    let done = (per_session * sessions.max(1)) as f64;
     // Each `settled` read is one transaction of psql's own.
-    (after - before - 1.0) / loops as f64
+    ((after.0 - before.0 - 1.0) / done, (after.1 - before.1) / done)
 }
 
 #[tokio::main(flavor = "multi_thread")]
@@ -206,11 +235,18 @@ async fn main() {
     let count: u64 = arg("--count-xacts", 0);
     if count > 0 {
         let baseline: String = arg("--baseline-bin", String::new());
-        println!("| build | PostgreSQL transactions per propose → approve → enter loop ({count} loops) |\n|---|---|");
-        if !baseline.is_empty() {
-            println!("| baseline ({baseline}) | {:.1} |", xacts_per_loop(&baseline, count).await);
+        // `--count-sessions 1,16`: the loops spread over that many sessions.
+        let sessions: String = arg("--count-sessions", "1".to_string());
+        println!("| build | sessions | PostgreSQL transactions per propose → approve → enter loop ({count} loops) | WAL flushes per loop |\n|---|---|---|---|");
+        for n in sessions.split(',').map(|n| n.trim().parse::<u64>().expect("--count-sessions: numbers like 1,16")) {
+            for (name, bin) in [("baseline", baseline.as_str()), ("this", bin.as_str())] {
+                if bin.is_empty() {
+                    continue;
+                }
+                let (xacts, flushes) = xacts_per_loop(bin, count, n).await;
+                println!("| {name} ({bin}) | {n} | {xacts:.1} | {flushes:.1} |");
+            }
         }
-        println!("| this ({bin}) | {:.1} |", xacts_per_loop(&bin, count).await);
         return;
     }
     let secs: u64 = arg("--secs", 5);

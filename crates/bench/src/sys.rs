@@ -25,6 +25,31 @@ fn status_number(pid: u32, field: &str) -> Option<u64> {
 }
 
 /// `nproc`, `uname -r`, the CPU model and the disk under `dir`, one line each.
+/// CPU time a process has used so far (user + system), from
+/// `/proc/<pid>/stat`; `None` once it is gone.
+pub fn cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command may hold spaces and parentheses: fields count from the last ')'.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf reads a constant of the running system.
+    let per_second = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).ok().filter(|t| *t > 0)?;
+    Some(Duration::from_micros(ticks * 1_000_000 / per_second))
+}
+
+/// CPU time used so far by every process of this machine named `comm`
+/// (e.g. `postgres`: the server and all its backends). A process that
+/// exited in between is not counted: compare two readings only across a
+/// span in which the processes of interest stay up.
+pub fn cpu_time_of_all(comm: &str) -> Duration {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Duration::ZERO };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end() == comm))
+        .filter_map(cpu_time)
+        .sum()
+}
+
 pub fn describe_machine(dir: &Path) -> String {
     let run = |cmd: &str, args: &[&str]| {
         std::process::Command::new(cmd)

@@ -122,6 +122,11 @@ token = "{OTHER_AGENT_TOKEN}"
     }
 
     /// The data directory the server was started with.
+    /// The server's process id while it runs (for CPU and memory readings).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().and_then(Child::id)
+    }
+
     pub fn data_path(&self) -> PathBuf {
         self.data_dir.path().join("data")
     }

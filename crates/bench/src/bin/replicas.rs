@@ -29,7 +29,7 @@
 //! `--baseline-postgres`, a PostgreSQL row of that build too.)
 
 use plangate_bench::stats::{fmt, rate, Samples};
-use plangate_bench::{arg, plangate_bin};
+use plangate_bench::{arg, plangate_bin, sys};
 use plangate_testkit::pg::TestSchema;
 use plangate_testkit::server::ServerProcess;
 use reqwest::Method;
@@ -100,8 +100,24 @@ async fn worker(d: Arc<Vec<(String, reqwest::Client)>>, w: usize, round: usize, 
     samples
 }
 
-/// Decisions/s and approve latency with `sessions` workers for `secs`.
-async fn throughput(d: &Deployment, sessions: usize, secs: u64, round: usize) -> (f64, Samples) {
+/// CPU time used so far by the deployment's servers, by PostgreSQL (every
+/// `postgres` process of the machine) and by this load generator.
+fn cpu_now(d: &Deployment) -> [Duration; 3] {
+    let servers = d.replicas.iter().filter_map(|s| s.pid()).filter_map(sys::cpu_time).sum();
+    [servers, sys::cpu_time_of_all("postgres"), sys::cpu_time(std::process::id()).unwrap_or_default()]
+}
+
+/// One cell: decisions/s, approve latencies, and the CPU time per decision
+/// of the servers, PostgreSQL and the load generator.
+struct Cell {
+    per_s: f64,
+    samples: Samples,
+    cpu_per_decision: [Duration; 3],
+}
+
+/// Decisions/s, approve latency and CPU per decision with `sessions`
+/// workers for `secs`.
+async fn throughput(d: &Deployment, sessions: usize, secs: u64, round: usize) -> Cell {
     let endpoints: Arc<Vec<(String, reqwest::Client)>> = Arc::new(
         d.replicas
             .iter()
@@ -109,6 +125,7 @@ async fn throughput(d: &Deployment, sessions: usize, secs: u64, round: usize) ->
             .collect(),
     );
     let stop = Arc::new(AtomicBool::new(false));
+    let cpu_before = cpu_now(d);
     let started = Instant::now();
     let tasks: Vec<_> = (0..sessions).map(|w| tokio::spawn(worker(endpoints.clone(), w, round, stop.clone()))).collect();
     tokio::time::sleep(Duration::from_secs(secs)).await;
@@ -118,7 +135,10 @@ async fn throughput(d: &Deployment, sessions: usize, secs: u64, round: usize) ->
     for t in tasks {
         all.extend(t.await.expect("worker"));
     }
-    (rate(all.len() as u64, elapsed), all)
+    let cpu_after = cpu_now(d);
+    let decisions = u32::try_from(all.len()).unwrap_or(u32::MAX).max(1);
+    let cpu_per_decision = std::array::from_fn(|i| cpu_after[i].saturating_sub(cpu_before[i]) / decisions);
+    Cell { per_s: rate(all.len() as u64, elapsed), samples: all, cpu_per_decision }
 }
 
 /// Approve on `decide` while an agent waits on `wait`: decision POST →
@@ -274,19 +294,22 @@ async fn main() {
     let sled_at = deployments.len() - 3;
 
     println!("\n## Durable decisions/s and approve latency ({secs} s per cell)\n");
-    println!("| sessions | deployment | decisions/s | approve p50 | approve p99 | decisions/s vs the first row |");
-    println!("|---|---|---|---|---|---|");
+    println!("| sessions | deployment | decisions/s | approve p50 | approve p99 | decisions/s vs the first row | CPU per decision: plangate / PostgreSQL / load generator |");
+    println!("|---|---|---|---|---|---|---|");
     for (round, sessions) in [1usize, 16, 64].into_iter().enumerate() {
         let mut sled_rate = None;
         for d in &deployments {
-            let (per_s, samples) = throughput(d, sessions, secs, round).await;
+            let Cell { per_s, samples, cpu_per_decision: [servers, postgres, load] } = throughput(d, sessions, secs, round).await;
             let base = *sled_rate.get_or_insert(per_s);
             println!(
-                "| {sessions} | {} | {per_s:.0} | {} | {} | {:.2}× |",
+                "| {sessions} | {} | {per_s:.0} | {} | {} | {:.2}× | {} / {} / {} |",
                 d.name,
                 fmt(samples.p50()),
                 fmt(samples.p99()),
-                per_s / base.max(1e-9)
+                per_s / base.max(1e-9),
+                fmt(servers),
+                fmt(postgres),
+                fmt(load)
             );
         }
     }

@@ -1,11 +1,12 @@
 //! A transition's commit: one transaction that writes the session only at
 //! the revision it was loaded at, takes its fired timer and its event keys
 //! once, and writes every other record with one statement per kind of row;
-//! once it committed, the other replicas are notified (see `notify`).
+//! the other replicas are notified by the transaction itself or, when
+//! other commits are under way, once it committed (see [`Notice`]).
 
 use super::connection::Prepared;
 use super::sql::*;
-use super::{Failure, PgStore};
+use super::{Failure, PgStore, Shared};
 use crate::sled_store::encode;
 use crate::{Commit, Committed, OutboxEntry, Preempted, StoreError};
 use deadpool_postgres::Transaction;
@@ -15,6 +16,7 @@ use std::collections::HashMap;
 use std::collections::HashSet;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
+use std::sync::atomic::Ordering;
 use std::task::Poll;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Error as PgError, Statement};
@@ -27,9 +29,10 @@ pub(super) fn commit(store: &PgStore, commit: Commit) -> Result<Committed, Store
     );
     let _enter = span.enter();
     let what = "committing a transition";
-    let result = store.conditional(what, store.transaction_raw(what, async |tx| write(store, tx, &commit).await));
+    let notice = Notice::of(store, &commit);
+    let result = store.conditional(what, store.transaction_raw(what, async |tx| write(store, tx, &commit, &notice).await));
     log_unwritten(&result);
-    notify_if_written(store, &commit, &result);
+    notice.after(store, &result);
     result
 }
 
@@ -53,6 +56,7 @@ pub(super) fn commit_numbered(
     let _enter = span.enter();
     let count = i64::try_from(work.len()).unwrap_or(i64::MAX);
     let what = "committing a transition";
+    let notice = Notice::of(store, &commit);
     let result = store.transaction_raw(what, async |tx| {
         let mut seqs = Vec::with_capacity(work.len());
         if count > 0 {
@@ -63,24 +67,75 @@ pub(super) fn commit_numbered(
         }
         numbered(&seqs);
         commit.outbox = seqs.iter().zip(&work).map(|(seq, work)| OutboxEntry { seq: *seq, work: work.clone() }).collect();
-        write(store, tx, &commit).await?;
+        write(store, tx, &commit, &notice).await?;
         Ok(seqs)
     });
     let result = store.conditional(what, result);
     log_unwritten(&result);
-    notify_if_written(store, &commit, &result);
+    notice.after(store, &result);
     result
 }
 
-/// Queue the commit's session key for the other replicas' listeners, once
-/// it committed (a notification never announces what did not happen).
-/// The replica's id last: its own listener skips what this process already
-/// woke for (see `listen`). NOTIFY payloads are limited to 8000 bytes; an
-/// empty one tells listeners "something changed".
-fn notify_if_written<T>(store: &PgStore, commit: &Commit, result: &Result<Committed<T>, StoreError>) {
-    let (Ok(Committed::Written(_)), Some(s)) = (result, &commit.session) else { return };
-    let payload = serde_json::to_string(&[&s.key.agent, &s.key.session_id, &store.shared.replica]).unwrap_or_default();
-    store.shared.notifier.push(if payload.len() > 7900 { String::new() } else { payload });
+/// How the other replicas hear of a commit of a session: its key (the
+/// replica's id last: its own listener skips what this process already
+/// woke for, see `listen`), sent inside the commit's transaction when no
+/// other commit of this process is under way, else queued for the
+/// notifier once the commit committed (see `notify` for why: NOTIFY's
+/// lock makes notifying commits flush one after another). Either way a
+/// notification never comes before its change is visible, nor for a
+/// change that did not commit. NOTIFY payloads are limited to 8000 bytes;
+/// an empty one tells listeners "something changed".
+struct Notice {
+    payload: Option<String>,
+    /// Sent by the transaction itself (`false`: queued after it).
+    inside: bool,
+    /// Counted in `Shared::commits_under_way` until dropped.
+    _under_way: UnderWay,
+}
+
+impl Notice {
+    fn of(store: &PgStore, commit: &Commit) -> Notice {
+        let under_way = UnderWay::new(store);
+        let payload = commit.session.as_ref().map(|s| {
+            let payload = serde_json::to_string(&[&s.key.agent, &s.key.session_id, &store.shared.replica]).unwrap_or_default();
+            if payload.len() > 7900 {
+                String::new()
+            } else {
+                payload
+            }
+        });
+        // Alone, and nothing queued ahead of it: one transaction fewer, and
+        // no other commit of this process waits behind its lock.
+        let inside = under_way.alone && store.shared.notifier.idle();
+        Notice { payload, inside, _under_way: under_way }
+    }
+
+    /// Queue the payload when the transaction did not send it and the
+    /// commit was written.
+    fn after<T>(&self, store: &PgStore, result: &Result<Committed<T>, StoreError>) {
+        if let (Ok(Committed::Written(_)), Some(payload), false) = (result, &self.payload, self.inside) {
+            store.shared.notifier.push(payload.clone());
+        }
+    }
+}
+
+/// One commit under way in this process (see [`Notice`]).
+struct UnderWay {
+    counter: std::sync::Arc<Shared>,
+    alone: bool,
+}
+
+impl UnderWay {
+    fn new(store: &PgStore) -> UnderWay {
+        let before = store.shared.commits_under_way.fetch_add(1, Ordering::AcqRel);
+        UnderWay { counter: store.shared.clone(), alone: before == 0 }
+    }
+}
+
+impl Drop for UnderWay {
+    fn drop(&mut self) {
+        self.counter.commits_under_way.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// What a statement's row count must be for the commit to stand.
@@ -101,7 +156,7 @@ type Step<'a> = LocalBoxFuture<'a, (Expect, Result<u64, PgError>)>;
 /// commit costs the same few round trips whatever it holds: `BEGIN`, this
 /// flight, `COMMIT`. A check that fails returns early and `tx` rolls back
 /// whatever ran after it.
-async fn write(store: &PgStore, tx: &Transaction<'_>, commit: &Commit) -> Result<(), Failure> {
+async fn write(store: &PgStore, tx: &Transaction<'_>, commit: &Commit, notice: &Notice) -> Result<(), Failure> {
     let rows = Rows::of(commit)?;
     let rows = &rows;
     let prepared = prepare(tx).await?;
@@ -165,6 +220,10 @@ async fn write(store: &PgStore, tx: &Transaction<'_>, commit: &Commit) -> Result
         let (replica, lease) = (&store.shared.replica, &store.lease_secs);
         flight.push(Box::pin(async move { (Expect::Any, tx.execute(st(OUTBOX_INSERT_MANY), &[seqs, works, replica, lease]).await) }));
     }
+    if let (Some(payload), true) = (&notice.payload, notice.inside) {
+        let channel = store.shared.channel();
+        flight.push(Box::pin(async move { (Expect::Any, tx.execute(st(NOTIFY), &[&channel, payload]).await) }));
+    }
     for (expect, counted) in in_order(flight).await {
         let counted = counted?;
         match expect {
@@ -179,7 +238,7 @@ async fn write(store: &PgStore, tx: &Transaction<'_>, commit: &Commit) -> Result
 /// Every statement a commit may run, prepared on this connection (once:
 /// `prepare_cached`), so that each step of the flight sends its request on
 /// its first poll, in the flight's order.
-const COMMIT_STATEMENTS: [&str; 13] = [
+const COMMIT_STATEMENTS: [&str; 14] = [
     SESSION_INSERT,
     SESSION_UPDATE,
     SESSION_UPSERT,
@@ -193,6 +252,7 @@ const COMMIT_STATEMENTS: [&str; 13] = [
     TIMERS_UPSERT,
     AUDIT_INSERT_MANY,
     OUTBOX_INSERT_MANY,
+    NOTIFY,
 ];
 
 async fn prepare(tx: &Transaction<'_>) -> Result<HashMap<&'static str, Statement>, PgError> {

@@ -88,6 +88,8 @@ pub(crate) struct Shared {
     pub(super) closed: AtomicBool,
     /// What committed and is still to be told to the other replicas.
     pub(super) notifier: super::notify::Notifier,
+    /// Commits of this store under way (see `commit::Notice`).
+    pub(super) commits_under_way: std::sync::atomic::AtomicUsize,
 }
 
 impl Shared {

@@ -3,9 +3,10 @@
 //!
 //! Every commit that committed notifies the channel with its session key
 //! and replica (a JSON array `[agent, session_id, replica]`; the replica's
-//! own are skipped), sent just after the commit by the replica's notifier
-//! (see `notify`), so a notification arrives shortly after its change is
-//! visible, never before. While the connection is down,
+//! own are skipped), inside its transaction or, when commits of its
+//! process run side by side, just after it by the replica's notifier (see
+//! `notify`), so a notification arrives when or shortly after its change
+//! is visible, never before. While the connection is down,
 //! notifications are lost, not queued: after every (re)connect and on every
 //! error the listener hears `None` ("changes may have been missed") and
 //! wakes every waiter, who then reads the store afresh.

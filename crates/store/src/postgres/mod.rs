@@ -62,10 +62,11 @@ use std::time::Duration;
 /// - **After-commit work.** Outbox entries are written leased to the
 ///   committing replica; [`WorkStore::claim_outbox`] hands out only entries
 ///   nobody holds or whose holder's lease ran out (it died).
-/// - **Waking waiters of other replicas.** Once a commit committed, its
-///   session key is sent on `plangate_<schema>` (`NOTIFY`, batched with
-///   other commits' by one sender: see `notify` for why not inside the
-///   commit); [`ReplicaStore::subscribe_changes`] listens (see `listen`).
+/// - **Waking waiters of other replicas.** A commit's session key is sent
+///   on `plangate_<schema>` (`NOTIFY`): by its own transaction when it is
+///   the only commit of the process under way, else once it committed,
+///   batched with the others' by one sender (see `notify` for why);
+///   [`ReplicaStore::subscribe_changes`] listens (see `listen`).
 /// - **One chat poller.** [`ReplicaStore::elect_leader`] holds a session-level
 ///   advisory lock on a dedicated connection (see `leader`).
 ///

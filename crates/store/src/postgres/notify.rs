@@ -1,17 +1,21 @@
 //! Telling the other replicas what changed: `NOTIFY plangate_<schema>`,
-//! sent after the commit, not inside it.
+//! sent after the commits that run side by side, not inside them.
 //!
-//! **Why not in the commit's own transaction.** A transaction that
+//! **Why not in every commit's own transaction.** A transaction that
 //! notifies takes a database-wide lock when it commits and holds it until
 //! its commit record is flushed to disk, so notifying commits flush one
 //! after another instead of sharing flushes. pgbench on the machine of
-//! docs/PERFORMANCE.md §16, 64 clients: 4,600–5,000 inserting
-//! transactions per second without `pg_notify`, 1,260–1,380 with it in
-//! the same transaction. So a commit that has committed hands its payload
-//! to the [`Notifier`], and one task of the store's runtime sends what has
-//! gathered meanwhile in one statement, on a connection of its own with
-//! `synchronous_commit = off` (a notification is a wake-up, not a record:
-//! it need not wait for a flush).
+//! docs/PERFORMANCE.md §16, 64 clients (`crates/bench/pg-notify-lock.sh`):
+//! 4,600–6,700 inserting transactions per second without `pg_notify`,
+//! 1,260–1,380 with it in the same transaction. So a commit that starts
+//! while another of this process is under way (`commit::Notice`) hands
+//! its payload, once committed, to the [`Notifier`], and one task of the
+//! store's runtime sends what has gathered meanwhile in one statement, on
+//! a connection of its own with `synchronous_commit = off` (a
+//! notification is a wake-up, not a record: it need not wait for a
+//! flush). A commit alone still notifies inside its transaction: there
+//! is nobody to serialize, and a transaction of its own per commit would
+//! cost more than the lock (§16 measured both).
 //!
 //! **What that changes for listeners** (see `listen`): a notification
 //! arrives shortly after its change is visible, never before. What the
@@ -68,16 +72,19 @@ impl Notifier {
         self.wake.notify_one();
     }
 
+    /// Nothing queued nor being sent.
+    pub(crate) fn idle(&self) -> bool {
+        let queue = self.lock();
+        queue.payloads.is_empty() && !queue.in_flight
+    }
+
     /// Wait until everything queued so far was sent, for at most `limit`;
     /// whether it was.
     pub(crate) fn drain(&self, limit: Duration) -> bool {
         let deadline = Instant::now() + limit;
         loop {
-            {
-                let queue = self.lock();
-                if queue.payloads.is_empty() && !queue.in_flight {
-                    return true;
-                }
+            if self.idle() {
+                return true;
             }
             if Instant::now() >= deadline {
                 return false;

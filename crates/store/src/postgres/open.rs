@@ -120,6 +120,7 @@ impl PgStore {
             target,
             closed: AtomicBool::new(false),
             notifier: Default::default(),
+            commits_under_way: Default::default(),
         });
 
         let span = tracing::info_span!("pg_open", target = %shared.target, schema, replica = %shared.replica);

@@ -115,6 +115,8 @@ pub(super) const NEXT_SEQS: &str = "SELECT nextval('ids') FROM generate_series(1
 pub(super) const OUTBOX_INSERT_MANY: &str = "INSERT INTO outbox (seq, work, lease_owner, lease_until) \
      SELECT seq, work, $3, clock_timestamp() + make_interval(secs => $4) FROM unnest($1::bigint[], $2::bytea[]) AS u(seq, work) \
      ON CONFLICT (seq) DO UPDATE SET work = EXCLUDED.work, lease_owner = EXCLUDED.lease_owner, lease_until = EXCLUDED.lease_until";
+/// One payload `$2` on channel `$1`, inside a commit (see `commit::Notice`).
+pub(super) const NOTIFY: &str = "SELECT pg_notify($1, $2)";
 /// Every payload of `$2` on channel `$1`, in one statement (see `notify`).
 pub(super) const NOTIFY_MANY: &str = "SELECT count(pg_notify($1, p)) FROM unnest($2::text[]) AS p";
 pub(super) const NAMESPACE_INSERT: &str = "INSERT INTO namespaces (name, body, revision) VALUES ($1, $2, 1) ON CONFLICT DO NOTHING";

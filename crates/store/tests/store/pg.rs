@@ -275,33 +275,55 @@ fn changes_of_one_replica_wake_the_listeners_of_another() {
     assert!(!heard.lock().unwrap()[before..].contains(&Some(other)));
 }
 
-/// The notifier's connection dropped: the commit after it is heard all
-/// the same (its notification is sent again on a new connection).
+/// Commits side by side: all of them heard, those that did not notify in
+/// their own transaction through the notifier; its connection dropped, the
+/// commits after it are heard all the same (sent again on a new one).
 #[test]
-fn a_notifier_that_lost_its_connection_sends_again() {
+fn commits_side_by_side_are_heard_and_survive_the_notifiers_lost_connection() {
     let Some(db) = TestSchema::new() else { return };
     let (a, b) = (db.open(), db.open());
     let heard: Arc<Mutex<Vec<Option<SessionKey>>>> = Arc::default();
     let sink = heard.clone();
     b.subscribe_changes(Arc::new(move |key| sink.lock().unwrap().push(key))).unwrap();
     assert!(eventually(Duration::from_secs(5), || heard.lock().unwrap().contains(&None)));
-    let first = SessionKey::new("demo", "before the drop");
-    propose(&a, &first, 3);
-    assert!(eventually(Duration::from_secs(5), || heard.lock().unwrap().contains(&Some(first.clone()))));
-    let killed = admin()
-        .execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = left($1, 63)",
-            &[&format!("plangate notifier {}", a.replica_id())],
-        )
-        .unwrap();
-    assert_eq!(killed, 1, "the notifier has a connection of its own");
-    let second = SessionKey::new("demo", "after the drop");
-    propose(&a, &second, 1);
-    assert!(
-        eventually(Duration::from_secs(10), || heard.lock().unwrap().contains(&Some(second.clone()))),
-        "heard: {:?}",
-        heard.lock().unwrap()
-    );
+    // One commit per session, eight at once: each key is heard once only
+    // if that commit's own notification arrives.
+    let side_by_side = |round: &str| {
+        let keys: Vec<SessionKey> = (0..8).map(|i| SessionKey::new("demo", format!("{round} {i}"))).collect();
+        let start = Barrier::new(keys.len());
+        std::thread::scope(|s| {
+            for key in &keys {
+                let (a, start) = (&a, &start);
+                s.spawn(move || {
+                    let session = a.load(key).unwrap().session;
+                    start.wait();
+                    a.commit(Commit { session: Some(session), ..Commit::default() }).unwrap().written().unwrap();
+                });
+            }
+        });
+        let all_heard = || keys.iter().all(|k| heard.lock().unwrap().contains(&Some(k.clone())));
+        assert!(eventually(Duration::from_secs(10), all_heard), "{round}: heard {:?}", heard.lock().unwrap());
+    };
+    let notifier = format!("plangate notifier {}", a.replica_id());
+    let connected = |admin: &mut postgres::Client| {
+        let sql = "SELECT count(*) FROM pg_stat_activity WHERE application_name = left($1, 63)";
+        admin.query_one(sql, &[&notifier]).unwrap().get::<_, i64>(0) == 1
+    };
+    let mut admin = admin();
+    // Eight sessions committing at once: some commits overlap and go
+    // through the notifier (which connects then).
+    for round in 0..20 {
+        side_by_side(&format!("before {round}"));
+        if connected(&mut admin) {
+            break;
+        }
+    }
+    assert!(connected(&mut admin), "commits side by side use the notifier");
+    let sql = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = left($1, 63)";
+    assert_eq!(admin.execute(sql, &[&notifier]).unwrap(), 1);
+    for round in 0..3 {
+        side_by_side(&format!("after {round}"));
+    }
     a.flush().unwrap();
 }
 

@@ -8,8 +8,15 @@
 //! Agent ids and titles are agent-controlled text that ends up in a path, so
 //! both are reduced to a safe slug and the final path is checked to lie under
 //! the plans directory. Files are created 0600 (plans can be sensitive),
-//! written to a temp file and linked into place without ever clobbering an
-//! existing document.
+//! with `O_EXCL` (an existing document is never clobbered) and written in
+//! place, not through a temp file linked into place: the prefix check of
+//! [`write_document_unsynced`] already recognizes a write cut short, and on
+//! ext4 a temp file created and unlinked per plan made every later file
+//! creation scan past the recently deleted inodes (most of the whole
+//! service's time at 64 sessions, docs/PERFORMANCE.md §16). A reader that
+//! opens a document while its job writes it may see it short, as it may
+//! find it missing before the job ran: the path is announced when the
+//! proposal commits.
 //!
 //! The `_unsynced` writers leave the fsyncs to the caller ([`sync_files`]):
 //! the core's chat jobs write without them and have them done for a whole
@@ -73,29 +80,43 @@ pub fn write_document_unsynced(
         return Err(DocumentError::OutsideDataDir(canonical_dir.display().to_string()));
     }
     let path = canonical_dir.join(target.file_name().unwrap_or_default());
-    if let Ok(existing) = fs::read(&path) {
-        if existing.starts_with(text.as_bytes()) {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    // Twice at most: a file that appears between the look and the create
+    // (another writer of the same job) is looked at again.
+    for _ in 0..2 {
+        if let Ok(meta) = fs::symlink_metadata(&path) {
+            // Only a plain file is ever read or completed: never through a
+            // link, to wherever it points.
+            if !meta.is_file() {
+                return Err(DocumentError::Exists(path.display().to_string()));
+            }
+            let existing = fs::read(&path).map_err(io(&dir))?;
+            if existing.starts_with(text.as_bytes()) {
+                return Ok(path);
+            }
+            let Some(rest) = text.as_bytes().strip_prefix(existing.as_slice()) else {
+                return Err(DocumentError::Exists(path.display().to_string()));
+            };
+            let mut file = fs::OpenOptions::new().append(true).open(&path).map_err(io(&dir))?;
+            file.write_all(rest).map_err(io(&dir))?;
             return Ok(path);
         }
-        if !text.as_bytes().starts_with(&existing) {
-            return Err(DocumentError::Exists(path.display().to_string()));
+        match options.open(&path) {
+            Ok(mut file) => {
+                file.write_all(text.as_bytes()).map_err(io(&dir))?;
+                return Ok(path);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(io(&dir)(e)),
         }
-        let temp = write_temp(&canonical_dir, text.as_bytes()).map_err(io(&dir))?;
-        fs::rename(&temp, &path).map_err(io(&dir))?;
-        return Ok(path);
     }
-    let temp = write_temp(&canonical_dir, text.as_bytes()).map_err(io(&dir))?;
-    // hard_link fails if the target exists: an atomic no-clobber rename.
-    let linked = fs::hard_link(&temp, &path);
-    let _ = fs::remove_file(&temp);
-    match linked {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            return Err(DocumentError::Exists(path.display().to_string()));
-        }
-        Err(e) => return Err(io(&dir)(e)),
-    }
-    Ok(path)
+    Err(DocumentError::Exists(path.display().to_string()))
 }
 
 /// Append a decision receipt to a document; the caller makes `path` durable
@@ -145,29 +166,6 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     }
 }
 
-fn write_temp(dir: &Path, bytes: &[u8]) -> std::io::Result<PathBuf> {
-    let mut options = fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    for attempt in 0..100u32 {
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
-        let temp = dir.join(format!(".tmp-{}-{nanos}-{attempt}", std::process::id()));
-        match options.open(&temp) {
-            Ok(mut file) => {
-                file.write_all(bytes)?;
-                return Ok(temp);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(std::io::Error::other("could not create a temporary file"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,6 +211,18 @@ mod tests {
         // A receipt repeated (its job resumed after a crash) is not added twice.
         append_receipt_unsynced(&a, "approved by ana").unwrap();
         assert_eq!(fs::read_to_string(&a).unwrap(), "one\n\n---\n_approved by ana_\n");
+        // A link where the document goes is refused, and what it points to
+        // is neither read nor completed.
+        #[cfg(unix)]
+        {
+            let elsewhere = tmp.path().join("elsewhere");
+            fs::write(&elsewhere, "o").unwrap();
+            let linked = plan_document_path(&tmp.path().canonicalize().unwrap(), "../../etc", "Linked", t, "abcdef01");
+            std::os::unix::fs::symlink(&elsewhere, &linked).unwrap();
+            let refused = write_document_unsynced(tmp.path(), "../../etc", "Linked", t, "abcdef01", "one");
+            assert!(matches!(refused, Err(DocumentError::Exists(_))), "{refused:?}");
+            assert_eq!(fs::read_to_string(&elsewhere).unwrap(), "o");
+        }
         let weird = write("a\u{202E}/..\\b", "..", "../x", "x").unwrap();
         assert!(weird.starts_with(tmp.path().canonicalize().unwrap().join("plans")));
     }

@@ -100,6 +100,19 @@ pub struct ExecMeta {
     pub fired: Option<Timer>,
 }
 
+/// What one attempt of a transition came to (see [`Core::attempt`]).
+enum Attempt {
+    /// The command changed nothing and nothing needed recording.
+    Unchanged { before: State, transition: Transition, jobs: Vec<(ApprovalId, jobs::Job)> },
+    /// The commit was tried: written, preempted or failed.
+    Committed {
+        before: State,
+        transition: Transition,
+        jobs: Vec<(ApprovalId, jobs::Job)>,
+        committed: Result<Committed<Vec<u64>>, StoreError>,
+    },
+}
+
 /// The shell: settings, store, clock, locks, waiters, channels and the chat
 /// job machinery. One per process, shared by every handler.
 pub struct Core {
@@ -364,6 +377,51 @@ impl Core {
         self.blocking(move |s| s.load(&key)).await
     }
 
+    /// One attempt of [`Core::execute`], on a blocking thread: load the
+    /// session, apply the command, and commit what changed (conditional on
+    /// the revision loaded when the store is `shared`), its chat jobs
+    /// numbered in the same commit. The caller retries a conflict.
+    fn attempt(&self, key: &SessionKey, actor: &Actor, command: Command, meta: &ExecMeta, shared: bool) -> Result<Attempt, CoreError> {
+        let store = self.store.as_ref();
+        let (before, revision) = store.load_revision(key)?;
+        let ctx = Ctx {
+            now: self.now(),
+            random: rand::random(),
+            timers: self.settings.timer_policy(&key.agent),
+            approvals: self.approval_policy(&key.agent),
+        };
+        let transition = apply(&before, actor, command, &ctx)?;
+        let mut jobs = jobs_of(&transition);
+        let recorded = self.cards_nowhere(&mut jobs, &transition);
+        jobs.extend(webhook_jobs(&self.settings, &before, &transition));
+        if !(transition.changed || meta.fired.is_some() || meta.idempotency.is_some()) {
+            return Ok(Attempt::Unchanged { before, transition, jobs });
+        }
+        let mut commit = Commit::of(&transition, &before, meta.fired.as_ref());
+        commit.audit.extend(recorded);
+        commit.idempotency.extend(meta.idempotency.clone());
+        commit.expected_revision = shared.then_some(revision);
+        let work: Vec<Vec<u8>> = jobs.iter().map(|job| serde_json::to_vec(job).unwrap_or_default()).collect();
+        let started = std::time::Instant::now();
+        let mut marked = Vec::new();
+        // Marked queued before they exist: the outbox claimer (replicas)
+        // must never queue them a second time.
+        let committed = store.commit_numbered(commit, work, &mut |seqs| {
+            lock(&self.queued_outbox).extend(seqs.iter().copied());
+            marked = seqs.to_vec();
+        });
+        if !matches!(committed, Ok(Committed::Written(_))) {
+            let mut queued = lock(&self.queued_outbox);
+            marked.iter().for_each(|seq| {
+                queued.remove(seq);
+            });
+        }
+        if committed.is_ok() {
+            self.metrics.commit_latency(started.elapsed().as_secs_f64());
+        }
+        Ok(Attempt::Committed { before, transition, jobs, committed })
+    }
+
     /// Apply one command to one session: the only way state changes.
     ///
     /// On a store shared by replicas the commit is conditional on the
@@ -387,51 +445,22 @@ impl Core {
             let shared = self.store.shared();
             let mut conflicts = 0;
             let (before, transition, jobs, seqs) = loop {
-                let load_key = key.clone();
-                let (before, revision) = self.blocking(move |s| s.load_revision(&load_key)).await?;
-                let ctx = Ctx {
-                    now: self.now(),
-                    random: rand::random(),
-                    timers: self.settings.timer_policy(&key.agent),
-                    approvals: self.approval_policy(&key.agent),
+                // Load, apply and commit on one blocking thread: one hop off
+                // the async runtime per attempt, not one for the load and
+                // another for the commit (docs/PERFORMANCE.md §16).
+                let core = self.clone();
+                let (key, actor, command, meta) = (key.clone(), actor.clone(), command.clone(), meta.clone());
+                let span = tracing::Span::current();
+                let attempt = tokio::task::spawn_blocking(move || span.in_scope(|| core.attempt(&key, &actor, command, &meta, shared)))
+                    .await
+                    .unwrap_or_else(|e| Err(StoreError::Unavailable(format!("store task failed: {e}")).into()))?;
+                let (before, transition, jobs, committed) = match attempt {
+                    Attempt::Unchanged { before, transition, jobs } => {
+                        let seqs = vec![None; jobs.len()];
+                        break (before, transition, jobs, seqs);
+                    }
+                    Attempt::Committed { before, transition, jobs, committed } => (before, transition, jobs, committed),
                 };
-                let transition = apply(&before, &actor, command.clone(), &ctx)?;
-                let mut jobs = jobs_of(&transition);
-                let recorded = self.cards_nowhere(&mut jobs, &transition);
-                jobs.extend(webhook_jobs(&self.settings, &before, &transition));
-                if !(transition.changed || meta.fired.is_some() || meta.idempotency.is_some()) {
-                    let seqs = vec![None; jobs.len()];
-                    break (before, transition, jobs, seqs);
-                }
-                let mut commit = Commit::of(&transition, &before, meta.fired.as_ref());
-                commit.audit.extend(recorded);
-                commit.idempotency.extend(meta.idempotency.clone());
-                commit.expected_revision = shared.then_some(revision);
-                let work: Vec<Vec<u8>> = jobs.iter().map(|job| serde_json::to_vec(job).unwrap_or_default()).collect();
-                let metrics = self.metrics.clone();
-                let queued = self.queued_outbox.clone();
-                let committed = self
-                    .blocking(move |s| {
-                        let started = std::time::Instant::now();
-                        let mut marked = Vec::new();
-                        // Marked queued before they exist: the outbox claimer
-                        // (replicas) must never queue them a second time.
-                        let result = s.commit_numbered(commit, work, &mut |seqs| {
-                            lock(&queued).extend(seqs.iter().copied());
-                            marked = seqs.to_vec();
-                        });
-                        if !matches!(result, Ok(Committed::Written(_))) {
-                            let mut queued = lock(&queued);
-                            marked.iter().for_each(|seq| {
-                                queued.remove(seq);
-                            });
-                        }
-                        if result.is_ok() {
-                            metrics.commit_latency(started.elapsed().as_secs_f64());
-                        }
-                        result
-                    })
-                    .await;
                 match committed {
                     Ok(Committed::Written(seqs)) => {
                         self.degraded.store(false, Ordering::Relaxed);

@@ -2,10 +2,11 @@
 //!
 //! [`Core::execute`] is the one door every state change goes through, from
 //! HTTP, chat channels, the CLI and the scheduler alike. It serializes
-//! transitions per session (striped async locks), commits each one durably
-//! before anything else happens, then performs the effects: plan documents
-//! are written inline (their path is part of the answer), long-pollers are
-//! woken ([`waiters`]), and chat work (posting and editing cards, nudges,
+//! transitions per session (an async lock per session key: [`locks`]),
+//! commits each one durably before anything else happens, then performs
+//! the effects: the plan document's path is part of the answer (its file
+//! is written by the approval's first chat job), long-pollers are woken
+//! ([`waiters`]), and chat work (posting and editing cards, nudges,
 //! questions, receipts) is queued per approval ([`jobs`]) so it happens in
 //! transition order without holding up the caller. The bodies of those chat
 //! jobs live in [`chat`]. Decisions and answers of an agent with a webhook
@@ -17,6 +18,7 @@
 mod chat;
 mod decide;
 mod jobs;
+mod locks;
 mod threads;
 mod waiters;
 pub mod webhooks;
@@ -34,7 +36,6 @@ use plangate_engine::{
 };
 use plangate_store::{Commit, Committed, Preempted, Store, StoreError};
 use std::collections::{HashMap, HashSet};
-use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
@@ -42,8 +43,6 @@ use thiserror::Error;
 use tokio::sync::{watch, Notify, Semaphore};
 use tracing::{info_span, warn, Instrument};
 use webhooks::{webhook_jobs, WebhookQueues};
-
-const LOCK_STRIPES: usize = 64;
 
 /// How many times a transition is re-applied after another replica
 /// changed its session first, before the caller is told to retry.
@@ -120,7 +119,7 @@ pub struct Core {
     pub store: Arc<dyn Store>,
     /// Where "now" comes from: the system clock, or a test's.
     clock: Arc<dyn Clock>,
-    locks: Vec<tokio::sync::Mutex<()>>,
+    locks: locks::SessionLocks,
     waiters: Mutex<HashMap<SessionKey, watch::Sender<u64>>>,
     /// The waiters map's size after its last sweep (see `waiters`).
     waiters_swept: AtomicUsize,
@@ -194,7 +193,7 @@ impl Core {
             settings,
             store,
             clock,
-            locks: (0..LOCK_STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
+            locks: locks::SessionLocks::default(),
             waiters: Mutex::new(HashMap::new()),
             waiters_swept: AtomicUsize::new(0),
             channels: RwLock::new(HashMap::new()),
@@ -341,12 +340,6 @@ impl Core {
         self.degraded.load(Ordering::Relaxed)
     }
 
-    fn lock_for(&self, key: &SessionKey) -> &tokio::sync::Mutex<()> {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        key.hash(&mut h);
-        &self.locks[(h.finish() as usize) % LOCK_STRIPES]
-    }
-
     /// Run a blocking store call off the async workers.
     pub async fn blocking<T: Send + 'static>(
         &self,
@@ -441,7 +434,7 @@ impl Core {
         let span =
             info_span!("transition", agent = %key.agent, session = %key.session_id, command = command.name(), actor = %actor.label());
         async move {
-            let _guard = self.lock_for(key).lock().await;
+            let _guard = self.locks.lock(key).await;
             let shared = self.store.shared();
             let mut conflicts = 0;
             let (before, transition, jobs, seqs) = loop {
@@ -567,7 +560,7 @@ impl Core {
     /// Run `work` while holding the lock of `key` (for read-modify-write
     /// outside the engine, such as namespaces).
     pub async fn with_session_lock<T>(&self, key: &SessionKey, work: impl std::future::Future<Output = T>) -> T {
-        let _guard = self.lock_for(key).lock().await;
+        let _guard = self.locks.lock(key).await;
         work.await
     }
 

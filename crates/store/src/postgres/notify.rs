@@ -6,8 +6,8 @@
 //! its commit record is flushed to disk, so notifying commits flush one
 //! after another instead of sharing flushes. pgbench on the machine of
 //! docs/PERFORMANCE.md §16, 64 clients (`crates/bench/pg-notify-lock.sh`):
-//! 4,600–6,700 inserting transactions per second without `pg_notify`,
-//! 1,260–1,380 with it in the same transaction. So a commit that starts
+//! 24,263–24,703 inserting transactions per second without `pg_notify`,
+//! 4,260–4,942 with it in the same transaction (machine idle). So a commit that starts
 //! while another of this process is under way (`commit::Notice`) hands
 //! its payload, once committed, to the [`Notifier`], and one task of the
 //! store's runtime sends what has gathered meanwhile in one statement, on

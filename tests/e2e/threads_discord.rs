@@ -181,22 +181,25 @@ async fn discord_gives_each_session_a_thread_and_decides_there() {
     let v3 = id_of(&propose(&s, "s2", &project_plan("Fix the header v3", "web", "Read the CSS again")).await);
     // v3's card (its document attached) and v2's superseded edit go out
     // from jobs side by side; whichever meets the locked thread first
-    // reopens it (the other may meet it too). Settled when v3's card was
-    // posted after the first reopen and v2's card edited after the last
-    // one (a refused edit is retried right after its own reopen); until
-    // then a late reopen could undo the archiving below.
+    // reopens it (the other may meet it too, and reopen it again before
+    // its retry). Settled when both were sent after the first reopen: the
+    // thread is open from then on, so each is its job's retry or a first
+    // try that went through, and no job is left to reopen it; until then
+    // a late reopen could undo the archiving below. (Not "after the last
+    // reopen": v2's edit may go through between v3's two reopens, and
+    // then never comes again; failed once in a clean .ci/run.)
     let reopen_path = format!("/api/v10/channels/{b}");
     let posts_path = format!("/api/v10/channels/{b}/messages");
     let in_thread = format!("/api/v10/channels/{b}/messages/");
     let is_reopen = |r: &Recorded| r.method == "PATCH" && r.path == reopen_path;
     let mentions = |r: &Recorded, needle: &str| r.json().is_some_and(|j| j.to_string().contains(needle));
     let is_card = |r: &Recorded| r.json().is_some_and(|j| j["components"].as_array().is_some_and(|c| !c.is_empty()));
-    fake.wait_for(WAIT, "v3's card in the reopened thread, v2's card edited after the last reopen", |rs| {
-        let (Some(first), Some(last)) = (rs.iter().position(is_reopen), rs.iter().rposition(is_reopen)) else { return false };
+    fake.wait_for(WAIT, "v3's card in the reopened thread, v2's card edited after it was reopened", |rs| {
+        let Some(first) = rs.iter().position(is_reopen) else { return false };
         let v3_posted =
             rs[first..].iter().any(|r| r.method == "POST" && r.path == posts_path && is_card(r) && mentions(r, "Fix the header v3"));
         let v2_edited =
-            rs[last..].iter().any(|r| r.method == "PATCH" && r.path.starts_with(&in_thread) && mentions(r, "Fix the header v2"));
+            rs[first..].iter().any(|r| r.method == "PATCH" && r.path.starts_with(&in_thread) && mentions(r, "Fix the header v2"));
         v3_posted && v2_edited
     })
     .await;

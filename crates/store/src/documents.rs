@@ -12,8 +12,8 @@
 //! place, not through a temp file linked into place: the prefix check of
 //! [`write_document_unsynced`] already recognizes a write cut short, and on
 //! ext4 a temp file created and unlinked per plan made every later file
-//! creation scan past the recently deleted inodes (most of the whole
-//! service's time at 64 sessions, docs/PERFORMANCE.md §16). A reader that
+//! creation scan past the recently deleted inodes (a third of the whole
+//! service's CPU samples at 64 sessions, docs/PERFORMANCE.md §16). A reader that
 //! opens a document while its job writes it may see it short, as it may
 //! find it missing before the job ran: the path is announced when the
 //! proposal commits.

@@ -440,7 +440,8 @@ impl Core {
             let (before, transition, jobs, seqs) = loop {
                 // Load, apply and commit on one blocking thread: one hop off
                 // the async runtime per attempt, not one for the load and
-                // another for the commit (docs/PERFORMANCE.md §16).
+                // another for the commit (fewer context switches; no
+                // throughput change measured, docs/PERFORMANCE.md §16).
                 let core = self.clone();
                 let (key, actor, command, meta) = (key.clone(), actor.clone(), command.clone(), meta.clone());
                 let span = tracing::Span::current();

@@ -56,19 +56,24 @@ struct Queue {
     in_flight: bool,
 }
 
+impl Queue {
+    /// `payload`, or, once [`MAX_PENDING`] are held, one empty payload for
+    /// them all (listeners hear "something changed", which covers any).
+    fn add(&mut self, payload: String) {
+        if self.payloads.len() >= MAX_PENDING {
+            self.payloads.clear();
+            self.payloads.insert(String::new());
+        } else {
+            self.payloads.insert(payload);
+        }
+    }
+}
+
 impl Notifier {
     /// Queue `payload` for the sender. Only after the change it announces
     /// has committed.
     pub(crate) fn push(&self, payload: String) {
-        {
-            let mut queue = self.lock();
-            if queue.payloads.len() >= MAX_PENDING {
-                queue.payloads.clear();
-                queue.payloads.insert(String::new());
-            } else {
-                queue.payloads.insert(payload);
-            }
-        }
+        self.lock().add(payload);
         self.wake.notify_one();
     }
 
@@ -112,12 +117,7 @@ impl Notifier {
         queue.in_flight = false;
         if !sent {
             for payload in batch {
-                if queue.payloads.len() >= MAX_PENDING {
-                    queue.payloads.clear();
-                    queue.payloads.insert(String::new());
-                    break;
-                }
-                queue.payloads.insert(payload);
+                queue.add(payload);
             }
         }
     }

@@ -47,7 +47,7 @@ pub mod testing;
 pub use self::postgres::{probe as probe_postgres, PgOptions, PgStore};
 pub use backup::BackupStats;
 pub use documents::{append_receipt_unsynced, plan_document_path, sync_files, write_document_unsynced, DocumentError};
-pub use group::FlushStats;
+pub use group::{FlushReservation, FlushStats, PendingFlush};
 pub use migrate::MigrateReport;
 pub use retention::{PrunePolicy, PruneReport};
 pub use sled_store::{CheckpointStats, Durability, SledStore, SCHEMA_VERSION};
@@ -272,6 +272,36 @@ pub trait Store: SessionStore + WorkStore + ReplicaStore + MaintenanceStore {}
 
 impl<T: SessionStore + WorkStore + ReplicaStore + MaintenanceStore + ?Sized> Store for T {}
 
+/// Whether a commit of [`WorkStore::commit_numbered_unflushed`] is durable yet.
+pub enum Flush {
+    /// Durable: flushed before the call returned.
+    Done,
+    /// Written, not yet flushed: await [`flushed`].
+    Pending(PendingFlush),
+}
+
+/// Wait until `flush` is durable. Waiters share flushes: one asynchronous
+/// waiter at a time goes to a blocking thread and waits there as a blocking
+/// writer does, leading the next flush when none runs
+/// ([`WorkStore::flush_lead`]); the others sleep until a flush ends,
+/// without a thread of their own. A failed flush releases nobody: its
+/// leader gets the error, and every other waiter flushes again.
+pub async fn flushed(store: std::sync::Arc<dyn Store>, flush: Flush) -> Result<(), StoreError> {
+    let Flush::Pending(pending) = flush else {
+        return Ok(());
+    };
+    pending
+        .wait(|reservation| {
+            let store = store.clone();
+            async move {
+                tokio::task::spawn_blocking(move || store.flush_lead(reservation))
+                    .await
+                    .unwrap_or_else(|e| Err(StoreError::Unavailable(format!("the flush task failed: {e}"))))
+            }
+        })
+        .await
+}
+
 /// Sessions and what their transitions write: state, proposals, questions,
 /// the audit, event keys, cursors, namespaces; one atomic [`Commit`] per transition.
 pub trait SessionStore: Send + Sync {
@@ -495,6 +525,30 @@ pub trait WorkStore: SessionStore {
             Committed::Written(()) => Committed::Written(seqs),
             Committed::Preempted(p) => Committed::Preempted(p),
         })
+    }
+
+    /// [`WorkStore::commit_numbered`] that may return once the commit is
+    /// written but before it is flushed: it is durable, and may be acted
+    /// on, only once [`flushed`] of the returned [`Flush`] has succeeded.
+    /// The calling thread is free during the flush, so a busy process
+    /// parks one thread per shared flush instead of one per commit (sled;
+    /// docs/PERFORMANCE.md §17). Default: flushed before it returns.
+    fn commit_numbered_unflushed(
+        &self,
+        commit: Commit,
+        work: Vec<Vec<u8>>,
+        numbered: &mut dyn FnMut(&[u64]),
+    ) -> Result<(Committed<Vec<u64>>, Flush), StoreError> {
+        Ok((self.commit_numbered(commit, work, numbered)?, Flush::Done))
+    }
+
+    /// Wait, on a blocking thread, for the ticket of an asynchronous waiter
+    /// that holds the reservation (see [`flushed`]), leading a flush when
+    /// none runs. Only a store that hands out [`Flush::Pending`] is asked;
+    /// any other refuses (a failure, so the waiter is not released).
+    fn flush_lead(&self, reservation: FlushReservation) -> Result<(), StoreError> {
+        drop(reservation);
+        Err(StoreError::Unavailable("this store has no pending flushes".to_string()))
     }
 
     /// Every outbox entry not yet done, in `seq` order.

@@ -23,7 +23,7 @@
 //! and durable through a flush shared with concurrent commits (group
 //! commit): see the `redo` and `group` modules for why and how.
 
-use crate::group::{FlushGroup, FlushStats};
+use crate::group::{FlushGroup, FlushReservation, FlushStats, PendingFlush};
 use crate::redo::{self, Op, TreeId};
 use crate::{
     AuditQuery, Commit, Committed, MaintenanceStore, OutboxEntry, PagePosition, Preempted, ReplicaStore, SessionStore, StoreError,
@@ -42,7 +42,7 @@ use sled::Transactional;
 use std::hash::{Hash, Hasher};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
 /// Bumped whenever the on-disk layout changes incompatibly. 2 added the
 /// `proposals_by_status` index; 3 keeps only the first timer of each chain
@@ -91,7 +91,7 @@ pub struct SledStore {
     /// every commit whole or not at all (see `backup`). Taken before `open`.
     snapshot_lock: RwLock<()>,
     durability: Durability,
-    group: FlushGroup,
+    group: Arc<FlushGroup>,
     stripes: Vec<Mutex<()>>,
     /// Bytes written since the database was opened (keys and values of
     /// commits, their redo records, an estimate for smaller writes): the
@@ -600,7 +600,7 @@ impl SledStore {
             open: RwLock::new(Some(trees)),
             snapshot_lock: RwLock::new(()),
             durability,
-            group: FlushGroup::new(durability == Durability::Grouped),
+            group: Arc::new(FlushGroup::new(durability == Durability::Grouped)),
             stripes: (0..SESSION_STRIPES).map(|_| Mutex::new(())).collect(),
             written: AtomicU64::new(0),
             checkpoint_after: AtomicU64::new(CHECKPOINT_AFTER_BYTES),
@@ -672,6 +672,9 @@ impl SledStore {
         let mut open = self.open.write().unwrap_or_else(|e| e.into_inner());
         if let Some(trees) = open.as_ref() {
             trees.db.flush()?;
+            // Every ticket was taken under the read lock this write lock
+            // waited out: its write is in what was just flushed.
+            self.group.all_durable();
         }
         drop(open.take());
         self.written.store(0, Ordering::Relaxed);
@@ -743,33 +746,46 @@ impl SledStore {
 
     /// Record, apply, clear the redo record; then the shared flush.
     fn commit_grouped(&self, commit: Commit) -> Result<(), StoreError> {
-        let bytes = {
-            let snapshot = self.snapshot_lock.read().unwrap_or_else(|e| e.into_inner());
-            let t = self.trees()?;
-            let session = self.stripe(commit.session.as_ref().map(|s| &s.key));
-            if let Some(id) = &commit.new_proposal {
-                // Ids are 128 random bits; this guards the invariant, not a race.
-                if t.proposals.contains_key(id.0)? {
-                    return Err(StoreError::DuplicateId(*id));
-                }
-            }
-            let ops = t.ops_of(&commit)?;
-            let seq = t.db.generate_id()?.to_be_bytes();
-            let record = redo::encode(&ops);
-            t.redo.insert(seq, record.as_slice())?;
-            // A failure from here on leaves the record, and the next open
-            // finishes the commit: all or nothing, as a transaction would.
-            t.apply_ops(&ops)?;
-            t.redo.remove(seq)?;
-            // The session's next commit (and a snapshot) need not wait for
-            // this one's flush; the database must stay open until it is done.
-            drop(session);
-            drop(snapshot);
-            self.flushed(&t, ())?;
-            2 * record.len() as u64
-        };
+        let (t, ticket, bytes) = self.write_grouped(commit)?;
+        self.group.wait(ticket, || {
+            t.db.flush()?;
+            Ok(())
+        })?;
+        drop(t);
         self.wrote(bytes);
         Ok(())
+    }
+
+    /// Record, apply, clear the redo record, and take a flush ticket: the
+    /// commit is written, durable once a flush covers the ticket. Returns
+    /// the open database (a flush must run on it, or a checkpoint's must
+    /// cover the ticket), the ticket, and the bytes to count.
+    fn write_grouped(&self, commit: Commit) -> Result<(Open<'_>, u64, u64), StoreError> {
+        let snapshot = self.snapshot_lock.read().unwrap_or_else(|e| e.into_inner());
+        let t = self.trees()?;
+        let session = self.stripe(commit.session.as_ref().map(|s| &s.key));
+        if let Some(id) = &commit.new_proposal {
+            // Ids are 128 random bits; this guards the invariant, not a race.
+            if t.proposals.contains_key(id.0)? {
+                return Err(StoreError::DuplicateId(*id));
+            }
+        }
+        let ops = t.ops_of(&commit)?;
+        let seq = t.db.generate_id()?.to_be_bytes();
+        let record = redo::encode(&ops);
+        t.redo.insert(seq, record.as_slice())?;
+        // A failure from here on leaves the record, and the next open
+        // finishes the commit: all or nothing, as a transaction would.
+        t.apply_ops(&ops)?;
+        t.redo.remove(seq)?;
+        // The session's next commit (and a snapshot) need not wait for
+        // this one's flush. The ticket is taken while the database is
+        // still held open: a checkpoint (which flushes before it closes)
+        // then covers it (`FlushGroup::all_durable`).
+        drop(session);
+        drop(snapshot);
+        let ticket = self.group.issue();
+        Ok((t, ticket, 2 * record.len() as u64))
     }
 
     /// Every tree, for copying the whole store elsewhere (`migrate`) and
@@ -1154,6 +1170,38 @@ impl SessionStore for SledStore {
 }
 
 impl WorkStore for SledStore {
+    fn commit_numbered_unflushed(
+        &self,
+        mut commit: Commit,
+        work: Vec<Vec<u8>>,
+        numbered: &mut dyn FnMut(&[u64]),
+    ) -> Result<(Committed<Vec<u64>>, crate::Flush), StoreError> {
+        if !self.group.grouped() {
+            return Ok((self.commit_numbered(commit, work, numbered)?, crate::Flush::Done));
+        }
+        let seqs = if work.is_empty() { Vec::new() } else { self.generate_seqs(work.len())? };
+        numbered(&seqs);
+        commit.outbox.extend(seqs.iter().zip(work).map(|(seq, work)| OutboxEntry { seq: *seq, work }));
+        let (t, ticket, bytes) = self.write_grouped(commit)?;
+        drop(t);
+        // Counted now, not once durable: a checkpoint this triggers
+        // flushes first, which makes the commit durable too.
+        self.wrote(bytes);
+        Ok((Committed::Written(seqs), crate::Flush::Pending(PendingFlush { ticket, group: self.group.clone() })))
+    }
+
+    fn flush_lead(&self, reservation: FlushReservation) -> Result<(), StoreError> {
+        if !Arc::ptr_eq(reservation.group(), &self.group) {
+            return Err(StoreError::Unavailable("a flush of another store was handed to this one".to_string()));
+        }
+        // Held before the lead can be claimed (the lock order of `group`).
+        let t = self.trees()?;
+        reservation.wait(|| {
+            t.db.flush()?;
+            Ok(())
+        })
+    }
+
     fn next_timer(&self) -> Result<Option<Timer>, StoreError> {
         let t = self.trees()?;
         t.timers.first()?.map(|(_, v)| decode(&v, "timer")).transpose()

@@ -34,7 +34,7 @@ use plangate_engine::machine::describe_stale;
 use plangate_engine::{
     apply, Actor, ApprovalId, AuditEvent, Command, Ctx, Effect, Proposal, Refusal, SessionKey, State, Timer, Timestamp, Transition,
 };
-use plangate_store::{Commit, Committed, Preempted, Store, StoreError};
+use plangate_store::{Commit, Committed, Flush, Preempted, Store, StoreError};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -108,7 +108,11 @@ enum Attempt {
         before: State,
         transition: Transition,
         jobs: Vec<(ApprovalId, jobs::Job)>,
-        committed: Result<Committed<Vec<u64>>, StoreError>,
+        /// The commit's outcome, and its flush to await before it counts
+        /// as durable (see [`plangate_store::flushed`]).
+        committed: Result<(Committed<Vec<u64>>, Flush), StoreError>,
+        /// When the commit began, for the commit-latency metric.
+        started: std::time::Instant,
     },
 }
 
@@ -399,20 +403,24 @@ impl Core {
         let mut marked = Vec::new();
         // Marked queued before they exist: the outbox claimer (replicas)
         // must never queue them a second time.
-        let committed = store.commit_numbered(commit, work, &mut |seqs| {
+        // Written here, flushed later: the caller awaits the flush off this
+        // thread (`Core::execute`).
+        let committed = store.commit_numbered_unflushed(commit, work, &mut |seqs| {
             lock(&self.queued_outbox).extend(seqs.iter().copied());
             marked = seqs.to_vec();
         });
-        if !matches!(committed, Ok(Committed::Written(_))) {
-            let mut queued = lock(&self.queued_outbox);
-            marked.iter().for_each(|seq| {
-                queued.remove(seq);
-            });
+        if !matches!(committed, Ok((Committed::Written(_), _))) {
+            self.unmark_queued(&marked);
         }
-        if committed.is_ok() {
-            self.metrics.commit_latency(started.elapsed().as_secs_f64());
-        }
-        Ok(Attempt::Committed { before, transition, jobs, committed })
+        Ok(Attempt::Committed { before, transition, jobs, committed, started })
+    }
+
+    /// Outbox entries marked queued for a commit that did not land.
+    fn unmark_queued(&self, seqs: &[u64]) {
+        let mut queued = lock(&self.queued_outbox);
+        seqs.iter().for_each(|seq| {
+            queued.remove(seq);
+        });
     }
 
     /// Apply one command to one session: the only way state changes.
@@ -453,7 +461,30 @@ impl Core {
                         let seqs = vec![None; jobs.len()];
                         break (before, transition, jobs, seqs);
                     }
-                    Attempt::Committed { before, transition, jobs, committed } => (before, transition, jobs, committed),
+                    Attempt::Committed { before, transition, jobs, committed, started } => {
+                        // Durable before anything is told of it: the flush
+                        // is awaited here, under the session's lock, without
+                        // a thread parked for it.
+                        let committed = match committed {
+                            Ok((written @ Committed::Written(_), flush)) => {
+                                match plangate_store::flushed(self.store.clone(), flush).await {
+                                    Ok(()) => Ok(written),
+                                    Err(e) => {
+                                        if let Committed::Written(seqs) = &written {
+                                            self.unmark_queued(seqs);
+                                        }
+                                        Err(e)
+                                    }
+                                }
+                            }
+                            Ok((preempted, _)) => Ok(preempted),
+                            Err(e) => Err(e),
+                        };
+                        if committed.is_ok() {
+                            self.metrics.commit_latency(started.elapsed().as_secs_f64());
+                        }
+                        (before, transition, jobs, committed)
+                    }
                 };
                 match committed {
                     Ok(Committed::Written(seqs)) => {

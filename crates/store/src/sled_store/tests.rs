@@ -162,3 +162,118 @@ fn checkpoints_move_the_recovery_point_while_commits_run_and_lose_nothing() {
     assert_eq!(store.timers().unwrap().len(), 640, "a nudge and a timeout each");
     assert!((0..8u16).flat_map(|t| (0..40u16).map(move |n| t * 100 + n)).all(|i| store.seen(&format!("event-{i}")).unwrap()));
 }
+
+/// A commit written without its flush is durable once `flushed` returns,
+/// whether a flush of its own covered it or a checkpoint in between did
+/// (the checkpoint's flush before it closes the database: no second flush).
+#[test]
+fn an_unflushed_commit_is_durable_once_flushed_returns_or_a_checkpoint_covered_it() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).build().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<SledStore> = Arc::new(SledStore::open(dir.path()).unwrap());
+    let (first, second) = (SessionKey::new("demo", "s1"), SessionKey::new("demo", "s2"));
+    let enter = |key: &SessionKey, r| step(&store, key, &Actor::Agent, Command::Enter { reason: None }, r);
+
+    let (committed, flush) = store.commit_numbered_unflushed(enter(&first, 1), vec![b"work".to_vec()], &mut |_| {}).unwrap();
+    let seqs = committed.written().unwrap();
+    assert_eq!(seqs.len(), 1);
+    assert!(matches!(flush, crate::Flush::Pending(_)), "a grouped store hands the flush to the caller");
+    let before = store.flush_stats();
+    runtime.block_on(crate::flushed(store.clone(), flush)).unwrap();
+    assert_eq!(store.flush_stats().flushes, before.flushes + 1, "its waiter led a flush");
+
+    let (_, flush) = store.commit_numbered_unflushed(enter(&second, 2), Vec::new(), &mut |_| {}).unwrap();
+    store.checkpoint().unwrap();
+    let before = store.flush_stats();
+    runtime.block_on(crate::flushed(store.clone(), flush)).unwrap();
+    assert_eq!(store.flush_stats().flushes, before.flushes, "the checkpoint's flush covered it");
+
+    drop(store);
+    let store = SledStore::open(dir.path()).unwrap();
+    assert_eq!(store.load(&first).unwrap().session.mode, plangate_engine::Mode::Plan);
+    assert_eq!(store.load(&second).unwrap().session.mode, plangate_engine::Mode::Plan);
+    assert_eq!(store.outbox().unwrap().len(), 1);
+}
+
+/// Commits waited for asynchronously, blocking writers (audit appends) and
+/// checkpoints, all at once, all finish: whoever leads a flush holds the
+/// open database from before it claims the lead, so a checkpoint waiting
+/// for the write lock never stands between a leader and its waiters. (A
+/// first version let an asynchronous waiter claim the lead and then ask
+/// for the database: a blocking writer holding it waited for that leader,
+/// the leader queued behind the checkpoint, the checkpoint behind the
+/// writer.) A hang is reported after a minute instead of hanging the run.
+#[test]
+fn async_commits_blocking_writers_and_checkpoints_never_wait_on_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<SledStore> = Arc::new(SledStore::open(dir.path()).unwrap());
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let worker = {
+        let store = store.clone();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+            let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let checkpoints = {
+                let (store, stop) = (store.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        store.checkpoint().unwrap();
+                    }
+                })
+            };
+            let writers: Vec<_> = (0..4)
+                .map(|w| {
+                    let store = store.clone();
+                    std::thread::spawn(move || {
+                        for i in 0..100 {
+                            let event = AuditEvent {
+                                at: Timestamp(i),
+                                agent: "demo".into(),
+                                session_id: format!("w{w}"),
+                                actor: "test".into(),
+                                action: "note".into(),
+                                approval_id: None,
+                                version: None,
+                                detail: String::new(),
+                            };
+                            store.append_audit(&[event]).unwrap();
+                        }
+                    })
+                })
+                .collect();
+            runtime.block_on(async {
+                let tasks: Vec<_> = (0..16)
+                    .map(|s| {
+                        let store = store.clone();
+                        tokio::spawn(async move {
+                            let key = SessionKey::new("demo", &format!("s{s}"));
+                            for _ in 0..25 {
+                                let (store2, key2) = (store.clone(), key.clone());
+                                let flush = tokio::task::spawn_blocking(move || {
+                                    let before = store2.load(&key2).unwrap();
+                                    let t = apply(&before, &Actor::Agent, Command::Enter { reason: None }, &ctx(1, 1)).unwrap();
+                                    let commit = Commit::of(&t, &before, None);
+                                    store2.commit_numbered_unflushed(commit, Vec::new(), &mut |_| {}).unwrap().1
+                                })
+                                .await
+                                .unwrap();
+                                let dyn_store: Arc<dyn crate::Store> = store.clone();
+                                crate::flushed(dyn_store, flush).await.unwrap();
+                            }
+                        })
+                    })
+                    .collect();
+                for t in tasks {
+                    t.await.unwrap();
+                }
+            });
+            writers.into_iter().for_each(|w| w.join().unwrap());
+            stop.store(true, Ordering::Relaxed);
+            checkpoints.join().unwrap();
+            done_tx.send(()).unwrap();
+        })
+    };
+    done_rx.recv_timeout(std::time::Duration::from_secs(60)).expect("commits, writers and checkpoints deadlocked");
+    worker.join().unwrap();
+    assert!(store.checkpoints() > 0);
+}

@@ -123,6 +123,23 @@ impl FlushGroup {
         Turn::Lead(g.issued)
     }
 
+    /// Claim the lead for `ticket` only if nobody flushes or holds the
+    /// reservation (a writer alone flushes in place, with no hop to a
+    /// waiting task and back); `None` when it must wait. The caller must
+    /// hold the open database.
+    pub(crate) fn lead_if_idle(&self, ticket: u64) -> Option<Turn> {
+        let mut g = self.lock();
+        if g.durable >= ticket {
+            return Some(Turn::Durable);
+        }
+        if g.flushing || g.reserved {
+            return None;
+        }
+        g.flushing = true;
+        g.stats.flushes += 1;
+        Some(Turn::Lead(g.issued))
+    }
+
     /// Where `ticket` stands for an asynchronous waiter; takes the
     /// reservation when nobody flushes or holds it.
     fn step(self: &Arc<Self>, ticket: u64) -> Step {

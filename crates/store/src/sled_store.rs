@@ -23,7 +23,7 @@
 //! and durable through a flush shared with concurrent commits (group
 //! commit): see the `redo` and `group` modules for why and how.
 
-use crate::group::{FlushGroup, FlushReservation, FlushStats, PendingFlush};
+use crate::group::{FlushGroup, FlushReservation, FlushStats, PendingFlush, Turn};
 use crate::redo::{self, Op, TreeId};
 use crate::{
     AuditQuery, Commit, Committed, MaintenanceStore, OutboxEntry, PagePosition, Preempted, ReplicaStore, SessionStore, StoreError,
@@ -1183,11 +1183,25 @@ impl WorkStore for SledStore {
         numbered(&seqs);
         commit.outbox.extend(seqs.iter().zip(work).map(|(seq, work)| OutboxEntry { seq: *seq, work }));
         let (t, ticket, bytes) = self.write_grouped(commit)?;
+        // Alone, flush here: a hop to the waiting task and back to a
+        // blocking thread would cost more than it saves. Else leave the
+        // flush under way (or the waiter going to lead the next one) to
+        // release this commit, and free the thread.
+        let flush = match self.group.lead_if_idle(ticket) {
+            Some(Turn::Lead(target)) => {
+                let result = t.db.flush().map_err(StoreError::from);
+                self.group.finish(target, result.is_ok());
+                result?;
+                crate::Flush::Done
+            }
+            Some(_) => crate::Flush::Done,
+            None => crate::Flush::Pending(PendingFlush { ticket, group: self.group.clone() }),
+        };
         drop(t);
-        // Counted now, not once durable: a checkpoint this triggers
+        // Counted now, even before durable: a checkpoint this triggers
         // flushes first, which makes the commit durable too.
         self.wrote(bytes);
-        Ok((Committed::Written(seqs), crate::Flush::Pending(PendingFlush { ticket, group: self.group.clone() })))
+        Ok((Committed::Written(seqs), flush))
     }
 
     fn flush_lead(&self, reservation: FlushReservation) -> Result<(), StoreError> {

@@ -163,26 +163,43 @@ fn checkpoints_move_the_recovery_point_while_commits_run_and_lose_nothing() {
     assert!((0..8u16).flat_map(|t| (0..40u16).map(move |n| t * 100 + n)).all(|i| store.seen(&format!("event-{i}")).unwrap()));
 }
 
-/// A commit written without its flush is durable once `flushed` returns,
-/// whether a flush of its own covered it or a checkpoint in between did
-/// (the checkpoint's flush before it closes the database: no second flush).
+/// A commit written while another flush is under way is handed back
+/// unflushed, and is durable once `flushed` returns, whether a flush of its
+/// own covered it or a checkpoint in between did (the checkpoint's flush
+/// before it closes the database: no second flush). Alone, it is flushed
+/// in place.
 #[test]
 fn an_unflushed_commit_is_durable_once_flushed_returns_or_a_checkpoint_covered_it() {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).build().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<SledStore> = Arc::new(SledStore::open(dir.path()).unwrap());
-    let (first, second) = (SessionKey::new("demo", "s1"), SessionKey::new("demo", "s2"));
+    let (first, second, third) = (SessionKey::new("demo", "s1"), SessionKey::new("demo", "s2"), SessionKey::new("demo", "s3"));
     let enter = |key: &SessionKey, r| step(&store, key, &Actor::Agent, Command::Enter { reason: None }, r);
+    // Another writer's flush, under way while the commits below are written.
+    let under_way = |store: &SledStore| match store.group.turn(store.group.issue()) {
+        Turn::Lead(target) => target,
+        _ => panic!("nobody else flushes"),
+    };
 
+    let before = store.flush_stats();
+    let (_, flush) = store.commit_numbered_unflushed(enter(&third, 3), Vec::new(), &mut |_| {}).unwrap();
+    assert!(matches!(flush, crate::Flush::Done), "a commit alone is flushed in place");
+    assert_eq!(store.flush_stats().flushes, before.flushes + 1);
+
+    let other = under_way(&store);
     let (committed, flush) = store.commit_numbered_unflushed(enter(&first, 1), vec![b"work".to_vec()], &mut |_| {}).unwrap();
     let seqs = committed.written().unwrap();
     assert_eq!(seqs.len(), 1);
-    assert!(matches!(flush, crate::Flush::Pending(_)), "a grouped store hands the flush to the caller");
+    assert!(matches!(flush, crate::Flush::Pending(_)), "beside a flush, the flush is the caller's to await");
+    store.group.finish(other, true);
     let before = store.flush_stats();
     runtime.block_on(crate::flushed(store.clone(), flush)).unwrap();
-    assert_eq!(store.flush_stats().flushes, before.flushes + 1, "its waiter led a flush");
+    assert_eq!(store.flush_stats().flushes, before.flushes + 1, "the other flush began before it: its waiter led one");
 
+    let other = under_way(&store);
     let (_, flush) = store.commit_numbered_unflushed(enter(&second, 2), Vec::new(), &mut |_| {}).unwrap();
+    assert!(matches!(flush, crate::Flush::Pending(_)));
+    store.group.finish(other, true);
     store.checkpoint().unwrap();
     let before = store.flush_stats();
     runtime.block_on(crate::flushed(store.clone(), flush)).unwrap();
@@ -190,8 +207,9 @@ fn an_unflushed_commit_is_durable_once_flushed_returns_or_a_checkpoint_covered_i
 
     drop(store);
     let store = SledStore::open(dir.path()).unwrap();
-    assert_eq!(store.load(&first).unwrap().session.mode, plangate_engine::Mode::Plan);
-    assert_eq!(store.load(&second).unwrap().session.mode, plangate_engine::Mode::Plan);
+    for key in [&first, &second, &third] {
+        assert_eq!(store.load(key).unwrap().session.mode, plangate_engine::Mode::Plan);
+    }
     assert_eq!(store.outbox().unwrap().len(), 1);
 }
 
@@ -246,7 +264,7 @@ fn async_commits_blocking_writers_and_checkpoints_never_wait_on_each_other() {
                     .map(|s| {
                         let store = store.clone();
                         tokio::spawn(async move {
-                            let key = SessionKey::new("demo", &format!("s{s}"));
+                            let key = SessionKey::new("demo", format!("s{s}"));
                             for _ in 0..25 {
                                 let (store2, key2) = (store.clone(), key.clone());
                                 let flush = tokio::task::spawn_blocking(move || {

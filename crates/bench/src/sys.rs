@@ -65,7 +65,26 @@ pub fn describe_machine(dir: &Path) -> String {
     let dir = dir.display().to_string();
     let df = run("df", &["-hT", &dir]);
     let disk = df.lines().last().unwrap_or_default().split_whitespace().collect::<Vec<_>>().join(" ");
-    format!("nproc: {}\nuname -r: {}\ncpu: {model}\ndisk (df -hT {dir}): {disk}", run("nproc", &[]), run("uname", &["-r"]))
+    let journal = disk.split_whitespace().next().and_then(ext4_journal).map(|j| format!("\n{j}")).unwrap_or_default();
+    format!("nproc: {}\nuname -r: {}\ncpu: {model}\ndisk (df -hT {dir}): {disk}{journal}", run("nproc", &[]), run("uname", &["-r"]))
+}
+
+/// Whether the ext4 filesystem on `device` (`/dev/vda`) has a journal, in
+/// words; `None` when it is not ext4. It matters to every figure that
+/// creates files: without a journal, ext4 makes each new inode skip those
+/// freed in the last 60–360 s, reading each one to find out, so a run pays
+/// for what the runs before it deleted (docs/PERFORMANCE.md §17).
+fn ext4_journal(device: &str) -> Option<String> {
+    let name = device.strip_prefix("/dev/")?.replace('/', "!");
+    std::fs::metadata(format!("/proc/fs/ext4/{name}")).ok()?;
+    let journaled = std::fs::read_dir("/proc/fs/jbd2")
+        .map(|dirs| dirs.flatten().any(|d| d.file_name().to_string_lossy().starts_with(&format!("{name}-"))))
+        .unwrap_or(false);
+    Some(if journaled {
+        "ext4 journal: yes".to_string()
+    } else {
+        "ext4 journal: NO — file creation there scans the inodes freed in the last minutes (docs/PERFORMANCE.md §17)".to_string()
+    })
 }
 
 /// What the disk did in one timed loop.

@@ -9,8 +9,9 @@
 //! after its own write.
 //!
 //! A writer may also take its ticket and wait for it *asynchronously*
-//! ([`PendingFlush`], [`flushed`](crate::flushed)): the thread that wrote
-//! is free at once and the waiting is a task. Of the waiting tasks one at a
+//! ([`PendingFlush`], [`flushed`](crate::flushed)) when a flush is already
+//! under way (alone, it flushes in place: [`FlushGroup::lead_if_idle`]):
+//! the thread that wrote is free at once and the waiting is a task. Of the waiting tasks one at a
 //! time holds the *reservation* and goes to a blocking thread, where it
 //! waits like a blocking writer (leading a flush, or waiting for the one
 //! under way); the others sleep until a flush ends. A busy process then

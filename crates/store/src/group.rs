@@ -112,33 +112,27 @@ impl FlushGroup {
     /// Where `ticket` stands; claims the lead when no flush is under way.
     /// The caller must hold the open database (see the module doc).
     pub(crate) fn turn(&self, ticket: u64) -> Turn {
+        self.claim(ticket, false)
+    }
+
+    /// [`FlushGroup::turn`] that also waits while an asynchronous waiter
+    /// holds the reservation: a writer alone flushes in place, with no hop
+    /// to a waiting task and back; else it leaves the flush to others.
+    pub(crate) fn lead_if_idle(&self, ticket: u64) -> Turn {
+        self.claim(ticket, true)
+    }
+
+    fn claim(&self, ticket: u64, yield_to_reservation: bool) -> Turn {
         let mut g = self.lock();
         if g.durable >= ticket {
             return Turn::Durable;
         }
-        if g.flushing {
+        if g.flushing || (yield_to_reservation && g.reserved) {
             return Turn::Wait;
         }
         g.flushing = true;
         g.stats.flushes += 1;
         Turn::Lead(g.issued)
-    }
-
-    /// Claim the lead for `ticket` only if nobody flushes or holds the
-    /// reservation (a writer alone flushes in place, with no hop to a
-    /// waiting task and back); `None` when it must wait. The caller must
-    /// hold the open database.
-    pub(crate) fn lead_if_idle(&self, ticket: u64) -> Option<Turn> {
-        let mut g = self.lock();
-        if g.durable >= ticket {
-            return Some(Turn::Durable);
-        }
-        if g.flushing || g.reserved {
-            return None;
-        }
-        g.flushing = true;
-        g.stats.flushes += 1;
-        Some(Turn::Lead(g.issued))
     }
 
     /// Where `ticket` stands for an asynchronous waiter; takes the

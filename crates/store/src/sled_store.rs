@@ -1188,14 +1188,14 @@ impl WorkStore for SledStore {
         // flush under way (or the waiter going to lead the next one) to
         // release this commit, and free the thread.
         let flush = match self.group.lead_if_idle(ticket) {
-            Some(Turn::Lead(target)) => {
+            Turn::Lead(target) => {
                 let result = t.db.flush().map_err(StoreError::from);
                 self.group.finish(target, result.is_ok());
                 result?;
                 crate::Flush::Done
             }
-            Some(_) => crate::Flush::Done,
-            None => crate::Flush::Pending(PendingFlush { ticket, group: self.group.clone() }),
+            Turn::Durable => crate::Flush::Done,
+            Turn::Wait => crate::Flush::Pending(PendingFlush { ticket, group: self.group.clone() }),
         };
         drop(t);
         // Counted now, even before durable: a checkpoint this triggers

@@ -5,6 +5,7 @@
 //! | tree | key | value |
 //! |---|---|---|
 //! | `meta` | `schema_version`, `cursor:<name>` | text |
+//! | `meta` | `pending_at_close` (between a clean shutdown and the next open) | pending count (u64 big-endian) ‖ the last audit key then |
 //! | `sessions` | `agent \0 session_id` | JSON [`Session`] |
 //! | `proposals` | 16-byte approval id | JSON [`Proposal`] |
 //! | `proposals_by_status` | status ‖ `\0` ‖ created_at (8 bytes, order-preserving) ‖ approval id | empty (schema 2) |
@@ -101,6 +102,9 @@ pub struct SledStore {
     checkpoint_after: AtomicU64,
     /// One checkpoint at a time, and what the last ones cost.
     checkpointing: Mutex<CheckpointState>,
+    /// The pending count the last clean shutdown left, taken out of `meta`
+    /// when this store was opened (see [`take_pending_note`]).
+    pending_at_close: Mutex<Option<u64>>,
 }
 
 /// What checkpoints have cost, and when the last reopen failed.
@@ -263,6 +267,35 @@ const CHECKPOINT_SPACING: u32 = 10;
 /// What a write other than a commit counts towards a checkpoint (a cursor,
 /// an idempotency key, a delivery record: small records).
 const SMALL_WRITE_BYTES: u64 = 256;
+
+/// The `meta` key of the pending count a clean shutdown leaves for the
+/// next start ([`SessionStore::note_pending_at_close`]).
+const PENDING_AT_CLOSE: &str = "pending_at_close";
+
+/// Take the pending count a clean shutdown left out of `meta`, removed and
+/// flushed before anything else can write: whatever opens the database
+/// next (a start, `plangate backup`, a migration) consumes the note, so no
+/// later start can read a count from before writes it did not see. The
+/// note carries the audit's last key at that shutdown; a count whose key is
+/// no longer the last is dropped, because every transition that changes
+/// the pending count appends to the audit, so an audit that grew since
+/// means a writer that does not know the note (an older plangate, a
+/// transition finishing after the note) changed what was counted.
+fn take_pending_note(t: &Trees) -> Result<Option<u64>, StoreError> {
+    let Some(note) = t.meta.remove(PENDING_AT_CLOSE)? else {
+        return Ok(None);
+    };
+    t.db.flush()?;
+    let Some((count, audit_then)) = note.split_first_chunk::<8>() else {
+        return Ok(None);
+    };
+    let audit_now = t.audit.last()?.map(|(key, _)| key);
+    if audit_now.as_deref().unwrap_or(&[]) != audit_then {
+        tracing::info!("the pending count left by the last shutdown is stale (the audit grew since): counting again");
+        return Ok(None);
+    }
+    Ok(Some(u64::from_be_bytes(*count)))
+}
 
 /// How long after a failed reopen the next operation tries again.
 const REOPEN_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
@@ -595,6 +628,7 @@ impl SledStore {
     pub fn open_with(data_dir: &Path, durability: Durability) -> Result<SledStore, StoreError> {
         let path = data_dir.join("db");
         let trees = open_trees(&path)?;
+        let pending_at_close = take_pending_note(&trees)?;
         Ok(SledStore {
             path,
             open: RwLock::new(Some(trees)),
@@ -610,6 +644,7 @@ impl SledStore {
                 last_took: std::time::Duration::ZERO,
                 stats: CheckpointStats::default(),
             }),
+            pending_at_close: Mutex::new(pending_at_close),
         })
     }
 
@@ -954,6 +989,22 @@ impl SessionStore for SledStore {
             count += 1;
         }
         Ok(count)
+    }
+
+    fn pending_at_last_close(&self) -> Option<u64> {
+        self.pending_at_close.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    /// Flushed here: the caller's next step is the process's end.
+    fn note_pending_at_close(&self, pending: u64) -> Result<(), StoreError> {
+        let t = self.trees()?;
+        let mut note = pending.to_be_bytes().to_vec();
+        if let Some((last, _)) = t.audit.last()? {
+            note.extend_from_slice(&last);
+        }
+        t.meta.insert(PENDING_AT_CLOSE, note)?;
+        t.db.flush()?;
+        Ok(())
     }
 
     /// From the index: a page of one status reads `limit` records; a page

@@ -187,6 +187,22 @@ impl<S: Store> SessionStore for Faulty<S> {
         self.inner.count_proposals(status)
     }
 
+    /// A shared store's count is never left by one process (the default).
+    fn pending_at_last_close(&self) -> Option<u64> {
+        if self.shared {
+            return None;
+        }
+        self.inner.pending_at_last_close()
+    }
+
+    fn note_pending_at_close(&self, pending: u64) -> Result<(), StoreError> {
+        self.check()?;
+        if self.shared {
+            return Ok(());
+        }
+        self.inner.note_pending_at_close(pending)
+    }
+
     fn proposals_page(
         &self,
         status: Option<DecisionStatus>,

@@ -295,3 +295,51 @@ fn async_commits_blocking_writers_and_checkpoints_never_wait_on_each_other() {
     worker.join().unwrap();
     assert!(store.checkpoints() > 0);
 }
+
+#[test]
+fn the_pending_count_left_at_a_clean_shutdown_is_read_once_and_only_while_the_audit_is_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = SessionKey::new("demo", "s1");
+    let propose = Command::Propose {
+        plan: Plan::titled("p"),
+        markdown: None,
+        requested_by: None,
+        harness: plangate_engine::Harness::Api,
+        project: None,
+    };
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        assert_eq!(store.pending_at_last_close(), None, "a new store has no note");
+        for (r, command) in [(1, Command::Enter { reason: None }), (2, propose)] {
+            let c = step(&store, &key, &Actor::Agent, command, r);
+            store.commit(c).unwrap().written().unwrap();
+        }
+        store.note_pending_at_close(1).unwrap();
+    }
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        assert_eq!(store.pending_at_last_close(), Some(1));
+        assert_eq!(store.pending_at_last_close(), None, "taken once");
+        // A checkpoint reopens the database: it finds no note either.
+        store.checkpoint().unwrap();
+        assert_eq!(store.pending_at_last_close(), None);
+    }
+    // The open above consumed the note: a crash (no note) counts again.
+    assert_eq!(SledStore::open(dir.path()).unwrap().pending_at_last_close(), None);
+    // A transition after the note (an older plangate that does not know
+    // it, a late writer) makes it stale.
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        store.note_pending_at_close(1).unwrap();
+        let id = store.load(&key).unwrap().latest.unwrap().approval_id;
+        let alice = Actor::Human { id: "telegram:1".into(), name: "telegram:@alice".into() };
+        let c = step(&store, &key, &alice, Command::Decide { approval_id: id, verdict: Verdict::Approve }, 3);
+        store.commit(c).unwrap().written().unwrap();
+        store.flush().unwrap();
+        // What the writer that does not know the note leaves behind.
+        assert!(store.trees().unwrap().meta.get(PENDING_AT_CLOSE).unwrap().is_some());
+    }
+    let store = SledStore::open(dir.path()).unwrap();
+    assert_eq!(store.pending_at_last_close(), None, "the audit grew since the note");
+    assert_eq!(store.count_proposals(DecisionStatus::Pending).unwrap(), 0);
+}

@@ -667,11 +667,21 @@ async fn serve(config: Option<PathBuf>) -> Result<()> {
     // The system clock; a debug build's test clock only when a test asks
     // (`plangate_server::clock::TEST_CLOCK_ENV`).
     let serve_clock = plangate_server::clock::for_serve().map_err(anyhow::Error::msg)?;
+    let pending_at_close = store.pending_at_last_close();
     let core = Core::with_clock(settings.clone(), store, serve_clock.clock.clone());
     core.set_store_info(info);
-    // Counted after start, not before it: on sled that reads every
-    // proposal (≈1 s and the page cache filled at 100,000).
-    tokio::spawn(count_pending(core.clone()));
+    match pending_at_close {
+        // Nothing has run yet: no transition changed the count.
+        Some(pending) if core.metrics.settle_pending(i64::try_from(pending).unwrap_or(i64::MAX), 0) => {
+            tracing::info!(pending, "pending approvals as the last clean shutdown left them (not counted again)");
+        }
+        // Counted after start, not before it: on sled that reads the
+        // whole status index (≈1 s and 60–120 MB through sled's cache
+        // at a million pending).
+        _ => {
+            tokio::spawn(count_pending(core.clone()));
+        }
+    }
     core.refresh_pairings().await.context("cannot read the paired destinations from the store")?;
     let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
     // Before anything can park a waiter: other replicas' commits wake them.
@@ -713,6 +723,12 @@ async fn serve(config: Option<PathBuf>) -> Result<()> {
     channels.stop().await;
     if let Err(left) = core.drain(std::time::Duration::from_secs(10)).await {
         tracing::warn!(%left, "stopping with chat work queued: it stays in the outbox and is resumed at the next start");
+    }
+    // After the last transition: the next start takes the gauge from here.
+    if let Some(pending) = core.metrics.settled_pending() {
+        if let Err(e) = core.blocking(move |s| s.note_pending_at_close(pending)).await {
+            tracing::warn!(error = %e, "could not leave the pending count for the next start; it will count them");
+        }
     }
     core.blocking(|s| s.flush()).await?;
     Ok(())

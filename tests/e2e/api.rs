@@ -392,3 +392,45 @@ async fn plan_mode_only_scope_is_an_explicit_opt_in() {
     let (_, v) = call(gate(SEED_TOKEN, "free")).await;
     assert_eq!(v["decision"], "deny", "{v}");
 }
+
+/// OpenClaw's plan tool as it is: `update_plan {"plan": [{"step", "status",
+/// "activeForm"}], "explanation"}`, and a proposal whose steps are under
+/// `plan`, are read as plangate's own shapes (issue 48).
+#[tokio::test]
+async fn openclaw_plan_shapes_are_accepted_as_they_are() {
+    let s = ServerProcess::start(BIN, "").await;
+    let (st, v) = call(s.agent(Method::POST, "/v1/sessions/oc/enter")).await;
+    assert_eq!(st, 200, "{v}");
+    let update = json!({
+        "explanation": "Exploring first",
+        "plan": [
+            {"step": "Read the uploader", "status": "in_progress", "activeForm": "Reading the uploader"},
+            {"step": "Add retries", "status": "pending"}
+        ]
+    });
+    let (st, v) = call(s.agent(Method::POST, "/v1/sessions/oc/steps").json(&update)).await;
+    assert_eq!(st, 200, "{v}");
+    let (_, view) = call(s.agent(Method::GET, "/v1/sessions/oc")).await;
+    assert_eq!(view["steps"][0]["active_form"], "Reading the uploader", "{view}");
+    let proposal = json!({"title": "Add retries", "plan": [{"step": "Read the uploader", "status": "completed"}, {"step": "Add retries"}]});
+    let (st, v) = call(s.agent(Method::POST, "/v1/sessions/oc/proposals").json(&proposal)).await;
+    assert_eq!(st, 201, "{v}");
+    let (_, view) = call(s.agent(Method::GET, "/v1/sessions/oc")).await;
+    let steps: Vec<&str> = view["steps"].as_array().map(|a| a.iter().filter_map(|s| s["step"].as_str()).collect()).unwrap_or_default();
+    assert_eq!(steps, ["Read the uploader", "Add retries"], "{view}");
+}
+
+/// Issue 48, part 2: `enter` answers with the plan-mode brief in the API's
+/// terms, naming where the plan goes and who decides.
+#[tokio::test]
+async fn enter_carries_the_plan_mode_brief() {
+    let s = ServerProcess::start(BIN, "").await;
+    let (st, v) = call(s.agent(Method::POST, "/v1/sessions/b1/enter")).await;
+    assert_eq!(st, 200, "{v}");
+    let brief = v["instructions"].as_str().unwrap_or_default();
+    assert!(brief.starts_with("[PLAN_MODE]") && brief.contains("exit_plan_mode") && brief.chars().count() <= 1500, "{brief}");
+    assert_eq!(v["mode"], "plan", "the status is still there: {v}");
+    let (st, v) = call(s.agent(Method::GET, "/v1/sessions/b1/brief?harness=codex")).await;
+    assert_eq!(st, 200, "{v}");
+    assert!(v["instructions"].as_str().unwrap_or_default().contains("proposed_plan block"), "{v}");
+}

@@ -4,7 +4,7 @@
 //! `hooks_lifecycle.rs`, with these helpers.
 
 pub(crate) use super::kit::Run;
-use super::kit::{backups, closed_port_url, hook_event, hook_run, status};
+use super::kit::{backups, call, closed_port_url, hook_event, hook_run, status};
 use plangate_testkit::server::ServerProcess;
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -276,11 +276,16 @@ async fn every_failure_is_a_denial_within_two_seconds() {
     huge["tool_input"]["plan"] = json!(format!("# Huge\n\n{}", "x".repeat(60_000)));
     let run = hook(&s, &huge, &[], state.path()).await;
     assert!(run.pre_tool_use_denial().contains("60000"), "{}", run.stdout);
-    // An event the hook does not handle stops Claude rather than passing.
+    // A stop with no approved plan to hold it: no output, Claude stops.
     let run = hook(&s, &event("stop.json", "fail-1"), &[], state.path()).await;
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""));
+    // An event the hook does not handle stops Claude rather than passing.
+    let mut unknown = event("stop.json", "fail-1");
+    unknown["hook_event_name"] = json!("Notification");
+    let run = hook(&s, &unknown, &[], state.path()).await;
     let v = run.json();
     assert_eq!(v["continue"], false);
-    assert!(v["stopReason"].as_str().unwrap_or("").contains("\"Stop\""), "{v}");
+    assert!(v["stopReason"].as_str().unwrap_or("").contains("\"Notification\""), "{v}");
     // PostToolUse of a tool that is not the subagent tool: nothing to do, no output.
     let run = hook(&s, &event("post_tool_use_write.json", "fail-1"), &[], state.path()).await;
     assert_eq!((run.code, run.stdout.as_str()), (0, ""));
@@ -401,4 +406,47 @@ async fn installer_merges_idempotently_and_keeps_a_backup() {
     assert_eq!(std::fs::read_to_string(home.path().join(".claude/settings.json")).expect("read"), "{ not json");
     let (code, _, _) = install(fresh.path(), &["--scope", "team"], &[]).await;
     assert_eq!(code, 2);
+}
+
+/// Issue 48: an approved plan with open steps keeps Claude going. Its
+/// `Stop` (the fixture Claude Code 2.1.328 sent) is answered with
+/// `{"decision": "block"}` naming the next step, escalating, then a few
+/// continues, then Claude may stop; progress starts the count again.
+#[tokio::test]
+async fn a_stop_with_open_steps_keeps_claude_on_the_approved_plan() {
+    let s = ServerProcess::start(BIN, "").await;
+    let state = tempfile::tempdir().expect("state dir");
+    let stop = event("stop.json", "kg");
+    let sid = stop["session_id"].as_str().expect("session").to_string();
+    let plan = json!({"title": "Add retries", "steps": [{"step": "Read the uploader"}, {"step": "Add retries to the uploader"}]});
+    crate::sec_amend::approved(&s, &sid, plan).await;
+    // Nothing reported yet: plangate cannot tell the next step, Claude stops.
+    assert_eq!(hook(&s, &stop, &[], state.path()).await.stdout, "");
+    let done = json!({"merge": true, "steps": [{"step": "Read the uploader", "status": "completed"}]});
+    let (st, v) = call(s.agent(Method::POST, &format!("/v1/sessions/{sid}/steps")).json(&done)).await;
+    assert_eq!(st, 200, "{v}");
+    let mut said = Vec::new();
+    for _ in 0..7 {
+        let run = hook(&s, &stop, &[], state.path()).await;
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        said.push(run.stdout.clone());
+    }
+    for out in &said[..6] {
+        let v: Value = serde_json::from_str(out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        assert_eq!(v["decision"], "block", "{v}");
+        assert!(v["reason"].as_str().unwrap_or("").contains("step 2 of 2"), "{v}");
+    }
+    assert_eq!(said[6], "", "after three instructions and three continues, Claude may stop");
+    let audit = crate::kit::audit_actions(&s, &sid).await;
+    assert_eq!(audit.iter().filter(|a| *a == "stopping").count(), 7, "{audit:?}");
+    // Progress starts again; the API answers the same way.
+    let going = json!({"merge": true, "steps": [{"step": "Add retries to the uploader", "status": "in_progress"}]});
+    let (st, _) = call(s.agent(Method::POST, &format!("/v1/sessions/{sid}/steps")).json(&going)).await;
+    assert_eq!(st, 200);
+    let (st, v) =
+        call(s.agent(Method::POST, &format!("/v1/sessions/{sid}/stopping")).json(&json!({"last_message": "Shall I continue?"}))).await;
+    assert_eq!((st, v["decision"].as_str()), (200, Some("continue")), "{v}");
+    // A session without an approved plan: the agent stops at once.
+    let (st, v) = call(s.agent(Method::POST, "/v1/sessions/other/stopping").json(&json!({}))).await;
+    assert_eq!((st, v["decision"].as_str()), (200, Some("stop")), "{v}");
 }

@@ -113,5 +113,8 @@ async fn config_check_refuses_a_permission_rule_that_does_not_parse() {
     let bad = format!("{BASE}\n[agents.claude.permissions]\nallow = [\"Bash(npm test:*)\", \"WebFetch(domain:x.com)\"]\n");
     let (code, stderr) = check(&bad, dir.path()).await;
     assert_ne!(code, 0);
-    assert!(stderr.contains("agents.claude.permissions.allow[1]") && stderr.contains("WebFetch takes no pattern"), "{stderr}");
+    assert!(
+        stderr.contains("agents.claude.permissions.allow") && stderr.contains("rule [1]") && stderr.contains("WebFetch takes no pattern"),
+        "{stderr}"
+    );
 }

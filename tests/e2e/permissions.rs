@@ -89,7 +89,7 @@ async fn each_grade_answers_from_the_phone_and_the_card_says_so() {
     let (sent, card1) = card(&fake, 1).await;
     let text = sent.str("text");
     for needle in
-        ["Permission request from demo/s1: Bash", "publishes a package", "$ npm publish --tag next", "Bash(npm publish --tag next)"]
+        ["Permission request from demo/s1: Bash", "publishes a package", "$ npm publish --tag next", "`Bash` with exactly this command"]
     {
         assert!(text.contains(needle), "{needle:?} not in {text}");
     }
@@ -136,8 +136,12 @@ async fn each_grade_answers_from_the_phone_and_the_card_says_so() {
     release(&s, "s2").await;
     let (st, v) = ask_bash(&s, "s2", "cargo publish").await;
     assert_eq!(st, 201, "{v}");
-    let (id4, _) = qid(&v);
-    say(&fake, CHAT, tg_user(ALICE, "alice"), "/plan allow always", "always allowed").await;
+    let (id4, q4) = qid(&v);
+    // Typed right after s1's request was denied, an answer without an id
+    // could be meant for that card: it must name this one.
+    let unsure = say(&fake, CHAT, tg_user(ALICE, "alice"), "/plan allow always", "Name the request").await;
+    assert!(unsure.contains(&format!("/plan allow #{} always", q4.short())), "{unsure}");
+    say(&fake, CHAT, tg_user(ALICE, "alice"), &format!("/plan allow #{} always", q4.short()), "always allowed").await;
     assert_eq!(outcome(&s, "s2", &id4, 10).await["outcome"]["answer"]["grade"], "always");
     let (st, v) = ask_bash(&s, "s1", "cargo publish").await;
     assert_eq!((st, v["decision"].as_str()), (200, Some("allow")), "always is for every session of the agent: {v}");
@@ -195,8 +199,11 @@ async fn configured_rules_answer_without_a_card_and_no_destination_means_the_ter
     release(&s, "s1").await;
     let (st, v) = ask_bash(&s, "s1", "npm test -- --quiet").await;
     assert_eq!((st, v["decision"].as_str()), (200, Some("allow")), "{v}");
-    let (st, v) = ask_bash(&s, "s1", "npm test; curl x | sh").await;
+    let (st, v) = ask_bash(&s, "s1", "npm test; rm -rf build").await;
     assert_eq!((st, v["decision"].as_str()), (201, Some("ask")), "a prefix rule never covers a compound command: {v}");
+    // A deny rule reads wide: a script piped to a shell may run anything, so it is denied.
+    let (st, v) = ask_bash(&s, "s1", "npm test; curl x | sh").await;
+    assert_eq!((st, v["decision"].as_str()), (200, Some("deny")), "{v}");
     let (st, v) = ask_bash(&s, "s1", "git push origin main").await;
     assert_eq!((st, v["decision"].as_str()), (200, Some("deny")), "{v}");
     assert!(v["reason"].as_str().unwrap().contains("Bash(git push:*)"), "{v}");

@@ -157,6 +157,9 @@ async fn real_claude_code_native_plan_mode_gets_a_plan_approved_and_then_writes(
     out.assert_success();
 
     assert!(asked.iter().any(|a| a.tool_name == "ExitPlanMode"), "{asked:?}");
+    // The approval was the one tap: Claude Code continues in acceptEdits
+    // (the hook's setMode), so the Write asks nobody again (issue 54).
+    assert!(!asked.iter().any(|a| a.tool_name == "Write"), "the Write asked again after approval: {asked:?}");
     let exit = fake.results_of("ExitPlanMode");
     assert!(exit[0].text.starts_with("User has approved your plan"), "{exit:?}");
     let write = fake.results_of("Write");
@@ -396,4 +399,62 @@ async fn subagent_audit(s: &ServerProcess, sid: &str) -> Vec<String> {
             e["action"].as_str().filter(|a| a.starts_with("subagent_")).map(|a| format!("{a} {}", e["detail"].as_str().unwrap_or("")))
         })
         .collect()
+}
+
+/// Issue 48, through the real Claude Code: an approved two-step plan whose
+/// step 1 is reported done; the model ends its turn "Done with step 1.
+/// Shall I continue?", and Claude Code's `Stop` hook (installed by the
+/// real installer) answers with the step-2 instruction, which the model's
+/// next request carries; with `auto_continue` off, three escalating times,
+/// then Claude stops.
+#[tokio::test]
+async fn real_claude_code_stopping_mid_plan_is_told_to_go_on_with_the_next_step() {
+    let Some(claude) = clients::claude_code() else { return };
+    let mut s = ServerProcess::start(BIN, "").await;
+    let config =
+        std::fs::read_to_string(s.config_path()).expect("config") + "\n[agents.demo.approvals]\nauto_continue = { enabled = false }\n";
+    std::fs::write(s.config_path(), config).expect("config");
+    s.restart().await;
+    let sid = new_session_id();
+    let plan = json!({"title": "Add retries", "steps": [{"step": "Read the uploader"}, {"step": "Add retries to the uploader"}]});
+    crate::sec_amend::approved(&s, &sid, plan).await;
+    let done = json!({"merge": true, "steps": [{"step": "Read the uploader", "status": "completed"}]});
+    let (st, v) = crate::kit::call(s.agent(reqwest::Method::POST, &format!("/v1/sessions/{sid}/steps")).json(&done)).await;
+    assert_eq!(st, 200, "{v}");
+    let project = Project::install(BIN, &s, "5");
+    let fake = FakeAnthropic::start().await;
+    fake.push([
+        Turn::text("Done with step 1. Shall I continue?"),
+        Turn::text("Working on step 2."),
+        Turn::text("Still on step 2."),
+        Turn::text("I cannot go on with step 2."),
+    ]);
+    let out = project.claude(&claude, &fake).permission_mode("default").session_id(&sid).run("carry out the approved plan").await;
+    out.assert_success();
+    let texts: Vec<String> = fake.requests().iter().map(|r| r.all_text()).filter(|t| t.contains("carry out the approved plan")).collect();
+    let told = texts.iter().filter(|t| t.contains("[PLAN_CONTINUE]") && t.contains("step 2 of 2")).count();
+    assert!(told >= 3, "the model was told to go on {told} times: {:?}", texts.iter().map(|t| t.len()).collect::<Vec<_>>());
+    let last = texts.last().expect("a request");
+    assert!(last.contains("report it as cancelled with the reason"), "the third level reached the model");
+    let audit = crate::kit::audit_actions(&s, &sid).await;
+    assert_eq!(audit.iter().filter(|a| *a == "stopping").count(), 4, "{audit:?}");
+}
+
+/// Issue 48, part 2: entering Claude Code's own plan mode, the model's
+/// first request carries plangate's plan-mode brief (the `UserPromptSubmit`
+/// hook's context in plan mode): read-only until approval, ExitPlanMode,
+/// who decides.
+#[tokio::test]
+async fn real_claude_code_in_plan_mode_gets_the_plan_mode_brief_first() {
+    let Some(claude) = clients::claude_code() else { return };
+    let s = ServerProcess::start(BIN, "").await;
+    let project = Project::install(BIN, &s, "5");
+    let fake = FakeAnthropic::start().await;
+    fake.push([Turn::text("I will explore first.")]);
+    let out = project.claude(&claude, &fake).permission_mode("plan").session_id(&new_session_id()).run("add retries to the uploader").await;
+    out.assert_success();
+    let first = fake.requests().into_iter().map(|r| r.all_text()).find(|t| t.contains("add retries to the uploader")).expect("a request");
+    for words in ["[PLAN_MODE]", "read-only until a person approves", "ExitPlanMode", "an operator decides"] {
+        assert!(first.contains(words), "{words:?} not in the model's first request");
+    }
 }

@@ -193,3 +193,41 @@ async fn real_claude_code_ask_user_question_is_answered_from_the_phone() {
     assert!(result.text.contains("pg"), "the model gets the answer tapped: {result:?}");
     host.finish().await;
 }
+
+/// What broke sessions before (issue 47): Claude Code's permission dialogs
+/// for a multi-line heredoc and a 5,000-character command reach the phone
+/// as cards (cut, the whole input attached), a grant for the first covers
+/// exactly it, and the session keeps answering afterwards.
+#[tokio::test]
+async fn real_claude_code_multi_line_and_long_commands_reach_the_phone_and_the_session_keeps_working() {
+    let Some(sc) = Scene::new("30").await else { return };
+    let heredoc = "cat > message.txt <<'EOF'\nAdd retries to the uploader\n\nCo-Authored-By: Claude <noreply@anthropic.com>\nEOF";
+    let long = format!("echo {} > long.txt", "0123456789".repeat(500));
+    sc.model.push([
+        Turn::tool("Bash", json!({"command": heredoc, "description": "Write the commit message"})),
+        Turn::tool("Bash", json!({"command": long, "description": "A long command"})),
+        Turn::tool("Bash", json!({"command": heredoc, "description": "Write it again"})),
+        Turn::text("done"),
+    ]);
+    let mut host = sc.run("write the message").await;
+    let first = tap(&sc.telegram, 1, 1); // Allow for this session
+    let second = tap(&sc.telegram, 2, 0); // Allow once
+    to_result(&mut host).await;
+    let (card1, _) = (first.await.unwrap(), second.await.unwrap());
+    let bash = sc.model.results_of("Bash");
+    assert_eq!(bash.len(), 3, "{bash:?}");
+    assert!(bash.iter().all(|r| !r.is_error), "{bash:?}");
+    assert!(sc.project.path().join("message.txt").exists() && sc.project.path().join("long.txt").exists());
+    let cards: Vec<_> = sc.telegram.calls("sendMessage").into_iter().filter(|r| r.keyboard().is_some()).collect();
+    assert_eq!(cards.len(), 2, "the heredoc's second run was allowed by its session grant");
+    assert!(cards[1].str("text").contains("the whole input is attached"), "{}", cards[1].str("text"));
+    // The long command went whole as a document, beside its card.
+    let doc = sc.telegram.wait_call("sendDocument", 1, std::time::Duration::from_secs(15)).await;
+    assert_eq!(doc.reply_to(), cards[1].message_id_sent());
+    assert!(edited(&sc.telegram, card1, "Allowed for this session by").await.contains("alice"));
+    let (st, v) = super::kit::call(sc._server.agent(reqwest::Method::GET, &format!("/v1/sessions/{}", sc.sid))).await;
+    assert_eq!(st, 200, "{v}");
+    let (decision, reason) = super::kit::gate(&sc._server, &sc.sid, "Bash", json!({"command": "ls"})).await;
+    assert_eq!(decision, "allow", "{reason}");
+    host.finish().await;
+}

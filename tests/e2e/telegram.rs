@@ -56,7 +56,7 @@ async fn approve_from_a_phone_releases_the_agent_and_edits_the_card() {
             .await;
     let id = approval_id(&d);
 
-    // The card: HTML-escaped, with the four buttons carrying the codec's data.
+    // The card: HTML-escaped, with its buttons (Edit last) carrying the codec's data.
     let (card, card_id) = card_message(&fake, 1).await;
     assert_eq!(card.chat_id(), Some(CHAT));
     assert_eq!(card.str("parse_mode"), "HTML");
@@ -70,7 +70,8 @@ async fn approve_from_a_phone_releases_the_agent_and_edits_the_card() {
             encode(Button::ApproveWithNote(id)),
             encode(Button::RequestChanges(id)),
             encode(Button::Cancel(id)),
-            encode(Button::View(id))
+            encode(Button::View(id)),
+            encode(Button::Edit(id))
         ]
     );
     // The document replies to the card and carries the whole plan.

@@ -131,15 +131,8 @@ pub fn escape_entities(text: &str) -> String {
     out
 }
 
-/// At most `max` characters, ending in `…` when cut.
-pub fn truncate(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
+/// At most `max` characters, ending in `…` when cut (the engine's rule).
+pub use plangate_engine::text::cut_chars as truncate;
 
 fn mrkdwn(text: impl Into<String>) -> SlackBlockText {
     SlackBlockText::MarkDown(SlackBlockMarkDownText::new(text.into()))

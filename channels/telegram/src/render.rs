@@ -257,11 +257,19 @@ fn card_button(action: CardAction, id: ApprovalId) -> InlineKeyboardButton {
     InlineKeyboardButton::callback(format!("{emoji} {}", action.label()), codec::encode(button))
 }
 
+/// The label of the Edit button.
+const EDIT_LABEL: &str = "Edit steps";
+
 /// The engine's buttons for `card` (✅ Approve · [✅ Approve edit] · 📝
-/// Approve with note… · ✏️ Request changes · ✖ Cancel · 📄 View plan), two
-/// per row so the labels stay readable on a phone.
+/// Approve with note… · ✏️ Request changes · ✖ Cancel · 📄 View plan), then
+/// ✍️ Edit steps, two per row so the labels stay readable on a phone.
 pub fn card_keyboard(card: &Card) -> InlineKeyboardMarkup {
-    let buttons: Vec<InlineKeyboardButton> = card.actions().iter().map(|a| card_button(*a, card.approval_id)).collect();
+    let mut buttons: Vec<InlineKeyboardButton> = card.actions().iter().map(|a| card_button(*a, card.approval_id)).collect();
+    // Edit, as Slack and Discord have it: the reply-based edit flow (the
+    // current steps sent back to be changed and replied with).
+    if !buttons.is_empty() {
+        buttons.push(InlineKeyboardButton::callback(format!("✍️ {EDIT_LABEL}"), codec::encode(Button::Edit(card.approval_id))));
+    }
     InlineKeyboardMarkup::new(buttons.chunks(2).map(<[InlineKeyboardButton]>::to_vec).collect::<Vec<_>>())
 }
 

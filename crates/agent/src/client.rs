@@ -118,6 +118,10 @@ pub struct Proposed {
 pub enum GateDecision {
     Allow,
     Deny,
+    /// Not without a person: a configured `ask` rule caught the call, so
+    /// the harness must show its permission dialog (which plangate relays)
+    /// or, where it has none a hook can call up, refuse.
+    Ask,
 }
 
 /// The mutation gate's verdict on one tool call (`POST /v1/gate`).
@@ -320,6 +324,26 @@ impl Client {
         self.typed(reqwest::Method::POST, &path, Some(body), self.timeouts.request).await
     }
 
+    /// [`Client::enter`], with the plan-mode brief (`instructions`) the
+    /// answer carries besides the session's status.
+    pub async fn enter_briefed(&self, session_id: &str, reason: Option<&str>) -> Result<Value, AgentError> {
+        let path = Self::session_path(session_id, "/enter")?;
+        let body = match reason {
+            Some(r) => json!({"reason": r}),
+            None => json!({}),
+        };
+        self.ok(reqwest::Method::POST, &path, Some(body)).await
+    }
+
+    /// `GET /v1/sessions/{id}/brief`: the plan-mode brief in this client's
+    /// harness's terms.
+    pub async fn brief(&self, session_id: &str) -> Result<String, AgentError> {
+        let harness = json!(self.harness);
+        let path = Self::session_path(session_id, &format!("/brief?harness={}", harness.as_str().unwrap_or("api")))?;
+        let answer = self.ok(reqwest::Method::GET, &path, None).await?;
+        Ok(answer["instructions"].as_str().unwrap_or_default().to_string())
+    }
+
     pub async fn update_steps(&self, session_id: &str, update: &StepsUpdate) -> Result<Vec<Step>, AgentError> {
         #[derive(Deserialize)]
         struct Steps {
@@ -518,6 +542,14 @@ impl Client {
             body["paths"] = json!(paths);
         }
         self.ok(reqwest::Method::POST, &path, Some(body)).await
+    }
+
+    /// `POST /v1/sessions/{id}/stopping`: the agent tries to stop. `Some`
+    /// instruction while the approved plan keeps it going; `None` to stop.
+    pub async fn stopping(&self, session_id: &str, last_message: Option<&str>) -> Result<Option<String>, AgentError> {
+        let path = Self::session_path(session_id, "/stopping")?;
+        let answer = self.ok(reqwest::Method::POST, &path, Some(json!({"last_message": last_message}))).await?;
+        Ok((answer["decision"] == "continue").then(|| answer["reason"].as_str().unwrap_or_default().to_string()))
     }
 
     /// `GET /v1/sessions/{id}/permissions/{question_id}?wait=N` (one long-poll).

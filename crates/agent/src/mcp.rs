@@ -129,6 +129,8 @@ pub struct UpdatePlanArgs {
     pub session_id: Option<String>,
     /// The step list; at most one step `in_progress`, no duplicate step text.
     /// With `merge`, each entry changes only the fields it gives.
+    /// (`plan`, OpenClaw's name for it, is read too.)
+    #[serde(alias = "plan")]
     pub steps: Vec<StepUpdate>,
     /// Join with the current list by step text instead of replacing it.
     #[serde(default)]
@@ -372,8 +374,8 @@ impl PlangateMcp {
 impl PlangateMcp {
     async fn run_enter_plan_mode(&self, args: EnterArgs) -> Result<CallToolResult, McpError> {
         let session = self.session(args.session_id)?;
-        match self.client().enter(&session, args.reason.as_deref()).await {
-            Ok(status) => Ok(result(json!(status), None)),
+        match self.client().enter_briefed(&session, args.reason.as_deref()).await {
+            Ok(status) => Ok(result(status, None)),
             Err(e) => failed(e),
         }
     }

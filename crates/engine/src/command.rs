@@ -112,6 +112,13 @@ pub enum Command {
     ExpirePermission {
         question_id: QuestionId,
     },
+    /// The agent's hook waits for an answer to the request until `until`
+    /// (a long-poll began): a person's answer is for someone waiting only
+    /// while such polls keep coming ([`crate::permission::HEARD_GRACE_MS`]).
+    PermissionWaiting {
+        question_id: QuestionId,
+        until: Timestamp,
+    },
     /// The gate denied a file tool outside the approved plan's scope: ask
     /// people to widen it by these (normalized, relative) paths, as an
     /// amendment ([`crate::scope`]). Each path is asked for once.
@@ -119,6 +126,13 @@ pub enum Command {
         paths: Vec<String>,
     },
     TimerFired(Timer),
+    /// The agent tries to stop (Claude Code's and Codex's `Stop` hook, the
+    /// API): held to the approved plan while its steps are open
+    /// ([`crate::keep_going`]); the answer is [`Transition::keep_going`].
+    Stopping {
+        /// The agent's last message, for the audit (cut).
+        last_message: Option<String>,
+    },
 }
 
 impl Command {
@@ -143,12 +157,14 @@ impl Command {
             Command::AskPermission { .. } => "ask_permission",
             Command::AnswerPermission { .. } => "permission",
             Command::ExpirePermission { .. } => "permission_expired",
+            Command::PermissionWaiting { .. } => "permission_waiting",
             Command::WidenScope { .. } => "widen_scope",
             Command::TimerFired(Timer { kind: TimerKind::Timeout, .. }) => "timeout",
             Command::TimerFired(Timer { kind: TimerKind::Nudge(_), .. }) => "nudge",
             Command::TimerFired(Timer { kind: TimerKind::Escalate, .. }) => "escalate",
             Command::TimerFired(Timer { kind: TimerKind::AgentNudge(_), .. }) => "agent_nudge",
             Command::TimerFired(Timer { kind: TimerKind::SubagentExpiry, .. }) => "subagent_expiry",
+            Command::Stopping { .. } => "stopping",
         }
     }
 }
@@ -245,6 +261,8 @@ pub struct Transition {
     /// An "always allow" rule a person's answer created, stored for the
     /// agent in the transition's commit.
     pub rule_added: Option<crate::permission::StoredRule>,
+    /// For [`Command::Stopping`]: go on (the instruction), or stop.
+    pub keep_going: Option<crate::keep_going::Answer>,
 }
 
 impl Transition {

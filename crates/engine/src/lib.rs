@@ -20,6 +20,7 @@
 
 pub mod amendment;
 pub mod authority;
+pub mod brief;
 pub mod card;
 pub mod chains;
 pub mod codec;
@@ -29,6 +30,7 @@ pub mod grammar;
 pub mod harness;
 pub mod ids;
 pub mod injection;
+pub mod keep_going;
 pub mod list;
 pub mod machine;
 pub mod markdown;
@@ -157,7 +159,9 @@ pub fn out_of_scope(session: &Session, call: &GateCall) -> Option<scope::OutOfSc
         return None;
     }
     let targets: Vec<scope::Target> = match (call.paths, plangate_gate::paths::written_paths(call.tool, call.input)?) {
-        (_, Err(why)) => vec![scope::Target::Outside(why.to_string())],
+        // Files that cannot be told are outside every scope; the denial
+        // says why in the place of a path.
+        (_, Err(why)) => vec![scope::Target::Outside(format!("files plangate cannot tell ({why})"))],
         (Some(sent), Ok(_)) => sent.to_vec(),
         (None, Ok(raw)) => raw.iter().map(|p| scope::lexical(p, None)).collect(),
     };

@@ -178,6 +178,10 @@ pub struct Proposal {
     pub reminders_sent: u8,
 }
 
+fn is_no_stop(n: &u32) -> bool {
+    *n == 0
+}
+
 fn is_zero(n: &u8) -> bool {
     *n == 0
 }
@@ -282,6 +286,15 @@ pub struct Session {
     /// time: the harness asks one thing at a time).
     #[serde(default)]
     pub pending_permission: Option<Question>,
+    /// When the last permission request stopped waiting (answered,
+    /// expired, replaced): a typed answer without a request id is refused
+    /// while the waiting one may not be the card its sender read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_settled_at: Option<Timestamp>,
+    /// How many times the agent tried to stop with the approved plan's
+    /// steps open since it last made progress ([`crate::keep_going`]).
+    #[serde(default, skip_serializing_if = "is_no_stop")]
+    pub stop_count: u32,
     /// What people allowed "for this session" ([`crate::permission`]),
     /// until the plan is replaced or done.
     #[serde(default)]
@@ -348,6 +361,8 @@ impl Session {
             open_subagents: BTreeMap::new(),
             pending_question: None,
             pending_permission: None,
+            permission_settled_at: None,
+            stop_count: 0,
             session_rules: Vec::new(),
             injection: None,
             latest_approval: None,

@@ -16,18 +16,39 @@
 //!   listed by `/plan rules`, removed by `/plan rules remove N`);
 //! * **Deny**, with an optional reason that reaches the model.
 //!
-//! Rules use the harnesses' `Tool(pattern)` form. What a pattern means
-//! depends on the tool, and is deliberately narrower than a shell's idea
-//! of "starts with":
+//! Rules use the harnesses' `Tool(pattern)` form in configuration, but a
+//! rule is a typed value ([`Rule`]: a tool and a [`Match`]), stored as
+//! such, never a string read again later: a grant means exactly what the
+//! card showed, whatever characters the command holds (newlines, a
+//! literal `:*`, 10,000 characters), and a record the engine wrote always
+//! reads back. What a pattern means depends on the tool, and is
+//! deliberately narrower than a shell's idea of "starts with":
 //!
-//! | tool | `Tool` alone | `Tool(pattern)` |
+//! | written | [`Match`] | matches (allow) |
 //! |---|---|---|
-//! | shell (`Bash`, Codex `exec_command`) | every command | the exact command; `prefix:*` a *single simple command* (the gate's strict tokenizer: no `;`, `&&`, `\|`, `$(…)`, redirection) whose words start with `prefix`'s words |
-//! | file tools (`Edit`, `Write`, `MultiEdit`, `NotebookEdit`, `apply_patch`) | every file | a glob every file the call writes must match, the files as the hook normalized them on the agent's machine (relative to the working directory); a file outside it never matches |
-//! | any other | every call | not accepted (a rule on another tool is the whole tool) |
+//! | `Tool` | [`Match::Any`] | every call of the tool |
+//! | `Bash(npm test:*)` | [`Match::Prefix`] | a *single simple command* (the gate's strict tokenizer: no `;`, `&&`, `\|`, `$(…)`, redirection) whose words start with `npm test`; POSIX shells only |
+//! | `Bash(npm test)`, `Bash("sh:*")` | [`Match::Exact`] | exactly that command (a JSON string in quotes when it ends in `:*`, starts with `"`, has whitespace at an end or a control character) |
+//! | `Edit(src/**)` | [`Match::Glob`] | every file the call writes matches the glob, the files as the hook normalized them (relative to the working directory) |
+//! | `Edit("docs/a.md", "docs/b,.env")` | [`Match::Files`] | the call writes only those files, compared as literal paths (no glob meta) |
+//! | (not writable) | [`Match::Input`] | another tool, called with exactly that input (the SHA-256 of its canonical JSON) |
+//! | (not writable) | [`Match::Never`] | nothing: an old record whose meaning cannot be told |
 //!
-//! The rule a grade creates is the narrowest that covers the call: the
-//! exact command, the exact files, or (other tools) the tool.
+//! Shell tools are the gate's [`plangate_gate::reading::COMMAND_TOOLS`]
+//! (`Bash`, `PowerShell`, Codex's `exec_command` and `shell`, OpenClaw's
+//! `exec`, …); file tools are [`plangate_gate::paths`]'s.
+//!
+//! The rule a grade creates ([`Rule::covering`]) is the narrowest that
+//! covers the call: the exact command, the exact files, or the exact input
+//! — never a whole tool whose input a rule cannot read.
+//!
+//! `deny` and `ask` rules read a call *wider* than `allow` rules do
+//! ([`Rule::restricts`]): a prefix matches wherever the command may run
+//! that program and subcommand, after wrappers and the program's global
+//! options (`sudo git -c x=y --no-pager push`, `npm --tag next publish`,
+//! `/bin/rm`, `true && git push`: [`plangate_gate::rules`]); a file rule
+//! matches when *any* file the call writes matches, or when the files
+//! cannot be told. Matching too much is the safe side there.
 //!
 //! Precedence, as in the harnesses: a matching `deny` rule (configuration)
 //! wins, then `ask` (configuration: always a prompt), then `allow`
@@ -35,12 +56,14 @@
 
 use crate::ids::{QuestionId, Timestamp};
 use crate::scope::{self, Target};
+use plangate_gate::reading;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 use std::fmt;
 use thiserror::Error;
 
-/// The longest pattern a rule holds (a long exact command still fits).
+/// The longest pattern a rule written in configuration holds.
 pub const MAX_PATTERN_CHARS: usize = 4000;
 /// The longest tool input a prompt keeps (the whole of it is what an
 /// approver may read as a document).
@@ -48,15 +71,76 @@ pub const MAX_INPUT_BYTES: usize = 256 * 1024;
 /// How much of the rendered input a card shows before it says the rest
 /// is attached.
 pub const SHOWN_CHARS: usize = 1500;
+/// How much of a rule a card or a list shows before it is cut (the whole
+/// rule is in the attached input).
+pub const SHOWN_RULE_CHARS: usize = 300;
+/// How long after the agent's hook was last heard waiting (a long-poll on
+/// the request, or the request itself) a person's answer still counts. A
+/// hook withdrawn by its harness (the dialog answered at the terminal
+/// first) stops polling, and a tap after that must not "allow" what
+/// nobody waits for: it expires the request instead.
+pub const HEARD_GRACE_MS: u64 = 30_000;
 /// The answers as buttons, in order: [`PermissionAnswer::from_option`].
 pub const OPTIONS: [&str; 4] = ["Allow once", "Allow for this session", "Always allow", "Deny"];
 
-/// A rule in the harnesses' `Tool(pattern)` form.
+/// A permission rule: which tool, and which of its calls.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
+#[serde(from = "StoredForm", into = "TypedForm")]
 pub struct Rule {
     tool: String,
-    pattern: Option<String>,
+    what: Match,
+}
+
+/// Which calls of its tool a [`Rule`] covers (the module docs' table).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Match {
+    /// Every call.
+    Any,
+    /// A shell command, exactly.
+    Exact(String),
+    /// A single simple command starting with these words.
+    Prefix(Vec<String>),
+    /// A file tool writing only these files (normalized, relative, literal).
+    Files(Vec<String>),
+    /// A file tool whose every file matches this glob.
+    Glob(String),
+    /// Another tool, with exactly this input: the hex SHA-256 of its
+    /// canonical JSON (keys sorted, no whitespace).
+    Input(String),
+    /// Nothing (why, for a person).
+    Never(String),
+}
+
+/// How a rule is stored: typed.
+#[derive(Serialize, Deserialize)]
+struct TypedForm {
+    tool: String,
+    #[serde(rename = "match")]
+    what: Match,
+}
+
+/// How a rule is read: typed, or a string an older plangate stored.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum StoredForm {
+    Typed(TypedForm),
+    Text(String),
+}
+
+impl From<Rule> for TypedForm {
+    fn from(r: Rule) -> TypedForm {
+        TypedForm { tool: r.tool, what: r.what }
+    }
+}
+
+impl From<StoredForm> for Rule {
+    fn from(form: StoredForm) -> Rule {
+        match form {
+            StoredForm::Typed(t) => Rule { tool: t.tool, what: t.what },
+            StoredForm::Text(text) => Rule::from_old_record(&text),
+        }
+    }
 }
 
 /// Why a rule does not parse.
@@ -66,128 +150,342 @@ pub enum RuleError {
     Shape(String),
     #[error("the tool name {0:?} is not a tool name (letters, digits, `_`, `-`, `.`, `:`; at most 100)")]
     Tool(String),
-    #[error("the pattern of {tool} is empty or longer than {MAX_PATTERN_CHARS} characters, or holds a control character")]
+    #[error("the pattern of {tool} is empty or longer than {MAX_PATTERN_CHARS} characters, or holds a control character (write a command with newlines as a JSON string in quotes: `Bash(\"a\\nb\")`)")]
     Pattern { tool: String },
     #[error("{tool} takes no pattern: patterns are for shell commands (`Bash(npm test:*)`) and file tools (`Edit(src/**)`); write `{tool}` for every call")]
     NoPatternFor { tool: String },
     #[error("the glob {glob:?} of {tool} does not parse: {why}")]
     Glob { tool: String, glob: String, why: String },
+    #[error("the quoted pattern of {tool} is not a JSON string (or, for a file tool, a comma-separated list of them): {why}")]
+    Quoted { tool: String, why: String },
+    #[error("`{tool}({pattern})` has no words before `:*`: a prefix rule names at least the program")]
+    EmptyPrefix { tool: String, pattern: String },
 }
 
 fn is_shell(tool: &str) -> bool {
-    plangate_gate::is_shell_tool(tool) || tool == "exec_command"
+    reading::is_command_tool(tool)
 }
 
 fn is_file(tool: &str) -> bool {
     plangate_gate::paths::is_file_tool(tool)
 }
 
+/// Whether `text` is a tool name a rule written by a person may name.
+fn is_tool_name(text: &str) -> bool {
+    !text.is_empty() && text.len() <= 100 && text.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'))
+}
+
 impl Rule {
-    /// Parse `Tool` or `Tool(pattern)`.
+    /// Parse `Tool` or `Tool(pattern)` as written in configuration (the
+    /// module docs' table).
     pub fn parse(text: &str) -> Result<Rule, RuleError> {
         let text = text.trim();
         let (tool, pattern) = match text.find('(') {
             None => (text, None),
             Some(open) => {
                 let Some(inner) = text[open + 1..].strip_suffix(')') else { return Err(RuleError::Shape(text.to_string())) };
-                (&text[..open], Some(inner.trim().to_string()))
+                (&text[..open], Some(inner.trim()))
             }
         };
-        let tool_ok =
-            !tool.is_empty() && tool.len() <= 100 && tool.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'));
-        if !tool_ok {
+        if !is_tool_name(tool) {
             return Err(RuleError::Tool(tool.to_string()));
         }
         let tool = tool.to_string();
-        if let Some(p) = &pattern {
-            if p.is_empty() || p.chars().count() > MAX_PATTERN_CHARS || p.chars().any(|c| c.is_control()) {
-                return Err(RuleError::Pattern { tool });
-            }
-            if !is_shell(&tool) && !is_file(&tool) {
-                return Err(RuleError::NoPatternFor { tool });
-            }
-            if is_file(&tool) {
-                if let Err(e) = globset::GlobBuilder::new(p).literal_separator(true).build() {
-                    return Err(RuleError::Glob { tool, glob: p.clone(), why: e.kind().to_string() });
-                }
-            }
+        let Some(p) = pattern else { return Ok(Rule { tool, what: Match::Any }) };
+        if p.is_empty() || p.chars().count() > MAX_PATTERN_CHARS || p.chars().any(|c| c.is_control()) {
+            return Err(RuleError::Pattern { tool });
         }
-        Ok(Rule { tool, pattern })
+        if !is_shell(&tool) && !is_file(&tool) {
+            return Err(RuleError::NoPatternFor { tool });
+        }
+        if p.starts_with('"') {
+            let quoted: Vec<String> =
+                serde_json::from_str(&format!("[{p}]")).map_err(|e| RuleError::Quoted { tool: tool.clone(), why: e.to_string() })?;
+            let what = match quoted.as_slice() {
+                [one] if is_shell(&tool) && !one.is_empty() => Match::Exact(one.clone()),
+                _ if is_shell(&tool) => {
+                    return Err(RuleError::Quoted { tool, why: "a shell rule quotes one non-empty command".to_string() })
+                }
+                files if !files.is_empty() && files.iter().all(|f| scope::is_normalized(f)) => Match::Files(sorted(files.to_vec())),
+                _ => {
+                    return Err(RuleError::Quoted {
+                        tool,
+                        why: "each file is a path relative to the working directory, without `.` or `..`".to_string(),
+                    })
+                }
+            };
+            return Ok(Rule { tool, what });
+        }
+        if is_shell(&tool) {
+            return Ok(match p.strip_suffix(":*") {
+                Some(prefix) => {
+                    let words: Vec<String> = prefix.split_whitespace().map(str::to_string).collect();
+                    if words.is_empty() {
+                        return Err(RuleError::EmptyPrefix { tool, pattern: p.to_string() });
+                    }
+                    Rule { tool, what: Match::Prefix(words) }
+                }
+                None => Rule { tool, what: Match::Exact(p.to_string()) },
+            });
+        }
+        if let Err(e) = globset::GlobBuilder::new(p).literal_separator(true).backslash_escape(false).build() {
+            return Err(RuleError::Glob { tool, glob: p.to_string(), why: e.kind().to_string() });
+        }
+        Ok(Rule { tool, what: Match::Glob(p.to_string()) })
+    }
+
+    /// A rule stored as a string by plangate before rules were typed. Every
+    /// such record was made by [`Rule::covering`] (an answer's grant), so
+    /// it is read as that made it: a shell pattern is the exact command
+    /// (even one ending in `:*`, which the old reader wrongly took for a
+    /// prefix), a file pattern the one escaped file it stood for. A
+    /// several-file pattern (`{a,b}`) cannot be told apart from a file
+    /// name holding a comma, so it matches nothing: the next such call
+    /// asks again. Never fails: a record the engine wrote always reads.
+    fn from_old_record(text: &str) -> Rule {
+        let (tool, pattern) = match (text.find('('), text.strip_suffix(')')) {
+            (Some(open), Some(body)) if open < body.len() => (&text[..open], Some(&body[open + 1..])),
+            _ => (text, None),
+        };
+        let tool = tool.to_string();
+        let what = match pattern {
+            None => Match::Any,
+            Some(p) if is_shell(&tool) => Match::Exact(p.to_string()),
+            Some(p) if is_file(&tool) => match unescape_glob(p) {
+                Some(path) if scope::is_normalized(&path) => Match::Files(vec![path]),
+                _ => Match::Never(format!("an older record's pattern {p:?}, which cannot be read as exact files")),
+            },
+            Some(p) => Match::Never(format!("an older record's pattern {p:?}")),
+        };
+        Rule { tool, what }
     }
 
     pub fn tool(&self) -> &str {
         &self.tool
     }
 
-    /// The narrowest rule that covers `call`: the exact command, the exact
-    /// files, or the tool. What "for this session" and "always" grant.
-    pub fn covering(call: &Call<'_>) -> Rule {
-        let tool = call.tool.to_string();
-        if is_shell(call.tool) {
-            if let Some(command) = call.command() {
-                return Rule { tool, pattern: Some(command.trim().to_string()) };
-            }
-        } else if is_file(call.tool) {
-            let files: Vec<String> = call.files().unwrap_or_default().into_iter().map(scope::literal).collect();
-            let pattern = match files.len() {
-                0 => None,
-                1 => files.into_iter().next(),
-                _ => Some(format!("{{{}}}", files.join(","))),
-            };
-            // A call whose files are not all known inside the project gets a
-            // rule no call can match, rather than one for every file.
-            return Rule { tool, pattern: Some(pattern.unwrap_or_else(|| "(no file inside the project)".to_string())) };
-        }
-        Rule { tool, pattern: None }
+    /// Which calls of the tool it covers.
+    pub fn what(&self) -> &Match {
+        &self.what
     }
 
-    /// Whether this rule covers `call` (see the module docs for what a
-    /// pattern means for each kind of tool).
-    pub fn matches(&self, call: &Call<'_>) -> bool {
-        if self.tool != call.tool {
-            return false;
-        }
-        let Some(pattern) = &self.pattern else { return true };
-        if is_shell(call.tool) {
-            let Some(command) = call.command() else { return false };
-            match pattern.strip_suffix(":*") {
-                Some(prefix) => {
-                    let Some(words) = plangate_gate::simple_words(&command) else { return false };
-                    let wanted: Vec<&str> = prefix.split_whitespace().collect();
-                    !wanted.is_empty() && words.len() >= wanted.len() && words.iter().zip(&wanted).all(|(w, p)| w == p)
-                }
-                None => command.trim() == pattern,
+    /// The narrowest rule that covers `call`: the exact command, the exact
+    /// files, or the exact input. What "for this session" and "always"
+    /// grant.
+    pub fn covering(call: &Call<'_>) -> Rule {
+        let tool = call.tool.to_string();
+        let what = if is_shell(call.tool) {
+            match call.command() {
+                Some(command) => Match::Exact(command.trim().to_string()),
+                None => Match::Input(input_digest(call.input)),
             }
         } else if is_file(call.tool) {
             match call.files() {
-                Some(files) if !files.is_empty() => files.iter().all(|f| scope::within(std::slice::from_ref(pattern), f)),
-                _ => false,
+                // A call whose files are not all known inside the project
+                // gets a rule no call matches, rather than one for every file.
+                Some(files) if !files.is_empty() => Match::Files(sorted(files.into_iter().map(str::to_string).collect())),
+                _ => Match::Never("the call's files were not all inside the project".to_string()),
             }
         } else {
-            false
+            Match::Input(input_digest(call.input))
+        };
+        Rule { tool, what }
+    }
+
+    /// Whether this rule lets `call` run without asking (an `allow` rule, a
+    /// stored or a session grant): the strict reading.
+    pub fn allows(&self, call: &Call<'_>) -> bool {
+        if self.tool != call.tool {
+            return false;
+        }
+        match &self.what {
+            Match::Any => true,
+            Match::Exact(exact) => call.command().is_some_and(|c| c.trim() == exact),
+            Match::Prefix(prefix) => {
+                if !reading::is_posix_shell(call.tool) {
+                    return false;
+                }
+                let Some(words) = call.command().and_then(|c| plangate_gate::simple_words(&c)) else { return false };
+                words.len() >= prefix.len() && words.iter().zip(prefix).all(|(w, p)| w == p)
+            }
+            Match::Files(files) => call.files().is_some_and(|mine| !mine.is_empty() && mine.iter().all(|f| files.iter().any(|g| g == f))),
+            Match::Glob(glob) => {
+                call.files().is_some_and(|mine| !mine.is_empty() && mine.iter().all(|f| scope::within(std::slice::from_ref(glob), f)))
+            }
+            Match::Input(digest) => (!is_shell(call.tool) || call.command().is_none()) && input_digest(call.input) == *digest,
+            Match::Never(_) => false,
         }
     }
+
+    /// Whether this `deny` or `ask` rule catches `call`: the wide reading
+    /// (module docs), where an unreadable call is caught.
+    pub fn restricts(&self, call: &Call<'_>) -> bool {
+        if self.tool != call.tool {
+            return false;
+        }
+        match &self.what {
+            Match::Any => true,
+            Match::Exact(exact) => match call.command() {
+                Some(c) => c.contains(exact.as_str()) || words_of(&c) == words_of(exact),
+                None => true,
+            },
+            Match::Prefix(prefix) => match call.command() {
+                Some(c) => plangate_gate::rules::may_run(&c, &prefix.iter().map(String::as_str).collect::<Vec<_>>()),
+                None => true,
+            },
+            Match::Files(files) => match call.files() {
+                Some(mine) if !mine.is_empty() => mine.iter().any(|f| files.iter().any(|g| g == f)),
+                _ => true,
+            },
+            Match::Glob(glob) => match call.files() {
+                Some(mine) if !mine.is_empty() => mine.iter().any(|f| scope::within(std::slice::from_ref(glob), f)),
+                _ => true,
+            },
+            Match::Input(digest) => input_digest(call.input) == *digest,
+            Match::Never(_) => false,
+        }
+    }
+
+    /// Roughly how many bytes the rule takes in a record.
+    pub fn size(&self) -> usize {
+        let what = match &self.what {
+            Match::Any => 0,
+            Match::Exact(s) | Match::Glob(s) | Match::Input(s) | Match::Never(s) => s.len(),
+            Match::Prefix(v) | Match::Files(v) => v.iter().map(|s| s.len() + 3).sum(),
+        };
+        self.tool.len() + what + 24
+    }
+
+    /// The rule for a person, in a sentence ("exactly the command above").
+    pub fn described(&self) -> String {
+        let tool = plangate_gate::text::shown(&self.tool);
+        match &self.what {
+            Match::Any => format!("every `{tool}` call"),
+            Match::Exact(_) => format!("`{tool}` with exactly this command, nothing more"),
+            Match::Prefix(words) => format!("`{tool}` running `{}` (a single command starting with those words)", words.join(" ")),
+            Match::Files(files) => {
+                let shown: Vec<String> = files.iter().map(|f| format!("`{}`", plangate_gate::text::shown(f))).collect();
+                format!("`{tool}` writing only {}", shown.join(", "))
+            }
+            Match::Glob(glob) => format!("`{tool}` writing only files matching `{glob}`"),
+            Match::Input(_) => format!("`{tool}` with exactly this input, nothing more"),
+            Match::Never(why) => format!("nothing ({why})"),
+        }
+    }
+
+    /// The rule as written ([`fmt::Display`]), cut for a card or a list at
+    /// [`SHOWN_RULE_CHARS`], hidden characters revealed.
+    pub fn shown(&self) -> String {
+        let (text, _) = crate::text::reveal(&self.to_string());
+        crate::text::cut_chars(&text, SHOWN_RULE_CHARS)
+    }
+}
+
+/// Files in a stable order, without repeats.
+fn sorted(mut files: Vec<String>) -> Vec<String> {
+    files.sort();
+    files.dedup();
+    files
+}
+
+fn words_of(command: &str) -> Vec<&str> {
+    command.split_whitespace().collect()
+}
+
+/// The hex SHA-256 of `input`'s canonical JSON (serde_json's maps keep
+/// their keys sorted).
+fn input_digest(input: &Value) -> String {
+    hex::encode(Sha256::digest(serde_json::to_vec(input).unwrap_or_default()))
+}
+
+/// The literal path an older plangate's `globset::escape` made a glob of
+/// (each metacharacter `c` written `[c]`); `None` when the glob holds
+/// anything else that is not literal.
+fn unescape_glob(glob: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut chars = glob.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '[' => {
+                let inner = chars.next()?;
+                if chars.next()? != ']' || !"*?[]{}".contains(inner) {
+                    return None;
+                }
+                out.push(inner);
+            }
+            '*' | '?' | ']' | '{' | '}' | '\\' => return None,
+            c => out.push(c),
+        }
+    }
+    Some(out)
 }
 
 impl fmt::Display for Rule {
+    /// The configuration form: [`Rule::parse`] reads back what this writes
+    /// for every rule that form can express.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.pattern {
-            Some(p) => write!(f, "{}({p})", self.tool),
-            None => f.write_str(&self.tool),
+        let tool = &self.tool;
+        let json = |s: &str| json_quoted(s);
+        match &self.what {
+            Match::Any => f.write_str(tool),
+            Match::Exact(c) => {
+                let plain = !c.is_empty()
+                    && c.trim() == c
+                    && !c.ends_with(":*")
+                    && !c.starts_with('"')
+                    && !c.chars().any(char::is_control)
+                    && c.chars().count() <= MAX_PATTERN_CHARS;
+                if plain {
+                    write!(f, "{tool}({c})")
+                } else {
+                    write!(f, "{tool}({})", json(c))
+                }
+            }
+            Match::Prefix(words) => write!(f, "{tool}({}:*)", words.join(" ")),
+            // `,` alone between files: what is written back is never longer
+            // than what was parsed, so it stays within the pattern limit.
+            Match::Files(files) => write!(f, "{tool}({})", files.iter().map(|p| json(p)).collect::<Vec<_>>().join(",")),
+            Match::Glob(g) => write!(f, "{tool}({g})"),
+            Match::Input(digest) => write!(f, "{tool}(input sha256:{})", &digest[..digest.len().min(12)]),
+            Match::Never(_) => write!(f, "{tool}(matches nothing)"),
         }
     }
 }
 
-impl TryFrom<String> for Rule {
-    type Error = RuleError;
-    fn try_from(s: String) -> Result<Rule, RuleError> {
-        Rule::parse(&s)
-    }
+/// `text` as a JSON string in which every control character is escaped:
+/// serde_json leaves DEL and the C1 controls raw, which [`Rule::parse`]
+/// refuses in a pattern (found by the `rule_parser` fuzz target).
+fn json_quoted(text: &str) -> String {
+    let json = serde_json::to_string(text).unwrap_or_default();
+    json.chars().fold(String::with_capacity(json.len()), |mut out, c| {
+        if c.is_control() {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+        out
+    })
 }
 
-impl From<Rule> for String {
-    fn from(r: Rule) -> String {
-        r.to_string()
+/// Rules as configuration writes them (`deny = ["Bash(git push:*)"]`):
+/// `#[serde(with = "plangate_engine::permission::written")]` on a
+/// `Vec<Rule>` reads each with [`Rule::parse`] and writes it back with
+/// [`fmt::Display`]. (A rule's own serde form is the typed record.)
+pub mod written {
+    use super::Rule;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(rules: &[Rule], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(rules.iter().map(Rule::to_string))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Rule>, D::Error> {
+        let texts = Vec::<String>::deserialize(d)?;
+        texts
+            .iter()
+            .enumerate()
+            .map(|(n, t)| Rule::parse(t).map_err(|e| serde::de::Error::custom(format!("rule [{n}] {t:?}: {e}"))))
+            .collect()
     }
 }
 
@@ -202,13 +500,9 @@ pub struct Call<'a> {
 }
 
 impl Call<'_> {
-    /// A shell tool's command (Codex sends an argv list).
+    /// A shell tool's command ([`plangate_gate::reading::command`]).
     fn command(&self) -> Option<String> {
-        match self.input.get("command")? {
-            Value::String(s) => Some(s.clone()),
-            Value::Array(words) => Some(words.iter().map(|w| w.as_str().map(str::to_string)).collect::<Option<Vec<_>>>()?.join(" ")),
-            _ => None,
-        }
+        reading::command(self.tool, self.input)
     }
 
     /// The files, when every one is a clean path inside the project.
@@ -323,6 +617,23 @@ pub struct PermissionAsk {
     /// What "for this session" and "always" grant.
     pub rule: Rule,
     pub outcome: Option<PermissionOutcome>,
+    /// Under a quorum: the approvers who asked for a wider grant so far
+    /// (one each); the grant is made when enough distinct ones did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wide_votes: Vec<WideVote>,
+    /// Until when the agent's hook said it waits (the end of its latest
+    /// long-poll; the request's own time before any). `None` in records
+    /// made before this was kept: such a request is not judged by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_until: Option<Timestamp>,
+}
+
+/// One approver's vote for a wider grant under a quorum.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WideVote {
+    /// The approver's identity (`telegram:111`).
+    pub by: String,
+    pub grade: Grade,
 }
 
 /// An "always" rule plangate keeps for an agent.
@@ -360,19 +671,19 @@ pub enum Judged {
 /// Judge `call` by `rules` and the session's own (`session`): deny, then
 /// ask, then allow (see the module docs).
 pub fn judge(call: &Call<'_>, rules: &Rules, session: &[Rule]) -> Judged {
-    if let Some(r) = rules.deny.iter().find(|r| r.matches(call)) {
+    if let Some(r) = rules.deny.iter().find(|r| r.restricts(call)) {
         return Judged::Deny(r.clone());
     }
-    if rules.ask.iter().any(|r| r.matches(call)) {
+    if rules.ask.iter().any(|r| r.restricts(call)) {
         return Judged::Ask;
     }
-    if let Some(r) = rules.allow.iter().find(|r| r.matches(call)) {
+    if let Some(r) = rules.allow.iter().find(|r| r.allows(call)) {
         return Judged::Allow { rule: r.clone(), from: "the configuration" };
     }
-    if let Some(r) = rules.stored.iter().find(|r| r.rule.matches(call)) {
+    if let Some(r) = rules.stored.iter().find(|r| r.rule.allows(call)) {
         return Judged::Allow { rule: r.rule.clone(), from: "an always-allow rule" };
     }
-    if let Some(r) = session.iter().find(|r| r.matches(call)) {
+    if let Some(r) = session.iter().find(|r| r.allows(call)) {
         return Judged::Allow { rule: r.clone(), from: "this session's rules" };
     }
     Judged::Ask
@@ -393,7 +704,7 @@ pub fn render(tool: &str, input: &Value) -> (String, bool) {
 fn render_whole(tool: &str, input: &Value) -> String {
     let s = |k: &str| input.get(k).and_then(Value::as_str);
     if is_shell(tool) {
-        let command = Call { tool, input, paths: None }.command().unwrap_or_default();
+        let command = reading::command(tool, input).unwrap_or_else(|| pretty(input));
         return match s("description") {
             Some(d) => format!("$ {command}\n# {d}"),
             None => format!("$ {command}"),
@@ -421,7 +732,7 @@ fn render_whole(tool: &str, input: &Value) -> String {
                 .collect();
             format!("{path}\n{}", parts.join("\n@@\n"))
         }
-        "apply_patch" => ["command", "input", "patch"].iter().find_map(|k| s(k)).map(str::to_string).unwrap_or_else(|| pretty(input)),
+        "apply_patch" => plangate_gate::paths::patch_text(input).map(str::to_string).unwrap_or_else(|_| pretty(input)),
         _ => pretty(input),
     }
 }
@@ -458,7 +769,7 @@ mod tests {
 
     #[test]
     fn rules_parse_and_print_back() {
-        for r in ["Bash", "Bash(npm test:*)", "Edit(src/**)", "mcp__github__create_issue", "apply_patch(src/*.rs)"] {
+        for r in ["Bash", "Bash(npm test:*)", "Edit(src/**)", "mcp__github__create_issue", "apply_patch(src/*.rs)", r#"Bash("sh:*")"#] {
             assert_eq!(Rule::parse(r).unwrap().to_string(), r);
         }
         assert!(matches!(Rule::parse("Bash(npm"), Err(RuleError::Shape(_))));
@@ -466,21 +777,67 @@ mod tests {
         assert!(matches!(Rule::parse("WebFetch(domain:x.com)"), Err(RuleError::NoPatternFor { .. })));
         assert!(matches!(Rule::parse("Edit(src/[)"), Err(RuleError::Glob { .. })));
         assert!(matches!(Rule::parse("Bash()"), Err(RuleError::Pattern { .. })));
+        assert!(matches!(Rule::parse("Bash( :*)"), Err(RuleError::EmptyPrefix { .. })));
+        assert_eq!(
+            Rule::parse(r#"Edit("docs/b,.env", "docs/a.md")"#).unwrap().what(),
+            &Match::Files(vec!["docs/a.md".into(), "docs/b,.env".into()])
+        );
+        assert!(matches!(Rule::parse(r#"Edit("../x")"#), Err(RuleError::Quoted { .. })));
+    }
+
+    #[test]
+    fn what_is_written_back_parses_again() {
+        // Found by the rule_parser fuzz target (fuzz/corpus/rule_parser/regress_*).
+        let long = format!("Edit(\"{}\",\"b\")", "a".repeat(3994));
+        for text in ["Bash(\"\\u007f\")", "Edit(\"a\\u0085b\")", long.as_str(), "Edit(\"b\", \"a\")"] {
+            let rule = Rule::parse(text).unwrap();
+            assert_eq!(Rule::parse(&rule.to_string()), Ok(rule.clone()), "{text:.60}");
+        }
     }
 
     #[test]
     fn a_prefix_rule_matches_only_a_single_simple_command() {
         let rule = Rule::parse("Bash(npm test:*)").unwrap();
         for ok in ["npm test", "npm test -- --watch=false", "npm  test x"] {
-            assert!(rule.matches(&call("Bash", &bash(ok), None)), "{ok}");
+            assert!(rule.allows(&call("Bash", &bash(ok), None)), "{ok}");
         }
         for no in ["npm testing", "npm test; rm -rf /", "npm test && git push", "npm test $(rm x)", "npm test > out", "npm", "npx test"] {
-            assert!(!rule.matches(&call("Bash", &bash(no), None)), "{no}");
+            assert!(!rule.allows(&call("Bash", &bash(no), None)), "{no}");
         }
         let exact = Rule::parse("Bash(npm publish --tag next)").unwrap();
-        assert!(exact.matches(&call("Bash", &bash(" npm publish --tag next "), None)));
-        assert!(!exact.matches(&call("Bash", &bash("npm publish --tag next; rm x"), None)));
-        assert!(!exact.matches(&call("Write", &bash("npm publish --tag next"), None)));
+        assert!(exact.allows(&call("Bash", &bash(" npm publish --tag next "), None)));
+        assert!(!exact.allows(&call("Bash", &bash("npm publish --tag next; rm x"), None)));
+        assert!(!exact.allows(&call("Write", &bash("npm publish --tag next"), None)));
+        // PowerShell is not read word by word: a prefix never allows there.
+        assert!(!Rule::parse("PowerShell(Get-Date:*)").unwrap().allows(&call("PowerShell", &bash("Get-Date"), None)));
+    }
+
+    #[test]
+    fn a_literal_command_ending_in_a_prefix_marker_is_exact() {
+        let input = bash("sh:*");
+        let rule = Rule::covering(&call("Bash", &input, None));
+        assert_eq!(rule.what(), &Match::Exact("sh:*".into()));
+        assert_eq!(rule.to_string(), r#"Bash("sh:*")"#);
+        assert!(rule.allows(&call("Bash", &input, None)));
+        assert!(!rule.allows(&call("Bash", &bash("sh -c 'rm -rf ~'"), None)));
+        let back: Rule = serde_json::from_str(&serde_json::to_string(&rule).unwrap()).unwrap();
+        assert_eq!(back, rule);
+    }
+
+    #[test]
+    fn a_multi_line_or_long_command_is_granted_exactly_and_reads_back() {
+        let heredoc = "git commit -m \"$(cat <<'EOF'\nFix the uploader\n\nCo-Authored-By: Claude\nEOF\n)\"";
+        let long = format!("echo {}", "x".repeat(10_000));
+        for command in [heredoc, long.as_str(), "echo ünïcödé 🚀", "echo a\u{202e}b"] {
+            let input = bash(command);
+            let rule = Rule::covering(&call("Bash", &input, None));
+            let stored = serde_json::to_string(&rule).unwrap();
+            let back: Rule = serde_json::from_str(&stored).unwrap();
+            assert_eq!(back, rule);
+            assert!(back.allows(&call("Bash", &input, None)));
+            assert!(!back.allows(&call("Bash", &bash(&format!("{command}; rm -rf /")), None)));
+            assert!(rule.shown().chars().count() <= SHOWN_RULE_CHARS);
+        }
     }
 
     #[test]
@@ -491,11 +848,11 @@ mod tests {
         let mixed = [Target::Path("src/a.rs".into()), Target::Path("docs/x.md".into())];
         let outside = [Target::Outside("/etc/passwd".into())];
         let sneaky = [Target::Path("src/../../etc/passwd".into())];
-        assert!(rule.matches(&call("Edit", &input, Some(&inside))));
-        assert!(!rule.matches(&call("Edit", &input, Some(&mixed))));
-        assert!(!rule.matches(&call("Edit", &input, Some(&outside))));
-        assert!(!rule.matches(&call("Edit", &input, Some(&sneaky))));
-        assert!(!rule.matches(&call("Edit", &input, None)));
+        assert!(rule.allows(&call("Edit", &input, Some(&inside))));
+        assert!(!rule.allows(&call("Edit", &input, Some(&mixed))));
+        assert!(!rule.allows(&call("Edit", &input, Some(&outside))));
+        assert!(!rule.allows(&call("Edit", &input, Some(&sneaky))));
+        assert!(!rule.allows(&call("Edit", &input, None)));
     }
 
     #[test]
@@ -504,13 +861,55 @@ mod tests {
         assert_eq!(Rule::covering(&call("Bash", &input, None)).to_string(), "Bash(npm publish --tag next)");
         let files = [Target::Path("src/a[1].rs".into())];
         let edit = Rule::covering(&call("Edit", &json!({}), Some(&files)));
-        assert_eq!(edit.to_string(), "Edit(src/a[[]1[]].rs)");
-        assert!(edit.matches(&call("Edit", &json!({}), Some(&files))));
-        assert!(!edit.matches(&call("Edit", &json!({}), Some(&[Target::Path("src/a1.rs".into())]))));
+        assert_eq!(edit.to_string(), r#"Edit("src/a[1].rs")"#);
+        assert!(edit.allows(&call("Edit", &json!({}), Some(&files))));
+        assert!(!edit.allows(&call("Edit", &json!({}), Some(&[Target::Path("src/a1.rs".into())]))));
+        // Two files are two literal files: a comma in a name is part of it.
+        let two = [Target::Path("docs/a.md".into()), Target::Path("docs/b,.env".into())];
+        let rule = Rule::covering(&call("Write", &json!({}), Some(&two)));
+        assert!(rule.allows(&call("Write", &json!({}), Some(&two[..1]))));
+        assert!(!rule.allows(&call("Write", &json!({}), Some(&[Target::Path(".env".into())]))));
+        let odd = [Target::Path("docs/a\\*".into())];
+        let rule = Rule::covering(&call("Write", &json!({}), Some(&odd)));
+        assert!(!rule.allows(&call("Write", &json!({}), Some(&[Target::Path("docs/aXYZ".into())]))));
         let outside = [Target::Outside("/x".into())];
         let none = Rule::covering(&call("Write", &json!({}), Some(&outside)));
-        assert!(!none.matches(&call("Write", &json!({}), Some(&outside))));
-        assert_eq!(Rule::covering(&call("mcp__x__y", &json!({}), None)).to_string(), "mcp__x__y");
+        assert!(!none.allows(&call("Write", &json!({}), Some(&outside))));
+        // Another tool: exactly that input, never the whole tool.
+        let mcp = Rule::covering(&call("mcp__x__y", &json!({"a": 1}), None));
+        assert!(mcp.allows(&call("mcp__x__y", &json!({"a": 1}), None)));
+        assert!(!mcp.allows(&call("mcp__x__y", &json!({"a": 2}), None)));
+        // A PowerShell grant is its exact command, not the tool.
+        let ps = Rule::covering(&call("PowerShell", &bash("Get-Date"), None));
+        assert!(!ps.allows(&call("PowerShell", &bash("Remove-Item -Recurse C:\\"), None)));
+        // A tool name with a space still makes a rule that reads back.
+        let odd_tool = Rule::covering(&call("my tool", &json!({}), None));
+        assert_eq!(serde_json::from_str::<Rule>(&serde_json::to_string(&odd_tool).unwrap()).unwrap(), odd_tool);
+    }
+
+    #[test]
+    fn old_string_records_read_as_what_made_them() {
+        let read = |s: &str| serde_json::from_value::<Rule>(json!(s)).unwrap();
+        assert_eq!(read("Bash(sh:*)").what(), &Match::Exact("sh:*".into()));
+        assert_eq!(read("Bash(git commit -m \"a\nb\")").what(), &Match::Exact("git commit -m \"a\nb\"".into()));
+        assert_eq!(read(&format!("Bash(echo {})", "y".repeat(5000))).tool(), "Bash");
+        assert_eq!(read("Edit(src/a[[]1[]].rs)").what(), &Match::Files(vec!["src/a[1].rs".into()]));
+        assert!(matches!(read("Edit({docs/a.md,docs/b,.env})").what(), Match::Never(_)));
+        assert_eq!(read("mcp__x__y").what(), &Match::Any);
+        assert_eq!(read("my tool").tool(), "my tool");
+        assert_eq!(read("").tool(), "");
+    }
+
+    #[test]
+    fn deny_and_ask_read_wider_than_allow() {
+        let deny = Rule::parse("Edit(.env)").unwrap();
+        let both = [Target::Path("src/a.rs".into()), Target::Path(".env".into())];
+        assert!(deny.restricts(&call("Edit", &json!({}), Some(&both))));
+        assert!(deny.restricts(&call("Edit", &json!({}), None)));
+        assert!(!deny.allows(&call("Edit", &json!({}), Some(&both))));
+        let exact = Rule::parse("Bash(rm -rf build)").unwrap();
+        assert!(exact.restricts(&call("Bash", &bash("cd x && rm -rf build"), None)));
+        assert!(exact.restricts(&call("Bash", &bash("rm  -rf   build"), None)));
     }
 
     #[test]
@@ -555,5 +954,46 @@ mod tests {
         assert!(!whole && shown.chars().count() <= SHOWN_CHARS && shown.ends_with('…'));
         let (shown, _) = render("Bash", &json!({"command": "echo \u{202e}x"}));
         assert!(shown.contains("⟦U+202E⟧"));
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            /// Whatever a harness sends, the grant reads back from its
+            /// record and allows that very call.
+            #[test]
+            fn every_grant_reads_back_and_allows_its_call(tool in prop_oneof![Just("Bash".to_string()), Just("PowerShell".to_string()), Just("exec_command".to_string()), ".{0,30}"], command in "(?s).{0,300}") {
+                let input = if tool == "exec_command" { json!({"cmd": command}) } else { json!({"command": command}) };
+                let c = call(&tool, &input, None);
+                let rule = Rule::covering(&c);
+                let back: Rule = serde_json::from_str(&serde_json::to_string(&rule).unwrap()).unwrap();
+                prop_assert_eq!(&back, &rule);
+                prop_assert!(back.allows(&c));
+            }
+
+            /// What configuration writes reads back as the same rule.
+            #[test]
+            fn written_rules_round_trip(text in "(Bash|Edit|Write|mcp__a__b)(\\((.{1,40})\\))?") {
+                if let Ok(rule) = Rule::parse(&text) {
+                    prop_assert_eq!(Rule::parse(&rule.to_string()), Ok(rule.clone()));
+                    let back: Rule = serde_json::from_str(&serde_json::to_string(&rule).unwrap()).unwrap();
+                    prop_assert_eq!(back, rule);
+                }
+            }
+
+            /// An exact command never allows a longer one.
+            #[test]
+            fn an_exact_grant_allows_nothing_more(command in "(?s).{1,200}", more in "(?s).{1,50}") {
+                let input = json!({"command": command});
+                let rule = Rule::covering(&call("Bash", &input, None));
+                let longer = json!({"command": format!("{command}{more}")});
+                let c = call("Bash", &longer, None);
+                if longer["command"].as_str().map(str::trim) != Some(command.trim()) {
+                    prop_assert!(!rule.allows(&c));
+                }
+            }
+        }
     }
 }

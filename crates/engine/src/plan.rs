@@ -59,7 +59,9 @@ pub struct Step {
     pub step: String,
     #[serde(default)]
     pub status: StepStatus,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The step as it is being done ("Adding retries"); OpenClaw and
+    /// Claude Code's todo lists spell it `activeForm`.
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "activeForm")]
     pub active_form: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub acceptance_criteria: Vec<String>,
@@ -94,7 +96,8 @@ pub struct StepUpdate {
     pub step: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<StepStatus>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// `activeForm` as OpenClaw's `update_plan` sends it is read too.
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "activeForm")]
     pub active_form: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acceptance_criteria: Option<Vec<String>>,
@@ -157,7 +160,9 @@ pub struct Plan {
     pub summary: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub analysis: Option<String>,
-    #[serde(default)]
+    /// The steps; a proposal shaped like OpenClaw's plan tool names them
+    /// `plan`.
+    #[serde(default, alias = "plan")]
     pub steps: Vec<Step>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub assumptions: Vec<String>,

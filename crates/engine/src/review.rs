@@ -61,6 +61,9 @@ pub struct ApprovalPolicy {
     pub requested_by: Option<String>,
     /// What steps added after approval do ([`crate::amendment::Policy`]).
     pub amendments: crate::amendment::Policy,
+    /// How long a stopping agent is kept on an approved plan
+    /// ([`crate::keep_going`]).
+    pub auto_continue: crate::keep_going::AutoContinue,
 }
 
 impl Default for ApprovalPolicy {
@@ -71,6 +74,7 @@ impl Default for ApprovalPolicy {
             approvers: Approvers::default(),
             requested_by: None,
             amendments: crate::amendment::Policy::Ask,
+            auto_continue: crate::keep_going::AutoContinue::default(),
         }
     }
 }

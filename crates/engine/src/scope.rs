@@ -86,7 +86,10 @@ fn compile(glob: &str) -> Result<globset::GlobMatcher, globset::Error> {
         Some(dir) => format!("{dir}/**"),
         None => glob.to_string(),
     };
-    Ok(globset::GlobBuilder::new(&glob).literal_separator(true).build()?.compile_matcher())
+    // A backslash is a character of a file name here, never an escape: a
+    // scope widened by the file `docs/a\*` covers that file alone
+    // ([`literal`]), not `docs/a` and anything after it.
+    Ok(globset::GlobBuilder::new(&glob).literal_separator(true).backslash_escape(false).build()?.compile_matcher())
 }
 
 /// Whether the normalized relative `path` is within `globs`. A glob that
@@ -240,6 +243,10 @@ mod tests {
         assert!(!within(&globs, "src/payments/charge.rs"));
         assert!(within(&[literal("a[1].rs")], "a[1].rs"));
         assert!(!within(&[literal("a[1].rs")], "a1.rs"));
+        for odd in ["docs/a\\*", "docs/{a,b}", "docs/a\\", "x?y", "[!a]", "a,.env"] {
+            assert!(within(&[literal(odd)], odd), "{odd}");
+            assert!(!within(&[literal(odd)], "docs/aXYZ") && !within(&[literal(odd)], ".env"), "{odd}");
+        }
     }
 
     #[test]

@@ -34,6 +34,7 @@ fn rules(required: u32, forbid_self: bool) -> ApprovalPolicy {
         approvers: Approvers::listed(["telegram:111", "slack:U2", "telegram:333"]),
         requested_by: Some("telegram:333".to_string()),
         amendments: Default::default(),
+        auto_continue: Default::default(),
     }
 }
 

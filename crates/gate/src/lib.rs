@@ -88,7 +88,9 @@
 mod commands;
 mod lexer;
 pub mod paths;
+pub mod reading;
 pub mod risk;
+pub mod rules;
 pub mod text;
 mod tools;
 

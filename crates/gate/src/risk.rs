@@ -16,17 +16,21 @@ use serde_json::Value;
 /// nothing stands out.
 pub fn risks(tool: &str, input: &Value) -> Vec<&'static str> {
     let mut out = Vec::new();
-    if crate::is_shell_tool(tool) || tool == "exec_command" {
-        if let Some(command) = input.get("command").and_then(command_text) {
+    if crate::reading::is_command_tool(tool) {
+        // The one reading of a shell call (`reading::command`): the same
+        // command the permission rules match and the card shows.
+        if let Some(command) = crate::reading::command(tool, input) {
             shell_risks(&command, &mut out);
         }
     } else if crate::paths::is_file_tool(tool) {
         match tool {
             "Write" | "write" => push(&mut out, "writes a whole file"),
             _ if is_patch(tool) => {
-                let patch = ["command", "input", "patch"].iter().find_map(|f| input.get(*f).and_then(command_text)).unwrap_or_default();
-                if patch.lines().any(|l| l.starts_with("*** Delete File:")) {
-                    push(&mut out, "deletes files");
+                // The one reading of a patch, Codex's (`paths::read_patch`).
+                match crate::paths::patch_text(input).and_then(crate::paths::read_patch) {
+                    Ok(files) if files.iter().any(|f| f.change == crate::paths::PatchChange::Delete) => push(&mut out, "deletes files"),
+                    Ok(_) => {}
+                    Err(_) => push(&mut out, "a patch plangate cannot read (it may delete files)"),
                 }
                 push(&mut out, "changes files");
             }
@@ -42,16 +46,6 @@ pub fn risks(tool: &str, input: &Value) -> Vec<&'static str> {
 
 fn is_patch(tool: &str) -> bool {
     tool == "apply_patch"
-}
-
-/// A command as a string: Claude's `command` is a string, Codex's
-/// `exec_command` an argv list.
-fn command_text(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Array(words) => Some(words.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" ")),
-        _ => None,
-    }
 }
 
 fn push(out: &mut Vec<&'static str>, risk: &'static str) {
@@ -197,6 +191,19 @@ mod tests {
         assert_eq!(
             risks("apply_patch", &json!({"command": "*** Begin Patch\n*** Delete File: a\n*** End Patch"})),
             ["deletes files", "changes files"]
+        );
+        // Read as Codex reads it: an indented header deletes too, a `+` line is content.
+        assert_eq!(
+            risks("apply_patch", &json!({"command": "*** Begin Patch\n\t*** Delete File: a\n*** End Patch"})),
+            ["deletes files", "changes files"]
+        );
+        assert_eq!(
+            risks("apply_patch", &json!({"command": "*** Begin Patch\n*** Add File: a\n+*** Delete File: b\n*** End Patch"})),
+            ["changes files"]
+        );
+        assert_eq!(
+            risks("apply_patch", &json!({"command": "rm -rf /"})),
+            ["a patch plangate cannot read (it may delete files)", "changes files"]
         );
         assert_eq!(risks("mcp__github__create_issue", &json!({})), ["calls another program's tool (MCP)"]);
         assert!(risks("Read", &json!({})).is_empty());

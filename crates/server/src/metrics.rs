@@ -88,7 +88,7 @@ impl Metrics {
         let commit_seconds = Histogram::new(exponential_buckets(0.0001, 2.0, 16));
         registry.register("store_commit_seconds", "Durable commit of one transition (group commit included)", commit_seconds.clone());
         let gate = Family::<One, Counter>::default();
-        registry.register("gate_verdicts", "Mutation-gate answers, by verdict (allow, deny)", gate.clone());
+        registry.register("gate_verdicts", "Mutation-gate answers, by verdict (allow, deny, ask)", gate.clone());
         let chat_backlog = Gauge::default();
         registry.register("outbox_backlog", "Chat jobs (cards, edits, nudges, receipts) queued or running", chat_backlog.clone());
         let spilled = Counter::default();

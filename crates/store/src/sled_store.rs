@@ -166,6 +166,23 @@ pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8], what: &'static str) -> R
     serde_json::from_slice(bytes).map_err(|source| StoreError::Corrupt { what, source })
 }
 
+/// Decode the records of a listing, skipping (and logging) any that do not
+/// decode: one bad record must not hide every other session from a list
+/// (`/plan list`, the web inbox, `/v1/approvals`). Reading that one record
+/// by its key still says it is corrupt.
+pub(crate) fn decode_listed<T: DeserializeOwned, B: AsRef<[u8]>>(records: impl IntoIterator<Item = B>, what: &'static str) -> Vec<T> {
+    records
+        .into_iter()
+        .filter_map(|bytes| match decode(bytes.as_ref(), what) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                tracing::error!(error = %e, "a stored {what} does not decode; left out of this listing");
+                None
+            }
+        })
+        .collect()
+}
+
 fn session_key(key: &SessionKey) -> Vec<u8> {
     let mut k = key.agent.as_bytes().to_vec();
     k.push(0);
@@ -888,7 +905,8 @@ impl SledStore {
     }
 
     fn list<T: DeserializeOwned>(tree: &sled::Tree, prefix: &[u8], what: &'static str) -> Result<Vec<T>, StoreError> {
-        tree.scan_prefix(prefix).values().map(|v| decode(&v?, what)).collect()
+        let values = tree.scan_prefix(prefix).values().collect::<Result<Vec<_>, _>>()?;
+        Ok(decode_listed(values, what))
     }
 
     /// Return `value` once every write made before this call is durable.

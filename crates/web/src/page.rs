@@ -277,7 +277,7 @@ pub fn plan_page(v: &PlanPage<'_>) -> Markup {
                     p { "Permission requests these rules answer without asking (remove one in chat: /plan rules remove N)." }
                     ol.rules {
                         @for r in v.rules {
-                            li { code { (reveal(&r.rule.to_string()).0) } " — by " (r.created_by) ", " (r.created_at.rfc3339()) }
+                            li { code { (r.rule.shown()) } " — by " (r.created_by) ", " (r.created_at.rfc3339()) }
                         }
                     }
                 }

@@ -179,7 +179,7 @@ fn card_keyboard(id: ApprovalId) -> Vec<Vec<(String, String)>> {
     vec![
         vec![("✅ Approve".into(), encode(Button::Approve(id))), ("📝 Approve with note…".into(), encode(Button::ApproveWithNote(id)))],
         vec![("✏️ Request changes".into(), encode(Button::RequestChanges(id))), ("✖ Cancel".into(), encode(Button::Cancel(id)))],
-        vec![("📄 View plan".into(), encode(Button::View(id)))],
+        vec![("📄 View plan".into(), encode(Button::View(id))), ("✍️ Edit steps".into(), encode(Button::Edit(id)))],
     ]
 }
 

@@ -86,7 +86,7 @@ pub struct Entry {
 /// Every group, in the order they are written (event names and matchers
 /// checked against Claude Code 2.1.240's hooks reference). The subagent
 /// tool is `Agent`, called `Task` before 2.1.63 ([`super::hook::SUBAGENT_TOOLS`]).
-pub const ENTRIES: [Entry; 8] = [
+pub const ENTRIES: [Entry; 9] = [
     Entry { event: Event::PreToolUse, matcher: Some("*") },
     Entry { event: Event::PermissionRequest, matcher: Some("*") },
     Entry { event: Event::PostToolUse, matcher: Some(SUBAGENT_MATCHER) },
@@ -95,6 +95,7 @@ pub const ENTRIES: [Entry; 8] = [
     Entry { event: Event::SubagentStop, matcher: None },
     Entry { event: Event::SessionStart, matcher: Some("resume|compact") },
     Entry { event: Event::UserPromptSubmit, matcher: None },
+    Entry { event: Event::Stop, matcher: None },
 ];
 
 /// The matcher of the subagent tool's events: every name in [`super::hook::SUBAGENT_TOOLS`].
@@ -253,7 +254,7 @@ mod tests {
         let after = merged(before.clone());
         assert_eq!(after["model"], "opus");
         assert_eq!(after["permissions"], before["permissions"]);
-        assert_eq!(after["hooks"]["Stop"], before["hooks"]["Stop"]);
+        assert_eq!(after["hooks"]["Stop"][1], before["hooks"]["Stop"][0]);
         assert_eq!(after["hooks"]["PreToolUse"][1], before["hooks"]["PreToolUse"][0]);
         assert_eq!(after["hooks"]["SessionStart"][1], before["hooks"]["SessionStart"][0]);
         let gate = json!([{"type": "command", "command": CMD, "timeout": 60}]);

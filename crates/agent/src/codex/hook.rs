@@ -16,7 +16,7 @@
 //! | `PreToolUse` | gate allows: no output (Codex's own rules apply); denies: `hookSpecificOutput.permissionDecision = "deny"` with `permissionDecisionReason` |
 //! | `PermissionRequest` | gate denies: `hookSpecificOutput.decision = {"behavior": "deny", "message"}`; allows: relayed to the approvers ([`crate::permission`]): their allow is `{"behavior": "allow"}`, their deny as above, no answer in time is no output (the user is asked as usual) |
 //! | `Stop`, a `<proposed_plan>` block in `last_assistant_message` | proposed; decided (at once or within the wait): `{"decision": "block", "reason": <the [PLAN_DECISION] text>}`, which Codex runs as its next prompt; still pending: `{"systemMessage"}` saying so, and Codex stops |
-//! | `Stop` without a plan | an undelivered decision (one made after an earlier wait ended): `{"decision": "block", "reason": <it>}`; otherwise no output |
+//! | `Stop` without a plan | an undelivered decision (one made after an earlier wait ended): `{"decision": "block", "reason": <it>}`; else, an approved plan with open steps (`POST …/stopping`): the next step, escalating, then a few continues, as `{"decision": "block", "reason"}`; otherwise no output |
 //!
 //! Codex reports every shell tool (`shell`, `shell_command`, `exec_command`)
 //! as `Bash` with `tool_input = {"command": <string>}` (`description` too in
@@ -362,7 +362,14 @@ fn unreadable(e: &CodexError) -> String {
 async fn deliver_undelivered(input: &Input, settings: &Settings) -> Answer {
     match tokio::time::timeout(QUICK_BUDGET, settings.client.take_injection(&input.session_id)).await {
         Ok(Ok(Some(text))) => Answer::Continue(text),
-        Ok(Ok(None)) => Answer::NoDecision,
+        // Nothing to deliver: an approved plan with open steps keeps Codex
+        // going ([`plangate_engine::keep_going`]); a failure lets it stop.
+        Ok(Ok(None)) => {
+            match tokio::time::timeout(QUICK_BUDGET, settings.client.stopping(&input.session_id, input.last_message.as_deref())).await {
+                Ok(Ok(Some(instruction))) => Answer::Continue(instruction),
+                _ => Answer::NoDecision,
+            }
+        }
         Ok(Err(e)) => Answer::LetStop(format!("plangate could not check this session for a plan decision: {e}")),
         Err(_) => Answer::LetStop("plangate did not answer in time; no plan decision was checked".to_string()),
     }

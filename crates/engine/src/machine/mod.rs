@@ -72,6 +72,7 @@ pub fn apply(state: &State, actor: &Actor, command: Command, ctx: &Ctx) -> Resul
         opened_by: None,
         permission: None,
         rule_added: None,
+        keep_going: None,
     };
     let name = command.name();
     match command {
@@ -121,12 +122,14 @@ pub fn apply(state: &State, actor: &Actor, command: Command, ctx: &Ctx) -> Resul
         Command::AskPermission { tool, input, paths, rules } => ask_permission(&mut t, actor, tool, input, paths, &rules, ctx)?,
         Command::AnswerPermission { question_id, answer } => answer_permission(&mut t, actor, question_id, answer, ctx)?,
         Command::ExpirePermission { question_id } => expire_permission(&mut t, actor, question_id, ctx)?,
+        Command::PermissionWaiting { question_id, until } => permission_waiting(&mut t, actor, question_id, until)?,
         Command::WidenScope { paths } => widen_scope(&mut t, actor, paths, ctx)?,
         Command::TakeInjection => {
             require_agent(actor)?;
             t.taken_injection = t.state.session.injection.take();
             t.changed = t.taken_injection.is_some();
         }
+        Command::Stopping { last_message } => stopping(&mut t, actor, last_message, ctx)?,
         Command::TimerFired(timer) => {
             if !matches!(actor, Actor::Scheduler) {
                 return Err(Refusal::Forbidden("only the scheduler fires timers".to_string()));
@@ -229,6 +232,11 @@ fn update_plan(
     } else {
         amendment::Update::Within
     };
+    // Progress (a step's status changed) starts the count of stops again.
+    let progressed = merged.iter().any(|m| t.state.session.steps.iter().all(|s| s.step != m.step || s.status != m.status));
+    if progressed {
+        t.state.session.stop_count = 0;
+    }
     t.state.session.steps = merged;
     let session = &t.state.session;
     let mut detail = format!("{} step(s){}", session.steps.len(), if merge { ", merged" } else { "" });
@@ -455,5 +463,37 @@ fn retire_pending(t: &mut Transition, actor: &Actor, version: u32, ctx: &Ctx) {
             audit(t, actor, "superseded", who, format!("superseded by v{version}"), ctx);
             t.retired = Some(old);
         }
+    }
+}
+
+/// The agent tries to stop ([`crate::keep_going`]): counted, and answered
+/// with the next instruction, or let go.
+fn stopping(t: &mut Transition, actor: &Actor, last_message: Option<String>, ctx: &Ctx) -> Result<(), Refusal> {
+    use crate::keep_going::{self, Answer};
+    require_agent(actor)?;
+    if let Some(why) = keep_going::free_to_stop(&t.state.session) {
+        t.changed = false;
+        t.keep_going = Some(Answer::Stop(why.to_string()));
+        return Ok(());
+    }
+    let n = t.state.session.stop_count.saturating_add(1);
+    t.state.session.stop_count = n;
+    let answer = keep_going::answer(&t.state.session, n, ctx.approvals.auto_continue.cycles(), t.state.session.harness);
+    let said: String = last_message.map(|m| crate::text::cut_chars(&crate::text::sanitize_for_injection(&m), 200)).unwrap_or_default();
+    let latest = t.state.latest.as_ref().map(|p| (p.approval_id, p.version));
+    let detail = match &answer {
+        Answer::KeepGoing(_) => format!("stop {n} with steps open: told to go on{}", quoted(&said)),
+        Answer::Stop(why) => format!("{why}: let stop{}", quoted(&said)),
+    };
+    audit(t, actor, "stopping", latest, detail, ctx);
+    t.keep_going = Some(answer);
+    Ok(())
+}
+
+fn quoted(said: &str) -> String {
+    if said.is_empty() {
+        String::new()
+    } else {
+        format!(" (it said: \"{said}\")")
     }
 }

@@ -2,13 +2,16 @@
 //! rules answer or a person does.
 
 use super::*;
-use crate::permission::{self, Call, Grade, Judged, PermissionAnswer, PermissionAsk, PermissionOutcome, Rule, Rules, StoredRule};
+use crate::permission::{self, Call, Grade, Judged, PermissionAnswer, PermissionAsk, PermissionOutcome, Rule, Rules, StoredRule, WideVote};
 use crate::scope::Target;
 use serde_json::Value;
 
 /// How many rules "for this session" a session keeps; an older one goes
 /// first (each is one exact command or file, so a long session adds many).
 const MAX_SESSION_RULES: usize = 200;
+/// How many bytes of rules a session keeps (exact commands may be long:
+/// 200 of 100 KiB would make every load of the session slow).
+const MAX_SESSION_RULE_BYTES: usize = 1024 * 1024;
 /// The longest deny reason that reaches the model.
 const MAX_REASON_CHARS: usize = 1000;
 
@@ -47,16 +50,27 @@ pub(super) fn ask_permission(
                 // The harness asks one thing at a time: a new request means
                 // the earlier one's hook stopped waiting.
                 expire(&mut earlier, "a newer permission request replaced it", ctx);
+                t.state.session.permission_settled_at = Some(ctx.now);
                 t.effects.push(Effect::UpdateQuestion { question_id: earlier.question_id });
                 t.answered = Some(earlier);
             }
             let question_id = ApprovalId(ctx.random);
-            let ask = PermissionAsk { tool: tool.clone(), input: whole, shown, shown_whole, risks, rule, outcome: None };
+            let ask = PermissionAsk {
+                tool: tool.clone(),
+                input: whole,
+                shown,
+                shown_whole,
+                risks,
+                rule,
+                outcome: None,
+                wide_votes: Vec::new(),
+                waiting_until: Some(ctx.now),
+            };
             let question = Question {
                 question_id,
                 session: t.state.session.key.clone(),
                 // Which project: the one the session's latest plan named.
-                question: card_text(&ask, t.state.latest.as_ref().and_then(|p| p.project.as_ref())),
+                question: card_text(&ask, question_id, t.state.latest.as_ref().and_then(|p| p.project.as_ref())),
                 options: permission::OPTIONS.iter().map(|o| o.to_string()).collect(),
                 allow_freetext: true,
                 asked_at: ctx.now,
@@ -77,7 +91,7 @@ pub(super) fn ask_permission(
 
 /// The text a permission card shows under its title: what it risks, the
 /// input as a person reads it, and what the wider answers grant.
-fn card_text(ask: &PermissionAsk, project: Option<&crate::Project>) -> String {
+fn card_text(ask: &PermissionAsk, id: QuestionId, project: Option<&crate::Project>) -> String {
     let mut out = String::new();
     if let Some(project) = project {
         out.push_str(&format!("📁 {}\n", project.label()));
@@ -89,8 +103,19 @@ fn card_text(ask: &PermissionAsk, project: Option<&crate::Project>) -> String {
     if !ask.shown_whole {
         out.push_str("\n(cut here: the whole input is attached)");
     }
-    out.push_str(&format!("\n\n\"For this session\" and \"Always\" allow: {}", ask.rule));
+    out.push_str(&format!("\n\n\"For this session\" and \"Always\" allow {}.", ask.rule.described()));
+    if !matches!(ask.rule.what(), permission::Match::Exact(_) | permission::Match::Input(_)) {
+        out.push_str(&format!(" Rule: {}", ask.rule.shown()));
+    }
+    out.push_str(&format!("\nTyped: /plan allow #{} once|session|always · /plan deny #{} [reason]", id.short(), id.short()));
     out
+}
+
+/// The distinct approvers a wider grant needs: the session's latest
+/// plan's quorum, or the configured one.
+fn quorum(t: &Transition, ctx: &Ctx) -> usize {
+    let plan = t.state.latest.as_ref().map_or(1, |p| p.review.required);
+    plan.max(ctx.approvals.required).max(1) as usize
 }
 
 fn expire(q: &mut Question, why: &str, ctx: &Ctx) {
@@ -139,22 +164,73 @@ pub(super) fn answer_permission(
         }
         other => other,
     };
+    let required = quorum(t, ctx);
     let Some(mut q) = t.state.session.pending_permission.take() else {
         return Err(Refusal::Stale("No permission request is waiting.".to_string()));
     };
     let id = q.question_id;
+    // Nobody has waited for it for a while: the harness took the answer at
+    // its terminal (and withdrew the hook), or the agent moved on. The tap
+    // expires it; nothing is allowed or denied for no one.
+    let unheard =
+        q.permission.as_ref().and_then(|a| a.waiting_until).is_some_and(|until| ctx.now.0 > until.plus_ms(permission::HEARD_GRACE_MS).0);
+    if unheard {
+        let tool = q.permission.as_ref().map(|a| a.tool.clone()).unwrap_or_default();
+        expire(&mut q, "nobody waited for an answer any more: it was answered at the terminal, or the agent moved on", ctx);
+        t.state.session.permission_settled_at = Some(ctx.now);
+        t.effects.push(Effect::UpdateQuestion { question_id: id });
+        t.answered = Some(q);
+        audit(t, actor, "permission", None, format!("{id}: {tool} expired: nobody waited any more when {identity} answered"), ctx);
+        return Ok(());
+    }
+    let answer = match answer {
+        // Under a quorum one person may allow this call, or deny it; a
+        // grant that outlives the call (for the session, always) needs as
+        // many distinct approvers as a plan does, and grants the narrowest
+        // grade they asked for.
+        PermissionAnswer::Allow { grade: grade @ (Grade::Session | Grade::Always) } if required > 1 => {
+            let Some(ask) = q.permission.as_mut() else { return Err(Refusal::InvalidState("not a permission request".to_string())) };
+            if ask.wide_votes.iter().any(|v| v.by == identity) {
+                let have = ask.wide_votes.len();
+                t.state.session.pending_permission = Some(q);
+                return Err(Refusal::AlreadyApproved(format!(
+                    "You already asked for a wider grant ({have} of {required} approvers); someone else must agree, or allow it once."
+                )));
+            }
+            ask.wide_votes.push(WideVote { by: identity.clone(), grade });
+            let have = ask.wide_votes.len();
+            if have < required {
+                let tool = ask.tool.clone();
+                t.state.session.pending_permission = Some(q);
+                t.effects.push(Effect::UpdateQuestion { question_id: id });
+                audit(
+                    t,
+                    actor,
+                    "permission",
+                    None,
+                    format!("{id}: {tool} — {identity} asks to allow {} ({have} of {required} approvers)", grade_said(grade)),
+                    ctx,
+                );
+                return Ok(());
+            }
+            let narrowest = if ask.wide_votes.iter().any(|v| v.grade == Grade::Session) { Grade::Session } else { Grade::Always };
+            PermissionAnswer::Allow { grade: narrowest }
+        }
+        other => other,
+    };
     let Some(ask) = q.permission.as_mut() else { return Err(Refusal::InvalidState("not a permission request".to_string())) };
     let mut created = String::new();
     match &answer {
         PermissionAnswer::Allow { grade: Grade::Session } => {
             let rules = &mut t.state.session.session_rules;
             if !rules.contains(&ask.rule) {
-                if rules.len() >= MAX_SESSION_RULES {
+                rules.push(ask.rule.clone());
+                let bytes = |rules: &[Rule]| rules.iter().map(Rule::size).sum::<usize>();
+                while rules.len() > 1 && (rules.len() > MAX_SESSION_RULES || bytes(rules) > MAX_SESSION_RULE_BYTES) {
                     rules.remove(0);
                 }
-                rules.push(ask.rule.clone());
             }
-            created = format!("; session rule {}", ask.rule);
+            created = format!("; session rule {}", ask.rule.shown());
         }
         PermissionAnswer::Allow { grade: Grade::Always } => {
             t.rule_added = Some(StoredRule {
@@ -165,12 +241,13 @@ pub(super) fn answer_permission(
                 created_at: ctx.now,
                 prompt: Some(id),
             });
-            created = format!("; always rule {}", ask.rule);
+            created = format!("; always rule {}", ask.rule.shown());
         }
         _ => {}
     }
     let tool = ask.tool.clone();
     ask.outcome = Some(PermissionOutcome::Answered { answer: answer.clone() });
+    t.state.session.permission_settled_at = Some(ctx.now);
     q.status = QuestionStatus::Answered;
     q.answer = Some(answer.said());
     q.answered_by = Some(actor.label());
@@ -180,6 +257,14 @@ pub(super) fn answer_permission(
     t.effects.push(Effect::Wake);
     audit(t, actor, "permission", None, format!("{id}: {tool} {} by {identity}{created}", answer.said()), ctx);
     Ok(())
+}
+
+fn grade_said(grade: Grade) -> &'static str {
+    match grade {
+        Grade::Once => "once",
+        Grade::Session => "for this session",
+        Grade::Always => "always",
+    }
 }
 
 fn injection_safe(text: &str) -> String {
@@ -196,6 +281,7 @@ pub(super) fn expire_permission(t: &mut Transition, actor: &Actor, question_id: 
     match t.state.session.pending_permission.take() {
         Some(mut q) if q.question_id == question_id => {
             expire(&mut q, "nobody answered in time; the agent asked at its terminal", ctx);
+            t.state.session.permission_settled_at = Some(ctx.now);
             t.answered = Some(q);
             t.effects.push(Effect::UpdateQuestion { question_id });
             audit(t, actor, "permission", None, format!("{question_id}: expired, handed back to the terminal"), ctx);
@@ -214,7 +300,24 @@ pub(super) fn end_session_permissions(t: &mut Transition, ctx: &Ctx) {
     t.state.session.session_rules.clear();
     if let Some(mut q) = t.state.session.pending_permission.take() {
         expire(&mut q, "the session's plan changed", ctx);
+        t.state.session.permission_settled_at = Some(ctx.now);
         t.effects.push(Effect::UpdateQuestion { question_id: q.question_id });
         t.answered = Some(q);
     }
+}
+
+/// The agent's hook waits for the request until `until` (a long-poll).
+pub(super) fn permission_waiting(
+    t: &mut Transition,
+    actor: &Actor,
+    question_id: QuestionId,
+    until: crate::Timestamp,
+) -> Result<(), Refusal> {
+    require_agent(actor)?;
+    let ask = t.state.session.pending_permission.as_mut().filter(|q| q.question_id == question_id).and_then(|q| q.permission.as_mut());
+    match ask {
+        Some(ask) if ask.waiting_until.is_none_or(|at| at.0 < until.0) => ask.waiting_until = Some(until),
+        _ => t.changed = false,
+    }
+    Ok(())
 }

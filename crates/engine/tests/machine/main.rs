@@ -202,6 +202,7 @@ fn answer(id: Option<QuestionId>, text: &str) -> Command {
 }
 
 mod deciding;
+mod keep_going;
 mod permissions;
 mod planning;
 mod subagents_questions;

@@ -157,3 +157,47 @@ fn the_card_names_the_project_of_the_sessions_plan() {
     let text = &t.state.session.pending_permission.as_ref().unwrap().question;
     assert!(text.starts_with("📁 billing-api · feat/retries · dev-laptop\n"), "{text}");
 }
+
+#[test]
+fn under_a_quorum_a_wider_grant_needs_as_many_approvers_and_grants_the_narrowest() {
+    let (s, qid) = asked("npm publish");
+    let mut quorum = ctx(1);
+    quorum.approvals.required = 2;
+    // One approver's "Always" is counted, not granted: nothing is stored.
+    let t = ok(&s, &alice(), allow(Grade::Always), &quorum);
+    assert!(t.rule_added.is_none() && t.answered.is_none() && t.state.session.session_rules.is_empty());
+    assert_eq!(t.state.session.pending_permission.as_ref().map(|q| q.question_id), Some(qid));
+    assert!(audit(&t)[0].4.contains("1 of 2 approvers"), "{:?}", audit(&t));
+    // The same approver again counts for nothing.
+    assert!(matches!(refused(&t.state, &alice(), allow(Grade::Always), &quorum), Refusal::AlreadyApproved(_)));
+    // A second approver agrees, asking for less: the narrower grade is granted.
+    let t = ok(&t.state, &bob(), allow(Grade::Session), &quorum);
+    assert!(t.rule_added.is_none());
+    assert_eq!(t.state.session.session_rules.len(), 1);
+    assert!(t.state.session.pending_permission.is_none());
+    // "Allow once" stays one person's answer.
+    let (s, _) = asked("npm publish");
+    let t = ok(&s, &alice(), allow(Grade::Once), &quorum);
+    assert!(t.state.session.pending_permission.is_none() && t.state.session.session_rules.is_empty());
+}
+
+#[test]
+fn a_multi_line_or_long_command_makes_a_card_and_a_grant_the_state_can_store() {
+    let heredoc = "git commit -m \"$(cat <<'EOF'\nFix the uploader\n\nCo-Authored-By: Claude <noreply@anthropic.com>\nEOF\n)\"";
+    let long = format!("echo {}", "x".repeat(5000));
+    for command in [heredoc, long.as_str(), "sh:*"] {
+        let (s, _) = asked(command);
+        let q = s.session.pending_permission.as_ref().unwrap();
+        assert!(q.question.chars().count() < 3000, "{}", q.question.chars().count());
+        let s = ok(&s, &alice(), allow(Grade::Session), &ctx(1)).state;
+        let session: Session = serde_json::from_str(&serde_json::to_string(&s.session).unwrap()).unwrap();
+        assert_eq!(session, s.session);
+        let back = State { session, ..s.clone() };
+        let same = ok(&back, &Actor::Agent, ask_bash(command, Rules::default()), &ctx(2));
+        assert!(matches!(same.permission, Some(Judged::Allow { .. })), "{command:.40}");
+    }
+    let (s, _) = asked("sh:*");
+    let s = ok(&s, &alice(), allow(Grade::Session), &ctx(1)).state;
+    let other = ok(&s, &Actor::Agent, ask_bash("sh -c 'curl x | sh'", Rules::default()), &ctx(2));
+    assert_eq!(other.permission, Some(Judged::Ask));
+}

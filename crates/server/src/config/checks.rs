@@ -155,6 +155,12 @@ pub(super) fn approval_policies(
             ApprovalPolicy { approvers: Approvers::listed(listed), requested_by: agent.requested_by.clone(), ..ApprovalPolicy::default() };
         let mut strictest = "approvals.required".to_string();
         let mut amendments = Vec::new();
+        let mut continues = Vec::new();
+        let global = &raw.approvals;
+        continues.extend(global.auto_continue);
+        continues.extend(own.and_then(|a| a.auto_continue));
+        continues.extend(destinations.iter().filter_map(|(_, d)| d.approvals.as_ref().and_then(|a| a.auto_continue)));
+        policy.auto_continue = plangate_engine::keep_going::AutoContinue::strictest(continues).unwrap_or_default();
         let mut consider = |key: String, required: Option<u32>, forbid_self: Option<bool>, amend: Option<AmendmentPolicy>| {
             if let Some(n) = required.filter(|n| *n > policy.required) {
                 policy.required = n;
@@ -163,7 +169,6 @@ pub(super) fn approval_policies(
             policy.forbid_self |= forbid_self.unwrap_or(false);
             amendments.push(amend);
         };
-        let global = &raw.approvals;
         consider("approvals.required".into(), global.required, global.forbid_self, global.amendments);
         if let Some(a) = own {
             consider(format!("agents.{id}.approvals.required"), a.required, a.forbid_self, a.amendments);

@@ -87,11 +87,11 @@ pub struct AgentConfig {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PermissionsConfig {
-    #[serde(default)]
+    #[serde(default, with = "plangate_engine::permission::written")]
     pub allow: Vec<plangate_engine::permission::Rule>,
-    #[serde(default)]
+    #[serde(default, with = "plangate_engine::permission::written")]
     pub ask: Vec<plangate_engine::permission::Rule>,
-    #[serde(default)]
+    #[serde(default, with = "plangate_engine::permission::written")]
     pub deny: Vec<plangate_engine::permission::Rule>,
     /// Relay the harness's permission dialogs to the approvers (true, the
     /// default, when the agent has a chat destination). `false`: the
@@ -165,6 +165,10 @@ pub struct DestinationApprovals {
     pub forbid_self: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub amendments: Option<AmendmentPolicy>,
+    /// A stopping agent kept on its approved plan: `{ enabled, max_cycles }`
+    /// (default on, 3 cycles; [`plangate_engine::keep_going`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_continue: Option<plangate_engine::keep_going::AutoContinue>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -190,6 +194,10 @@ pub struct ApprovalsConfig {
     /// Steps added after approval: "ask" (default) or "flag".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub amendments: Option<AmendmentPolicy>,
+    /// A stopping agent kept on its approved plan: `{ enabled, max_cycles }`
+    /// (default on, 3 cycles; [`plangate_engine::keep_going`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_continue: Option<plangate_engine::keep_going::AutoContinue>,
 }
 
 /// A step namespace shared by the agents it names (`[namespaces.<name>]`).
@@ -222,6 +230,7 @@ impl Default for ApprovalsConfig {
             required: None,
             forbid_self: None,
             amendments: None,
+            auto_continue: None,
         }
     }
 }
@@ -291,6 +300,10 @@ pub struct ApprovalsOverride {
     pub forbid_self: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub amendments: Option<AmendmentPolicy>,
+    /// A stopping agent kept on its approved plan: `{ enabled, max_cycles }`
+    /// (default on, 3 cycles; [`plangate_engine::keep_going`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_continue: Option<plangate_engine::keep_going::AutoContinue>,
 }
 
 impl ApprovalsOverride {
@@ -304,6 +317,7 @@ impl ApprovalsOverride {
             required: self.required.max(base.required),
             forbid_self: self.forbid_self.max(base.forbid_self),
             amendments: strictest_amendments([self.amendments, base.amendments]),
+            auto_continue: plangate_engine::keep_going::AutoContinue::strictest(self.auto_continue.into_iter().chain(base.auto_continue)),
         }
     }
 }

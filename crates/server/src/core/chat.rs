@@ -31,6 +31,20 @@ impl Core {
         self.approvers().destinations(agent, project)
     }
 
+    /// Who a plan of `agent` reaches, for its plan-mode brief.
+    pub fn reach(&self, agent: &str) -> plangate_engine::brief::Reach {
+        let index = self.approvers();
+        let places: Vec<_> = index.places(agent).iter().filter(|p| !p.escalation).collect();
+        let mut approvers: Vec<&String> = places.iter().flat_map(|p| p.approvers.iter()).collect();
+        approvers.sort();
+        approvers.dedup();
+        plangate_engine::brief::Reach {
+            destinations: places.iter().map(|p| format!("{} chat {}", p.destination.channel, p.destination.name)).collect(),
+            approvers: approvers.len(),
+            required: self.settings.approval_policy(agent).required,
+        }
+    }
+
     /// The escalation destinations of an agent that take cards of `project`.
     pub fn escalation_destinations(&self, agent: &str, project: Option<&Project>) -> Vec<Destination> {
         self.approvers().escalation_destinations(agent, project)

@@ -104,16 +104,42 @@ pub(super) async fn enter(
     AgentAuth(agent): AgentAuth,
     Path(sid): Path<String>,
     ApiJson(body): ApiJson<EnterBody>,
-) -> Result<Json<StatusView>, ApiError> {
-    let key = session_key(agent, &sid)?;
+) -> Result<Json<Value>, ApiError> {
+    let key = session_key(agent.clone(), &sid)?;
     let done = core.execute(&key, Actor::Agent, Command::Enter { reason: body.reason }, ExecMeta::default()).await?;
-    Ok(Json(StatusView::of(&done.transition.state)))
+    let mut view = serde_json::to_value(StatusView::of(&done.transition.state)).unwrap_or_default();
+    // The plan-mode brief, in the terms of the session's harness.
+    view["instructions"] = json!(plangate_engine::brief::brief(done.transition.state.session.harness, &core.reach(&agent)));
+    Ok(Json(view))
+}
+
+/// `GET /v1/sessions/{id}/brief?harness=…`: the plan-mode brief
+/// ([`plangate_engine::brief`]) for a harness that enters its own plan
+/// mode (Claude Code's hook asks for it on a prompt in plan mode).
+pub(super) async fn brief(
+    State(core): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    Path(sid): Path<String>,
+    q: Result<Query<BriefQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    session_key(agent.clone(), &sid)?;
+    let harness = query(q)?.harness.unwrap_or_default();
+    Ok(Json(json!({"instructions": plangate_engine::brief::brief(harness, &core.reach(&agent))})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct BriefQuery {
+    #[serde(default)]
+    harness: Option<plangate_engine::Harness>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct StepsBody {
     /// With `merge`, each entry is a patch of the step with the same text.
+    /// OpenClaw's `update_plan` calls it `plan`.
+    #[serde(alias = "plan")]
     steps: Vec<StepUpdate>,
     #[serde(default)]
     merge: bool,
@@ -245,6 +271,37 @@ pub(super) async fn decision(
         Some(p) => Ok(Json(DecisionView::of(&p))),
         None => Err(ApiError::not_found("this session has no proposal yet")),
     }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct StoppingBody {
+    /// The agent's last message (Claude Code's and Codex's
+    /// `last_assistant_message`), for the audit.
+    #[serde(default)]
+    last_message: Option<String>,
+}
+
+/// `POST /v1/sessions/{id}/stopping`: the agent tries to stop. While the
+/// approved plan has open steps the answer is `{"decision": "continue",
+/// "reason": <the instruction>}`, escalating, then `{"decision": "stop"}`
+/// ([`plangate_engine::keep_going`]).
+pub(super) async fn stopping(
+    State(core): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    Path(sid): Path<String>,
+    ApiJson(body): ApiJson<StoppingBody>,
+) -> Result<Json<Value>, ApiError> {
+    use plangate_engine::keep_going::Answer;
+    let key = session_key(agent, &sid)?;
+    let done = core.execute(&key, Actor::Agent, Command::Stopping { last_message: body.last_message }, ExecMeta::default()).await?;
+    let answer = match done.transition.keep_going {
+        Some(Answer::KeepGoing(text)) => json!({"decision": "continue", "reason": text}),
+        Some(Answer::Stop(why)) => json!({"decision": "stop", "reason": why}),
+        None => json!({"decision": "stop", "reason": "nothing holds the agent"}),
+    };
+    tracing::info!(decision = %answer["decision"], "stopping");
+    Ok(Json(answer))
 }
 
 #[derive(Deserialize)]
@@ -410,9 +467,11 @@ pub(super) async fn gate(
         // Outside the approved scope: people are asked to widen it (once per path).
         core.execute(&key, Actor::Agent, Command::WidenScope { paths }, ExecMeta::default()).await?;
     }
-    let (decision, reason) = match &verdict {
-        crate::gate::Verdict::Allow(r) => ("allow", r.clone()),
-        crate::gate::Verdict::Deny(r) => ("deny", r.clone()),
+    let (decision, reason) = match (&verdict, crate::gate::by_rules(&core.settings, &agent, &call)) {
+        (crate::gate::Verdict::Deny(r), _) => ("deny", r.clone()),
+        (crate::gate::Verdict::Allow(_), Some(crate::gate::ByRules::Deny(r))) => ("deny", r),
+        (crate::gate::Verdict::Allow(_), Some(crate::gate::ByRules::Ask(r))) => ("ask", r),
+        (crate::gate::Verdict::Allow(r), None) => ("allow", r.clone()),
     };
     tracing::info!(tool = %body.tool, decision, "gate");
     core.metrics.gate_verdict(decision);

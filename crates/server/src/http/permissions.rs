@@ -76,12 +76,13 @@ pub(super) async fn ask(
     let command = Command::AskPermission { tool: body.tool, input: body.input, paths: body.paths, rules };
     let done = core.execute(&key, Actor::Agent, command, ExecMeta::default()).await?;
     let (status, body) = match done.transition.permission {
-        Some(Judged::Allow { rule, from }) => {
-            (StatusCode::OK, json!({"decision": "allow", "rule": rule, "reason": format!("allowed by {from}: {rule}")}))
-        }
+        Some(Judged::Allow { rule, from }) => (
+            StatusCode::OK,
+            json!({"decision": "allow", "rule": rule.to_string(), "reason": format!("allowed by {from}: {}", rule.shown())}),
+        ),
         Some(Judged::Deny(rule)) => (
             StatusCode::OK,
-            json!({"decision": "deny", "rule": rule, "reason": format!("denied by plangate's rule {rule} for this agent")}),
+            json!({"decision": "deny", "rule": rule.to_string(), "reason": format!("denied by plangate's rule {} for this agent", rule.shown())}),
         ),
         Some(Judged::Ask) => {
             let id = done.transition.state.session.pending_permission.as_ref().map(|q| q.question_id.to_string());
@@ -105,6 +106,10 @@ pub(super) async fn get(
     let key = session_key(agent, &sid)?;
     let wait = wait_of(&query(q)?)?;
     let id = ApprovalId::parse(&qid).ok_or_else(|| ApiError::not_found("no such permission request"))?;
+    // The hook says it waits until the poll's end: a person's answer counts
+    // while someone waits (`plangate_engine::permission::HEARD_GRACE_MS`).
+    let until = core.now().plus_ms(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX));
+    core.execute(&key, Actor::Agent, Command::PermissionWaiting { question_id: id, until }, ExecMeta::default()).await?;
     let found = unless_stopping(&core, core.wait_question(&key, id, wait)).await??;
     let Some((q, ask)) = found.and_then(|q| q.permission.clone().map(|a| (q, a))) else {
         return Err(ApiError::not_found("no such permission request in this session"));

@@ -47,8 +47,11 @@ pub(super) fn body<T: DeserializeOwned>(row: &Row, column: usize, what: &'static
     Ok(decode(bytes, what)?)
 }
 
+/// The bodies of a listing: a body that does not decode is left out and
+/// logged ([`crate::sled_store::decode_listed`]).
 pub(super) fn bodies<T: DeserializeOwned>(rows: &[Row], what: &'static str) -> Result<Vec<T>, Failure> {
-    rows.iter().map(|row| body(row, 0, what)).collect()
+    let raw = rows.iter().map(|row| row.try_get::<_, &[u8]>(0)).collect::<Result<Vec<_>, _>>()?;
+    Ok(crate::sled_store::decode_listed(raw, what))
 }
 
 pub(super) fn to_i64(value: u64, what: &str) -> Result<i64, Failure> {

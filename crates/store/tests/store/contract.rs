@@ -44,6 +44,7 @@ contract!(
     an_always_rule_is_stored_with_the_answer_and_removable,
     pages_of_proposals_in_time_then_id_order,
     audit_since_any_time_in_a_long_log,
+    whatever_an_agent_asks_the_store_reads_back,
 );
 
 fn namespace_of(steps: &[&str]) -> Namespace {
@@ -681,4 +682,66 @@ fn the_store_keeps_each_chains_first_timer_and_a_fired_one_brings_the_next(b: &d
         apply(&before, &alice, Command::Decide { approval_id: p.approval_id, verdict: Verdict::Approve }, &ctx(n2.due.0 - 1, 5)).unwrap();
     store.commit(Commit::of(&t, &before, None)).unwrap().written().unwrap();
     assert_eq!(store.timers().unwrap(), vec![], "a decision drops the stored timers of both chains");
+}
+
+/// Whatever tool and input an agent's hook sends (multi-line heredocs,
+/// 6,000 characters, any unicode, a tool name with spaces), the request
+/// and the grants answered to it are written by the engine and read back
+/// by the store as they were: the session, the question and the stored
+/// rule, and the grant still allows that very call. The store never
+/// refuses what the engine wrote.
+fn whatever_an_agent_asks_the_store_reads_back(b: &dyn Backend) {
+    use plangate_engine::permission::{self, Call, Grade, Judged, PermissionAnswer, Rules};
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestRunner};
+    let store = b.open();
+    let alice = Actor::Human { id: "telegram:1".into(), name: "telegram:@a".into() };
+    let tool = prop_oneof![
+        Just("Bash".to_string()),
+        Just("PowerShell".to_string()),
+        Just("exec_command".to_string()),
+        Just("Write".to_string()),
+        "[a-z ._:-]{1,20}",
+        "\\PC{1,40}"
+    ];
+    let command = prop_oneof!["(?s)\\PC{0,200}", "[a-z ]{0,20}(\n[^\u{0}]{0,40}){1,5}", "x{4000,6000}", Just("sh:*".to_string())];
+    let grade = prop_oneof![Just(Grade::Session), Just(Grade::Always)];
+    let mut runner = TestRunner::new(Config { cases: 24, failure_persistence: None, ..Config::default() });
+    let counter = std::sync::atomic::AtomicU32::new(0);
+    runner
+        .run(&(tool, command, grade), |(tool, command, grade)| {
+            let n = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            let key = SessionKey::new("demo", format!("prop-{n}"));
+            let input = if tool == "exec_command" { serde_json::json!({"cmd": command}) } else { serde_json::json!({"command": command}) };
+            let run = |actor: &Actor, command: Command, r: u8| {
+                let before = store.load(&key).unwrap();
+                let t = apply(&before, actor, command, &ctx(1000 + r as i64, r)).unwrap();
+                store.commit(Commit::of(&t, &before, None)).unwrap().written().unwrap();
+                t
+            };
+            // A file tool's files come normalized from the hook.
+            let paths = (tool == "Write").then(|| vec![plangate_engine::scope::Target::Path(format!("src/{}.rs", n))]);
+            let ask = Command::AskPermission { tool: tool.clone(), input: input.clone(), paths: paths.clone(), rules: Rules::default() };
+            let asked = run(&Actor::Agent, ask, (n % 200) as u8);
+            prop_assert_eq!(&store.load(&key).unwrap().session, &asked.state.session);
+            let answer = Command::AnswerPermission { question_id: None, answer: PermissionAnswer::Allow { grade } };
+            let answered = run(&alice, answer, (n % 200) as u8 + 1);
+            let loaded = store.load(&key).unwrap();
+            prop_assert_eq!(&loaded.session, &answered.state.session);
+            let stored = store.permission_rules("demo").unwrap();
+            let rules = Rules { stored: stored.clone(), ..Rules::default() };
+            let call = Call { tool: &tool, input: &input, paths: paths.as_deref() };
+            if let Some(added) = &answered.rule_added {
+                prop_assert!(stored.contains(added));
+            }
+            let judged = permission::judge(&call, &rules, &loaded.session.session_rules);
+            prop_assert!(matches!(judged, Judged::Allow { .. }), "{:?} for {:.80}", judged, tool);
+            // The listings still see every session.
+            prop_assert!(store.sessions().unwrap().iter().any(|s| s.key == key));
+            for rule in stored {
+                store.remove_permission_rule("demo", &rule.id).unwrap();
+            }
+            Ok(())
+        })
+        .unwrap();
 }

@@ -168,3 +168,43 @@ fn a_schema_2_database_keeps_the_first_timer_of_each_chain_when_opened() {
     let db = raw_db(dir.path());
     assert_eq!(db.open_tree("meta").unwrap().get("schema_version").unwrap().as_deref(), Some(&b"3"[..]));
 }
+
+/// A session an older plangate stored with a string rule its reader then
+/// refused (a multi-line command, `sh:*` read back as a prefix) reads, its
+/// rule as the exact command it was; and a record that does not decode at
+/// all leaves every other session listed.
+#[test]
+fn old_string_rules_read_and_one_bad_record_hides_no_other_session() {
+    use plangate_engine::permission::Match;
+    let dir = tempfile::tempdir().unwrap();
+    let key = SessionKey::new("demo", "old");
+    let other = SessionKey::new("demo", "other");
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        for k in [&key, &other] {
+            let before = store.load(k).unwrap();
+            let t = apply(&before, &Actor::Agent, Command::Enter { reason: None }, &ctx(1, 1)).unwrap();
+            store.commit(Commit::of(&t, &before, None)).unwrap().written().unwrap();
+        }
+    }
+    let session_key = |k: &SessionKey| [k.agent.as_bytes(), &[0], k.session_id.as_bytes()].concat();
+    {
+        // What the last wave wrote: the rules as `Tool(pattern)` strings.
+        let db = raw_db(dir.path());
+        let sessions = db.open_tree("sessions").unwrap();
+        let mut record: serde_json::Value = serde_json::from_slice(&sessions.get(session_key(&key)).unwrap().unwrap()).unwrap();
+        record["session_rules"] = serde_json::json!(["Bash(git commit -m \"$(cat <<'EOF'\nx\nEOF\n)\")", "Bash(sh:*)", "my tool"]);
+        sessions.insert(session_key(&key), serde_json::to_vec(&record).unwrap()).unwrap();
+        sessions.insert(b"demo\0broken", &b"{not json"[..]).unwrap();
+        db.flush().unwrap();
+    }
+    let store = SledStore::open(dir.path()).unwrap();
+    let state = store.load(&key).unwrap();
+    let rules: Vec<&Match> = state.session.session_rules.iter().map(|r| r.what()).collect();
+    assert_eq!(rules[0], &Match::Exact("git commit -m \"$(cat <<'EOF'\nx\nEOF\n)\"".into()));
+    assert_eq!(rules[1], &Match::Exact("sh:*".into()));
+    assert_eq!(state.session.session_rules[2].tool(), "my tool");
+    let listed: Vec<SessionKey> = store.sessions().unwrap().into_iter().map(|s| s.key).collect();
+    assert!(listed.contains(&key) && listed.contains(&other), "{listed:?}");
+    assert!(store.load(&SessionKey::new("demo", "broken")).is_err(), "read by its key, the bad record still says so");
+}

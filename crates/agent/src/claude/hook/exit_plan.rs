@@ -79,6 +79,25 @@ pub(super) fn still_pending(call: &ToolCall, d: &DecisionView, channel: bool) ->
     )
 }
 
+/// The permission mode Claude Code continues in once people approved the
+/// plan: `PLANGATE_AFTER_APPROVAL_MODE`, `acceptEdits` by default (the
+/// approval was the person's one tap: file edits then go without a second
+/// ask at the terminal and a 🔐 card each, while plangate's gate still holds
+/// every call to the approved plan and its scope, and shell commands still
+/// ask), `default` for Claude Code's manual mode, `keep` to leave the mode
+/// as Claude Code chooses it. Anything else keeps it, with a warning.
+fn after_approval_mode() -> Option<&'static str> {
+    match std::env::var("PLANGATE_AFTER_APPROVAL_MODE").as_deref() {
+        Err(_) | Ok("") | Ok("acceptEdits") => Some("acceptEdits"),
+        Ok("default") => Some("default"),
+        Ok("keep") => None,
+        Ok(other) => {
+            eprintln!("plangate: PLANGATE_AFTER_APPROVAL_MODE={other:?} is not acceptEdits, default or keep; the mode is kept");
+            None
+        }
+    }
+}
+
 pub(super) fn decide(call: &ToolCall, d: &DecisionView, recalled: bool, channel: bool) -> Answer {
     let by = d.decided_by.as_deref().unwrap_or("a human");
     match d.status {
@@ -88,7 +107,7 @@ pub(super) fn decide(call: &ToolCall, d: &DecisionView, recalled: bool, channel:
                 Some(text) => Answer::Context { event: Event::PreToolUse, text: text.clone() },
                 None => Answer::NoDecision,
             },
-            _ => Answer::Allow { updated_input: call.tool_input.clone() },
+            _ => Answer::AllowPlan { updated_input: call.tool_input.clone(), mode: after_approval_mode() },
         },
         DecisionStatus::Edited => {
             let edited = d.plan.as_ref().map(render_markdown).unwrap_or_default();
@@ -107,7 +126,7 @@ pub(super) fn decide(call: &ToolCall, d: &DecisionView, recalled: bool, channel:
                         }
                         None => updated = json!({"plan": edited}),
                     }
-                    Answer::Allow { updated_input: updated }
+                    Answer::AllowPlan { updated_input: updated, mode: after_approval_mode() }
                 }
             }
         }

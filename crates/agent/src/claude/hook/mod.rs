@@ -16,7 +16,8 @@
 //! | `PostToolUse`, `PostToolUseFailure` | the subagent tool finished: its run closes | no output |
 //! | `SubagentStart`, `SubagentStop` | a subagent's own run (`agent:<agent_id>`) opens and closes | no output |
 //! | `SessionStart` (`compact`, `resume`) | the session's hydration (its open steps as facts) | `additionalContext` |
-//! | `UserPromptSubmit` | an untaken `[PLAN_DECISION]` (or `[PLAN_NUDGE]`), taken atomically | `additionalContext` |
+//! | `UserPromptSubmit` | an untaken `[PLAN_DECISION]` (or `[PLAN_NUDGE]`), taken atomically; else, in Claude Code's plan mode, the plan-mode brief (`GET …/brief`) | `additionalContext` |
+//! | `Stop` | the approved plan still has open steps (`POST …/stopping`, [`plangate_engine::keep_going`]): the next step, escalating, then a few continues | `{"decision": "block", "reason"}`, or no output |
 //!
 //! `ExitPlanMode` — its `tool_input.plan` markdown (or, for Claude Code
 //! versions that leave it out, the `.md` file under `~/.claude/plans` that
@@ -283,12 +284,27 @@ pub async fn answer(bytes: &[u8], settings: impl FnOnce() -> Result<Settings, Ag
             Ok(Err(e)) => Answer::Context { event: Event::SessionStart, text: unreachable_note(&e.to_string()) },
             Err(_) => Answer::Context { event: Event::SessionStart, text: unreachable_note("no answer in time") },
         },
-        Input::Prompt { session_id } => match tokio::time::timeout(QUICK_BUDGET, settings.client.take_injection(&session_id)).await {
-            Ok(Ok(Some(text))) => Answer::Context { event: Event::UserPromptSubmit, text },
-            // Nothing waiting, or plangate unreachable: the prompt goes on as
-            // typed (the gate still refuses changes while plangate is down).
-            _ => Answer::NoDecision,
-        },
+        // A stop gates nothing: plangate unreachable or slow, Claude stops.
+        Input::Stopping { session_id, last_message } => {
+            match tokio::time::timeout(QUICK_BUDGET, settings.client.stopping(&session_id, last_message.as_deref())).await {
+                Ok(Ok(Some(instruction))) => Answer::KeepGoing(instruction),
+                _ => Answer::NoDecision,
+            }
+        }
+        Input::Prompt { session_id, in_plan_mode } => {
+            match tokio::time::timeout(QUICK_BUDGET, settings.client.take_injection(&session_id)).await {
+                Ok(Ok(Some(text))) => Answer::Context { event: Event::UserPromptSubmit, text },
+                // In Claude Code's own plan mode: the rules of this session,
+                // before the first denial teaches them ([`plangate_engine::brief`]).
+                Ok(Ok(None)) if in_plan_mode => match tokio::time::timeout(QUICK_BUDGET, settings.client.brief(&session_id)).await {
+                    Ok(Ok(text)) if !text.is_empty() => Answer::Context { event: Event::UserPromptSubmit, text },
+                    _ => Answer::NoDecision,
+                },
+                // Nothing waiting, or plangate unreachable: the prompt goes on as
+                // typed (the gate still refuses changes while plangate is down).
+                _ => Answer::NoDecision,
+            }
+        }
     }
 }
 
@@ -367,6 +383,11 @@ async fn gate(call: &ToolCall, settings: &Settings) -> Answer {
             }
         }
         Ok(verdict) if verdict.decision == GateDecision::Allow => Answer::NoDecision,
+        // Claude Code's dialog, which the PermissionRequest hook relays to
+        // the approvers: the ask rule's card.
+        Ok(verdict) if verdict.decision == GateDecision::Ask && call.event == Event::PreToolUse => {
+            Answer::Ask(format!("plangate: {}", verdict.reason))
+        }
         Ok(verdict) => Answer::deny(call.event, format!("plangate: {}", verdict.reason)),
         Err(e) => Answer::deny(call.event, format!("plangate could not check this call, so it is blocked: {e}")),
     }

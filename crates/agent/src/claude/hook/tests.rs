@@ -18,7 +18,7 @@ async fn malformed_input_is_denied_in_the_events_own_terms() {
     assert!(v["hookSpecificOutput"]["decision"]["message"].as_str().unwrap_or("").contains("tool_name"));
     let no_session = answer(br#"{"hook_event_name":"PreToolUse","tool_name":"Bash"}"#, no_settings).await;
     assert!(rendered(&no_session)["hookSpecificOutput"]["permissionDecisionReason"].as_str().unwrap_or("").contains("session_id"));
-    let unknown = answer(br#"{"hook_event_name":"Stop","session_id":"s"}"#, no_settings).await;
+    let unknown = answer(br#"{"hook_event_name":"Notification","session_id":"s"}"#, no_settings).await;
     assert_eq!(rendered(&unknown)["continue"], false);
     let unconfigured = answer(br#"{"hook_event_name":"PreToolUse","session_id":"s","tool_name":"Read"}"#, no_settings).await;
     assert!(rendered(&unconfigured)["hookSpecificOutput"]["permissionDecisionReason"].as_str().unwrap_or("").contains("PLANGATE_TOKEN"));

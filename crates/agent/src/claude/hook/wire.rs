@@ -14,10 +14,13 @@ pub enum Event {
     UserPromptSubmit,
     SubagentStart,
     SubagentStop,
+    /// The main agent's turn ends: held to an approved plan whose steps are
+    /// open ([`plangate_engine::keep_going`]).
+    Stop,
 }
 
 impl Event {
-    pub const ALL: [Event; 8] = [
+    pub const ALL: [Event; 9] = [
         Event::PreToolUse,
         Event::PermissionRequest,
         Event::PostToolUse,
@@ -26,6 +29,7 @@ impl Event {
         Event::UserPromptSubmit,
         Event::SubagentStart,
         Event::SubagentStop,
+        Event::Stop,
     ];
 
     /// The `hook_event_name` / `hookEventName`.
@@ -39,6 +43,7 @@ impl Event {
             Event::UserPromptSubmit => "UserPromptSubmit",
             Event::SubagentStart => "SubagentStart",
             Event::SubagentStop => "SubagentStop",
+            Event::Stop => "Stop",
         }
     }
 
@@ -65,6 +70,10 @@ pub enum Answer {
     Deny { event: Event, reason: String },
     /// `PermissionRequest` allow, with the tool input to run.
     Allow { updated_input: Value },
+    /// `ExitPlanMode`'s `PermissionRequest` allowed because people approved
+    /// the plan: with the permission mode Claude Code continues in
+    /// (`updatedPermissions` `setMode`, for this session), when one is set.
+    AllowPlan { updated_input: Value, mode: Option<&'static str> },
     /// `PreToolUse` allow with the tool input to run: plangate's own MCP
     /// tools, given Claude's session.
     AllowInput { updated_input: Value },
@@ -73,6 +82,9 @@ pub enum Answer {
     Ask(String),
     /// `{"continue": false}`: for events this hook does not know.
     Stop(String),
+    /// `Stop`: `{"decision": "block", "reason": …}`, Claude goes on with
+    /// the reason as its instruction.
+    KeepGoing(String),
 }
 
 impl Answer {
@@ -92,11 +104,17 @@ impl Answer {
                 "hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": reason}}),
             Answer::Allow { updated_input } => json!({"hookSpecificOutput": {
                 "hookEventName": "PermissionRequest", "decision": {"behavior": "allow", "updatedInput": updated_input}}}),
+            Answer::AllowPlan { updated_input, mode: None } => json!({"hookSpecificOutput": {
+                "hookEventName": "PermissionRequest", "decision": {"behavior": "allow", "updatedInput": updated_input}}}),
+            Answer::AllowPlan { updated_input, mode: Some(mode) } => json!({"hookSpecificOutput": {
+                "hookEventName": "PermissionRequest", "decision": {"behavior": "allow", "updatedInput": updated_input,
+                    "updatedPermissions": [{"type": "setMode", "mode": mode, "destination": "session"}]}}}),
             Answer::AllowInput { updated_input } => json!({"hookSpecificOutput": {
                 "hookEventName": "PreToolUse", "permissionDecision": "allow", "updatedInput": updated_input}}),
             Answer::Ask(reason) => json!({"hookSpecificOutput": {
                 "hookEventName": "PreToolUse", "permissionDecision": "ask", "permissionDecisionReason": reason}}),
             Answer::Stop(reason) => json!({"continue": false, "stopReason": reason}),
+            Answer::KeepGoing(reason) => json!({"decision": "block", "reason": reason}),
         };
         format!("{value}\n")
     }
@@ -134,6 +152,13 @@ pub(super) enum Input {
     },
     Prompt {
         session_id: String,
+        /// Claude Code's `permission_mode` is `"plan"`: the brief is due.
+        in_plan_mode: bool,
+    },
+    /// `Stop`, with Claude's last message.
+    Stopping {
+        session_id: String,
+        last_message: Option<String>,
     },
     /// `SubagentStart` (`open`) or `SubagentStop`.
     Subagent {
@@ -149,7 +174,8 @@ impl Input {
             Input::Tool(call) => &call.session_id,
             Input::ToolDone { session_id, .. }
             | Input::SessionStart { session_id }
-            | Input::Prompt { session_id }
+            | Input::Prompt { session_id, .. }
+            | Input::Stopping { session_id, .. }
             | Input::Subagent { session_id, .. } => session_id,
         }
     }
@@ -160,6 +186,7 @@ impl Input {
             Input::ToolDone { event, .. } => *event,
             Input::SessionStart { .. } => Event::SessionStart,
             Input::Prompt { .. } => Event::UserPromptSubmit,
+            Input::Stopping { .. } => Event::Stop,
             Input::Subagent { open: true, .. } => Event::SubagentStart,
             Input::Subagent { open: false, .. } => Event::SubagentStop,
         }
@@ -209,7 +236,10 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Input, Answer> {
             Input::ToolDone { event, session_id, tool_name: text_field(&value, "tool_name").unwrap_or_default(), tool_use_id }
         }
         Event::SessionStart => Input::SessionStart { session_id },
-        Event::UserPromptSubmit => Input::Prompt { session_id },
+        Event::UserPromptSubmit => {
+            Input::Prompt { session_id, in_plan_mode: value.get("permission_mode").and_then(Value::as_str) == Some("plan") }
+        }
+        Event::Stop => Input::Stopping { session_id, last_message: text_field(&value, "last_assistant_message") },
         Event::SubagentStart | Event::SubagentStop => Input::Subagent { session_id, agent_id, open: event == Event::SubagentStart },
     })
 }

@@ -1,0 +1,194 @@
+//! Keeping the agent on an approved plan: what plangate answers when the
+//! agent tries to stop while the plan still has open steps.
+//!
+//! A person approves from a phone, and the agent stops after step 2 with
+//! "Shall I continue?": the approval meant "do this plan", so the harness's
+//! stop is answered with its "keep going" form (Claude Code's `Stop` hook:
+//! `{"decision": "block", "reason": …}`; Codex's the same) and an
+//! instruction naming the next open step, escalating ([`Answer`]):
+//!
+//! 1. a reminder of the approved plan and its next step;
+//! 2. a firm instruction naming the step and the progress report expected;
+//! 3. a last one: go on, or mark the step cancelled with a reason;
+//!
+//! then, under `[approvals] auto_continue` (default: on, 3 cycles), up to
+//! `max_cycles` continue acknowledgements; after those the agent may stop,
+//! and the stop is audited as stalled. Every stop counted is in the
+//! session ([`crate::Session::stop_count`], so it survives restarts), and
+//! progress (a step's status changing) starts the count again.
+//!
+//! Never when there is nothing to go on with, or the agent must not: the
+//! session is not executing an approved plan (planning, halted, released,
+//! done), an amendment waits, a question or permission request waits, or
+//! no step is open. And only where the agent *reports* its steps: a plan
+//! whose steps all still read `pending` is one whose progress plangate is
+//! not told (Claude Code and Codex keep their own lists), so it cannot say
+//! which step is next and does not hold the agent back.
+//!
+//! `stop_hook_active` (Claude Code sets it while a stop hook already made
+//! it go on) is not a reason to let it stop: the count bounds the loop, and
+//! the escalation needs the stops that follow a first "keep going".
+
+use crate::model::{ApprovalState, Mode, Session};
+use crate::plan::StepStatus;
+use serde::{Deserialize, Serialize};
+
+/// How many escalating instructions come before the continue cycles.
+pub const LEVELS: u32 = 3;
+
+/// `[approvals] auto_continue`: after the escalating instructions, how many
+/// more times a stop is answered with "continue".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AutoContinue {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    #[serde(default = "three")]
+    pub max_cycles: u32,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn three() -> u32 {
+    3
+}
+
+impl Default for AutoContinue {
+    fn default() -> Self {
+        AutoContinue { enabled: true, max_cycles: 3 }
+    }
+}
+
+impl AutoContinue {
+    /// The continue cycles it allows.
+    pub fn cycles(self) -> u32 {
+        if self.enabled {
+            self.max_cycles
+        } else {
+            0
+        }
+    }
+
+    /// The strictest of several settings (the fewest cycles): a plan follows
+    /// the strictest rule that applies, as the other approval settings do.
+    pub fn strictest(settings: impl IntoIterator<Item = AutoContinue>) -> Option<AutoContinue> {
+        settings.into_iter().min_by_key(|a| a.cycles()).map(|a| AutoContinue { enabled: a.cycles() > 0, max_cycles: a.cycles() })
+    }
+}
+
+/// What a stop is answered with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// Go on: the instruction the model reads.
+    KeepGoing(String),
+    /// The agent may stop (why, for the audit and the caller).
+    Stop(String),
+}
+
+/// The step to go on with: the one in progress, else the first pending.
+pub fn next_open_step(session: &Session) -> Option<(usize, &str)> {
+    let open = |want: StepStatus| session.steps.iter().position(|s| s.status == want);
+    let n = open(StepStatus::InProgress).or_else(|| open(StepStatus::Pending))?;
+    Some((n, session.steps[n].step.as_str()))
+}
+
+/// Why the agent may stop now without being held back, if it may.
+pub fn free_to_stop(session: &Session) -> Option<&'static str> {
+    let executing = session.mode == Mode::Normal && matches!(session.approval, ApprovalState::Approved | ApprovalState::Edited);
+    if !executing {
+        return Some("the session is not executing an approved plan");
+    }
+    if session.amendment_pending.is_some() {
+        return Some("an amendment waits for people");
+    }
+    if session.pending_question.is_some() || session.pending_permission.is_some() {
+        return Some("a question waits for an answer");
+    }
+    if next_open_step(session).is_none() {
+        return Some("no step of the plan is open");
+    }
+    if session.steps.iter().all(|s| s.status == StepStatus::Pending) {
+        return Some("the agent does not report its steps, so the next one cannot be told");
+    }
+    None
+}
+
+/// The answer to stop number `n` (1-based, counted since the last
+/// progress) with `cycles` continue cycles allowed after the levels.
+pub fn answer(session: &Session, n: u32, cycles: u32, harness: crate::Harness) -> Answer {
+    let Some((index, step)) = next_open_step(session) else { return Answer::Stop("no step of the plan is open".to_string()) };
+    let total = session.steps.len();
+    let step = crate::text::sanitize_for_injection(step);
+    let number = index + 1;
+    let report = match harness {
+        crate::Harness::Api => "then report it with update_plan (status completed)",
+        crate::Harness::ClaudeCode | crate::Harness::Codex => "then say it is done",
+    };
+    let text = match n {
+        1 => format!(
+            "[PLAN_CONTINUE] The approved plan is not finished: step {number} of {total} is open (\"{step}\"). The approval covers it, so there is no need to ask whether to continue: go on with it."
+        ),
+        2 => format!(
+            "[PLAN_CONTINUE] Do step {number} of {total} now: \"{step}\"; {report}. Do not stop or ask for confirmation: the human approved every step of this plan."
+        ),
+        3 => format!(
+            "[PLAN_CONTINUE] The approved plan's step {number} of {total} (\"{step}\") is still open. Go on with it; if you cannot, report it as cancelled with the reason (update_plan, status cancelled) or say why, so the approvers know the plan is blocked."
+        ),
+        n if n <= LEVELS + cycles => {
+            format!("[PLAN_CONTINUE] Continue with the approved plan: step {number} of {total}, \"{step}\" ({} of {cycles} automatic continues).", n - LEVELS)
+        }
+        _ => return Answer::Stop(format!("stalled at step {number} of {total} (\"{step}\") after {n} stops without progress")),
+    };
+    Answer::KeepGoing(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Step;
+    use crate::{Harness, SessionKey};
+
+    fn executing(statuses: &[StepStatus]) -> Session {
+        let mut s = Session::new(SessionKey::new("demo", "s"));
+        s.approval = ApprovalState::Approved;
+        s.steps = statuses.iter().enumerate().map(|(n, st)| Step { status: *st, ..Step::pending(format!("step {}", n + 1)) }).collect();
+        s
+    }
+
+    #[test]
+    fn the_next_open_step_escalates_then_continues_then_stops() {
+        let s = executing(&[StepStatus::Completed, StepStatus::Pending, StepStatus::Pending]);
+        assert_eq!(free_to_stop(&s), None);
+        let texts: Vec<Answer> = (1..=7).map(|n| answer(&s, n, 3, Harness::Api)).collect();
+        for a in &texts[..6] {
+            assert!(matches!(a, Answer::KeepGoing(t) if t.contains("step 2 of 3") && t.contains("\"step 2\"")), "{a:?}");
+        }
+        assert!(matches!(&texts[1], Answer::KeepGoing(t) if t.contains("update_plan")));
+        assert!(matches!(&texts[2], Answer::KeepGoing(t) if t.contains("cancelled")));
+        assert!(matches!(&texts[5], Answer::KeepGoing(t) if t.contains("3 of 3")));
+        assert!(matches!(&texts[6], Answer::Stop(why) if why.contains("stalled at step 2")));
+        assert!(matches!(answer(&s, 4, 0, Harness::Api), Answer::Stop(_)));
+    }
+
+    #[test]
+    fn nothing_holds_an_agent_that_must_or_may_stop() {
+        assert!(free_to_stop(&executing(&[StepStatus::Completed, StepStatus::Cancelled])).is_some());
+        assert!(free_to_stop(&executing(&[StepStatus::Pending, StepStatus::Pending])).is_some(), "untracked steps");
+        let mut halted = executing(&[StepStatus::Completed, StepStatus::Pending]);
+        halted.mode = Mode::Halted;
+        assert!(free_to_stop(&halted).is_some());
+        let mut planning = executing(&[StepStatus::InProgress]);
+        planning.approval = ApprovalState::Pending;
+        assert!(free_to_stop(&planning).is_some());
+    }
+
+    #[test]
+    fn the_strictest_setting_wins() {
+        let on = |n| AutoContinue { enabled: true, max_cycles: n };
+        assert_eq!(AutoContinue::strictest([on(3), on(1)]), Some(on(1)));
+        assert_eq!(AutoContinue::strictest([on(3), AutoContinue { enabled: false, max_cycles: 5 }]).map(|a| a.cycles()), Some(0));
+        assert_eq!(AutoContinue::strictest([]), None);
+    }
+}

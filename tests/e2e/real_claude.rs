@@ -458,3 +458,65 @@ async fn real_claude_code_in_plan_mode_gets_the_plan_mode_brief_first() {
         assert!(first.contains(words), "{words:?} not in the model's first request");
     }
 }
+
+/// Issue 48, the whole ladder through the real Claude Code and a fake
+/// Telegram: a model that keeps stopping mid-plan gets the three
+/// instructions and `max_cycles` (here 1) continue, then may stop; the
+/// plan's chat gets the stalled card with Continue and Done; Alice taps
+/// Continue, the card says so, and when Claude resumes, the model's next
+/// request carries the instruction to go on with step 2.
+#[tokio::test]
+async fn real_claude_code_that_keeps_stopping_gets_a_stalled_card_whose_continue_resumes_it() {
+    use crate::telegram::{ALICE, CHAT};
+    use plangate_testkit::telegram::FakeTelegram;
+    let Some(claude) = clients::claude_code() else { return };
+    let tg = FakeTelegram::start().await;
+    let mut s = crate::telegram::start(&tg).await;
+    let config = std::fs::read_to_string(s.config_path()).expect("config")
+        + "\n[agents.demo.approvals]\nauto_continue = { enabled = true, max_cycles = 1 }\n";
+    std::fs::write(s.config_path(), config).expect("config");
+    s.restart().await;
+    let sid = new_session_id();
+    let plan = json!({"title": "Add retries", "steps": [{"step": "Read the uploader"}, {"step": "Add retries to the uploader"}]});
+    crate::sec_amend::approved(&s, &sid, plan).await;
+    let done = json!({"merge": true, "steps": [{"step": "Read the uploader", "status": "completed"}]});
+    let (st, v) = crate::kit::call(s.agent(reqwest::Method::POST, &format!("/v1/sessions/{sid}/steps")).json(&done)).await;
+    assert_eq!(st, 200, "{v}");
+    let project = Project::install(BIN, &s, "5");
+    let fake = FakeAnthropic::start().await;
+    fake.push((0..5).map(|_| Turn::text("Done with step 1. Shall I continue?")));
+    let out = project.claude(&claude, &fake).permission_mode("default").session_id(&sid).run("carry out the approved plan").await;
+    out.assert_success();
+    let told = fake.requests().iter().filter(|r| r.all_text().contains("[PLAN_CONTINUE]")).count();
+    assert!(told >= 4, "three instructions and one continue reached the model ({told})");
+    let audit = crate::kit::audit_actions(&s, &sid).await;
+    assert_eq!(audit.iter().filter(|a| *a == "stopping").count(), 5, "{audit:?}");
+    assert!(audit.iter().any(|a| a == "stalled"), "{audit:?}");
+
+    // The stalled card, with its two buttons, in the plan's chat.
+    let card = tg
+        .wait_request("sendMessage", std::time::Duration::from_secs(15), |r| {
+            r.str("text").contains("stopped at step 2 of 2") && r.keyboard().is_some()
+        })
+        .await;
+    assert!(card.str("text").contains("Shall I continue?"), "{}", card.str("text"));
+    let buttons: Vec<(String, String)> = card.keyboard().unwrap_or_default().into_iter().flatten().collect();
+    let labels: Vec<&str> = buttons.iter().map(|(label, _)| label.as_str()).collect();
+    assert_eq!(labels, ["Continue", "Done"], "{buttons:?}");
+    let card_id = card.message_id_sent().expect("card id");
+    tg.push_update(tg.callback_update(CHAT, card_id, crate::kit::tg_user(ALICE, "alice"), &buttons[0].1));
+    tg.wait_request("editMessageText", std::time::Duration::from_secs(15), |r| {
+        r.str("text").contains("Continue, by telegram:@\u{2060}alice")
+    })
+    .await;
+
+    // Claude resumes: the instruction reaches the model without anyone
+    // typing "continue".
+    fake.push([Turn::text("Working on step 2.")]);
+    let out = project.claude(&claude, &fake).permission_mode("default").resume(&sid).run("hello").await;
+    out.assert_success();
+    let last = fake.requests().last().map(|r| r.all_text()).unwrap_or_default();
+    assert!(last.contains("asks you to continue the approved plan") && last.contains("step 2 of 2"), "the Continue reached the model");
+    let audit = crate::kit::audit_actions(&s, &sid).await;
+    assert!(audit.iter().any(|a| a == "stalled_answer"), "{audit:?}");
+}

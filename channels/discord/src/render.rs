@@ -298,9 +298,13 @@ pub(crate) fn nudge_content(text: &str, card: &Card, with_commands: bool) -> Str
 /// answered who answered what.
 pub(crate) fn question_content(question: &Question, text_style: bool) -> String {
     let (icon, title) = card::question_title(question);
-    let mut lines = vec![match question.permission {
-        Some(_) => format!("{icon}**{}**", escape(&title)),
-        None => format!("❓ **{} asks:**", escape(&question.session.to_string())),
+    // plangate's own questions (a permission request, a stalled plan)
+    // name what they are; an agent's question says who asks.
+    let ours = question.permission.is_some() || question.stalled.is_some();
+    let mut lines = vec![if ours {
+        format!("{icon}**{}**", escape(&title))
+    } else {
+        format!("❓ **{} asks:**", escape(&question.session.to_string()))
     }];
     lines.extend(question.question.lines().map(escape));
     if !question.options.is_empty() {
@@ -310,7 +314,7 @@ pub(crate) fn question_content(question: &Question, text_style: bool) -> String 
     let mut tail = String::new();
     if let Some(outcome) = card::question_outcome(question) {
         tail = format!("\n\n{}", cut_chars(&escape(&outcome), 900));
-    } else if text_style && question.permission.is_some() {
+    } else if text_style && ours {
         tail = format!("\n\n{}", escape(&card::question_reply_hint(question)));
     } else if text_style {
         tail = format!("\n\nReply with `/plan answer {} <your answer>`", question.session.to_string().replace('`', "'"));

@@ -351,12 +351,13 @@ pub fn nudge_blocks(card: &Card, style: Style, text: &str) -> Vec<SlackBlock> {
 /// question, its options, the answer and who gave it are all [`literal`].
 pub fn question_blocks(question: &Question, style: Style) -> Vec<SlackBlock> {
     let who = format!("{}/{}", question.session.agent, question.session.session_id);
-    let heading = match question.permission {
-        Some(_) => {
-            let (icon, title) = card::question_title(question);
-            format!("{icon}{title}")
-        }
-        None => format!("❓ {who} asks:"),
+    // plangate's own questions (a permission request, a stalled plan)
+    // name what they are; an agent's question says who asks.
+    let heading = if question.permission.is_some() || question.stalled.is_some() {
+        let (icon, title) = card::question_title(question);
+        format!("{icon}{title}")
+    } else {
+        format!("❓ {who} asks:")
     };
     let mut blocks = vec![plain_section(format!("{heading}\n{}", question.question))];
     if let Some(outcome) = card::question_outcome(question) {
@@ -367,9 +368,10 @@ pub fn question_blocks(question: &Question, style: Style) -> Vec<SlackBlock> {
     if style == Style::Text {
         let lines: Vec<String> = shown.iter().enumerate().map(|(i, (_, o))| format!("{}. {}", i + 1, line(o))).collect();
         blocks.extend(chunk_lines(None, &lines, SECTION_LIMIT).into_iter().map(plain_section));
-        let hint = match question.permission {
-            Some(_) => card::question_reply_hint(question),
-            None => format!("Reply with `/plan answer {who} <your answer>`"),
+        let hint = if question.permission.is_some() || question.stalled.is_some() {
+            card::question_reply_hint(question)
+        } else {
+            format!("Reply with `/plan answer {who} <your answer>`")
         };
         blocks.push(section(escape_entities(&hint)));
         return blocks;

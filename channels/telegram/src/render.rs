@@ -323,7 +323,7 @@ pub fn question_html(q: &Question, style: Style) -> String {
     let head = vec![Line::of(Fmt::Plain, icon).push(Fmt::Bold, &title).cap(300)];
     let mut body: Vec<Line> = q.question.lines().map(|l| Line::of(Fmt::Plain, l)).collect();
     let mut tail = Vec::new();
-    if q.permission.is_none() && q.status == QuestionStatus::Answered {
+    if q.permission.is_none() && q.stalled.is_none() && q.status == QuestionStatus::Answered {
         let answer = q.answer.as_deref().unwrap_or("(no text)");
         let by = q.answered_by.as_deref().map(|b| format!(" by {b}")).unwrap_or_default();
         tail.push(Line::blank());

@@ -290,9 +290,10 @@ pub fn option_buttons(q: &Question) -> impl Iterator<Item = (Button, &str)> {
 /// A question card's icon and title: an agent's question, or a permission
 /// request naming the tool ([`crate::permission`]).
 pub fn question_title(q: &Question) -> (&'static str, String) {
-    match &q.permission {
-        Some(p) => ("🔐 ", format!("Permission request from {}: {}", q.session, p.tool)),
-        None => ("❓ ", format!("Question from {}", q.session)),
+    match (&q.permission, q.stalled) {
+        (Some(p), _) => ("🔐 ", format!("Permission request from {}: {}", q.session, p.tool)),
+        (None, Some(_)) => ("⏸ ", format!("Stalled: {} stopped with the approved plan open", q.session)),
+        (None, None) => ("❓ ", format!("Question from {}", q.session)),
     }
 }
 
@@ -316,7 +317,14 @@ pub fn question_outcome(q: &Question) -> Option<String> {
     match (q.status, outcome) {
         (QuestionStatus::Pending, _) => None,
         (_, Some(PermissionOutcome::Expired { why })) => Some(format!("⌛ Expired: {why}.")),
+        (QuestionStatus::Expired, None) if q.stalled.is_some() => {
+            Some(format!("⌛ Expired: {}.", q.answer.as_deref().unwrap_or("nothing to decide")))
+        }
         (QuestionStatus::Expired, None) => Some("⌛ Expired.".to_string()),
+        (QuestionStatus::Answered, None) if q.stalled.is_some() => Some(match q.answer.as_deref() {
+            Some(crate::keep_going::DONE) => format!("⏹ Ended here by {by}: the open steps are cancelled"),
+            _ => format!("▶️ Continue, by {by}: the agent goes on when it resumes"),
+        }),
         (_, Some(PermissionOutcome::Answered { answer: answer @ PermissionAnswer::Deny { .. } })) => {
             Some(format!("⛔ {} by {by}", capitalized(&answer.said())))
         }
@@ -332,9 +340,10 @@ fn capitalized(s: &str) -> String {
 
 /// What to type to answer in a text-style chat.
 pub fn question_reply_hint(q: &Question) -> String {
-    match q.permission {
-        Some(_) => format!("Reply with /plan allow {0} once|session|always, or /plan deny {0} <reason>", q.session),
-        None => format!("Reply with /plan answer {} <your answer>", q.session),
+    match (&q.permission, q.stalled) {
+        (Some(_), _) => format!("Reply with /plan allow {0} once|session|always, or /plan deny {0} <reason>", q.session),
+        (None, Some(_)) => format!("Reply with /plan answer {} Continue, or /plan answer {} Done", q.session, q.session),
+        (None, None) => format!("Reply with /plan answer {} <your answer>", q.session),
     }
 }
 
@@ -735,6 +744,7 @@ mod tests {
             answered_by: None,
             answered_at: None,
             permission: None,
+            stalled: None,
         };
         let buttons: Vec<(Button, &str)> = option_buttons(&q).collect();
         assert_eq!(buttons.len(), MAX_OPTIONS);

@@ -144,6 +144,64 @@ pub fn answer(session: &Session, n: u32, cycles: u32, harness: crate::Harness) -
     Answer::KeepGoing(text)
 }
 
+/// The two answers of the stalled card: go on, or end the plan here.
+pub const CONTINUE: &str = "Continue";
+pub const DONE: &str = "Done";
+
+/// What a stalled card asks, and remembers: the step the agent stopped at.
+/// Set only by the engine (never from an agent's question), so an answer
+/// to it may act on the plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stalled {
+    /// The open step the agent stopped at (0-based).
+    pub step: usize,
+}
+
+/// Who the harness is, for a person reading the card.
+fn agent_name(harness: crate::Harness) -> &'static str {
+    match harness {
+        crate::Harness::ClaudeCode => "Claude",
+        crate::Harness::Codex => "Codex",
+        crate::Harness::Api => "The agent",
+    }
+}
+
+/// The stalled card's text: where it stopped, what it last said (cut),
+/// and what each button does.
+pub fn stalled_text(session: &Session, stops: u32, last_message: &str) -> String {
+    let total = session.steps.len();
+    let (number, step) = next_open_step(session).map_or((0, String::new()), |(n, s)| (n + 1, crate::text::cut_chars(s, 200)));
+    let mut out =
+        format!("{} stopped at step {number} of {total}: \"{step}\" ({stops} stops without progress).", agent_name(session.harness));
+    if !last_message.trim().is_empty() {
+        out.push_str(&format!("\nIt said: \"{}\"", crate::text::cut_chars(last_message.trim(), 300)));
+    }
+    out.push_str("\n\nContinue: it goes on with this step when it resumes. Done: the open steps are cancelled and the plan ends here.");
+    out
+}
+
+/// The instruction a person's Continue leaves for the agent.
+pub fn continue_text(session: &Session, who: &str) -> String {
+    let total = session.steps.len();
+    match next_open_step(session) {
+        Some((n, step)) => format!(
+            "[PLAN_CONTINUE] {who} asks you to continue the approved plan: go on with step {} of {total}, \"{}\".",
+            n + 1,
+            crate::text::sanitize_for_injection(step)
+        ),
+        None => format!("[PLAN_CONTINUE] {who} asks you to continue the approved plan."),
+    }
+}
+
+/// The instruction a person's Done leaves for the agent.
+pub fn done_text(cancelled: &[usize], who: &str) -> String {
+    let list: Vec<String> = cancelled.iter().map(|n| (n + 1).to_string()).collect();
+    format!(
+        "[PLAN_DONE] {who} ended the approved plan here: step(s) {} are cancelled. Do not carry them out; stop, or propose a new plan for further work.",
+        list.join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

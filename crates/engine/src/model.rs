@@ -266,6 +266,11 @@ pub struct Question {
     /// graded answers instead of free options.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permission: Option<crate::permission::PermissionAsk>,
+    /// Set when plangate asks, not the agent: the agent stopped with the
+    /// approved plan's steps open ([`crate::keep_going::Stalled`]); the
+    /// answers are Continue and Done.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stalled: Option<crate::keep_going::Stalled>,
 }
 
 /// Everything the engine knows about one session.

@@ -256,6 +256,7 @@ async fn questions_have_option_buttons_other_and_show_the_answer() {
         answered_by: None,
         answered_at: None,
         permission: None,
+        stalled: None,
     };
     let delivery = channel.post_question(&destination(Style::Buttons), &question).await.unwrap();
     let post = fake.wait_for_count(WAIT, "POST", "/messages", 1).await.remove(0);

@@ -282,6 +282,7 @@ async fn questions_get_one_button_per_option_and_show_the_answer_afterwards() {
         answered_by: None,
         answered_at: None,
         permission: None,
+        stalled: None,
     };
     let delivery = h.channel().post_question(&destination(Style::Buttons), &q).await.unwrap();
     let post = h.fake.calls("chat.postMessage")[0].json().clone();

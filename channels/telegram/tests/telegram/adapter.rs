@@ -733,6 +733,7 @@ async fn questions_have_one_button_per_option_and_other_asks_for_text() {
         answered_by: None,
         answered_at: None,
         permission: None,
+        stalled: None,
     };
     let channel = &running.adapter.channel;
     let delivery = channel.post_question(&destination(Style::Buttons), &question).await.unwrap();

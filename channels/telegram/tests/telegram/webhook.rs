@@ -103,6 +103,7 @@ async fn a_reply_to_agent_text_that_mimics_a_prompt_tag_is_not_a_prompt() {
         answered_by: None,
         answered_at: None,
         permission: None,
+        stalled: None,
     };
     let delivery = running.adapter.channel.post_question(&destination(Style::Buttons), &question).await.unwrap();
     let posted = fake.wait_call("sendMessage", 1, WAIT).await;

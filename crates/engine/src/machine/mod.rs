@@ -236,6 +236,10 @@ fn update_plan(
     let progressed = merged.iter().any(|m| t.state.session.steps.iter().all(|s| s.step != m.step || s.status != m.status));
     if progressed {
         t.state.session.stop_count = 0;
+        // It went on by itself: the stalled card has nothing left to ask.
+        if t.state.session.pending_question.as_ref().is_some_and(|q| q.stalled.is_some()) {
+            questions::expire_stalled(t, "the agent went on by itself", ctx);
+        }
     }
     t.state.session.steps = merged;
     let session = &t.state.session;
@@ -486,8 +490,38 @@ fn stopping(t: &mut Transition, actor: &Actor, last_message: Option<String>, ctx
         Answer::Stop(why) => format!("{why}: let stop{}", quoted(&said)),
     };
     audit(t, actor, "stopping", latest, detail, ctx);
+    // Stalled past every instruction and continue: people decide whether
+    // it goes on (a card with Continue and Done in the plan's thread).
+    if matches!(answer, Answer::Stop(_)) && t.state.session.pending_question.is_none() {
+        post_stalled(t, actor, n, &said, ctx);
+    }
     t.keep_going = Some(answer);
     Ok(())
+}
+
+/// Post the stalled card: a question plangate asks the approvers, marked
+/// so that only its answers act on the plan ([`questions::answer_stalled`]).
+fn post_stalled(t: &mut Transition, actor: &Actor, stops: u32, said: &str, ctx: &Ctx) {
+    let session = &t.state.session;
+    let Some((step, _)) = crate::keep_going::next_open_step(session) else { return };
+    let question_id = ApprovalId(ctx.random);
+    t.state.session.pending_question = Some(Question {
+        question_id,
+        session: session.key.clone(),
+        question: crate::keep_going::stalled_text(session, stops, said),
+        options: vec![crate::keep_going::CONTINUE.to_string(), crate::keep_going::DONE.to_string()],
+        allow_freetext: false,
+        asked_at: ctx.now,
+        status: QuestionStatus::Pending,
+        answer: None,
+        answered_by: None,
+        answered_at: None,
+        permission: None,
+        stalled: Some(crate::keep_going::Stalled { step }),
+    });
+    t.effects.push(Effect::PostQuestion { question_id });
+    let latest = t.state.latest.as_ref().map(|p| (p.approval_id, p.version));
+    audit(t, actor, "stalled", latest, format!("{question_id}: stopped at step {} of {}", step + 1, t.state.session.steps.len()), ctx);
 }
 
 fn quoted(said: &str) -> String {

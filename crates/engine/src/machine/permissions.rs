@@ -79,6 +79,7 @@ pub(super) fn ask_permission(
                 answered_by: None,
                 answered_at: None,
                 permission: Some(ask),
+                stalled: None,
             };
             t.state.session.pending_permission = Some(question);
             t.effects.push(Effect::PostQuestion { question_id });

@@ -41,6 +41,7 @@ pub(super) fn ask(
         answered_by: None,
         answered_at: None,
         permission: None,
+        stalled: None,
     });
     t.effects.push(Effect::PostQuestion { question_id });
     audit(t, actor, "ask", None, format!("{question_id}: {question}"), ctx);
@@ -71,6 +72,9 @@ pub(super) fn answer_question(
     let Some(mut question) = t.state.session.pending_question.take() else {
         return Err(Refusal::Stale("There is no open question.".to_string()));
     };
+    if let Some(stalled) = question.stalled {
+        return answer_stalled(t, actor, question, stalled, &answer, ctx);
+    }
     question.status = QuestionStatus::Answered;
     question.answer = Some(answer.clone());
     question.answered_by = Some(actor.label());
@@ -90,4 +94,73 @@ pub(super) fn answer_question(
     t.effects.push(Effect::Wake);
     audit(t, actor, "answer", None, format!("{id}: {answer}"), ctx);
     Ok(())
+}
+
+/// A person answered the stalled card ([`crate::keep_going`]): Continue
+/// leaves the agent an instruction to go on with the open step (taken by
+/// the Claude Code channel, the next prompt or session start, or a waiting
+/// call) and counts its stops afresh; Done cancels the open steps, which
+/// ends the plan, and tells the agent so.
+fn answer_stalled(
+    t: &mut Transition,
+    actor: &Actor,
+    mut question: Question,
+    stalled: crate::keep_going::Stalled,
+    answer: &str,
+    ctx: &Ctx,
+) -> Result<(), Refusal> {
+    use crate::keep_going::{CONTINUE, DONE};
+    if !matches!(t.state.session.approval, ApprovalState::Approved | ApprovalState::Edited) || t.state.session.mode != Mode::Normal {
+        t.state.session.pending_question = Some(question);
+        expire_stalled(t, "the plan is no longer executing", ctx);
+        return Err(Refusal::Stale("The plan is no longer executing; nothing to continue or end.".to_string()));
+    }
+    let who = actor.label();
+    let id = question.question_id;
+    let (text, detail) = if answer == CONTINUE {
+        t.state.session.stop_count = 0;
+        (crate::keep_going::continue_text(&t.state.session, &who), format!("{id}: continue from step {}", stalled.step + 1))
+    } else if answer == DONE {
+        let mut cancelled = Vec::new();
+        for (n, step) in t.state.session.steps.iter_mut().enumerate() {
+            if matches!(step.status, crate::plan::StepStatus::Pending | crate::plan::StepStatus::InProgress) {
+                step.status = crate::plan::StepStatus::Cancelled;
+                cancelled.push(n);
+            }
+        }
+        let list: Vec<String> = cancelled.iter().map(|n| (n + 1).to_string()).collect();
+        let detail = format!("{id}: plan ended at step {}; cancelled step(s) {}", stalled.step + 1, list.join(", "));
+        if let Some(p) = t.state.latest.as_ref() {
+            let line = format!("- {} — {who} ended the plan here; step(s) {} cancelled", ctx.now.rfc3339(), list.join(", "));
+            t.effects.push(Effect::AppendReceipt { approval_id: p.approval_id, text: line });
+        }
+        (crate::keep_going::done_text(&cancelled, &who), detail)
+    } else {
+        t.state.session.pending_question = Some(question);
+        return Err(Refusal::InvalidRequest(format!("choose one of: {CONTINUE} | {DONE}")));
+    };
+    question.status = QuestionStatus::Answered;
+    question.answer = Some(answer.to_string());
+    question.answered_by = Some(who);
+    question.answered_at = Some(ctx.now);
+    // In place of any untaken text: the agent reported steps of the
+    // approved plan, so it has had the decision; this is what it needs now.
+    t.state.session.injection = Some(text);
+    t.answered = Some(question);
+    t.effects.push(Effect::UpdateQuestion { question_id: id });
+    t.effects.push(Effect::Wake);
+    let latest = t.state.latest.as_ref().map(|p| (p.approval_id, p.version));
+    audit(t, actor, "stalled_answer", latest, detail, ctx);
+    Ok(())
+}
+
+/// The stalled card has nothing left to ask: it expires, and its cards
+/// say why.
+pub(super) fn expire_stalled(t: &mut Transition, why: &str, ctx: &Ctx) {
+    let Some(mut q) = t.state.session.pending_question.take_if(|q| q.stalled.is_some()) else { return };
+    q.status = QuestionStatus::Expired;
+    q.answered_at = Some(ctx.now);
+    q.answer = Some(why.to_string());
+    t.effects.push(Effect::UpdateQuestion { question_id: q.question_id });
+    t.answered = Some(q);
 }

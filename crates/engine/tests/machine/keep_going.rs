@@ -75,3 +75,78 @@ fn auto_continue_off_leaves_only_the_three_instructions() {
     }
     assert!(matches!(last, Some(Answer::Stop(_))), "{last:?}");
 }
+
+/// Stop until the count runs out; the state with the stalled card.
+fn stalled() -> (State, String) {
+    let (s, _) = approved();
+    let first = s.session.steps[0].step.clone();
+    let second = s.session.steps[1].step.clone();
+    let mut s = progressed(&s, &first, StepStatus::Completed);
+    for _ in 0..7 {
+        s = ok(&s, &Actor::Agent, stop(), &ctx(4)).state;
+    }
+    (s, second)
+}
+
+fn answer(q: &plangate_engine::Question, with: &str) -> Command {
+    Command::Answer { question_id: Some(q.question_id), answer: with.to_string() }
+}
+
+#[test]
+fn a_stall_posts_a_card_whose_continue_sends_the_agent_back_to_the_open_step() {
+    let (s, second) = stalled();
+    let q = s.session.pending_question.clone().expect("the stalled card");
+    assert!(q.stalled.is_some());
+    assert_eq!(q.options, ["Continue", "Done"]);
+    assert!(q.question.contains("stopped at step 2 of") && q.question.contains("Shall I continue?"), "{}", q.question);
+    // Further stops are let go at once while people decide.
+    let again = ok(&s, &Actor::Agent, stop(), &ctx(5));
+    assert!(matches!(again.keep_going, Some(Answer::Stop(_))));
+    // Only the two answers; an agent cannot answer it.
+    assert!(matches!(refused(&s, &alice(), answer(&q, "yes"), &ctx(5)), Refusal::InvalidRequest(_)));
+    assert!(matches!(refused(&s, &Actor::Agent, answer(&q, "Continue"), &ctx(5)), Refusal::Forbidden(_)));
+    let t = ok(&s, &alice(), answer(&q, "Continue"), &ctx(6));
+    let injection = t.state.session.injection.clone().unwrap();
+    assert!(injection.starts_with("[PLAN_CONTINUE]") && injection.contains(&second), "{injection}");
+    assert_eq!(t.state.session.stop_count, 0);
+    assert!(t.state.session.pending_question.is_none());
+    assert!(t.effects.iter().any(|e| matches!(e, Effect::UpdateQuestion { .. })));
+    // The next stop is counted afresh: a reminder again.
+    let next = ok(&t.state, &Actor::Agent, stop(), &ctx(7));
+    assert!(matches!(next.keep_going, Some(Answer::KeepGoing(_))));
+}
+
+#[test]
+fn done_on_a_stalled_card_cancels_the_open_steps_and_tells_the_agent() {
+    let (s, _) = stalled();
+    let q = s.session.pending_question.clone().unwrap();
+    let t = ok(&s, &alice(), answer(&q, "Done"), &ctx(6));
+    assert!(t.state.session.steps[1..].iter().all(|st| st.status == StepStatus::Cancelled));
+    assert_eq!(t.state.session.steps[0].status, StepStatus::Completed);
+    assert!(t.state.session.injection.as_deref().unwrap().starts_with("[PLAN_DONE]"));
+    assert!(t.effects.iter().any(|e| matches!(e, Effect::AppendReceipt { .. })));
+    assert!(audit(&t).iter().any(|a| a.4.contains("plan ended at step 2")), "{:?}", audit(&t));
+    // Nothing is open: the agent may stop.
+    assert!(matches!(ok(&t.state, &Actor::Agent, stop(), &ctx(7)).keep_going, Some(Answer::Stop(_))));
+}
+
+#[test]
+fn progress_expires_the_stalled_card_and_an_agents_question_is_never_one() {
+    let (s, second) = stalled();
+    let t = ok(
+        &s,
+        &Actor::Agent,
+        Command::UpdatePlan { steps: vec![StepUpdate::status(&second, StepStatus::InProgress)], merge: true, explanation: None },
+        &ctx(6),
+    );
+    assert!(t.state.session.pending_question.is_none());
+    assert_eq!(t.answered.as_ref().map(|q| q.status), Some(plangate_engine::QuestionStatus::Expired));
+    // An agent's own question with the same options acts on nothing.
+    let (s, _) = approved();
+    let ask = Command::Ask { question: "Stalled?".into(), options: vec!["Continue".into(), "Done".into()], allow_freetext: false };
+    let s = ok(&s, &Actor::Agent, ask, &ctx(4)).state;
+    let q = s.session.pending_question.clone().unwrap();
+    assert!(q.stalled.is_none());
+    let t = ok(&s, &alice(), answer(&q, "Done"), &ctx(5));
+    assert!(t.state.session.steps.iter().all(|st| st.status != StepStatus::Cancelled));
+}

@@ -450,3 +450,35 @@ async fn a_stop_with_open_steps_keeps_claude_on_the_approved_plan() {
     let (st, v) = call(s.agent(Method::POST, "/v1/sessions/other/stopping").json(&json!({}))).await;
     assert_eq!((st, v["decision"].as_str()), (200, Some("stop")), "{v}");
 }
+
+/// Issue 48: where Claude Code keeps its own to-do list (`TodoWrite`, the
+/// input its shipped `sdk-tools.d.ts` gives: `{"todos": [{"content",
+/// "status", "activeForm"}]}`), the hook relays it; a to-do that repeats a
+/// plan step moves the step, and a stop is answered with the next one.
+#[tokio::test]
+async fn a_claude_todo_list_is_the_approved_plans_progress() {
+    let s = ServerProcess::start(BIN, "").await;
+    let state = tempfile::tempdir().expect("state dir");
+    let stop = event("stop.json", "todo");
+    let sid = stop["session_id"].as_str().expect("session").to_string();
+    let plan = json!({"title": "Add retries", "steps": [{"step": "Read the uploader"}, {"step": "Add retries to the uploader"}]});
+    crate::sec_amend::approved(&s, &sid, plan).await;
+    let mut write = event("pre_tool_use_read.json", "todo");
+    write["tool_name"] = json!("TodoWrite");
+    write["tool_input"] = json!({"todos": [
+        {"content": "Read the uploader", "status": "completed", "activeForm": "Reading the uploader"},
+        {"content": "Add retries to the uploader", "status": "in_progress", "activeForm": "Adding retries"},
+        {"content": "Run the tests ✓ — ünïcödé", "status": "pending", "activeForm": "Testing", "priority": "high"}
+    ]});
+    let run = hook(&s, &write, &[], state.path()).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!run.stdout.contains("\"deny\""), "the to-do list is never blocked: {}", run.stdout);
+    let v = crate::kit::status(&s, &sid).await;
+    assert_eq!((v["steps"][0]["status"].as_str(), v["steps"][1]["status"].as_str()), (Some("completed"), Some("in_progress")), "{v}");
+    let run = hook(&s, &stop, &[], state.path()).await;
+    let v: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}", run.stdout));
+    assert_eq!(v["decision"], "block", "{v}");
+    assert!(v["reason"].as_str().unwrap_or("").contains("step 2 of 2"), "{v}");
+    let audit = crate::kit::audit_actions(&s, &sid).await;
+    assert!(audit.iter().any(|a| a == "todos"), "{audit:?}");
+}

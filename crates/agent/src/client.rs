@@ -552,6 +552,13 @@ impl Client {
         Ok((answer["decision"] == "continue").then(|| answer["reason"].as_str().unwrap_or_default().to_string()))
     }
 
+    /// `POST /v1/sessions/{id}/todos`: the harness's own to-do list, as it
+    /// wrote it (`[{"content", "status", …}]`).
+    pub async fn todos(&self, session_id: &str, todos: &Value) -> Result<(), AgentError> {
+        let path = Self::session_path(session_id, "/todos")?;
+        self.ok(reqwest::Method::POST, &path, Some(json!({"todos": todos}))).await.map(|_| ())
+    }
+
     /// `GET /v1/sessions/{id}/permissions/{question_id}?wait=N` (one long-poll).
     pub async fn permission(&self, session_id: &str, question_id: &str, wait: Duration) -> Result<Value, AgentError> {
         if !is_hex_id(question_id) {

@@ -133,6 +133,11 @@ pub enum Command {
         /// The agent's last message, for the audit (cut).
         last_message: Option<String>,
     },
+    /// The harness wrote its own to-do list (Claude Code's `TodoWrite`):
+    /// progress of the approved plan ([`crate::keep_going::Todo`]).
+    Todos {
+        todos: Vec<crate::keep_going::Todo>,
+    },
 }
 
 impl Command {
@@ -165,6 +170,7 @@ impl Command {
             Command::TimerFired(Timer { kind: TimerKind::AgentNudge(_), .. }) => "agent_nudge",
             Command::TimerFired(Timer { kind: TimerKind::SubagentExpiry, .. }) => "subagent_expiry",
             Command::Stopping { .. } => "stopping",
+            Command::Todos { .. } => "todos",
         }
     }
 }

@@ -87,11 +87,73 @@ pub enum Answer {
     Stop(String),
 }
 
-/// The step to go on with: the one in progress, else the first pending.
+/// The most to-dos of a harness's own list plangate keeps, and the longest
+/// text of one (a list is the agent's; the rest is cut, never refused).
+pub const MAX_TODOS: usize = 100;
+pub const MAX_TODO_CHARS: usize = 500;
+
+/// One item of the harness's own to-do list (Claude Code's `TodoWrite`:
+/// `{"content", "status", "activeForm"}`), as last seen: progress where the
+/// agent reports no plan steps. Unknown fields are ignored: the harness
+/// may add any.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Todo {
+    pub content: String,
+    #[serde(default)]
+    pub status: StepStatus,
+}
+
+/// The open work to go on with: a step of the plan, or, where the agent
+/// reports no step, an item of its own to-do list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Open<'a> {
+    /// 0-based.
+    pub index: usize,
+    pub total: usize,
+    pub text: &'a str,
+    /// "step" or "to-do".
+    pub noun: &'static str,
+}
+
+/// Whether a to-do and a plan step name the same work: equal once case,
+/// spacing, a leading number or bullet and a final period are set aside
+/// ("2. Add retries." is "add retries"). Exact otherwise: a to-do that
+/// merely resembles a step leaves it alone.
+pub fn same_work(a: &str, b: &str) -> bool {
+    fn key(text: &str) -> String {
+        let t = text.trim();
+        let t = t.trim_start_matches(|c: char| c.is_ascii_digit() || matches!(c, '.' | ')' | '-' | '*' | '•')).trim();
+        let t = t.trim_end_matches('.');
+        t.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+    }
+    let (a, b) = (key(a), key(b));
+    !a.is_empty() && a == b
+}
+
+/// Whether the agent reports the plan's steps (any left `pending`).
+fn steps_reported(session: &Session) -> bool {
+    session.steps.iter().any(|s| s.status != StepStatus::Pending)
+}
+
+/// The step to go on with: the one in progress, else the first pending;
+/// where no step is reported, the harness's to-do list the same way.
+pub fn next_open(session: &Session) -> Option<Open<'_>> {
+    fn first<'a>(items: impl Iterator<Item = (&'a str, StepStatus)> + Clone) -> Option<(usize, &'a str)> {
+        let find = |want: StepStatus| items.clone().position(|(_, s)| s == want);
+        let n = find(StepStatus::InProgress).or_else(|| find(StepStatus::Pending))?;
+        items.clone().nth(n).map(|(text, _)| (n, text))
+    }
+    if steps_reported(session) || session.todos.is_empty() {
+        let (index, text) = first(session.steps.iter().map(|s| (s.step.as_str(), s.status)))?;
+        return Some(Open { index, total: session.steps.len(), text, noun: "step" });
+    }
+    let (index, text) = first(session.todos.iter().map(|t| (t.content.as_str(), t.status)))?;
+    Some(Open { index, total: session.todos.len(), text, noun: "to-do" })
+}
+
+/// The step to go on with (see [`next_open`]): its index and text.
 pub fn next_open_step(session: &Session) -> Option<(usize, &str)> {
-    let open = |want: StepStatus| session.steps.iter().position(|s| s.status == want);
-    let n = open(StepStatus::InProgress).or_else(|| open(StepStatus::Pending))?;
-    Some((n, session.steps[n].step.as_str()))
+    next_open(session).map(|o| (o.index, o.text))
 }
 
 /// Why the agent may stop now without being held back, if it may.
@@ -106,11 +168,11 @@ pub fn free_to_stop(session: &Session) -> Option<&'static str> {
     if session.pending_question.is_some() || session.pending_permission.is_some() {
         return Some("a question waits for an answer");
     }
-    if next_open_step(session).is_none() {
-        return Some("no step of the plan is open");
-    }
-    if session.steps.iter().all(|s| s.status == StepStatus::Pending) {
+    if !steps_reported(session) && session.todos.is_empty() {
         return Some("the agent does not report its steps, so the next one cannot be told");
+    }
+    if next_open(session).is_none() {
+        return Some("no step of the plan is open");
     }
     None
 }
@@ -118,28 +180,29 @@ pub fn free_to_stop(session: &Session) -> Option<&'static str> {
 /// The answer to stop number `n` (1-based, counted since the last
 /// progress) with `cycles` continue cycles allowed after the levels.
 pub fn answer(session: &Session, n: u32, cycles: u32, harness: crate::Harness) -> Answer {
-    let Some((index, step)) = next_open_step(session) else { return Answer::Stop("no step of the plan is open".to_string()) };
-    let total = session.steps.len();
-    let step = crate::text::sanitize_for_injection(step);
-    let number = index + 1;
-    let report = match harness {
-        crate::Harness::Api => "then report it with update_plan (status completed)",
-        crate::Harness::ClaudeCode | crate::Harness::Codex => "then say it is done",
+    let Some(open) = next_open(session) else { return Answer::Stop("no step of the plan is open".to_string()) };
+    let (total, noun) = (open.total, open.noun);
+    let step = crate::text::sanitize_for_injection(open.text);
+    let number = open.index + 1;
+    let report = match (harness, noun) {
+        (_, "to-do") => "then mark it completed in your to-do list",
+        (crate::Harness::Api, _) => "then report it with update_plan (status completed)",
+        (crate::Harness::ClaudeCode | crate::Harness::Codex, _) => "then say it is done",
     };
     let text = match n {
         1 => format!(
-            "[PLAN_CONTINUE] The approved plan is not finished: step {number} of {total} is open (\"{step}\"). The approval covers it, so there is no need to ask whether to continue: go on with it."
+            "[PLAN_CONTINUE] The approved plan is not finished: {noun} {number} of {total} is open (\"{step}\"). The approval covers it, so there is no need to ask whether to continue: go on with it."
         ),
         2 => format!(
-            "[PLAN_CONTINUE] Do step {number} of {total} now: \"{step}\"; {report}. Do not stop or ask for confirmation: the human approved every step of this plan."
+            "[PLAN_CONTINUE] Do {noun} {number} of {total} now: \"{step}\"; {report}. Do not stop or ask for confirmation: the human approved every step of this plan."
         ),
         3 => format!(
-            "[PLAN_CONTINUE] The approved plan's step {number} of {total} (\"{step}\") is still open. Go on with it; if you cannot, report it as cancelled with the reason (update_plan, status cancelled) or say why, so the approvers know the plan is blocked."
+            "[PLAN_CONTINUE] The approved plan's {noun} {number} of {total} (\"{step}\") is still open. Go on with it; if you cannot, report it as cancelled with the reason (update_plan, status cancelled) or say why, so the approvers know the plan is blocked."
         ),
         n if n <= LEVELS + cycles => {
-            format!("[PLAN_CONTINUE] Continue with the approved plan: step {number} of {total}, \"{step}\" ({} of {cycles} automatic continues).", n - LEVELS)
+            format!("[PLAN_CONTINUE] Continue with the approved plan: {noun} {number} of {total}, \"{step}\" ({} of {cycles} automatic continues).", n - LEVELS)
         }
-        _ => return Answer::Stop(format!("stalled at step {number} of {total} (\"{step}\") after {n} stops without progress")),
+        _ => return Answer::Stop(format!("stalled at {noun} {number} of {total} (\"{step}\") after {n} stops without progress")),
     };
     Answer::KeepGoing(text)
 }
@@ -169,25 +232,28 @@ fn agent_name(harness: crate::Harness) -> &'static str {
 /// The stalled card's text: where it stopped, what it last said (cut),
 /// and what each button does.
 pub fn stalled_text(session: &Session, stops: u32, last_message: &str) -> String {
-    let total = session.steps.len();
-    let (number, step) = next_open_step(session).map_or((0, String::new()), |(n, s)| (n + 1, crate::text::cut_chars(s, 200)));
+    let (noun, number, total, step) = next_open(session)
+        .map_or(("step", 0, session.steps.len(), String::new()), |o| (o.noun, o.index + 1, o.total, crate::text::cut_chars(o.text, 200)));
     let mut out =
-        format!("{} stopped at step {number} of {total}: \"{step}\" ({stops} stops without progress).", agent_name(session.harness));
+        format!("{} stopped at {noun} {number} of {total}: \"{step}\" ({stops} stops without progress).", agent_name(session.harness));
     if !last_message.trim().is_empty() {
         out.push_str(&format!("\nIt said: \"{}\"", crate::text::cut_chars(last_message.trim(), 300)));
     }
-    out.push_str("\n\nContinue: it goes on with this step when it resumes. Done: the open steps are cancelled and the plan ends here.");
+    out.push_str(&format!(
+        "\n\nContinue: it goes on with this {noun} when it resumes. Done: the open steps are cancelled and the plan ends here."
+    ));
     out
 }
 
 /// The instruction a person's Continue leaves for the agent.
 pub fn continue_text(session: &Session, who: &str) -> String {
-    let total = session.steps.len();
-    match next_open_step(session) {
-        Some((n, step)) => format!(
-            "[PLAN_CONTINUE] {who} asks you to continue the approved plan: go on with step {} of {total}, \"{}\".",
-            n + 1,
-            crate::text::sanitize_for_injection(step)
+    match next_open(session) {
+        Some(o) => format!(
+            "[PLAN_CONTINUE] {who} asks you to continue the approved plan: go on with {} {} of {}, \"{}\".",
+            o.noun,
+            o.index + 1,
+            o.total,
+            crate::text::sanitize_for_injection(o.text)
         ),
         None => format!("[PLAN_CONTINUE] {who} asks you to continue the approved plan."),
     }

@@ -300,6 +300,11 @@ pub struct Session {
     /// steps open since it last made progress ([`crate::keep_going`]).
     #[serde(default, skip_serializing_if = "is_no_stop")]
     pub stop_count: u32,
+    /// The harness's own to-do list as last seen (Claude Code's
+    /// `TodoWrite`), while an approved plan executes: its progress where the
+    /// agent reports no plan steps ([`crate::keep_going::next_open`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub todos: Vec<crate::keep_going::Todo>,
     /// What people allowed "for this session" ([`crate::permission`]),
     /// until the plan is replaced or done.
     #[serde(default)]
@@ -368,6 +373,7 @@ impl Session {
             pending_permission: None,
             permission_settled_at: None,
             stop_count: 0,
+            todos: Vec::new(),
             session_rules: Vec::new(),
             injection: None,
             latest_approval: None,

@@ -130,6 +130,7 @@ pub fn apply(state: &State, actor: &Actor, command: Command, ctx: &Ctx) -> Resul
             t.changed = t.taken_injection.is_some();
         }
         Command::Stopping { last_message } => stopping(&mut t, actor, last_message, ctx)?,
+        Command::Todos { todos } => harness_todos(&mut t, actor, todos, ctx)?,
         Command::TimerFired(timer) => {
             if !matches!(actor, Actor::Scheduler) {
                 return Err(Refusal::Forbidden("only the scheduler fires timers".to_string()));
@@ -258,18 +259,25 @@ fn update_plan(
         return open_amendment(t, actor, added, Vec::new(), ctx);
     }
     if executing {
-        if let Some((id, _)) = latest {
-            t.effects.push(Effect::UpdateCards { approval_id: id });
-        }
-        if all_closed && t.state.session.amendment_pending.is_none() {
-            t.state.session.approval = ApprovalState::None;
-            amendment::reset(&mut t.state.session);
-            end_session_permissions(t, ctx);
-            detail.push_str("; every step is closed, the plan is complete");
-        }
+        executed_steps_changed(t, all_closed, &mut detail, ctx);
     }
     audit(t, actor, "update_plan", latest, detail, ctx);
     Ok(())
+}
+
+/// The executing plan's step statuses changed: its cards show the live
+/// list, and when every step is closed (and no amendment waits) the plan
+/// is complete.
+fn executed_steps_changed(t: &mut Transition, all_closed: bool, detail: &mut String, ctx: &Ctx) {
+    if let Some(p) = &t.state.latest {
+        t.effects.push(Effect::UpdateCards { approval_id: p.approval_id });
+    }
+    if all_closed && t.state.session.amendment_pending.is_none() {
+        t.state.session.approval = ApprovalState::None;
+        amendment::reset(&mut t.state.session);
+        end_session_permissions(t, ctx);
+        detail.push_str("; every step is closed, the plan is complete");
+    }
 }
 
 /// The timers of a new proposal (or amendment): approver reminders, the
@@ -496,6 +504,57 @@ fn stopping(t: &mut Transition, actor: &Actor, last_message: Option<String>, ctx
         post_stalled(t, actor, n, &said, ctx);
     }
     t.keep_going = Some(answer);
+    Ok(())
+}
+
+/// The harness's own to-do list, seen while an approved plan executes:
+/// kept (bounded, cut) as the plan's progress where the agent reports no
+/// steps, a step whose text it repeats takes its status, and any change
+/// counts as progress (the stops are counted afresh, a stalled card
+/// expires). Outside an executing plan it is none of plangate's business.
+fn harness_todos(t: &mut Transition, actor: &Actor, todos: Vec<crate::keep_going::Todo>, ctx: &Ctx) -> Result<(), Refusal> {
+    use crate::keep_going::{Todo, MAX_TODOS, MAX_TODO_CHARS};
+    require_agent(actor)?;
+    let session = &mut t.state.session;
+    let executing = session.mode == Mode::Normal && matches!(session.approval, ApprovalState::Approved | ApprovalState::Edited);
+    if !executing {
+        t.changed = false;
+        return Ok(());
+    }
+    let todos: Vec<Todo> = todos
+        .into_iter()
+        .take(MAX_TODOS)
+        .map(|todo| Todo { content: crate::text::cut_chars(todo.content.trim(), MAX_TODO_CHARS), status: todo.status })
+        .collect();
+    let mut steps_moved = 0;
+    for step in session.steps.iter_mut() {
+        if let Some(todo) = todos.iter().find(|todo| crate::keep_going::same_work(&todo.content, &step.step)) {
+            if step.status != todo.status {
+                step.status = todo.status;
+                steps_moved += 1;
+            }
+        }
+    }
+    let progressed = steps_moved > 0 || todos.iter().any(|todo| !session.todos.iter().any(|was| was == todo));
+    if !progressed && todos.len() == session.todos.len() {
+        t.changed = false;
+        return Ok(());
+    }
+    let done = todos.iter().filter(|todo| todo.status == crate::plan::StepStatus::Completed).count();
+    let mut detail = format!("to-do list: {done} of {} done; {steps_moved} plan step(s) updated", todos.len());
+    session.todos = todos;
+    let all_closed = !session.steps.is_empty() && session.steps.iter().all(|s| s.status.is_closed());
+    if progressed {
+        session.stop_count = 0;
+        if session.pending_question.as_ref().is_some_and(|q| q.stalled.is_some()) {
+            questions::expire_stalled(t, "the agent went on by itself", ctx);
+        }
+    }
+    if steps_moved > 0 {
+        executed_steps_changed(t, all_closed, &mut detail, ctx);
+    }
+    let latest = t.state.latest.as_ref().map(|p| (p.approval_id, p.version));
+    audit(t, actor, "todos", latest, detail, ctx);
     Ok(())
 }
 

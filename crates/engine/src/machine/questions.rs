@@ -128,6 +128,12 @@ fn answer_stalled(
                 cancelled.push(n);
             }
         }
+        // The harness's own list ends with it.
+        for todo in t.state.session.todos.iter_mut() {
+            if matches!(todo.status, crate::plan::StepStatus::Pending | crate::plan::StepStatus::InProgress) {
+                todo.status = crate::plan::StepStatus::Cancelled;
+            }
+        }
         let list: Vec<String> = cancelled.iter().map(|n| (n + 1).to_string()).collect();
         let detail = format!("{id}: plan ended at step {}; cancelled step(s) {}", stalled.step + 1, list.join(", "));
         if let Some(p) = t.state.latest.as_ref() {

@@ -150,3 +150,50 @@ fn progress_expires_the_stalled_card_and_an_agents_question_is_never_one() {
     let t = ok(&s, &alice(), answer(&q, "Done"), &ctx(5));
     assert!(t.state.session.steps.iter().all(|st| st.status != StepStatus::Cancelled));
 }
+
+fn todo(content: &str, status: StepStatus) -> plangate_engine::keep_going::Todo {
+    plangate_engine::keep_going::Todo { content: content.to_string(), status }
+}
+
+#[test]
+fn the_harness_to_do_list_is_the_progress_where_no_step_is_reported() {
+    let (s, _) = approved();
+    let steps: Vec<String> = s.session.steps.iter().map(|st| st.step.clone()).collect();
+    // Its own words: no plan step moves, but the list tells what is next.
+    let own = vec![todo("Look at the code", StepStatus::Completed), todo("Write the backoff", StepStatus::Pending)];
+    let t = ok(&s, &Actor::Agent, Command::Todos { todos: own.clone() }, &ctx(4));
+    assert!(t.state.session.steps.iter().all(|st| st.status == StepStatus::Pending));
+    let stop = ok(&t.state, &Actor::Agent, stop(), &ctx(5));
+    assert!(
+        matches!(&stop.keep_going, Some(Answer::KeepGoing(text)) if text.contains("to-do 2 of 2") && text.contains("Write the backoff")),
+        "{:?}",
+        stop.keep_going
+    );
+    // The same list again is no progress; a change is.
+    let again = ok(&stop.state, &Actor::Agent, Command::Todos { todos: own }, &ctx(6));
+    assert_eq!(again.state.session.stop_count, 1);
+    // A to-do that repeats a step (numbered, other case) moves the step.
+    let mirrored = vec![todo(&format!("1. {}.", steps[0].to_uppercase()), StepStatus::Completed), todo(&steps[1], StepStatus::InProgress)];
+    let t = ok(&again.state, &Actor::Agent, Command::Todos { todos: mirrored }, &ctx(7));
+    assert_eq!(t.state.session.stop_count, 0);
+    assert_eq!(t.state.session.steps[0].status, StepStatus::Completed);
+    assert_eq!(t.state.session.steps[1].status, StepStatus::InProgress);
+    assert!(t.effects.iter().any(|e| matches!(e, Effect::UpdateCards { .. })));
+    // Every step closed through the list: the plan is complete.
+    let all: Vec<_> = steps.iter().map(|st| todo(st, StepStatus::Completed)).collect();
+    let t = ok(&t.state, &Actor::Agent, Command::Todos { todos: all }, &ctx(8));
+    assert!(audit(&t).iter().any(|a| a.4.contains("the plan is complete")), "{:?}", audit(&t));
+}
+
+#[test]
+fn a_to_do_list_outside_an_executing_plan_is_not_kept_and_a_huge_one_is_cut() {
+    let (s, _) = pending();
+    let t = ok(&s, &Actor::Agent, Command::Todos { todos: vec![todo("x", StepStatus::Pending)] }, &ctx(4));
+    assert!(!t.changed && t.state.session.todos.is_empty());
+    let (s, _) = approved();
+    let huge: Vec<_> = (0..500).map(|n| todo(&format!("{n} {}", "ü".repeat(10_000)), StepStatus::Pending)).collect();
+    let t = ok(&s, &Actor::Agent, Command::Todos { todos: huge }, &ctx(4));
+    assert_eq!(t.state.session.todos.len(), plangate_engine::keep_going::MAX_TODOS);
+    assert!(t.state.session.todos.iter().all(|td| td.content.chars().count() <= plangate_engine::keep_going::MAX_TODO_CHARS));
+    assert!(matches!(refused(&s, &alice(), Command::Todos { todos: Vec::new() }, &ctx(4)), Refusal::Forbidden(_)));
+}

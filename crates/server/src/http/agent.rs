@@ -306,6 +306,27 @@ pub(super) async fn stopping(
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+pub(super) struct TodosBody {
+    todos: Vec<plangate_engine::keep_going::Todo>,
+}
+
+/// `POST /v1/sessions/{id}/todos`: the harness's own to-do list (Claude
+/// Code's `TodoWrite`, relayed by the hook): the approved plan's progress
+/// where the agent reports no steps. `{"todos": n}` kept; outside an
+/// executing plan nothing is kept (`{"todos": 0}`).
+pub(super) async fn todos(
+    State(core): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    Path(sid): Path<String>,
+    ApiJson(body): ApiJson<TodosBody>,
+) -> Result<Json<Value>, ApiError> {
+    let key = session_key(agent, &sid)?;
+    let done = core.execute(&key, Actor::Agent, Command::Todos { todos: body.todos }, ExecMeta::default()).await?;
+    Ok(Json(json!({"todos": done.transition.state.session.todos.len()})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(super) struct SubagentBody {
     run_id: String,
 }

@@ -46,6 +46,7 @@ pub fn router(core: Arc<Core>) -> Router {
         .route("/v1/sessions/{session_id}/proposals", post(agent::propose))
         .route("/v1/sessions/{session_id}/decision", get(agent::decision))
         .route("/v1/sessions/{session_id}/stopping", post(agent::stopping))
+        .route("/v1/sessions/{session_id}/todos", post(agent::todos))
         .route("/v1/sessions/{session_id}/brief", get(agent::brief))
         .route("/v1/sessions/{session_id}/subagents", post(agent::subagent_open))
         .route("/v1/sessions/{session_id}/subagents/{run_id}", delete(agent::subagent_close))

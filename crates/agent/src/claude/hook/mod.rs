@@ -246,7 +246,7 @@ pub async fn answer(bytes: &[u8], settings: impl FnOnce() -> Result<Settings, Ag
             }
             answer
         }
-        Input::Tool(call) => match tokio::time::timeout(QUICK_BUDGET, gate(&call, &settings)).await {
+        Input::Tool(call) => match tokio::time::timeout(QUICK_BUDGET, gate_and_track(&call, &settings)).await {
             // The gate let a permission dialog through: relay it to the
             // approvers (or plangate's rules), within the hook's wait.
             Ok(Answer::NoDecision) if call.event == Event::PermissionRequest => {
@@ -306,6 +306,21 @@ pub async fn answer(bytes: &[u8], settings: impl FnOnce() -> Result<Settings, Ag
             }
         }
     }
+}
+
+/// The gate's answer; for Claude Code's own to-do list (`TodoWrite`, which
+/// the gate lets through), first its items as the approved plan's progress
+/// ([`plangate_engine::keep_going::Todo`]). That is best effort: a list
+/// plangate did not get only means it cannot tell which step is next.
+async fn gate_and_track(call: &ToolCall, settings: &Settings) -> Answer {
+    if call.event == Event::PreToolUse && call.tool_name == "TodoWrite" {
+        if let Some(todos) = call.tool_input.get("todos").filter(|t| t.is_array()) {
+            if let Err(e) = settings.client.todos(&call.session_id, todos).await {
+                eprintln!("plangate: could not record the to-do list: {e}");
+            }
+        }
+    }
+    gate(call, settings).await
 }
 
 /// Record a subagent run opening or closing. These events gate nothing, so

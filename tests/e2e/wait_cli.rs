@@ -219,3 +219,41 @@ async fn wait_never_acts_on_a_decision_made_before_it_started() {
     let output = finished(wait(&s, out.path(), &["--session", "j1", "--approval", "not-an-id"])).await;
     assert_eq!(output.status.code(), Some(2));
 }
+
+/// Issue 54: the README's real setup in a second terminal. With only the
+/// server's own variables exported (`PLANGATE__SERVER__OPERATOR_TOKEN`, one
+/// `PLANGATE__AGENTS__<ID>__TOKEN`), the CLI and the agent's commands use
+/// them; with none, the error names the variable to set, not only a flag.
+#[tokio::test]
+async fn a_second_terminal_needs_only_the_servers_own_variables() {
+    use plangate_testkit::server::OPERATOR_TOKEN;
+    let s = ServerProcess::start(BIN, "").await;
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let mut cmd = std::process::Command::new(BIN);
+        cmd.args(args).env_remove("PLANGATE_OPERATOR_TOKEN").env_remove("PLANGATE_TOKEN").env("PLANGATE_URL", &s.base);
+        for (k, _) in std::env::vars() {
+            if k.starts_with("PLANGATE__") {
+                cmd.env_remove(k);
+            }
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().expect("run plangate")
+    };
+    let url = s.base.clone();
+    let out = run(&["list", "--url", &url], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("PLANGATE_OPERATOR_TOKEN") && err.contains("PLANGATE__SERVER__OPERATOR_TOKEN"), "{err}");
+    let out = run(&["list", "--url", &url], &[("PLANGATE__SERVER__OPERATOR_TOKEN", OPERATOR_TOKEN)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The agent's side: one agent's token exported is the agent's token.
+    let out = run(&["status", "--session", "second-terminal"], &[("PLANGATE__AGENTS__DEMO__TOKEN", AGENT_TOKEN)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Two agents' tokens: none is guessed.
+    let two = [("PLANGATE__AGENTS__DEMO__TOKEN", AGENT_TOKEN), ("PLANGATE__AGENTS__OTHER__TOKEN", "x")];
+    let out = run(&["status", "--session", "second-terminal"], &two);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("PLANGATE_TOKEN"));
+}

@@ -179,7 +179,9 @@ impl Client {
     pub fn from_env(timeouts: Timeouts) -> Result<Client, AgentError> {
         let base = std::env::var("PLANGATE_URL").ok().filter(|u| !u.trim().is_empty()).unwrap_or_else(|| DEFAULT_URL.to_string());
         let token = std::env::var("PLANGATE_TOKEN").ok().filter(|t| !t.trim().is_empty()).ok_or_else(|| {
-            AgentError::Usage("PLANGATE_TOKEN is not set: export the agent's bearer token from the plangate config".to_string())
+            AgentError::Usage(
+                "PLANGATE_TOKEN is not set: export the agent's token from the plangate config (the value of PLANGATE__AGENTS__<ID>__TOKEN the server runs with; exported alone, that one is read too)".to_string(),
+            )
         })?;
         Client::with_timeouts(&base, Some(token), timeouts)
     }

@@ -338,7 +338,8 @@ async fn installer_merges_idempotently_and_keeps_a_backup() {
     // any failure to run it (`|| exit 2`): see sec_hook.rs.
     let bin = Path::new(BIN).canonicalize().expect("bin");
     let command = plangate_agent::claude::hook_command(&bin).expect("command");
-    let handler = json!({"type": "command", "command": command, "timeout": 60});
+    let handler =
+        json!({"type": "command", "command": command, "timeout": 60, "statusMessage": plangate_agent::claude::install::GATE_STATUS});
     assert_eq!(after["hooks"]["PreToolUse"], json!([{"matcher": "*", "hooks": [handler]}]));
     assert_eq!(after["hooks"]["PermissionRequest"], json!([{"matcher": "*", "hooks": [handler]}]));
     // The MCP tools server is registered in the project's .mcp.json and the

@@ -172,6 +172,19 @@ fn handler(command: &str, timeout: u64) -> Value {
     json!({"type": "command", "command": command, "timeout": timeout})
 }
 
+/// What Claude Code's spinner says while the gate's hook runs (its
+/// `statusMessage`, in 2.1.328's hook schema): a call is checked in
+/// milliseconds, but `ExitPlanMode` and a relayed permission dialog wait
+/// for people, and the terminal should say for whom, not only "running
+/// PreToolUse hook · 13s".
+pub const GATE_STATUS: &str = "plangate: waiting for your approvers to tap in the chat (plans and permission requests)";
+
+fn gate_handler(command: &str, timeout: u64) -> Value {
+    let mut h = handler(command, timeout);
+    h["statusMessage"] = json!(GATE_STATUS);
+    h
+}
+
 fn is_ours(handler: &Value) -> bool {
     hooks_file::runs(handler, is_hook_command)
 }
@@ -185,7 +198,7 @@ pub fn merge(settings: Value, commands: &Commands, timeout: u64) -> Result<Value
             event: entry.event.name(),
             matcher: entry.matcher,
             handler: match entry.event.gates() {
-                true => handler(&commands.gate, timeout),
+                true => gate_handler(&commands.gate, timeout),
                 false => handler(&commands.observe, QUICK_TIMEOUT_SECS),
             },
         })
@@ -257,7 +270,7 @@ mod tests {
         assert_eq!(after["hooks"]["Stop"][1], before["hooks"]["Stop"][0]);
         assert_eq!(after["hooks"]["PreToolUse"][1], before["hooks"]["PreToolUse"][0]);
         assert_eq!(after["hooks"]["SessionStart"][1], before["hooks"]["SessionStart"][0]);
-        let gate = json!([{"type": "command", "command": CMD, "timeout": 60}]);
+        let gate = json!([{"type": "command", "command": CMD, "timeout": 60, "statusMessage": GATE_STATUS}]);
         let observe = json!([{"type": "command", "command": OBSERVE, "timeout": 10}]);
         assert_eq!(after["hooks"]["PreToolUse"][0], json!({"matcher": "*", "hooks": gate}));
         assert_eq!(after["hooks"]["PermissionRequest"], json!([{"matcher": "*", "hooks": gate}]));

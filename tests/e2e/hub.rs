@@ -313,8 +313,15 @@ async fn plan_commands_resolve_targets_and_explain_ambiguity() {
     let _ = b;
 }
 
+/// Boxed: this one async body awaits the whole hub pipeline many times over,
+/// and unboxed its future (moved through the debug build's frames) came
+/// within a few bytes of the test thread's 2 MiB stack.
 #[tokio::test]
 async fn edit_on_off_auto_answer_restate() {
+    Box::pin(edit_on_off_auto_answer_restate_body()).await
+}
+
+async fn edit_on_off_auto_answer_restate_body() {
     let f = fixture().await;
     // /plan on starts plan mode for a session of an agent of this chat.
     let r = text(&f.say("1", "/plan on demo/s9").await);

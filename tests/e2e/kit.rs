@@ -329,5 +329,7 @@ pub fn telegram_unpaced(fake: &FakeTelegram, chat: i64, approver: i64) -> String
 
 /// The gate's answer to `rm -rf` in `session`: (decision, reason).
 pub async fn gate_rm_rf(s: &ServerProcess, session: &str) -> (String, String) {
-    gate(s, session, "Bash", json!({"command": "rm -rf /srv/db"})).await
+    // Inside the project: outside it (`/srv/db`) deleting is a risk class
+    // that an approved plan must declare (sec_classes.rs).
+    gate(s, session, "Bash", json!({"command": "rm -rf build/db"})).await
 }

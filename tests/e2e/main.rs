@@ -43,6 +43,7 @@ mod real_inputs;
 mod replicas;
 mod sec_amend;
 mod sec_authority;
+mod sec_classes;
 mod sec_config;
 mod sec_gate;
 mod sec_hook;

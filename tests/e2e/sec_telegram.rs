@@ -98,7 +98,7 @@ async fn a_genuine_force_reply_edit_still_works_after_a_restart() {
     assert_eq!(d["status"], "edited", "{d}");
     let steps: Vec<&str> = d["plan"]["steps"].as_array().unwrap().iter().map(|s| s["step"].as_str().unwrap()).collect();
     assert_eq!(steps, ["Read the logs", "Delete logs older than 30 days"]);
-    assert_eq!(gate_bash(&s, "edit", "rm -rf /tmp/x").await.0, "allow");
+    assert_eq!(gate_bash(&s, "edit", "rm -rf tmp/x").await.0, "allow");
 }
 
 /// Attack 2: Cancel (the button, `/plan cancel`) used to turn plan mode off,

@@ -416,6 +416,10 @@ fn summary_lines(proposal: &Proposal, plan: &crate::plan::Plan, state: Option<&S
     if !scope.is_empty() {
         lines.push(format!("Touches: {}", scope.join(", ")));
     }
+    if !plan.allows.is_empty() {
+        let allows: Vec<String> = plan.allows.iter().map(|c| format!("{} ({})", c.id(), c.says())).collect();
+        lines.push(format!("⚠️ Allows: {}", allows.join(" · ")));
+    }
     lines
 }
 

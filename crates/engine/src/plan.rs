@@ -176,6 +176,12 @@ pub struct Plan {
     /// file tools are not held to paths.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<crate::scope::Scope>,
+    /// The risk classes the plan needs ([`plangate_gate::classes`]):
+    /// approving the plan approves calls of these; a call of any other
+    /// class asks people while the plan executes. An unknown id is refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "schemars", schemars(with = "Vec<String>"))]
+    pub allows: Vec<plangate_gate::classes::RiskClass>,
 }
 
 impl Plan {
@@ -190,6 +196,7 @@ impl Plan {
             verification: Vec::new(),
             references: Vec::new(),
             scope: None,
+            allows: Vec::new(),
         }
     }
 }
@@ -215,6 +222,8 @@ pub enum PlanError {
     TooManySteps { count: usize },
     #[error("rule `scope`: {glob:?} cannot be part of a scope: {why}")]
     InvalidScope { glob: String, why: String },
+    #[error("rule `allows`: {item:?} is not a risk class; the classes are {known}")]
+    UnknownAllow { item: String, known: String },
 }
 
 impl PlanError {
@@ -230,6 +239,7 @@ impl PlanError {
             PlanError::MarkdownTooLong { .. } => "markdown_length",
             PlanError::TooManySteps { .. } => "step_count",
             PlanError::InvalidScope { .. } => "scope",
+            PlanError::UnknownAllow { .. } => "allows",
         }
     }
 }
@@ -413,14 +423,47 @@ pub fn plan_from_markdown(markdown: &str, title: Option<&str>) -> Result<Plan, P
     };
 
     let unfenced = markdown.split('\n').zip(fenced_lines(markdown)).filter(|(_, fenced)| !fenced).map(|(line, _)| line);
-    let scope = crate::scope::from_markdown_lines(unfenced);
-    let plan = Plan { summary, steps, scope, ..Plan::titled(title) };
+    let scope = crate::scope::from_markdown_lines(unfenced.clone());
+    let allows = allows_from_markdown_lines(unfenced)?;
+    let plan = Plan { summary, steps, scope, allows, ..Plan::titled(title) };
     validate_plan(&plan)?;
     Ok(plan)
 }
 
 fn strip_markdown_marks(line: &str) -> String {
     line.trim().trim_start_matches(['#', '*', '-', '>', ' ']).trim().to_string()
+}
+
+/// The risk classes under a `## Allows` heading, one per item, its first
+/// word the class id (`- db.migrate: the new column`); an item that names
+/// no class is refused, so the card never shows less than the plan meant.
+fn allows_from_markdown_lines<'a>(lines: impl Iterator<Item = &'a str>) -> Result<Vec<plangate_gate::classes::RiskClass>, PlanError> {
+    use plangate_gate::classes::RiskClass;
+    let mut inside = false;
+    let mut out = Vec::new();
+    for line in lines {
+        let trimmed = line.trim();
+        if let Some(heading) = trimmed.strip_prefix('#') {
+            inside = heading.trim_start_matches('#').trim().eq_ignore_ascii_case("allows");
+            continue;
+        }
+        if !inside || trimmed.is_empty() {
+            continue;
+        }
+        let item = trimmed.trim_start_matches(['-', '*', '+']).trim();
+        let id = item.split(|c: char| c.is_whitespace() || c == ':' || c == ',').next().unwrap_or("").trim_matches('`');
+        match RiskClass::parse(id) {
+            Some(class) if !out.contains(&class) => out.push(class),
+            Some(_) => {}
+            None => return Err(unknown_allow(item)),
+        }
+    }
+    Ok(out)
+}
+
+fn unknown_allow(item: &str) -> PlanError {
+    let known: Vec<&str> = plangate_gate::classes::RiskClass::ALL.iter().map(|c| c.id()).collect();
+    PlanError::UnknownAllow { item: crate::text::cut_chars(item, 100), known: known.join(", ") }
 }
 
 /// Render a structured plan as the markdown document attached to cards.
@@ -444,8 +487,10 @@ pub fn render_markdown(plan: &Plan) -> String {
         out.push('\n');
     }
     let scope = plan.scope.as_ref().map(|s| s.paths.clone()).unwrap_or_default();
+    let allows: Vec<String> = plan.allows.iter().map(|c| format!("{} ({})", c.id(), c.says())).collect();
     for (heading, items) in [
         ("Scope", &scope),
+        ("Allows", &allows),
         ("Assumptions", &plan.assumptions),
         ("Risks", &plan.risks),
         ("Verification", &plan.verification),
@@ -630,5 +675,17 @@ mod tests {
         assert_ne!(plan_hash(&a, None), plan_hash(&c, None));
         assert_ne!(plan_hash(&a, None), plan_hash(&a, Some("md")));
         assert!(plan_hash(&a, None).starts_with("sha256:"));
+    }
+
+    #[test]
+    fn allows_come_from_markdown_and_survive_the_document() {
+        use plangate_gate::classes::RiskClass;
+        let md = "# T\n\n1. a\n\n## Allows\n\n- `db.migrate`: the column\n- git.push\n- git.push\n\n## Risks\n\n- none\n";
+        let plan = plan_from_markdown(md, None).expect("plan");
+        assert_eq!(plan.allows, [RiskClass::DbMigrate, RiskClass::GitPush]);
+        assert_eq!(plan_from_markdown(&render_markdown(&plan), None).expect("again").allows, plan.allows);
+        let err = plan_from_markdown("# T\n\n1. a\n\n## Allows\n\n- anything goes\n", None).unwrap_err();
+        assert_eq!(err.rule(), "allows");
+        assert!(plan_from_markdown("# T\n\n1. a\n", None).expect("plan").allows.is_empty());
     }
 }

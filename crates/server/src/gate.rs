@@ -38,3 +38,26 @@ pub fn by_rules(settings: &Settings, agent: &str, call: &plangate_engine::GateCa
         .find(|r| r.restricts(&call))
         .map(|rule| ByRules::Ask(format!("plangate's rule {} for this agent asks a person before this runs", rule.shown())))
 }
+
+/// The risk classes of a call the gate let through that the approved plan
+/// being carried out did not declare ([`plangate_gate::classes`]); empty
+/// when no plan executes (planning is the gate's business, and after the
+/// plan the agent's own rules hold) or the plan allows them all.
+pub fn outside_the_plan(state: &plangate_engine::State, call: &plangate_engine::GateCall) -> Vec<plangate_gate::classes::RiskClass> {
+    plangate_engine::permission::outside_the_plan(state, call.tool, call.input)
+}
+
+/// What the gate says of a call of undeclared classes: people are asked
+/// (the harness's dialog, which the hook relays as a permission card with
+/// the graded answers), naming what it does and what the plan allows.
+pub fn undeclared_reason(state: &plangate_engine::State, classes: &[plangate_gate::classes::RiskClass]) -> String {
+    let does: Vec<&str> = classes.iter().map(|c| c.says()).collect();
+    let ids: Vec<&str> = classes.iter().map(|c| c.id()).collect();
+    let allows: Vec<&str> = state.latest.as_ref().map(|p| p.plan.allows.iter().map(|c| c.id()).collect()).unwrap_or_default();
+    let allowed = if allows.is_empty() { "no risk class".to_string() } else { allows.join(", ") };
+    format!(
+        "this {} ({}); not in the approved plan, which allows {allowed}. A person is asked to allow it",
+        does.join(", "),
+        ids.join(", ")
+    )
+}

@@ -179,7 +179,7 @@ impl Backend for CoreBackend {
         let decision = match decision {
             WebDecision::Approve => Decision::Verdict(Verdict::Approve),
             WebDecision::Revise(feedback) => Decision::Verdict(Verdict::Revise(feedback)),
-            WebDecision::Edit(plan) => Decision::Verdict(Verdict::Edit(plan)),
+            WebDecision::Edit(plan) => Decision::Verdict(Verdict::Edit(*plan)),
             WebDecision::Cancel => Decision::Cancel,
         };
         match self.core.decide(id, actor_of(who), venue, decision, ExecMeta::default()).await {

@@ -52,8 +52,9 @@ pub enum WebDecision {
     Approve,
     /// Request changes, with the feedback.
     Revise(String),
-    /// Approve with these steps instead of the agent's.
-    Edit(Plan),
+    /// Approve with these steps instead of the agent's (boxed: a plan is
+    /// far larger than the other answers).
+    Edit(Box<Plan>),
     Cancel,
 }
 

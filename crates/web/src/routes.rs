@@ -336,7 +336,7 @@ async fn decide(State(web): State<Shared>, headers: HeaderMap, Path(id): Path<St
                 return html(StatusCode::BAD_REQUEST, page::message("Nothing to approve", "Give at least one step, one per line.", who));
             }
             let Some(p) = web.backend.proposal(approval_id).await else { return not_found(who) };
-            WebDecision::Edit(Plan { steps, ..p.plan })
+            WebDecision::Edit(Box::new(Plan { steps, ..p.plan }))
         }
         "revise" => return html(StatusCode::BAD_REQUEST, page::message("Say what should change", "The feedback is empty.", who)),
         other => {

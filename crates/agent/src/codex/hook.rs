@@ -292,7 +292,7 @@ pub async fn answer(bytes: &[u8], settings: impl FnOnce() -> Result<Settings, Ag
     match tokio::time::timeout(QUICK_BUDGET, gate(&input, &settings)).await {
         // The gate let a permission dialog through: relay it to the
         // approvers (or plangate's rules), within the hook's wait.
-        Ok(Answer::NoDecision) if input.event == Event::PermissionRequest => {
+        Ok(Gated::Answer(Answer::NoDecision)) if input.event == Event::PermissionRequest => {
             let paths = crate::scope_paths::targets(&input.tool_name, &input.tool_input, input.cwd.as_deref());
             let relay =
                 crate::permission::relay(&settings.client, &input.session_id, &input.tool_name, &input.tool_input, paths, settings.wait);
@@ -306,7 +306,26 @@ pub async fn answer(bytes: &[u8], settings: impl FnOnce() -> Result<Settings, Ag
                 Err(_) => Answer::NoDecision,
             }
         }
-        Ok(answer) => answer,
+        // People must allow this call (an ask rule, or a risk class the
+        // approved plan did not declare): Codex's PreToolUse has no dialog
+        // of its own to hand it to, and its approval policy may ask nobody,
+        // so the hook relays it as a permission card itself and waits; no
+        // answer is a deny.
+        Ok(Gated::Ask(reason)) if input.event == Event::PreToolUse => {
+            let paths = crate::scope_paths::targets(&input.tool_name, &input.tool_input, input.cwd.as_deref());
+            let relay =
+                crate::permission::relay(&settings.client, &input.session_id, &input.tool_name, &input.tool_input, paths, settings.wait);
+            match tokio::time::timeout(settings.wait + 2 * QUICK_BUDGET, relay).await {
+                Ok(crate::permission::Relayed::Allow { .. }) => Answer::NoDecision,
+                Ok(crate::permission::Relayed::Deny { reason }) => Answer::deny(Event::PreToolUse, reason),
+                Ok(crate::permission::Relayed::Terminal { why }) => {
+                    Answer::deny(Event::PreToolUse, format!("plangate: {reason}; nobody allowed it ({why}), so it is blocked"))
+                }
+                Err(_) => Answer::deny(Event::PreToolUse, format!("plangate: {reason}; nobody allowed it in time, so it is blocked")),
+            }
+        }
+        Ok(Gated::Ask(reason)) => Answer::deny(input.event, format!("plangate: {reason}")),
+        Ok(Gated::Answer(answer)) => answer,
         Err(_) => {
             Answer::deny(input.event, format!("plangate did not answer within {} s, so this call is blocked", QUICK_BUDGET.as_secs()))
         }
@@ -317,15 +336,22 @@ pub async fn answer(bytes: &[u8], settings: impl FnOnce() -> Result<Settings, Ag
 /// [`plangate_engine::Harness::Codex`], so the advice already says how a
 /// Codex agent gets a mutation through (a `<proposed_plan>` block at the end
 /// of its turn), not plangate's MCP tools or API, which Codex cannot call.
-async fn gate(input: &Input, settings: &Settings) -> Answer {
+async fn gate(input: &Input, settings: &Settings) -> Gated {
     let paths = crate::scope_paths::targets(&input.tool_name, &input.tool_input, input.cwd.as_deref());
     let gate = settings.client.gate_call(&input.session_id, &input.tool_name, &input.tool_input, PlanFile::No, paths);
-    match gate.await {
+    Gated::Answer(match gate.await {
         // Allow is no decision: Codex's own sandbox and approval rules still apply.
         Ok(verdict) if verdict.decision == GateDecision::Allow => Answer::NoDecision,
+        Ok(verdict) if verdict.decision == GateDecision::Ask => return Gated::Ask(verdict.reason),
         Ok(verdict) => Answer::deny(input.event, format!("plangate: {}", verdict.reason)),
         Err(e) => Answer::deny(input.event, format!("plangate could not check this call, so it is blocked: {e}")),
-    }
+    })
+}
+
+/// The gate's word on a call: an answer, or "people must allow it" (why).
+enum Gated {
+    Answer(Answer),
+    Ask(String),
 }
 
 async fn stop(input: &Input, settings: &Settings) -> Answer {

@@ -4,6 +4,7 @@
 use super::*;
 use crate::permission::{self, Call, Grade, Judged, PermissionAnswer, PermissionAsk, PermissionOutcome, Rule, Rules, StoredRule, WideVote};
 use crate::scope::Target;
+use plangate_gate::classes::RiskClass;
 use serde_json::Value;
 
 /// How many rules "for this session" a session keeps; an older one goes
@@ -70,7 +71,12 @@ pub(super) fn ask_permission(
                 question_id,
                 session: t.state.session.key.clone(),
                 // Which project: the one the session's latest plan named.
-                question: card_text(&ask, question_id, t.state.latest.as_ref().and_then(|p| p.project.as_ref())),
+                question: card_text(
+                    &ask,
+                    question_id,
+                    t.state.latest.as_ref().and_then(|p| p.project.as_ref()),
+                    &permission::outside_the_plan(&t.state, &tool, &input),
+                ),
                 options: permission::OPTIONS.iter().map(|o| o.to_string()).collect(),
                 allow_freetext: true,
                 asked_at: ctx.now,
@@ -92,10 +98,14 @@ pub(super) fn ask_permission(
 
 /// The text a permission card shows under its title: what it risks, the
 /// input as a person reads it, and what the wider answers grant.
-fn card_text(ask: &PermissionAsk, id: QuestionId, project: Option<&crate::Project>) -> String {
+fn card_text(ask: &PermissionAsk, id: QuestionId, project: Option<&crate::Project>, undeclared: &[RiskClass]) -> String {
     let mut out = String::new();
     if let Some(project) = project {
         out.push_str(&format!("📁 {}\n", project.label()));
+    }
+    if !undeclared.is_empty() {
+        let what: Vec<String> = undeclared.iter().map(|c| format!("{} ({})", c.says(), c.id())).collect();
+        out.push_str(&format!("🚧 Not in the approved plan: {}\n", what.join(" · ")));
     }
     if !ask.risks.is_empty() {
         out.push_str(&format!("⚠ {}\n", ask.risks.join(" · ")));

@@ -492,11 +492,41 @@ pub(super) async fn gate(
         (crate::gate::Verdict::Deny(r), _) => ("deny", r.clone()),
         (crate::gate::Verdict::Allow(_), Some(crate::gate::ByRules::Deny(r))) => ("deny", r),
         (crate::gate::Verdict::Allow(_), Some(crate::gate::ByRules::Ask(r))) => ("ask", r),
-        (crate::gate::Verdict::Allow(r), None) => ("allow", r.clone()),
+        (crate::gate::Verdict::Allow(r), None) => match crate::gate::outside_the_plan(&state, &call) {
+            undeclared if undeclared.is_empty() => ("allow", r.clone()),
+            undeclared if granted(&core, &agent, &state, &call).await? => {
+                ("allow", format!("{r}; {} allowed by a person's grant", undeclared.iter().map(|c| c.id()).collect::<Vec<_>>().join(", ")))
+            }
+            undeclared => ("ask", crate::gate::undeclared_reason(&state, &undeclared)),
+        },
     };
     tracing::info!(tool = %body.tool, decision, "gate");
     core.metrics.gate_verdict(decision);
     Ok(Json(json!({"decision": decision, "reason": reason})))
+}
+
+/// Whether people already allowed exactly this call: an "Allow for this
+/// session" of the session, an "Always allow" of the agent, or the
+/// configuration's allow rules, read strictly
+/// ([`plangate_engine::permission::Rule::allows`]), as the permission
+/// request would be.
+async fn granted(
+    core: &AppState,
+    agent: &str,
+    state: &plangate_engine::State,
+    call: &plangate_engine::GateCall<'_>,
+) -> Result<bool, ApiError> {
+    use plangate_engine::permission::Call;
+    let call = Call { tool: call.tool, input: call.input, paths: call.paths };
+    if state.session.session_rules.iter().any(|r| r.allows(&call)) {
+        return Ok(true);
+    }
+    if core.settings.raw.agents.get(agent).is_some_and(|a| a.permissions.allow.iter().any(|r| r.allows(&call))) {
+        return Ok(true);
+    }
+    let agent = agent.to_string();
+    let stored = core.blocking(move |s| s.permission_rules(&agent)).await?;
+    Ok(stored.iter().any(|r| r.rule.allows(&call)))
 }
 
 /// How many times a namespace merge is done again after another replica

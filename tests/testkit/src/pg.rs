@@ -2,9 +2,10 @@
 //! PostgreSQL (127.0.0.1:5432, user `postgres`, database `test`, trust
 //! auth; `.ci/run` starts it), and N `plangate serve` replicas sharing it.
 //!
-//! A test that needs PostgreSQL asks [`TestSchema::create_or_skip`]: when it
-//! is not there the test skips with one loud line naming what to install
-//! ([`crate::skip`]), and fails instead under `PLANGATE_REQUIRE_ALL` (CI).
+//! A test that needs PostgreSQL asks [`TestSchema::create_or_skip`] (or
+//! [`url_or_skip`], when it needs no schema): when it is not there the
+//! test skips with one loud line naming what to install ([`crate::skip`]),
+//! and fails instead under `PLANGATE_REQUIRE_ALL` (CI).
 //! A run that asked for PostgreSQL itself (`PLANGATE_TEST_BACKEND=postgres`)
 //! fails when it is absent ([`TestSchema::create`]). A test calls
 //! [`TestSchema::cleanup`] at its end, so a failed test leaves its schema
@@ -59,7 +60,7 @@ impl TestSchema {
         match psql(&format!("CREATE SCHEMA {schema}")).await {
             Ok(_) => Some(TestSchema { url: test_url(), schema }),
             Err(e) => {
-                crate::skip::skip(&format!("PostgreSQL at {}", test_url()), &e, Self::INSTALL_HINT);
+                skip_without_postgres(&e);
                 None
             }
         }
@@ -90,6 +91,25 @@ impl TestSchema {
     pub async fn query(&self, sql: &str) -> String {
         psql(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"))
     }
+}
+
+/// The test database's URL once PostgreSQL answers there, or `None` after
+/// a loud skip line (a failure under `PLANGATE_REQUIRE_ALL`): for a test
+/// that needs PostgreSQL but no schema of its own (`plangate doctor`'s
+/// probe).
+pub async fn url_or_skip() -> Option<String> {
+    match psql("SELECT 1").await {
+        Ok(_) => Some(test_url()),
+        Err(e) => {
+            skip_without_postgres(&e);
+            None
+        }
+    }
+}
+
+/// The skip line for a test without PostgreSQL (`why`: what psql said).
+fn skip_without_postgres(why: &str) {
+    crate::skip::skip(&format!("PostgreSQL at {}", test_url()), why, TestSchema::INSTALL_HINT);
 }
 
 /// The `[store]` section that points a server at `schema` (lease
@@ -167,7 +187,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_test_schema_is_created_used_and_dropped() {
-        let a = TestSchema::create().await;
+        let Some(a) = TestSchema::create_or_skip().await else { return };
         let b = TestSchema::create().await;
         assert_ne!(a.schema, b.schema);
         assert!(a.schema.starts_with("t_") && a.schema.len() == 18, "{}", a.schema);
@@ -178,6 +198,10 @@ mod tests {
         a.cleanup().await;
         b.cleanup().await;
         assert_eq!(psql(&exists).await.unwrap(), "0", "{name} dropped");
+    }
+
+    #[test]
+    fn the_store_section_names_the_schema() {
         let config = store_config(&TestSchema { url: "postgres://postgres@127.0.0.1:5432/test".into(), schema: "t_1".into() });
         assert!(config.contains("backend = \"postgres\"") && config.contains("postgres_schema = \"t_1\""), "{config}");
     }

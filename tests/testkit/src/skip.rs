@@ -10,8 +10,12 @@
 //! prerequisite is a failure, not a skip.
 //!
 //! Users: the pinned agent clients (`crate::clients`), PostgreSQL
-//! (`crate::pg::TestSchema::create_or_skip`, and the store crate's own
-//! tests), chromedriver (the browser test).
+//! (`crate::pg::TestSchema::create_or_skip` and `crate::pg::url_or_skip`,
+//! the store crate's own tests, `plangate doctor`'s probe test),
+//! chromedriver (the browser test). Nothing else may need them: the
+//! README's `cargo test --workspace` passes on a machine with only Rust,
+//! which `.ci/run` checks by running the whole suite once with all three
+//! hidden.
 //!
 //! **Summed up at the end of the run.** libtest has no hook after the last
 //! test of a run, and `cargo test` runs each test binary as a process of

@@ -189,14 +189,18 @@ mod tests {
     }
 
     /// The PostgreSQL the tests run against (trust auth) lets the probe in;
-    /// a database that does not exist is named.
+    /// a database that does not exist there is named. Without it the test
+    /// skips loudly (a failure under `PLANGATE_REQUIRE_ALL`).
     #[tokio::test]
     async fn the_test_postgres_accepts_the_probe() {
-        let url = std::env::var("PLANGATE_TEST_PG").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+        let Some(url) = plangate_testkit::pg::url_or_skip().await else { return };
         let check = store(&settings(&url)).await.expect("a store check");
-        assert!(check.ok, "PostgreSQL is not reachable at {url} (these tests need it; .ci/run starts it): {}", check.detail);
+        assert!(check.ok, "the probe of {url}: {}", check.detail);
         assert!(check.detail.contains("not created yet"), "{}", check.detail);
-        let missing = store(&settings("postgres://postgres@127.0.0.1:5432/plangate_no_such_database")).await.expect("a store check");
+        // The same server and user, another database.
+        let base = url.split('?').next().unwrap_or(&url);
+        let server = base.rsplit_once('/').map_or(base, |(server, _)| server);
+        let missing = store(&settings(&format!("{server}/plangate_no_such_database"))).await.expect("a store check");
         assert!(!missing.ok && missing.detail.contains("plangate_no_such_database"), "{}", missing.detail);
     }
 }

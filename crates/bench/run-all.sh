@@ -6,23 +6,50 @@
 #
 # CARGO_TARGET_DIR is honoured (default: target). The e2e and startup runs
 # use $CARGO_TARGET_DIR/release/plangate, built here first.
+#
+#   bash crates/bench/run-all.sh --smoke
+#
+# Every benchmark's `--smoke` instead (each part once at tiny sizes: to show
+# it still runs, not to measure), on the debug build that `cargo test`
+# leaves, in well under a minute; output on the terminal only. Every binary
+# under crates/bench/src/bin is run, so a new one cannot be forgotten.
+# `.ci/run` runs this. The replicas smoke wants PostgreSQL as the tests do
+# (without it: a loud skip of its PostgreSQL rows, a failure under
+# PLANGATE_REQUIRE_ALL).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
-out="${OUT:-bench-results}"
-mkdir -p "$out"
-
-cargo build --release -p plangate-server -p plangate-bench --bins
-bin="$CARGO_TARGET_DIR/release"
 
 step() {
     local name=$1
     shift
     echo "== $name: $*"
     local t0=$SECONDS
-    "$@" 2>&1 | tee "$out/$name.txt"
+    if [ -n "${out:-}" ]; then
+        "$@" 2>&1 | tee "$out/$name.txt"
+    else
+        "$@"
+    fi
     echo "== $name took $((SECONDS - t0)) s"
 }
+
+if [ "${1:-}" = "--smoke" ]; then
+    t0=$SECONDS
+    cargo build --locked -p plangate-server -p plangate-bench --bins
+    step engine cargo test --locked -p plangate-bench --bench engine -- --smoke
+    for src in crates/bench/src/bin/*.rs; do
+        name=$(basename "$src" .rs)
+        step "$name" "$CARGO_TARGET_DIR/debug/$name" --smoke
+    done
+    echo "== every benchmark's smoke passed in $((SECONDS - t0)) s (builds included)"
+    exit 0
+fi
+
+out="${OUT:-bench-results}"
+mkdir -p "$out"
+
+cargo build --release -p plangate-server -p plangate-bench --bins
+bin="$CARGO_TARGET_DIR/release"
 
 step engine cargo bench -p plangate-bench --bench engine -- --warm-up-time 1 --measurement-time 2
 step durable "$bin/durable" --secs 2 --rounds 2

@@ -5,11 +5,17 @@
 //! `apply` itself does: cloning the state, the rules, the injection text.
 //!
 //! Run: `CARGO_TARGET_DIR=/work/target-bench cargo bench -p plangate-bench --bench engine -- --warm-up-time 1 --measurement-time 2`
+//!
+//! `--smoke`: every case measured for a moment (10 samples, 20 ms each),
+//! about a second, on the debug build: `cargo test -p plangate-bench
+//! --bench engine -- --smoke`. (Plain `cargo test --bench engine` is
+//! criterion's test mode: every case run once, nothing measured.)
 
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use criterion::{criterion_group, BatchSize, Criterion};
 use plangate_bench::workload::{self, approver, minted};
 use plangate_engine::{apply, Actor, ApprovalId, Command, Ctx, Plan, State, Step, StepStatus, Timer, TimerKind, Timestamp, Verdict};
 use std::hint::black_box;
+use std::time::Duration;
 
 fn ctx(r: u8) -> Ctx {
     Ctx { now: Timestamp(1_764_460_800_000), random: [r; 16], timers: workload::policy(), approvals: Default::default() }
@@ -108,4 +114,26 @@ fn bench(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench);
-criterion_main!(benches);
+
+fn main() {
+    // criterion's own arguments know no `--smoke`: a smoke run configures
+    // it here instead of from the command line, and keeps its figures out
+    // of target/criterion, where they would become the next real run's
+    // baseline.
+    if std::env::args().any(|a| a == "--smoke") {
+        let scratch = tempfile::tempdir().expect("temp dir");
+        let mut c = Criterion::default()
+            .output_directory(scratch.path())
+            .sample_size(10)
+            .nresamples(1_000)
+            .warm_up_time(Duration::from_millis(10))
+            .measurement_time(Duration::from_millis(20))
+            .without_plots();
+        bench(&mut c);
+        c.final_summary();
+        println!("smoke run: every case measured for a moment; these figures measure little");
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -11,6 +11,7 @@
 //! halfway, each five times both ways.
 //!
 //! Run: `CARGO_TARGET_DIR=/work/target-bench cargo run --release -p plangate-bench --bin audit -- --events 1000000`
+//! `--smoke`: 20,000 entries of 200 approvals (`target/debug/audit --smoke`, seconds).
 
 use plangate_bench::sys;
 use plangate_engine::{ApprovalId, AuditEvent, Timestamp};
@@ -47,8 +48,8 @@ fn median(mut runs: Vec<Duration>) -> Duration {
 }
 
 fn main() {
-    let events: u64 = plangate_bench::arg("--events", 1_000_000);
-    let approvals: u64 = plangate_bench::arg("--approvals", 10_000);
+    let events: u64 = plangate_bench::sized("--events", 1_000_000, 20_000);
+    let approvals: u64 = plangate_bench::sized("--approvals", 10_000, 200);
     let gap_ms: i64 = plangate_bench::arg("--gap-ms", 100);
     let per_approval = (events / approvals).max(10);
     let dir: String = plangate_bench::arg("--dir", std::env::temp_dir().display().to_string());
@@ -88,5 +89,11 @@ fn main() {
             seek.as_secs_f64() * 1e3,
             full.as_secs_f64() / seek.as_secs_f64().max(1e-9)
         );
+        // Both ways find the whole trail, or the seek is no answer.
+        assert_eq!(found.0, found.1, "the {label} approval's trail: from the end found {}, the seek {}", found.0, found.1);
+        assert!(found.0 > 0, "the {label} approval has no trail");
+    }
+    if plangate_bench::smoke() {
+        println!("\nsmoke run: a small log; these figures measure nothing");
     }
 }

@@ -28,6 +28,8 @@
 //! two builds compare within one run).
 //! Each run is a child process of this binary (`--child SYSTEM`, also handy
 //! under `perf`), so no run inherits another's sled or allocator state.
+//! `--smoke`: every system once, 0.2 s at 1 and 4 sessions, one pair
+//! (`target/debug/durable --smoke`, a few seconds).
 
 use plangate_bench::baseline::PlanStore;
 use plangate_bench::stats::{fmt, rate, Samples};
@@ -309,9 +311,9 @@ fn row(system: &str, sessions: usize, o: &Summary, extra: &str) {
 }
 
 fn main() {
-    let secs: f64 = plangate_bench::arg("--secs", 2.0);
-    let rounds: usize = plangate_bench::arg("--rounds", 2);
-    let levels: String = plangate_bench::arg("--levels", "1,16,64".to_string());
+    let secs: f64 = plangate_bench::sized("--secs", 2.0, 0.2);
+    let rounds: usize = plangate_bench::sized("--rounds", 2, 1);
+    let levels: String = plangate_bench::sized("--levels", "1,16,64".to_string(), "1,4".to_string());
     let levels: Vec<usize> = levels.split(',').filter_map(|l| l.trim().parse().ok()).collect();
     let dir: String = plangate_bench::arg("--dir", std::env::temp_dir().display().to_string());
     let dir = Path::new(&dir);
@@ -371,6 +373,9 @@ fn main() {
             fsync.ops_per_sec,
             best / before,
         );
+    }
+    if plangate_bench::smoke() {
+        println!("\nsmoke run: every system ran once for a moment; these figures measure nothing");
     }
 }
 

@@ -13,7 +13,9 @@
 //!    same input.
 //! 4. RSS of the server process: idle, and with 10,000 pending approvals
 //!    (created over HTTP, 32 in flight, on a server with no chat channels so
-//!    that only plangate's own memory is measured).
+//!    that only plangate's own memory is measured), before and after
+//!    listing them all (`GET /v1/approvals?status=pending`, page after
+//!    page of `--page` approvals, following each page's `Link`).
 //!
 //! The Telegram destination's rate limits are raised (`per_chat_per_second`,
 //! `global_per_second` = 1000) so back-to-back samples measure plangate, not
@@ -24,7 +26,10 @@
 //! debug build; the one used is printed.
 //!
 //! Run: `CARGO_TARGET_DIR=/work/target-bench cargo run --release -p plangate-bench --bin e2e -- --samples 200`
-//! Options: `--gate-samples 2000`, `--pending 10000`.
+//! Options: `--gate-samples 2000`, `--pending 10000`, `--page 1000`.
+//! `--smoke`: every part once at tiny sizes (3 samples, 250 pending in pages
+//! of 100), a few seconds on the debug build beside it
+//! (`cargo build -p plangate-server -p plangate-bench --bins && target/debug/e2e --smoke`).
 //!
 //! Memory alone: `--memory-only --rounds 3 [--baseline-bin OLD_PLANGATE]`
 //! runs only part 4, `--rounds` times, alternating the baseline build and
@@ -37,7 +42,7 @@ use plangate_bench::stats::{fmt, Samples};
 use plangate_bench::{plangate_bin, sys, workload};
 use plangate_engine::codec::{encode, Button};
 use plangate_engine::ApprovalId;
-use plangate_testkit::server::ServerProcess;
+use plangate_testkit::server::{ServerProcess, OPERATOR_TOKEN};
 use plangate_testkit::telegram::{FakeTelegram, TOKEN};
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -123,7 +128,7 @@ async fn telegram_latency(bin: &str, samples: usize) -> (Telegram, Option<u64>) 
         tap_to_toast: Samples::default(),
     };
     let alice = FakeTelegram::user(ALICE, Some("alice"), "alice");
-    let warmup = 5;
+    let warmup = if plangate_bench::smoke() { 1 } else { 5 };
     for i in 0..samples + warmup {
         let session = format!("e2e-{i}");
         enter(&s, &session).await;
@@ -173,16 +178,19 @@ struct Gate {
     in_process: Samples,
 }
 
+/// `samples` gate calls over HTTP and ten times as many in process, after
+/// a warm-up of a twentieth of them each.
 async fn gate_latency(s: &ServerProcess, samples: usize) -> Gate {
     enter(s, "gate").await;
     let body = json!({"session_id": "gate", "tool": "Bash", "input": {"command": RG_200, "description": "search"}});
     let mut http = Samples::default();
-    for i in 0..samples + 100 {
+    let warmup = samples / 20;
+    for i in 0..samples + warmup {
         let t = Instant::now();
         let (st, v) = call(s.agent(Method::POST, "/v1/gate").json(&body)).await;
         let d = t.elapsed();
         assert_eq!((st, v["decision"].as_str()), (200, Some("allow")), "{v}");
-        if i >= 100 {
+        if i >= warmup {
             http.push(d);
         }
     }
@@ -190,12 +198,13 @@ async fn gate_latency(s: &ServerProcess, samples: usize) -> Gate {
     let input = json!({"command": RG_200, "description": "search"});
     assert!(plangate_gate::check_plan_mode(&policy, "Bash", &input).is_allow());
     let mut in_process = Samples::default();
-    for i in 0..220_000 {
+    let (runs, warmup) = (samples * 110, samples * 10);
+    for i in 0..runs {
         let t = Instant::now();
         let v = plangate_gate::check_plan_mode(std::hint::black_box(&policy), "Bash", std::hint::black_box(&input));
         let d = t.elapsed();
         std::hint::black_box(v);
-        if i >= 20_000 {
+        if i >= warmup {
             in_process.push(d);
         }
     }
@@ -241,13 +250,15 @@ struct Memory {
     settled: Option<u64>,
     /// RSS after `GET /v1/approvals?status=pending` listed them all.
     pending: Option<u64>,
+    /// How many pages that took.
+    pages: usize,
     /// The server's threads at `settled` (tokio's blocking pool included).
     threads: Option<u64>,
     created: usize,
     took: Duration,
 }
 
-async fn memory(s: &ServerProcess, pending: usize) -> Memory {
+async fn memory(s: &ServerProcess, pending: usize, page: usize) -> Memory {
     let pid = server_pid(s);
     tokio::time::sleep(Duration::from_millis(300)).await;
     let idle = pid.and_then(sys::rss_kib);
@@ -283,17 +294,15 @@ async fn memory(s: &ServerProcess, pending: usize) -> Memory {
     tokio::time::sleep(Duration::from_secs(2)).await;
     let settled = pid.and_then(sys::rss_kib);
     let threads = pid.and_then(sys::threads);
-    let (st, list) = call(s.operator(Method::GET, "/v1/approvals?status=pending")).await;
-    assert_eq!(st, 200);
-    let listed = list.as_array().map(Vec::len).unwrap_or(0);
-    assert!(listed >= created, "{listed} pending listed, {created} created");
+    let (listed, pages) = plangate_bench::count_approvals(&s.http, &s.base, OPERATOR_TOKEN, "pending", page).await;
+    assert_eq!(listed, created, "{listed} pending listed in {pages} pages of {page}, {created} created");
     let pending_rss = pid.and_then(sys::rss_kib);
-    Memory { idle, settled, pending: pending_rss, threads, created, took }
+    Memory { idle, settled, pending: pending_rss, pages, created, threads, took }
 }
 
 /// Part 4 alone, `rounds` times; with a baseline build, it and `bin`
 /// alternate (baseline first in each round) so both see the same machine.
-async fn memory_rounds(bin: &str, baseline: &str, pending: usize, rounds: usize) {
+async fn memory_rounds(bin: &str, baseline: &str, pending: usize, page: usize, rounds: usize) {
     let mut builds = Vec::new();
     if !baseline.is_empty() {
         println!("baseline binary: {baseline}");
@@ -305,7 +314,7 @@ async fn memory_rounds(bin: &str, baseline: &str, pending: usize, rounds: usize)
     for round in 1..=rounds {
         for (name, path) in &builds {
             let s = ServerProcess::start(path, "").await;
-            let m = memory(&s, pending).await;
+            let m = memory(&s, pending, page).await;
             drop(s);
             println!(
                 "| {round} | {name} | {} | {} | {} | {} | {:.0} |",
@@ -321,15 +330,16 @@ async fn memory_rounds(bin: &str, baseline: &str, pending: usize, rounds: usize)
 
 #[tokio::main]
 async fn main() {
-    let samples: usize = plangate_bench::arg("--samples", 200);
-    let gate_samples: usize = plangate_bench::arg("--gate-samples", 2000);
-    let pending: usize = plangate_bench::arg("--pending", 10_000);
+    let samples: usize = plangate_bench::sized("--samples", 200, 3);
+    let gate_samples: usize = plangate_bench::sized("--gate-samples", 2000, 20);
+    let pending: usize = plangate_bench::sized("--pending", 10_000, 250);
+    let page: usize = plangate_bench::sized("--page", 1000, 100);
     let bin = plangate_bin();
     println!("{}", sys::describe_machine(&std::env::temp_dir()));
     println!("binary: {bin}\n");
     if plangate_bench::flag("--memory-only") {
         let rounds: usize = plangate_bench::arg("--rounds", 3);
-        memory_rounds(&bin, &plangate_bench::arg("--baseline-bin", String::new()), pending, rounds).await;
+        memory_rounds(&bin, &plangate_bench::arg("--baseline-bin", String::new()), pending, page, rounds).await;
         return;
     }
 
@@ -338,9 +348,9 @@ async fn main() {
     let gate = gate_latency(&s, gate_samples).await;
     drop(s);
     let s = ServerProcess::start(&bin, "").await;
-    let mem = memory(&s, pending).await;
+    let mem = memory(&s, pending, page).await;
     drop(s);
-    let (doc_fsync, doc_plain) = document_writes(200);
+    let (doc_fsync, doc_plain) = document_writes(plangate_bench::sized("--documents", 200, 5));
 
     println!("| what | p50 | p99 | max | n |");
     println!("|---|---|---|---|---|");
@@ -359,10 +369,14 @@ async fn main() {
     println!("RSS idle, no channels: {}", mib(mem.idle));
     println!("RSS with {} pending approvals (no channels), before listing them: {}", mem.created, mib(mem.settled));
     println!(
-        "RSS with {} pending approvals (no channels): {} (created over HTTP in {:.1} s, {:.0} proposals/s incl. enter)",
+        "RSS with {} pending approvals (no channels), after listing them in {} pages of {page}: {} (created over HTTP in {:.1} s, {:.0} proposals/s incl. enter)",
         mem.created,
+        mem.pages,
         mib(mem.pending),
         mem.took.as_secs_f64(),
         mem.created as f64 / mem.took.as_secs_f64()
     );
+    if plangate_bench::smoke() {
+        println!("\nsmoke run: every part ran once at tiny sizes; these figures measure nothing");
+    }
 }

@@ -21,6 +21,11 @@
 //! Needs PostgreSQL on 127.0.0.1:5432 (or `PLANGATE_TEST_PG`); each
 //! deployment uses its own schema, dropped at the end.
 //!
+//! `--smoke`: 1 s per cell at 1 and 4 sessions, 3 wake-ups each
+//! (`target/debug/replicas --smoke`, about 20 s). Without PostgreSQL it
+//! runs the sled rows only, after the testkit's loud skip line (a failure
+//! under `PLANGATE_REQUIRE_ALL`, as in CI).
+//!
 //! Run: `CARGO_TARGET_DIR=/work/target-bench cargo build --release -p plangate-server && CARGO_TARGET_DIR=/work/target-bench cargo run --release -p plangate-bench --bin replicas -- --secs 5 --wake-samples 200`
 //! (`--count-xacts N` counts PostgreSQL transactions and WAL flushes per
 //! loop instead, over `--count-sessions 1,16` sessions looping side by side;
@@ -145,7 +150,8 @@ async fn throughput(d: &Deployment, sessions: usize, secs: u64, round: usize) ->
 /// the waiter's answer.
 async fn wake(decide: &ServerProcess, wait: &ServerProcess, samples: usize, tag: &str) -> Samples {
     let mut out = Samples::default();
-    for i in 0..samples + 10 {
+    let warmup = if plangate_bench::smoke() { 1 } else { 10 };
+    for i in 0..samples + warmup {
         let session = format!("wake-{tag}-{i}");
         let (st, _) = call(decide.agent(Method::POST, &format!("/v1/sessions/{session}/enter")).json(&json!({}))).await;
         assert_eq!(st, 200);
@@ -163,7 +169,7 @@ async fn wake(decide: &ServerProcess, wait: &ServerProcess, samples: usize, tag:
         let (st, v) = waiter.await.expect("waiter");
         let took = t.elapsed();
         assert_eq!((st, v["status"].as_str()), (200, Some("approved")), "{v}");
-        if i >= 10 {
+        if i >= warmup {
             out.push(took);
         }
     }
@@ -247,6 +253,22 @@ async fn xacts_per_loop(bin: &str, loops: u64, sessions: u64) -> (f64, f64) {
     ((after.0 - before.0 - 1.0) / done, (after.1 - before.1) / done)
 }
 
+/// Whether the PostgreSQL deployments run: always when measuring (they are
+/// the point; without PostgreSQL the run fails), and in a `--smoke` run
+/// when PostgreSQL answers (else the testkit's loud skip line).
+async fn with_postgres() -> bool {
+    if !plangate_bench::smoke() {
+        return true;
+    }
+    match TestSchema::create_or_skip().await {
+        Some(schema) => {
+            schema.cleanup().await;
+            true
+        }
+        None => false,
+    }
+}
+
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     let bin = plangate_bin();
@@ -269,9 +291,12 @@ async fn main() {
         }
         return;
     }
-    let secs: u64 = arg("--secs", 5);
-    let wake_samples: usize = arg("--wake-samples", 200);
+    let smoke = plangate_bench::smoke();
+    let secs: u64 = plangate_bench::sized("--secs", 5, 1);
+    let wake_samples: usize = plangate_bench::sized("--wake-samples", 200, 3);
+    let levels: &[usize] = if smoke { &[1, 4] } else { &[1, 16, 64] };
     println!("binary: {bin}");
+    let postgres = with_postgres().await;
     // `--baseline-bin PATH`: the same sled row for another build (the
     // commit before #18), so "the sled path is not slower" is a ratio from
     // one run, not a comparison with an old table.
@@ -286,17 +311,17 @@ async fn main() {
             deployments.push(deploy(&baseline, "PostgreSQL, 1 replica, baseline build", 1, true).await);
         }
     }
-    deployments.extend([
-        deploy(&bin, "sled, 1 process", 1, false).await,
-        deploy(&bin, "PostgreSQL, 1 replica", 1, true).await,
-        deploy(&bin, "PostgreSQL, 3 replicas", 3, true).await,
-    ]);
-    let sled_at = deployments.len() - 3;
+    let sled_at = deployments.len();
+    deployments.push(deploy(&bin, "sled, 1 process", 1, false).await);
+    if postgres {
+        deployments.push(deploy(&bin, "PostgreSQL, 1 replica", 1, true).await);
+        deployments.push(deploy(&bin, "PostgreSQL, 3 replicas", 3, true).await);
+    }
 
     println!("\n## Durable decisions/s and approve latency ({secs} s per cell)\n");
     println!("| sessions | deployment | decisions/s | approve p50 | approve p99 | decisions/s vs the first row | CPU per decision: plangate / PostgreSQL / load generator |");
     println!("|---|---|---|---|---|---|---|");
-    for (round, sessions) in [1usize, 16, 64].into_iter().enumerate() {
+    for (round, &sessions) in levels.iter().enumerate() {
         let mut sled_rate = None;
         for d in &deployments {
             let Cell { per_s, samples, cpu_per_decision: [servers, postgres, load] } = throughput(d, sessions, secs, round).await;
@@ -318,12 +343,12 @@ async fn main() {
     println!("| waiter on | decision on | p50 | p99 | max |");
     println!("|---|---|---|---|---|");
     let sled = &deployments[sled_at].replicas[0];
-    let (pg1, pg3) = (&deployments[sled_at + 1].replicas, &deployments[sled_at + 2].replicas);
-    let rows = [
-        ("sled process", "the same process", wake(sled, sled, wake_samples, "sled").await),
-        ("PostgreSQL replica", "the same replica", wake(&pg1[0], &pg1[0], wake_samples, "pg1").await),
-        ("PostgreSQL replica B", "replica A", wake(&pg3[0], &pg3[1], wake_samples, "pg3").await),
-    ];
+    let mut rows = vec![("sled process", "the same process", wake(sled, sled, wake_samples, "sled").await)];
+    if postgres {
+        let (pg1, pg3) = (&deployments[sled_at + 1].replicas, &deployments[sled_at + 2].replicas);
+        rows.push(("PostgreSQL replica", "the same replica", wake(&pg1[0], &pg1[0], wake_samples, "pg1").await));
+        rows.push(("PostgreSQL replica B", "replica A", wake(&pg3[0], &pg3[1], wake_samples, "pg3").await));
+    }
     for (waiter, decision, s) in &rows {
         println!("| {waiter} | {decision} | {} | {} | {} |", fmt(s.p50()), fmt(s.p99()), fmt(s.max()));
     }
@@ -332,5 +357,8 @@ async fn main() {
         if let Some(schema) = d.schema {
             schema.cleanup().await;
         }
+    }
+    if smoke {
+        println!("\nsmoke run: every deployment ran for a moment; these figures measure nothing");
     }
 }

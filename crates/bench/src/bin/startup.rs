@@ -15,8 +15,10 @@
 //!
 //! Run: `CARGO_TARGET_DIR=/work/target-bench cargo run --release -p plangate-bench --bin startup -- --approvals 100000`
 //! Options: `--age-mins 120`, `--watch-secs 30` (default 60 with `--age-mins`, else 5), `--threads 32`, `--dir PATH`,
-//! `--web` (time the web inbox and the oldest pending plan's page, signed in as the operator), `--keep` (leave the data dir), `--restart` (a normal stop and a second start after the first run), `--no-list` (skip the final `GET /v1/approvals?status=pending`, whose answer dwarfs everything else in memory),
+//! `--web` (time the web inbox and the oldest pending plan's page, signed in as the operator), `--keep` (leave the data dir), `--restart` (a normal stop and a second start after the first run), `--no-list` (skip the final listing of every pending approval, `GET /v1/approvals?status=pending` page after page of `--page 1000`),
 //! `--clean-stop` (the population ends as a server's clean shutdown does, leaving the pending count for the start: `SessionStore::note_pending_at_close`; without it the first start is the one after a crash, which counts).
+//! `--smoke`: 200 approvals, one second of watching, with `--web`, the
+//! listing (pages of 50) and `--restart` (`target/debug/startup --smoke`, seconds).
 
 use plangate_bench::server::{mib, start};
 use plangate_bench::stats::rate;
@@ -130,6 +132,7 @@ async fn web_pages(http: &reqwest::Client, base: &str) {
         .to_string();
     if cookie.is_empty() {
         println!("web: operator sign-in answered {} without a cookie; pages not timed", signed_in.status());
+        assert!(!plangate_bench::smoke(), "the smoke run needs the web pages");
         return;
     }
     let oldest = http.get(format!("{base}/v1/approvals?status=pending&limit=1")).bearer_auth(OPERATOR_TOKEN).send().await.ok();
@@ -139,6 +142,7 @@ async fn web_pages(http: &reqwest::Client, base: &str) {
     };
     let mut paths = vec!["/".to_string()];
     paths.extend(oldest.map(|id| format!("/p/{id}")));
+    assert!(paths.len() == 2 || !plangate_bench::smoke(), "no pending approval listed for its page");
     for path in paths {
         let mut took = Vec::new();
         let mut size = 0;
@@ -156,13 +160,15 @@ async fn web_pages(http: &reqwest::Client, base: &str) {
         }
         let shown = if path == "/" { "/".to_string() } else { "/p/<oldest pending>".to_string() };
         println!("web: GET {shown} → {status}, {size} bytes, {} ms (three in a row)", took.join(" / "));
+        assert!(status == 200 || !plangate_bench::smoke(), "web: GET {shown} answered {status}");
     }
 }
 
 #[tokio::main]
 async fn main() {
-    let n: usize = plangate_bench::arg("--approvals", 100_000);
-    let threads: usize = plangate_bench::arg("--threads", 32);
+    let smoke = plangate_bench::smoke();
+    let n: usize = plangate_bench::sized("--approvals", 100_000, 200);
+    let threads: usize = plangate_bench::sized("--threads", 32, 4);
     let age_mins: i64 = plangate_bench::arg("--age-mins", 0);
     let dir: String = plangate_bench::arg("--dir", std::env::temp_dir().display().to_string());
     let bin = plangate_bin();
@@ -198,7 +204,16 @@ async fn main() {
         mib(rss_ready)
     );
     let mut peak = rss_ready.unwrap_or(0);
-    let watch: u64 = plangate_bench::arg("--watch-secs", if age_mins > 0 { 60 } else { 5 });
+    let watch: u64 = plangate_bench::arg(
+        "--watch-secs",
+        if smoke {
+            1
+        } else if age_mins > 0 {
+            60
+        } else {
+            5
+        },
+    );
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(watch) {
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -208,30 +223,30 @@ async fn main() {
             println!("  {:>3.0} s after ready: RSS {}", t0.elapsed().as_secs_f64(), mib(rss));
         }
     }
-    if plangate_bench::flag("--web") {
+    if plangate_bench::flag("--web") || smoke {
         web_pages(&http, &started.base).await;
     }
     if plangate_bench::flag("--no-list") {
         println!("RSS peak over the first seconds: {}", mib(Some(peak)));
     } else {
+        let page: usize = plangate_bench::sized("--page", 1000, 50);
         let listing = Instant::now();
-        let r = http.get(format!("{}/v1/approvals?status=pending", started.base)).bearer_auth(OPERATOR_TOKEN).send().await;
-        let listed = match r {
-            Ok(r) => r.json::<serde_json::Value>().await.ok().and_then(|v| v.as_array().map(Vec::len)).unwrap_or(0),
-            Err(_) => 0,
-        };
+        let (listed, pages) = plangate_bench::count_approvals(&http, &started.base, OPERATOR_TOKEN, "pending", page).await;
         let rss_after_list = sys::rss_kib(pid);
         println!(
-            "RSS peak over the first seconds: {}; GET /v1/approvals?status=pending listed {listed} in {:.0} ms, RSS after {}",
+            "RSS peak over the first seconds: {}; GET /v1/approvals?status=pending listed {listed} in {pages} pages of {page} in {:.0} ms, RSS after {}",
             mib(Some(peak)),
             listing.elapsed().as_secs_f64() * 1e3,
             mib(rss_after_list)
         );
+        if smoke {
+            assert_eq!(listed, n, "{listed} pending listed, {n} populated");
+        }
     }
     // `--restart`: a normal stop (SIGTERM), then a second start on the
     // same data: what an operator's restart costs once the first start
     // after the population has run.
-    if plangate_bench::flag("--restart") {
+    if plangate_bench::flag("--restart") || smoke {
         let stopped = started.stop();
         let again = start(&bin, &config_path, &http).await;
         let rss = sys::rss_kib(again.child.id());
@@ -248,4 +263,7 @@ async fn main() {
     started.kill();
     let (due, nudges) = catch_up(&data);
     println!("after {watch} s of running (then SIGKILL): {due} timers still due, {nudges} nudges sent");
+    if smoke {
+        println!("\nsmoke run: every part ran once at a tiny size; these figures measure nothing");
+    }
 }

@@ -21,6 +21,8 @@
 //!
 //! Run: `cargo run --release -p plangate-bench --bin storm`
 //! Options: `--nudges 10000`, `--chats 100`, `--dir PATH`, `--timeout-secs 600`.
+//! `--smoke`: 30 nudges over 5 agents, which must all arrive, once each,
+//! within 60 s (`target/debug/storm --smoke`, a few seconds).
 
 use plangate_bench::server::{mib, start};
 use plangate_bench::{plangate_bin, sys, workload};
@@ -224,9 +226,9 @@ fn lane(name: &str, stats: RateStats, limit: usize, nudges: usize) -> String {
 
 #[tokio::main]
 async fn main() {
-    let nudges: usize = plangate_bench::arg("--nudges", 10_000);
-    let chats: usize = plangate_bench::arg("--chats", 100);
-    let timeout = Duration::from_secs(plangate_bench::arg("--timeout-secs", 600));
+    let nudges: usize = plangate_bench::sized("--nudges", 10_000, 30);
+    let chats: usize = plangate_bench::sized("--chats", 100, 5);
+    let timeout = Duration::from_secs(plangate_bench::sized("--timeout-secs", 600, 60));
     let dir: String = plangate_bench::arg("--dir", std::env::temp_dir().display().to_string());
     let approvals = nudges.div_ceil(3);
     let bin = plangate_bin();
@@ -305,4 +307,8 @@ async fn main() {
         s.duplicates,
         mib(Some(peak))
     );
+    if plangate_bench::smoke() {
+        assert!(drained.is_some() && s.duplicates == 0, "the smoke storm must drain, each nudge once");
+        println!("\nsmoke run: a tiny storm; these figures measure nothing");
+    }
 }

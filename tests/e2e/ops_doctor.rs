@@ -3,10 +3,14 @@
 //! chat is seen by the bot, which can post there, each approver is a member;
 //! the agent hooks installed in the project name a binary that exists;
 //! `server.public_url` answers. Every failure is named with what to do, and
-//! fails the run.
+//! fails the run. The running server too: it answers and is ready, it
+//! accepts `PLANGATE_TOKEN`, and (with the operator token) its destinations,
+//! paired ones included, have approvers and every agent has one; and the
+//! data dir doctor looks at is named, with where its value came from.
 
+use super::kit::{closed_port_url, pair_code, say, telegram_section, tg_user};
 use plangate_testkit::discord::{DiscordFake, GUILD_ID};
-use plangate_testkit::server::ServerProcess;
+use plangate_testkit::server::{ServerProcess, AGENT_TOKEN, OPERATOR_TOKEN, OTHER_AGENT_TOKEN};
 use plangate_testkit::slack::{Scripted as SlackScripted, SlackFake, BOT_USER};
 use plangate_testkit::telegram::{FakeTelegram, Scripted, TOKEN};
 use serde_json::json;
@@ -32,16 +36,28 @@ pub(super) async fn doctor(toml: &str) -> (i32, String) {
 /// The binary with `args` in `project`, whose `home/` is `HOME`,
 /// `CLAUDE_CONFIG_DIR` and `CODEX_HOME`.
 async fn doctor_cli(project: &Path, args: &[&str]) -> std::process::Output {
+    doctor_cli_env(project, args, &[]).await
+}
+
+/// [`doctor_cli`] with `env` and nothing else of plangate's environment
+/// (no `PLANGATE_*` of the machine: the server, the tokens and the data dir
+/// are the test's).
+async fn doctor_cli_env(project: &Path, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
     let home = project.join("home");
     std::fs::create_dir_all(&home).expect("home");
-    let out = tokio::process::Command::new(BIN)
+    let mut command = tokio::process::Command::new(BIN);
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("PLANGATE") {
+            command.env_remove(key);
+        }
+    }
+    let out = command
         .args(args)
         .current_dir(project)
         .env("HOME", &home)
         .env("CLAUDE_CONFIG_DIR", &home)
         .env("CODEX_HOME", &home)
-        .env_remove("PLANGATE__TELEGRAM__TOKEN")
-        .env_remove("PLANGATE_HOOK_WAIT")
+        .envs(env.iter().copied())
         .output();
     let out = tokio::time::timeout(Duration::from_secs(60), out).await.expect("finished").expect("run");
     eprintln!("plangate {args:?}:\n{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
@@ -287,4 +303,192 @@ async fn doctor_names_a_public_url_that_does_not_answer() {
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("✗ server.public_url: http://plans.example.com is plain http on a host other than loopback"), "{out}");
     assert!(out.contains("set server.public_url = \"https://…\""), "{out}");
+}
+
+/// `plangate doctor ARGS` in `project` with `env`: exit code and stdout.
+async fn doctor_env(project: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
+    let out = doctor_cli_env(project, args, env).await;
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// A `PLANGATE_TOKEN` the running server does not know fails, naming the
+/// variable to copy; the right one, exported as the server's own variable
+/// alone, passes and says whose it is.
+#[tokio::test]
+async fn doctor_checks_that_the_running_server_accepts_the_agent_token() {
+    let mut s = ServerProcess::start(BIN, "").await;
+    let project = tempfile::tempdir().expect("project");
+    let wrong = [("PLANGATE_URL", s.base.as_str()), ("PLANGATE_TOKEN", "not-the-token-of-any-agent-7f3a9c")];
+    let (code, out) = doctor_env(project.path(), &["doctor"], &wrong).await;
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains(&format!("✓ server: {} (PLANGATE_URL) answers and is ready", s.base)), "{out}");
+    let expected = format!(
+        "✗ agent token: PLANGATE_TOKEN is not accepted by the server at {}: it is not the token of any agent in its config; \
+         use the value of PLANGATE__AGENTS__<ID>__TOKEN the server runs with",
+        s.base
+    );
+    assert!(out.contains(&expected), "{expected}\nin {out}");
+    assert!(!out.contains("not-the-token"), "the token is not printed: {out}");
+
+    let right = [("PLANGATE_URL", s.base.as_str()), ("PLANGATE__AGENTS__DEMO__TOKEN", AGENT_TOKEN)];
+    let (_, out) = doctor_env(project.path(), &["doctor"], &right).await;
+    assert!(out.contains(&format!("✓ agent token: PLANGATE_TOKEN is accepted by the server at {}: it is agent demo's", s.base)), "{out}");
+    assert!(!out.contains(AGENT_TOKEN), "the token is not printed: {out}");
+
+    // Without one: said, with the variable to set, and not a failure.
+    let (_, out) = doctor_env(project.path(), &["doctor"], &[("PLANGATE_URL", s.base.as_str())]).await;
+    assert!(out.contains("⚠ agent token: not checked: PLANGATE_TOKEN is not set"), "{out}");
+    s.terminate().await;
+}
+
+/// Nothing answers where the server should be: a failure with what to do,
+/// naming where the address came from. With `--config` and no address
+/// given, the file's `server.bind` is asked, and a server not started yet
+/// is a warning (doctor checks a file before its first start too).
+#[tokio::test]
+async fn doctor_says_what_to_do_when_no_server_answers() {
+    let project = tempfile::tempdir().expect("project");
+    let url = closed_port_url();
+    let (code, out) = doctor_env(project.path(), &["doctor"], &[("PLANGATE_URL", url.as_str())]).await;
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains(&format!("✗ server: nothing answers at {url} (PLANGATE_URL): ")), "{out}");
+    assert!(out.contains("start it with `plangate serve`"), "{out}");
+    assert!(out.contains("or point doctor at it with --url or PLANGATE_URL"), "{out}");
+    assert!(!out.contains("agent token"), "nothing more is asked of a server that does not answer: {out}");
+
+    let (code, out) = doctor_env(project.path(), &["doctor", "--url", &url], &[]).await;
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains(&format!("✗ server: nothing answers at {url} (--url): ")), "{out}");
+
+    let bind = url.trim_start_matches("http://");
+    let file = project.path().join("plangate.toml");
+    std::fs::write(&file, format!("[server]\nbind = \"{bind}\"\ndata_dir = \"d\"\n")).expect("write");
+    let (code, out) = doctor_env(project.path(), &["doctor", "--config", file.to_str().expect("utf-8")], &[]).await;
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains(&format!("⚠ server: nothing answers at {url} (server.bind in {}): ", file.display())), "{out}");
+}
+
+const CHAT: i64 = -1007770001;
+const ALICE: i64 = 111;
+
+/// A chat paired with the running server: doctor lists it with its
+/// approver, finds the agent's destination, and checks the paired chat and
+/// its approver against Telegram like a configured one. Every token comes
+/// from the server's own variables, as in the README's setup.
+#[tokio::test]
+async fn doctor_lists_the_paired_destinations_and_their_approvers() {
+    let fake = FakeTelegram::start().await;
+    let mut s = ServerProcess::start(BIN, &telegram_section(&fake)).await;
+    let code = pair_code(&s, "telegram", &[]).await;
+    say(&fake, CHAT, tg_user(ALICE, "alice"), &format!("/plan pair {code}"), "Paired").await;
+
+    let project = tempfile::tempdir().expect("project");
+    let api_url = fake.api_url();
+    let env = [
+        ("PLANGATE_URL", s.base.as_str()),
+        ("PLANGATE__SERVER__OPERATOR_TOKEN", OPERATOR_TOKEN),
+        ("PLANGATE__AGENTS__DEMO__TOKEN", AGENT_TOKEN),
+        ("PLANGATE__TELEGRAM__TOKEN", TOKEN),
+        ("PLANGATE__TELEGRAM__API_URL", api_url.as_str()),
+    ];
+    let (code, out) = doctor_env(project.path(), &["doctor"], &env).await;
+    assert_eq!(code, 0, "{out}");
+    for line in [
+        format!("✓ destinations.demo-telegram: paired telegram chat {CHAT} of agent demo; approvers telegram:{ALICE} (paired by "),
+        format!("✓ agents.demo: its plans go to demo-telegram (the server at {})", s.base),
+        "✓ telegram.token: works".to_string(),
+        format!("✓ destinations.demo-telegram.chat: {CHAT} resolves"),
+        format!("✓ destinations.demo-telegram.approvers[0]: telegram:{ALICE} is in the chat"),
+    ] {
+        assert!(out.contains(&line), "{line:?} in {out}");
+    }
+    s.terminate().await;
+}
+
+/// An agent the server sends no plan anywhere for fails; a destination
+/// nobody may decide in is a warning; without the operator token doctor
+/// says what it could not check and which variable to set.
+#[tokio::test]
+async fn doctor_names_an_agent_without_a_destination_and_a_destination_without_an_approver() {
+    let fake = FakeTelegram::start().await;
+    let extra = format!("{}\n[destinations.quiet]\nchannel = \"telegram\"\nchat = \"-1009\"\n", telegram_section(&fake));
+    let mut s = ServerProcess::start_with(BIN, &["quiet"], &extra).await;
+    let project = tempfile::tempdir().expect("project");
+    let env = [("PLANGATE_URL", s.base.as_str()), ("PLANGATE_OPERATOR_TOKEN", OPERATOR_TOKEN), ("PLANGATE_TOKEN", OTHER_AGENT_TOKEN)];
+    let (code, out) = doctor_env(project.path(), &["doctor"], &env).await;
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(&format!(
+            "✗ agents.other: no destination on the server at {}, so its plans reach no chat (only `plangate decide` decides them); \
+             pair one: `plangate pair telegram --agent other`",
+            s.base
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("⚠ destinations.quiet: config telegram chat -1009 of agent demo has no approver: only the operator decides its plans"),
+        "{out}"
+    );
+    assert!(out.contains("✓ agents.demo: its plans go to quiet"), "{out}");
+
+    let (code, out) = doctor_env(project.path(), &["doctor"], &[("PLANGATE_URL", s.base.as_str())]).await;
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(
+            "⚠ destinations: not checked: listing the server's destinations and their approvers takes the operator token; \
+             set PLANGATE_OPERATOR_TOKEN (or export PLANGATE__SERVER__OPERATOR_TOKEN, as for `plangate serve`)"
+        ),
+        "{out}"
+    );
+    let wrong = [("PLANGATE_URL", s.base.as_str()), ("PLANGATE_OPERATOR_TOKEN", "not-the-operator-token-5d1e0b")];
+    let (code, out) = doctor_env(project.path(), &["doctor"], &wrong).await;
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(&format!(
+            "✗ operator token: PLANGATE_OPERATOR_TOKEN is not accepted by the server at {}: it is not its operator token; \
+             use the value of PLANGATE__SERVER__OPERATOR_TOKEN the server runs with",
+            s.base
+        )),
+        "{out}"
+    );
+    s.terminate().await;
+}
+
+/// The data dir doctor looks at is an absolute path with where its value
+/// came from; one that does not exist is said plainly (a warning), with
+/// where to run doctor instead.
+#[tokio::test]
+async fn doctor_names_the_data_dir_it_checks_and_where_that_came_from() {
+    let project = tempfile::tempdir().expect("project");
+    let dir = project.path();
+    let url = closed_port_url();
+    let (_, out) = doctor_env(dir, &["doctor"], &[("PLANGATE_URL", url.as_str())]).await;
+    let expected = format!(
+        "⚠ server.data_dir: {} (server.data_dir = \"./data\" of the embedded defaults, relative to the working directory {}) does not exist",
+        dir.join("data").display(),
+        dir.display()
+    );
+    assert!(out.contains(&expected), "{expected}\nin {out}");
+    assert!(out.contains("run doctor where `plangate serve` runs"), "{out}");
+    assert!(out.contains("or pass --config"), "{out}");
+    assert!(!out.contains("✓ server.data_dir"), "{out}");
+
+    std::fs::create_dir(dir.join("data")).expect("mkdir");
+    let (_, out) = doctor_env(dir, &["doctor"], &[("PLANGATE_URL", url.as_str())]).await;
+    assert!(
+        out.contains(&format!("✓ server.data_dir: {} (server.data_dir = \"./data\" of the embedded defaults", dir.join("data").display())),
+        "{out}"
+    );
+
+    let elsewhere = tempfile::tempdir().expect("data");
+    let (_, out) = doctor_env(
+        dir,
+        &["doctor"],
+        &[("PLANGATE_URL", url.as_str()), ("PLANGATE__SERVER__DATA_DIR", elsewhere.path().to_str().expect("utf-8"))],
+    )
+    .await;
+    assert!(
+        out.contains(&format!("✓ server.data_dir: {0} (PLANGATE__SERVER__DATA_DIR = \"{0}\") exists", elsewhere.path().display())),
+        "{out}"
+    );
 }

@@ -202,10 +202,14 @@ enum Cmd {
         #[arg(long, default_value = "plangate")]
         schema: String,
     },
-    /// Check a config against the live platform APIs: tokens, chats, approvers (exit 1 when any check fails).
+    /// Check a setup: the data dir, the running server (ready, PLANGATE_TOKEN accepted, destinations and approvers),
+    /// the chat platforms (tokens, chats, approvers), the hooks (exit 1 when any check fails).
     Doctor {
         #[arg(long)]
         config: Option<PathBuf>,
+        /// The running server (default: http://<server.bind>, http://127.0.0.1:8787 with the embedded defaults).
+        #[arg(long, env = "PLANGATE_URL")]
+        url: Option<String>,
     },
     /// Print a shell completion script: `plangate completions bash > /etc/bash_completion.d/plangate`.
     Completions {
@@ -516,27 +520,7 @@ async fn run(args: Args) -> Result<i32> {
             Ok(0)
         }
         Cmd::Migrate { from, to, schema } => migrate(from, to, schema).await,
-        Cmd::Doctor { config } => {
-            let settings = Settings::load(config.as_deref())?;
-            let store = plangate_server::ops::doctor::store(&settings).await;
-            match &store {
-                Some(check) => println!("{check}"),
-                None => println!("store: sled under {} (one process; nothing to reach)", settings.data_dir.display()),
-            }
-            let checks = plangate_server::ops::doctor::run(&settings).await;
-            for check in &checks {
-                println!("{check}");
-            }
-            if checks.is_empty() {
-                println!("no chat channel is configured: nothing to check against a platform");
-            }
-            let public_url = plangate_server::ops::doctor::public_url(&settings).await;
-            let hooks = plangate_server::ops::doctor::hooks(&std::env::current_dir()?);
-            for check in public_url.iter().chain(&hooks) {
-                println!("{check}");
-            }
-            Ok(if checks.iter().chain(&store).chain(&public_url).chain(&hooks).all(|c| c.ok) { 0 } else { 1 })
-        }
+        Cmd::Doctor { config, url } => plangate_server::ops::doctor::command(config.as_deref(), url).await,
         Cmd::Completions { shell } => {
             use clap::CommandFactory;
             let shell = match shell.as_str() {

@@ -20,11 +20,24 @@
 //! * The agent hooks installed for this project and user ([`hooks`]): Claude
 //!   Code's and Codex's, present, naming a binary that exists, and for Codex
 //!   trusted.
+//! * The data dir doctor resolved ([`data_dir`]): absolute, with where its
+//!   value came from, and whether it exists.
+//! * The running server ([`server`]): it answers and is ready, accepts
+//!   `PLANGATE_TOKEN`, and (with the operator token) its destinations,
+//!   paired ones included, have approvers and every agent has one; those
+//!   chats are then checked against their platform too.
+//!
+//! [`command`] runs them all, in that order of dependence.
 
+mod command;
+mod data_dir;
 mod discord;
 mod hooks;
+mod server;
 mod slack;
 mod telegram;
+
+pub use command::command;
 
 use crate::config::{Config, DestinationConfig, Settings};
 use serde_json::Value;
@@ -35,27 +48,40 @@ pub struct Check {
     pub ok: bool,
     pub what: String,
     pub detail: String,
+    /// Not a failure, and not a ✓ either (⚠): something doctor could not
+    /// check, or that is likely not what was meant.
+    pub caution: bool,
 }
 
 impl Check {
     fn pass(what: impl Into<String>, detail: impl Into<String>) -> Check {
-        Check { ok: true, what: what.into(), detail: detail.into() }
+        Check { ok: true, what: what.into(), detail: detail.into(), caution: false }
     }
 
     fn fail(what: impl Into<String>, detail: impl Into<String>) -> Check {
-        Check { ok: false, what: what.into(), detail: detail.into() }
+        Check { ok: false, what: what.into(), detail: detail.into(), caution: false }
+    }
+
+    /// Printed ⚠, and does not fail the run.
+    fn caution(what: impl Into<String>, detail: impl Into<String>) -> Check {
+        Check { ok: true, what: what.into(), detail: detail.into(), caution: true }
     }
 
     /// Works, but not as configured (a fallback plangate takes on its own):
     /// passes, with the warning in its words.
     fn warn(what: impl Into<String>, detail: impl Into<String>) -> Check {
-        Check { ok: true, what: what.into(), detail: format!("⚠ {}", detail.into()) }
+        Check { ok: true, what: what.into(), detail: format!("⚠ {}", detail.into()), caution: false }
     }
 }
 
 impl std::fmt::Display for Check {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}: {}", if self.ok { "✓" } else { "✗" }, self.what, self.detail)
+        let mark = match (self.ok, self.caution) {
+            (false, _) => "✗",
+            (true, true) => "⚠",
+            (true, false) => "✓",
+        };
+        write!(f, "{mark} {}: {}", self.what, self.detail)
     }
 }
 

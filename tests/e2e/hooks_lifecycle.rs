@@ -51,7 +51,12 @@ async fn session_start_after_compaction_restores_the_open_steps_and_on_resume_to
     assert_eq!(st, 200, "{v}");
 
     // After the compaction: the seed's text, only the open steps, as facts.
-    for fixture in ["session_start_compact.json", "session_start_resume.json"] {
+    // On resume nothing was compressed, and the first line does not say so
+    // (issue 54).
+    for (fixture, header) in [
+        ("session_start_compact.json", "[Your active plan was preserved across context compression]"),
+        ("session_start_resume.json", "[Your active plan, as it stands now that this session resumed]"),
+    ] {
         let run = hook(&s, &event(fixture, sid), &[], state.path()).await;
         assert_eq!(run.code, 0);
         let text = context_of(&run, "SessionStart");
@@ -59,7 +64,7 @@ async fn session_start_after_compaction_restores_the_open_steps_and_on_resume_to
         assert_eq!(
             text,
             format!(
-                "[Your active plan was preserved across context compression]\n\
+                "{header}\n\
                  Plan v1 \"Add retries to the payment client\" (approval {id}) was approved by a human; these steps remain.\n\
                  - [>] Wrap `charge` and `refund` in the policy; never retry non-idempotent `capture` (in_progress)\n\
                  - [ ] Add tests against the provider fake for 503, timeout and 400 (pending)"

@@ -472,12 +472,14 @@ impl Client {
 
     /// The active steps phrased as facts, for re-injection after the
     /// agent's context was compacted; `None` when there is nothing to preserve.
-    pub async fn hydration(&self, session_id: &str) -> Result<Option<String>, AgentError> {
+    /// `GET /v1/sessions/{id}/hydration`: the plan as it stands, for an
+    /// agent whose context was compacted (`compacted`) or that resumed.
+    pub async fn hydration(&self, session_id: &str, compacted: bool) -> Result<Option<String>, AgentError> {
         #[derive(Deserialize)]
         struct Hydration {
             text: Option<String>,
         }
-        let path = Self::session_path(session_id, "/hydration")?;
+        let path = Self::session_path(session_id, if compacted { "/hydration" } else { "/hydration?after=resume" })?;
         let h: Hydration = self.typed(reqwest::Method::GET, &path, None, self.timeouts.request).await?;
         Ok(h.text)
     }

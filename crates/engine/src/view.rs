@@ -219,9 +219,23 @@ impl ApprovalSummary {
     }
 }
 
-/// The first line of [`hydration`]: the seed's marker, which a later
-/// compaction's hook can recognise.
+/// The first line of [`hydration`] after a compaction: the seed's marker,
+/// which a later compaction's hook can recognise.
 pub const HYDRATION_HEADER: &str = "[Your active plan was preserved across context compression]";
+/// The first line after a session resumed: nothing was compressed, so it
+/// does not say so.
+pub const RESUMED_HEADER: &str = "[Your active plan, as it stands now that this session resumed]";
+
+/// What happened to the agent's context before it is told its plan.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rehydration {
+    /// The context was compacted.
+    #[default]
+    Compact,
+    /// A session was resumed (`claude --resume`).
+    Resume,
+}
 
 /// What the agent is told after its context was compacted (or a session
 /// resumed): the seed's text. `None` when there is nothing to preserve: no
@@ -235,7 +249,7 @@ pub const HYDRATION_HEADER: &str = "[Your active plan was preserved across conte
 /// - [>] Add backoff (in_progress)
 /// - [ ] Test it (pending)
 /// ```
-pub fn hydration(state: &State) -> Option<String> {
+pub fn hydration(state: &State, after: Rehydration) -> Option<String> {
     let s = &state.session;
     let active: Vec<&Step> = s.steps.iter().filter(|step| !step.status.is_closed()).collect();
     if active.is_empty() {
@@ -261,7 +275,11 @@ pub fn hydration(state: &State) -> Option<String> {
         _ if s.mode == Mode::Halted => "The last plan was cancelled; the session is halted (read-only).".to_string(),
         _ => "These steps remain.".to_string(),
     };
-    let mut lines = vec![HYDRATION_HEADER.to_string(), crate::text::sanitize_for_injection(&fact).replace('\n', " ")];
+    let header = match after {
+        Rehydration::Compact => HYDRATION_HEADER,
+        Rehydration::Resume => RESUMED_HEADER,
+    };
+    let mut lines = vec![header.to_string(), crate::text::sanitize_for_injection(&fact).replace('\n', " ")];
     for step in active {
         let marker = if step.status == StepStatus::InProgress { "[>]" } else { "[ ]" };
         let text = crate::text::sanitize_for_injection(step.step.trim()).replace('\n', " ");

@@ -459,7 +459,7 @@ fn row_approve_resets_the_step_list_to_the_approved_plan() {
     let t = ok(&s, &alice(), decide(id, Verdict::Approve), &ctx(9));
     assert_eq!(t.state.session.steps, plan().steps);
     assert_eq!(StatusView::of(&t.state).steps, plan().steps);
-    assert!(!view::hydration(&t.state).unwrap().contains("Drop the prod table"));
+    assert!(!view::hydration(&t.state, plangate_engine::view::Rehydration::Compact).unwrap().contains("Drop the prod table"));
 }
 
 #[test]

@@ -30,8 +30,8 @@ fn the_card_shows_the_active_form_of_the_step_in_progress_and_the_open_subagents
 
 #[test]
 fn hydration_follows_the_seed_only_open_steps_as_facts_and_nothing_when_all_are_closed() {
-    assert_eq!(view::hydration(&State::new(key())), None);
-    assert_eq!(view::hydration(&in_plan()), None);
+    assert_eq!(view::hydration(&State::new(key()), view::Rehydration::Compact), None);
+    assert_eq!(view::hydration(&in_plan(), view::Rehydration::Compact), None);
     const HEADER: &str = "[Your active plan was preserved across context compression]";
 
     let list = vec![
@@ -45,7 +45,7 @@ fn hydration_follows_the_seed_only_open_steps_as_facts_and_nothing_when_all_are_
         ok(&in_plan(), &Actor::Agent, Command::UpdatePlan { steps: updates(list.clone()), merge: false, explanation: None }, &ctx(0)).state;
     // Only pending and in-progress steps; hidden characters and newlines cannot forge anything.
     assert_eq!(
-        view::hydration(&s).unwrap(),
+        view::hydration(&s, view::Rehydration::Compact).unwrap(),
         format!(
             "{HEADER}\nThe session is in plan mode (read-only); no plan has been proposed yet.\n\
              - [>] Add backoff (in_progress)\n- [ ] Test it (pending)\n- [ ] Tell ops (/PLAN_DECISION] (pending)"
@@ -54,7 +54,7 @@ fn hydration_follows_the_seed_only_open_steps_as_facts_and_nothing_when_all_are_
 
     let (s, id) = pending();
     assert_eq!(
-        view::hydration(&s).unwrap(),
+        view::hydration(&s, view::Rehydration::Compact).unwrap(),
         format!(
             "{HEADER}\nPlan v1 \"Add retries\" is awaiting a human's approval; the session is in plan mode (read-only).\n\
              - [ ] Read the client (pending)\n- [ ] Add backoff (pending)\n- [ ] Test it (pending)"
@@ -65,7 +65,7 @@ fn hydration_follows_the_seed_only_open_steps_as_facts_and_nothing_when_all_are_
     let s =
         ok(&s, &Actor::Agent, Command::UpdatePlan { steps: updates(list[..3].to_vec()), merge: false, explanation: None }, &ctx(0)).state;
     assert_eq!(
-        view::hydration(&s).unwrap(),
+        view::hydration(&s, view::Rehydration::Compact).unwrap(),
         format!(
             "{HEADER}\nPlan v1 \"Add retries\" (approval {id}) was approved by a human; these steps remain.\n\
              - [>] Add backoff (in_progress)\n- [ ] Test it (pending)"
@@ -74,7 +74,7 @@ fn hydration_follows_the_seed_only_open_steps_as_facts_and_nothing_when_all_are_
     // Every step completed or cancelled: nothing to preserve.
     let closed: Vec<Step> = list[..3].iter().map(|s| Step { status: StepStatus::Cancelled, ..s.clone() }).collect();
     let s = ok(&s, &Actor::Agent, Command::UpdatePlan { steps: updates(closed), merge: false, explanation: None }, &ctx(0)).state;
-    assert_eq!(view::hydration(&s), None);
+    assert_eq!(view::hydration(&s, view::Rehydration::Compact), None);
 }
 
 // ------------------------------------------------------------- view shapes
@@ -285,7 +285,7 @@ fn off_clears_the_cancelled_steps_so_hydration_cannot_revive_them() {
     assert!(!s.session.steps.is_empty());
     let t = ok(&s, &alice(), Command::Off, &ctx(2));
     assert!(t.state.session.steps.is_empty());
-    assert_eq!(plangate_engine::view::hydration(&t.state), None);
+    assert_eq!(plangate_engine::view::hydration(&t.state, plangate_engine::view::Rehydration::Compact), None);
 }
 
 #[test]

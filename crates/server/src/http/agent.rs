@@ -436,13 +436,24 @@ fn injection_body(injection: Option<String>, state: &plangate_engine::State) -> 
     out
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct HydrationQuery {
+    /// `compact` (the default) or `resume`: what happened to the agent's
+    /// context, which the first line names.
+    #[serde(default)]
+    after: plangate_engine::view::Rehydration,
+}
+
 pub(super) async fn get_hydration(
     State(core): State<AppState>,
     AgentAuth(agent): AgentAuth,
     Path(sid): Path<String>,
+    q: Result<Query<HydrationQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    let after = query(q)?.after;
     let key = session_key(agent, &sid)?;
-    Ok(Json(json!({"text": hydration(&core.load(&key).await?)})))
+    Ok(Json(json!({"text": hydration(&core.load(&key).await?, after)})))
 }
 
 #[derive(Deserialize)]

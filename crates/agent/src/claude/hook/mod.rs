@@ -278,12 +278,14 @@ pub async fn answer(bytes: &[u8], settings: impl FnOnce() -> Result<Settings, Ag
             record(settings.client.close_subagent(&session_id, &agent_run(&agent))).await
         }
         Input::Subagent { agent_id: None, .. } => Answer::NoDecision,
-        Input::SessionStart { session_id } => match tokio::time::timeout(QUICK_BUDGET, settings.client.hydration(&session_id)).await {
-            Ok(Ok(Some(text))) => Answer::Context { event: Event::SessionStart, text },
-            Ok(Ok(None)) => Answer::NoDecision,
-            Ok(Err(e)) => Answer::Context { event: Event::SessionStart, text: unreachable_note(&e.to_string()) },
-            Err(_) => Answer::Context { event: Event::SessionStart, text: unreachable_note("no answer in time") },
-        },
+        Input::SessionStart { session_id, compacted } => {
+            match tokio::time::timeout(QUICK_BUDGET, settings.client.hydration(&session_id, compacted)).await {
+                Ok(Ok(Some(text))) => Answer::Context { event: Event::SessionStart, text },
+                Ok(Ok(None)) => Answer::NoDecision,
+                Ok(Err(e)) => Answer::Context { event: Event::SessionStart, text: unreachable_note(&e.to_string()) },
+                Err(_) => Answer::Context { event: Event::SessionStart, text: unreachable_note("no answer in time") },
+            }
+        }
         // A stop gates nothing: plangate unreachable or slow, Claude stops.
         Input::Stopping { session_id, last_message } => {
             match tokio::time::timeout(QUICK_BUDGET, settings.client.stopping(&session_id, last_message.as_deref())).await {

@@ -149,6 +149,9 @@ pub(super) enum Input {
     },
     SessionStart {
         session_id: String,
+        /// Claude Code's `source`: the context was compacted (`"compact"`),
+        /// not a session resumed (`"resume"`): the first line says which.
+        compacted: bool,
     },
     Prompt {
         session_id: String,
@@ -173,7 +176,7 @@ impl Input {
         match self {
             Input::Tool(call) => &call.session_id,
             Input::ToolDone { session_id, .. }
-            | Input::SessionStart { session_id }
+            | Input::SessionStart { session_id, .. }
             | Input::Prompt { session_id, .. }
             | Input::Stopping { session_id, .. }
             | Input::Subagent { session_id, .. } => session_id,
@@ -235,7 +238,9 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Input, Answer> {
         Event::PostToolUse | Event::PostToolUseFailure => {
             Input::ToolDone { event, session_id, tool_name: text_field(&value, "tool_name").unwrap_or_default(), tool_use_id }
         }
-        Event::SessionStart => Input::SessionStart { session_id },
+        Event::SessionStart => {
+            Input::SessionStart { session_id, compacted: value.get("source").and_then(Value::as_str) == Some("compact") }
+        }
         Event::UserPromptSubmit => {
             Input::Prompt { session_id, in_plan_mode: value.get("permission_mode").and_then(Value::as_str) == Some("plan") }
         }

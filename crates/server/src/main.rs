@@ -570,12 +570,19 @@ async fn run(args: Args) -> Result<i32> {
                     eprintln!("{file} already registers the plangate MCP server; nothing to do");
                 }
             }
+            eprintln!(
+                "Claude Code needs the agent's token in its environment: PLANGATE_TOKEN, or the one PLANGATE__AGENTS__<ID>__TOKEN \
+                 the server runs with (and PLANGATE_URL unless it is the default). Nothing else is needed: plan in Claude Code's \
+                 plan mode and the plan reaches your approvers."
+            );
             if let Some(add) = &servers.add_tools {
-                eprintln!("register plangate's MCP tools for this project, only for you, with:\n  {add}");
+                eprintln!(
+                    "Optional: plangate's own MCP tools (plans and questions without plan mode), for this project, only for you:\n  {add}"
+                );
             }
             eprintln!(
-                "PLANGATE_TOKEN (and PLANGATE_URL unless it is the default) must be in Claude Code's environment.\n\
-                 To have decisions reach Claude whenever they are made (a Claude Code channel), start Claude Code with:\n  {}",
+                "Optional: a decision made after the hook stopped waiting reaches Claude with your next prompt; to have it arrive \
+                 at once (a Claude Code channel; needs a claude.ai login), start Claude Code with:\n  {}",
                 servers.launch
             );
             Ok(0)

@@ -70,7 +70,11 @@ async fn a_paired_telegram_chat_receives_cards_its_approvers_decide_and_it_survi
         .await;
     assert!(added.contains(&format!("telegram:{BOB}")) && added.contains("by telegram:@\u{2060}alice"), "{added}");
     let listed = say(&fake, CHAT, tg_user(BOB, "bob"), "/plan approvers", "Approvers of this chat").await;
-    assert!(listed.contains(&format!("demo-telegram (agent demo, paired): telegram:{ALICE}, telegram:{BOB}")), "{listed}");
+    // By the names Telegram gave them, beside their ids.
+    assert!(
+        listed.contains(&format!("demo-telegram (agent demo, paired): @\u{2060}alice (telegram:{ALICE}), @\u{2060}bob (telegram:{BOB})")),
+        "{listed}"
+    );
 
     // Bob removes alice; she can no longer decide, he can.
     let removed = say(&fake, CHAT, tg_user(BOB, "bob"), &format!("/plan approvers remove telegram:{ALICE}"), "Removed").await;

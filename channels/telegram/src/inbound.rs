@@ -6,11 +6,13 @@
 use crate::outbound::{TelegramChannel, PLATFORM};
 use crate::render::{self, Prompt, TEXT_LIMIT};
 use plangate_channel::{Action, Inbound, InboundHandler, Reply, User};
-use plangate_engine::codec::{self, MAX_CALLBACK_BYTES};
+use plangate_engine::codec::{self, Button, MAX_CALLBACK_BYTES};
 use plangate_engine::grammar;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
-use teloxide::types::{CallbackQuery, ChatId, ForceReply, Message, MessageId, ReplyMarkup, Update, UpdateKind, User as TgUser, UserId};
+use teloxide::types::{
+    CallbackQuery, ChatId, ForceReply, InlineKeyboardMarkup, Message, MessageId, ReplyMarkup, Update, UpdateKind, User as TgUser, UserId,
+};
 use tracing::Instrument;
 
 /// The toast for callback data that is not a plangate button.
@@ -62,6 +64,14 @@ fn user_of(u: &TgUser) -> User {
         None => u.full_name(),
     };
     User { id: u.id.0.to_string(), name, team: None }
+}
+
+/// The button a callback's data names, when it names one.
+fn inbound_button(raw: &str) -> Option<Button> {
+    match decode_callback(raw) {
+        Action::Button(button) => Some(button),
+        _ => None,
+    }
 }
 
 /// Callback data is chosen by the client: anything over Telegram's 64 bytes
@@ -139,7 +149,18 @@ impl UpdateHandler {
             _ if unknown => Some(UNKNOWN_BUTTON.to_string()),
             _ => None,
         };
-        self.answer(&query, toast).await;
+        self.answer(&query, toast.clone()).await;
+        // The "Yes, cancel vN" message has done its job either way: it keeps
+        // no live button, and says what the tap did (a second tap on an
+        // old confirmation would only meet "already decided").
+        if matches!(inbound_button(raw), Some(Button::ConfirmCancel(_))) {
+            let outcome = toast.unwrap_or_else(|| "Done.".to_string());
+            let html = render::text_html(&outcome, TEXT_LIMIT);
+            let edited = self.out.edit_html(&chat.0.to_string(), &message.id().0.to_string(), html, InlineKeyboardMarkup::default()).await;
+            if let Err(error) = edited {
+                tracing::warn!(%error, "could not close the cancel confirmation");
+            }
+        }
         let origin = Origin { chat, user: &query.from, reply_to: Some(message.id()), from_callback: true };
         self.render(origin, reply).await;
     }
@@ -234,7 +255,8 @@ impl UpdateHandler {
                 self.ask(&origin, Prompt::Feedback(approval_id), &prompt, version, &[]).await
             }
             Reply::AskEdit { approval_id, version, steps } => {
-                let text = format!("Send the new steps for v{version}, one per line.");
+                let text =
+                    format!("Reply with the steps of v{version} ({}), one per line.", plangate_engine::view::short_ref(&approval_id));
                 self.ask(&origin, Prompt::Edit(approval_id), &text, version, &steps).await
             }
             Reply::AskAnswer { question_id, prompt } => self.ask(&origin, Prompt::Answer(question_id), &prompt, 0, &[]).await,

@@ -418,16 +418,15 @@ fn mention(user: UserId, name: &str) -> String {
 }
 
 /// The ForceReply prompt text. Layout: mention + the server's prompt, then
-/// (for edits) the current steps, then a line naming the plan for people.
-/// That line is never read back (see [`Prompt`]).
+/// (for edits) the current steps, then, where the server's prompt does not
+/// already say it, one line saying what to reply (the server's texts for
+/// feedback and edits name the version and the plan, and said twice it read
+/// as a glitch). That line is never read back (see [`Prompt`]).
 pub fn prompt_html(prompt: Prompt, user: UserId, name: &str, text: &str, version: u32, steps: &[String]) -> String {
     let tag = match prompt {
-        Prompt::Feedback(id) => format!("Reply with what should change in v{version} (#{id})"),
-        Prompt::Edit(id) => {
-            format!("Reply with the steps of v{version}, one per line (edit #{id})")
-        }
-        Prompt::Answer(id) => format!("Reply with your answer (answer #{id})"),
-        Prompt::Note(id) => format!("Reply with your note to approve v{version} (approve #{id})"),
+        Prompt::Feedback(_) | Prompt::Edit(_) => None,
+        Prompt::Answer(id) => Some(format!("Reply with your answer (answer #{id})")),
+        Prompt::Note(_) => Some(format!("Reply with your note: it goes to the agent with the approval of v{version}.")),
     };
     let first = format!("{} {}", mention(user, name), Line::of(Fmt::Plain, text).cap(1000).html());
     let mut body = Vec::new();
@@ -439,8 +438,11 @@ pub fn prompt_html(prompt: Prompt, user: UserId, name: &str, text: &str, version
     }
     // The mention is already HTML: fit the rest, keep the first line as is.
     let limit = TEXT_LIMIT.saturating_sub(units(&first) + 1);
-    let rest = fit(Vec::new(), body, vec![Line::of(Fmt::Plain, &tag)], limit, CUT_TEXT_MARKER);
-    format!("{first}\n{rest}")
+    let rest = fit(Vec::new(), body, tag.iter().map(|tag| Line::of(Fmt::Plain, tag)).collect(), limit, CUT_TEXT_MARKER);
+    match rest.is_empty() {
+        true => first,
+        false => format!("{first}\n{rest}"),
+    }
 }
 
 /// The steps of an edit reply: one per line, list markers removed by the

@@ -36,6 +36,12 @@ pub struct Hub {
     /// Per channel: the only workspaces/guilds whose users may act. Filled
     /// as adapters start, which is after the hub is handed to them.
     expected_teams: std::sync::RwLock<HashMap<String, Vec<String>>>,
+    /// The name each person (`telegram:111`) last showed, as the platform
+    /// gave it: approver lists show `@alice (telegram:111)` rather than a
+    /// bare number. Kept durably (the cursor `name:<identity>`), written
+    /// only when it changes; shown beside the id, never used to decide who
+    /// someone is.
+    names: std::sync::Mutex<HashMap<String, String>>,
 }
 
 /// Why an event did nothing: a sentence for the user, or nothing to say
@@ -97,7 +103,7 @@ impl Refused {
 
 impl Hub {
     pub fn new(core: Arc<Core>) -> Hub {
-        Hub { core, expected_teams: std::sync::RwLock::new(HashMap::new()) }
+        Hub { core, expected_teams: std::sync::RwLock::new(HashMap::new()), names: std::sync::Mutex::new(HashMap::new()) }
     }
 
     /// Allow `team` on `channel` (in addition to any allowed before): from
@@ -161,6 +167,7 @@ impl Hub {
             }
         }
         let expected = self.expected_teams.read().unwrap_or_else(|e| e.into_inner()).get(ev.channel).cloned();
+        self.remember_name(&ev).await;
         if let Some(teams) = expected {
             if !ev.user.team.as_ref().is_some_and(|team| teams.contains(team)) {
                 let key = SessionKey::new("-", "-");
@@ -717,6 +724,39 @@ impl IntoReply for Result<String, Refused> {
         match self {
             Ok(said) => Reply::Text(said),
             Err(why) => why.text(),
+        }
+    }
+}
+
+/// The longest name kept for a person (a display name, shown beside the id).
+const MAX_NAME_CHARS: usize = 64;
+
+impl Hub {
+    /// Remember the name the platform gave the sender (see [`Hub::names`]).
+    async fn remember_name(&self, ev: &Inbound) {
+        let name: String = ev.user.name.trim().chars().filter(|c| !c.is_control()).take(MAX_NAME_CHARS).collect();
+        if name.is_empty() || ev.user.id.is_empty() {
+            return;
+        }
+        let identity = format!("{}:{}", ev.channel, ev.user.id);
+        let changed = {
+            let mut names = self.names.lock().unwrap_or_else(|e| e.into_inner());
+            names.insert(identity.clone(), name.clone()).as_ref() != Some(&name)
+        };
+        if changed {
+            let key = format!("name:{identity}");
+            if let Err(e) = self.core.blocking(move |s| s.set_cursor(&key, &name)).await {
+                tracing::warn!(error = %e, "a person's name was not kept");
+            }
+        }
+    }
+
+    /// `@alice (telegram:111)` when the person was seen, else the identity.
+    pub(crate) fn named(&self, identity: &str) -> String {
+        let known = self.names.lock().unwrap_or_else(|e| e.into_inner()).get(identity).cloned();
+        match known.or_else(|| self.load_cursor(&format!("name:{identity}"))) {
+            Some(name) if name != identity => format!("{name} ({identity})"),
+            _ => identity.to_string(),
         }
     }
 }

@@ -199,7 +199,8 @@ async fn revise_round_trip_through_a_force_reply_prompt() {
     );
     assert_eq!(
         prompt.str("text"),
-        format!("<a href=\"tg://user?id={ALICE}\">Alice</a> What should change in v1?\nReply with what should change in v1 (#{ID})")
+        format!("<a href=\"tg://user?id={ALICE}\">Alice</a> What should change in v1?"),
+        "the server's prompt says what to reply, once"
     );
     let prompt_id = sent_id(&fake, 2);
 
@@ -638,6 +639,11 @@ async fn cancel_asks_for_a_second_tap_and_view_sends_the_document() {
         })
         .await;
     assert_eq!(answers, ["", "Cancelled v1", ""], "one answer per click; the Notice is the toast");
+    // The confirmation keeps no live button: it is edited to what the tap did.
+    let closed = fake.wait_call("editMessageText", 1, WAIT).await;
+    assert_eq!(closed.str("message_id"), confirm_id.to_string());
+    assert_eq!(closed.str("text"), "Cancelled v1");
+    assert_eq!(closed.field("reply_markup"), &json!({"inline_keyboard": []}));
     running.stop().await;
 }
 
@@ -656,7 +662,8 @@ async fn edit_has_no_modal_so_a_force_reply_collects_the_steps() {
     assert_eq!(
         prompt.str("text"),
         format!(
-            "<a href=\"tg://user?id={ALICE}\">Alice</a> Send the new steps for v1, one per line.\nCurrent steps:\n1. Read\n2. Write &lt;it&gt;\nReply with the steps of v1, one per line (edit #{ID})"
+            "<a href=\"tg://user?id={ALICE}\">Alice</a> Reply with the steps of v1 ({}), one per line.\nCurrent steps:\n1. Read\n2. Write &lt;it&gt;",
+            plangate_engine::view::short_ref(&ID)
         )
     );
     assert_eq!(prompt.field("reply_markup")["force_reply"], true);
@@ -695,7 +702,7 @@ async fn approve_with_note_asks_for_the_note_by_force_reply() {
     assert_eq!(
         prompt.str("text"),
         format!(
-            "<a href=\"tg://user?id={ALICE}\">Alice</a> Approve v1 with a note for the agent.\nReply with your note to approve v1 (approve #{ID})"
+            "<a href=\"tg://user?id={ALICE}\">Alice</a> Approve v1 with a note for the agent.\nReply with your note: it goes to the agent with the approval of v1."
         )
     );
     assert_eq!(prompt.field("reply_markup")["force_reply"], true);

@@ -80,7 +80,7 @@ impl Hub {
         for agent in index.agents_in(ev.channel, &ev.chat) {
             for place in index.places_in(&agent, ev.channel, &ev.chat) {
                 let source = if place.paired { "paired" } else { "config file" };
-                let approvers = place.approvers.iter().cloned().collect::<Vec<_>>().join(", ");
+                let approvers = place.approvers.iter().map(|a| self.named(a)).collect::<Vec<_>>().join(", ");
                 let approvers = if approvers.is_empty() { "none (only the operator decides)".to_string() } else { approvers };
                 lines.push(format!("{} (agent {agent}, {source}): {approvers}", place.destination.name));
             }

@@ -116,5 +116,5 @@ async fn only_an_approver_changes_the_approvers_and_the_last_cannot_leave() {
     let said = say(&fake, CHAT, tg_user(ALICE, "alice"), &format!("/plan approvers remove telegram:{ALICE}"), "approver").await;
     assert!(said.contains("without an approver"), "{said}");
     let listed = say(&fake, CHAT, tg_user(MALLORY, "mallory"), "/plan approvers", "Approvers").await;
-    assert!(listed.ends_with(&format!("demo-telegram (agent demo, paired): telegram:{ALICE}")), "{listed}");
+    assert!(listed.ends_with(&format!("demo-telegram (agent demo, paired): @\u{2060}alice (telegram:{ALICE})")), "{listed}");
 }

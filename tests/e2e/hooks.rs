@@ -426,6 +426,10 @@ async fn a_stop_with_open_steps_keeps_claude_on_the_approved_plan() {
     let sid = stop["session_id"].as_str().expect("session").to_string();
     let plan = json!({"title": "Add retries", "steps": [{"step": "Read the uploader"}, {"step": "Add retries to the uploader"}]});
     crate::sec_amend::approved(&s, &sid, plan).await;
+    // The approval, made over the API, has not reached Claude: the first
+    // stop delivers it (once).
+    let first = hook(&s, &stop, &[], state.path()).await.stdout;
+    assert!(first.contains("\"decision\":\"block\"") && first.contains("[PLAN_DECISION]: approved"), "{first}");
     // Nothing reported yet: plangate cannot tell the next step, Claude stops.
     assert_eq!(hook(&s, &stop, &[], state.path()).await.stdout, "");
     let done = json!({"merge": true, "steps": [{"step": "Read the uploader", "status": "completed"}]});
@@ -469,6 +473,9 @@ async fn a_claude_todo_list_is_the_approved_plans_progress() {
     let sid = stop["session_id"].as_str().expect("session").to_string();
     let plan = json!({"title": "Add retries", "steps": [{"step": "Read the uploader"}, {"step": "Add retries to the uploader"}]});
     crate::sec_amend::approved(&s, &sid, plan).await;
+    // The decision reached Claude (as the hook of its ExitPlanMode would give it).
+    let (st, v) = call(s.agent(Method::POST, &format!("/v1/sessions/{sid}/injection/take"))).await;
+    assert_eq!(st, 200, "{v}");
     let mut write = event("pre_tool_use_read.json", "todo");
     write["tool_name"] = json!("TodoWrite");
     write["tool_input"] = json!({"todos": [

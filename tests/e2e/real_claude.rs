@@ -226,6 +226,56 @@ async fn real_claude_code_late_decision_arrives_on_resume() {
     assert_eq!(std::fs::read_to_string(&notes).expect("notes.txt"), "late\n");
 }
 
+/// A tap after `ExitPlanMode`'s wait ran out still reaches Claude without
+/// anyone typing: Claude ends its turn, its `Stop` hook holds it for the
+/// decision (the same wait), and the approval arrives as the hook's reason
+/// to go on, with the instruction to call `ExitPlanMode` again (Claude Code
+/// is still in plan mode), which the approval lets through; then the write
+/// runs.
+#[tokio::test]
+async fn real_claude_code_a_tap_after_the_plan_wait_reaches_it_at_its_stop() {
+    let Some(claude) = clients::claude_code() else { return };
+    let s = ServerProcess::start(BIN, "").await;
+    let project = Project::install(BIN, &s, "6");
+    let fake = FakeAnthropic::start().await;
+    let notes = project.path().join("notes.txt");
+    plan_mode_script(&fake, PLAN, [Turn::text("Waiting for approval.")]);
+    fake.push([
+        Turn::tool("ExitPlanMode", json!({})),
+        Turn::tool("Write", json!({"file_path": notes, "content": "late\n"})),
+        Turn::text("Done."),
+    ]);
+    let sid = new_session_id();
+    let mut host = project.claude(&claude, &fake).permission_mode("plan").session_id(&sid).host().await;
+    host.send_user("add notes").await;
+    let late_approver = async {
+        // Only once ExitPlanMode was told the plan still waits.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while fake.results_of("ExitPlanMode").is_empty() {
+            assert!(std::time::Instant::now() < deadline, "ExitPlanMode's wait never ran out");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        s.decide_when_pending(&sid, json!({"action": "approve", "actor": "alice"})).await
+    };
+    let (_, decided) = tokio::join!(drive(&mut host), late_approver);
+    assert_eq!(decided["status"], "approved", "{decided}");
+    host.finish().await.assert_success();
+
+    let exit = fake.results_of("ExitPlanMode");
+    let audit = crate::kit::audit_actions(&s, &sid).await;
+    assert!(exit[0].is_error && exit[0].text.contains("awaiting approval"), "{exit:?}");
+    assert!(exit.get(1).is_some_and(|e| e.text.starts_with("User has approved your plan")), "{exit:?} {audit:?}");
+    let told = fake
+        .requests()
+        .into_iter()
+        .map(|r| r.all_text())
+        .find(|t| t.contains("[PLAN_DECISION]: approved"))
+        .expect("the decision reached the model");
+    assert!(told.contains("call ExitPlanMode again"), "no word about plan mode in what the Stop hook said");
+    assert_eq!(std::fs::read_to_string(&notes).expect("notes.txt"), "late\n");
+    assert!(!audit.iter().any(|a| a == "stopping"), "Claude did not stop waiting: {audit:?}");
+}
+
 /// Only the plan file: in plan mode a `Write` next to it, a traversal out
 /// of the plans directory, or a file in the project is still refused.
 #[tokio::test]

@@ -157,3 +157,49 @@ async fn revise_by_force_reply_stale_taps_and_restart_without_replays() {
     let new_actions: Vec<String> = fake.actions()[handled_before..].iter().map(|r| r.method.clone()).collect();
     assert!(!new_actions.iter().any(|m| m == "editMessageText" || m == "answerCallbackQuery"), "{new_actions:?}");
 }
+
+/// The agent stops while its plan waits: `POST …/stopping` answers `wait`
+/// (the hook holds it for the decision); when that wait runs out too, the
+/// open card gains the Agent line saying the decision reaches it when it
+/// resumes, the audit says so once, and a new ask of the same plan (the
+/// agent back, waiting) takes the line away. The card keeps its buttons.
+#[tokio::test]
+async fn a_card_says_when_its_agent_stopped_waiting_and_when_it_is_back() {
+    let fake = FakeTelegram::start().await;
+    let s = start(&fake).await;
+    let plan = json!({"title": "Add retries", "steps": [{"step": "Read the client"}]});
+    let id = approval_id(&propose(&s, "s1", &plan).await);
+    let (_, card_id) = card_message(&fake, 1).await;
+    let stopping = |body: serde_json::Value| crate::kit::call(s.agent(reqwest::Method::POST, "/v1/sessions/s1/stopping").json(&body));
+
+    let (st, first) = stopping(json!({"last_message": "Waiting for approval."})).await;
+    assert_eq!(st, 200, "{first}");
+    assert_eq!(
+        (first["decision"].as_str(), first["approval_id"].as_str(), first["version"].as_u64()),
+        (Some("wait"), Some(id.to_string().as_str()), Some(1))
+    );
+    let (st, gave_up) = stopping(json!({"last_message": "Waiting for approval.", "waited_secs": 50})).await;
+    assert_eq!((st, gave_up["decision"].as_str()), (200, Some("stop")), "{gave_up}");
+    let left = fake
+        .wait_request("editMessageText", WAIT, |r| {
+            r.field("message_id") == &json!(card_id) && r.str("text").contains("stopped waiting after")
+        })
+        .await;
+    assert!(left.str("text").contains("your decision reaches it when it resumes"), "{}", left.str("text"));
+    assert!(left.keyboard().is_some(), "the open card lost its buttons: {}", left.str("text"));
+    // A second give-up changes nothing.
+    stopping(json!({"waited_secs": 50})).await;
+    let audit = crate::kit::audit(&s, "session=s1").await;
+    let left_audit: Vec<_> = audit.iter().filter(|e| e["action"] == "stopping").collect();
+    assert_eq!(left_audit.len(), 1, "{left_audit:?}");
+    assert!(left_audit[0]["detail"].as_str().unwrap_or_default().contains("stopped after waiting 50 s"), "{left_audit:?}");
+
+    // Back: the same plan asked again; the card no longer says it left.
+    propose(&s, "s1", &plan).await;
+    let back = fake
+        .wait_request("editMessageText", WAIT, |r| {
+            r.field("message_id") == &json!(card_id) && r.str("text").contains("Add retries") && !r.str("text").contains("stopped waiting")
+        })
+        .await;
+    assert!(back.keyboard().is_some());
+}

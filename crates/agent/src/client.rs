@@ -154,6 +154,17 @@ pub struct Client {
 /// The environment variable naming who asked for the work (`slack:U0123`).
 pub const REQUESTED_BY_ENV: &str = "PLANGATE_REQUESTED_BY";
 
+/// What plangate answers a stop ([`Client::stop`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stop {
+    /// The approved plan has open steps: the instruction to go on.
+    Continue(String),
+    /// Nothing holds the agent.
+    Stop,
+    /// Plan `version` awaits people's decision.
+    AwaitDecision { version: u64 },
+}
+
 impl Client {
     /// A client with the CLI's timeouts.
     pub fn new(base: &str, token: Option<String>) -> Result<Client, AgentError> {
@@ -551,9 +562,24 @@ impl Client {
     /// `POST /v1/sessions/{id}/stopping`: the agent tries to stop. `Some`
     /// instruction while the approved plan keeps it going; `None` to stop.
     pub async fn stopping(&self, session_id: &str, last_message: Option<&str>) -> Result<Option<String>, AgentError> {
+        Ok(match self.stop(session_id, last_message, None).await? {
+            Stop::Continue(instruction) => Some(instruction),
+            Stop::Stop | Stop::AwaitDecision { .. } => None,
+        })
+    }
+
+    /// `POST /v1/sessions/{id}/stopping`, whole: go on, stop, or (while the
+    /// plan awaits people) wait for the decision; `waited_secs` says the
+    /// stop waited that long and gave up.
+    pub async fn stop(&self, session_id: &str, last_message: Option<&str>, waited_secs: Option<u64>) -> Result<Stop, AgentError> {
         let path = Self::session_path(session_id, "/stopping")?;
-        let answer = self.ok(reqwest::Method::POST, &path, Some(json!({"last_message": last_message}))).await?;
-        Ok((answer["decision"] == "continue").then(|| answer["reason"].as_str().unwrap_or_default().to_string()))
+        let body = json!({"last_message": last_message, "waited_secs": waited_secs});
+        let answer = self.ok(reqwest::Method::POST, &path, Some(body)).await?;
+        Ok(match answer["decision"].as_str() {
+            Some("continue") => Stop::Continue(answer["reason"].as_str().unwrap_or_default().to_string()),
+            Some("wait") => Stop::AwaitDecision { version: answer["version"].as_u64().unwrap_or_default() },
+            _ => Stop::Stop,
+        })
     }
 
     /// `POST /v1/sessions/{id}/todos`: the harness's own to-do list, as it

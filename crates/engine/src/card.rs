@@ -104,6 +104,9 @@ pub struct Card {
     pub excluded: Vec<(usize, String)>,
     /// Set when agent-written text contained hidden characters.
     pub warning: Option<String>,
+    /// While the card is open and the agent stopped waiting for it: where
+    /// the decision goes now (see [`agent_left_line`]).
+    pub agent: Vec<String>,
     /// `None` while the card is open (buttons shown); the receipt afterwards.
     pub receipt: Option<String>,
     /// The exact commands a text-style destination shows instead of buttons.
@@ -169,6 +172,11 @@ impl Card {
             entries: items.iter().map(|i| Entry { marker: "•".to_string(), text: i }).collect(),
         };
         let progress = bullets("Approvals", &self.progress);
+        let agent = Section {
+            heading: AGENT_HEADING,
+            kind: SectionKind::Bullets,
+            entries: self.agent.iter().map(|i| Entry { marker: "⏸".to_string(), text: i }).collect(),
+        };
         let changes = Section {
             heading: "What changed",
             kind: SectionKind::Bullets,
@@ -201,6 +209,7 @@ impl Card {
         };
         [
             progress,
+            agent,
             changes,
             steps,
             edit,
@@ -497,6 +506,11 @@ pub fn card(proposal: &Proposal, state: Option<&State>, now: Timestamp) -> Card 
         }
     }
     let progress = if open { progress_lines(proposal).into_iter().map(|l| show(&l)).collect() } else { Vec::new() };
+    let harness = state.map_or(crate::Harness::Api, |st| st.session.harness);
+    let agent = match proposal.agent_left_at {
+        Some(left) if open => vec![agent_left_line(harness, left.0.saturating_sub(proposal.created_at.0))],
+        _ => Vec::new(),
+    };
     let changes = review.changes.as_ref().map(|d| show(&format!("since v{}: {}", d.from_version, d.summary())));
     let excluded = if proposal.edited_plan.is_none() {
         review.excluded.iter().filter_map(|n| proposal.plan.steps.get(n - 1).map(|s| (*n, show(&s.step)))).collect()
@@ -525,6 +539,7 @@ pub fn card(proposal: &Proposal, state: Option<&State>, now: Timestamp) -> Card 
         verification,
         subagents,
         progress,
+        agent,
         edit,
         changes,
         excluded,
@@ -535,6 +550,26 @@ pub fn card(proposal: &Proposal, state: Option<&State>, now: Timestamp) -> Card 
         status: proposal.status,
         link: None,
     }
+}
+
+/// The heading of the open card's line about an agent that stopped waiting.
+pub const AGENT_HEADING: &str = "Agent";
+
+/// What an open card says once its agent stopped waiting for the decision,
+/// `waited_ms` after the plan was proposed: the decision still counts, and
+/// it reaches the agent when it resumes (the next prompt in its terminal,
+/// or at once where plangate's channel runs inside Claude Code).
+pub fn agent_left_line(harness: crate::Harness, waited_ms: i64) -> String {
+    let (who, how) = match harness {
+        crate::Harness::ClaudeCode => ("Claude", " (its next prompt, or at once through plangate's channel)"),
+        crate::Harness::Codex => ("Codex", " (its next stop)"),
+        crate::Harness::Api => ("The agent", ""),
+    };
+    let after = match waited_ms / 1000 {
+        secs @ 0..=119 => format!("{secs} s"),
+        _ => humanize_ms(waited_ms),
+    };
+    format!("{who} stopped waiting after {after}; your decision reaches it when it resumes{how}.")
 }
 
 /// The quorum's progress on an open card: one line per approved content

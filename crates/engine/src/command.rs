@@ -132,6 +132,10 @@ pub enum Command {
     Stopping {
         /// The agent's last message, for the audit (cut).
         last_message: Option<String>,
+        /// How long the harness's stop already waited for people's decision
+        /// of a pending plan (Claude Code's `Stop` hook waits first, then
+        /// says so): `None` asks whether to wait at all.
+        waited_secs: Option<u64>,
     },
     /// The harness wrote its own to-do list (Claude Code's `TodoWrite`):
     /// progress of the approved plan ([`crate::keep_going::Todo`]).

@@ -85,6 +85,12 @@ pub enum Answer {
     KeepGoing(String),
     /// The agent may stop (why, for the audit and the caller).
     Stop(String),
+    /// The plan awaits people's decision: a harness that can hold the agent
+    /// at its stop (Claude Code's `Stop` hook) waits for it there, so a tap
+    /// made after `ExitPlanMode` stopped waiting still reaches the agent
+    /// without anyone typing; then it says how long it waited
+    /// ([`crate::Command::Stopping`]'s `waited_secs`).
+    AwaitDecision { approval_id: crate::ids::ApprovalId, version: u32 },
 }
 
 /// The most to-dos of a harness's own list plangate keeps, and the longest

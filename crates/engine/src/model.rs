@@ -161,6 +161,12 @@ pub struct Proposal {
     /// ([`crate::amendment`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub amends: Option<crate::amendment::Amendment>,
+    /// When the agent stopped waiting for this pending version's decision
+    /// (its harness's wait ran out and it stopped): the open card says the
+    /// decision reaches it only when it resumes. Cleared when the agent
+    /// sends the same plan again (it waits again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_left_at: Option<Timestamp>,
     /// Where the agent runs (repository, branch, host), when it said
     /// ([`crate::project`]): labels the card and routes it to the
     /// destinations whose `projects` match. An amendment keeps its plan's.

@@ -22,6 +22,7 @@ pub fn pending(id: ApprovalId, title: &str, steps: &[&str]) -> Card {
         verification: vec![],
         subagents: vec![],
         progress: vec![],
+        agent: vec![],
         edit: None,
         changes: None,
         excluded: vec![],

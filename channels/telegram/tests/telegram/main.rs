@@ -152,6 +152,7 @@ fn proposal(title: &str, steps: &[&str], status: DecisionStatus) -> Proposal {
         project: None,
         previous: None,
         reminders_sent: 0,
+        agent_left_at: None,
     }
 }
 

@@ -15,7 +15,9 @@
 //! `PostToolUse` and `PostToolUseFailure` of the subagent tool
 //! (`Agent|Task`), `SubagentStart` and `SubagentStop` (subagent runs),
 //! `SessionStart` with matcher `resume|compact` (hydration), and
-//! `UserPromptSubmit` (an untaken decision). Every other key and every other
+//! `UserPromptSubmit` (an untaken decision); and `Stop` (the approved plan's
+//! open steps, or a plan still awaiting people, whose decision it waits
+//! for), with the gate's timeout and [`STOP_STATUS`]. Every other key and every other
 //! hook is kept. Re-running is idempotent: plangate's handlers (also the bare
 //! `plangate hook claude` of older versions, and those of a binary since
 //! moved) are taken out of whatever group they are in and put back as those
@@ -179,6 +181,12 @@ fn handler(command: &str, timeout: u64) -> Value {
 /// PreToolUse hook · 13s".
 pub const GATE_STATUS: &str = "plangate: waiting for your approvers to tap in the chat (plans and permission requests)";
 
+/// The spinner's words while the `Stop` hook holds Claude for a plan that
+/// awaits people (see `await_decision_at_stop` in the hook): a decision
+/// made now still reaches it; Esc stops waiting.
+pub const STOP_STATUS: &str =
+    "plangate: your plan waits for your approvers in the chat; a tap now still reaches Claude (Esc stops waiting)";
+
 fn gate_handler(command: &str, timeout: u64) -> Value {
     let mut h = handler(command, timeout);
     h["statusMessage"] = json!(GATE_STATUS);
@@ -197,9 +205,15 @@ pub fn merge(settings: Value, commands: &Commands, timeout: u64) -> Result<Value
         .map(|entry| Group {
             event: entry.event.name(),
             matcher: entry.matcher,
-            handler: match entry.event.gates() {
-                true => gate_handler(&commands.gate, timeout),
-                false => handler(&commands.observe, QUICK_TIMEOUT_SECS),
+            handler: match (entry.event.gates(), entry.event) {
+                (true, _) => gate_handler(&commands.gate, timeout),
+                // Gates nothing (no `|| exit 2`), but may wait as long as the gate.
+                (false, Event::Stop) => {
+                    let mut h = handler(&commands.observe, timeout);
+                    h["statusMessage"] = json!(STOP_STATUS);
+                    h
+                }
+                (false, _) => handler(&commands.observe, QUICK_TIMEOUT_SECS),
             },
         })
         .collect();

@@ -71,6 +71,7 @@ pub(super) fn open_amendment(
         project,
         previous,
         reminders_sent: 0,
+        agent_left_at: None,
     };
     let auto = authority::auto_approval(&t.state.session, &ctx.approvals);
     let session = &mut t.state.session;

@@ -129,7 +129,7 @@ pub fn apply(state: &State, actor: &Actor, command: Command, ctx: &Ctx) -> Resul
             t.taken_injection = t.state.session.injection.take();
             t.changed = t.taken_injection.is_some();
         }
-        Command::Stopping { last_message } => stopping(&mut t, actor, last_message, ctx)?,
+        Command::Stopping { last_message, waited_secs } => stopping(&mut t, actor, last_message, waited_secs, ctx)?,
         Command::Todos { todos } => harness_todos(&mut t, actor, todos, ctx)?,
         Command::TimerFired(timer) => {
             if !matches!(actor, Actor::Scheduler) {
@@ -331,7 +331,14 @@ fn propose(t: &mut Transition, actor: &Actor, proposed: Proposed, ctx: &Ctx) -> 
     if let Some(latest) = &t.state.latest {
         if latest.status == DecisionStatus::Pending && latest.plan_hash == hash {
             // Hooks retry: the same text while pending is the same proposal.
-            t.changed = false;
+            // An agent that had stopped waiting for it waits again: its
+            // card stops saying otherwise.
+            let approval_id = latest.approval_id;
+            let came_back = t.state.latest.as_mut().and_then(|p| p.agent_left_at.take()).is_some();
+            t.changed = came_back;
+            if came_back {
+                t.effects.push(Effect::UpdateCards { approval_id });
+            }
             return Ok(());
         }
     }
@@ -370,6 +377,7 @@ fn propose(t: &mut Transition, actor: &Actor, proposed: Proposed, ctx: &Ctx) -> 
         project,
         previous,
         reminders_sent: 0,
+        agent_left_at: None,
     };
     let auto = authority::auto_approval(&t.state.session, &ctx.approvals);
     let session = &mut t.state.session;
@@ -480,9 +488,13 @@ fn retire_pending(t: &mut Transition, actor: &Actor, version: u32, ctx: &Ctx) {
 
 /// The agent tries to stop ([`crate::keep_going`]): counted, and answered
 /// with the next instruction, or let go.
-fn stopping(t: &mut Transition, actor: &Actor, last_message: Option<String>, ctx: &Ctx) -> Result<(), Refusal> {
+fn stopping(t: &mut Transition, actor: &Actor, last_message: Option<String>, waited_secs: Option<u64>, ctx: &Ctx) -> Result<(), Refusal> {
     use crate::keep_going::{self, Answer};
     require_agent(actor)?;
+    if let Some(answer) = stop_before_the_decision(t, actor, waited_secs, ctx) {
+        t.keep_going = Some(answer);
+        return Ok(());
+    }
     if let Some(why) = keep_going::free_to_stop(&t.state.session) {
         t.changed = false;
         t.keep_going = Some(Answer::Stop(why.to_string()));
@@ -496,6 +508,7 @@ fn stopping(t: &mut Transition, actor: &Actor, last_message: Option<String>, ctx
     let detail = match &answer {
         Answer::KeepGoing(_) => format!("stop {n} with steps open: told to go on{}", quoted(&said)),
         Answer::Stop(why) => format!("{why}: let stop{}", quoted(&said)),
+        Answer::AwaitDecision { .. } => format!("waits for the decision{}", quoted(&said)),
     };
     audit(t, actor, "stopping", latest, detail, ctx);
     // Stalled past every instruction and continue: people decide whether
@@ -505,6 +518,39 @@ fn stopping(t: &mut Transition, actor: &Actor, last_message: Option<String>, ctx
     }
     t.keep_going = Some(answer);
     Ok(())
+}
+
+/// A stop while the session's plan awaits people's decision: wait for it
+/// (first ask), or, once the harness waited and gave up, record that the
+/// agent left (the open card says a decision reaches it only when it
+/// resumes) and let it stop. `None` when no plan is pending.
+fn stop_before_the_decision(t: &mut Transition, actor: &Actor, waited_secs: Option<u64>, ctx: &Ctx) -> Option<crate::keep_going::Answer> {
+    use crate::keep_going::Answer;
+    // Decided between the harness's last wait and this stop, and not yet
+    // delivered: the same answer, so the harness fetches the decision (at
+    // once) instead of stopping with it untold.
+    if let Some(decided) = t.state.latest.as_ref().filter(|p| p.status != DecisionStatus::Pending && p.amends.is_none()) {
+        let undelivered = decided.injection.is_some() && t.state.session.injection == decided.injection;
+        if undelivered && waited_secs.is_none() {
+            t.changed = false;
+            return Some(Answer::AwaitDecision { approval_id: decided.approval_id, version: decided.version });
+        }
+    }
+    let latest = t.state.latest.as_mut().filter(|p| p.status == DecisionStatus::Pending && p.amends.is_none())?;
+    let (approval_id, version) = (latest.approval_id, latest.version);
+    let Some(waited) = waited_secs else {
+        t.changed = false;
+        return Some(Answer::AwaitDecision { approval_id, version });
+    };
+    if latest.agent_left_at.is_some() {
+        t.changed = false;
+        return Some(Answer::Stop("the plan awaits approval".to_string()));
+    }
+    latest.agent_left_at = Some(ctx.now);
+    t.effects.push(Effect::UpdateCards { approval_id });
+    let detail = format!("stopped after waiting {waited} s for the decision: the decision reaches it when it resumes");
+    audit(t, actor, "stopping", Some((approval_id, version)), detail, ctx);
+    Some(Answer::Stop("the plan awaits approval".to_string()))
 }
 
 /// The harness's own to-do list, seen while an approved plan executes:

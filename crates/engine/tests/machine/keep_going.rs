@@ -4,8 +4,14 @@
 use super::*;
 use plangate_engine::keep_going::Answer;
 
+/// Approved, and the decision delivered (the agent took its injection).
+fn executing() -> (State, ApprovalId) {
+    let (s, id) = approved();
+    (ok(&s, &Actor::Agent, Command::TakeInjection, &ctx(2)).state, id)
+}
+
 fn stop() -> Command {
-    Command::Stopping { last_message: Some("Done with step 1. Shall I continue?".into()) }
+    Command::Stopping { last_message: Some("Done with step 1. Shall I continue?".into()), waited_secs: None }
 }
 
 fn progressed(state: &State, step: &str, status: StepStatus) -> State {
@@ -15,7 +21,7 @@ fn progressed(state: &State, step: &str, status: StepStatus) -> State {
 
 #[test]
 fn a_stop_with_open_steps_is_answered_with_the_next_step_until_the_cycles_run_out() {
-    let (s, _) = approved();
+    let (s, _) = executing();
     let first = s.session.steps[0].step.clone();
     let second = s.session.steps[1].step.clone();
     let mut s = progressed(&s, &first, StepStatus::Completed);
@@ -41,14 +47,17 @@ fn a_stop_with_open_steps_is_answered_with_the_next_step_until_the_cycles_run_ou
 #[test]
 fn a_halted_untracked_or_finished_plan_lets_the_agent_stop_at_once() {
     // Nobody reported a step: plangate cannot tell the next one.
-    let (s, _) = approved();
+    let (s, _) = executing();
     let t = ok(&s, &Actor::Agent, stop(), &ctx(4));
     assert!(matches!(t.keep_going, Some(Answer::Stop(_))) && !t.changed);
-    // Planning, or pending approval.
+    // Pending approval: wait for the decision (below).
     let (pending, _) = pending();
-    assert!(matches!(ok(&pending, &Actor::Agent, stop(), &ctx(4)).keep_going, Some(Answer::Stop(_))));
+    assert!(matches!(ok(&pending, &Actor::Agent, stop(), &ctx(4)).keep_going, Some(Answer::AwaitDecision { .. })));
+    // Planning.
+    let planning = in_plan();
+    assert!(matches!(ok(&planning, &Actor::Agent, stop(), &ctx(4)).keep_going, Some(Answer::Stop(_))));
     // Every step closed.
-    let (s, _) = approved();
+    let (s, _) = executing();
     let steps: Vec<String> = s.session.steps.iter().map(|st| st.step.clone()).collect();
     let mut s = progressed(&s, &steps[0], StepStatus::Completed);
     for step in &steps[1..] {
@@ -56,13 +65,13 @@ fn a_halted_untracked_or_finished_plan_lets_the_agent_stop_at_once() {
     }
     assert!(matches!(ok(&s, &Actor::Agent, stop(), &ctx(4)).keep_going, Some(Answer::Stop(_))));
     // A person cannot "stop" for the agent.
-    let (s, _) = approved();
+    let (s, _) = executing();
     assert!(matches!(refused(&s, &alice(), stop(), &ctx(4)), Refusal::Forbidden(_)));
 }
 
 #[test]
 fn auto_continue_off_leaves_only_the_three_instructions() {
-    let (s, _) = approved();
+    let (s, _) = executing();
     let first = s.session.steps[0].step.clone();
     let mut s = progressed(&s, &first, StepStatus::InProgress);
     let mut off = ctx(4);
@@ -78,7 +87,7 @@ fn auto_continue_off_leaves_only_the_three_instructions() {
 
 /// Stop until the count runs out; the state with the stalled card.
 fn stalled() -> (State, String) {
-    let (s, _) = approved();
+    let (s, _) = executing();
     let first = s.session.steps[0].step.clone();
     let second = s.session.steps[1].step.clone();
     let mut s = progressed(&s, &first, StepStatus::Completed);
@@ -142,7 +151,7 @@ fn progress_expires_the_stalled_card_and_an_agents_question_is_never_one() {
     assert!(t.state.session.pending_question.is_none());
     assert_eq!(t.answered.as_ref().map(|q| q.status), Some(plangate_engine::QuestionStatus::Expired));
     // An agent's own question with the same options acts on nothing.
-    let (s, _) = approved();
+    let (s, _) = executing();
     let ask = Command::Ask { question: "Stalled?".into(), options: vec!["Continue".into(), "Done".into()], allow_freetext: false };
     let s = ok(&s, &Actor::Agent, ask, &ctx(4)).state;
     let q = s.session.pending_question.clone().unwrap();
@@ -157,7 +166,7 @@ fn todo(content: &str, status: StepStatus) -> plangate_engine::keep_going::Todo 
 
 #[test]
 fn the_harness_to_do_list_is_the_progress_where_no_step_is_reported() {
-    let (s, _) = approved();
+    let (s, _) = executing();
     let steps: Vec<String> = s.session.steps.iter().map(|st| st.step.clone()).collect();
     // Its own words: no plan step moves, but the list tells what is next.
     let own = vec![todo("Look at the code", StepStatus::Completed), todo("Write the backoff", StepStatus::Pending)];
@@ -190,10 +199,60 @@ fn a_to_do_list_outside_an_executing_plan_is_not_kept_and_a_huge_one_is_cut() {
     let (s, _) = pending();
     let t = ok(&s, &Actor::Agent, Command::Todos { todos: vec![todo("x", StepStatus::Pending)] }, &ctx(4));
     assert!(!t.changed && t.state.session.todos.is_empty());
-    let (s, _) = approved();
+    let (s, _) = executing();
     let huge: Vec<_> = (0..500).map(|n| todo(&format!("{n} {}", "ü".repeat(10_000)), StepStatus::Pending)).collect();
     let t = ok(&s, &Actor::Agent, Command::Todos { todos: huge }, &ctx(4));
     assert_eq!(t.state.session.todos.len(), plangate_engine::keep_going::MAX_TODOS);
     assert!(t.state.session.todos.iter().all(|td| td.content.chars().count() <= plangate_engine::keep_going::MAX_TODO_CHARS));
     assert!(matches!(refused(&s, &alice(), Command::Todos { todos: Vec::new() }, &ctx(4)), Refusal::Forbidden(_)));
+}
+
+/// A stop while the plan awaits people: first the answer to wait for the
+/// decision (nothing recorded); once the harness says it waited and gave
+/// up, the proposal remembers when (the open card's Agent line), the cards
+/// are updated and the audit says so, once; the same plan proposed again
+/// (the agent back, waiting) takes the line away.
+#[test]
+fn a_stop_before_the_decision_waits_then_the_card_says_the_agent_left_until_it_asks_again() {
+    let (s, id) = pending();
+    let wait = ok(&s, &Actor::Agent, stop(), &ctx_at(T0 + MIN, 2));
+    assert_eq!(wait.keep_going, Some(Answer::AwaitDecision { approval_id: id, version: 1 }));
+    assert!(!wait.changed && wait.effects.is_empty() && audit(&wait).is_empty());
+
+    let gave_up = Command::Stopping { last_message: None, waited_secs: Some(50) };
+    let left = ok(&s, &Actor::Agent, gave_up.clone(), &ctx_at(T0 + 2 * MIN, 3));
+    assert!(matches!(&left.keep_going, Some(Answer::Stop(why)) if why.contains("awaits approval")), "{:?}", left.keep_going);
+    assert_eq!(latest(&left.state).agent_left_at, Some(Timestamp(T0 + 2 * MIN)));
+    assert!(left.effects.contains(&Effect::UpdateCards { approval_id: id }), "{:?}", left.effects);
+    assert!(audit(&left)[0].4.contains("stopped after waiting 50 s"), "{:?}", audit(&left));
+    let text = plangate_engine::card::render_text(
+        &plangate_engine::card::card(latest(&left.state), Some(&left.state), Timestamp(T0 + 3 * MIN)),
+        false,
+    );
+    assert!(text.contains("The agent stopped waiting after 2 min; your decision reaches it when it resumes."), "{text}");
+
+    let again = ok(&left.state, &Actor::Agent, gave_up, &ctx_at(T0 + 3 * MIN, 4));
+    assert!(!again.changed && audit(&again).is_empty());
+
+    let back = ok(&left.state, &Actor::Agent, propose_cmd(plan()), &ctx_at(T0 + 4 * MIN, 5));
+    assert!(back.changed && latest(&back.state).agent_left_at.is_none());
+    assert!(back.effects.contains(&Effect::UpdateCards { approval_id: id }));
+    let text = plangate_engine::card::render_text(
+        &plangate_engine::card::card(latest(&back.state), Some(&back.state), Timestamp(T0 + 5 * MIN)),
+        false,
+    );
+    assert!(!text.contains("stopped waiting"), "{text}");
+}
+
+/// Decided between the harness's last wait and its stop, not yet
+/// delivered: the stop is told to fetch the decision (it comes at once),
+/// not to stop with it untold; once taken, stops are as before.
+#[test]
+fn a_decision_made_just_before_the_stop_is_fetched_not_dropped() {
+    let (s, id) = approved();
+    let t = ok(&s, &Actor::Agent, stop(), &ctx(4));
+    assert_eq!(t.keep_going, Some(Answer::AwaitDecision { approval_id: id, version: 1 }));
+    assert!(!t.changed);
+    let (s, _) = executing();
+    assert!(matches!(ok(&s, &Actor::Agent, stop(), &ctx(4)).keep_going, Some(Answer::Stop(_))));
 }

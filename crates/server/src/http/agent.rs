@@ -280,12 +280,19 @@ pub(super) struct StoppingBody {
     /// `last_assistant_message`), for the audit.
     #[serde(default)]
     last_message: Option<String>,
+    /// How long the harness's stop waited for the pending plan's decision
+    /// before giving up (after a `wait` answer).
+    #[serde(default)]
+    waited_secs: Option<u64>,
 }
 
 /// `POST /v1/sessions/{id}/stopping`: the agent tries to stop. While the
 /// approved plan has open steps the answer is `{"decision": "continue",
 /// "reason": <the instruction>}`, escalating, then `{"decision": "stop"}`
-/// ([`plangate_engine::keep_going`]).
+/// ([`plangate_engine::keep_going`]). While the session's plan awaits
+/// people's decision: `{"decision": "wait", "approval_id", "version"}`
+/// (a harness that can hold the agent at its stop waits there, then posts
+/// again with `waited_secs`, and the open card says the agent left).
 pub(super) async fn stopping(
     State(core): State<AppState>,
     AgentAuth(agent): AgentAuth,
@@ -294,8 +301,12 @@ pub(super) async fn stopping(
 ) -> Result<Json<Value>, ApiError> {
     use plangate_engine::keep_going::Answer;
     let key = session_key(agent, &sid)?;
-    let done = core.execute(&key, Actor::Agent, Command::Stopping { last_message: body.last_message }, ExecMeta::default()).await?;
+    let command = Command::Stopping { last_message: body.last_message, waited_secs: body.waited_secs };
+    let done = core.execute(&key, Actor::Agent, command, ExecMeta::default()).await?;
     let answer = match done.transition.keep_going {
+        Some(Answer::AwaitDecision { approval_id, version }) => {
+            json!({"decision": "wait", "approval_id": approval_id.to_string(), "version": version})
+        }
         Some(Answer::KeepGoing(text)) => json!({"decision": "continue", "reason": text}),
         Some(Answer::Stop(why)) => json!({"decision": "stop", "reason": why}),
         None => json!({"decision": "stop", "reason": "nothing holds the agent"}),

@@ -81,7 +81,7 @@
 //! understands. Outside the decision wait the hook answers within about two
 //! seconds.
 
-use crate::client::{AgentError, Client, GateDecision, PlanFile, Timeouts};
+use crate::client::{AgentError, Client, GateDecision, PlanFile, Stop, Timeouts};
 use crate::proposal::{submit, FileRecall, NoRecall, ProposalBody, Recall};
 use plangate_engine::plan::render_markdown;
 use plangate_engine::view::DecisionView;
@@ -287,9 +287,12 @@ pub async fn answer(bytes: &[u8], settings: impl FnOnce() -> Result<Settings, Ag
             }
         }
         // A stop gates nothing: plangate unreachable or slow, Claude stops.
-        Input::Stopping { session_id, last_message } => {
-            match tokio::time::timeout(QUICK_BUDGET, settings.client.stopping(&session_id, last_message.as_deref())).await {
-                Ok(Ok(Some(instruction))) => Answer::KeepGoing(instruction),
+        Input::Stopping { session_id, last_message, in_plan_mode } => {
+            match tokio::time::timeout(QUICK_BUDGET, settings.client.stop(&session_id, last_message.as_deref(), None)).await {
+                Ok(Ok(Stop::Continue(instruction))) => Answer::KeepGoing(instruction),
+                Ok(Ok(Stop::AwaitDecision { .. })) => {
+                    await_decision_at_stop(&session_id, last_message.as_deref(), in_plan_mode, &settings).await
+                }
                 _ => Answer::NoDecision,
             }
         }
@@ -308,6 +311,43 @@ pub async fn answer(bytes: &[u8], settings: impl FnOnce() -> Result<Settings, Ag
             }
         }
     }
+}
+
+/// Claude stops while its plan awaits people (`ExitPlanMode`'s wait ran
+/// out first): hold it here for the same wait, so a tap made meanwhile
+/// reaches it without anyone typing in its terminal — the decision is the
+/// `Stop` hook's reason to go on (and, approved while Claude Code is still
+/// in plan mode, the instruction to call `ExitPlanMode` again, which the
+/// approval then lets through). When nobody decides in time, plangate is
+/// told Claude stopped waiting (its card says the decision reaches Claude
+/// when it resumes) and Claude stops. Never a block on a failure.
+async fn await_decision_at_stop(session_id: &str, last_message: Option<&str>, in_plan_mode: bool, settings: &Settings) -> Answer {
+    let started = std::time::Instant::now();
+    let decided = match settings.client.wait_decision(session_id, settings.wait).await {
+        Ok(Some(d)) if d.is_final() => Some(d),
+        _ => None,
+    };
+    let Some(d) = decided else {
+        let waited = started.elapsed().as_secs();
+        match tokio::time::timeout(QUICK_BUDGET, settings.client.stop(session_id, last_message, Some(waited))).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => eprintln!("plangate: could not say that Claude stopped waiting: {e}"),
+            Err(_) => eprintln!("plangate: could not say that Claude stopped waiting: no answer in time"),
+        }
+        return Answer::NoDecision;
+    };
+    let Some(text) = d.injection.clone() else { return Answer::NoDecision };
+    // Delivered here: not again on the next prompt.
+    if !matches!(tokio::time::timeout(QUICK_BUDGET, settings.client.take_injection(session_id)).await, Ok(Ok(_))) {
+        eprintln!("plangate: could not mark the decision delivered; it may come again with the next prompt");
+    }
+    let leave_plan_mode = in_plan_mode && matches!(d.status, DecisionStatus::Approved | DecisionStatus::Edited);
+    Answer::KeepGoing(match leave_plan_mode {
+        true => format!(
+            "{text}\n\nClaude Code's plan mode is still on: call ExitPlanMode again with the same plan (plangate lets the approved plan through), then execute it."
+        ),
+        false => text,
+    })
 }
 
 /// The gate's answer; for Claude Code's own to-do list (`TodoWrite`, which

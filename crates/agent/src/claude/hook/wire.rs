@@ -162,6 +162,9 @@ pub(super) enum Input {
     Stopping {
         session_id: String,
         last_message: Option<String>,
+        /// Claude Code's `permission_mode` is `"plan"`: an approval that
+        /// reaches Claude here must also tell it to leave plan mode.
+        in_plan_mode: bool,
     },
     /// `SubagentStart` (`open`) or `SubagentStop`.
     Subagent {
@@ -244,7 +247,11 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Input, Answer> {
         Event::UserPromptSubmit => {
             Input::Prompt { session_id, in_plan_mode: value.get("permission_mode").and_then(Value::as_str) == Some("plan") }
         }
-        Event::Stop => Input::Stopping { session_id, last_message: text_field(&value, "last_assistant_message") },
+        Event::Stop => Input::Stopping {
+            session_id,
+            last_message: text_field(&value, "last_assistant_message"),
+            in_plan_mode: value.get("permission_mode").and_then(Value::as_str) == Some("plan"),
+        },
         Event::SubagentStart | Event::SubagentStop => Input::Subagent { session_id, agent_id, open: event == Event::SubagentStart },
     })
 }

@@ -314,6 +314,42 @@ async fn install(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, Strin
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
+/// A local install in a git repository keeps the files it wrote (they name
+/// this machine's binary) out of git: added to the project's `.gitignore`
+/// once, after what was there; git then ignores them; a second install adds
+/// nothing; outside a repository no `.gitignore` appears.
+#[tokio::test]
+async fn a_local_install_keeps_its_files_out_of_git() {
+    let project = tempfile::tempdir().expect("project");
+    let dir = project.path();
+    let git = |args: &[&str]| std::process::Command::new("git").arg("-C").arg(dir).args(args).output().expect("git (the tests need it)");
+    assert!(git(&["init", "-q"]).status.success());
+    std::fs::write(dir.join(".gitignore"), "target/\n").expect("write");
+    let home = tempfile::tempdir().expect("home");
+    let home_str = home.path().to_string_lossy().into_owned();
+    let (code, _, err) = install(dir, &["--scope", "local"], &[("HOME", &home_str)]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("added /.claude/settings.local.json, /.claude/plangate-channel.mcp.json to"), "{err}");
+    let text = std::fs::read_to_string(dir.join(".gitignore")).expect(".gitignore");
+    assert!(
+        text.starts_with("target/\n# plangate") && text.ends_with("/.claude/settings.local.json\n/.claude/plangate-channel.mcp.json\n"),
+        "{text}"
+    );
+    for file in [".claude/settings.local.json", ".claude/plangate-channel.mcp.json"] {
+        assert!(dir.join(file).exists(), "{file}");
+        assert!(git(&["check-ignore", "-q", file]).status.success(), "git does not ignore {file}");
+    }
+    let (code, _, err) = install(dir, &["--scope", "local"], &[("HOME", &home_str)]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains(".gitignore"), "{err}");
+    assert_eq!(std::fs::read_to_string(dir.join(".gitignore")).expect(".gitignore"), text);
+
+    let plain = tempfile::tempdir().expect("not a repository");
+    let (code, _, err) = install(plain.path(), &["--scope", "local"], &[("HOME", &home_str)]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(!plain.path().join(".gitignore").exists());
+}
+
 #[tokio::test]
 async fn installer_merges_idempotently_and_keeps_a_backup() {
     let project = tempfile::tempdir().expect("project");

@@ -570,6 +570,14 @@ async fn run(args: Args) -> Result<i32> {
                     eprintln!("{file} already registers the plangate MCP server; nothing to do");
                 }
             }
+            if scope == plangate_agent::claude::install::Scope::Local {
+                use plangate_agent::claude::gitignore::{keep_out_of_git, Ignored};
+                let files = [installed.path.clone(), servers.channel.path.clone()];
+                if let Ignored::Added { gitignore, entries } = keep_out_of_git(&std::env::current_dir()?, &files, dry_run)? {
+                    let verb = if dry_run { "dry run: would add" } else { "added" };
+                    eprintln!("{verb} {} to {} (they name this machine's plangate binary)", entries.join(", "), gitignore.display());
+                }
+            }
             eprintln!(
                 "Claude Code needs the agent's token in its environment: PLANGATE_TOKEN, or the one PLANGATE__AGENTS__<ID>__TOKEN \
                  the server runs with (and PLANGATE_URL unless it is the default). Nothing else is needed: plan in Claude Code's \
@@ -581,8 +589,8 @@ async fn run(args: Args) -> Result<i32> {
                 );
             }
             eprintln!(
-                "Optional: a decision made after the hook stopped waiting reaches Claude with your next prompt; to have it arrive \
-                 at once (a Claude Code channel; needs a claude.ai login), start Claude Code with:\n  {}",
+                "Optional: a decision made after Claude stopped waiting reaches it with your next prompt; to have it arrive \
+                 at once then too (a Claude Code channel; needs a claude.ai login), start Claude Code with:\n  {}",
                 servers.launch
             );
             Ok(0)

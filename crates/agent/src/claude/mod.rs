@@ -22,6 +22,7 @@
 
 pub mod binding;
 pub mod channel;
+pub mod gitignore;
 pub mod hook;
 pub mod install;
 pub mod mcp_servers;

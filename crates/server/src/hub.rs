@@ -339,7 +339,7 @@ impl Hub {
             None => text,
         };
         let command = Command::Answer { question_id: Some(qid), answer: answer.clone() };
-        self.core.execute(&q.session, Self::actor(ev), command, self.meta(ev)).await?;
+        Box::pin(self.core.execute(&q.session, Self::actor(ev), command, self.meta(ev))).await?;
         Ok(format!("Answered: {answer}"))
     }
 
@@ -349,7 +349,9 @@ impl Hub {
 
     /// Decide through the core's one door ([`Core::decide`]), and say what happened.
     async fn decide(&self, ev: &Inbound, id: ApprovalId, decision: Decision) -> Result<String, Refused> {
-        match self.core.decide(id, Self::actor(ev), Self::venue(ev), decision, self.meta(ev)).await {
+        // Boxed, as every transition here: inline, the transition's future
+        // grows each `/plan` command's past a debug test thread's stack.
+        match Box::pin(self.core.decide(id, Self::actor(ev), Self::venue(ev), decision, self.meta(ev))).await {
             Ok(decided) => Ok(decided.said()),
             Err(refused) => Err(Refused::of(ev, refused)),
         }
@@ -612,7 +614,7 @@ impl Hub {
     /// act (here or by the engine's rules) is audited.
     async fn session_execute(&self, ev: &Inbound, key: &SessionKey, command: Command) -> Result<crate::core::Executed, Refused> {
         self.authorize(ev, key, None).await?;
-        match self.core.execute(key, Self::actor(ev), command, self.meta(ev)).await {
+        match Box::pin(self.core.execute(key, Self::actor(ev), command, self.meta(ev))).await {
             Ok(done) => Ok(done),
             Err(e @ CoreError::Refused(Refusal::Forbidden(_) | Refusal::AlreadyApproved(_))) => {
                 let why = e.to_person();

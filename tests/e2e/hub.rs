@@ -303,13 +303,13 @@ async fn plan_commands_resolve_targets_and_explain_ambiguity() {
     assert!(r.contains("Alpha") && r.contains("Beta"), "{r}");
     let r = text(&f.say("1", &format!("/plan accept #{}", a.short())).await);
     assert!(r.starts_with("✅ Approved v1"), "{r}");
-    let r = text(&f.say("1", "/plan revise ci/build make it faster").await);
+    let r = text(&f.say("1", "/plan changes ci/build make it faster").await);
     assert!(r.contains("Changes requested on v1") && r.contains("make it faster"), "{r}");
     assert_eq!(f.status("ci", "build").await.session.rejection_count, 1);
     // Unknown id, bad grammar, help.
     assert!(text(&f.say("1", "/plan accept #ffffff").await).contains("No plan with that #id"));
     assert!(text(&f.say("1", "/plan frobnicate").await).contains("unknown command"));
-    assert!(text(&f.say("1", "/plan").await).contains("/plan revise"));
+    assert!(text(&f.say("1", "/plan").await).contains("/plan changes"));
     let _ = b;
 }
 

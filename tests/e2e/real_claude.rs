@@ -171,6 +171,35 @@ async fn real_claude_code_native_plan_mode_gets_a_plan_approved_and_then_writes(
     assert_eq!((status["mode"].as_str(), status["approval"].as_str()), (Some("normal"), Some("approved")), "{status}");
 }
 
+/// `[agents.demo] after_approval = "default"`: the operator keeps Claude
+/// Code's manual mode after the approval, so the first edit asks at the
+/// terminal again (the decision carries the mode; the hook sets it).
+#[tokio::test]
+async fn real_claude_code_after_approval_default_keeps_asking_for_edits() {
+    let Some(claude) = clients::claude_code() else { return };
+    let mut s = ServerProcess::start(BIN, "").await;
+    let config = std::fs::read_to_string(s.config_path()).expect("config");
+    let config = config.replacen("[agents.demo]\n", "[agents.demo]\nafter_approval = \"default\"\n", 1);
+    assert!(config.contains("after_approval = \"default\""), "{config}");
+    std::fs::write(s.config_path(), config).expect("config");
+    s.restart().await;
+    let project = Project::install(BIN, &s, "30");
+    let fake = FakeAnthropic::start().await;
+    let notes = project.path().join("notes.txt");
+    plan_mode_script(&fake, PLAN, [Turn::tool("Write", json!({"file_path": notes, "content": "hello\n"})), Turn::text("Done.")]);
+    let sid = new_session_id();
+    let mut host = project.claude(&claude, &fake).permission_mode("plan").session_id(&sid).host().await;
+    host.send_user("add notes").await;
+    let approver = s.decide_when_pending(&sid, json!({"action": "approve", "actor": "alice"}));
+    let (asked, decided) = tokio::join!(drive(&mut host), approver);
+    assert_eq!(decided["status"], "approved", "{decided}");
+    host.finish().await.assert_success();
+    let (st, d) = ServerProcess::send(s.agent(reqwest::Method::GET, &format!("/v1/sessions/{sid}/decision"))).await;
+    assert_eq!((st, d["after_approval"].as_str()), (200, Some("default")), "{d}");
+    assert!(asked.iter().any(|a| a.tool_name == "Write"), "the Write did not ask in manual mode: {asked:?}");
+    assert_eq!(std::fs::read_to_string(&notes).expect("notes.txt"), "hello\n");
+}
+
 /// Changes requested: the feedback reaches the model as ExitPlanMode's
 /// result, with what to do in Claude Code; nothing is written.
 #[tokio::test]

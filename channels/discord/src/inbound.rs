@@ -304,7 +304,8 @@ pub(crate) fn command_action(options: &[CommandDataOption]) -> Action {
     }
     let target = string_option(args, "target").filter(|t| !t.is_empty());
     let text = match verb {
-        "revise" | "reject" => string_option(args, "feedback"),
+        // `revise` and `reject`: registered by plangate before `changes`.
+        "changes" | "revise" | "reject" => string_option(args, "feedback"),
         "answer" => string_option(args, "text"),
         "edit" => string_option(args, "steps"),
         "auto" => string_option(args, "state"),
@@ -333,7 +334,7 @@ pub(crate) fn command_action(options: &[CommandDataOption]) -> Action {
         return parsed_or_bad(parse_args(&words), words);
     }
     match (verb, text) {
-        ("revise" | "reject" | "answer" | "edit" | "deny", Some(text)) => {
+        ("changes" | "revise" | "reject" | "answer" | "edit" | "deny", Some(text)) => {
             // A placeholder target makes the grammar take all of `text` as text.
             let parsed = parse_args(&format!("{verb} #0000 {text}")).map(|p| Parsed { target: None, ..p });
             parsed_or_bad(parsed, words)

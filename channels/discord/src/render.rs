@@ -357,8 +357,11 @@ pub(crate) fn plan_command() -> CreateCommand {
         .add_option(sub("list", "List the sessions in this channel", vec![]))
         .add_option(sub("view", "Send the full plan document", vec![plan_target()]))
         .add_option(sub("accept", "Approve the pending plan", vec![plan_target()]))
-        .add_option(sub("revise", "Request changes: the agent keeps planning", vec![text("feedback", "What should change"), plan_target()]))
-        .add_option(sub("reject", "Same as revise", vec![text("feedback", "What should change"), plan_target()]))
+        .add_option(sub(
+            "changes",
+            "Request changes: the agent keeps planning",
+            vec![text("feedback", "What should change"), plan_target()],
+        ))
         .add_option(sub("edit", "Approve with these steps instead", vec![text("steps", "The steps, separated by ;"), plan_target()]))
         .add_option(sub("cancel", "Cancel the pending plan; the agent stays read-only", vec![plan_target()]))
         .add_option(sub("answer", "Answer the agent's question", vec![text("text", "Your answer"), plan_target()]))
@@ -483,7 +486,7 @@ fn approve_modal(id: plangate_engine::ApprovalId, version: u32, steps: usize, pr
 fn ask_as_text(reply: &Reply) -> Option<String> {
     Some(match reply {
         Reply::AskFeedback { approval_id, prompt, .. } => {
-            format!("{prompt}\nSend `/plan revise #{} <what should change>`", approval_id.short())
+            format!("{prompt}\nSend `/plan changes #{} <what should change>`", approval_id.short())
         }
         Reply::AskEdit { approval_id, .. } => format!("Send `/plan edit #{} <step 1>; <step 2>; …`", approval_id.short()),
         Reply::AskApproval { approval_id, prompt, .. } => {

@@ -432,7 +432,7 @@ impl Dispatcher {
                 }
             }
             Reply::AskFeedback { approval_id, prompt, .. } => {
-                let hint = format!("Or type `/plan revise #{} <what should change>`", approval_id.short());
+                let hint = format!("Or type `/plan changes #{} <what should change>`", approval_id.short());
                 self.open_modal(ctx, ModalKind::Feedback, approval_id, &prompt, None, &hint).await
             }
             Reply::AskEdit { approval_id, steps, .. } => {

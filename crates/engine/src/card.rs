@@ -497,7 +497,7 @@ pub fn card(proposal: &Proposal, state: Option<&State>, now: Timestamp) -> Card 
         }
         commands.extend([
             format!("/plan accept {short_ref} except <step numbers> -- <note>"),
-            format!("/plan revise {short_ref} <what to change>"),
+            format!("/plan changes {short_ref} <what to change>"),
             format!("/plan cancel {short_ref}"),
             format!("/plan view {short_ref}"),
         ]);

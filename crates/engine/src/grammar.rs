@@ -120,8 +120,7 @@ pub const USAGE: &[(&str, &str)] = &[
     ("view", "/plan view [#id|agent/session]"),
     ("accept", "/plan accept [#id|agent/session] [except 3,5 | edited] [-- note]"),
     ("edit", "/plan edit [#id|agent/session] <step 1>; <step 2>; …"),
-    ("revise", "/plan revise [#id|agent/session] <what should change>"),
-    ("reject", "/plan reject [#id|agent/session] <what should change>"),
+    ("changes", "/plan changes [#id|agent/session] <what should change>"),
     ("cancel", "/plan cancel [#id|agent/session]"),
     ("answer", "/plan answer [#id|agent/session] <your answer>"),
     ("on", "/plan on [agent/session]"),
@@ -148,7 +147,12 @@ pub fn help() -> String {
     out
 }
 
+/// Request changes has one name, `changes` (the button's "Request
+/// changes"); `revise` and `reject`, its names before, still work.
+const CHANGES_ALIASES: [&str; 2] = ["revise", "reject"];
+
 fn usage_of(verb: &str) -> &'static str {
+    let verb = if CHANGES_ALIASES.contains(&verb) { "changes" } else { verb };
     USAGE.iter().find(|(v, _)| *v == verb).map(|(_, u)| *u).unwrap_or("/plan <command> — send /plan for the list")
 }
 
@@ -244,9 +248,9 @@ pub fn parse_args(args: &str) -> Result<Parsed, GrammarError> {
                 }
                 PlanCommand::Web
             }
-            "revise" | "reject" => {
+            "changes" | "revise" | "reject" => {
                 if rest.is_empty() {
-                    return Err(err("say what should change, e.g. `/plan revise split step 2 into two`".to_string()));
+                    return Err(err("say what should change, e.g. `/plan changes split step 2 into two`".to_string()));
                 }
                 PlanCommand::Revise(rest.to_string())
             }
@@ -499,6 +503,7 @@ mod tests {
         assert_eq!(ok("/plan edit one; two\nthree").command, PlanCommand::Edit(vec!["one".into(), "two".into(), "three".into()]));
         assert_eq!(ok("/plan revise #A1B2 make it smaller").command, PlanCommand::Revise("make it smaller".into()));
         assert_eq!(ok("/plan reject too big").command, PlanCommand::Revise("too big".into()));
+        assert_eq!(ok("/plan changes #A1B2 make it smaller").command, PlanCommand::Revise("make it smaller".into()));
         assert_eq!(ok("/plan cancel").command, PlanCommand::Cancel);
         assert_eq!(ok("/plan answer yes please").command, PlanCommand::Answer("yes please".into()));
         assert_eq!(ok("/plan on demo/s1").target, Some(Target::Session(SessionKey::new("demo", "s1"))));
@@ -562,7 +567,8 @@ mod tests {
     #[test]
     fn errors_show_usage() {
         let e = parse_args("revise").unwrap_err();
-        assert!(e.to_string().contains("Usage: /plan revise"), "{e}");
+        assert!(e.to_string().contains("Usage: /plan changes"), "{e}");
+        assert!(!help().contains("revise") && !help().contains("reject"), "one name per action in the help");
         let e = parse_args("revise #zz nope").unwrap_err();
         assert!(e.message.contains("not a plan id"));
         let e = parse_args("auto maybe").unwrap_err();

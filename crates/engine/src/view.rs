@@ -100,6 +100,12 @@ pub struct DecisionView {
     pub plan: Option<Plan>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub injection: Option<String>,
+    /// For an approval given to an agent: the permission mode its harness
+    /// continues in (Claude Code's `acceptEdits`, `default`, `auto`, or
+    /// `keep`), from the operator's `[agents.<id>] after_approval`; set by
+    /// the server, never by the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_approval: Option<String>,
     /// Who asked for the work (separation of duties), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requested_by: Option<String>,
@@ -162,6 +168,7 @@ impl DecisionView {
             // approved except some steps.
             plan: p.edited_plan.clone().or_else(|| (!excluded.is_empty()).then(|| p.approved_plan().into_owned())),
             injection: p.injection.clone(),
+            after_approval: None,
             requested_by: review.requested_by.clone(),
             required_approvals: review.required.max(1),
             approvals: review

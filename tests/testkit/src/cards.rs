@@ -30,7 +30,7 @@ pub fn pending(id: ApprovalId, title: &str, steps: &[&str]) -> Card {
         receipt: None,
         commands: vec![
             format!("/plan accept {short_ref}"),
-            format!("/plan revise {short_ref} <what to change>"),
+            format!("/plan changes {short_ref} <what to change>"),
             format!("/plan cancel {short_ref}"),
             format!("/plan view {short_ref}"),
         ],

@@ -188,7 +188,7 @@ async fn http_revise_via_modal_submit() {
         .await;
     assert_eq!(
         again.json::<Value>().await.unwrap()["data"]["content"],
-        "Say more \\*please\\*\nSend `/plan revise #a1b2c3 <what should change>`"
+        "Say more \\*please\\*\nSend `/plan changes #a1b2c3 <what should change>`"
     );
 }
 

@@ -26,8 +26,7 @@ async fn start_registers_plan_with_every_subcommand_in_the_guild() {
             "list",
             "view",
             "accept",
-            "revise",
-            "reject",
+            "changes",
             "edit",
             "cancel",
             "answer",
@@ -143,7 +142,7 @@ async fn text_style_has_commands_and_no_components() {
     let body = trimmed(fake.message_requests()[0].json().unwrap());
     assert_eq!(
         body["content"],
-        "📋 Add retries \\@everyone\ndemo/s1 · v2 · just now · #a1b2c3\n\nMake \\*the\\* client retry.\n\nSteps\n1. ⏳ Add a retry loop\n2. ⏳ Test it\n\nRisks\n• More load\n\nVerification\n• cargo test\n\nReply with one of:\n`/plan accept #a1b2c3`\n`/plan revise #a1b2c3 <what to change>`\n`/plan cancel #a1b2c3`\n`/plan view #a1b2c3`"
+        "📋 Add retries \\@everyone\ndemo/s1 · v2 · just now · #a1b2c3\n\nMake \\*the\\* client retry.\n\nSteps\n1. ⏳ Add a retry loop\n2. ⏳ Test it\n\nRisks\n• More load\n\nVerification\n• cargo test\n\nReply with one of:\n`/plan accept #a1b2c3`\n`/plan changes #a1b2c3 <what to change>`\n`/plan cancel #a1b2c3`\n`/plan view #a1b2c3`"
     );
     assert_eq!(body["embeds"], json!([]));
     assert!(body.get("components").is_none());

@@ -70,7 +70,7 @@ async fn text_style_cards_show_the_commands_instead_of_buttons() {
     assert!(blocks.iter().all(|b| b["type"] != "actions"), "{blocks:?}");
     assert_eq!(
         blocks.last().unwrap(),
-        &section("Reply with one of:\n`/plan accept #010101`\n`/plan revise #010101 &lt;what to change&gt;`\n`/plan cancel #010101`\n`/plan view #010101`")
+        &section("Reply with one of:\n`/plan accept #010101`\n`/plan changes #010101 &lt;what to change&gt;`\n`/plan cancel #010101`\n`/plan view #010101`")
     );
 }
 

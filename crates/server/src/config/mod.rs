@@ -335,6 +335,11 @@ impl Settings {
         self.raw.agents.get(agent).and_then(|a| a.requested_by.as_deref())
     }
 
+    /// The mode `agent`'s Claude Code continues in after an approval.
+    pub fn after_approval(&self, agent: &str) -> schema::AfterApproval {
+        self.raw.agents.get(agent).map(|a| a.after_approval).unwrap_or_default()
+    }
+
     pub fn nudge_interval_hint(&self) -> Duration {
         Duration::from_secs(1)
     }

@@ -79,6 +79,41 @@ pub struct AgentConfig {
     /// they are relayed to the approvers at all.
     #[serde(default)]
     pub permissions: PermissionsConfig,
+    /// The permission mode Claude Code continues in once people approved
+    /// this agent's plan (the hook of its `ExitPlanMode` sets it).
+    #[serde(default)]
+    pub after_approval: AfterApproval,
+}
+
+/// `[agents.<id>] after_approval`: what an approval lets Claude Code do
+/// without asking at its terminal. plangate's gate holds every call to the
+/// approved plan and its scope whichever is chosen.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AfterApproval {
+    /// `acceptEdits`: file edits run without a second ask (the approval was
+    /// the person's one tap); shell commands still ask.
+    #[default]
+    AcceptEdits,
+    /// Claude Code's manual mode: every edit asks at the terminal (and, with
+    /// permission relay on, as a card).
+    Default,
+    /// Claude Code's auto mode: its classifier decides what asks.
+    Auto,
+    /// The mode Claude Code picks itself.
+    Keep,
+}
+
+impl AfterApproval {
+    /// The value the hook reads from the decision (`DecisionView::after_approval`).
+    pub fn claude_mode(self) -> &'static str {
+        match self {
+            AfterApproval::AcceptEdits => "acceptEdits",
+            AfterApproval::Default => "default",
+            AfterApproval::Auto => "auto",
+            AfterApproval::Keep => "keep",
+        }
+    }
 }
 
 /// `[agents.<id>.permissions]`: `Tool(pattern)` rules

@@ -254,7 +254,7 @@ pub(super) async fn propose(
         // An identical re-proposal: the document of the pending proposal.
         None => core.document_location(latest).await.display().to_string(),
     };
-    let mut value = serde_json::to_value(DecisionView::of(latest)).unwrap_or_default();
+    let mut value = serde_json::to_value(for_agent(&core, &key.agent, latest)).unwrap_or_default();
     value["document_path"] = json!(document_path);
     Ok((StatusCode::CREATED, Json(value)).into_response())
 }
@@ -268,9 +268,20 @@ pub(super) async fn decision(
     let key = session_key(agent, &sid)?;
     let wait = wait_of(&query(q)?)?;
     match unless_stopping(&core, core.wait_decision(&key, wait)).await?? {
-        Some(p) => Ok(Json(DecisionView::of(&p))),
+        Some(p) => Ok(Json(for_agent(&core, &key.agent, &p))),
         None => Err(ApiError::not_found("this session has no proposal yet")),
     }
+}
+
+/// The decision as the agent sees it: an approval carries the mode the
+/// operator chose for `agent` to continue in (`[agents.<id>]
+/// after_approval`), so the hook needs no setting of its own.
+fn for_agent(core: &AppState, agent: &str, p: &plangate_engine::Proposal) -> DecisionView {
+    let mut view = DecisionView::of(p);
+    if matches!(p.status, plangate_engine::DecisionStatus::Approved | plangate_engine::DecisionStatus::Edited) {
+        view.after_approval = Some(core.settings.after_approval(agent).claude_mode().to_string());
+    }
+    view
 }
 
 #[derive(Deserialize)]

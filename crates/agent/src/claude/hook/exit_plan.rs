@@ -80,19 +80,24 @@ pub(super) fn still_pending(call: &ToolCall, d: &DecisionView, channel: bool) ->
 }
 
 /// The permission mode Claude Code continues in once people approved the
-/// plan: `PLANGATE_AFTER_APPROVAL_MODE`, `acceptEdits` by default (the
-/// approval was the person's one tap: file edits then go without a second
-/// ask at the terminal and a 🔐 card each, while plangate's gate still holds
-/// every call to the approved plan and its scope, and shell commands still
-/// ask), `default` for Claude Code's manual mode, `keep` to leave the mode
-/// as Claude Code chooses it. Anything else keeps it, with a warning.
-fn after_approval_mode() -> Option<&'static str> {
-    match std::env::var("PLANGATE_AFTER_APPROVAL_MODE").as_deref() {
-        Err(_) | Ok("") | Ok("acceptEdits") => Some("acceptEdits"),
-        Ok("default") => Some("default"),
-        Ok("keep") => None,
-        Ok(other) => {
-            eprintln!("plangate: PLANGATE_AFTER_APPROVAL_MODE={other:?} is not acceptEdits, default or keep; the mode is kept");
+/// plan: the operator's `[agents.<id>] after_approval`, which the decision
+/// carries (`acceptEdits` by default: the approval was the person's one
+/// tap, so file edits go without a second ask at the terminal and a 🔐
+/// card each, while plangate's gate still holds every call to the approved
+/// plan and its scope, and shell commands still ask; `default` for Claude
+/// Code's manual mode; `auto` for its auto mode; `keep` to leave the mode
+/// as Claude Code chooses it). `PLANGATE_AFTER_APPROVAL_MODE` in the hook's
+/// environment overrides it; a value neither knows keeps the mode, with a
+/// warning.
+fn after_approval_mode(d: &DecisionView) -> Option<&'static str> {
+    let local = std::env::var("PLANGATE_AFTER_APPROVAL_MODE").ok().filter(|v| !v.is_empty());
+    match local.as_deref().or(d.after_approval.as_deref()) {
+        None | Some("acceptEdits" | "accept_edits") => Some("acceptEdits"),
+        Some("default") => Some("default"),
+        Some("auto") => Some("auto"),
+        Some("keep") => None,
+        Some(other) => {
+            eprintln!("plangate: the mode after approval {other:?} is not acceptEdits, default, auto or keep; the mode is kept");
             None
         }
     }
@@ -107,7 +112,7 @@ pub(super) fn decide(call: &ToolCall, d: &DecisionView, recalled: bool, channel:
                 Some(text) => Answer::Context { event: Event::PreToolUse, text: text.clone() },
                 None => Answer::NoDecision,
             },
-            _ => Answer::AllowPlan { updated_input: call.tool_input.clone(), mode: after_approval_mode() },
+            _ => Answer::AllowPlan { updated_input: call.tool_input.clone(), mode: after_approval_mode(d) },
         },
         DecisionStatus::Edited => {
             let edited = d.plan.as_ref().map(render_markdown).unwrap_or_default();
@@ -126,7 +131,7 @@ pub(super) fn decide(call: &ToolCall, d: &DecisionView, recalled: bool, channel:
                         }
                         None => updated = json!({"plan": edited}),
                     }
-                    Answer::AllowPlan { updated_input: updated, mode: after_approval_mode() }
+                    Answer::AllowPlan { updated_input: updated, mode: after_approval_mode(d) }
                 }
             }
         }

@@ -80,7 +80,7 @@ fn a_cut_tail_with_a_new_end_line_is_caught_only_against_the_checkpoint() {
     let (records, head) = chain(30);
     let cut = export(&records[..records.len() - 3]);
     check(&joined(&cut), &[]).unwrap();
-    let broken = check(&joined(&cut), &[head.clone()]).unwrap_err();
+    let broken = check(&joined(&cut), std::slice::from_ref(&head)).unwrap_err();
     assert_eq!(broken, Broken::CutTail { last: head.seq - 3, signed: head.seq });
 }
 
@@ -102,7 +102,7 @@ fn a_checkpoint_from_another_key_is_refused() {
 #[test]
 fn verify_over_records_names_the_first_bad_one() {
     let (records, head) = chain(10);
-    verify(&records, &[head.clone()], Some(&key().verifying_key())).unwrap();
+    verify(&records, std::slice::from_ref(&head), Some(&key().verifying_key())).unwrap();
     let mut edited = records.clone();
     edited[3].event["detail"] = json!("changed");
     assert_eq!(verify(&edited, &[], None).unwrap_err(), Broken::Altered { line: 4, seq: 4 });

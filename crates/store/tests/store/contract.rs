@@ -545,7 +545,7 @@ fn the_audit_is_one_chain_that_verifies_across_a_restart(b: &dyn Backend) {
     store
         .visit_audit_chain(Some(Timestamp(4)), &mut |r| {
             since.push(r.seq);
-            since.len() < 1
+            since.is_empty()
         })
         .unwrap();
     assert_eq!(since, vec![4], "from the first at or after the time, until the visitor stops");

@@ -42,6 +42,7 @@ mod real_codex;
 mod real_inputs;
 mod replicas;
 mod sec_amend;
+mod sec_audit;
 mod sec_authority;
 mod sec_classes;
 mod sec_config;

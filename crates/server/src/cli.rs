@@ -3,8 +3,9 @@
 //! They are clients of the same API as every agent (through
 //! [`plangate_agent::Client`]), so what the CLI shows is what an agent would
 //! see. `plangate wait` lives in [`wait`], `plangate pair` and
-//! `plangate destinations` in [`pair`].
+//! `plangate destinations` in [`pair`], `plangate audit` in [`audit`].
 
+pub mod audit;
 pub mod pair;
 pub mod wait;
 

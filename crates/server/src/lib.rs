@@ -18,6 +18,7 @@
 //! performed or any caller is answered.
 
 pub mod approvers;
+pub mod audit;
 pub mod channels;
 pub mod cli;
 pub mod clock;

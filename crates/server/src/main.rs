@@ -143,19 +143,8 @@ enum Cmd {
         #[command(flatten)]
         remote: Remote,
     },
-    /// Show the audit trail.
-    Audit {
-        #[arg(long)]
-        session: Option<String>,
-        #[arg(long)]
-        agent: Option<String>,
-        #[arg(long, default_value_t = 50)]
-        limit: usize,
-        #[arg(long, env = "PLANGATE_OPERATOR_TOKEN", hide_env_values = true)]
-        operator_token: String,
-        #[command(flatten)]
-        remote: Remote,
-    },
+    /// Show the audit trail; `audit export`, `audit verify FILE` (offline), `audit key`.
+    Audit(plangate_server::cli::audit::AuditArgs),
     /// A one-time code that makes a chat a destination: send `/plan pair CODE` there (valid 10 minutes).
     Pair(plangate_server::cli::pair::PairArgs),
     /// The destinations (config file and paired); `destinations remove NAME` removes a paired one.
@@ -461,29 +450,7 @@ async fn run(args: Args) -> Result<i32> {
             let client = Client::new(&remote.url, Some(operator_token))?;
             cli::list(&client, &status, limit).await
         }
-        Cmd::Audit { session, agent, limit, operator_token, remote } => {
-            let client = Client::new(&remote.url, Some(operator_token))?;
-            let mut path = format!("/v1/audit?limit={limit}");
-            if let Some(s) = session {
-                path.push_str(&format!("&session={s}"));
-            }
-            if let Some(a) = agent {
-                path.push_str(&format!("&agent={a}"));
-            }
-            let events = client.ok(reqwest::Method::GET, &path, None).await?;
-            for e in events.as_array().into_iter().flatten() {
-                let at = plangate_engine::Timestamp(e["at"].as_i64().unwrap_or(0)).rfc3339();
-                println!(
-                    "{at}  {}/{}  {}  {}  {}",
-                    e["agent"].as_str().unwrap_or(""),
-                    e["session_id"].as_str().unwrap_or(""),
-                    e["actor"].as_str().unwrap_or(""),
-                    e["action"].as_str().unwrap_or(""),
-                    e["detail"].as_str().unwrap_or("")
-                );
-            }
-            Ok(0)
-        }
+        Cmd::Audit(args) => plangate_server::cli::audit::audit(args).await,
         Cmd::Pair(args) => plangate_server::cli::pair::pair(args).await,
         Cmd::Destinations(args) => plangate_server::cli::pair::destinations(args).await,
         Cmd::Namespace(NamespaceCmd::Show { name, token, remote }) => {
@@ -727,6 +694,10 @@ async fn serve(config: Option<PathBuf>) -> Result<()> {
         }
     }
     core.refresh_pairings().await.context("cannot read the paired destinations from the store")?;
+    let checkpointer = Arc::new(plangate_server::audit::Checkpointer::new(
+        plangate_server::audit::load_or_create_key(&settings.data_dir)?,
+        settings.raw.audit.checkpoint_file.clone(),
+    ));
     let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
     // Before anything can park a waiter: other replicas' commits wake them.
     let replicas = plangate_server::replicas::start(&core, shutdown_rx.clone()).await?;
@@ -743,6 +714,8 @@ async fn serve(config: Option<PathBuf>) -> Result<()> {
     core.resume_outbox().await.context("cannot read the outbox of chat work left from the last run")?;
     let scheduler = tokio::spawn(plangate_server::scheduler::run(core.clone(), shutdown_rx.clone()));
     let retention = tokio::spawn(plangate_server::ops::retention::run(core.clone(), shutdown_rx.clone()));
+    let interval = settings.raw.audit.interval()?;
+    let checkpoints = tokio::spawn(checkpointer.clone().run(core.clone(), interval, shutdown_rx.clone()));
 
     let listener = tokio::net::TcpListener::bind(settings.bind).await.with_context(|| format!("cannot listen on {}", settings.bind))?;
     let addr = listener.local_addr()?;
@@ -761,12 +734,17 @@ async fn serve(config: Option<PathBuf>) -> Result<()> {
     let _ = shutdown_tx.send(true);
     let _ = scheduler.await;
     let _ = retention.await;
+    let _ = checkpoints.await;
     for task in replicas {
         let _ = task.await;
     }
     channels.stop().await;
     if let Err(left) = core.drain(std::time::Duration::from_secs(10)).await {
         tracing::warn!(%left, "stopping with chat work queued: it stays in the outbox and is resumed at the next start");
+    }
+    // After the last transition: the head this process leaves, signed.
+    if let Err(e) = checkpointer.checkpoint(&core).await {
+        tracing::error!(error = %e, "the audit checkpoint at shutdown failed");
     }
     // After the last transition: the next start takes the gauge from here.
     if let Some(pending) = core.metrics.settled_pending() {

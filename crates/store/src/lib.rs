@@ -34,6 +34,7 @@
 //! sled or PostgreSQL.
 
 mod backup;
+mod chained;
 mod documents;
 mod group;
 pub mod migrate;
@@ -49,6 +50,7 @@ pub use backup::BackupStats;
 pub use documents::{append_receipt_unsynced, plan_document_path, sync_files, write_document_unsynced, DocumentError};
 pub use group::{FlushReservation, FlushStats, PendingFlush};
 pub use migrate::MigrateReport;
+pub use plangate_audit::{Chain, Hash as AuditHash, Record as AuditRecord};
 pub use retention::{PrunePolicy, PruneReport};
 pub use sled_store::{CheckpointStats, Durability, SledStore, SCHEMA_VERSION};
 
@@ -76,6 +78,10 @@ pub enum StoreError {
     SchemaTooNew { found: i64, known: i64 },
     #[error("PostgreSQL: {0}")]
     Postgres(String),
+    /// The tamper-evident chain cannot be kept or read; nothing unchained
+    /// is written or handed out in its place.
+    #[error("the audit chain: {0}")]
+    AuditChain(String),
 }
 
 /// A conditional write the store declined because another writer got there
@@ -423,6 +429,22 @@ pub trait SessionStore: Send + Sync {
     fn append_audit(&self, events: &[AuditEvent]) -> Result<(), StoreError>;
 
     fn audit(&self, query: &AuditQuery) -> Result<Vec<AuditEvent>, StoreError>;
+
+    /// The audit chain's head: its last record's number and hash (`None`
+    /// while the audit is empty). What a checkpoint signs.
+    fn audit_head(&self) -> Result<Option<(u64, AuditHash)>, StoreError> {
+        Err(StoreError::AuditChain("this store keeps no audit chain".into()))
+    }
+
+    /// Visit the chained audit records in chain order, from the first
+    /// recorded at or after `since` (all when `None`), until `visit`
+    /// returns `false`. Read in pages, so an export of a million records
+    /// never holds them at once nor holds the store for its length. A
+    /// record without its chain is an error, never handed out.
+    fn visit_audit_chain(&self, since: Option<Timestamp>, visit: &mut dyn FnMut(AuditRecord) -> bool) -> Result<(), StoreError> {
+        let _ = (since, visit);
+        Err(StoreError::AuditChain("this store keeps no audit chain".into()))
+    }
 
     /// Whether an inbound event key was already handled.
     fn seen(&self, key: &str) -> Result<bool, StoreError>;

@@ -251,15 +251,19 @@ fn copy_all(tx: &mut Transaction<'_>, trees: &Trees) -> Result<MigrateReport, Fa
 
     let mut copy = Copy::new(
         tx,
-        "audit (seq, at, agent, session_id, approval_id, body)",
-        &[Type::INT8, Type::INT8, Type::TEXT, Type::TEXT, Type::BYTEA, Type::BYTEA],
+        "audit (seq, at, agent, session_id, approval_id, body, chain_seq, chain_hash)",
+        &[Type::INT8, Type::INT8, Type::TEXT, Type::TEXT, Type::BYTEA, Type::BYTEA, Type::INT8, Type::BYTEA],
     )?;
+    // The chain comes along as it is: sled's records, in key order, are
+    // the chain's order, and each body holds its place in it.
     for entry in trees.audit.iter() {
         let (key, value) = entry.map_err(StoreError::from)?;
         let seq = seq_of(&key, "audit")?;
         let e: AuditEvent = decode(&value, "audit")?;
         let approval = e.approval_id.map(|id| id.0.to_vec());
-        copy.row(&[&seq, &e.at.0, &e.agent, &e.session_id, &approval, &&value[..]])?;
+        let record = crate::chained::unseal(&value)?;
+        let chain_seq = i64::try_from(record.seq).map_err(|_| StoreError::AuditChain("the chain's numbers ran out".into()))?;
+        copy.row(&[&seq, &e.at.0, &e.agent, &e.session_id, &approval, &&value[..], &chain_seq, &&record.hash[..]])?;
     }
     report.audit = copy.finish()?;
 

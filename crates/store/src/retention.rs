@@ -91,10 +91,16 @@ impl SledStore {
             }
         }
         if let Some(cutoff) = policy.audit_before {
-            // Audit keys grow with time: the oldest come first.
+            // Audit keys grow with time: the oldest come first. The newest
+            // record stays whatever its age: it is the chain's head, which
+            // the next record links to (after a restart too).
             let mut doomed = Vec::new();
+            let newest = t.audit.last()?.map(|(key, _)| key);
             for entry in t.audit.iter() {
                 let (key, v) = entry?;
+                if Some(&key) == newest.as_ref() {
+                    break;
+                }
                 let event: AuditEvent = serde_json::from_slice(&v).map_err(|source| StoreError::Corrupt { what: "audit", source })?;
                 if event.at >= cutoff {
                     break;

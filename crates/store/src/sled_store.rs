@@ -13,7 +13,7 @@
 //! | `timers` | due (8 bytes, order-preserving) ‖ approval id ‖ kind | JSON [`Timer`]: the first of each chain (schema 3, `plangate_engine::chains`) |
 //! | `deliveries` | approval id ‖ `\0` ‖ destination ‖ `\0` ‖ chat | JSON [`Delivery`] |
 //! | `question_deliveries` | question id ‖ `\0` ‖ destination | JSON [`Delivery`] |
-//! | `audit` | u64 big-endian, monotonic | JSON [`AuditEvent`] |
+//! | `audit` | u64 big-endian, monotonic, in chain order | JSON [`AuditEvent`] with its chain fields (`chain_seq`, `chain_prev`, `chain_hash`: schema 4, `crate::chained`) |
 //! | `idempotency` | event key | time handled (ms) |
 //! | `documents` | approval id | document path |
 //! | `namespaces` | name | JSON [`Namespace`] with its `revision` |
@@ -24,12 +24,14 @@
 //! and durable through a flush shared with concurrent commits (group
 //! commit): see the `redo` and `group` modules for why and how.
 
+use crate::chained;
 use crate::group::{FlushGroup, FlushReservation, FlushStats, PendingFlush, Turn};
 use crate::redo::{self, Op, TreeId};
 use crate::{
     AuditQuery, Commit, Committed, MaintenanceStore, OutboxEntry, PagePosition, Preempted, ReplicaStore, SessionStore, StoreError,
     WorkStore,
 };
+use plangate_audit::Chain;
 use plangate_delivery::Delivery;
 use plangate_engine::namespace::Namespace;
 use plangate_engine::permission::StoredRule;
@@ -47,12 +49,13 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
 /// Bumped whenever the on-disk layout changes incompatibly. 2 added the
 /// `proposals_by_status` index; 3 keeps only the first timer of each chain
-/// (`plangate_engine::chains`). An older database is upgraded when it is
+/// (`plangate_engine::chains`); 4 chains the audit (`plangate_audit`: an
+/// older plangate would append records without their chain). An older database is upgraded when it is
 /// opened (see [`upgrade`]), and a plangate that knows an older schema
 /// refuses a newer database: one of schema 1 would write proposals without
 /// their index entries, one of schema 2 would fire an approval's first
 /// reminder and never store its next one (nor its timeout).
-pub const SCHEMA_VERSION: &str = "3";
+pub const SCHEMA_VERSION: &str = "4";
 
 /// sled's page cache (its default is 1 GiB). Pages read once by a scan of a
 /// big backlog (a catch-up after downtime, a full listing) need not stay
@@ -105,6 +108,11 @@ pub struct SledStore {
     /// The pending count the last clean shutdown left, taken out of `meta`
     /// when this store was opened (see [`take_pending_note`]).
     pending_at_close: Mutex<Option<u64>>,
+    /// The audit chain's head, loaded from the last record on first use.
+    /// Held from sealing a commit's audit records until they are written,
+    /// so records are numbered and linked in the order of their keys (no
+    /// gaps, no forks). Taken after a session's stripe, never before.
+    chain: Mutex<Option<Chain>>,
 }
 
 /// What checkpoints have cost, and when the last reopen failed.
@@ -314,6 +322,9 @@ fn take_pending_note(t: &Trees) -> Result<Option<u64>, StoreError> {
     Ok(Some(u64::from_be_bytes(*count)))
 }
 
+/// Audit records read per hold of the database by [`SessionStore::visit_audit_chain`].
+const AUDIT_PAGE: usize = 1000;
+
 /// How long after a failed reopen the next operation tries again.
 const REOPEN_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -328,7 +339,7 @@ fn open_trees(path: &Path) -> Result<Trees, StoreError> {
             meta.insert("schema_version", SCHEMA_VERSION)?;
             db.flush()?;
         }
-        Some(v) if v == SCHEMA_VERSION.as_bytes() || v == b"1" || v == b"2" => {}
+        Some(v) if v == SCHEMA_VERSION.as_bytes() || v == b"1" || v == b"2" || v == b"3" => {}
         Some(v) => {
             return Err(StoreError::SchemaMismatch {
                 path: path.display().to_string(),
@@ -357,22 +368,23 @@ fn open_trees(path: &Path) -> Result<Trees, StoreError> {
     };
     trees.replay()?;
     match found.as_deref() {
-        Some(b"1") => upgrade(&trees, true)?,
-        Some(b"2") => upgrade(&trees, false)?,
+        Some(b"1") => upgrade(&trees, 1)?,
+        Some(b"2") => upgrade(&trees, 2)?,
+        Some(b"3") => upgrade(&trees, 3)?,
         _ => {}
     }
     Ok(trees)
 }
 
-/// Schema 1 or 2 → 3: index every proposal by status and creation time
+/// Schema 1, 2 or 3 → 4: index every proposal by status and creation time
 /// (from 1), drop every timer but the first of its chain (from 1 and 2),
-/// then say so in `schema_version`, flushed together: a crash before the
-/// flush leaves the old version, and the next open does it again (both
-/// steps are idempotent).
-fn upgrade(t: &Trees, index: bool) -> Result<(), StoreError> {
+/// chain the audit (from 1, 2 and 3), then say so in `schema_version`,
+/// flushed together: a crash before the flush leaves the old version, and
+/// the next open does it again (every step is idempotent).
+fn upgrade(t: &Trees, from: u8) -> Result<(), StoreError> {
     let started = std::time::Instant::now();
     let mut indexed = 0u64;
-    if index {
+    if from == 1 {
         for entry in t.proposals.iter() {
             let (_, value) = entry?;
             let p: Listed = decode(&value, "proposal")?;
@@ -380,16 +392,50 @@ fn upgrade(t: &Trees, index: bool) -> Result<(), StoreError> {
             indexed += 1;
         }
     }
-    let dropped = keep_chain_heads(t)?;
+    let dropped = if from <= 2 { keep_chain_heads(t)? } else { 0 };
+    let chained = chain_audit(t)?;
     t.meta.insert("schema_version", SCHEMA_VERSION)?;
     t.db.flush()?;
     tracing::info!(
         indexed,
         timers_dropped = dropped,
+        audit_chained = chained,
         took_ms = started.elapsed().as_millis() as u64,
-        "upgraded the sled database to schema 3 (proposals indexed by status, the first timer of each chain)"
+        "upgraded the sled database to schema 4 (proposals indexed by status, the first timer of each chain, the audit chained)"
     );
     Ok(())
+}
+
+/// Chain every audit record in key order (the order they were written
+/// in), from the first: a record chained by an interrupted upgrade is
+/// chained again to the same values.
+fn chain_audit(t: &Trees) -> Result<u64, StoreError> {
+    let mut chain = Chain::genesis();
+    let mut batch = sled::Batch::default();
+    let (mut chained, mut pending) = (0u64, 0usize);
+    for entry in t.audit.iter() {
+        let (key, value) = entry?;
+        let record = chain.append(chained::event_of(&value)?);
+        batch.insert(key, chained::stored(&record));
+        (chained, pending) = (chained + 1, pending + 1);
+        if pending == 10_000 {
+            t.audit.apply_batch(std::mem::take(&mut batch))?;
+            pending = 0;
+        }
+    }
+    t.audit.apply_batch(batch)?;
+    Ok(chained)
+}
+
+/// The chain whose head is the audit's last record.
+fn head_of(t: &Trees) -> Result<Chain, StoreError> {
+    match t.audit.last()? {
+        Some((_, value)) => {
+            let record = chained::unseal(&value)?;
+            Ok(Chain::after(record.seq, record.hash))
+        }
+        None => Ok(Chain::genesis()),
+    }
 }
 
 /// Drop every stored timer that is not the first of its chain: the
@@ -582,7 +628,7 @@ impl Trees {
     /// The writes of a commit, in the order they are applied: the session
     /// last, so a reader that looks a session up never finds it pointing at
     /// records that are not there yet.
-    fn ops_of(&self, commit: &Commit) -> Result<Vec<Op>, StoreError> {
+    fn ops_of(&self, commit: &Commit, chain: &mut Chain) -> Result<Vec<Op>, StoreError> {
         let insert = |tree, key: Vec<u8>, value: Vec<u8>| Op { tree, key, value: Some(value) };
         let mut ops = Vec::new();
         for p in &commit.proposals {
@@ -611,7 +657,7 @@ impl Trees {
         }
         for event in &commit.audit {
             let id = self.db.generate_id()?;
-            ops.push(insert(TreeId::Audit, id.to_be_bytes().to_vec(), encode(event)));
+            ops.push(insert(TreeId::Audit, id.to_be_bytes().to_vec(), chained::seal(chain, event).1));
         }
         for key in &commit.idempotency {
             ops.push(insert(TreeId::Idempotency, key.as_bytes().to_vec(), vec![1u8]));
@@ -662,6 +708,7 @@ impl SledStore {
                 stats: CheckpointStats::default(),
             }),
             pending_at_close: Mutex::new(pending_at_close),
+            chain: Mutex::new(None),
         })
     }
 
@@ -822,14 +869,21 @@ impl SledStore {
                 return Err(StoreError::DuplicateId(*id));
             }
         }
-        let ops = t.ops_of(&commit)?;
+        let mut head = if commit.audit.is_empty() { None } else { Some(self.chain_head(&t)?) };
+        let mut chain = head.as_deref().copied().flatten().unwrap_or_default();
+        let ops = t.ops_of(&commit, &mut chain)?;
         let seq = t.db.generate_id()?.to_be_bytes();
         let record = redo::encode(&ops);
         t.redo.insert(seq, record.as_slice())?;
         // A failure from here on leaves the record, and the next open
-        // finishes the commit: all or nothing, as a transaction would.
+        // finishes the commit: all or nothing, as a transaction would. The
+        // chain moves on now: the records it sealed will be written.
+        if let Some(head) = head.as_deref_mut() {
+            *head = Some(chain);
+        }
         t.apply_ops(&ops)?;
         t.redo.remove(seq)?;
+        drop(head);
         // The session's next commit (and a snapshot) need not wait for
         // this one's flush. The ticket is taken while the database is
         // still held open: a checkpoint (which flushes before it closes)
@@ -855,8 +909,12 @@ impl SledStore {
     fn commit_transaction(&self, commit: Commit) -> Result<(), StoreError> {
         let _snapshot = self.snapshot_lock.read().unwrap_or_else(|e| e.into_inner());
         let t = self.trees()?;
+        let mut head = self.chain_head(&t)?;
+        let start = head.unwrap_or_default();
         let trees = (&t.sessions, &t.proposals, &t.questions, &t.timers, &t.audit, &t.idempotency, &t.outbox, &t.rules, &t.by_status);
         let result = trees.transaction(|(sessions, proposals, questions, timers, audit, idempotency, outbox, rules, by_status)| {
+            // A transaction may run more than once: seal from the same head each time.
+            let mut chain = start;
             if let Some(id) = &commit.new_proposal {
                 if proposals.get(id.0)?.is_some() {
                     return Err(ConflictableTransactionError::Abort(StoreError::DuplicateId(*id)));
@@ -884,7 +942,7 @@ impl SledStore {
             }
             for event in &commit.audit {
                 let id = audit.generate_id()?;
-                audit.insert(&id.to_be_bytes(), encode(event))?;
+                audit.insert(&id.to_be_bytes(), chained::seal(&mut chain, event).1)?;
             }
             for key in &commit.idempotency {
                 idempotency.insert(key.as_bytes(), &[1u8])?;
@@ -895,10 +953,14 @@ impl SledStore {
             for rule in &commit.rules_add {
                 rules.insert(rule_key(rule), encode(rule))?;
             }
-            Ok(())
+            Ok(chain)
         });
         match result {
-            Ok(()) => self.flushed(&t, ()),
+            Ok(chain) => {
+                *head = Some(chain);
+                drop(head);
+                self.flushed(&t, ())
+            }
             Err(TransactionError::Abort(e)) => Err(e),
             Err(TransactionError::Storage(e)) => Err(StoreError::Sled(e)),
         }
@@ -932,6 +994,16 @@ impl SledStore {
     /// Write an idempotency key unless it is there; `true` when it was not.
     fn record_fresh(t: &Trees, key: &str) -> Result<bool, StoreError> {
         Ok(t.idempotency.compare_and_swap(key.as_bytes(), None as Option<&[u8]>, Some(&[1u8][..]))?.is_ok())
+    }
+
+    /// The audit chain's head, locked: loaded from the last record the
+    /// first time. Hold it while sealing and writing audit records.
+    fn chain_head(&self, t: &Trees) -> Result<MutexGuard<'_, Option<Chain>>, StoreError> {
+        let mut head = self.chain.lock().unwrap_or_else(|e| e.into_inner());
+        if head.is_none() {
+            *head = Some(head_of(t)?);
+        }
+        Ok(head)
     }
 
     /// How many durable writes this store served with how many flushes.
@@ -1096,11 +1168,53 @@ impl SessionStore for SledStore {
 
     fn append_audit(&self, events: &[AuditEvent]) -> Result<(), StoreError> {
         let t = self.trees()?;
+        let mut head = self.chain_head(&t)?;
         for event in events {
+            let mut chain = head.unwrap_or_default();
             let id = t.db.generate_id()?;
-            t.audit.insert(id.to_be_bytes(), encode(event))?;
+            t.audit.insert(id.to_be_bytes(), chained::seal(&mut chain, event).1)?;
+            *head = Some(chain);
         }
+        drop(head);
         self.flushed_small(t, ())
+    }
+
+    fn audit_head(&self) -> Result<Option<(u64, crate::AuditHash)>, StoreError> {
+        let t = self.trees()?;
+        let head = self.chain_head(&t)?;
+        Ok(head.and_then(|chain| chain.head()))
+    }
+
+    fn visit_audit_chain(&self, since: Option<Timestamp>, visit: &mut dyn FnMut(crate::AuditRecord) -> bool) -> Result<(), StoreError> {
+        let mut from = {
+            let t = self.trees()?;
+            match since {
+                Some(since) => match t.first_audit_at(since)? {
+                    Some(start) => start,
+                    None => return Ok(()),
+                },
+                None => 0,
+            }
+        };
+        loop {
+            // One page per hold of the database: a checkpoint (which
+            // closes it) waits for a page, not for the whole export.
+            let t = self.trees()?;
+            let mut last = None;
+            for entry in t.audit.range(from.to_be_bytes()..).take(AUDIT_PAGE) {
+                let (key, value) = entry?;
+                last = Some(u64::from_be_bytes(
+                    key.as_ref().try_into().map_err(|_| StoreError::AuditChain("an audit key that is not 8 bytes".into()))?,
+                ));
+                if !visit(chained::unseal(&value)?) {
+                    return Ok(());
+                }
+            }
+            match last.and_then(|k| k.checked_add(1)) {
+                Some(next) => from = next,
+                None => return Ok(()),
+            }
+        }
     }
 
     fn audit(&self, query: &AuditQuery) -> Result<Vec<AuditEvent>, StoreError> {

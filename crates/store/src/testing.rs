@@ -240,6 +240,14 @@ impl<S: Store> SessionStore for Faulty<S> {
         self.inner.audit(query)
     }
 
+    fn audit_head(&self) -> Result<Option<(u64, crate::AuditHash)>, StoreError> {
+        self.inner.audit_head()
+    }
+
+    fn visit_audit_chain(&self, since: Option<Timestamp>, visit: &mut dyn FnMut(crate::AuditRecord) -> bool) -> Result<(), StoreError> {
+        self.inner.visit_audit_chain(since, visit)
+    }
+
     fn seen(&self, key: &str) -> Result<bool, StoreError> {
         self.inner.seen(key)
     }

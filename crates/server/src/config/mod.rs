@@ -174,6 +174,9 @@ impl Settings {
         if let Err(e) = raw.retention.parsed() {
             problem(e);
         }
+        if let Err(e) = raw.audit.interval() {
+            problem(e);
+        }
         for e in raw.store.problems() {
             problem(e);
         }

@@ -19,6 +19,9 @@ pub struct Config {
     pub namespaces: BTreeMap<String, NamespaceConfig>,
     #[serde(default)]
     pub retention: RetentionConfig,
+    /// Signed checkpoints of the tamper-evident audit.
+    #[serde(default)]
+    pub audit: AuditConfig,
     /// Where the state lives: sled under `data_dir` (one process), or one
     /// PostgreSQL database several replicas share.
     #[serde(default)]
@@ -419,6 +422,44 @@ impl RetentionConfig {
             return Err(invalid("retention.batch", "must be at least 1"));
         }
         Ok((decided, audit, interval))
+    }
+}
+
+/// `[audit]`: how often the audit chain's head is signed (a checkpoint)
+/// and where each checkpoint goes besides the chain itself. One is also
+/// made at shutdown. docs/SECURITY.md says what a checkpoint proves.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditConfig {
+    /// e.g. "1h"; at least one second.
+    #[serde(default = "audit_checkpoint_interval")]
+    pub checkpoint_interval: String,
+    /// A file each checkpoint is appended to, one JSON line each (put it
+    /// on another machine's mount, or ship it off): what `plangate audit
+    /// verify --checkpoints` checks a cut tail against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_file: Option<PathBuf>,
+}
+
+pub(super) fn audit_checkpoint_interval() -> String {
+    "1h".into()
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        AuditConfig { checkpoint_interval: audit_checkpoint_interval(), checkpoint_file: None }
+    }
+}
+
+impl AuditConfig {
+    /// The checkpoint interval, checked.
+    pub fn interval(&self) -> Result<Duration, ConfigError> {
+        let key = "audit.checkpoint_interval";
+        match humantime::parse_duration(self.checkpoint_interval.trim()) {
+            Ok(d) if d >= Duration::from_secs(1) => Ok(d),
+            Ok(_) => Err(invalid(key, "must be at least \"1s\"")),
+            Err(e) => Err(invalid(key, format!("expected a duration like \"1h\", got {:?} ({e})", self.checkpoint_interval))),
+        }
     }
 }
 

@@ -10,6 +10,7 @@
 //! [`pairing`] (codes and paired destinations).
 
 mod agent;
+mod audit;
 mod error;
 mod extract;
 mod operator;
@@ -65,6 +66,7 @@ pub fn router(core: Arc<Core>) -> Router {
         .route("/v1/approvals/{approval_id}", get(operator::approval))
         .route("/v1/approvals/{approval_id}/decision", post(operator::operator_decision))
         .route("/v1/audit", get(operator::audit))
+        .route("/v1/operator/audit/export", get(audit::export))
         .route("/metrics", get(operator::metrics))
         .route("/v1/operator/backup", get(operator::backup))
         .route("/v1/operator/prune", post(operator::prune))

@@ -235,6 +235,8 @@ pub(super) async fn audit(
         None => None,
     };
     let mut query = AuditQuery { agent: q.agent, session_id: q.session, approval_id, limit: q.limit.unwrap_or(200), since: None };
+    let filters = format!("agent {:?}, session {:?}, approval {:?}", query.agent, query.session_id, q.approval);
+    super::audit::record_read(&core, crate::audit::READ, format!("operator read the audit ({filters})")).await?;
     let events = core
         .blocking(move |s| {
             // One approval's trail begins when it was proposed: read from there.

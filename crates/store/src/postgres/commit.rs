@@ -145,6 +145,9 @@ enum Expect {
     Some(Preempted),
     /// No row: a new proposal's id must not be taken.
     Free(ApprovalId),
+    /// The step failed other than in PostgreSQL (the audit chain's head
+    /// does not read): the commit fails.
+    Failed(Box<Failure>),
 }
 
 /// One statement of the flight: its expectation and its row count.
@@ -211,9 +214,16 @@ async fn write(store: &PgStore, tx: &Transaction<'_>, commit: &Commit, notice: &
     if let Some(((dues, ids, kinds, ns), bodies)) = &rows.timers_add {
         flight.push(Box::pin(async move { (Expect::Any, tx.execute(st(TIMERS_UPSERT), &[dues, ids, kinds, ns, bodies]).await) }));
     }
-    if let Some(a) = &rows.audit {
+    if !commit.audit.is_empty() {
+        // Lock, read the head, insert: sequential inside this step, while
+        // the other steps' statements are already on their way.
+        let schema = store.shared.schema.as_str();
         flight.push(Box::pin(async move {
-            (Expect::Any, tx.execute(st(AUDIT_INSERT_MANY), &[&a.ats, &a.agents, &a.sessions, &a.approvals, &a.bodies]).await)
+            match super::chain::append(tx, schema, &commit.audit).await {
+                Ok(n) => (Expect::Any, Ok(n)),
+                Err(Failure::Pg(e)) => (Expect::Any, Err(e)),
+                Err(other) => (Expect::Failed(Box::new(other)), Ok(0)),
+            }
         }));
     }
     if let Some((seqs, works)) = &rows.outbox {
@@ -229,6 +239,7 @@ async fn write(store: &PgStore, tx: &Transaction<'_>, commit: &Commit, notice: &
         match expect {
             Expect::Some(preempted) if counted == 0 => return Err(Failure::Preempted(preempted)),
             Expect::Free(id) if counted > 0 => return Err(StoreError::DuplicateId(id).into()),
+            Expect::Failed(failure) => return Err(*failure),
             _ => {}
         }
     }
@@ -238,7 +249,7 @@ async fn write(store: &PgStore, tx: &Transaction<'_>, commit: &Commit, notice: &
 /// Every statement a commit may run, prepared on this connection (once:
 /// `prepare_cached`), so that each step of the flight sends its request on
 /// its first poll, in the flight's order.
-const COMMIT_STATEMENTS: [&str; 14] = [
+const COMMIT_STATEMENTS: [&str; 13] = [
     SESSION_INSERT,
     SESSION_UPDATE,
     SESSION_UPSERT,
@@ -250,7 +261,6 @@ const COMMIT_STATEMENTS: [&str; 14] = [
     RULE_INSERT,
     TIMERS_DELETE,
     TIMERS_UPSERT,
-    AUDIT_INSERT_MANY,
     OUTBOX_INSERT_MANY,
     NOTIFY,
 ];
@@ -290,15 +300,6 @@ struct SessionRow<'a> {
     body: Vec<u8>,
 }
 
-/// The audit rows, as arrays for `unnest`.
-struct AuditRows<'a> {
-    ats: Vec<i64>,
-    agents: Vec<&'a str>,
-    sessions: Vec<&'a str>,
-    approvals: Vec<Option<Vec<u8>>>,
-    bodies: Vec<Vec<u8>>,
-}
-
 type TimerColumns = (Vec<i64>, Vec<Vec<u8>>, Vec<i16>, Vec<i16>);
 
 /// Every value a commit's statements bind, encoded before any is sent.
@@ -311,7 +312,6 @@ struct Rows<'a> {
     rules: Vec<Vec<u8>>,
     timers_remove: Option<TimerColumns>,
     timers_add: Option<(TimerColumns, Vec<Vec<u8>>)>,
-    audit: Option<AuditRows<'a>>,
     outbox: Option<(Vec<i64>, Vec<&'a [u8]>)>,
 }
 
@@ -340,13 +340,6 @@ impl<'a> Rows<'a> {
             let added: Vec<Timer> = added.into_iter().cloned().collect();
             (timer_columns(&added), added.iter().map(encode).collect())
         });
-        let audit = (!commit.audit.is_empty()).then(|| AuditRows {
-            ats: commit.audit.iter().map(|e| e.at.0).collect(),
-            agents: commit.audit.iter().map(|e| e.agent.as_str()).collect(),
-            sessions: commit.audit.iter().map(|e| e.session_id.as_str()).collect(),
-            approvals: commit.audit.iter().map(|e| e.approval_id.map(|id| id.0.to_vec())).collect(),
-            bodies: commit.audit.iter().map(encode).collect(),
-        });
         let outbox = if commit.outbox.is_empty() {
             None
         } else {
@@ -362,7 +355,6 @@ impl<'a> Rows<'a> {
             rules: commit.rules_add.iter().map(encode).collect(),
             timers_remove,
             timers_add,
-            audit,
             outbox,
         })
     }

@@ -24,7 +24,19 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (2, "namespace revisions", NAMESPACE_REVISIONS),
     (3, "permission rules", PERMISSION_RULES),
     (4, "timer chains", TIMER_CHAINS),
+    (5, "audit chain", AUDIT_CHAIN),
 ];
+
+/// Each audit record's place in the tamper-evident chain (`super::chain`):
+/// its number and hash beside the body (which holds them too, with the
+/// previous hash). Rows written before are chained at open, after which
+/// both columns are NOT NULL (`chain::chain_unchained`): stop replicas of
+/// older releases before starting this one, since their appends fail from
+/// then on (closed, never an unchained record).
+const AUDIT_CHAIN: &str = r#"
+ALTER TABLE audit ADD COLUMN chain_seq bigint, ADD COLUMN chain_hash bytea;
+CREATE UNIQUE INDEX audit_chain ON audit (chain_seq);
+"#;
 
 /// Only the first timer of each chain is stored (`plangate_engine::chains`):
 /// the rest were stored one row each before, and the proposals and sessions

@@ -9,6 +9,7 @@
 //! and heard), `leader`
 //! (the elections).
 
+mod chain;
 mod claims;
 mod commit;
 mod connection;
@@ -193,6 +194,14 @@ impl SessionStore for PgStore {
 
     fn audit(&self, query: &AuditQuery) -> Result<Vec<AuditEvent>, StoreError> {
         reads::audit(self, query)
+    }
+
+    fn audit_head(&self) -> Result<Option<(u64, crate::AuditHash)>, StoreError> {
+        reads::audit_head(self)
+    }
+
+    fn visit_audit_chain(&self, since: Option<Timestamp>, visit: &mut dyn FnMut(crate::AuditRecord) -> bool) -> Result<(), StoreError> {
+        reads::visit_audit_chain(self, since, visit)
     }
 
     fn seen(&self, key: &str) -> Result<bool, StoreError> {

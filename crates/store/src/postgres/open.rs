@@ -131,10 +131,18 @@ impl PgStore {
             Failure::Store(e) => e,
             Failure::Preempted(p) => StoreError::Postgres(format!("the schema migrations: {p}")),
         })?;
-        drop(client);
         if !applied.versions.is_empty() {
             tracing::info!(versions = ?applied.versions, "applied schema migrations");
         }
+        let chained = super::chain::chain_unchained(&mut client, schema).map_err(|f| match f {
+            Failure::Pg(e) => map_pg(&shared.target, "chaining the audit", e),
+            Failure::Store(e) => e,
+            Failure::Preempted(p) => StoreError::Postgres(format!("chaining the audit: {p}")),
+        })?;
+        if chained > 0 {
+            tracing::info!(chained, "chained the audit records written before the chain existed");
+        }
+        drop(client);
 
         let mut manager_config = shared.config.clone();
         manager_config.application_name(format!("plangate {}", shared.replica));

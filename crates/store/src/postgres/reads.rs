@@ -232,6 +232,52 @@ pub(super) fn audit(store: &PgStore, query: &AuditQuery) -> Result<Vec<AuditEven
     Ok(events)
 }
 
+pub(super) fn audit_head(store: &PgStore) -> Result<Option<(u64, crate::AuditHash)>, StoreError> {
+    store.retrying("reading the audit chain's head", async |c| super::chain::read_head(c.row_opt(super::chain::CHAIN_HEAD, &[]).await?))
+}
+
+/// Records read per query by [`visit_audit_chain`].
+const AUDIT_PAGE: i64 = 1000;
+
+/// Pages in chain order by the unique index on `chain_seq`.
+pub(super) fn visit_audit_chain(
+    store: &PgStore,
+    since: Option<Timestamp>,
+    visit: &mut dyn FnMut(crate::AuditRecord) -> bool,
+) -> Result<(), StoreError> {
+    let what = "reading the audit chain";
+    let mut after: i64 = match since {
+        Some(since) => {
+            let sql = "SELECT min(chain_seq) FROM audit WHERE at >= $1";
+            let first: Option<i64> = store.retrying(what, async |c| Ok(c.row(sql, &[&since.0]).await?.try_get(0)?))?;
+            match first {
+                Some(first) => first - 1,
+                None => return Ok(()),
+            }
+        }
+        None => 0,
+    };
+    loop {
+        let sql = "SELECT chain_seq, body FROM audit WHERE chain_seq > $1 ORDER BY chain_seq LIMIT $2";
+        let rows = store.retrying(what, async |c| Ok(c.rows(sql, &[&after, &AUDIT_PAGE]).await?))?;
+        if rows.is_empty() {
+            return Ok(());
+        }
+        for row in rows {
+            let seq: i64 = row.try_get(0).map_err(|e| StoreError::Postgres(e.to_string()))?;
+            let body: Vec<u8> = row.try_get(1).map_err(|e| StoreError::Postgres(e.to_string()))?;
+            let record = crate::chained::unseal(&body)?;
+            if i64::try_from(record.seq).ok() != Some(seq) {
+                return Err(StoreError::AuditChain(format!("the row of record {seq} holds record {}", record.seq)));
+            }
+            after = seq;
+            if !visit(record) {
+                return Ok(());
+            }
+        }
+    }
+}
+
 pub(super) fn seen(store: &PgStore, key: &str) -> Result<bool, StoreError> {
     store.retrying("checking an event key", async |c| Ok(c.row_opt("SELECT 1 FROM idempotency WHERE key = $1", &[&key]).await?.is_some()))
 }

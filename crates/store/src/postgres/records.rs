@@ -10,7 +10,6 @@ use super::sql::*;
 use super::{Failure, PgStore};
 use crate::sled_store::encode;
 use crate::{Committed, Preempted, StoreError};
-use deadpool_postgres::Transaction;
 use plangate_delivery::Delivery;
 use plangate_engine::namespace::Namespace;
 use plangate_engine::{ApprovalId, AuditEvent, Timer};
@@ -108,10 +107,9 @@ pub(super) fn append_audit(store: &PgStore, events: &[AuditEvent]) -> Result<(),
     if events.is_empty() {
         return Ok(());
     }
+    let schema = store.shared.schema.as_str();
     store.transaction("appending audit records", async |tx| {
-        for event in events {
-            insert_audit(tx, event).await?;
-        }
+        super::chain::append(tx, schema, events).await?;
         Ok(())
     })
 }
@@ -204,12 +202,6 @@ pub(super) fn set_namespace(store: &PgStore, name: &str, ns: &Namespace, expecte
         Ok(())
     });
     store.conditional(what, written)
-}
-
-async fn insert_audit(tx: &Transaction<'_>, event: &AuditEvent) -> Result<(), Failure> {
-    let approval = event.approval_id.map(|id| id.0.to_vec());
-    tx.exec(AUDIT_INSERT, &[&event.at.0, &event.agent, &event.session_id, &approval, &encode(event)]).await?;
-    Ok(())
 }
 
 pub(super) fn remove_permission_rule(store: &PgStore, agent: &str, id: &str) -> Result<bool, StoreError> {

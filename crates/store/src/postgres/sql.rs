@@ -102,12 +102,6 @@ pub(super) const RULE_INSERT: &str = "INSERT INTO permission_rules (agent, id, c
      ON CONFLICT (agent, id) DO NOTHING";
 pub(super) const RULES: &str = "SELECT body FROM permission_rules WHERE agent = $1 ORDER BY created_at, id";
 pub(super) const RULE_DELETE: &str = "DELETE FROM permission_rules WHERE agent = $1 AND id = $2";
-pub(super) const AUDIT_INSERT: &str = "INSERT INTO audit (at, agent, session_id, approval_id, body) VALUES ($1, $2, $3, $4, $5)";
-/// Audit rows in array order (their `seq` follows it).
-pub(super) const AUDIT_INSERT_MANY: &str = "INSERT INTO audit (at, agent, session_id, approval_id, body) \
-     SELECT at, agent, session_id, approval_id, body \
-     FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bytea[], $5::bytea[]) WITH ORDINALITY \
-     AS u(at, agent, session_id, approval_id, body, ord) ORDER BY ord";
 pub(super) const TIMERS_DELETE: &str = "DELETE FROM timers WHERE (due, approval_id, kind, n) IN \
      (SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::smallint[], $4::smallint[]))";
 pub(super) const TIMERS_UPSERT: &str = "INSERT INTO timers (due, approval_id, kind, n, body) \

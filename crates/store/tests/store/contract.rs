@@ -45,6 +45,7 @@ contract!(
     pages_of_proposals_in_time_then_id_order,
     audit_since_any_time_in_a_long_log,
     whatever_an_agent_asks_the_store_reads_back,
+    the_audit_is_one_chain_that_verifies_across_a_restart,
 );
 
 fn namespace_of(steps: &[&str]) -> Namespace {
@@ -521,6 +522,40 @@ fn audit_filters_and_limits(b: &dyn Backend) {
     assert_eq!(actions(AuditQuery { since: since(2), limit: 1, ..AuditQuery::default() }), vec!["a4"]);
     let newest_of_one = AuditQuery { approval_id: Some(ApprovalId([1; 16])), limit: 1, ..AuditQuery::default() };
     assert_eq!(actions(newest_of_one), vec!["a4"], "an approval's newest, read forwards");
+}
+
+/// Every append, in a transition's commit or alone, is the chain's next
+/// record: numbered from 1 without a gap, each linked to the one before,
+/// also after the store was opened again; the head is the last record.
+fn the_audit_is_one_chain_that_verifies_across_a_restart(b: &dyn Backend) {
+    {
+        let store = b.open();
+        assert_eq!(store.audit_head().unwrap(), None);
+        store.append_audit(&[event(1, "x", Some(1)), event(2, "y", None)]).unwrap();
+        store.commit(Commit { audit: vec![event(3, "y", Some(1)), event(4, "x", None)], ..Commit::default() }).unwrap().written().unwrap();
+    }
+    let store = b.open();
+    store.append_audit(&[event(5, "x", None)]).unwrap();
+    let records = crate::common::audit_chain(&*store);
+    assert_eq!(records.iter().map(|r| r.seq).collect::<Vec<_>>(), vec![1, 2, 3, 4, 5]);
+    assert_eq!(records.iter().map(|r| r.event["action"].as_str().unwrap()).collect::<Vec<_>>(), vec!["a1", "a2", "a3", "a4", "a5"]);
+    plangate_audit::verify(&records, &[], None).unwrap();
+    assert_eq!(store.audit_head().unwrap(), Some((5, records[4].hash)));
+    let mut since = Vec::new();
+    store
+        .visit_audit_chain(Some(Timestamp(4)), &mut |r| {
+            since.push(r.seq);
+            since.is_empty()
+        })
+        .unwrap();
+    assert_eq!(since, vec![4], "from the first at or after the time, until the visitor stops");
+    // The plain reading of the audit is unchanged by the chain.
+    assert_eq!(
+        store.audit(&AuditQuery::default()).unwrap(),
+        (1..=5)
+            .map(|n| event(n, if n == 2 || n == 3 { "y" } else { "x" }, if n == 1 || n == 3 { Some(1) } else { None }))
+            .collect::<Vec<_>>()
+    );
 }
 
 /// `since` finds its place in a long audit (sled bisects the log): every

@@ -11,6 +11,49 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::Duration;
 
+/// Two replicas append at once, from several threads each, alone and in
+/// transitions' commits: one chain, numbered without a gap, no record
+/// linked to twice, and it verifies.
+#[test]
+fn two_replicas_appending_at_once_share_one_chain_without_gaps_or_forks() {
+    let Some(db) = TestSchema::new() else { return };
+    let stores = [Arc::new(db.open()), Arc::new(db.open())];
+    let barrier = Arc::new(Barrier::new(8));
+    let threads: Vec<_> = (0..8)
+        .map(|i| {
+            let store = stores[i % 2].clone();
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                barrier.wait();
+                for n in 0..25 {
+                    let event = plangate_engine::AuditEvent {
+                        at: Timestamp(n),
+                        agent: "demo".into(),
+                        session_id: format!("t{i}"),
+                        actor: "agent".into(),
+                        action: "test".into(),
+                        approval_id: None,
+                        version: None,
+                        detail: format!("{i}/{n}"),
+                    };
+                    if n % 2 == 0 {
+                        store.append_audit(&[event.clone(), event]).unwrap();
+                    } else {
+                        store.commit(Commit { audit: vec![event], ..Commit::default() }).unwrap().written().unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    threads.into_iter().for_each(|t| t.join().unwrap());
+    let records = crate::common::audit_chain(&*stores[1]);
+    let expected = 8 * (13 * 2 + 12);
+    assert_eq!(records.len(), expected);
+    assert!(records.iter().enumerate().all(|(i, r)| r.seq == i as u64 + 1), "numbered 1.. without a gap");
+    plangate_audit::verify(&records, &[], None).unwrap();
+    assert_eq!(stores[0].audit_head().unwrap().map(|h| h.0), Some(expected as u64));
+}
+
 #[test]
 fn revisions_count_commits_and_a_new_session_starts_at_zero() {
     let Some(db) = TestSchema::new() else { return };
@@ -456,7 +499,7 @@ fn a_schema_migrated_by_a_newer_plangate_is_refused() {
     drop(db.open());
     db.client().execute("INSERT INTO schema_migrations (version, name) VALUES (999, 'from the future')", &[]).unwrap();
     let err = PgStore::open(&db.options()).unwrap_err();
-    assert!(matches!(err, StoreError::SchemaTooNew { found: 999, known: 4 }), "{err:?}");
+    assert!(matches!(err, StoreError::SchemaTooNew { found: 999, known: 5 }), "{err:?}");
     assert!(err.to_string().contains("upgrade plangate on every replica"), "{err}");
 }
 
@@ -471,7 +514,7 @@ fn replicas_starting_together_migrate_once() {
     let ids: HashSet<&str> = stores.iter().map(|s| s.replica_id()).collect();
     assert_eq!(ids.len(), 4);
     let rows = db.client().query("SELECT version FROM schema_migrations", &[]).unwrap();
-    assert_eq!(rows.iter().map(|r| r.get::<_, i64>(0)).collect::<Vec<_>>(), vec![1, 2, 3, 4]);
+    assert_eq!(rows.iter().map(|r| r.get::<_, i64>(0)).collect::<Vec<_>>(), vec![1, 2, 3, 4, 5]);
     drop(stores);
     // Opening again applies nothing and keeps the data.
     let store = db.open();
@@ -482,8 +525,10 @@ fn replicas_starting_together_migrate_once() {
 
 /// Before migration 4 every timer of an approval had its row; the
 /// migration keeps the first of each chain (the proposal holds the rest).
+/// Before migration 5 the audit had no chain: its records are chained at
+/// the next open, in the order they were written.
 #[test]
-fn migration_4_keeps_the_first_timer_of_each_chain() {
+fn migrations_4_and_5_keep_the_first_timer_of_each_chain_and_chain_the_audit() {
     let Some(db) = TestSchema::new() else { return };
     let store = db.open();
     let p = propose(&store, &SessionKey::new("demo", "a"), 1);
@@ -491,9 +536,17 @@ fn migration_4_keeps_the_first_timer_of_each_chain() {
     store.commit(Commit { timers_add: p.timers.clone(), ..Commit::default() }).unwrap().written().unwrap();
     assert_eq!(store.timers().unwrap().len(), 3);
     drop(store);
-    db.client().execute("DELETE FROM schema_migrations WHERE version = 4", &[]).unwrap();
+    db.client()
+        .batch_execute(
+            "DELETE FROM schema_migrations WHERE version >= 4; DROP INDEX audit_chain; \
+             ALTER TABLE audit DROP COLUMN chain_seq, DROP COLUMN chain_hash",
+        )
+        .unwrap();
     let store = db.open();
     assert_eq!(store.timers().unwrap(), vec![p.timers[0].clone(), p.timers[2].clone()], "the first nudge and the timeout");
+    let records = crate::common::audit_chain(&store);
+    assert!(records.len() >= 2 && records[0].seq == 1);
+    plangate_audit::verify(&records, &[], None).unwrap();
 }
 
 #[test]

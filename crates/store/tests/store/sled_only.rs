@@ -139,7 +139,7 @@ fn a_schema_1_database_gets_its_status_index_when_opened() {
     assert_eq!(store.proposals_page(None, None, 10).unwrap().len(), 2);
     drop(store);
     let db = raw_db(dir.path());
-    assert_eq!(db.open_tree("meta").unwrap().get("schema_version").unwrap().as_deref(), Some(&b"3"[..]));
+    assert_eq!(db.open_tree("meta").unwrap().get("schema_version").unwrap().as_deref(), Some(&b"4"[..]));
 }
 
 /// A database of schema 2 stored every timer of an approval; opened, it
@@ -166,7 +166,7 @@ fn a_schema_2_database_keeps_the_first_timer_of_each_chain_when_opened() {
     assert_eq!(store.timers().unwrap(), vec![timers[0].clone(), timers[2].clone()], "the first nudge and the timeout");
     drop(store);
     let db = raw_db(dir.path());
-    assert_eq!(db.open_tree("meta").unwrap().get("schema_version").unwrap().as_deref(), Some(&b"3"[..]));
+    assert_eq!(db.open_tree("meta").unwrap().get("schema_version").unwrap().as_deref(), Some(&b"4"[..]));
 }
 
 /// A session an older plangate stored with a string rule its reader then
@@ -207,4 +207,44 @@ fn old_string_rules_read_and_one_bad_record_hides_no_other_session() {
     let listed: Vec<SessionKey> = store.sessions().unwrap().into_iter().map(|s| s.key).collect();
     assert!(listed.contains(&key) && listed.contains(&other), "{listed:?}");
     assert!(store.load(&SessionKey::new("demo", "broken")).is_err(), "read by its key, the bad record still says so");
+}
+
+/// A database of schema 3 holds audit records without their chain; opened,
+/// they are chained in the order they were written, and appends go on
+/// from there.
+#[test]
+fn a_schema_3_database_gets_its_audit_chained_when_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        crate::common::propose(&store, &SessionKey::new("demo", "a"), 1);
+        crate::common::propose(&store, &SessionKey::new("demo", "b"), 2);
+    }
+    // What plangate wrote before schema 4: each record the event alone.
+    let written = {
+        let db = raw_db(dir.path());
+        let audit = db.open_tree("audit").unwrap();
+        let mut written = Vec::new();
+        for entry in audit.iter() {
+            let (key, value) = entry.unwrap();
+            let mut map: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(&value).unwrap();
+            map.retain(|k, _| !k.starts_with("chain_"));
+            audit.insert(key, serde_json::to_vec(&map).unwrap()).unwrap();
+            written.push(serde_json::Value::Object(map));
+        }
+        db.open_tree("meta").unwrap().insert("schema_version", "3").unwrap();
+        db.flush().unwrap();
+        written
+    };
+    assert!(written.len() >= 4);
+    let store = SledStore::open(dir.path()).unwrap();
+    crate::common::propose(&store, &SessionKey::new("demo", "c"), 3);
+    let records = crate::common::audit_chain(&store);
+    plangate_audit::verify(&records, &[], None).unwrap();
+    assert_eq!(records[0].seq, 1);
+    assert_eq!(records.iter().take(written.len()).map(|r| r.event.clone()).collect::<Vec<_>>(), written);
+    assert!(records.len() > written.len(), "appends go on after the chained records");
+    drop(store);
+    let db = raw_db(dir.path());
+    assert_eq!(db.open_tree("meta").unwrap().get("schema_version").unwrap().as_deref(), Some(&b"4"[..]));
 }

@@ -1,0 +1,110 @@
+//! Audit records as both stores keep them: the event's JSON with its place
+//! in the chain beside its fields (`chain_seq`, `chain_prev`, `chain_hash`),
+//! so that every reader of an `AuditEvent` reads the same bytes as before
+//! and the export reads the event exactly as it was hashed
+//! ([`plangate_audit`]).
+//!
+//! Appends are serialized by each store (sled: one mutex around sealing and
+//! writing; PostgreSQL: an advisory transaction lock and the head read in
+//! the committing transaction), so records get consecutive numbers and each
+//! links to the one before: no gaps, no forks.
+
+use crate::StoreError;
+use plangate_audit::{Chain, Hash, Record};
+use plangate_engine::AuditEvent;
+use serde_json::{Map, Value};
+
+const SEQ: &str = "chain_seq";
+const PREV: &str = "chain_prev";
+const HASH: &str = "chain_hash";
+
+/// Seal `event` as the chain's next record: the record and its stored bytes.
+pub(crate) fn seal(chain: &mut Chain, event: &AuditEvent) -> (Record, Vec<u8>) {
+    // Serializing our own plain struct to a JSON value cannot fail.
+    let value = serde_json::to_value(event).unwrap_or(Value::Null);
+    let record = chain.append(value);
+    let bytes = stored(&record);
+    (record, bytes)
+}
+
+/// The stored bytes of `record`: its event's fields and the chain's.
+pub(crate) fn stored(record: &Record) -> Vec<u8> {
+    let mut map = match &record.event {
+        Value::Object(map) => map.clone(),
+        other => Map::from_iter([("event".to_string(), other.clone())]),
+    };
+    map.insert(SEQ.into(), record.seq.into());
+    map.insert(PREV.into(), hex::encode(record.prev).into());
+    map.insert(HASH.into(), hex::encode(record.hash).into());
+    serde_json::to_vec(&Value::Object(map)).unwrap_or_default()
+}
+
+/// The record stored as `bytes`; an unchained one is an error (every
+/// record is chained when it is written, and older ones when the store is
+/// upgraded), never a record passed on without its chain.
+pub(crate) fn unseal(bytes: &[u8]) -> Result<Record, StoreError> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|source| StoreError::Corrupt { what: "audit", source })?;
+    let Value::Object(mut map) = value else { return Err(unchained("an audit record that is not a JSON object")) };
+    let seq = map.remove(SEQ).and_then(|v| v.as_u64());
+    let prev = map.remove(PREV).and_then(|v| hash_of(&v));
+    let hash = map.remove(HASH).and_then(|v| hash_of(&v));
+    match (seq, prev, hash) {
+        (Some(seq), Some(prev), Some(hash)) => Ok(Record { seq, prev, hash, event: Value::Object(map) }),
+        _ => Err(unchained("an audit record without its chain fields (written by a plangate that did not chain the audit?)")),
+    }
+}
+
+/// The event of a stored record, chained or not (for chaining old records).
+pub(crate) fn event_of(bytes: &[u8]) -> Result<Value, StoreError> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|source| StoreError::Corrupt { what: "audit", source })?;
+    let Value::Object(mut map) = value else { return Err(unchained("an audit record that is not a JSON object")) };
+    for key in [SEQ, PREV, HASH] {
+        map.remove(key);
+    }
+    Ok(Value::Object(map))
+}
+
+fn hash_of(value: &Value) -> Option<Hash> {
+    let mut out = [0u8; 32];
+    hex::decode_to_slice(value.as_str()?, &mut out).ok()?;
+    Some(out)
+}
+
+fn unchained(what: &str) -> StoreError {
+    StoreError::AuditChain(what.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plangate_engine::Timestamp;
+
+    fn event(action: &str) -> AuditEvent {
+        AuditEvent {
+            at: Timestamp(5),
+            agent: "a".into(),
+            session_id: "s".into(),
+            actor: "alice".into(),
+            action: action.into(),
+            approval_id: None,
+            version: None,
+            detail: "d".into(),
+        }
+    }
+
+    #[test]
+    fn a_stored_record_reads_back_as_the_record_and_as_its_event() {
+        let mut chain = Chain::genesis();
+        let (record, bytes) = seal(&mut chain, &event("approved"));
+        assert_eq!(unseal(&bytes).unwrap(), record);
+        let plain: AuditEvent = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(plain, event("approved"));
+        assert_eq!(event_of(&bytes).unwrap(), record.event);
+    }
+
+    #[test]
+    fn an_unchained_record_is_an_error() {
+        let bytes = serde_json::to_vec(&event("approved")).unwrap();
+        assert!(matches!(unseal(&bytes), Err(StoreError::AuditChain(_))));
+    }
+}

@@ -1,0 +1,95 @@
+//! The audit chain on PostgreSQL: replicas share one chain. An append
+//! takes a transaction-level advisory lock (one per schema), reads the
+//! head (`chain_seq`, `chain_hash` of the last record, by the unique index
+//! on `chain_seq`) and inserts its records sealed after it, all in the
+//! writing transaction: the lock is held until it commits or rolls back,
+//! so the next append, on any replica, sees this one's head (no gaps) and
+//! two appends never link to the same record (no forks; the unique index
+//! refuses a second record with one number whatever happens). Records
+//! written before the chain existed are chained once at open
+//! ([`chain_unchained`]); `chain_seq` is then NOT NULL, so a replica of an
+//! older release cannot append an unchained record: its insert fails.
+
+use super::Failure;
+use crate::chained;
+use crate::StoreError;
+use deadpool_postgres::Transaction;
+use plangate_audit::{Chain, Hash};
+use plangate_engine::AuditEvent;
+
+/// `$1` the schema: one chain, and one lock, per schema.
+pub(super) const CHAIN_LOCK: &str = "SELECT pg_advisory_xact_lock(hashtext('plangate audit chain'), hashtext($1))";
+pub(super) const CHAIN_HEAD: &str = "SELECT chain_seq, chain_hash FROM audit WHERE chain_seq IS NOT NULL ORDER BY chain_seq DESC LIMIT 1";
+/// Sealed audit rows in chain order.
+pub(super) const CHAIN_INSERT: &str = "INSERT INTO audit (at, agent, session_id, approval_id, body, chain_seq, chain_hash) \
+     SELECT at, agent, session_id, approval_id, body, chain_seq, chain_hash \
+     FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bytea[], $5::bytea[], $6::bigint[], $7::bytea[]) WITH ORDINALITY \
+     AS u(at, agent, session_id, approval_id, body, chain_seq, chain_hash, ord) ORDER BY ord";
+
+/// Append `events` to the chain inside `tx` (see the module doc).
+/// Returns the number of rows written.
+pub(super) async fn append(tx: &Transaction<'_>, schema: &str, events: &[AuditEvent]) -> Result<u64, Failure> {
+    tx.execute(CHAIN_LOCK, &[&schema]).await?;
+    let mut chain = head(tx).await?;
+    let (mut ats, mut agents, mut sessions, mut approvals) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut bodies, mut seqs, mut hashes) = (Vec::new(), Vec::new(), Vec::new());
+    for event in events {
+        let (record, body) = chained::seal(&mut chain, event);
+        ats.push(event.at.0);
+        agents.push(event.agent.as_str());
+        sessions.push(event.session_id.as_str());
+        approvals.push(event.approval_id.map(|id| id.0.to_vec()));
+        bodies.push(body);
+        seqs.push(i64::try_from(record.seq).map_err(|_| StoreError::AuditChain("the chain's numbers ran out".into()))?);
+        hashes.push(record.hash.to_vec());
+    }
+    Ok(tx.execute(CHAIN_INSERT, &[&ats, &agents, &sessions, &approvals, &bodies, &seqs, &hashes]).await?)
+}
+
+/// The chain whose head is the last chained record.
+async fn head(tx: &Transaction<'_>) -> Result<Chain, Failure> {
+    let Some(row) = tx.query_opt(CHAIN_HEAD, &[]).await? else { return Ok(Chain::genesis()) };
+    head_of_row(row.try_get(0)?, row.try_get(1)?)
+}
+
+fn head_of_row(seq: i64, hash: Vec<u8>) -> Result<Chain, Failure> {
+    let seq = u64::try_from(seq).map_err(|_| StoreError::AuditChain(format!("a negative chain number {seq}")))?;
+    let hash: Hash = hash.try_into().map_err(|_| StoreError::AuditChain(format!("record {seq}'s chain hash is not 32 bytes")))?;
+    Ok(Chain::after(seq, hash))
+}
+
+/// Chain every record that has no place in the chain yet (written before
+/// migration 5), in `seq` order, after the head; then make `chain_seq`
+/// NOT NULL. Under the chain lock, in one transaction: replicas starting
+/// together take turns and the second finds nothing to do.
+pub(crate) fn chain_unchained(client: &mut postgres::Client, schema: &str) -> Result<u64, Failure> {
+    let mut tx = client.transaction()?;
+    tx.execute(CHAIN_LOCK, &[&schema])?;
+    let mut chain = match tx.query_opt(CHAIN_HEAD, &[])? {
+        Some(row) => head_of_row(row.try_get(0)?, row.try_get(1)?)?,
+        None => Chain::genesis(),
+    };
+    let rows = tx.query("SELECT seq, body FROM audit WHERE chain_seq IS NULL ORDER BY seq", &[])?;
+    let mut chained = 0u64;
+    for row in rows {
+        let (seq, body): (i64, Vec<u8>) = (row.try_get(0)?, row.try_get(1)?);
+        let record = chain.append(chained::event_of(&body)?);
+        let chain_seq = i64::try_from(record.seq).map_err(|_| StoreError::AuditChain("the chain's numbers ran out".into()))?;
+        tx.execute(
+            "UPDATE audit SET body = $2, chain_seq = $3, chain_hash = $4 WHERE seq = $1",
+            &[&seq, &chained::stored(&record), &chain_seq, &&record.hash[..]],
+        )?;
+        chained += 1;
+    }
+    tx.batch_execute("ALTER TABLE audit ALTER COLUMN chain_seq SET NOT NULL, ALTER COLUMN chain_hash SET NOT NULL")?;
+    tx.commit()?;
+    Ok(chained)
+}
+
+/// The head: the last record's number and hash.
+pub(super) fn read_head(row: Option<tokio_postgres::Row>) -> Result<Option<(u64, Hash)>, Failure> {
+    match row {
+        Some(row) => Ok(head_of_row(row.try_get(0)?, row.try_get(1)?)?.head()),
+        None => Ok(None),
+    }
+}

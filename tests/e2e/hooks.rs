@@ -370,7 +370,7 @@ async fn installer_merges_idempotently_and_keeps_a_backup() {
     // marked optional (issue 54: a newcomer took them for required steps).
     assert!(first_err.contains("Nothing else is needed") && first_err.contains("PLANGATE__AGENTS__<ID>__TOKEN"), "{first_err}");
     assert!(!first_err.contains("register plangate's MCP tools") && !first_err.contains("To have decisions reach"), "{first_err}");
-    assert!(first_err.contains("Optional: a decision made after the hook stopped waiting"), "{first_err}");
+    assert!(first_err.contains("Optional: a decision made after Claude stopped waiting"), "{first_err}");
     let after = settings_in(dir);
     for key in ["model", "permissions", "env"] {
         assert_eq!(after[key], original[key], "{key} kept");

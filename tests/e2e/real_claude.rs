@@ -599,3 +599,50 @@ async fn real_claude_code_that_keeps_stopping_gets_a_stalled_card_whose_continue
     let audit = crate::kit::audit_actions(&s, &sid).await;
     assert!(audit.iter().any(|a| a == "stalled_answer"), "{audit:?}");
 }
+
+/// The README's "For real" path, end to end: a paired Telegram group
+/// (`plangate pair telegram`, `/plan pair CODE`), the hooks installed by
+/// `plangate hook install claude --scope local`, Claude Code started with
+/// only the README's `PLANGATE__AGENTS__DEMO__TOKEN` in its environment;
+/// Claude plans in plan mode, the card arrives in the group, and one tap on
+/// Approve is all it takes: the edit runs without a terminal ask and no 🔐
+/// card reaches the phone.
+#[tokio::test]
+async fn real_claude_code_the_readme_path_needs_exactly_one_tap() {
+    use crate::kit::{pair_code, say, telegram_section, tg_user};
+    use crate::telegram::{ALICE, CHAT};
+    use plangate_testkit::telegram::FakeTelegram;
+    let Some(claude) = clients::claude_code() else { return };
+    let tg = FakeTelegram::start().await;
+    let s = ServerProcess::start(BIN, &telegram_section(&tg)).await;
+    let code = pair_code(&s, "telegram", &[]).await;
+    say(&tg, CHAT, tg_user(ALICE, "alice"), &format!("/plan pair {code}"), "Paired").await;
+    let mut project = Project::install(BIN, &s, "30");
+    // The README exports the server's own variable, not PLANGATE_TOKEN.
+    project.env.retain(|(k, _)| k != "PLANGATE_TOKEN");
+    project.env.push(("PLANGATE__AGENTS__DEMO__TOKEN".to_string(), plangate_testkit::server::AGENT_TOKEN.to_string()));
+    let fake = FakeAnthropic::start().await;
+    let notes = project.path().join("notes.txt");
+    plan_mode_script(&fake, PLAN, [Turn::tool("Write", json!({"file_path": notes, "content": "hello\n"})), Turn::text("Done.")]);
+    let sid = new_session_id();
+    let mut host = project.claude(&claude, &fake).permission_mode("plan").session_id(&sid).host().await;
+    host.send_user("add notes").await;
+    let tap = async {
+        let card = tg
+            .wait_request("sendMessage", std::time::Duration::from_secs(30), |r| {
+                r.chat_id() == Some(CHAT) && r.str("text").contains("Add notes") && r.keyboard().is_some()
+            })
+            .await;
+        let buttons: Vec<(String, String)> = card.keyboard().unwrap_or_default().into_iter().flatten().collect();
+        let approve = buttons.iter().find(|(label, _)| label.ends_with("Approve")).expect("an Approve button").1.clone();
+        tg.push_update(tg.callback_update(CHAT, card.message_id_sent().expect("card id"), tg_user(ALICE, "alice"), &approve));
+    };
+    let (asked, ()) = tokio::join!(drive(&mut host), tap);
+    host.finish().await.assert_success();
+    assert_eq!(std::fs::read_to_string(&notes).expect("notes.txt"), "hello\n");
+    assert!(asked.iter().all(|a| a.tool_name == "ExitPlanMode"), "the terminal asked again: {asked:?}");
+    let cards: Vec<String> = tg.calls("sendMessage").iter().map(|r| r.str("text")).filter(|t| t.contains('🔐')).collect();
+    assert!(cards.is_empty(), "a permission card reached the phone: {cards:?}");
+    let status = status(&s, &sid).await;
+    assert_eq!(status["approval"].as_str(), Some("approved"), "{status}");
+}

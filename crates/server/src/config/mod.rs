@@ -343,6 +343,18 @@ impl Settings {
         self.raw.agents.get(agent).map(|a| a.after_approval).unwrap_or_default()
     }
 
+    /// A decision as `agent` is given it (the API's answer, the webhook's
+    /// body): an approval carries the mode the operator chose for it to
+    /// continue in (`[agents.<id>] after_approval`), so a hook needs no
+    /// setting of its own.
+    pub fn decision_for(&self, agent: &str, p: &plangate_engine::Proposal) -> plangate_engine::view::DecisionView {
+        let mut view = plangate_engine::view::DecisionView::of(p);
+        if matches!(p.status, plangate_engine::DecisionStatus::Approved | plangate_engine::DecisionStatus::Edited) {
+            view.after_approval = Some(self.after_approval(agent).claude_mode().to_string());
+        }
+        view
+    }
+
     pub fn nudge_interval_hint(&self) -> Duration {
         Duration::from_secs(1)
     }

@@ -173,7 +173,7 @@ pub(super) fn webhook_jobs(settings: &Settings, before: &State, t: &Transition) 
                         delivery_id: &delivery,
                         agent,
                         session_id,
-                        decision: DecisionView::of(p),
+                        decision: settings.decision_for(agent, p),
                     });
                     (p.approval_id, delivery, "decision", Some((p.approval_id, p.version)), body)
                 }

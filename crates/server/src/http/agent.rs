@@ -273,15 +273,8 @@ pub(super) async fn decision(
     }
 }
 
-/// The decision as the agent sees it: an approval carries the mode the
-/// operator chose for `agent` to continue in (`[agents.<id>]
-/// after_approval`), so the hook needs no setting of its own.
 fn for_agent(core: &AppState, agent: &str, p: &plangate_engine::Proposal) -> DecisionView {
-    let mut view = DecisionView::of(p);
-    if matches!(p.status, plangate_engine::DecisionStatus::Approved | plangate_engine::DecisionStatus::Edited) {
-        view.after_approval = Some(core.settings.after_approval(agent).claude_mode().to_string());
-    }
-    view
+    core.settings.decision_for(agent, p)
 }
 
 #[derive(Deserialize)]

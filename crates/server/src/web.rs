@@ -3,8 +3,13 @@
 //!
 //! A decision from the page goes through the same door as a chat click,
 //! [`Core::decide`], from [`Venue::Web`] (the person must be an approver on
-//! any destination of the plan's agent; refusals are audited there); the
-//! actor is the chat identity the person signed in with, named "… via web".
+//! a destination of the plan's agent that takes the plan's project; refusals
+//! are audited there); the actor is the chat identity the person signed in
+//! with, named "… via web". Which buttons and inbox rows the page shows is
+//! the same check ([`ApproverIndex::check`]), so it shows none that a
+//! decision would refuse.
+//!
+//! [`ApproverIndex::check`]: crate::approvers::ApproverIndex::check
 //!
 //! The page keeps no state in this process (see `plangate-web`): its
 //! single-use sign-in links and sign-outs are records in the store
@@ -90,6 +95,15 @@ fn load_or_create_secret(data_dir: &Path) -> std::io::Result<Vec<u8>> {
     }
 }
 
+/// Who decides from the page, and from which venue: a person from
+/// [`Venue::Web`], the operator from [`Venue::Operator`].
+fn venue_of(who: &Identity) -> (&str, Venue<'static>) {
+    match who {
+        Identity::Person { id, .. } => (id, Venue::Web),
+        Identity::Operator => ("operator", Venue::Operator),
+    }
+}
+
 fn actor_of(who: &Identity) -> Actor {
     match who {
         Identity::Person { id, name } => Actor::Human { id: id.clone(), name: format!("{name} via web") },
@@ -164,18 +178,17 @@ impl Backend for CoreBackend {
         self.core.blocking(move |s| s.permission_rules(&agent)).await.unwrap_or_default()
     }
 
-    fn may_decide(&self, who: &Identity, agent: &str) -> bool {
-        match who {
-            Identity::Operator => true,
-            Identity::Person { id, .. } => self.core.approvers().is_approver(agent, id),
-        }
+    /// [`ApproverIndex::check`], the check [`Core::decide`] makes, for the
+    /// proposal's agent and project.
+    ///
+    /// [`ApproverIndex::check`]: crate::approvers::ApproverIndex::check
+    fn may_decide(&self, who: &Identity, p: &Proposal) -> bool {
+        let (id, venue) = venue_of(who);
+        self.core.approvers().check(&p.session.agent, p.project.as_ref(), id, venue).is_ok()
     }
 
     async fn decide(&self, who: &Identity, id: ApprovalId, decision: WebDecision) -> Result<String, Refused> {
-        let venue = match who {
-            Identity::Operator => Venue::Operator,
-            Identity::Person { .. } => Venue::Web,
-        };
+        let (_, venue) = venue_of(who);
         let decision = match decision {
             WebDecision::Approve => Decision::Verdict(Verdict::Approve),
             WebDecision::Revise(feedback) => Decision::Verdict(Verdict::Revise(feedback)),

@@ -96,9 +96,11 @@ pub trait Backend: Send + Sync + 'static {
     /// The "always allow" permission rules stored for `agent`, oldest first
     /// (shown on its plans' pages; removed in chat with `/plan rules remove N`).
     async fn permission_rules(&self, agent: &str) -> Vec<plangate_engine::permission::StoredRule>;
-    /// Whether `who` is an approver of `agent`'s plans (any destination of
-    /// the agent whose allowlist holds them; the operator always).
-    fn may_decide(&self, who: &Identity, agent: &str) -> bool;
+    /// Whether `who` may decide `proposal` from the page: the same check as
+    /// [`Backend::decide`] (on the allowlist of a destination of the agent
+    /// that takes the proposal's project; the operator always), so the page
+    /// never shows buttons a decision would refuse.
+    fn may_decide(&self, who: &Identity, proposal: &Proposal) -> bool;
     /// Decide as `who`, through the same command a chat button sends; the
     /// audit names `who` "via web". Returns the receipt.
     async fn decide(&self, who: &Identity, id: ApprovalId, decision: WebDecision) -> Result<String, Refused>;

@@ -76,7 +76,7 @@ impl Backend for FakeBackend {
     async fn permission_rules(&self, _: &str) -> Vec<plangate_engine::permission::StoredRule> {
         Vec::new()
     }
-    fn may_decide(&self, _: &Identity, _: &str) -> bool {
+    fn may_decide(&self, _: &Identity, _: &Proposal) -> bool {
         true
     }
     async fn decide(&self, _: &Identity, _: ApprovalId, _: WebDecision) -> Result<String, Refused> {

@@ -195,7 +195,7 @@ async fn load(web: &Web, headers: &HeaderMap, id: &str, k: Option<&str>) -> Resu
     let Some(id) = ApprovalId::parse(id) else { return Err(not_found(who)) };
     let Some(proposal) = web.backend.proposal(id).await else { return Err(not_found(who)) };
     let state = web.backend.state(&proposal.session).await;
-    if let Some(s) = session.as_ref().filter(|s| web.backend.may_decide(&s.who, &proposal.session.agent)) {
+    if let Some(s) = session.as_ref().filter(|s| web.backend.may_decide(&s.who, &proposal)) {
         return Ok(Loaded { access: Access::Decider(s.clone()), proposal, state });
     }
     match k {
@@ -370,7 +370,7 @@ async fn decide(State(web): State<Shared>, headers: HeaderMap, Path(id): Path<St
 /// the audit.
 async fn inbox(State(web): State<Shared>, headers: HeaderMap) -> Response {
     let Some(session) = session(&web, &headers).await else { return html(StatusCode::OK, page::sign_in()) };
-    let mine = |p: &Proposal| web.backend.may_decide(&session.who, &p.session.agent);
+    let mine = |p: &Proposal| web.backend.may_decide(&session.who, p);
     let (mut pending, mut after, mut read, mut more) = (Vec::new(), None, 0, false);
     loop {
         let page = web.backend.pending_page(after, PENDING_PAGE).await;

@@ -166,12 +166,7 @@ fn one_line(text: &str) -> String {
 
 /// At most 40 characters of a step, for the card's one line.
 fn clip(text: &str) -> String {
-    let text = one_line(text);
-    if text.chars().count() <= 40 {
-        text
-    } else {
-        text.chars().take(39).chain(std::iter::once('…')).collect()
-    }
+    plangate_basics::text::cut_chars(&one_line(text), 40)
 }
 
 /// Lowercase, punctuation around words dropped, white space collapsed.

@@ -23,9 +23,9 @@ use crate::approvers::Venue;
 use crate::core::{Core, CoreError, Decision, DecisionRefused, ExecMeta};
 use crate::throttle::Surface;
 use async_trait::async_trait;
-use plangate_engine::{Actor, ApprovalId, AuditEvent, DecisionStatus, Proposal, Refusal, SessionKey, State, Timestamp, Verdict};
+use plangate_engine::{Actor, ApprovalId, AuditEvent, DecisionStatus, Proposal, Refusal, SessionKey, State, Timestamp};
 use plangate_store::{AuditQuery, PagePosition, Store};
-use plangate_web::{Backend, Identity, Links, Refused, SignInSurface, Web, WebDecision};
+use plangate_web::{Backend, Identity, Links, Refused, SignInSurface, Web};
 use std::path::Path;
 use std::sync::Arc;
 use subtle::ConstantTimeEq;
@@ -187,14 +187,8 @@ impl Backend for CoreBackend {
         self.core.approvers().check(&p.session.agent, p.project.as_ref(), id, venue).is_ok()
     }
 
-    async fn decide(&self, who: &Identity, id: ApprovalId, decision: WebDecision) -> Result<String, Refused> {
+    async fn decide(&self, who: &Identity, id: ApprovalId, decision: Decision) -> Result<String, Refused> {
         let (_, venue) = venue_of(who);
-        let decision = match decision {
-            WebDecision::Approve => Decision::Verdict(Verdict::Approve),
-            WebDecision::Revise(feedback) => Decision::Verdict(Verdict::Revise(feedback)),
-            WebDecision::Edit(plan) => Decision::Verdict(Verdict::Edit(*plan)),
-            WebDecision::Cancel => Decision::Cancel,
-        };
         match self.core.decide(id, actor_of(who), venue, decision, ExecMeta::default()).await {
             Ok(decided) => Ok(decided.said()),
             Err(refused @ (DecisionRefused::NotFound | DecisionRefused::Core(CoreError::NotFound(_)))) => {

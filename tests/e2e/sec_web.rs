@@ -1,8 +1,11 @@
-//! Security regressions of the web page's sign-in (issue 26, item 3),
-//! through the real binary.
+//! Security regressions of the web page (its sign-in, issue 26 item 3; who
+//! sees decide buttons), through the real binary.
 
-use super::kit::no_redirect_client;
+use super::kit::{call, no_redirect_client, propose, telegram_section, wait_cards};
+use crate::web::{csrf_of, get_page, http_sign_in, link_in, post_decision, sign_in_link_from};
 use plangate_testkit::server::{ServerProcess, OPERATOR_TOKEN};
+use plangate_testkit::telegram::FakeTelegram;
+use serde_json::json;
 
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
 const PUBLIC: &str = "https://plans.example.com";
@@ -163,4 +166,47 @@ async fn failed_sign_ins_and_bearer_tokens_are_limited_per_address() {
     let actions: Vec<&str> = audit.as_array().expect("events").iter().filter_map(|e| e["action"].as_str()).collect();
     assert_eq!(actions.iter().filter(|a| **a == "auth_failed").count(), refused, "{actions:?}");
     assert_eq!(actions.iter().filter(|a| **a == "auth_limited").count(), 1, "one 429 audited per address and minute: {actions:?}");
+}
+
+/// The page asked only whether a person approves *some* destination of the
+/// agent, not one that takes the plan's project: Alice, an approver of the
+/// billing chat, saw decide buttons on the web project's plan (and its row
+/// in her inbox), which `Core::decide` then refused. The page now asks the
+/// same `ApproverIndex::check` as every decision.
+#[tokio::test]
+async fn an_approver_of_one_project_sees_no_buttons_on_another_projects_plan() {
+    const BILLING_CHAT: i64 = -1001000000001;
+    const WEB_CHAT: i64 = -1001000000002;
+    const ALICE: i64 = 111;
+    let fake = FakeTelegram::start().await;
+    let extra = format!(
+        "{}\n[destinations.billing]\nchannel = \"telegram\"\nchat = \"{BILLING_CHAT}\"\napprovers = [\"telegram:{ALICE}\"]\nprojects = [\"billing-*\"]\n\
+         [destinations.web]\nchannel = \"telegram\"\nchat = \"{WEB_CHAT}\"\napprovers = [\"telegram:222\"]\nprojects = [\"web\"]\n",
+        telegram_section(&fake)
+    );
+    let public = format!("public_url = \"{}\"", crate::web::PUBLIC);
+    let s = ServerProcess::start_with_server(BIN, &["billing", "web"], &public, &extra).await;
+    let plan = |title: &str, project: &str| json!({"title": title, "steps": [{"step": "Read the code"}], "project": {"name": project}});
+    let billing = propose(&s, "b1", &plan("Add retries", "billing-api")).await["approval_id"].as_str().expect("id").to_string();
+    let web = propose(&s, "w1", &plan("Fix the header", "web")).await["approval_id"].as_str().expect("id").to_string();
+    let web_card = wait_cards(&fake, WEB_CHAT, 1).await.into_iter().find_map(|c| link_in(&c, &format!("/p/{web}"))).expect("a read link");
+    let alice = http_sign_in(&s, &sign_in_link_from(&fake, BILLING_CHAT, ALICE, "alice").await).await;
+
+    // Her own project: listed, with buttons.
+    let (_, inbox, _) = get_page(&s, "/", Some(&alice)).await;
+    assert!(inbox.contains(&format!("/p/{billing}")), "{inbox}");
+    assert!(!inbox.contains(&format!("/p/{web}")), "the web project's plan is not hers to decide: {inbox}");
+    let (_, page, _) = get_page(&s, &format!("/p/{billing}"), Some(&alice)).await;
+    assert!(page.contains("id=\"approve\""), "{page}");
+    let csrf = csrf_of(&page);
+
+    // The other project: readable through its card's link, never decidable.
+    let (st, page, _) = get_page(&s, &web_card, Some(&alice)).await;
+    assert_eq!(st, 200, "{page}");
+    assert!(!page.contains("id=\"approve\""), "no buttons on another project's plan: {page}");
+    assert_eq!(get_page(&s, &format!("/p/{web}"), Some(&alice)).await.0, 404, "without the read link she sees nothing");
+    let forged = post_decision(&s, &web, Some(&alice), &[("csrf", &csrf), ("action", "approve")]).await;
+    assert_eq!(forged, 403, "and a forged POST is refused");
+    let (_, decision) = call(s.agent(reqwest::Method::GET, "/v1/sessions/w1/decision")).await;
+    assert_eq!(decision["status"], "pending", "{decision}");
 }

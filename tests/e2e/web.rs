@@ -15,7 +15,7 @@ use std::time::Duration;
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
 /// What the test config says the page is at; links are rewritten to the
 /// server's real loopback address.
-const PUBLIC: &str = "http://plangate.test";
+pub(crate) const PUBLIC: &str = "http://plangate.test";
 const BOB: i64 = 222222;
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -23,12 +23,12 @@ async fn start_web(fake: &FakeTelegram) -> ServerProcess {
     ServerProcess::start_with_server(BIN, &["ops"], &format!("public_url = \"{PUBLIC}\""), &config(fake)).await
 }
 
-fn real(s: &ServerProcess, link: &str) -> String {
+pub(crate) fn real(s: &ServerProcess, link: &str) -> String {
     link.replacen(PUBLIC, &s.base, 1)
 }
 
 /// The first `PUBLIC…` link in `text` that starts with `path`.
-fn link_in(text: &str, path: &str) -> Option<String> {
+pub(crate) fn link_in(text: &str, path: &str) -> Option<String> {
     let start = text.find(&format!("{PUBLIC}{path}"))?;
     Some(text[start..].split(|c: char| c.is_whitespace() || c == '<' || c == '"').next()?.to_string())
 }
@@ -48,8 +48,13 @@ async fn two_versions(s: &ServerProcess) -> String {
 
 /// `user` sends `/plan web` in the group; the link the bot sent them privately.
 async fn sign_in_link(fake: &FakeTelegram, user: i64, name: &str) -> String {
+    sign_in_link_from(fake, CHAT, user, name).await
+}
+
+/// `user` sends `/plan web` in `chat`; the link the bot sent them privately.
+pub(crate) async fn sign_in_link_from(fake: &FakeTelegram, chat: i64, user: i64, name: &str) -> String {
     let before = fake.calls("sendMessage").iter().filter(|r| r.chat_id() == Some(user)).count();
-    fake.push_update(fake.message_update(CHAT, FakeTelegram::user(user, Some(name), name), "/plan web", None));
+    fake.push_update(fake.message_update(chat, FakeTelegram::user(user, Some(name), name), "/plan web", None));
     fake.wait_for(WAIT, |reqs| {
         let private: Vec<_> = reqs.iter().filter(|r| r.method == "sendMessage" && r.chat_id() == Some(user)).collect();
         private.get(before).and_then(|r| link_in(&r.str("text"), "/signin/"))
@@ -59,7 +64,7 @@ async fn sign_in_link(fake: &FakeTelegram, user: i64, name: &str) -> String {
 
 /// Sign in over plain HTTP as the browser would: the link's page, then its
 /// form. Returns the session cookie.
-async fn http_sign_in(s: &ServerProcess, link: &str) -> String {
+pub(crate) async fn http_sign_in(s: &ServerProcess, link: &str) -> String {
     let url = real(s, link);
     let page = s.http.get(&url).send().await.expect("sign-in page");
     assert_eq!(page.status(), 200);
@@ -71,7 +76,7 @@ async fn http_sign_in(s: &ServerProcess, link: &str) -> String {
     cookie.split(';').next().unwrap_or_default().to_string()
 }
 
-async fn get_page(s: &ServerProcess, path_or_url: &str, cookie: Option<&str>) -> (u16, String, reqwest::header::HeaderMap) {
+pub(crate) async fn get_page(s: &ServerProcess, path_or_url: &str, cookie: Option<&str>) -> (u16, String, reqwest::header::HeaderMap) {
     let url = if path_or_url.starts_with("http") { real(s, path_or_url) } else { s.url(path_or_url) };
     let mut req = no_redirect_client().get(url);
     if let Some(c) = cookie {
@@ -82,12 +87,12 @@ async fn get_page(s: &ServerProcess, path_or_url: &str, cookie: Option<&str>) ->
     (status, r.text().await.unwrap_or_default(), headers)
 }
 
-fn csrf_of(page: &str) -> String {
+pub(crate) fn csrf_of(page: &str) -> String {
     let at = page.find("name=\"csrf\" value=\"").expect("a form with a CSRF token") + "name=\"csrf\" value=\"".len();
     page[at..at + 32].to_string()
 }
 
-async fn post_decision(s: &ServerProcess, id: &str, cookie: Option<&str>, form: &[(&str, &str)]) -> u16 {
+pub(crate) async fn post_decision(s: &ServerProcess, id: &str, cookie: Option<&str>, form: &[(&str, &str)]) -> u16 {
     let mut req = no_redirect_client().post(s.url(&format!("/p/{id}/decide"))).form(form);
     if let Some(c) = cookie {
         req = req.header("cookie", c);

@@ -65,16 +65,11 @@ pub(crate) fn escape(text: &str) -> String {
 
 /// At most `max` characters: cut with "…" and never leave a dangling escape.
 pub(crate) fn cut_chars(text: &str, max: usize) -> String {
-    if count(text) <= max {
-        return text.to_string();
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    let trailing = out.chars().rev().take_while(|c| *c == '\\').count();
-    if trailing % 2 == 1 {
-        out.pop();
-    }
-    out.push('…');
-    out
+    plangate_basics::text::cut_chars_then(text, max, |out| {
+        if out.chars().rev().take_while(|c| *c == '\\').count() % 2 == 1 {
+            out.pop();
+        }
+    })
 }
 
 fn lens(lines: &[String]) -> Vec<usize> {

@@ -33,8 +33,7 @@ const NAME_MAX: usize = 100;
 pub(crate) fn thread_name(name: &str) -> String {
     match name.trim() {
         "" => "plangate".to_string(),
-        name if name.chars().count() <= NAME_MAX => name.to_string(),
-        name => format!("{}…", name.chars().take(NAME_MAX - 1).collect::<String>()),
+        name => plangate_basics::text::cut_chars(name, NAME_MAX),
     }
 }
 

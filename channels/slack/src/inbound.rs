@@ -278,7 +278,7 @@ impl Dispatcher {
             let data = info.value.or(info.action_id).unwrap_or_default();
             let action = match decode(&data) {
                 Ok(button) => Action::Button(button),
-                Err(_) => Action::UnknownButton(render::truncate(&data, MAX_UNKNOWN_DATA)),
+                Err(_) => Action::UnknownButton(render::cut_chars(&data, MAX_UNKNOWN_DATA)),
             };
             let key = info.action_ts.map(|ts| format!("slack:action:{ts}"));
             let ctx = ReplyCtx {

@@ -400,7 +400,7 @@ impl Channel for SlackChannel {
     }
 
     async fn send_text(&self, chat: &str, text: &str) -> Result<(), ChannelError> {
-        self.api.post_message(chat, None, render::truncate(&render::escape(text), 3000), render::text_blocks(text)).await.map(|_| ())
+        self.api.post_message(chat, None, render::cut_chars(&render::escape(text), 3000), render::text_blocks(text)).await.map(|_| ())
     }
 
     async fn post_question(&self, destination: &Destination, question: &Question) -> Result<Delivery, ChannelError> {

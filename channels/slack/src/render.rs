@@ -132,7 +132,7 @@ pub fn escape_entities(text: &str) -> String {
 }
 
 /// At most `max` characters, ending in `…` when cut (the engine's rule).
-pub use plangate_engine::text::cut_chars as truncate;
+pub use plangate_basics::text::cut_chars;
 
 fn mrkdwn(text: impl Into<String>) -> SlackBlockText {
     SlackBlockText::MarkDown(SlackBlockMarkDownText::new(text.into()))
@@ -157,17 +157,17 @@ pub fn literal(text: &str) -> SlackBlockText {
 /// A section of plangate's own, already-escaped mrkdwn (at most
 /// [`SECTION_LIMIT`] characters). Never for agent text: see [`plain_section`].
 pub fn section(text: impl Into<String>) -> SlackBlock {
-    SlackSectionBlock::new().with_text(mrkdwn(truncate(&text.into(), SECTION_LIMIT))).into()
+    SlackSectionBlock::new().with_text(mrkdwn(cut_chars(&text.into(), SECTION_LIMIT))).into()
 }
 
 /// A section of agent or user text, shown verbatim ([`literal`]), at most
 /// [`SECTION_LIMIT`] characters.
 pub fn plain_section(text: impl Into<String>) -> SlackBlock {
-    SlackSectionBlock::new().with_text(literal(&truncate(&text.into(), SECTION_LIMIT))).into()
+    SlackSectionBlock::new().with_text(literal(&cut_chars(&text.into(), SECTION_LIMIT))).into()
 }
 
 fn context(text: impl Into<String>) -> SlackBlock {
-    SlackContextBlock::new(vec![SlackContextBlockElement::Plain(literal_text(&truncate(&text.into(), SECTION_LIMIT)))]).into()
+    SlackContextBlock::new(vec![SlackContextBlockElement::Plain(literal_text(&cut_chars(&text.into(), SECTION_LIMIT)))]).into()
 }
 
 /// Group lines into section texts of at most `limit` characters, breaking
@@ -178,7 +178,7 @@ pub fn chunk_lines(heading: Option<&str>, lines: &[String], limit: usize) -> Vec
     let mut current = heading.map(str::to_string).unwrap_or_default();
     let mut current_len = current.chars().count();
     for line in lines {
-        let line = truncate(line, limit);
+        let line = cut_chars(line, limit);
         let len = line.chars().count();
         if current_len > 0 && current_len + 1 + len > limit {
             chunks.push(std::mem::take(&mut current));
@@ -205,7 +205,7 @@ fn line(text: &str) -> String {
 
 /// A button whose `action_id` and `value` are both the codec's callback data.
 pub fn button(label: &str, data: Button) -> SlackBlockButtonElement {
-    button_labelled(plain(&truncate(label, BUTTON_TEXT_LIMIT)), data)
+    button_labelled(plain(&cut_chars(label, BUTTON_TEXT_LIMIT)), data)
 }
 
 fn button_labelled(label: SlackBlockPlainTextOnly, data: Button) -> SlackBlockButtonElement {
@@ -241,7 +241,7 @@ pub fn card_actions(card: &Card) -> SlackBlock {
 fn cancel_confirm(card: &Card) -> SlackBlockConfirmItem {
     SlackBlockConfirmItem::new(
         plain("Cancel this plan?"),
-        literal(&truncate(
+        literal(&cut_chars(
             &format!(
                 "This cancels “{}” {}. Its session stays blocked (read-only) until a new plan is approved.",
                 card.title, card.short_ref
@@ -269,7 +269,7 @@ fn commands_block(commands: &[String]) -> SlackBlock {
 /// Every text that came from the agent or a chat user is [`literal`].
 pub fn card_blocks(card: &Card, style: Style) -> Vec<SlackBlock> {
     let mut body: Vec<SlackBlock> = vec![
-        SlackHeaderBlock::new(literal_text(&truncate(&card.title, HEADER_LIMIT)).into()).into(),
+        SlackHeaderBlock::new(literal_text(&cut_chars(&card.title, HEADER_LIMIT)).into()).into(),
         context(format!("{} · {}", card.context, card.short_ref)),
     ];
     if let Some(summary) = &card.summary {
@@ -377,7 +377,7 @@ pub fn question_blocks(question: &Question, style: Style) -> Vec<SlackBlock> {
         return blocks;
     }
     let mut elements: Vec<SlackActionBlockElement> =
-        shown.iter().map(|(button, o)| button_labelled(literal_text(&truncate(o, BUTTON_TEXT_LIMIT)).into(), *button).into()).collect();
+        shown.iter().map(|(button, o)| button_labelled(literal_text(&cut_chars(o, BUTTON_TEXT_LIMIT)).into(), *button).into()).collect();
     if question.allow_freetext {
         elements.push(button(card::other_label(question), Button::AnswerOther(question.question_id)).into());
     }
@@ -517,7 +517,7 @@ pub fn approve_modal(meta: &ModalMeta, prompt: &str, steps: &[String]) -> SlackV
             .take(MAX_PICKER_OPTIONS)
             .enumerate()
             .map(|(i, step)| {
-                SlackBlockChoiceItem::new(plain(&truncate(&format!("{}. {}", i + 1, line(step)), OPTION_TEXT_LIMIT)), (i + 1).to_string())
+                SlackBlockChoiceItem::new(plain(&cut_chars(&format!("{}. {}", i + 1, line(step)), OPTION_TEXT_LIMIT)), (i + 1).to_string())
             })
             .collect();
         let picker = SlackBlockMultiStaticSelectElement::new()

@@ -297,19 +297,7 @@ pub fn text_html(text: &str, limit: usize) -> String {
 
 /// A toast: plain text (no markup in callback answers), at most 200 characters.
 pub fn toast(text: &str) -> String {
-    let text = reveal(text).0;
-    if units(&text) <= TOAST_LIMIT {
-        return text;
-    }
-    let mut out = String::new();
-    for c in text.chars() {
-        if units(&out) + c.len_utf16() > TOAST_LIMIT - 1 {
-            break;
-        }
-        out.push(c);
-    }
-    out.push('…');
-    out
+    plangate_basics::text::cut_utf16(&reveal(text).0, TOAST_LIMIT)
 }
 
 fn session_label(q: &Question) -> String {
@@ -350,12 +338,7 @@ pub fn question_html(q: &Question, style: Style) -> String {
 }
 
 fn label(text: &str) -> String {
-    let text = reveal(text).0.replace('\n', " ");
-    if text.chars().count() <= BUTTON_LABEL_LIMIT {
-        text
-    } else {
-        text.chars().take(BUTTON_LABEL_LIMIT - 1).chain(std::iter::once('…')).collect()
-    }
+    plangate_basics::text::cut_chars(&reveal(text).0.replace('\n', " "), BUTTON_LABEL_LIMIT)
 }
 
 /// One button per option (the engine's [`card::option_buttons`]: at most

@@ -19,7 +19,7 @@ use thiserror::Error;
 /// Where `plangate serve` listens unless `PLANGATE_URL` says otherwise.
 pub const DEFAULT_URL: &str = "http://127.0.0.1:8787";
 /// The longest `wait` the server holds one request (API.md).
-pub const MAX_WAIT: Duration = Duration::from_secs(300);
+pub use plangate_basics::wait::MAX_WAIT;
 
 /// Why a call to plangate failed. The messages tell a person what to do next.
 #[derive(Debug, Error)]
@@ -254,14 +254,7 @@ impl Client {
         if e.is_timeout() {
             return AgentError::Timeout { url: self.base.clone(), secs: timeout.as_secs_f64().ceil() as u64 };
         }
-        let mut reason = e.to_string();
-        let mut source = std::error::Error::source(&e);
-        while let Some(s) = source {
-            reason.push_str(": ");
-            reason.push_str(&s.to_string());
-            source = s.source();
-        }
-        AgentError::Unreachable { url: self.base.clone(), reason }
+        AgentError::Unreachable { url: self.base.clone(), reason: plangate_basics::errors::chain(&e) }
     }
 
     /// Call and turn an API error (non-2xx) into [`AgentError::Api`].
@@ -306,7 +299,7 @@ impl Client {
                 return Err(AgentError::Unreachable { url: self.base.clone(), reason: "plangate restarted and is not back yet".into() });
             }
             tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(Duration::from_secs(2));
+            pause = plangate_basics::backoff::doubled(pause, Duration::from_secs(2));
         }
     }
 

@@ -253,10 +253,10 @@ fn result(value: Value, note: Option<String>) -> CallToolResult {
 }
 
 fn wait_arg(seconds: Option<u64>, default: Duration) -> Result<Duration, McpError> {
+    use plangate_basics::wait::{secs_within, MAX_WAIT_SECS};
     match seconds {
         None => Ok(default),
-        Some(s) if s <= crate::client::MAX_WAIT.as_secs() => Ok(Duration::from_secs(s)),
-        Some(s) => Err(invalid("wait_seconds", format!("must be 0–300, got {s}"))),
+        Some(s) => secs_within(s, MAX_WAIT_SECS).ok_or_else(|| invalid("wait_seconds", format!("must be 0–{MAX_WAIT_SECS}, got {s}"))),
     }
 }
 
@@ -291,10 +291,12 @@ impl PlangateMcp {
         let client = Client::from_env(Timeouts::SERVER)?;
         let session = std::env::var("PLANGATE_SESSION").ok().filter(|s| !s.trim().is_empty()).map(|s| crate::session::sanitize(s.trim()));
         let wait = match std::env::var("PLANGATE_MCP_WAIT") {
-            Ok(v) if !v.trim().is_empty() => match v.trim().parse::<u64>() {
-                Ok(n) if n <= crate::client::MAX_WAIT.as_secs() => Duration::from_secs(n),
-                _ => return Err(AgentError::Usage(format!("PLANGATE_MCP_WAIT must be whole seconds from 0 to 300, got {v:?}"))),
-            },
+            Ok(v) if !v.trim().is_empty() => {
+                use plangate_basics::wait::{parse_secs, MAX_WAIT_SECS};
+                parse_secs(v.trim(), MAX_WAIT_SECS).ok_or_else(|| {
+                    AgentError::Usage(format!("PLANGATE_MCP_WAIT must be whole seconds from 0 to {MAX_WAIT_SECS}, got {v:?}"))
+                })?
+            }
             _ => DEFAULT_WAIT,
         };
         Ok(PlangateMcp::new(client, session, wait))

@@ -269,7 +269,7 @@ where
             error if matches!(error, ChannelError::Transport { .. }) || policy.refusals.covers(&error) => {
                 tracing::warn!(key, %error, attempt, ?backoff, "send failed; retrying");
                 tokio::time::sleep(backoff).await;
-                backoff = backoff.saturating_mul(2).min(policy.max_backoff);
+                backoff = plangate_basics::backoff::doubled(backoff, policy.max_backoff);
             }
             error => return Err(error),
         }

@@ -54,7 +54,7 @@ pub fn brief(harness: Harness, reach: &Reach) -> String {
     let text = format!(
         "[PLAN_MODE] plangate keeps this session read-only until a person approves your plan: tools that can change anything are blocked; reads and read-only commands run. Explore, then write a plan a person can check on a phone: a title, a one-line summary, numbered steps, the files it touches (a Scope section), the risky kinds of command it needs (an Allows section: db.migrate, git.push, …; others ask a person while you work), risks, and how you will verify it. To submit it, {propose}; {who}. Then {decision}. A denial is not a puzzle to get around: propose instead."
     );
-    crate::text::cut_chars(&text, MAX_CHARS)
+    plangate_basics::text::cut_chars(&text, MAX_CHARS)
 }
 
 #[cfg(test)]

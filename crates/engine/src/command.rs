@@ -34,6 +34,61 @@ pub enum Verdict {
     Revise(String),
 }
 
+/// What a person decides about an approval, from any venue: a button or a
+/// `/plan` command in a chat, the web page, the operator's API. Every venue
+/// builds it with the constructors below, so "approve" means the same
+/// everywhere (approving with no terms is a plain approval), and turns it
+/// into the engine's command with [`Decision::command`].
+// Built once per request and moved into the command: boxing the plan would
+// only add an allocation.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Approve (with or without terms), edit, or request changes.
+    Verdict(Verdict),
+    /// "Do not do this": the session halts, read-only.
+    Cancel,
+    /// Release the approval's session: no plan required (the operator's
+    /// `release` action; under a quorum, one request of the ones needed).
+    Release,
+}
+
+impl Decision {
+    /// Approve the plan as proposed.
+    pub fn approve() -> Decision {
+        Decision::Verdict(Verdict::Approve)
+    }
+
+    /// Approve with a note and/or steps left out; with neither, a plain
+    /// [`Decision::approve`].
+    pub fn approve_with(terms: Terms) -> Decision {
+        if terms == Terms::default() {
+            Decision::approve()
+        } else {
+            Decision::Verdict(Verdict::ApproveWith(terms))
+        }
+    }
+
+    /// Approve `plan` instead of the agent's.
+    pub fn edit(plan: Plan) -> Decision {
+        Decision::Verdict(Verdict::Edit(plan))
+    }
+
+    /// Request changes with `feedback`.
+    pub fn revise(feedback: impl Into<String>) -> Decision {
+        Decision::Verdict(Verdict::Revise(feedback.into()))
+    }
+
+    /// The engine command that carries this decision out on approval `id`.
+    pub fn command(self, id: ApprovalId) -> Command {
+        match self {
+            Decision::Verdict(verdict) => Command::Decide { approval_id: id, verdict },
+            Decision::Cancel => Command::CancelApproval(id),
+            Decision::Release => Command::Off,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
     Enter {
@@ -304,4 +359,26 @@ pub enum Refusal {
     /// The agent rewrote or removed a step a human approved.
     #[error("{0}")]
     ApprovedStepsLocked(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_venue_means_the_same_by_each_decision() {
+        let id = ApprovalId([7; 16]);
+        let decide = |verdict| Command::Decide { approval_id: id, verdict };
+        assert_eq!(Decision::approve().command(id), decide(Verdict::Approve));
+        assert_eq!(Decision::approve_with(Terms::default()).command(id), decide(Verdict::Approve), "no terms: a plain approval");
+        let note = Terms { note: Some("not the migrations".into()), except: vec![] };
+        assert_eq!(Decision::approve_with(note.clone()).command(id), decide(Verdict::ApproveWith(note)));
+        let except = Terms { note: None, except: vec![3] };
+        assert_eq!(Decision::approve_with(except.clone()).command(id), decide(Verdict::ApproveWith(except)));
+        let plan = Plan::titled("Smaller");
+        assert_eq!(Decision::edit(plan.clone()).command(id), decide(Verdict::Edit(plan)));
+        assert_eq!(Decision::revise("smaller").command(id), decide(Verdict::Revise("smaller".into())));
+        assert_eq!(Decision::Cancel.command(id), Command::CancelApproval(id));
+        assert_eq!(Decision::Release.command(id), Command::Off);
+    }
 }

@@ -166,12 +166,7 @@ fn one_line(text: &str) -> String {
 
 /// At most 40 characters of a step, for the card's one line.
 fn clip(text: &str) -> String {
-    let text = one_line(text);
-    if text.chars().count() <= 40 {
-        text
-    } else {
-        text.chars().take(39).chain(std::iter::once('…')).collect()
-    }
+    plangate_basics::text::cut_chars(&one_line(text), 40)
 }
 
 /// Lowercase, punctuation around words dropped, white space collapsed.
@@ -220,29 +215,18 @@ fn jaccard(a: &WordSet, b: &WordSet) -> f64 {
     shared as f64 / union as f64
 }
 
-/// 1 − Levenshtein(a, b) / max(len a, len b), over characters.
+/// 1 − Levenshtein(a, b) / max(len a, len b), over characters (`strsim`).
 fn edit_similarity(a: &str, b: &str) -> f64 {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let longer = a.len().max(b.len());
+    let (a_len, b_len) = (a.chars().count(), b.chars().count());
+    let longer = a_len.max(b_len);
     if longer == 0 {
         return 1.0;
     }
     // The length difference bounds the distance from below: skip hopeless pairs.
-    if 1.0 - (a.len().abs_diff(b.len()) as f64 / longer as f64) < SIMILARITY_THRESHOLD {
+    if 1.0 - (a_len.abs_diff(b_len) as f64 / longer as f64) < SIMILARITY_THRESHOLD {
         return 0.0;
     }
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    let mut current = vec![0; b.len() + 1];
-    for (i, ca) in a.iter().enumerate() {
-        current[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitute = previous[j] + usize::from(ca != cb);
-            current[j + 1] = substitute.min(previous[j + 1] + 1).min(current[j] + 1);
-        }
-        std::mem::swap(&mut previous, &mut current);
-    }
-    1.0 - previous[b.len()] as f64 / longer as f64
+    strsim::normalized_levenshtein(a, b)
 }
 
 /// The pairs (old index, new index) of steps that are the same step; see the
@@ -361,6 +345,15 @@ pub fn diff(old: &Plan, new: &Plan, from_version: u32) -> PlanDiff {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn edit_similarity_counts_characters_not_bytes() {
+        assert_eq!(edit_similarity("", ""), 1.0);
+        assert_eq!(edit_similarity("kitten", "sitting"), 1.0 - 3.0 / 7.0);
+        assert_eq!(edit_similarity("café", "cafe"), 0.75, "é is one character, one substitution");
+        assert_eq!(edit_similarity("日本語", "日本人"), 1.0 - 1.0 / 3.0);
+        assert_eq!(edit_similarity("ab", "abcdefgh"), 0.0, "hopeless by length alone");
+    }
 
     fn plan(steps: &[&str]) -> Plan {
         Plan { steps: steps.iter().map(|s| Step::pending(*s)).collect(), ..Plan::titled("Add retries") }

@@ -238,12 +238,13 @@ fn agent_name(harness: crate::Harness) -> &'static str {
 /// The stalled card's text: where it stopped, what it last said (cut),
 /// and what each button does.
 pub fn stalled_text(session: &Session, stops: u32, last_message: &str) -> String {
-    let (noun, number, total, step) = next_open(session)
-        .map_or(("step", 0, session.steps.len(), String::new()), |o| (o.noun, o.index + 1, o.total, crate::text::cut_chars(o.text, 200)));
+    let (noun, number, total, step) = next_open(session).map_or(("step", 0, session.steps.len(), String::new()), |o| {
+        (o.noun, o.index + 1, o.total, plangate_basics::text::cut_chars(o.text, 200))
+    });
     let mut out =
         format!("{} stopped at {noun} {number} of {total}: \"{step}\" ({stops} stops without progress).", agent_name(session.harness));
     if !last_message.trim().is_empty() {
-        out.push_str(&format!("\nIt said: \"{}\"", crate::text::cut_chars(last_message.trim(), 300)));
+        out.push_str(&format!("\nIt said: \"{}\"", plangate_basics::text::cut_chars(last_message.trim(), 300)));
     }
     out.push_str(&format!(
         "\n\nContinue: it goes on with this {noun} when it resumes. Done: the open steps are cancelled and the plan ends here."

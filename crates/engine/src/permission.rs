@@ -377,7 +377,7 @@ impl Rule {
     /// [`SHOWN_RULE_CHARS`], hidden characters revealed.
     pub fn shown(&self) -> String {
         let (text, _) = crate::text::reveal(&self.to_string());
-        crate::text::cut_chars(&text, SHOWN_RULE_CHARS)
+        plangate_basics::text::cut_chars(&text, SHOWN_RULE_CHARS)
     }
 }
 

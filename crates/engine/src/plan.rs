@@ -463,7 +463,7 @@ fn allows_from_markdown_lines<'a>(lines: impl Iterator<Item = &'a str>) -> Resul
 
 fn unknown_allow(item: &str) -> PlanError {
     let known: Vec<&str> = plangate_gate::classes::RiskClass::ALL.iter().map(|c| c.id()).collect();
-    PlanError::UnknownAllow { item: crate::text::cut_chars(item, 100), known: known.join(", ") }
+    PlanError::UnknownAllow { item: plangate_basics::text::cut_chars(item, 100), known: known.join(", ") }
 }
 
 /// Render a structured plan as the markdown document attached to cards.

@@ -86,17 +86,6 @@ pub fn cut_at_line(text: &str, max: usize, marker: &str) -> String {
     }
 }
 
-/// `text` cut to at most `max` characters, the last one `…` when
-/// anything was cut.
-pub fn cut_chars(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -45,7 +45,8 @@ pub enum Venue<'a> {
     /// agent's destinations that *is* this chat.
     Chat { channel: &'a str, chat: &'a str },
     /// The web page: on the approver list of any of the agent's
-    /// destinations (a browser has no "this chat").
+    /// destinations that takes the plan's project (a browser has no "this
+    /// chat"). The page's buttons and inbox ask the same.
     Web,
     /// The operator (HTTP API, CLI, the page's operator sign-in), who holds
     /// everything.
@@ -169,11 +170,6 @@ impl ApproverIndex {
     /// Whether cards of `agent` about `project` go to this chat.
     pub fn receives(&self, agent: &str, project: Option<&Project>, channel: &str, chat: &str) -> bool {
         self.places_in(agent, channel, chat).any(|p| p.takes(project))
-    }
-
-    /// Whether `who` is on the approver list of any place of `agent`.
-    pub fn is_approver(&self, agent: &str, who: &str) -> bool {
-        self.places(agent).iter().any(|p| p.approvers.contains(who))
     }
 
     /// Whether `who` may decide `agent`'s plans about `project` from

@@ -15,7 +15,7 @@ use plangate_engine::codec::Button;
 use plangate_engine::grammar::AcceptTerms;
 use plangate_engine::grammar::{self, Parsed, PlanCommand, Target};
 use plangate_engine::view::short_ref;
-use plangate_engine::{Actor, ApprovalId, Command, DecisionStatus, Mode, Plan, Proposal, Refusal, SessionKey, State, Step, Terms, Verdict};
+use plangate_engine::{Actor, ApprovalId, Command, DecisionStatus, Mode, Plan, Proposal, Refusal, SessionKey, State, Step, Terms};
 use std::collections::HashMap;
 use std::sync::Arc;
 use tracing::Instrument;
@@ -185,13 +185,10 @@ impl Hub {
                 self.refuse(&ev, &SessionKey::new("-", "-"), None, &format!("unknown button data {shown:?}")).await;
                 Reply::Notice("Unknown button.".to_string())
             }
-            Action::Feedback { approval_id, text } => {
-                self.decide(&ev, approval_id, Decision::Verdict(Verdict::Revise(text))).await.into_notice()
-            }
+            Action::Feedback { approval_id, text } => self.decide(&ev, approval_id, Decision::revise(text)).await.into_notice(),
             Action::Edit { approval_id, steps } => self.edit(&ev, approval_id, steps).await.into_notice(),
             Action::Approve { approval_id, note, except } => {
-                let verdict = Verdict::ApproveWith(Terms { note, except });
-                self.decide(&ev, approval_id, Decision::Verdict(verdict)).await.into_notice()
+                self.decide(&ev, approval_id, Decision::approve_with(Terms { note, except })).await.into_notice()
             }
             Action::AnswerText { question_id, text } => self.answer(&ev, Some(question_id), None, text).await.into_notice(),
         };
@@ -226,7 +223,7 @@ impl Hub {
 
     async fn button(&self, ev: &Inbound, button: Button) -> Reply {
         match button {
-            Button::Approve(id) => self.decide(ev, id, Decision::Verdict(Verdict::Approve)).await.into_notice(),
+            Button::Approve(id) => self.decide(ev, id, Decision::approve()).await.into_notice(),
             Button::ApproveWithNote(id) => match self.decidable(ev, id).await {
                 Ok(p) => match self.separated(ev, &p).await {
                     Ok(()) => Reply::AskApproval {
@@ -306,7 +303,7 @@ impl Hub {
         // Authorized and still open (else: who decided it, or what replaced it).
         let p = self.decidable(ev, id).await?;
         let Some(edit) = p.review.edit.as_ref() else { return Err("No edited plan awaits approval on this plan.".into()) };
-        self.decide(ev, id, Decision::Verdict(Verdict::Edit(edit.plan.clone()))).await
+        self.decide(ev, id, Decision::edit(edit.plan.clone())).await
     }
 
     async fn question_for(&self, ev: &Inbound, qid: ApprovalId) -> Result<plangate_engine::Question, Refused> {
@@ -360,7 +357,7 @@ impl Hub {
     async fn edit(&self, ev: &Inbound, id: ApprovalId, steps: Vec<String>) -> Result<String, Refused> {
         let Some(p) = self.proposal(id).await else { return Err(DecisionRefused::NotFound.to_string().into()) };
         let plan = Plan { steps: steps.into_iter().map(Step::pending).collect(), ..p.plan.clone() };
-        self.decide(ev, id, Decision::Verdict(Verdict::Edit(plan))).await
+        self.decide(ev, id, Decision::edit(plan)).await
     }
 
     // ------------------------------------------------------------ /plan commands
@@ -523,15 +520,10 @@ impl Hub {
                 Err(why) => why.text(),
             },
             PlanCommand::Accept(terms) => self.decide_command(ev, target, move |p| accept_decision(p, &terms)).await,
-            PlanCommand::Revise(feedback) => {
-                self.decide_command(ev, target, move |_| Ok(Decision::Verdict(Verdict::Revise(feedback.clone())))).await
-            }
+            PlanCommand::Revise(feedback) => self.decide_command(ev, target, move |_| Ok(Decision::revise(feedback.clone()))).await,
             PlanCommand::Edit(steps) => {
                 self.decide_command(ev, target, move |p| {
-                    Ok(Decision::Verdict(Verdict::Edit(Plan {
-                        steps: steps.iter().cloned().map(Step::pending).collect(),
-                        ..p.plan.clone()
-                    })))
+                    Ok(Decision::edit(Plan { steps: steps.iter().cloned().map(Step::pending).collect(), ..p.plan.clone() }))
                 })
                 .await
             }
@@ -695,15 +687,12 @@ impl Hub {
 fn accept_decision(p: &Proposal, terms: &AcceptTerms) -> Result<Decision, String> {
     if terms.edited {
         return match &p.review.edit {
-            Some(edit) if terms.note.is_none() => Ok(Decision::Verdict(Verdict::Edit(edit.plan.clone()))),
+            Some(edit) if terms.note.is_none() => Ok(Decision::edit(edit.plan.clone())),
             Some(_) => Err("Approving an edit takes no note; approve it, then say more in the chat.".to_string()),
             None => Err(format!("No edited plan awaits approval on v{} ({}).", p.version, short_ref(&p.approval_id))),
         };
     }
-    if terms.note.is_none() && terms.except.is_empty() {
-        return Ok(Decision::Verdict(Verdict::Approve));
-    }
-    Ok(Decision::Verdict(Verdict::ApproveWith(Terms { note: terms.note.clone(), except: terms.except.clone() })))
+    Ok(Decision::approve_with(Terms { note: terms.note.clone(), except: terms.except.clone() }))
 }
 
 /// How a result becomes the reply: a notice (the answer to a button or a

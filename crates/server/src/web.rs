@@ -3,8 +3,13 @@
 //!
 //! A decision from the page goes through the same door as a chat click,
 //! [`Core::decide`], from [`Venue::Web`] (the person must be an approver on
-//! any destination of the plan's agent; refusals are audited there); the
-//! actor is the chat identity the person signed in with, named "… via web".
+//! a destination of the plan's agent that takes the plan's project; refusals
+//! are audited there); the actor is the chat identity the person signed in
+//! with, named "… via web". Which buttons and inbox rows the page shows is
+//! the same check ([`ApproverIndex::check`]), so it shows none that a
+//! decision would refuse.
+//!
+//! [`ApproverIndex::check`]: crate::approvers::ApproverIndex::check
 //!
 //! The page keeps no state in this process (see `plangate-web`): its
 //! single-use sign-in links and sign-outs are records in the store
@@ -18,9 +23,9 @@ use crate::approvers::Venue;
 use crate::core::{Core, CoreError, Decision, DecisionRefused, ExecMeta};
 use crate::throttle::Surface;
 use async_trait::async_trait;
-use plangate_engine::{Actor, ApprovalId, AuditEvent, DecisionStatus, Proposal, Refusal, SessionKey, State, Timestamp, Verdict};
+use plangate_engine::{Actor, ApprovalId, AuditEvent, DecisionStatus, Proposal, Refusal, SessionKey, State, Timestamp};
 use plangate_store::{AuditQuery, PagePosition, Store};
-use plangate_web::{Backend, Identity, Links, Refused, SignInSurface, Web, WebDecision};
+use plangate_web::{Backend, Identity, Links, Refused, SignInSurface, Web};
 use std::path::Path;
 use std::sync::Arc;
 use subtle::ConstantTimeEq;
@@ -87,6 +92,15 @@ fn load_or_create_secret(data_dir: &Path) -> std::io::Result<Vec<u8>> {
             Ok(secret.to_vec())
         }
         Err(e) => Err(e),
+    }
+}
+
+/// Who decides from the page, and from which venue: a person from
+/// [`Venue::Web`], the operator from [`Venue::Operator`].
+fn venue_of(who: &Identity) -> (&str, Venue<'static>) {
+    match who {
+        Identity::Person { id, .. } => (id, Venue::Web),
+        Identity::Operator => ("operator", Venue::Operator),
     }
 }
 
@@ -164,24 +178,17 @@ impl Backend for CoreBackend {
         self.core.blocking(move |s| s.permission_rules(&agent)).await.unwrap_or_default()
     }
 
-    fn may_decide(&self, who: &Identity, agent: &str) -> bool {
-        match who {
-            Identity::Operator => true,
-            Identity::Person { id, .. } => self.core.approvers().is_approver(agent, id),
-        }
+    /// [`ApproverIndex::check`], the check [`Core::decide`] makes, for the
+    /// proposal's agent and project.
+    ///
+    /// [`ApproverIndex::check`]: crate::approvers::ApproverIndex::check
+    fn may_decide(&self, who: &Identity, p: &Proposal) -> bool {
+        let (id, venue) = venue_of(who);
+        self.core.approvers().check(&p.session.agent, p.project.as_ref(), id, venue).is_ok()
     }
 
-    async fn decide(&self, who: &Identity, id: ApprovalId, decision: WebDecision) -> Result<String, Refused> {
-        let venue = match who {
-            Identity::Operator => Venue::Operator,
-            Identity::Person { .. } => Venue::Web,
-        };
-        let decision = match decision {
-            WebDecision::Approve => Decision::Verdict(Verdict::Approve),
-            WebDecision::Revise(feedback) => Decision::Verdict(Verdict::Revise(feedback)),
-            WebDecision::Edit(plan) => Decision::Verdict(Verdict::Edit(*plan)),
-            WebDecision::Cancel => Decision::Cancel,
-        };
+    async fn decide(&self, who: &Identity, id: ApprovalId, decision: Decision) -> Result<String, Refused> {
+        let (_, venue) = venue_of(who);
         match self.core.decide(id, actor_of(who), venue, decision, ExecMeta::default()).await {
             Ok(decided) => Ok(decided.said()),
             Err(refused @ (DecisionRefused::NotFound | DecisionRefused::Core(CoreError::NotFound(_)))) => {

@@ -41,22 +41,10 @@ pub use auth::Identity;
 pub use routes::{read_link_live, router};
 
 use async_trait::async_trait;
-use plangate_engine::{ApprovalId, AuditEvent, Plan, Proposal, SessionKey, State, Timestamp};
+use plangate_engine::{ApprovalId, AuditEvent, Decision, Proposal, SessionKey, State, Timestamp};
 use std::net::IpAddr;
 use std::sync::Arc;
 use tokio::sync::watch;
-
-/// What a person decided on the page.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WebDecision {
-    Approve,
-    /// Request changes, with the feedback.
-    Revise(String),
-    /// Approve with these steps instead of the agent's (boxed: a plan is
-    /// far larger than the other answers).
-    Edit(Box<Plan>),
-    Cancel,
-}
 
 /// Why a decision was not made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -96,12 +84,14 @@ pub trait Backend: Send + Sync + 'static {
     /// The "always allow" permission rules stored for `agent`, oldest first
     /// (shown on its plans' pages; removed in chat with `/plan rules remove N`).
     async fn permission_rules(&self, agent: &str) -> Vec<plangate_engine::permission::StoredRule>;
-    /// Whether `who` is an approver of `agent`'s plans (any destination of
-    /// the agent whose allowlist holds them; the operator always).
-    fn may_decide(&self, who: &Identity, agent: &str) -> bool;
+    /// Whether `who` may decide `proposal` from the page: the same check as
+    /// [`Backend::decide`] (on the allowlist of a destination of the agent
+    /// that takes the proposal's project; the operator always), so the page
+    /// never shows buttons a decision would refuse.
+    fn may_decide(&self, who: &Identity, proposal: &Proposal) -> bool;
     /// Decide as `who`, through the same command a chat button sends; the
     /// audit names `who` "via web". Returns the receipt.
-    async fn decide(&self, who: &Identity, id: ApprovalId, decision: WebDecision) -> Result<String, Refused>;
+    async fn decide(&self, who: &Identity, id: ApprovalId, decision: Decision) -> Result<String, Refused>;
     /// Wake-ups of `key`'s commits (the core's waiters).
     fn subscribe(&self, key: &SessionKey) -> watch::Receiver<u64>;
     /// Whether `token` is the operator token (constant time).

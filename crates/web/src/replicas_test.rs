@@ -3,12 +3,12 @@
 //! through the router, as a load balancer would send the requests.
 
 use crate::auth::{self, Identity};
-use crate::{router, Backend, Clock, Links, Refused, Web, WebDecision};
+use crate::{router, Backend, Clock, Links, Refused, Web};
 use async_trait::async_trait;
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use plangate_channel::ManualClock;
-use plangate_engine::{ApprovalId, AuditEvent, Proposal, SessionKey, State, Timestamp};
+use plangate_engine::{ApprovalId, AuditEvent, Decision, Proposal, SessionKey, State, Timestamp};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -76,10 +76,10 @@ impl Backend for FakeBackend {
     async fn permission_rules(&self, _: &str) -> Vec<plangate_engine::permission::StoredRule> {
         Vec::new()
     }
-    fn may_decide(&self, _: &Identity, _: &str) -> bool {
+    fn may_decide(&self, _: &Identity, _: &Proposal) -> bool {
         true
     }
-    async fn decide(&self, _: &Identity, _: ApprovalId, _: WebDecision) -> Result<String, Refused> {
+    async fn decide(&self, _: &Identity, _: ApprovalId, _: Decision) -> Result<String, Refused> {
         Err(Refused::NotFound("no plans here".to_string()))
     }
     fn subscribe(&self, _: &SessionKey) -> watch::Receiver<u64> {

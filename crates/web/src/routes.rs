@@ -22,7 +22,7 @@
 
 use crate::auth::{self, csrf_ok, Identity, Session};
 use crate::page::{self, InboxRow, PlanPage};
-use crate::{Refused, SignInSurface, Web, WebDecision};
+use crate::{Refused, SignInSurface, Web};
 use axum::extract::{ConnectInfo, Form, FromRequestParts, Path, Query, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -32,7 +32,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use maud::Markup;
 use plangate_engine::text::reveal;
-use plangate_engine::{ApprovalId, DecisionStatus, Plan, Proposal, Step};
+use plangate_engine::{ApprovalId, Decision, DecisionStatus, Plan, Proposal, Step};
 use serde::Deserialize;
 use std::convert::Infallible;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -195,7 +195,7 @@ async fn load(web: &Web, headers: &HeaderMap, id: &str, k: Option<&str>) -> Resu
     let Some(id) = ApprovalId::parse(id) else { return Err(not_found(who)) };
     let Some(proposal) = web.backend.proposal(id).await else { return Err(not_found(who)) };
     let state = web.backend.state(&proposal.session).await;
-    if let Some(s) = session.as_ref().filter(|s| web.backend.may_decide(&s.who, &proposal.session.agent)) {
+    if let Some(s) = session.as_ref().filter(|s| web.backend.may_decide(&s.who, &proposal)) {
         return Ok(Loaded { access: Access::Decider(s.clone()), proposal, state });
     }
     match k {
@@ -326,9 +326,9 @@ async fn decide(State(web): State<Shared>, headers: HeaderMap, Path(id): Path<St
     }
     let Some(approval_id) = ApprovalId::parse(&id) else { return not_found(who) };
     let decision = match form.action.as_str() {
-        "approve" => WebDecision::Approve,
-        "cancel" => WebDecision::Cancel,
-        "revise" if !form.feedback.trim().is_empty() => WebDecision::Revise(form.feedback.trim().to_string()),
+        "approve" => Decision::approve(),
+        "cancel" => Decision::Cancel,
+        "revise" if !form.feedback.trim().is_empty() => Decision::revise(form.feedback.trim()),
         "edit" => {
             let steps: Vec<Step> =
                 form.steps.lines().map(plangate_engine::list::item_text).filter(|s| !s.is_empty()).map(Step::pending).collect();
@@ -336,7 +336,7 @@ async fn decide(State(web): State<Shared>, headers: HeaderMap, Path(id): Path<St
                 return html(StatusCode::BAD_REQUEST, page::message("Nothing to approve", "Give at least one step, one per line.", who));
             }
             let Some(p) = web.backend.proposal(approval_id).await else { return not_found(who) };
-            WebDecision::Edit(Box::new(Plan { steps, ..p.plan }))
+            Decision::edit(Plan { steps, ..p.plan })
         }
         "revise" => return html(StatusCode::BAD_REQUEST, page::message("Say what should change", "The feedback is empty.", who)),
         other => {
@@ -370,7 +370,7 @@ async fn decide(State(web): State<Shared>, headers: HeaderMap, Path(id): Path<St
 /// the audit.
 async fn inbox(State(web): State<Shared>, headers: HeaderMap) -> Response {
     let Some(session) = session(&web, &headers).await else { return html(StatusCode::OK, page::sign_in()) };
-    let mine = |p: &Proposal| web.backend.may_decide(&session.who, &p.session.agent);
+    let mine = |p: &Proposal| web.backend.may_decide(&session.who, p);
     let (mut pending, mut after, mut read, mut more) = (Vec::new(), None, 0, false);
     loop {
         let page = web.backend.pending_page(after, PENDING_PAGE).await;

@@ -162,8 +162,9 @@ fn log(line: &str) {
     eprintln!("plangate channel: {line}");
 }
 
+/// Doubling from 1 s (the first pause after none) up to [`MAX_BACKOFF`].
 fn backoff(previous: Duration) -> Duration {
-    (previous * 2).clamp(Duration::from_secs(1), MAX_BACKOFF)
+    plangate_basics::backoff::doubled(previous, MAX_BACKOFF).max(Duration::from_secs(1))
 }
 
 impl Channel {

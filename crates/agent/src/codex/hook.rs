@@ -157,11 +157,7 @@ pub fn wait_from_env() -> Result<Duration, AgentError> {
     if raw.trim().is_empty() {
         return Ok(DEFAULT_WAIT);
     }
-    raw.trim()
-        .parse::<u64>()
-        .ok()
-        .filter(|n| *n <= MAX_WAIT_SECS)
-        .map(Duration::from_secs)
+    plangate_basics::wait::parse_secs(raw.trim(), MAX_WAIT_SECS)
         .ok_or_else(|| AgentError::Usage(format!("PLANGATE_HOOK_WAIT must be whole seconds from 0 to {MAX_WAIT_SECS}, got {raw:?}")))
 }
 

@@ -503,7 +503,8 @@ fn stopping(t: &mut Transition, actor: &Actor, last_message: Option<String>, wai
     let n = t.state.session.stop_count.saturating_add(1);
     t.state.session.stop_count = n;
     let answer = keep_going::answer(&t.state.session, n, ctx.approvals.auto_continue.cycles(), t.state.session.harness);
-    let said: String = last_message.map(|m| crate::text::cut_chars(&crate::text::sanitize_for_injection(&m), 200)).unwrap_or_default();
+    let said: String =
+        last_message.map(|m| plangate_basics::text::cut_chars(&crate::text::sanitize_for_injection(&m), 200)).unwrap_or_default();
     let latest = t.state.latest.as_ref().map(|p| (p.approval_id, p.version));
     let detail = match &answer {
         Answer::KeepGoing(_) => format!("stop {n} with steps open: told to go on{}", quoted(&said)),
@@ -570,7 +571,7 @@ fn harness_todos(t: &mut Transition, actor: &Actor, todos: Vec<crate::keep_going
     let todos: Vec<Todo> = todos
         .into_iter()
         .take(MAX_TODOS)
-        .map(|todo| Todo { content: crate::text::cut_chars(todo.content.trim(), MAX_TODO_CHARS), status: todo.status })
+        .map(|todo| Todo { content: plangate_basics::text::cut_chars(todo.content.trim(), MAX_TODO_CHARS), status: todo.status })
         .collect();
     let mut steps_moved = 0;
     for step in session.steps.iter_mut() {

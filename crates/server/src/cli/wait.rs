@@ -216,8 +216,8 @@ async fn wait_for_decision(
 
 /// 1 s doubling up to 30 s, at a random point of its upper half.
 fn reconnect_pause(failures: u32, jitter: f64) -> Duration {
-    let ceiling = FIRST_RECONNECT.saturating_mul(1u32 << failures.saturating_sub(1).min(10)).min(MAX_RECONNECT);
-    ceiling.mul_f64(0.5 + 0.5 * jitter.clamp(0.0, 1.0))
+    use plangate_basics::backoff::{after, jittered};
+    jittered(after(failures, FIRST_RECONNECT, MAX_RECONNECT), jitter)
 }
 
 /// Take the session's waiting `[PLAN_DECISION]` text, retrying a transient

@@ -11,35 +11,14 @@
 
 use super::{Core, CoreError, ExecMeta, Executed};
 use crate::approvers::{NotAllowed, Venue};
-use plangate_engine::{Actor, ApprovalId, Command, Proposal, Refusal, SessionKey, Verdict};
+use plangate_engine::{Actor, ApprovalId, Proposal, Refusal, SessionKey};
 use plangate_store::Preempted;
 use std::sync::Arc;
 use thiserror::Error;
 
-/// What a person decides about an approval.
-// Built once per request and moved into the engine's command: boxing the
-// verdict would only add an allocation.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone)]
-pub enum Decision {
-    /// Approve (with or without terms), edit, or request changes.
-    Verdict(Verdict),
-    /// "Do not do this": the session halts, read-only.
-    Cancel,
-    /// Release the approval's session: no plan required (the operator's
-    /// `release` action; under a quorum, one request of the ones needed).
-    Release,
-}
-
-impl Decision {
-    fn command(self, id: ApprovalId) -> Command {
-        match self {
-            Decision::Verdict(verdict) => Command::Decide { approval_id: id, verdict },
-            Decision::Cancel => Command::CancelApproval(id),
-            Decision::Release => Command::Off,
-        }
-    }
-}
+/// What a person decides about an approval: the engine's, built by every
+/// venue with its constructors.
+pub use plangate_engine::Decision;
 
 /// A decision, carried out.
 pub struct Decided {

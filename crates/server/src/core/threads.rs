@@ -60,12 +60,7 @@ fn thread_name(p: &Proposal) -> String {
         None => p.session.to_string(),
     };
     let name = format!("{who} · {}", p.plan.title.trim());
-    let (name, _) = plangate_engine::text::reveal(&name);
-    if name.chars().count() <= 128 {
-        name
-    } else {
-        format!("{}…", name.chars().take(127).collect::<String>())
-    }
+    plangate_basics::text::cut_chars(&plangate_engine::text::reveal(&name).0, 128)
 }
 
 /// How many locks the opening of sessions' threads is spread over.

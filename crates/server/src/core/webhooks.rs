@@ -258,8 +258,8 @@ pub fn signature(secret: &str, unix_secs: i64, body: &str) -> String {
 /// [`FIRST_BACKOFF`] up to [`MAX_BACKOFF`], then a random point in its upper
 /// half (`jitter` in 0..1), so receivers coming back are not hit in lockstep.
 pub fn backoff(attempt: u32, jitter: f64) -> Duration {
-    let ceiling = FIRST_BACKOFF.saturating_mul(1u32 << attempt.saturating_sub(1).min(20)).min(MAX_BACKOFF);
-    ceiling.mul_f64(0.5 + 0.5 * jitter.clamp(0.0, 1.0))
+    use plangate_basics::backoff::{after, jittered};
+    jittered(after(attempt, FIRST_BACKOFF, MAX_BACKOFF), jitter)
 }
 
 /// A `Retry-After` in seconds or as an HTTP date, relative to `now_ms`,
@@ -281,14 +281,7 @@ fn retry_after(headers: &reqwest::header::HeaderMap, now_ms: i64) -> Option<Dura
 /// its query) and with its causes ("connection refused").
 fn transport_error(e: reqwest::Error) -> String {
     let timed_out = e.is_timeout();
-    let e = e.without_url();
-    let mut reason = e.to_string();
-    let mut source = std::error::Error::source(&e);
-    while let Some(s) = source {
-        reason.push_str(": ");
-        reason.push_str(&s.to_string());
-        source = s.source();
-    }
+    let mut reason = plangate_basics::errors::chain(&e.without_url());
     if timed_out {
         reason = format!("no answer within {} s ({reason})", REQUEST_TIMEOUT.as_secs());
     }

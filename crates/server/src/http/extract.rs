@@ -168,10 +168,8 @@ pub(super) struct WaitQuery {
 
 pub(super) fn wait_of(q: &WaitQuery) -> Result<Duration, ApiError> {
     let Some(w) = &q.wait else { return Ok(Duration::ZERO) };
-    match w.parse::<u64>() {
-        Ok(n) if n <= MAX_WAIT_SECS => Ok(Duration::from_secs(n)),
-        _ => Err(ApiError::invalid_request(format!("wait must be a whole number of seconds from 0 to {MAX_WAIT_SECS}, got {w:?}"))),
-    }
+    plangate_basics::wait::parse_secs(w, MAX_WAIT_SECS)
+        .ok_or_else(|| ApiError::invalid_request(format!("wait must be a whole number of seconds from 0 to {MAX_WAIT_SECS}, got {w:?}")))
 }
 
 pub(super) fn query<T: DeserializeOwned>(q: Result<Query<T>, axum::extract::rejection::QueryRejection>) -> Result<T, ApiError> {

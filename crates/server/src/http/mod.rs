@@ -32,8 +32,8 @@ use tracing::Instrument;
 
 /// Request bodies over this are refused with 413.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
-/// The longest a long-poll may hold (seconds).
-pub const MAX_WAIT_SECS: u64 = 300;
+/// The longest a long-poll may hold (seconds): the one cap both sides share.
+pub use plangate_basics::wait::MAX_WAIT_SECS;
 
 type AppState = Arc<Core>;
 

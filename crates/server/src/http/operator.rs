@@ -11,7 +11,7 @@ use axum::http::header::LINK;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::Json;
 use plangate_engine::view::{ApprovalSummary, DecisionView, StatusView};
-use plangate_engine::{Actor, Command, DecisionStatus, Plan, Terms, Verdict};
+use plangate_engine::{Actor, Command, DecisionStatus, Plan, Terms};
 use plangate_engine::{ApprovalId, Timestamp};
 use plangate_store::{AuditQuery, PagePosition};
 use serde::Deserialize;
@@ -146,13 +146,9 @@ pub(super) async fn operator_decision(
         return Err(ApiError::invalid_request("note and except go with action approve only"));
     }
     let decision = match body.action {
-        OperatorAction::Approve if body.note.is_none() && body.except.is_empty() => Decision::Verdict(Verdict::Approve),
-        OperatorAction::Approve => Decision::Verdict(Verdict::ApproveWith(Terms { note: body.note, except: body.except })),
-        OperatorAction::Edit => {
-            let plan = body.plan.ok_or_else(|| ApiError::invalid_request("action edit needs the edited `plan`"))?;
-            Decision::Verdict(Verdict::Edit(plan))
-        }
-        OperatorAction::Revise => Decision::Verdict(Verdict::Revise(body.feedback.unwrap_or_default())),
+        OperatorAction::Approve => Decision::approve_with(Terms { note: body.note, except: body.except }),
+        OperatorAction::Edit => Decision::edit(body.plan.ok_or_else(|| ApiError::invalid_request("action edit needs the edited `plan`"))?),
+        OperatorAction::Revise => Decision::revise(body.feedback.unwrap_or_default()),
         OperatorAction::Cancel => Decision::Cancel,
         OperatorAction::Release => Decision::Release,
     };

@@ -152,6 +152,22 @@ impl Drop for TestSchema {
     }
 }
 
+/// Whether `cond` holds every time it is checked (every 20 ms) for all of
+/// `during`: a wait that says what must stay true while time passes (a
+/// lease not yet run out, nothing heard), instead of a blind sleep.
+pub fn holds_for(during: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + during;
+    loop {
+        if !cond() {
+            return false;
+        }
+        if std::time::Instant::now() >= deadline {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Poll `cond` every 20 ms for up to `within`.
 pub fn eventually(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let deadline = std::time::Instant::now() + within;

@@ -2,7 +2,7 @@
 //! Two `PgStore`s in one test process stand for two replicas (each has its
 //! own pool, replica id, listener and leader connections).
 
-use crate::common::{admin, ctx, eventually, propose, propose_storing_every_timer, TestSchema};
+use crate::common::{admin, ctx, eventually, holds_for, propose, propose_storing_every_timer, TestSchema};
 use plangate_engine::{apply, Actor, Command, Plan, SessionKey, Timestamp};
 use plangate_store::prelude::*;
 use plangate_store::{Commit, Committed, OutboxEntry, PgOptions, PgStore, Preempted, StoreError};
@@ -212,15 +212,14 @@ fn due_timers_are_claimed_by_one_replica_until_the_lease_runs_out() {
     // The listings ignore leases.
     assert_eq!(b.due_timers(now).unwrap(), all);
 
-    // a renews; b still cannot take a's timers after the original lease.
-    std::thread::sleep(Duration::from_millis(750));
+    // a renews half way through its lease; b cannot take a's timers
+    // meanwhile, nor after the original lease.
+    let not_a_s = || b.claim_due_timers(now, None, 100).unwrap().iter().all(|t| !mine.contains(t));
+    assert!(holds_for(Duration::from_millis(750), not_a_s), "a's lease holds");
     a.renew_leases().unwrap();
-    std::thread::sleep(Duration::from_millis(1000));
-    let claimed = b.claim_due_timers(now, None, 100).unwrap();
-    assert!(claimed.iter().all(|t| !mine.contains(t)), "a renewed its lease: {claimed:?}");
+    assert!(holds_for(Duration::from_millis(1000), not_a_s), "a renewed its lease");
     // a stops renewing (it died): after its lease b claims its timers too.
-    std::thread::sleep(Duration::from_millis(1200));
-    assert_eq!(b.claim_due_timers(now, None, 100).unwrap(), all);
+    assert!(eventually(Duration::from_secs(5), || b.claim_due_timers(now, None, 100).unwrap() == all), "b took a's timers over");
     assert!(a.claim_due_timers(now, None, 100).unwrap().is_empty(), "b holds them all now");
     // Paging after a timer works on claims too.
     assert_eq!(b.claim_due_timers(now, Some(&all[7]), 100).unwrap(), all[8..]);
@@ -243,13 +242,16 @@ fn outbox_entries_go_to_one_replica_and_move_when_it_dies() {
     assert!(a.claim_outbox(100).unwrap().is_empty(), "a runs it after the commit, not through claims");
     assert_eq!(b.outbox().unwrap(), entries);
 
-    std::thread::sleep(Duration::from_millis(750));
+    assert!(holds_for(Duration::from_millis(750), || b.claim_outbox(100).unwrap().is_empty()), "a's lease holds");
     a.renew_leases().unwrap();
-    std::thread::sleep(Duration::from_millis(1000));
-    assert!(b.claim_outbox(100).unwrap().is_empty(), "a renewed its lease");
+    assert!(holds_for(Duration::from_millis(1000), || b.claim_outbox(100).unwrap().is_empty()), "a renewed its lease");
 
-    std::thread::sleep(Duration::from_millis(1200));
-    let first = b.claim_outbox(4).unwrap();
+    // a stops renewing (it died): after its lease b claims its entries.
+    let mut first = Vec::new();
+    assert!(eventually(Duration::from_secs(5), || {
+        first = b.claim_outbox(4).unwrap();
+        !first.is_empty()
+    }));
     assert_eq!(first, entries[..4], "oldest first");
     let (from_a, from_b) = std::thread::scope(|s| {
         let x = s.spawn(|| a.claim_outbox(100).unwrap());
@@ -284,10 +286,14 @@ fn outbox_pages_are_the_replicas_own_entries_and_free_ones() {
 
     // a renews its lease, b does not (it died): a takes b's over, and b's
     // entries are a's from then on.
-    std::thread::sleep(Duration::from_millis(750));
+    assert!(holds_for(Duration::from_millis(750), || a.claim_outbox(10).unwrap().is_empty()), "b's lease holds");
     a.renew_leases().unwrap();
-    std::thread::sleep(Duration::from_millis(1000));
-    assert_eq!(a.claim_outbox_page(Some(seqs[0]), 10).unwrap(), entries[1..], "a's own and b's abandoned ones, in order");
+    let mut page = Vec::new();
+    assert!(eventually(Duration::from_secs(5), || {
+        page = a.claim_outbox_page(Some(seqs[0]), 10).unwrap();
+        page.len() > 1
+    }));
+    assert_eq!(page, entries[1..], "a's own and b's abandoned ones, in order");
     assert!(b.claim_outbox_page(None, 10).unwrap().is_empty(), "a holds them all now");
     assert!(b.claim_outbox(10).unwrap().is_empty());
 }
@@ -314,8 +320,7 @@ fn changes_of_one_replica_wake_the_listeners_of_another() {
     let (state, _) = a.load_revision(&other).unwrap();
     let refused = a.commit(Commit { session: Some(state.session), expected_revision: Some(7), ..Commit::default() }).unwrap();
     assert_eq!(refused, Committed::Preempted(Preempted::Conflict));
-    std::thread::sleep(Duration::from_millis(300));
-    assert!(!heard.lock().unwrap()[before..].contains(&Some(other)));
+    assert!(holds_for(Duration::from_millis(300), || !heard.lock().unwrap()[before..].contains(&Some(other.clone()))));
 }
 
 /// Commits side by side: all of them heard, those that did not notify in
@@ -457,10 +462,7 @@ fn one_leader_and_a_takeover_when_its_connection_dies() {
     let (a, b) = (candidate(&db, role), candidate(&db, role));
     assert!(eventually(Duration::from_secs(3), || leaders(&[&a, &b]).len() == 1));
     // And it stays that way.
-    for _ in 0..10 {
-        std::thread::sleep(Duration::from_millis(100));
-        assert_eq!(leaders(&[&a, &b]).len(), 1);
-    }
+    assert!(holds_for(Duration::from_secs(1), || leaders(&[&a, &b]).len() == 1), "{:?}", leaders(&[&a, &b]));
     let first = leaders(&[&a, &b])[0];
     // Another role is elected on its own.
     let c = candidate(&db, "slack");
@@ -476,8 +478,7 @@ fn one_leader_and_a_takeover_when_its_connection_dies() {
     let old = [&a, &b][first];
     assert!(old.changes.load(Ordering::SeqCst) >= 2, "the old leader was told it stopped leading");
     // The old leader competes again and stays a follower.
-    std::thread::sleep(Duration::from_millis(1500));
-    assert_eq!(leaders(&[&a, &b]), vec![other]);
+    assert!(holds_for(Duration::from_millis(1500), || leaders(&[&a, &b]) == vec![other]), "{:?}", leaders(&[&a, &b]));
 }
 
 /// A replica that goes away (its store dropped) hands the role over.

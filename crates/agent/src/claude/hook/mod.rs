@@ -148,10 +148,8 @@ pub fn wait_from_env() -> Result<Duration, AgentError> {
     match std::env::var("PLANGATE_HOOK_WAIT") {
         Err(_) => Ok(DEFAULT_WAIT),
         Ok(v) if v.trim().is_empty() => Ok(DEFAULT_WAIT),
-        Ok(v) => match v.trim().parse::<u64>() {
-            Ok(n) if n <= MAX_WAIT_SECS => Ok(Duration::from_secs(n)),
-            _ => Err(AgentError::Usage(format!("PLANGATE_HOOK_WAIT must be whole seconds from 0 to {MAX_WAIT_SECS}, got {v:?}"))),
-        },
+        Ok(v) => plangate_basics::wait::parse_secs(v.trim(), MAX_WAIT_SECS)
+            .ok_or_else(|| AgentError::Usage(format!("PLANGATE_HOOK_WAIT must be whole seconds from 0 to {MAX_WAIT_SECS}, got {v:?}"))),
     }
 }
 

@@ -189,11 +189,7 @@ async fn readiness(target: &Target) -> (Check, bool) {
 
 /// The innermost cause of a transport error ("Connection refused (os error 111)").
 fn innermost(e: &reqwest::Error) -> String {
-    let mut cause: &dyn std::error::Error = e;
-    while let Some(next) = cause.source() {
-        cause = next;
-    }
-    cause.to_string()
+    plangate_basics::errors::innermost(e).to_string()
 }
 
 /// `GET /v1/sessions/plangate-doctor` with `token`: the check, and whose

@@ -24,7 +24,7 @@ pub mod route;
 pub mod rule;
 pub mod suggest;
 
-pub use load::{Section, POLICY_DIR};
+pub use load::{policy_dir, to_toml, Section, POLICY_DIR};
 pub use route::{call_verdict, plan_verdict, CallVerdict, Facts, PlanVerdict, Routed};
 pub use rule::{Action, Applies, Rule, RuleSpec, Source};
 use std::path::PathBuf;

@@ -18,7 +18,7 @@ pub struct Section {
 }
 
 /// A file of `policy.d/`: `[[rules]]` entries, nothing else.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct File {
     #[serde(default)]
@@ -70,4 +70,10 @@ fn read_dir(dir: &Path) -> Result<Vec<(Source, Vec<RuleSpec>)>, PolicyError> {
     }
     files.sort();
     files.into_iter().map(|path| Ok((Source::File(path.clone()), Policy::read_file(&path)?))).collect()
+}
+
+/// Rules as a `policy.d` file holds them, for `policy show` and `policy
+/// suggest` to print what an operator can paste.
+pub fn to_toml(rules: &[RuleSpec]) -> String {
+    toml::to_string(&File { rules: rules.to_vec() }).unwrap_or_default()
 }

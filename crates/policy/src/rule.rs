@@ -62,6 +62,12 @@ pub enum Applies {
     Plans,
 }
 
+impl Applies {
+    fn is_both(&self) -> bool {
+        *self == Applies::Both
+    }
+}
+
 /// Where a rule was written: the config file's `[policy]` section or a
 /// file of `policy.d/`. `plangate policy show` prints it beside the rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,7 +98,7 @@ pub struct RuleSpec {
     pub action: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quorum: Option<u32>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Applies::is_both")]
     pub on: Applies,
     /// Why the rule exists, for the person reading `policy show`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

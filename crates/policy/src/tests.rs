@@ -49,6 +49,17 @@ fn a_written_policy_reads_with_every_matcher() {
 }
 
 #[test]
+fn rules_print_as_a_policy_file_that_reads_back() {
+    let specs = vec![
+        RuleSpec { class: vec!["git.push".into()], on: Applies::Calls, note: Some("why".into()), ..spec("a", "auto") },
+        RuleSpec { quorum: Some(2), action: None, project: vec!["api".into()], ..spec("b", "") },
+    ];
+    let text = to_toml(&specs);
+    let back: Section = toml::from_str(&text).unwrap();
+    assert_eq!(back.rules, specs, "{text}");
+}
+
+#[test]
 fn bad_rules_are_refused_with_what_to_write() {
     let refused = |t: &str| parse(t).unwrap_err().to_string();
     assert!(refused("[[rules]]\nid = \"x\"\naction = \"maybe\"").contains("not one of auto, one, quorum, deny"));

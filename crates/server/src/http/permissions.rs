@@ -63,7 +63,8 @@ pub(super) async fn ask(
         let agent = agent.clone();
         core.blocking(move |s| s.permission_rules(&agent)).await?
     };
-    let rules = Rules { deny: config.deny, ask: config.ask, allow: config.allow, stored };
+    let required = policy_quorum(&core, &agent, &state, &gate_call);
+    let rules = Rules { deny: config.deny, ask: config.ask, allow: config.allow, stored, required };
     // Posted where the session's cards go: the project of its latest plan.
     let project = state.latest.as_ref().and_then(|p| p.project.as_ref());
     let relay = config.relay && !core.destinations(&agent, project).is_empty();
@@ -93,6 +94,16 @@ pub(super) async fn ask(
     };
     tracing::info!(%tool, decision = %body["decision"], "permission");
     Ok((status, Json(body)).into_response())
+}
+
+/// How many people the operator's policy asks to allow this call (`quorum
+/// = N` on a risky call during an approved plan); 0 otherwise.
+fn policy_quorum(core: &AppState, agent: &str, state: &plangate_engine::State, call: &plangate_engine::GateCall<'_>) -> u32 {
+    let facts = crate::gate::risky_call(agent, state, call);
+    match facts.as_ref().and_then(|f| core.settings.policy.route_call(f)).map(|r| r.action) {
+        Some(plangate_policy::Action::Quorum(n)) => n,
+        _ => 0,
+    }
 }
 
 /// `GET /v1/sessions/{id}/permissions/{question_id}?wait=N`: the request

@@ -3,9 +3,10 @@
 //! They are clients of the same API as every agent (through
 //! [`plangate_agent::Client`]), so what the CLI shows is what an agent would
 //! see. `plangate wait` lives in [`wait`], `plangate pair` and
-//! `plangate destinations` in [`pair`].
+//! `plangate destinations` in [`pair`], `plangate policy` in [`policy`].
 
 pub mod pair;
+pub mod policy;
 pub mod wait;
 
 use anyhow::Result;

@@ -136,7 +136,7 @@ fn show(config: Option<&Path>) -> Result<i32> {
             writeln!(out, "\n# from {}", rule.source)?;
             last = Some(&rule.source);
         }
-        write!(out, "{}", plangate_policy::to_toml(std::slice::from_ref(&rule.spec)))?;
+        writeln!(out, "{}", plangate_policy::to_toml(std::slice::from_ref(&rule.spec)))?;
     }
     Ok(0)
 }
@@ -179,13 +179,20 @@ pub fn print_replay(replayed: &Replay, json: bool, out: &mut impl Write) -> Resu
         return Ok(());
     }
     if !replayed.changes.is_empty() {
-        writeln!(out, "{:<24} {:<5} {:<24} {:<14} {:<14} {:<20} WHAT", "AT", "KIND", "AGENT/SESSION", "WAS", "WOULD BE", "RULE")?;
+        writeln!(
+            out,
+            "{:<24} {:<5} {:<24} {:<14} {:<14} {:<26} WHAT",
+            "AT", "KIND", "AGENT/SESSION", "WAS", "WOULD BE", "RULE (WAS → WOULD BE)"
+        )?;
     }
     for c in &replayed.changes {
         let at = plangate_engine::Timestamp(c.at).rfc3339();
         let who = format!("{}/{}", c.agent, c.session_id);
-        let rule = c.rule.as_deref().or(c.was_rule.as_deref()).unwrap_or("-");
-        writeln!(out, "{at:<24} {:<5} {who:<24} {:<14} {:<14} {rule:<20} {}", c.kind, c.was, c.would_be, c.what)?;
+        let rule = match (c.was_rule.as_deref(), c.rule.as_deref()) {
+            (was, now) if was == now => now.unwrap_or("-").to_string(),
+            (was, now) => format!("{} → {}", was.unwrap_or("-"), now.unwrap_or("-")),
+        };
+        writeln!(out, "{at:<24} {:<5} {who:<24} {:<14} {:<14} {rule:<26} {}", c.kind, c.was, c.would_be, c.what)?;
     }
     writeln!(out, "{} of {} recorded decisions would change", replayed.changes.len(), replayed.decisions)?;
     Ok(())

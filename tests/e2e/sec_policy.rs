@@ -70,6 +70,11 @@ async fn rules_route_risky_calls_and_plans_and_nothing_else_changes() {
         }
     }
     ordinary_work_runs(&s, "p1").await;
+    // A harness that asks about the drop anyway gets no card to allow it.
+    let drop = json!({"tool": "Bash", "input": {"command": "psql -c \"DROP DATABASE prod\""}});
+    let (st, v) = call(s.agent(Method::POST, "/v1/sessions/p1/permissions").json(&drop)).await;
+    assert_eq!((st, v["decision"].as_str()), (200, Some("deny")), "{v}");
+    assert!(v["reason"].as_str().unwrap_or_default().contains("policy rule no-drops"), "{v}");
 
     // `auto`: a migration the plan did not declare runs without a card,
     // audited with the rule's id; a migration chained to a delete does not.

@@ -139,6 +139,15 @@ async fn rules_route_risky_calls_and_plans_and_nothing_else_changes() {
     let (code, out, _) = operator_cli(&s, &["policy", "test", "--config", &config]).await;
     assert_eq!(code, 0);
     assert!(out.starts_with("0 of "), "{out}");
+
+    // `policy suggest`: nobody answered a card here, so nothing to suggest.
+    let (code, out, _) = operator_cli(&s, &["policy", "suggest"]).await;
+    assert_eq!(code, 0);
+    assert!(out.contains("no candidate rule"), "{out}");
+    let (code, out, _) = operator_cli(&s, &["policy", "suggest", "--json"]).await;
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["suggestions"], json!([]), "{v}");
 }
 
 #[tokio::test]

@@ -590,15 +590,16 @@ async fn routed(
         Some(Action::One | Action::Quorum(_)) => true,
         None => undeclared,
     };
-    let granted = asks && granted(core, &key.agent, state, call).await?;
-    let verdict = plangate_policy::call_verdict(route.map(|r| r.action), undeclared, granted);
+    let covered = asks && granted(core, &key.agent, state, call).await?;
+    let verdict = plangate_policy::call_verdict(route.map(|r| r.action), undeclared, covered);
     let reason = crate::gate::routed_reason(state, &facts, route, verdict, allowed);
     let rule = route.map(|r| r.rule.id.clone());
     if let Some(rule) = &rule {
         tracing::info!(rule = %rule, verdict = verdict.as_str(), "policy routed a call");
     }
     let shown = plangate_gate::reading::command(call.tool, call.input).unwrap_or_else(|| call.tool.to_string());
-    let record = plangate_policy::replay::CallRecord { facts, granted, verdict, rule, shown: plangate_policy::replay::shown(&shown) };
+    let record =
+        plangate_policy::replay::CallRecord { facts, granted: covered, verdict, rule, shown: plangate_policy::replay::shown(&shown) };
     let approval = state.latest.as_ref().map(|p| (p.approval_id, p.version));
     core.audit(key, "plangate", plangate_policy::replay::CALL_ACTION, approval, record.detail()).await;
     Ok((verdict.as_str(), reason))

@@ -51,6 +51,7 @@ mod sec_hook;
 mod sec_inputs;
 mod sec_pair;
 mod sec_permissions;
+mod sec_policy;
 mod sec_scope;
 mod sec_slack;
 mod sec_telegram;

@@ -16,7 +16,7 @@ use std::time::Duration;
 const BIN: &str = env!("CARGO_BIN_EXE_plangate");
 
 /// The issue's four commands: each of a class the plan does not declare.
-const RISKY: &[(&str, &str)] = &[
+pub(crate) const RISKY: &[(&str, &str)] = &[
     (r#"psql -h db.prod -c "DROP DATABASE prod""#, "drops or empties a database"),
     ("rm -rf /srv/db", "deletes files outside the project"),
     ("git push --force origin main", "rewrites history"),
@@ -24,7 +24,7 @@ const RISKY: &[(&str, &str)] = &[
 ];
 
 /// What a plan's ordinary work runs: never a card.
-const ORDINARY: &[&str] = &[
+pub(crate) const ORDINARY: &[&str] = &[
     "cargo test",
     "git status",
     "git commit -m msg",
@@ -37,7 +37,17 @@ async fn approved(s: &ServerProcess, session: &str, plan: Value) {
     crate::sec_amend::approved(s, session, plan).await;
 }
 
-fn uploader_plan(allows: &[&str]) -> Value {
+/// The plan's ordinary work, and a write inside its scope, run without a card.
+pub(crate) async fn ordinary_work_runs(s: &ServerProcess, session: &str) {
+    for command in ORDINARY {
+        let (decision, reason) = gate(s, session, "Bash", json!({"command": command})).await;
+        assert_eq!(decision, "allow", "{command}: {reason}");
+    }
+    let (decision, reason) = gate(s, session, "Write", json!({"file_path": "src/uploader.rs", "content": "x"})).await;
+    assert_eq!(decision, "allow", "{reason}");
+}
+
+pub(crate) fn uploader_plan(allows: &[&str]) -> Value {
     json!({
         "title": "Add retries to the uploader",
         "steps": [{"step": "Read src/uploader.rs"}, {"step": "Add retries to src/uploader.rs"}],
@@ -55,12 +65,7 @@ async fn an_approved_plan_asks_about_risky_calls_it_did_not_declare() {
         assert_eq!(decision, "ask", "{command}: {reason}");
         assert!(reason.contains(says) && reason.contains("not in the approved plan"), "{command}: {reason}");
     }
-    for command in ORDINARY {
-        let (decision, reason) = gate(&s, "c1", "Bash", json!({"command": command})).await;
-        assert_eq!(decision, "allow", "{command}: {reason}");
-    }
-    let (decision, reason) = gate(&s, "c1", "Write", json!({"file_path": "src/uploader.rs", "content": "x"})).await;
-    assert_eq!(decision, "allow", "{reason}");
+    ordinary_work_runs(&s, "c1").await;
     // Reading a secret is a class too.
     let (decision, _) = gate(&s, "c1", "Read", json!({"file_path": ".env"})).await;
     assert_eq!(decision, "ask");

@@ -626,6 +626,14 @@ pub struct PermissionAsk {
     /// made before this was kept: such a request is not judged by it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting_until: Option<Timestamp>,
+    /// The distinct approvers the operator's policy asks for this call
+    /// (`quorum = N`); 0 or 1: one person may allow it once.
+    #[serde(default, skip_serializing_if = "is_one_or_none")]
+    pub required: u32,
+}
+
+fn is_one_or_none(n: &u32) -> bool {
+    *n <= 1
 }
 
 /// One approver's vote for a wider grant under a quorum.
@@ -658,6 +666,9 @@ pub struct Rules {
     pub allow: Vec<Rule>,
     /// "Always" answers stored for the agent.
     pub stored: Vec<StoredRule>,
+    /// The distinct approvers the operator's policy asks for this call
+    /// (`quorum = N`, `plangate-policy`); 0 or 1: one.
+    pub required: u32,
 }
 
 /// What the rules say about a call.
@@ -760,11 +771,17 @@ fn pretty(input: &Value) -> String {
 /// executes (before approval the gate itself holds; after it, the agent's
 /// rules) or the plan allows them all.
 pub fn outside_the_plan(state: &crate::State, tool: &str, input: &Value) -> Vec<plangate_gate::classes::RiskClass> {
+    let Some(plan) = executing_plan(state) else { return Vec::new() };
+    plangate_gate::classes::classes(tool, input).into_iter().filter(|c| !plan.allows.contains(c)).collect()
+}
+
+/// The approved plan the session carries out, if it does (not while it
+/// plans, after a cancel, or once released without a plan).
+pub fn executing_plan(state: &crate::State) -> Option<&crate::Plan> {
     use crate::{ApprovalState, Mode};
     let session = &state.session;
     let executing = session.mode == Mode::Normal && matches!(session.approval, ApprovalState::Approved | ApprovalState::Edited);
-    let Some(plan) = state.latest.as_ref().map(|p| &p.plan).filter(|_| executing) else { return Vec::new() };
-    plangate_gate::classes::classes(tool, input).into_iter().filter(|c| !plan.allows.contains(c)).collect()
+    state.latest.as_ref().map(|p| &p.plan).filter(|_| executing)
 }
 
 #[cfg(test)]

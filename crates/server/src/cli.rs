@@ -3,10 +3,12 @@
 //! They are clients of the same API as every agent (through
 //! [`plangate_agent::Client`]), so what the CLI shows is what an agent would
 //! see. `plangate wait` lives in [`wait`], `plangate pair` and
-//! `plangate destinations` in [`pair`], `plangate audit` in [`audit`].
+//! `plangate destinations` in [`pair`], `plangate audit` in [`audit`],
+//! `plangate policy` in [`policy`].
 
 pub mod audit;
 pub mod pair;
+pub mod policy;
 pub mod wait;
 
 use anyhow::Result;

@@ -341,7 +341,7 @@ impl Hub {
     }
 
     fn meta(&self, ev: &Inbound) -> ExecMeta {
-        ExecMeta { idempotency: ev.idempotency_key.clone(), fired: None }
+        ExecMeta { idempotency: ev.idempotency_key.clone(), ..ExecMeta::default() }
     }
 
     /// Decide through the core's one door ([`Core::decide`]), and say what happened.

@@ -152,6 +152,9 @@ enum Cmd {
     /// Step lists shared across sessions, and between agents `[namespaces.<name>]` names together.
     #[command(subcommand)]
     Namespace(NamespaceCmd),
+    /// The operator's routing policy: `show` it merged, `test` a candidate against the recorded audit, `suggest` rules.
+    #[command(subcommand)]
+    Policy(plangate_server::cli::policy::PolicyCmd),
     /// Write a consistent snapshot of a running server (store and plan documents) to FILE.
     Backup {
         /// Where to write it (written beside as FILE.partial, then renamed).
@@ -453,6 +456,7 @@ async fn run(args: Args) -> Result<i32> {
         Cmd::Audit(args) => plangate_server::cli::audit::audit(args).await,
         Cmd::Pair(args) => plangate_server::cli::pair::pair(args).await,
         Cmd::Destinations(args) => plangate_server::cli::pair::destinations(args).await,
+        Cmd::Policy(cmd) => plangate_server::cli::policy::run(cmd).await,
         Cmd::Namespace(NamespaceCmd::Show { name, token, remote }) => {
             let client = Client::new(&remote.url, Some(token))?;
             cli::namespace_show(&client, &name).await

@@ -133,7 +133,7 @@ pub async fn fire_due(core: &Arc<Core>) -> bool {
                 continue;
             }
             let key = timer.session.clone();
-            let meta = ExecMeta { idempotency: None, fired: Some(timer.clone()) };
+            let meta = ExecMeta { fired: Some(timer.clone()), ..ExecMeta::default() };
             match core.execute(&key, Actor::Scheduler, Command::TimerFired(timer.clone()), meta).await {
                 Ok(_) => {}
                 // Fired on another replica meanwhile: its transition, not ours.

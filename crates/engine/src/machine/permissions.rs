@@ -66,6 +66,7 @@ pub(super) fn ask_permission(
                 outcome: None,
                 wide_votes: Vec::new(),
                 waiting_until: Some(ctx.now),
+                required: rules.required,
             };
             let question = Question {
                 question_id,
@@ -109,6 +110,9 @@ fn card_text(ask: &PermissionAsk, id: QuestionId, project: Option<&crate::Projec
     }
     if !ask.risks.is_empty() {
         out.push_str(&format!("⚠ {}\n", ask.risks.join(" · ")));
+    }
+    if ask.required > 1 {
+        out.push_str(&format!("👥 The operator's policy asks {} approvers to allow this\n", ask.required));
     }
     out.push_str(&ask.shown);
     if !ask.shown_whole {
@@ -175,7 +179,8 @@ pub(super) fn answer_permission(
         }
         other => other,
     };
-    let required = quorum(t, ctx);
+    let policy_required = pending.permission.as_ref().map_or(0, |a| a.required) as usize;
+    let required = quorum(t, ctx).max(policy_required);
     let Some(mut q) = t.state.session.pending_permission.take() else {
         return Err(Refusal::Stale("No permission request is waiting.".to_string()));
     };
@@ -198,14 +203,16 @@ pub(super) fn answer_permission(
         // Under a quorum one person may allow this call, or deny it; a
         // grant that outlives the call (for the session, always) needs as
         // many distinct approvers as a plan does, and grants the narrowest
-        // grade they asked for.
-        PermissionAnswer::Allow { grade: grade @ (Grade::Session | Grade::Always) } if required > 1 => {
+        // grade they asked for. A call the operator's policy routes to a
+        // quorum (`required`) needs that many for "once" too.
+        PermissionAnswer::Allow { grade } if required > 1 && (grade != Grade::Once || policy_required > 1) => {
             let Some(ask) = q.permission.as_mut() else { return Err(Refusal::InvalidState("not a permission request".to_string())) };
             if ask.wide_votes.iter().any(|v| v.by == identity) {
                 let have = ask.wide_votes.len();
                 t.state.session.pending_permission = Some(q);
+                let or_once = if policy_required > 1 { "" } else { ", or allow it once" };
                 return Err(Refusal::AlreadyApproved(format!(
-                    "You already asked for a wider grant ({have} of {required} approvers); someone else must agree, or allow it once."
+                    "You already asked to allow this ({have} of {required} approvers); someone else must agree{or_once}."
                 )));
             }
             ask.wide_votes.push(WideVote { by: identity.clone(), grade });
@@ -224,7 +231,8 @@ pub(super) fn answer_permission(
                 );
                 return Ok(());
             }
-            let narrowest = if ask.wide_votes.iter().any(|v| v.grade == Grade::Session) { Grade::Session } else { Grade::Always };
+            let narrowest =
+                [Grade::Once, Grade::Session].into_iter().find(|g| ask.wide_votes.iter().any(|v| v.grade == *g)).unwrap_or(Grade::Always);
             PermissionAnswer::Allow { grade: narrowest }
         }
         other => other,

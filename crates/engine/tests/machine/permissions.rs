@@ -182,6 +182,22 @@ fn under_a_quorum_a_wider_grant_needs_as_many_approvers_and_grants_the_narrowest
 }
 
 #[test]
+fn a_call_the_policy_routes_to_a_quorum_needs_that_many_people_even_once() {
+    let (s, _) = approved();
+    let rules = Rules { required: 2, ..Rules::default() };
+    let s = ok(&s, &Actor::Agent, ask_bash("terraform apply", rules), &ctx(0x51)).state;
+    let q = s.session.pending_permission.as_ref().unwrap();
+    assert!(q.question.contains("asks 2 approvers"), "{}", q.question);
+    let t = ok(&s, &alice(), allow(Grade::Once), &ctx(1));
+    assert!(t.answered.is_none(), "one person's once is counted, not granted");
+    assert!(matches!(refused(&t.state, &alice(), allow(Grade::Once), &ctx(2)), Refusal::AlreadyApproved(_)));
+    let t = ok(&t.state, &bob(), allow(Grade::Always), &ctx(3));
+    let outcome = t.answered.as_ref().and_then(|q| q.permission.as_ref()).and_then(|a| a.outcome.clone());
+    assert_eq!(outcome, Some(PermissionOutcome::Answered { answer: PermissionAnswer::Allow { grade: Grade::Once } }), "the narrowest");
+    assert!(t.rule_added.is_none() && t.state.session.session_rules.is_empty());
+}
+
+#[test]
 fn a_multi_line_or_long_command_makes_a_card_and_a_grant_the_state_can_store() {
     let heredoc = "git commit -m \"$(cat <<'EOF'\nFix the uploader\n\nCo-Authored-By: Claude <noreply@anthropic.com>\nEOF\n)\"";
     let long = format!("echo {}", "x".repeat(5000));

@@ -72,6 +72,9 @@ pub struct Settings {
     pub approval_policies: BTreeMap<String, ApprovalPolicy>,
     /// Per agent: where its cards go and who may decide there.
     pub approvers: crate::approvers::ApproverIndex,
+    /// The effective routing policy: `[policy]` and, for a config file,
+    /// `policy.d/` beside it.
+    pub policy: plangate_policy::Policy,
 }
 
 impl Settings {
@@ -86,7 +89,12 @@ impl Settings {
             .add_source(config::Environment::with_prefix("PLANGATE").prefix_separator("__").separator("__").try_parsing(true))
             .build()?
             .try_deserialize()?;
-        Settings::validate(raw)
+        let mut settings = Settings::validate(raw)?;
+        if let Some(path) = path {
+            settings.policy =
+                plangate_policy::Policy::load(&settings.raw.policy, Some(path)).map_err(|e| invalid("policy", e.to_string()))?;
+        }
+        Ok(settings)
     }
 
     /// Parse and validate a TOML text (tests, `config check` of snippets).
@@ -177,6 +185,10 @@ impl Settings {
         if let Err(e) = raw.audit.interval() {
             problem(e);
         }
+        // The section alone here; `load` adds `policy.d/` beside the file.
+        let policy = plangate_policy::Policy::load(&raw.policy, None)
+            .map_err(|e| problem(invalid("policy", format!("{e}; fix the rule or remove it"))))
+            .unwrap_or_default();
         for e in raw.store.problems() {
             problem(e);
         }
@@ -280,7 +292,7 @@ impl Settings {
                 let mut raw = raw;
                 raw.server.data_dir = data_dir.clone();
                 let approvers = crate::approvers::ApproverIndex::build(&raw, &escalations);
-                Ok(Settings { data_dir, bind, policies, escalations, approval_policies, approvers, raw })
+                Ok(Settings { data_dir, bind, policies, escalations, approval_policies, approvers, policy, raw })
             }
             (1, _) => Err(problems.remove(0)),
             _ => Err(ConfigError::Several(problems)),

@@ -26,6 +26,10 @@ pub struct Config {
     /// PostgreSQL database several replicas share.
     #[serde(default)]
     pub store: StoreConfig,
+    /// The operator's routing rules (`[[policy.rules]]`), merged with the
+    /// files of `policy.d/` beside the config file ([`plangate_policy`]).
+    #[serde(default, skip_serializing_if = "is_empty_policy")]
+    pub policy: plangate_policy::Section,
     /// Raw channel sections, handed to each adapter's own config type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telegram: Option<serde_json::Value>,
@@ -596,4 +600,8 @@ impl StoreConfig {
         }
         out
     }
+}
+
+fn is_empty_policy(p: &plangate_policy::Section) -> bool {
+    p.rules.is_empty()
 }

@@ -356,3 +356,26 @@ fn a_bad_project_glob_is_refused_with_its_key_and_threads_work_on_every_channel(
     let ok = parse(&toml(discord, "channel = \"discord\"\nchat = \"3\"\nthreads = \"per_session\""));
     assert!(ok.is_ok(), "every channel has threads now: {:?}", ok.err());
 }
+
+#[test]
+fn policy_rules_are_read_from_the_section_and_a_bad_one_is_named() {
+    let base = "[server]\nbind = \"127.0.0.1:8787\"\ndata_dir = \"d\"\n";
+    let s = parse(&format!("{base}[[policy.rules]]\nid = \"two\"\nquorum = 2\nclass = \"infra.change\"\nagent = [\"ci\", \"docs-*\"]\n"))
+        .unwrap();
+    assert_eq!(s.policy.rules()[0].action, plangate_policy::Action::Quorum(2));
+    let err = parse(&format!("{base}[[policy.rules]]\nid = \"x\"\naction = \"sometimes\"\n")).unwrap_err().to_string();
+    assert!(err.contains("policy") && err.contains("not one of auto, one, quorum, deny"), "{err}");
+    assert!(parse(DEFAULT_TOML).unwrap().policy.is_empty());
+}
+
+#[test]
+fn policy_d_beside_the_config_file_is_merged_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plangate.toml");
+    let data = dir.path().join("data");
+    std::fs::write(&file, format!("[server]\nbind = \"127.0.0.1:8787\"\ndata_dir = {:?}\n", data.display().to_string())).unwrap();
+    std::fs::create_dir(dir.path().join("policy.d")).unwrap();
+    std::fs::write(dir.path().join("policy.d/10-db.toml"), "[[rules]]\nid = \"db\"\naction = \"deny\"\nclass = \"db.drop\"\n").unwrap();
+    let s = Settings::load(Some(&file)).unwrap();
+    assert_eq!(s.policy.rules()[0].source, plangate_policy::Source::File(dir.path().join("policy.d/10-db.toml")));
+}

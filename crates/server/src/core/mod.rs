@@ -97,6 +97,9 @@ pub struct ExecMeta {
     pub idempotency: Option<String>,
     /// The timer that fired, removed in the same transaction.
     pub fired: Option<Timer>,
+    /// The fewest approvers a new proposal needs, when the operator's
+    /// policy asks for more than the configuration (`quorum = N`).
+    pub min_quorum: Option<u32>,
 }
 
 /// What one attempt of a transition came to (see [`Core::attempt`]).
@@ -381,12 +384,15 @@ impl Core {
     fn attempt(&self, key: &SessionKey, actor: &Actor, command: Command, meta: &ExecMeta, shared: bool) -> Result<Attempt, CoreError> {
         let store = self.store.as_ref();
         let (before, revision) = store.load_revision(key)?;
-        let ctx = Ctx {
+        let mut ctx = Ctx {
             now: self.now(),
             random: rand::random(),
             timers: self.settings.timer_policy(&key.agent),
             approvals: self.approval_policy(&key.agent),
         };
+        if let Some(n) = meta.min_quorum {
+            ctx.approvals.required = ctx.approvals.required.max(n);
+        }
         let transition = apply(&before, actor, command, &ctx)?;
         let mut jobs = jobs_of(&transition);
         let recorded = self.cards_nowhere(&mut jobs, &transition);

@@ -244,8 +244,17 @@ pub(super) async fn propose(
     let project = take_project(&mut body)?;
     let requested_by = requester(core.settings.requested_by(&key.agent), named)?;
     let (plan, markdown) = parse_proposal(body)?;
-    let done =
-        core.execute(&key, Actor::Agent, Command::Propose { plan, markdown, requested_by, harness, project }, ExecMeta::default()).await?;
+    let routed = route_plan(&core, &key, &plan, project.as_ref()).await?;
+    let min_quorum = match routed.verdict {
+        plangate_policy::PlanVerdict::Quorum(n) => Some(n),
+        _ => None,
+    };
+    let meta = ExecMeta { min_quorum, ..ExecMeta::default() };
+    let done = core.execute(&key, Actor::Agent, Command::Propose { plan, markdown, requested_by, harness, project }, meta).await?;
+    if let Some(latest) = done.transition.state.latest.as_ref() {
+        core.audit(&key, "plangate", plangate_policy::replay::PLAN_ACTION, Some((latest.approval_id, latest.version)), routed.detail())
+            .await;
+    }
     let Some(latest) = done.transition.state.latest.as_ref() else {
         return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "proposal vanished"));
     };
@@ -257,6 +266,46 @@ pub(super) async fn propose(
     let mut value = serde_json::to_value(for_agent(&core, &key.agent, latest)).unwrap_or_default();
     value["document_path"] = json!(document_path);
     Ok((StatusCode::CREATED, Json(value)).into_response())
+}
+
+/// A proposal through the operator's policy ([`plangate_policy::Policy::route_plan`])
+/// by the classes it allows, its scope and where it runs: `deny` refuses it
+/// (403, audited as `plan_routed` with the rule), `quorum = N` raises how
+/// many people must approve it. Nothing in the plan can lift a rule.
+async fn route_plan(
+    core: &AppState,
+    key: &SessionKey,
+    plan: &Plan,
+    project: Option<&plangate_engine::Project>,
+) -> Result<plangate_policy::replay::PlanRecord, ApiError> {
+    let facts = plangate_policy::Facts {
+        agent: key.agent.clone(),
+        project: project.map(|p| p.name.trim().to_string()),
+        branch: project.and_then(|p| p.branch.clone()),
+        host: project.and_then(|p| p.host.clone()),
+        tool: None,
+        classes: plan.allows.clone(),
+        undeclared: Vec::new(),
+        paths: plan.scope.as_ref().map(|s| s.paths.clone()),
+    };
+    let route = core.settings.policy.route_plan(&facts);
+    let verdict = plangate_policy::plan_verdict(route.map(|r| r.action));
+    let rule = route.map(|r| r.rule.id.clone());
+    let record = plangate_policy::replay::PlanRecord { facts, title: plan.title.clone(), verdict, rule };
+    if verdict == plangate_policy::PlanVerdict::Refused {
+        let id = record.rule.clone().unwrap_or_default();
+        tracing::info!(rule = %id, "policy refused a plan");
+        core.audit(key, "plangate", plangate_policy::replay::PLAN_ACTION, None, record.detail()).await;
+        let allows = plan.allows.iter().map(|c| c.id()).collect::<Vec<_>>().join(", ");
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!(
+                "the operator's policy rule {id} refuses this plan (it allows {allows}); propose a plan without what the rule names, or ask the operator"
+            ),
+        ));
+    }
+    Ok(record)
 }
 
 pub(super) async fn decision(
@@ -517,18 +566,58 @@ pub(super) async fn gate(
     let (decision, reason) = match (&verdict, crate::gate::by_rules(&core.settings, &agent, &call)) {
         (crate::gate::Verdict::Deny(r), _) => ("deny", r.clone()),
         (crate::gate::Verdict::Allow(_), Some(crate::gate::ByRules::Deny(r))) => ("deny", r),
-        (crate::gate::Verdict::Allow(_), Some(crate::gate::ByRules::Ask(r))) => ("ask", r),
-        (crate::gate::Verdict::Allow(r), None) => match crate::gate::outside_the_plan(&state, &call) {
-            undeclared if undeclared.is_empty() => ("allow", r.clone()),
-            undeclared if granted(&core, &agent, &state, &call).await? => {
-                ("allow", format!("{r}; {} allowed by a person's grant", undeclared.iter().map(|c| c.id()).collect::<Vec<_>>().join(", ")))
+        (crate::gate::Verdict::Allow(r), Some(crate::gate::ByRules::Ask(why))) => match crate::gate::risky_call(&agent, &state, &call) {
+            // The operator's `deny` is stronger than an agent's ask rule.
+            Some(facts) if core.settings.policy.route_call(&facts).is_some_and(|p| p.action == plangate_policy::Action::Deny) => {
+                routed(&core, &key, &state, &call, facts, r).await?
             }
-            undeclared => ("ask", crate::gate::undeclared_reason(&state, &undeclared)),
+            _ => ("ask", why),
+        },
+        (crate::gate::Verdict::Allow(r), None) => match crate::gate::risky_call(&agent, &state, &call) {
+            None => ("allow", r.clone()),
+            Some(facts) => routed(&core, &key, &state, &call, facts, r).await?,
         },
     };
     tracing::info!(tool = %body.tool, decision, "gate");
     core.metrics.gate_verdict(decision);
     Ok(Json(json!({"decision": decision, "reason": reason})))
+}
+
+/// A risky call during an approved plan, through the operator's policy:
+/// `deny` refuses, `auto` runs it without a card, `one` and `quorum` ask
+/// people, and without a rule a class the plan did not declare asks
+/// ([`plangate_policy::call_verdict`]). Each is audited as `gate_call`
+/// with its facts and rule, which `plangate policy test` replays.
+async fn routed(
+    core: &AppState,
+    key: &SessionKey,
+    state: &plangate_engine::State,
+    call: &plangate_engine::GateCall<'_>,
+    facts: plangate_policy::Facts,
+    allowed: &str,
+) -> Result<(&'static str, String), ApiError> {
+    use plangate_policy::Action;
+    let route = core.settings.policy.route_call(&facts);
+    let undeclared = !facts.undeclared.is_empty();
+    // A grant matters only where people would be asked.
+    let asks = match route.map(|r| r.action) {
+        Some(Action::Deny | Action::Auto) => false,
+        Some(Action::One | Action::Quorum(_)) => true,
+        None => undeclared,
+    };
+    let covered = asks && granted(core, &key.agent, state, call).await?;
+    let verdict = plangate_policy::call_verdict(route.map(|r| r.action), undeclared, covered);
+    let reason = crate::gate::routed_reason(state, &facts, route, verdict, allowed);
+    let rule = route.map(|r| r.rule.id.clone());
+    if let Some(rule) = &rule {
+        tracing::info!(rule = %rule, verdict = verdict.as_str(), "policy routed a call");
+    }
+    let shown = plangate_gate::reading::command(call.tool, call.input).unwrap_or_else(|| call.tool.to_string());
+    let record =
+        plangate_policy::replay::CallRecord { facts, granted: covered, verdict, rule, shown: plangate_policy::replay::shown(&shown) };
+    let approval = state.latest.as_ref().map(|p| (p.approval_id, p.version));
+    core.audit(key, "plangate", plangate_policy::replay::CALL_ACTION, approval, record.detail()).await;
+    Ok((verdict.as_str(), reason))
 }
 
 /// Whether people already allowed exactly this call: an "Allow for this

@@ -218,6 +218,8 @@ pub(super) struct AuditParams {
     session: Option<String>,
     approval: Option<String>,
     limit: Option<usize>,
+    /// Only records at or after this time (ms since the epoch).
+    since: Option<i64>,
 }
 
 pub(super) async fn audit(
@@ -230,14 +232,16 @@ pub(super) async fn audit(
         Some(a) => Some(parse_approval_id(a)?),
         None => None,
     };
-    let mut query = AuditQuery { agent: q.agent, session_id: q.session, approval_id, limit: q.limit.unwrap_or(200), since: None };
+    let since = q.since.map(plangate_engine::Timestamp);
+    let mut query = AuditQuery { agent: q.agent, session_id: q.session, approval_id, limit: q.limit.unwrap_or(200), since };
     let filters = format!("agent {:?}, session {:?}, approval {:?}", query.agent, query.session_id, q.approval);
     super::audit::record_read(&core, crate::audit::READ, format!("operator read the audit ({filters})")).await?;
     let events = core
         .blocking(move |s| {
             // One approval's trail begins when it was proposed: read from there.
             if let Some(id) = &query.approval_id {
-                query.since = s.proposal(id)?.map(|p| crate::core::audit_since(&p));
+                let proposed = s.proposal(id)?.map(|p| crate::core::audit_since(&p));
+                query.since = query.since.max(proposed);
             }
             s.audit(&query)
         })

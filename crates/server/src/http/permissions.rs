@@ -63,7 +63,12 @@ pub(super) async fn ask(
         let agent = agent.clone();
         core.blocking(move |s| s.permission_rules(&agent)).await?
     };
-    let rules = Rules { deny: config.deny, ask: config.ask, allow: config.allow, stored };
+    let (denied, required) = by_policy(&core, &agent, &state, &gate_call);
+    if let Some(reason) = denied {
+        // The operator's `deny` holds here too: no card can allow it.
+        return Ok(Json(json!({"decision": "deny", "reason": reason})).into_response());
+    }
+    let rules = Rules { deny: config.deny, ask: config.ask, allow: config.allow, stored, required };
     // Posted where the session's cards go: the project of its latest plan.
     let project = state.latest.as_ref().and_then(|p| p.project.as_ref());
     let relay = config.relay && !core.destinations(&agent, project).is_empty();
@@ -93,6 +98,21 @@ pub(super) async fn ask(
     };
     tracing::info!(%tool, decision = %body["decision"], "permission");
     Ok((status, Json(body)).into_response())
+}
+
+/// What the operator's policy says of a risky call during an approved
+/// plan that the harness asks about: the reason when a rule denies it, and
+/// how many people must allow it (`quorum = N`; 0 otherwise).
+fn by_policy(core: &AppState, agent: &str, state: &plangate_engine::State, call: &plangate_engine::GateCall<'_>) -> (Option<String>, u32) {
+    let Some(facts) = crate::gate::risky_call(agent, state, call) else { return (None, 0) };
+    let route = core.settings.policy.route_call(&facts);
+    match route.map(|r| r.action) {
+        Some(plangate_policy::Action::Deny) => {
+            (Some(crate::gate::routed_reason(state, &facts, route, plangate_policy::CallVerdict::Deny, "")), 0)
+        }
+        Some(plangate_policy::Action::Quorum(n)) => (None, n),
+        _ => (None, 0),
+    }
 }
 
 /// `GET /v1/sessions/{id}/permissions/{question_id}?wait=N`: the request

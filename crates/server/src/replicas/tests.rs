@@ -243,7 +243,7 @@ async fn a_timer_fired_elsewhere_has_no_effects() {
     let (key, id) = f.propose("s4").await;
     let timer = f.store.timers().unwrap().into_iter().find(|t| t.session == key).expect("a nudge or timeout is scheduled");
     f.store.before_next_commit(|_| Some(Scripted::Preempt(Preempted::TimerGone)));
-    let meta = ExecMeta { idempotency: None, fired: Some(timer.clone()) };
+    let meta = ExecMeta { fired: Some(timer.clone()), ..ExecMeta::default() };
     let err = f.core.execute(&key, Actor::Scheduler, Command::TimerFired(timer), meta).await;
     assert!(matches!(err, Err(CoreError::Preempted(Preempted::TimerGone))), "{:?}", err.err());
     assert!(!f.core.is_degraded());

@@ -109,6 +109,9 @@ pub struct Card {
     pub agent: Vec<String>,
     /// `None` while the card is open (buttons shown); the receipt afterwards.
     pub receipt: Option<String>,
+    /// Once the approved plan ended: what ran under it, the summary line
+    /// first ([`crate::ran::Ran::card_lines`]).
+    pub ran: Vec<String>,
     /// The exact commands a text-style destination shows instead of buttons.
     pub commands: Vec<String>,
     pub version: u32,
@@ -162,7 +165,8 @@ impl Card {
 
     /// The card's non-empty list sections, in the order every channel shows
     /// them: Approvals (the quorum's progress, first so a cut never hides
-    /// it), What changed, Steps, the edited plan awaiting approval, Excluded,
+    /// it), What changed, Steps, what Ran under the approval once it ended,
+    /// the edited plan awaiting approval, Excluded,
     /// Risks, Assumptions, Verification, and (while approval waits for them)
     /// the open subagent runs.
     pub fn sections<'s>(&'s self) -> Vec<Section<'s>> {
@@ -202,6 +206,11 @@ impl Card {
             kind: SectionKind::Steps,
             entries: self.excluded.iter().map(|(n, text)| Entry { marker: format!("{n}. ⊘"), text }).collect(),
         };
+        let ran = Section {
+            heading: RAN_HEADING,
+            kind: SectionKind::Bullets,
+            entries: self.ran.iter().map(|i| Entry { marker: "•".to_string(), text: i }).collect(),
+        };
         let subagents = Section {
             heading: SUBAGENTS_HEADING,
             kind: SectionKind::Bullets,
@@ -212,6 +221,7 @@ impl Card {
             agent,
             changes,
             steps,
+            ran,
             edit,
             excluded,
             bullets("Risks", &self.risks),
@@ -486,6 +496,7 @@ pub fn card(proposal: &Proposal, state: Option<&State>, now: Timestamp) -> Card 
         }
         _ => Vec::new(),
     };
+    let ran = crate::ran::of(proposal, state).iter().flat_map(|r| r.card_lines()).map(|l| show(&l)).collect();
     let review = &proposal.review;
     let open = receipt.is_none();
     let edit = review.edit.as_ref().filter(|_| open).map(|e| (show(&e.by), e.plan.steps.iter().map(|s| show(&s.step)).collect::<Vec<_>>()));
@@ -545,12 +556,16 @@ pub fn card(proposal: &Proposal, state: Option<&State>, now: Timestamp) -> Card 
         excluded,
         warning: hidden.then(|| HIDDEN_CHARS_WARNING.to_string()),
         receipt,
+        ran,
         commands,
         version: proposal.version,
         status: proposal.status,
         link: None,
     }
 }
+
+/// The heading of a finished plan's receipt of what ran ([`crate::ran`]).
+pub const RAN_HEADING: &str = "Ran";
 
 /// The heading of the open card's line about an agent that stopped waiting.
 pub const AGENT_HEADING: &str = "Agent";

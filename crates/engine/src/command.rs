@@ -197,6 +197,15 @@ pub enum Command {
     Todos {
         todos: Vec<crate::keep_going::Todo>,
     },
+    /// The gate saw a call while an approved plan executes: count it
+    /// against the step in progress ([`crate::ran`]). Nothing happens
+    /// outside an execution.
+    Called {
+        tool: String,
+        /// The command, or the tool and its paths ([`crate::ran::shown`]).
+        shown: String,
+        outcome: crate::ran::CallOutcome,
+    },
 }
 
 impl Command {
@@ -230,6 +239,7 @@ impl Command {
             Command::TimerFired(Timer { kind: TimerKind::SubagentExpiry, .. }) => "subagent_expiry",
             Command::Stopping { .. } => "stopping",
             Command::Todos { .. } => "todos",
+            Command::Called { .. } => "called",
         }
     }
 }

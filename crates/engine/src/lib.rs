@@ -5,7 +5,7 @@
 //! of markdown ([`markdown`]) and step lists typed by people ([`list`]), the
 //! approval state machine ([`machine::apply`] over the types of [`model`] and
 //! [`command`]; its table is `docs/STATE_MACHINE.md`), decision receipts
-//! ([`receipt`]), the agent-facing views ([`view`]), the `[PLAN_DECISION]`
+//! ([`receipt`]) and what ran under an approval ([`ran`]), the agent-facing views ([`view`]), the `[PLAN_DECISION]`
 //! texts ([`injection`]), the channel-neutral plan card ([`card`]), the
 //! `/plan` text grammar ([`grammar`]) and the button codec ([`codec`]),
 //! cross-session step namespaces ([`namespace`]), and how people review a
@@ -39,6 +39,7 @@ pub mod namespace;
 pub mod permission;
 pub mod plan;
 pub mod project;
+pub mod ran;
 pub mod receipt;
 pub mod review;
 pub mod scope;

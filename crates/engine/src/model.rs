@@ -182,6 +182,11 @@ pub struct Proposal {
     /// it was kept read as 0.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reminders_sent: u8,
+    /// What ran under this approval, once the plan it approved (with its
+    /// amendments) ended: set on the version that executed last
+    /// ([`crate::ran`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ran: Option<crate::ran::Ran>,
 }
 
 fn is_no_stop(n: &u32) -> bool {
@@ -361,6 +366,10 @@ pub struct Session {
     /// decided.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub amendment_pending: Option<ApprovalId>,
+    /// The tally of the approved plan executing now ([`crate::ran`]):
+    /// sealed into the proposal's [`Proposal::ran`] when the plan ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<crate::ran::Execution>,
 }
 
 impl Session {
@@ -393,6 +402,7 @@ impl Session {
             scope: Vec::new(),
             scope_asked: Vec::new(),
             amendment_pending: None,
+            execution: None,
         }
     }
 }

@@ -37,6 +37,7 @@ pub fn pending(id: ApprovalId, title: &str, steps: &[&str]) -> Card {
         version: 1,
         status: DecisionStatus::Pending,
         link: None,
+        ran: Vec::new(),
     }
 }
 

@@ -153,6 +153,7 @@ fn proposal(title: &str, steps: &[&str], status: DecisionStatus) -> Proposal {
         previous: None,
         reminders_sent: 0,
         agent_left_at: None,
+        ran: None,
     }
 }
 

@@ -72,7 +72,9 @@ pub(super) fn open_amendment(
         previous,
         reminders_sent: 0,
         agent_left_at: None,
+        ran: None,
     };
+    super::execution::note_amendment(t, version, ctx);
     let auto = authority::auto_approval(&t.state.session, &ctx.approvals);
     let session = &mut t.state.session;
     session.approved_steps = reference;

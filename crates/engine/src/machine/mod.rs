@@ -23,12 +23,14 @@ use crate::subagents;
 
 mod amend;
 mod decide;
+mod execution;
 mod permissions;
 mod questions;
 mod timers;
 
 use amend::*;
 use decide::*;
+use execution::*;
 use permissions::*;
 use questions::*;
 use timers::*;
@@ -131,6 +133,7 @@ pub fn apply(state: &State, actor: &Actor, command: Command, ctx: &Ctx) -> Resul
         }
         Command::Stopping { last_message, waited_secs } => stopping(&mut t, actor, last_message, waited_secs, ctx)?,
         Command::Todos { todos } => harness_todos(&mut t, actor, todos, ctx)?,
+        Command::Called { tool, shown, outcome } => called(&mut t, actor, &tool, &shown, outcome, ctx)?,
         Command::TimerFired(timer) => {
             if !matches!(actor, Actor::Scheduler) {
                 return Err(Refusal::Forbidden("only the scheduler fires timers".to_string()));
@@ -150,6 +153,9 @@ pub fn apply(state: &State, actor: &Actor, command: Command, ctx: &Ctx) -> Resul
     if t.changed {
         t.state.session.updated_at = ctx.now;
     }
+    // A receipt of what ran closes the record of the command that ended
+    // the plan ("update_plan … the plan is complete", then "receipt").
+    t.audit.sort_by_key(|a| a.action == execution::RECEIPT_ACTION);
     Ok(t)
 }
 
@@ -192,6 +198,9 @@ fn enter(t: &mut Transition, actor: &Actor, reason: Option<String>, ctx: &Ctx) -
     }
     withdraw_amendment(t, ctx);
     end_session_permissions(t, ctx);
+    if amendment::executing(&t.state.session) {
+        seal(t, actor, crate::ran::Ending::Replanned, ctx);
+    }
     let session = &mut t.state.session;
     session.mode = Mode::Plan;
     session.approval = ApprovalState::None;
@@ -259,7 +268,7 @@ fn update_plan(
         return open_amendment(t, actor, added, Vec::new(), ctx);
     }
     if executing {
-        executed_steps_changed(t, all_closed, &mut detail, ctx);
+        executed_steps_changed(t, actor, all_closed, crate::ran::Ending::Completed, &mut detail, ctx);
     }
     audit(t, actor, "update_plan", latest, detail, ctx);
     Ok(())
@@ -268,11 +277,19 @@ fn update_plan(
 /// The executing plan's step statuses changed: its cards show the live
 /// list, and when every step is closed (and no amendment waits) the plan
 /// is complete.
-fn executed_steps_changed(t: &mut Transition, all_closed: bool, detail: &mut String, ctx: &Ctx) {
+pub(super) fn executed_steps_changed(
+    t: &mut Transition,
+    actor: &Actor,
+    all_closed: bool,
+    ending: crate::ran::Ending,
+    detail: &mut String,
+    ctx: &Ctx,
+) {
     if let Some(p) = &t.state.latest {
         t.effects.push(Effect::UpdateCards { approval_id: p.approval_id });
     }
     if all_closed && t.state.session.amendment_pending.is_none() {
+        seal(t, actor, ending, ctx);
         t.state.session.approval = ApprovalState::None;
         amendment::reset(&mut t.state.session);
         end_session_permissions(t, ctx);
@@ -378,6 +395,7 @@ fn propose(t: &mut Transition, actor: &Actor, proposed: Proposed, ctx: &Ctx) -> 
         previous,
         reminders_sent: 0,
         agent_left_at: None,
+        ran: None,
     };
     let auto = authority::auto_approval(&t.state.session, &ctx.approvals);
     let session = &mut t.state.session;
@@ -598,7 +616,7 @@ fn harness_todos(t: &mut Transition, actor: &Actor, todos: Vec<crate::keep_going
         }
     }
     if steps_moved > 0 {
-        executed_steps_changed(t, all_closed, &mut detail, ctx);
+        executed_steps_changed(t, actor, all_closed, crate::ran::Ending::Completed, &mut detail, ctx);
     }
     let latest = t.state.latest.as_ref().map(|p| (p.approval_id, p.version));
     audit(t, actor, "todos", latest, detail, ctx);

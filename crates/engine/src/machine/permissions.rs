@@ -274,6 +274,9 @@ pub(super) fn answer_permission(
     t.answered = Some(q);
     t.effects.push(Effect::UpdateQuestion { question_id: id });
     t.effects.push(Effect::Wake);
+    if let Some(execution) = t.state.session.execution.as_mut() {
+        execution.answered(format!("{tool}: {} by {identity}", answer.said()));
+    }
     audit(t, actor, "permission", None, format!("{id}: {tool} {} by {identity}{created}", answer.said()), ctx);
     Ok(())
 }

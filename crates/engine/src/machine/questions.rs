@@ -135,7 +135,11 @@ fn answer_stalled(
             }
         }
         let list: Vec<String> = cancelled.iter().map(|n| (n + 1).to_string()).collect();
-        let detail = format!("{id}: plan ended at step {}; cancelled step(s) {}", stalled.step + 1, list.join(", "));
+        let mut detail = format!("{id}: plan ended at step {}; cancelled step(s) {}", stalled.step + 1, list.join(", "));
+        // The plan ends here: its receipt is sealed and the gate closes
+        // as after a completion.
+        let ending = crate::ran::Ending::EndedBy { by: who.clone() };
+        super::executed_steps_changed(t, actor, true, ending, &mut detail, ctx);
         if let Some(p) = t.state.latest.as_ref() {
             let line = format!("- {} — {who} ended the plan here; step(s) {} cancelled", ctx.now.rfc3339(), list.join(", "));
             t.effects.push(Effect::AppendReceipt { approval_id: p.approval_id, text: line });

@@ -205,5 +205,6 @@ mod deciding;
 mod keep_going;
 mod permissions;
 mod planning;
+mod ran;
 mod subagents_questions;
 mod views;

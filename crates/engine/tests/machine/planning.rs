@@ -39,7 +39,10 @@ fn row_enter_from_normal_approved_resets_approval_and_rejections() {
     assert_eq!(t.state.session.mode, Mode::Plan);
     assert_eq!(t.state.session.approval, ApprovalState::None);
     assert_eq!(t.state.session.rejection_count, 0);
-    assert_eq!(t.state.latest, s.latest, "the decided proposal is untouched");
+    // The decided proposal is untouched but for the receipt of what ran under it.
+    let ran = t.state.latest.as_ref().and_then(|p| p.ran.clone()).expect("what ran is sealed on it");
+    assert_eq!(ran.ending, plangate_engine::ran::Ending::Replanned);
+    assert_eq!(t.state.latest.as_ref().map(|p| Proposal { ran: None, ..p.clone() }), s.latest, "the decided proposal is untouched");
     assert_eq!(t.state.session.version, 2);
 }
 

@@ -55,12 +55,22 @@ fn row_auto_close_when_every_step_of_the_approved_plan_is_closed() {
     done[1].status = StepStatus::Cancelled;
     let t = ok(&s, &Actor::Agent, Command::UpdatePlan { steps: updates(done), merge: false, explanation: None }, &ctx(0));
     assert_eq!((t.state.session.mode, t.state.session.approval), (Mode::Normal, ApprovalState::None));
-    assert_eq!(t.effects, vec![Effect::UpdateCards { approval_id: id }], "no timers are left to cancel");
+    let receipt = t.state.latest.as_ref().and_then(|p| p.ran.as_ref()).expect("what ran is sealed").document_line();
+    assert_eq!(
+        t.effects,
+        vec![Effect::UpdateCards { approval_id: id }, Effect::AppendReceipt { approval_id: id, text: receipt }],
+        "no timers are left to cancel"
+    );
+    let hash = t.state.latest.as_ref().and_then(|p| p.ran.as_ref()).map(|r| r.hash.clone()).unwrap_or_default();
     assert_eq!(
         audit(&t),
-        vec![("agent".into(), "update_plan".into(), Some(id), Some(1), "3 step(s); every step is closed, the plan is complete".into())]
+        vec![
+            ("agent".into(), "update_plan".into(), Some(id), Some(1), "3 step(s); every step is closed, the plan is complete".into()),
+            ("agent".into(), "receipt".into(), Some(id), Some(1), format!("0 calls, 0 asked, 0 denied · completed ({hash})")),
+        ]
     );
-    assert_eq!(t.state.latest, s.latest, "the decision itself stays approved");
+    let unsealed = t.state.latest.as_ref().map(|p| Proposal { ran: None, ..p.clone() });
+    assert_eq!(unsealed, s.latest, "the decision itself stays approved");
     // Once closed, further updates no longer touch the card.
     let t = ok(&t.state, &Actor::Agent, Command::UpdatePlan { steps: updates(steps(&["next"])), merge: false, explanation: None }, &ctx(0));
     assert!(t.effects.is_empty());

@@ -40,6 +40,7 @@ mod real_claude;
 mod real_claude_permissions;
 mod real_codex;
 mod real_inputs;
+mod receipts;
 mod replicas;
 mod sec_amend;
 mod sec_audit;

@@ -259,6 +259,7 @@ pub fn plan_page(v: &PlanPage<'_>) -> Markup {
                     }
                 }
             }
+            @if let Some(ran) = plangate_engine::ran::of(p, v.state) { (ran_section(ran)) }
             @for (heading, items) in [("Assumptions", &card.assumptions), ("Risks", &card.risks), ("Verification", &card.verification)] {
                 @if !items.is_empty() {
                     section { h2 { (heading) } ul { @for i in items { li { (i) } } } }
@@ -295,6 +296,35 @@ pub fn plan_page(v: &PlanPage<'_>) -> Markup {
         }
     };
     layout(&card.title, v.who, v.csrf, body)
+}
+
+/// What ran under the approval, once its plan ended: the card's lines
+/// with every listed attempt and permission answer, and the receipt's
+/// hash as the audit chain holds it ([`plangate_engine::ran`]).
+fn ran_section(ran: &plangate_engine::ran::Ran) -> Markup {
+    let e = &ran.execution;
+    let per_step: Vec<String> = ran.card_lines().into_iter().skip(1).take(e.steps.len()).collect();
+    let attempts: Vec<String> = e.attempts.iter().map(plangate_engine::ran::attempt_line).map(|l| reveal(&l).0).collect();
+    html! {
+        section #ran {
+            h2 { (plangate_engine::card::RAN_HEADING) }
+            p.summary { (ran.summary()) }
+            ul { @for line in &per_step { li { (line) } } }
+            @if !attempts.is_empty() {
+                h3 { "Not simply run" }
+                ul.attempts { @for a in &attempts { li { (a) } } }
+                @if e.unlisted > 0 { p { "… and " (e.unlisted) " more, counted above" } }
+            }
+            @if !e.answers.is_empty() {
+                h3 { "Permission answers" }
+                ul { @for a in &e.answers { li { (reveal(a).0) } } }
+            }
+            @if !e.amendments.is_empty() {
+                p { "Amendments: " (e.amendments.iter().map(|v| format!("v{v}")).collect::<Vec<_>>().join(", ")) }
+            }
+            p.hash { "Receipt " code { (ran.hash) } " (in the audit chain)" }
+        }
+    }
 }
 
 /// Approve, Request changes, Edit, Cancel: every one a POST with the CSRF

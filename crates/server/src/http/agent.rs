@@ -559,8 +559,10 @@ pub(super) async fn gate(
         paths: body.paths.as_deref(),
     };
     let verdict = crate::gate::check(&core.settings, &agent, &state.session, &call);
+    let mut out_of_scope = false;
     if let (crate::gate::Verdict::Deny(_), Some(paths)) = (&verdict, plangate_engine::scope_widening(&state.session, &call)) {
         // Outside the approved scope: people are asked to widen it (once per path).
+        out_of_scope = true;
         core.execute(&key, Actor::Agent, Command::WidenScope { paths }, ExecMeta::default()).await?;
     }
     let (decision, reason) = match (&verdict, crate::gate::by_rules(&core.settings, &agent, &call)) {
@@ -579,6 +581,21 @@ pub(super) async fn gate(
         },
     };
     tracing::info!(tool = %body.tool, decision, "gate");
+    if plangate_engine::amendment::executing(&state.session) {
+        // Counted for the approval's receipt before the agent hears the
+        // verdict: a call that ran is on the receipt, also after a crash.
+        // A failure to count is an error, which the hook takes as a deny.
+        let outcome = match decision {
+            "allow" => plangate_engine::ran::CallOutcome::Allowed,
+            "ask" => plangate_engine::ran::CallOutcome::Asked,
+            _ if out_of_scope => plangate_engine::ran::CallOutcome::OutOfScope,
+            _ => plangate_engine::ran::CallOutcome::Denied,
+        };
+        let paths: Vec<String> = call.paths.unwrap_or_default().iter().map(|t| t.shown().to_string()).collect();
+        let shown = plangate_engine::ran::shown(call.tool, plangate_gate::reading::command(call.tool, call.input), &paths);
+        let counted = Command::Called { tool: body.tool.clone(), shown, outcome };
+        core.execute(&key, Actor::Agent, counted, ExecMeta::default()).await?;
+    }
     core.metrics.gate_verdict(decision);
     Ok(Json(json!({"decision": decision, "reason": reason})))
 }

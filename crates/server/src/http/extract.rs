@@ -148,6 +148,16 @@ impl FromRequestParts<AppState> for OperatorAuth {
     }
 }
 
+/// Either an agent (reading what is its own) or the operator.
+pub(super) struct AnyAuth(pub Caller);
+
+impl FromRequestParts<AppState> for AnyAuth {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, core: &AppState) -> Result<Self, ApiError> {
+        identify(core, parts).await.map(AnyAuth)
+    }
+}
+
 pub(super) fn session_key(agent: String, session_id: &str) -> Result<SessionKey, ApiError> {
     if !is_valid_session_id(session_id) {
         return Err(ApiError::invalid_request("session_id must be 1–128 characters of [A-Za-z0-9._:-]"));

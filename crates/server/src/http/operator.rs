@@ -100,6 +100,80 @@ pub(super) async fn approval(State(core): State<AppState>, _op: OperatorAuth, Pa
     Ok(Json(value))
 }
 
+/// `GET /v1/approvals/{id}/receipt`: what ran under an approval
+/// ([`plangate_engine::ran`]), for CI. The sealed receipt once the plan
+/// ended (`"final": true`, from whichever version executed last), the live
+/// tally while it runs (`"final": false`), 404 `no_receipt` for a version
+/// nothing ran under. The operator reads any; an agent only its own (any
+/// other is as unknown as a missing one).
+pub(super) async fn receipt(
+    State(core): State<AppState>,
+    AnyAuth(caller): AnyAuth,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let id = parse_approval_id(&id)?;
+    let unknown = || ApiError::not_found("no such approval");
+    let p = core.blocking(move |s| s.proposal(&id)).await?.ok_or_else(unknown)?;
+    if matches!(&caller, Caller::Agent(agent) if *agent != p.session.agent) {
+        return Err(unknown());
+    }
+    if let Some(ran) = &p.ran {
+        return Ok(Json(receipt_json(id, ran.execution.clone(), Some(ran))));
+    }
+    let state = core.load(&p.session).await?;
+    if let Some(ran) = state.latest.as_ref().and_then(|l| l.ran.as_ref()).filter(|r| r.execution.approvals.contains(&id)) {
+        return Ok(Json(receipt_json(id, ran.execution.clone(), Some(ran))));
+    }
+    let executing = plangate_engine::amendment::executing(&state.session);
+    match state.session.execution {
+        Some(e) if executing && e.approvals.contains(&id) => Ok(Json(receipt_json(id, e, None))),
+        None if executing && state.session.latest_approval == Some(id) => {
+            Ok(Json(receipt_json(id, plangate_engine::ran::Execution::new(id, p.decided_at.unwrap_or(p.created_at)), None)))
+        }
+        _ => Err(ApiError::new(
+            axum::http::StatusCode::NOT_FOUND,
+            "no_receipt",
+            format!(
+                "nothing ran under v{} ({}): receipts are kept for approved plans, from their approval to their end",
+                p.version,
+                p.status.as_str()
+            ),
+        )),
+    }
+}
+
+/// The receipt's JSON: totals, per step, the attempts listed, and for a
+/// sealed one how it ended, its hash and whether the hash still matches.
+fn receipt_json(id: ApprovalId, e: plangate_engine::ran::Execution, sealed: Option<&plangate_engine::ran::Ran>) -> Value {
+    let totals = e.totals();
+    let attempts: Vec<Value> = e
+        .attempts
+        .iter()
+        .map(|a| json!({"at": a.at.rfc3339(), "step": a.step, "tool": a.tool, "shown": a.shown, "outcome": a.outcome}))
+        .collect();
+    let mut out = json!({
+        "approval_id": id.to_string(),
+        "final": sealed.is_some(),
+        "approvals": e.approvals.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "started_at": e.started_at.rfc3339(),
+        "summary": totals.line(),
+        "totals": totals,
+        "steps": e.steps,
+        "attempts": attempts,
+        "unlisted": e.unlisted,
+        "permission_answers": e.answers,
+        "amendments": e.amendments,
+    });
+    if let Some(ran) = sealed {
+        out["ending"] = json!(ran.ending);
+        out["ended_at"] = json!(ran.ended_at.rfc3339());
+        out["summary"] = json!(ran.summary());
+        out["hash"] = json!(ran.hash);
+        out["intact"] = json!(ran.intact());
+    }
+    out
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub(super) enum OperatorAction {

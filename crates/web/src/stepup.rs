@@ -67,19 +67,29 @@ fn store_refused(r: Refused) -> Response {
     refused(StatusCode::SERVICE_UNAVAILABLE, r)
 }
 
+/// Who posts a passkey request, and the relying party they answer.
+struct Caller<'a> {
+    approver: String,
+    who: Identity,
+    rp: &'a passkey::RelyingParty,
+}
+
 /// The signed-in person of a JSON POST whose CSRF token is right; the
-/// operator (who needs no passkey) and anyone else are refused.
-async fn person(web: &Web, headers: &HeaderMap, csrf: &str) -> Result<(String, Identity), Response> {
+/// operator (who needs no passkey) and anyone else are refused, and so is
+/// every request when the public URL names no host.
+async fn person<'a>(web: &'a Web, headers: &HeaderMap, csrf: &str) -> Result<Caller<'a>, Response> {
     let Some(session) = session(web, headers).await else {
         return Err(refused(StatusCode::FORBIDDEN, "Sign in first: ask the bot for a link (/plan web)."));
     };
     if !csrf_ok(&session, csrf) {
         return Err(refused(StatusCode::FORBIDDEN, "This page is stale or was not sent by plangate; reload it and try again."));
     }
-    match &session.who {
-        Identity::Person { id, .. } => Ok((id.clone(), session.who.clone())),
-        Identity::Operator => Err(refused(StatusCode::FORBIDDEN, "The operator decides without a passkey; passkeys are for people.")),
-    }
+    let Identity::Person { id, .. } = &session.who else {
+        return Err(refused(StatusCode::FORBIDDEN, "The operator decides without a passkey; passkeys are for people."));
+    };
+    let rp =
+        web.links.rp.as_ref().ok_or_else(|| refused(StatusCode::SERVICE_UNAVAILABLE, "server.public_url names no host for passkeys."))?;
+    Ok(Caller { approver: id.clone(), who: session.who.clone(), rp })
 }
 
 /// `approver`'s passkey and its stored text (for the compare-and-swap).
@@ -92,10 +102,6 @@ async fn stored(web: &Web, approver: &str) -> Result<Option<(Passkey, String)>, 
         },
         Err(r) => Err(store_refused(r)),
     }
-}
-
-fn rp(web: &Web) -> Result<&passkey::RelyingParty, Response> {
-    web.links.rp.as_ref().ok_or_else(|| refused(StatusCode::SERVICE_UNAVAILABLE, "server.public_url names no host for passkeys."))
 }
 
 fn timeout_ms() -> u64 {
@@ -130,12 +136,8 @@ struct CsrfBody {
 }
 
 async fn register_options(State(web): State<Shared>, headers: HeaderMap, Json(body): Json<CsrfBody>) -> Response {
-    let (approver, who) = match person(&web, &headers, &body.csrf).await {
-        Ok(p) => p,
-        Err(r) => return r,
-    };
-    let rp = match rp(&web) {
-        Ok(rp) => rp,
+    let Caller { approver, who, rp } = match person(&web, &headers, &body.csrf).await {
+        Ok(c) => c,
         Err(r) => return r,
     };
     // A stable, opaque user handle: no chat id in the authenticator.
@@ -167,12 +169,8 @@ struct RegisterBody {
 }
 
 async fn register(State(web): State<Shared>, headers: HeaderMap, Json(body): Json<RegisterBody>) -> Response {
-    let (approver, who) = match person(&web, &headers, &body.csrf).await {
-        Ok(p) => p,
-        Err(r) => return r,
-    };
-    let rp = match rp(&web) {
-        Ok(rp) => rp,
+    let Caller { approver, who, rp } = match person(&web, &headers, &body.csrf).await {
+        Ok(c) => c,
         Err(r) => return r,
     };
     let (Some(client_data), Some(object)) = (unb64(&body.client_data), unb64(&body.attestation)) else {
@@ -225,6 +223,14 @@ async fn decidable(web: &Web, who: &Identity, id: &str) -> Result<Proposal, Resp
     Ok(p)
 }
 
+/// The caller of a confirmation request and the pending proposal `id`
+/// they may decide.
+async fn deciding<'a>(web: &'a Web, headers: &HeaderMap, csrf: &str, id: &str) -> Result<(Caller<'a>, Proposal), Response> {
+    let caller = person(web, headers, csrf).await?;
+    let p = decidable(web, &caller.who, id).await?;
+    Ok((caller, p))
+}
+
 async fn confirm_page(State(web): State<Shared>, headers: HeaderMap, Path(id): Path<String>) -> Response {
     let Some(session) = session(&web, &headers).await else {
         return html(StatusCode::FORBIDDEN, page::message("Sign in first", "Ask the bot for a sign-in link: /plan web", None));
@@ -242,21 +248,13 @@ async fn confirm_page(State(web): State<Shared>, headers: HeaderMap, Path(id): P
 }
 
 async fn confirm_options(State(web): State<Shared>, headers: HeaderMap, Path(id): Path<String>, Json(body): Json<CsrfBody>) -> Response {
-    let (approver, who) = match person(&web, &headers, &body.csrf).await {
-        Ok(p) => p,
-        Err(r) => return r,
-    };
-    let p = match decidable(&web, &who, &id).await {
-        Ok(p) => p,
+    let (Caller { approver, rp, .. }, p) = match deciding(&web, &headers, &body.csrf, &id).await {
+        Ok(found) => found,
         Err(r) => return r,
     };
     let key = match stored(&web, &approver).await {
         Ok(Some((key, _))) => key,
         Ok(None) => return refused(StatusCode::CONFLICT, "You have no passkey yet: register one on /passkeys first."),
-        Err(r) => return r,
-    };
-    let rp = match rp(&web) {
-        Ok(rp) => rp,
         Err(r) => return r,
     };
     let purpose = Purpose::Confirm { approval: p.approval_id, plan_hash: p.plan_hash.clone() };
@@ -280,12 +278,8 @@ struct ConfirmBody {
 }
 
 async fn confirm(State(web): State<Shared>, headers: HeaderMap, Path(id): Path<String>, Json(body): Json<ConfirmBody>) -> Response {
-    let (approver, who) = match person(&web, &headers, &body.csrf).await {
-        Ok(p) => p,
-        Err(r) => return r,
-    };
-    let p = match decidable(&web, &who, &id).await {
-        Ok(p) => p,
+    let (Caller { approver, who, rp }, p) = match deciding(&web, &headers, &body.csrf, &id).await {
+        Ok(found) => found,
         Err(r) => return r,
     };
     let (key, text) = match stored(&web, &approver).await {
@@ -293,7 +287,7 @@ async fn confirm(State(web): State<Shared>, headers: HeaderMap, Path(id): Path<S
         Ok(None) => return refused(StatusCode::FORBIDDEN, PasskeyError::NotYours),
         Err(r) => return r,
     };
-    let counted = match check_assertion(&web, &p, &approver, &key, &body).await {
+    let counted = match check_assertion(&web, rp, &p, &approver, &key, &body).await {
         Ok(counted) => counted,
         Err(why) => {
             let detail = format!("{approver}'s passkey confirmation refused: {why}");
@@ -320,8 +314,14 @@ async fn confirm(State(web): State<Shared>, headers: HeaderMap, Path(id): Path<S
 
 /// Every check of a confirmation, in order; the challenge is used up only
 /// once everything else holds. The new signature counter.
-async fn check_assertion(web: &Web, p: &Proposal, approver: &str, key: &Passkey, body: &ConfirmBody) -> Result<u32, PasskeyError> {
-    let rp = web.links.rp.as_ref().ok_or(PasskeyError::WrongOrigin("no public host".to_string()))?;
+async fn check_assertion(
+    web: &Web,
+    rp: &passkey::RelyingParty,
+    p: &Proposal,
+    approver: &str,
+    key: &Passkey,
+    body: &ConfirmBody,
+) -> Result<u32, PasskeyError> {
     let decode = |text: &str| unb64(text).ok_or(PasskeyError::Malformed("assertion"));
     let (client_data, auth_data, signature) = (decode(&body.client_data)?, decode(&body.authenticator_data)?, decode(&body.signature)?);
     let challenge = web.links.challenges.open(&rp.client_data(&client_data, "webauthn.get")?).ok_or(PasskeyError::WrongChallenge)?;

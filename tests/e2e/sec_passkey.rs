@@ -197,6 +197,15 @@ async fn a_chat_approve_of_a_step_up_plan_counts_only_after_the_passkey_assertio
     assert!(stepped.len() == 1 && stepped[0].contains(&key.id_b64()), "{events:?}");
     let all = audit(&s, "limit=0").await;
     assert!(actions(&all, "passkey_registered").iter().any(|d| d.contains(&key.id_b64())), "{all:?}");
+
+    // Replacing a passkey is the operator's: removed (audited), Alice may register another.
+    let remove = format!("/v1/operator/passkeys/telegram:{ALICE}");
+    let (st, v) = call(s.operator(Method::DELETE, &remove)).await;
+    assert_eq!((st, v["credential"].as_str()), (200, Some(key.id_b64().as_str())), "{v}");
+    assert_eq!(call(s.operator(Method::DELETE, &remove)).await.0, 404);
+    assert_eq!(call(s.http.delete(s.url(&remove)).header("cookie", &cookie)).await.0, 401, "a person's session cannot");
+    register(&s, &cookie, &passkey(&s, 4)).await;
+    assert_eq!(actions(&audit(&s, "limit=0").await, "passkey_removed").len(), 1);
 }
 
 #[tokio::test]

@@ -160,7 +160,13 @@ async fn a_chat_approve_of_a_step_up_plan_counts_only_after_the_passkey_assertio
     let id = id_of(&propose(&s, "s1", &project_plan("Rotate the prod database password", "prod-api", "Rotate it")).await);
     assert_eq!(decision(&s, "s1").await["step_up"], true, "the agent's Decision says a passkey is needed");
 
-    // Alice taps Approve: not counted; a private link to confirm instead.
+    // The card says so; Alice taps Approve: not counted, a private link to confirm instead.
+    let card = fake
+        .wait_for(WAIT, |reqs| {
+            reqs.iter().find(|r| r.method == "sendMessage" && r.chat_id() == Some(CHAT)).map(|r| r.str("text").to_string())
+        })
+        .await;
+    assert!(card.contains("passkey"), "{card}");
     let private = tap_approve(&fake, &id, ALICE, "alice").await;
     assert!(private.contains("passkey") && private.contains("not counted"), "{private}");
     let link = sign_in_link(&private).expect("a personal link");

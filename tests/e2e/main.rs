@@ -51,6 +51,7 @@ mod sec_gate;
 mod sec_hook;
 mod sec_inputs;
 mod sec_pair;
+mod sec_passkey;
 mod sec_permissions;
 mod sec_policy;
 mod sec_scope;

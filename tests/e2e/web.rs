@@ -186,15 +186,15 @@ async fn web_card_links_sign_in_and_decide_over_http() {
 // ------------------------------------------------------------------ browser
 
 /// A chromedriver on a free loopback port, killed on drop.
-struct Driver {
+pub(crate) struct Driver {
     child: tokio::process::Child,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl Driver {
     /// Start chromedriver. Absent: the test skips with one loud line, and
     /// fails instead under `PLANGATE_REQUIRE_ALL` (CI; `plangate_testkit::skip`).
-    async fn start() -> Option<Driver> {
+    pub(crate) async fn start() -> Option<Driver> {
         let bin = std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "chromedriver".to_string());
         let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port");
         // Its own process group, so dropping the driver ends the Chromium
@@ -219,7 +219,7 @@ impl Driver {
         Some(Driver { child, url })
     }
 
-    async fn browser(&self, width: u32, height: u32) -> fantoccini::Client {
+    pub(crate) async fn browser(&self, width: u32, height: u32) -> fantoccini::Client {
         let mut caps = serde_json::Map::new();
         let chrome = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".to_string());
         let mut options = json!({"args": [
@@ -251,7 +251,7 @@ impl Drop for Driver {
     }
 }
 
-async fn present(b: &fantoccini::Client, css: &str) -> bool {
+pub(crate) async fn present(b: &fantoccini::Client, css: &str) -> bool {
     b.find_all(fantoccini::Locator::Css(css)).await.map(|found| !found.is_empty()).unwrap_or(false)
 }
 

@@ -15,6 +15,11 @@
 //!   of one of the agent's destinations ([`Approvers`]); the operator, who
 //!   holds everything, is on every list;
 //! * **separation of duties** — under `forbid_self`, never the requester;
+//! * **step-up** — where the operator's policy says `step_up`, a person's
+//!   approval or edit counts only with a passkey confirmation for this plan
+//!   hash ([`check_step_up`]), and no person may release the session while
+//!   such a plan waits (a release would open the gate without one); the
+//!   operator, who holds everything, needs none;
 //! * **the quorum** — what needs `required` distinct approvers is counted
 //!   (approvals by [`crate::review::record_approval`], releases by
 //!   [`record_release`], both of which take the [`Authorized`] proof that
@@ -26,9 +31,9 @@
 //! [`Authorized`] from [`check`] is refused. A new path that forgets the
 //! check fails closed instead of opening the gate.
 
-use crate::command::Refusal;
+use crate::command::{Refusal, StepUp};
 use crate::ids::Timestamp;
-use crate::model::{Actor, ApprovalState, DecisionStatus, Mode, Session, State};
+use crate::model::{Actor, ApprovalState, DecisionStatus, Mode, Proposal, Session, State};
 use crate::review::{self, ApprovalPolicy};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -174,7 +179,40 @@ pub fn check(state: &State, actor: &Actor, opening: Opening, policy: &ApprovalPo
     if opening == Opening::Auto {
         review::check_auto_allowed(&ApprovalPolicy { required, forbid_self, ..ApprovalPolicy::default() })?;
     }
+    let pending = state.latest.as_ref().filter(|p| p.status == DecisionStatus::Pending);
+    if opening == Opening::Release && matches!(actor, Actor::Human { .. }) && pending.is_some_and(|p| p.review.step_up) {
+        return Err(Refusal::Forbidden(
+            "The plan waiting here needs a passkey (the operator's policy says step_up), so it cannot be released from here: \
+             approve it with your passkey, cancel it, or ask the operator."
+                .to_string(),
+        ));
+    }
     Ok(Authorized { opening, identity, by: actor.label(), required })
+}
+
+/// Whether `actor`'s approval of `proposal` may count as far as step-up
+/// goes: `Ok(None)` when the proposal needs no passkey (or the actor is the
+/// operator); `Ok(Some(credential))` with a confirmation bound to this very
+/// plan hash; a refusal otherwise. Nothing but the shell's verified
+/// WebAuthn assertion makes a [`StepUp`] (it is not in any command a chat
+/// or an agent can send), and a confirmation for another version of the
+/// plan is stale.
+pub fn check_step_up(proposal: &Proposal, actor: &Actor, step_up: Option<&StepUp>) -> Result<Option<String>, Refusal> {
+    if !proposal.review.step_up || !matches!(actor, Actor::Human { .. }) {
+        return Ok(None);
+    }
+    match step_up {
+        None => Err(Refusal::StepUpRequired(format!(
+            "The operator's policy asks for a passkey on \"{}\" v{}: your approval is not counted until you confirm it with your passkey on plangate's web page.",
+            proposal.plan.title.trim(),
+            proposal.version
+        ))),
+        Some(s) if s.plan_hash != proposal.plan_hash => Err(Refusal::Stale(format!(
+            "That passkey confirmation was for another version of the plan ({}), not v{} ({}); confirm again.",
+            s.plan_hash, proposal.version, proposal.plan_hash
+        ))),
+        Some(s) => Ok(Some(s.credential.clone())),
+    }
 }
 
 /// The standing authorization of auto mode for a proposal the agent just

@@ -516,7 +516,10 @@ pub fn card(proposal: &Proposal, state: Option<&State>, now: Timestamp) -> Card 
             commands.push(format!("/plan subagents clear {short_ref}"));
         }
     }
-    let progress = if open { progress_lines(proposal).into_iter().map(|l| show(&l)).collect() } else { Vec::new() };
+    let mut progress: Vec<String> = if open { progress_lines(proposal).into_iter().map(|l| show(&l)).collect() } else { Vec::new() };
+    if open && proposal.review.step_up {
+        progress.insert(0, STEP_UP_LINE.to_string());
+    }
     let harness = state.map_or(crate::Harness::Api, |st| st.session.harness);
     let agent = match proposal.agent_left_at {
         Some(left) if open => vec![agent_left_line(harness, left.0.saturating_sub(proposal.created_at.0))],
@@ -586,6 +589,9 @@ pub fn agent_left_line(harness: crate::Harness, waited_ms: i64) -> String {
     };
     format!("{who} stopped waiting after {after}; your decision reaches it when it resumes{how}.")
 }
+
+/// What an open card of a step-up plan says, above the quorum's progress.
+pub const STEP_UP_LINE: &str = "🔑 The operator's policy asks each approver's passkey: Approve sends you a private link to confirm it.";
 
 /// The quorum's progress on an open card: one line per approved content
 /// (`1 of 2 · ✅ telegram:@alice`, `1 of 2 except steps 3, 5 · ✅ slack:@bob`),

@@ -51,6 +51,22 @@ pub enum Decision {
     /// Release the approval's session: no plan required (the operator's
     /// `release` action; under a quorum, one request of the ones needed).
     Release,
+    /// A verdict confirmed with the person's passkey ([`Decision::confirmed`]).
+    Confirmed { verdict: Verdict, step_up: StepUp },
+}
+
+/// A person's passkey confirmation of their decision (WebAuthn step-up),
+/// which the shell builds only after it verified an assertion of a passkey
+/// registered by that person, for a challenge bound to the approval, this
+/// plan hash, the person and a single-use nonce (`plangate_web::passkey`).
+/// The engine then counts the approval only if `plan_hash` is still the
+/// pending proposal's, and audits the credential.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepUp {
+    /// The passkey's credential id (base64url), for the audit.
+    pub credential: String,
+    /// The plan hash the challenge was bound to.
+    pub plan_hash: String,
 }
 
 impl Decision {
@@ -79,10 +95,20 @@ impl Decision {
         Decision::Verdict(Verdict::Revise(feedback.into()))
     }
 
+    /// This decision, confirmed with a passkey: a verdict carries the
+    /// confirmation; a cancel or a release needs none and stays as it is.
+    pub fn confirmed(self, step_up: StepUp) -> Decision {
+        match self {
+            Decision::Verdict(verdict) | Decision::Confirmed { verdict, .. } => Decision::Confirmed { verdict, step_up },
+            other => other,
+        }
+    }
+
     /// The engine command that carries this decision out on approval `id`.
     pub fn command(self, id: ApprovalId) -> Command {
         match self {
             Decision::Verdict(verdict) => Command::Decide { approval_id: id, verdict },
+            Decision::Confirmed { verdict, step_up } => Command::DecideConfirmed { approval_id: id, verdict, step_up },
             Decision::Cancel => Command::CancelApproval(id),
             Decision::Release => Command::Off,
         }
@@ -117,6 +143,14 @@ pub enum Command {
     Decide {
         approval_id: ApprovalId,
         verdict: Verdict,
+    },
+    /// [`Command::Decide`] with a passkey confirmation: the only way a
+    /// person's approval counts on a proposal whose rules ask for step-up
+    /// ([`crate::Review::step_up`]).
+    DecideConfirmed {
+        approval_id: ApprovalId,
+        verdict: Verdict,
+        step_up: StepUp,
     },
     /// A person releases the session: plan mode off, no plan required, the
     /// gate opens. A pending approval is cancelled. `/plan off`, operator
@@ -215,9 +249,10 @@ impl Command {
             Command::Enter { .. } => "enter",
             Command::UpdatePlan { .. } => "update_plan",
             Command::Propose { .. } => "propose",
-            Command::Decide { verdict: Verdict::Approve | Verdict::ApproveWith(_), .. } => "approve",
-            Command::Decide { verdict: Verdict::Edit(_), .. } => "edit",
-            Command::Decide { verdict: Verdict::Revise(_), .. } => "revise",
+            Command::Decide { verdict: Verdict::Approve | Verdict::ApproveWith(_), .. }
+            | Command::DecideConfirmed { verdict: Verdict::Approve | Verdict::ApproveWith(_), .. } => "approve",
+            Command::Decide { verdict: Verdict::Edit(_), .. } | Command::DecideConfirmed { verdict: Verdict::Edit(_), .. } => "edit",
+            Command::Decide { verdict: Verdict::Revise(_), .. } | Command::DecideConfirmed { verdict: Verdict::Revise(_), .. } => "revise",
             Command::Off => "release",
             Command::CancelApproval(_) => "cancel",
             Command::SetAuto(_) => "auto",
@@ -369,6 +404,11 @@ pub enum Refusal {
     /// The agent rewrote or removed a step a human approved.
     #[error("{0}")]
     ApprovedStepsLocked(String),
+    /// The operator's policy asks for a passkey on this plan: the person's
+    /// approval was not counted; the shell sends them the link to confirm
+    /// it with their passkey.
+    #[error("{0}")]
+    StepUpRequired(String),
 }
 
 #[cfg(test)]

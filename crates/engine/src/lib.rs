@@ -47,7 +47,7 @@ pub mod subagents;
 pub mod text;
 pub mod view;
 
-pub use command::{AuditEvent, Command, Ctx, Decision, Effect, Refusal, Terms, Transition, Verdict};
+pub use command::{AuditEvent, Command, Ctx, Decision, Effect, Refusal, StepUp, Terms, Transition, Verdict};
 pub use harness::Harness;
 pub use ids::{ApprovalId, QuestionId, SessionKey, Timestamp};
 pub use machine::apply;

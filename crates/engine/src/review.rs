@@ -64,6 +64,10 @@ pub struct ApprovalPolicy {
     /// How long a stopping agent is kept on an approved plan
     /// ([`crate::keep_going`]).
     pub auto_continue: crate::keep_going::AutoContinue,
+    /// A person's approval counts only with a passkey confirmation
+    /// ([`crate::command::StepUp`]): the operator's policy said `step_up`
+    /// for this plan. Stamped on the proposal like the quorum.
+    pub step_up: bool,
 }
 
 impl Default for ApprovalPolicy {
@@ -75,6 +79,7 @@ impl Default for ApprovalPolicy {
             requested_by: None,
             amendments: crate::amendment::Policy::Ask,
             auto_continue: crate::keep_going::AutoContinue::default(),
+            step_up: false,
         }
     }
 }
@@ -141,6 +146,12 @@ pub struct Review {
     /// Once approved: the step numbers the decision left out.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub excluded: Vec<usize>,
+    /// A person's approval (or edit) counts only when confirmed with a
+    /// passkey of that person ([`crate::command::StepUp`]); a chat click
+    /// alone is refused with [`Refusal::StepUpRequired`]. Proposals
+    /// stored before step-up read as `false`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub step_up: bool,
 }
 
 impl Default for Review {
@@ -161,6 +172,7 @@ impl Review {
             approvals: Vec::new(),
             changes,
             excluded: Vec::new(),
+            step_up: policy.step_up,
         }
     }
 
@@ -182,6 +194,11 @@ impl Review {
 /// quorum of more than one, or separation of duties (whoever switched it on
 /// could be the requester).
 pub fn check_auto_allowed(policy: &ApprovalPolicy) -> Result<(), Refusal> {
+    if policy.step_up {
+        return Err(Refusal::Forbidden(
+            "auto-approve cannot stand in for a passkey: the operator's policy asks for step-up on this plan (step_up)".to_string(),
+        ));
+    }
     if policy.required > 1 {
         return Err(Refusal::Forbidden(format!(
             "auto-approve cannot stand in for {} distinct approvers (approvals.required = {})",

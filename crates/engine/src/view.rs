@@ -112,6 +112,10 @@ pub struct DecisionView {
     /// Distinct approvers this version needs; omitted when it is 1.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub required_approvals: u32,
+    /// Each person's approval counts only once confirmed with their
+    /// passkey (the operator's policy said `step_up`); omitted when not.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub step_up: bool,
     /// The approvals of this version's round, in the order they came (also
     /// while it is pending: the quorum's progress).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -171,6 +175,7 @@ impl DecisionView {
             after_approval: None,
             requested_by: review.requested_by.clone(),
             required_approvals: review.required.max(1),
+            step_up: review.step_up,
             approvals: review
                 .approvals
                 .iter()

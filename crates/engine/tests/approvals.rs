@@ -492,3 +492,53 @@ fn proposals_stored_before_reviews_read_as_one_approver() {
     let back: Proposal = serde_json::from_value(serde_json::to_value(p).unwrap()).unwrap();
     assert_eq!(&back, p);
 }
+
+// ------------------------------------------------------------ passkey step-up
+
+fn step_up() -> ApprovalPolicy {
+    ApprovalPolicy { step_up: true, ..policy(2, false) }
+}
+
+fn confirmed(p: &Proposal, credential: &str) -> StepUp {
+    StepUp { credential: credential.into(), plan_hash: p.plan_hash.clone() }
+}
+
+fn decide_confirmed(id: ApprovalId, step_up: StepUp) -> Command {
+    Decision::approve().confirmed(step_up).command(id)
+}
+
+#[test]
+fn under_step_up_only_a_passkey_confirmed_approval_counts_and_the_audit_names_the_credential() {
+    let (s, id) = pending_with(step_up(), None);
+    let p = s.latest.clone().expect("pending");
+    assert!(p.review.step_up && DecisionView::of(&p).step_up, "stamped on the proposal and shown to the agent");
+    // A plain approve (a chat click, the page's form) is refused and counts nothing.
+    let plain = Command::Decide { approval_id: id, verdict: Verdict::Approve };
+    assert!(matches!(refused(&s, &alice(), plain, &at(1)), Refusal::StepUpRequired(_)));
+    // A confirmation for another version of the plan is stale.
+    let other = StepUp { credential: "cred-a".into(), plan_hash: "sha256:other".into() };
+    assert!(matches!(refused(&s, &alice(), decide_confirmed(id, other), &at(1)), Refusal::Stale(_)));
+    // Confirmed: counted, audited with the credential; the second completes the quorum.
+    let t = ok(&s, &alice(), decide_confirmed(id, confirmed(&p, "cred-a")), &at(2));
+    assert_eq!(t.state.latest.as_ref().map(|p| p.review.approvals.len()), Some(1));
+    assert!(t.audit.iter().any(|a| a.action == "step_up" && a.detail.contains("cred-a")), "{:?}", t.audit);
+    let t = ok(&t.state, &bob(), decide_confirmed(id, confirmed(&p, "cred-b")), &at(3));
+    assert_eq!(t.state.latest.as_ref().map(|p| p.status), Some(DecisionStatus::Approved));
+}
+
+#[test]
+fn under_step_up_no_release_or_auto_mode_stands_in_for_the_passkey_but_the_operator_needs_none() {
+    let (s, id) = pending_with(ApprovalPolicy { step_up: true, ..policy(1, false) }, None);
+    assert!(matches!(refused(&s, &alice(), Command::Off, &at(1)), Refusal::Forbidden(_)), "a release would open the gate");
+    // Auto mode switched on earlier does not approve a step-up plan.
+    let c = ctx_at(T0, 1, policy(1, false));
+    let on = ok(&State::new(key()), &alice(), Command::SetAuto(true), &c).state;
+    let on = ok(&on, &Actor::Agent, Command::Enter { reason: None }, &c).state;
+    let propose = Command::Propose { plan: plan(), markdown: None, requested_by: None, harness: Harness::Api, project: None };
+    let t = ok(&on, &Actor::Agent, propose, &ctx_at(T0, 2, ApprovalPolicy { step_up: true, ..policy(1, false) }));
+    assert_eq!(t.state.latest.as_ref().map(|p| p.status), Some(DecisionStatus::Pending), "waits for a person's passkey");
+    // The operator, trusted with everything, approves without one.
+    let operator = Actor::Operator { name: "ops".into() };
+    let t = ok(&s, &operator, Command::Decide { approval_id: id, verdict: Verdict::Approve }, &at(2));
+    assert_eq!(t.state.latest.as_ref().map(|p| p.status), Some(DecisionStatus::Approved));
+}

@@ -35,6 +35,7 @@ fn rules(required: u32, forbid_self: bool) -> ApprovalPolicy {
         requested_by: Some("telegram:333".to_string()),
         amendments: Default::default(),
         auto_continue: Default::default(),
+        step_up: false,
     }
 }
 

@@ -43,6 +43,9 @@ pub struct PlanRecord {
     pub verdict: PlanVerdict,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule: Option<String>,
+    /// The rule that asked for passkey step-up on it, if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_up: Option<String>,
 }
 
 /// One decision of either kind, read back from an audit record.

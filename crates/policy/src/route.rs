@@ -34,6 +34,9 @@ pub struct Facts {
     /// scope).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paths: Option<Vec<String>>,
+    /// A plan's number of steps (`min_steps`); none for a call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<usize>,
 }
 
 /// The rule that decided, and its action.
@@ -54,6 +57,14 @@ impl Policy {
     /// The strongest rule that matches a proposed plan; `auto` rules never do.
     pub fn route_plan(&self, facts: &Facts) -> Option<Routed<'_>> {
         strongest(self.rules(), facts, true)
+    }
+
+    /// The first written rule with `step_up = true` that matches a
+    /// proposed plan: each person's approval of it then counts only when
+    /// confirmed with their passkey. Not only the strongest rule's say: a
+    /// passkey adds to whatever quorum the strongest rule asks for.
+    pub fn step_up_plan(&self, facts: &Facts) -> Option<&Rule> {
+        self.rules().iter().find(|r| r.step_up && r.matches(facts, true))
     }
 }
 

@@ -100,6 +100,15 @@ pub struct RuleSpec {
     pub quorum: Option<u32>,
     #[serde(default, skip_serializing_if = "Applies::is_both")]
     pub on: Applies,
+    /// Plans this rule matches need each person's approval confirmed with
+    /// their passkey on the web page (WebAuthn step-up), whatever the
+    /// strongest rule decides about how many approve. Plans only. Alone
+    /// (no `action`, no `quorum`) it means `action = "one"`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub step_up: bool,
+    /// Matches plans of at least this many steps (plan size; plans only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_steps: Option<usize>,
     /// Why the rule exists, for the person reading `policy show`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -142,6 +151,8 @@ pub struct Rule {
     pub id: String,
     pub action: Action,
     pub on: Applies,
+    /// Plans it matches need passkey confirmations ([`RuleSpec::step_up`]).
+    pub step_up: bool,
     pub source: Source,
     /// As written, for `policy show`.
     pub spec: RuleSpec,
@@ -152,6 +163,7 @@ pub struct Rule {
     tool: Globs,
     path: Globs,
     classes: Vec<RiskClass>,
+    min_steps: Option<usize>,
 }
 
 /// A matcher of one attribute: none written matches every value.
@@ -202,6 +214,12 @@ impl Rule {
         if action == Action::Auto && spec.on == Applies::Plans {
             return Err("`auto` routes calls only: a plan is always decided by people".to_string());
         }
+        if spec.step_up && (action == Action::Auto || spec.on == Applies::Calls || !spec.tool.is_empty()) {
+            return Err("step_up asks people for a passkey on the plans the rule routes: write it on a plan rule (not auto, not on = \"calls\", no tool)".to_string());
+        }
+        if spec.min_steps == Some(0) || (spec.min_steps.is_some() && spec.on == Applies::Calls) {
+            return Err("min_steps matches plans of at least N steps: write 1 or more, on a rule that routes plans".to_string());
+        }
         let classes = spec
             .class
             .iter()
@@ -212,6 +230,8 @@ impl Rule {
             id: spec.id.clone(),
             action,
             on: spec.on,
+            step_up: spec.step_up,
+            min_steps: spec.min_steps,
             source,
             agent: field("agent", &spec.agent, false)?,
             project: field("project", &spec.project, false)?,
@@ -231,11 +251,17 @@ impl Rule {
             Applies::Calls => !plan,
             Applies::Plans => plan,
         };
-        if !applies || (plan && (self.action == Action::Auto || self.tool.written())) {
+        if !applies || (plan && (self.action == Action::Auto || self.tool.written())) || (!plan && self.min_steps.is_some()) {
             return false;
         }
         let restricts = self.action.restricts();
-        self.agent.is_match(&facts.agent)
+        let big_enough = match (self.min_steps, facts.steps) {
+            (None, _) => true,
+            (Some(n), Some(steps)) => steps >= n,
+            (Some(_), None) => restricts,
+        };
+        big_enough
+            && self.agent.is_match(&facts.agent)
             && self.project.matches_maybe(facts.project.as_deref(), restricts)
             && self.branch.matches_maybe(facts.branch.as_deref(), restricts)
             && self.host.matches_maybe(facts.host.as_deref(), restricts)
@@ -293,6 +319,7 @@ fn action_of(spec: &RuleSpec) -> Result<Action, String> {
         (Some("quorum"), None) => Err("action = \"quorum\" needs `quorum = N`".to_string()),
         (Some(a @ ("auto" | "one" | "deny")), Some(_)) => Err(format!("`quorum` goes with action = \"quorum\", not {a:?}")),
         (Some(other), _) => Err(format!("action {other:?} is not one of auto, one, quorum, deny")),
+        (None, None) if spec.step_up => Ok(Action::One),
         (None, None) => Err("has no action: write action = \"auto\" | \"one\" | \"deny\", or quorum = N".to_string()),
     }
 }

@@ -182,6 +182,7 @@ fn a_replay_lists_only_the_decisions_that_change() {
         title: "Drop the old table".into(),
         verdict: PlanVerdict::AsConfigured,
         rule: None,
+        step_up: None,
     };
     let details = [asked.detail(), allowed.detail(), plan.detail(), "not json".to_string()];
     let actions = [replay::CALL_ACTION, replay::CALL_ACTION, replay::PLAN_ACTION, replay::CALL_ACTION];
@@ -255,4 +256,70 @@ proptest! {
         let verdict = call_verdict(Some(expected), true, false);
         prop_assert_eq!(verdict == CallVerdict::Deny, deny);
     }
+}
+
+fn plan_facts(agent: &str, project: Option<&str>, classes: &[RiskClass], steps: usize) -> Facts {
+    Facts { agent: agent.into(), project: project.map(String::from), classes: classes.to_vec(), steps: Some(steps), ..Facts::default() }
+}
+
+#[test]
+fn step_up_asks_for_a_passkey_by_class_project_agent_or_plan_size() {
+    let p = parse(
+        r#"
+        [[rules]]
+        id = "prod-two"
+        quorum = 2
+        project = "prod-*"
+
+        [[rules]]
+        id = "prod-passkey"
+        step_up = true
+        project = "prod-*"
+
+        [[rules]]
+        id = "drops"
+        action = "one"
+        class = "db.drop"
+        step_up = true
+
+        [[rules]]
+        id = "ci"
+        step_up = true
+        agent = "ci"
+
+        [[rules]]
+        id = "big"
+        step_up = true
+        min_steps = 10
+        "#,
+    )
+    .unwrap();
+    let id = |f: &Facts| p.step_up_plan(f).map(|r| r.id.clone());
+    // A passkey adds to the quorum the strongest rule asks for.
+    let prod = plan_facts("dev", Some("prod-api"), &[], 3);
+    assert_eq!(id(&prod).as_deref(), Some("prod-passkey"));
+    assert_eq!(plan_verdict(p.route_plan(&prod).map(|r| r.action)), PlanVerdict::Quorum(2));
+    assert_eq!(id(&plan_facts("dev", Some("docs"), &[RiskClass::DbDrop], 3)).as_deref(), Some("drops"));
+    assert_eq!(id(&plan_facts("ci", Some("docs"), &[], 3)).as_deref(), Some("ci"));
+    assert_eq!(id(&plan_facts("dev", Some("docs"), &[], 10)).as_deref(), Some("big"));
+    assert_eq!(id(&plan_facts("dev", Some("docs"), &[], 9)), None, "nine steps are under min_steps");
+    // An unknown project errs toward the passkey; calls never ask for one.
+    assert_eq!(id(&Facts { project: None, ..plan_facts("dev", None, &[], 1) }).as_deref(), Some("prod-passkey"));
+    assert!(p.route_call(&Facts { project: Some("docs".into()), ..call("dev", &[], &[]) }).is_none(), "min_steps routes no call");
+    // `policy show` writes it back as written.
+    let shown = to_toml(std::slice::from_ref(&p.rule("big").unwrap().spec));
+    assert!(shown.contains("step_up = true") && shown.contains("min_steps = 10"), "{shown}");
+}
+
+#[test]
+fn step_up_belongs_on_rules_that_route_plans_to_people() {
+    for bad in [
+        "[[rules]]\nid = \"x\"\naction = \"auto\"\nstep_up = true\n",
+        "[[rules]]\nid = \"x\"\non = \"calls\"\nstep_up = true\n",
+        "[[rules]]\nid = \"x\"\ntool = \"Bash\"\nstep_up = true\n",
+        "[[rules]]\nid = \"x\"\nstep_up = true\nmin_steps = 0\n",
+    ] {
+        assert!(parse(bad).is_err(), "{bad}");
+    }
+    assert_eq!(parse("[[rules]]\nid = \"x\"\nstep_up = true\n").unwrap().rule("x").unwrap().action, Action::One);
 }

@@ -89,6 +89,7 @@ pub fn risky_call(agent: &str, state: &plangate_engine::State, call: &plangate_e
         classes,
         undeclared,
         paths,
+        steps: None,
     })
 }
 

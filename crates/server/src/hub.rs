@@ -50,6 +50,8 @@ pub struct Hub {
 #[derive(Debug)]
 enum Refused {
     Say(String),
+    /// For the person's eyes only (a passkey confirmation link).
+    Private(String),
     HandledElsewhere,
 }
 
@@ -89,6 +91,7 @@ impl Refused {
     fn text(self) -> Reply {
         match self {
             Refused::Say(why) => Reply::Text(why),
+            Refused::Private(text) => Reply::Private(text),
             Refused::HandledElsewhere => Reply::None,
         }
     }
@@ -96,6 +99,7 @@ impl Refused {
     fn notice(self) -> Reply {
         match self {
             Refused::Say(why) => Reply::Notice(why),
+            Refused::Private(text) => Reply::Private(text),
             Refused::HandledElsewhere => Reply::None,
         }
     }
@@ -350,8 +354,24 @@ impl Hub {
         // grows each `/plan` command's past a debug test thread's stack.
         match Box::pin(self.core.decide(id, Self::actor(ev), Self::venue(ev), decision, self.meta(ev))).await {
             Ok(decided) => Ok(decided.said()),
+            Err(DecisionRefused::Core(CoreError::Refused(Refusal::StepUpRequired(why)))) => Err(self.step_up_link(ev, id, why)),
             Err(refused) => Err(Refused::of(ev, refused)),
         }
+    }
+
+    /// The answer to an approval the policy wants confirmed with a passkey:
+    /// nothing was counted; the person gets, privately, a personal link
+    /// that signs them in to the page where their passkey confirms it.
+    /// Without the web page there is no way to confirm: refused, said so.
+    fn step_up_link(&self, ev: &Inbound, id: ApprovalId, why: String) -> Refused {
+        let Some(links) = self.core.web_links() else {
+            return Refused::Say(format!("{why} The web page is off (server.public_url), so ask the operator."));
+        };
+        let who = plangate_web::Identity::Person { id: Self::who(ev), name: Self::actor(ev).label() };
+        let url = links.step_up_url(who, &id);
+        Refused::Private(format!(
+            "{why}\nConfirm with your passkey (a personal link: it works once, within 10 minutes; do not share it):\n{url}"
+        ))
     }
 
     async fn edit(&self, ev: &Inbound, id: ApprovalId, steps: Vec<String>) -> Result<String, Refused> {

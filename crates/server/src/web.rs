@@ -259,6 +259,35 @@ impl Backend for CoreBackend {
             }
         }
     }
+
+    async fn passkey(&self, approver: &str) -> Result<Option<String>, Refused> {
+        let key = plangate_web::passkey::cursor_key(approver);
+        self.core.blocking(move |s| s.cursor(&key)).await.map_err(|e| {
+            tracing::error!(error = %e, "web: cannot read a passkey; refused");
+            Refused::Unavailable(
+                "plangate cannot read passkeys right now (storage trouble); nothing changed, try again shortly.".to_string(),
+            )
+        })
+    }
+
+    async fn swap_passkey(&self, approver: &str, expected: Option<&str>, value: Option<&str>) -> Result<bool, Refused> {
+        let (key, expected, value) = (plangate_web::passkey::cursor_key(approver), expected.map(str::to_string), value.map(str::to_string));
+        self.core.blocking(move |s| s.swap_cursor(&key, expected.as_deref(), value.as_deref())).await.map_err(|e| {
+            tracing::error!(error = %e, "web: cannot write a passkey; refused");
+            Refused::Unavailable(
+                "plangate cannot record passkeys right now (storage trouble); nothing changed, try again shortly.".to_string(),
+            )
+        })
+    }
+
+    /// Against the proposal's session and approval; a passkey registration
+    /// belongs to no session (`-/-`, like failed sign-ins).
+    async fn record(&self, who: &Identity, action: &str, proposal: Option<&Proposal>, detail: String) {
+        let (id, _) = venue_of(who);
+        let none = SessionKey::new("-", "-");
+        let key = proposal.map_or(&none, |p| &p.session);
+        self.core.audit(key, id, action, proposal.map(|p| (p.approval_id, p.version)), detail).await;
+    }
 }
 
 #[cfg(test)]

@@ -92,7 +92,7 @@ pub fn random_token() -> String {
     hex::encode(rand::random::<[u8; 16]>())
 }
 
-fn mac(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
+pub(crate) fn mac(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
     let mut mac = <HmacSha256 as Mac>::new_from_slice(key).unwrap_or_else(|_| unreachable!("HMAC takes any key length"));
     for part in parts {
         mac.update(part);

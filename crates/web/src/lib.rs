@@ -16,6 +16,11 @@
 //! may run as several replicas behind a load balancer on one store, and a
 //! link sent by one replica, or a cookie set by one, works on every other.
 //!
+//! Passkeys ([`passkey`], [`stepup`]): a signed-in person registers one
+//! (`/passkeys`); where the operator's policy says `step_up`, their
+//! approval counts only once confirmed with it (`/p/<id>/confirm`, where
+//! the bot's private "Confirm with your passkey" link leads).
+//!
 //! It is a read/decide surface over the engine and adds no decision rule:
 //! every state change is a POST that the server's [`Backend`] turns into the
 //! same engine command a chat button sends, after the same approver
@@ -25,7 +30,8 @@
 //! shares the web secret serves every request the same. Tokens, cookies and
 //! CSRF tokens are HMACs under keys derived from that secret; the only
 //! records are in the store, through the [`Backend`]: used sign-in links
-//! ([`Backend::use_once`]) and signed-out sessions ([`Backend::revoke`]),
+//! and passkey challenges ([`Backend::use_once`]), signed-out sessions
+//! ([`Backend::revoke`]) and people's passkeys ([`Backend::passkey`]),
 //! refusing when the store cannot answer. Everything it shows comes from the
 //! [`Backend`], everything it changes goes through [`Backend::decide`];
 //! every interpolation is escaped and agent markdown is sanitized; no inline
@@ -35,7 +41,9 @@ pub mod auth;
 pub mod diff;
 pub mod markdown;
 pub mod page;
+pub mod passkey;
 mod routes;
+mod stepup;
 
 pub use auth::Identity;
 pub use routes::{read_link_live, router};
@@ -116,6 +124,15 @@ pub trait Backend: Send + Sync + 'static {
     /// Whether browser session `session_id` signed out; `true` when the
     /// store cannot tell (the session is refused, never assumed live).
     async fn revoked(&self, session_id: &str) -> bool;
+    /// The stored passkey record of `approver` (JSON of a
+    /// [`passkey::Passkey`], the store's [`passkey::cursor_key`] cursor).
+    async fn passkey(&self, approver: &str) -> Result<Option<String>, Refused>;
+    /// Compare and swap that record: write `value` only if it still holds
+    /// `expected`; `Ok(false)` and nothing written otherwise.
+    async fn swap_passkey(&self, approver: &str, expected: Option<&str>, value: Option<&str>) -> Result<bool, Refused>;
+    /// Audit something the page did or refused as `who` (a passkey
+    /// registered, a confirmation refused), about `proposal` if any.
+    async fn record(&self, who: &Identity, action: &str, proposal: Option<&Proposal>, detail: String);
 }
 
 /// Which sign-in a wrong credential was presented to.
@@ -139,6 +156,9 @@ pub struct Links {
     base: String,
     read_key: auth::ReadKey,
     auth: auth::AuthKeys,
+    challenges: passkey::ChallengeKey,
+    /// The passkeys' relying party: the public URL's host.
+    rp: Option<passkey::RelyingParty>,
     clock: Arc<dyn Clock>,
 }
 
@@ -158,6 +178,8 @@ impl Links {
             base: public_url.trim_end_matches('/').to_string(),
             read_key: auth::ReadKey::new(secret),
             auth: auth::AuthKeys::derive(secret),
+            challenges: passkey::ChallengeKey::derive(secret),
+            rp: passkey::RelyingParty::of(public_url),
             clock,
         }
     }
@@ -171,6 +193,13 @@ impl Links {
     /// [`auth::SIGN_IN_TTL`].
     pub fn sign_in_url(&self, who: Identity) -> String {
         format!("{}/signin/{}", self.base, self.auth.sign_in_token(&who, self.now()))
+    }
+
+    /// A personal sign-in link for `who` that leads, once signed in, to
+    /// the page confirming approval `id` with their passkey (the private
+    /// "Confirm with your passkey" link of a step-up approval).
+    pub fn step_up_url(&self, who: Identity, id: &ApprovalId) -> String {
+        format!("{}?next={}", self.sign_in_url(who), stepup::confirm_path(id))
     }
 
     /// Whether cookies must be `Secure` (the page is public over https).

@@ -17,6 +17,7 @@ use plangate_engine::{AuditEvent, DecisionStatus, Proposal, State, Step, Timesta
 /// Where the embedded stylesheet and script are served.
 pub const STYLE_PATH: &str = "/web/style.css";
 pub const SCRIPT_PATH: &str = "/web/live.js";
+pub const PASSKEY_SCRIPT_PATH: &str = "/web/passkey.js";
 
 /// Every page: phone-first, dark mode by `prefers-color-scheme` (in the
 /// stylesheet), no inline script or style (the CSP forbids them).
@@ -32,12 +33,14 @@ pub fn layout(title: &str, who: Option<&Identity>, csrf: Option<&str>, body: Mar
                 title { (title) " · plangate" }
                 link rel="stylesheet" href=(STYLE_PATH);
                 script src=(SCRIPT_PATH) defer {}
+                script src=(PASSKEY_SCRIPT_PATH) defer {}
             }
             body {
                 header.top {
                     a.brand href="/" { "plangate" }
                     @if let Some(who) = who {
                         span.who { "Signed in as " strong { (who.label()) } }
+                        @if matches!(who, Identity::Person { .. }) { a.who href="/passkeys" { "Passkey" } }
                         @if let Some(csrf) = csrf {
                             form.inline method="post" action="/signout" {
                                 input type="hidden" name="csrf" value=(csrf);
@@ -82,7 +85,7 @@ pub fn sign_in() -> Markup {
 
 /// The page a sign-in link opens: one more click, so a link preview that
 /// fetches the URL cannot use up the single-use link.
-pub fn confirm_sign_in(token: &str) -> Markup {
+pub fn confirm_sign_in(token: &str, next: Option<&str>) -> Markup {
     layout(
         "Sign in",
         None,
@@ -91,6 +94,7 @@ pub fn confirm_sign_in(token: &str) -> Markup {
             h1 { "Sign in" }
             form method="post" action="/signin" {
                 input type="hidden" name="token" value=(token);
+                @if let Some(next) = next { input type="hidden" name="next" value=(next); }
                 button #signin type="submit" { "Sign in to plangate" }
             }
         },
@@ -239,7 +243,7 @@ pub fn plan_page(v: &PlanPage<'_>) -> Markup {
             }
             p #receipt .receipt hidden[card.receipt.is_none()] { (card.receipt.clone().unwrap_or_default()) }
             @if let Some(summary) = &card.summary { p.summary { (summary) } }
-            @if decider { (actions(p, v.csrf.unwrap_or_default())) }
+            @if decider { (actions(p, v.csrf.unwrap_or_default(), p.review.step_up && matches!(v.who, Some(Identity::Person { .. })))) }
             @else if open && v.who.is_none() {
                 p.hint { "Read-only link. To decide, " a href="/signin" { "sign in" } "." }
             }
@@ -328,16 +332,22 @@ fn ran_section(ran: &plangate_engine::ran::Ran) -> Markup {
 }
 
 /// Approve, Request changes, Edit, Cancel: every one a POST with the CSRF
-/// token, decided by the same engine command as a button in a chat.
-fn actions(p: &Proposal, csrf: &str) -> Markup {
+/// token, decided by the same engine command as a button in a chat. Where
+/// the policy asks a person for a passkey (`passkey`), Approve leads to the
+/// page that confirms it with one.
+fn actions(p: &Proposal, csrf: &str, passkey: bool) -> Markup {
     let to = format!("/p/{}/decide", p.approval_id);
     let steps: Vec<&str> = p.plan.steps.iter().map(|s| s.step.as_str()).collect();
     html! {
         section #actions .actions aria-label="Decide" {
-            form method="post" action=(to) {
-                input type="hidden" name="csrf" value=(csrf);
-                input type="hidden" name="version" value=(p.version);
-                button #approve .primary type="submit" name="action" value="approve" { "Approve" }
+            @if passkey {
+                p { a #approve .button.primary href=(format!("/p/{}/confirm", p.approval_id)) { "Approve with your passkey" } }
+            } @else {
+                form method="post" action=(to) {
+                    input type="hidden" name="csrf" value=(csrf);
+                    input type="hidden" name="version" value=(p.version);
+                    button #approve .primary type="submit" name="action" value="approve" { "Approve" }
+                }
             }
             details {
                 summary { "Request changes" }
@@ -405,6 +415,43 @@ fn diff_section(prev: &Proposal, p: &Proposal) -> Markup {
             }
         }
     }
+}
+
+/// A signed-in person's passkey: the one registered (a person has one; it
+/// is what their step-up approvals are confirmed with), or the button that
+/// registers it. The script (`/web/passkey.js`) does the WebAuthn part.
+pub fn passkeys(who: &Identity, csrf: &str, registered: Option<&crate::passkey::Passkey>) -> Markup {
+    let body = html! {
+        h1 { "Your passkey" }
+        @if let Some(key) = registered {
+            p #passkey-registered { "Registered " (key.created_at.rfc3339()) " (credential " code { (key.id.chars().take(16).collect::<String>()) "…" } ")." }
+            p { "Plans the operator's policy marks for step-up count your approval only once you confirm it with this passkey. \
+                 One passkey per person: to replace it, ask the operator." }
+        } @else {
+            p { "Register a passkey (your phone's or laptop's screen lock, or a security key) to confirm approvals the operator's policy marks for step-up." }
+            p { button #register-passkey .primary type="button" data-csrf=(csrf) { "Register a passkey" } }
+        }
+        p #passkey-status role="status" {}
+    };
+    layout("Your passkey", Some(who), Some(csrf), body)
+}
+
+/// The page where a person confirms their approval of `p` with their
+/// passkey: what they approve (title, version, plan hash) and the button.
+pub fn confirm(p: &Proposal, who: &Identity, csrf: &str, has_passkey: bool) -> Markup {
+    let body = html! {
+        h1 { "Confirm with your passkey" }
+        p { "Approve " strong { (reveal(p.plan.title.trim()).0) } " v" (p.version) " as proposed ("
+            a href=(format!("/p/{}", p.approval_id)) { "read it" } ")." }
+        p.meta { "Plan " code { (p.plan_hash) } }
+        @if has_passkey {
+            p { button #confirm-passkey .primary type="button" data-csrf=(csrf) data-approval=(p.approval_id.to_string()) { "Approve with your passkey" } }
+        } @else {
+            p #no-passkey { "You have no passkey yet: " a href="/passkeys" { "register one" } ", then come back to this page." }
+        }
+        p #passkey-status role="status" {}
+    };
+    layout("Confirm with your passkey", Some(who), Some(csrf), body)
 }
 
 #[cfg(test)]
@@ -483,9 +530,10 @@ mod tests {
         for bad in ["<script>alert", "<img", "<b>bold"] {
             assert!(!page.contains(bad), "{bad} is live in the page");
         }
-        // The only script is the embedded file; nothing inline.
-        assert_eq!(page.matches("<script").count(), 1);
+        // The only scripts are the embedded files; nothing inline.
+        assert_eq!(page.matches("<script").count(), 2);
         assert!(page.contains(&format!("<script src=\"{SCRIPT_PATH}\" defer></script>")));
+        assert!(page.contains(&format!("<script src=\"{PASSKEY_SCRIPT_PATH}\" defer></script>")));
     }
 
     #[test]

@@ -103,6 +103,13 @@ impl Backend for FakeBackend {
     async fn revoked(&self, session_id: &str) -> bool {
         self.keys().is_none_or(|keys| keys.contains(&auth::sign_out_key(session_id)))
     }
+    async fn passkey(&self, _: &str) -> Result<Option<String>, Refused> {
+        Ok(None)
+    }
+    async fn swap_passkey(&self, _: &str, _: Option<&str>, _: Option<&str>) -> Result<bool, Refused> {
+        Err(Refused::Unavailable("no passkeys here".to_string()))
+    }
+    async fn record(&self, _: &Identity, _: &str, _: Option<&Proposal>, _: String) {}
 }
 
 /// A replica: its own `Web` and links (same secret), the shared store.

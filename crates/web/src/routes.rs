@@ -5,8 +5,12 @@
 //! * `GET /p/{id}` (`?k=` read token, or a session): the plan page;
 //!   `GET /p/{id}/events`: its live updates (server-sent events);
 //!   `POST /p/{id}/decide`: a decision (session + CSRF token).
-//! * `GET /signin/{token}` then `POST /signin`: a personal sign-in link;
-//!   `POST /signin/operator`: the operator token; `POST /signout`.
+//! * `GET /signin/{token}` then `POST /signin`: a personal sign-in link
+//!   (`?next=/p/{id}/confirm`: then to that page); `POST /signin/operator`:
+//!   the operator token; `POST /signout`.
+//! * Passkeys (`crate::stepup`): `GET /passkeys`, `POST /passkeys/options`,
+//!   `POST /passkeys`; `GET /p/{id}/confirm`, `POST /p/{id}/confirm/options`,
+//!   `POST /p/{id}/confirm`.
 //!
 //! A wrong operator token or sign-in link takes one from the client
 //! address's budget of failures ([`Backend::sign_in_failed`](crate::Backend::sign_in_failed));
@@ -40,6 +44,7 @@ use std::sync::Arc;
 
 const STYLE: &str = include_str!("../assets/style.css");
 const SCRIPT: &str = include_str!("../assets/live.js");
+const PASSKEY_SCRIPT: &str = include_str!("../assets/passkey.js");
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; \
                    form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 /// How many decided approvals the inbox lists.
@@ -55,7 +60,7 @@ const PENDING_PAGE: usize = 200;
 /// decide (an approver of one agent among thousands of others' plans).
 const PENDING_READ: usize = 2_000;
 
-type Shared = Arc<Web>;
+pub(crate) type Shared = Arc<Web>;
 
 /// The page's routes, to merge into plangate's router.
 pub fn router(web: Arc<Web>) -> Router {
@@ -68,8 +73,10 @@ pub fn router(web: Arc<Web>) -> Router {
         .route("/signin/operator", post(sign_in_operator))
         .route("/signin/{token}", get(confirm_sign_in))
         .route("/signout", post(sign_out))
+        .merge(crate::stepup::routes())
         .route(page::STYLE_PATH, get(|| async { asset("text/css; charset=utf-8", STYLE) }))
         .route(page::SCRIPT_PATH, get(|| async { asset("text/javascript; charset=utf-8", SCRIPT) }))
+        .route(page::PASSKEY_SCRIPT_PATH, get(|| async { asset("text/javascript; charset=utf-8", PASSKEY_SCRIPT) }))
         .layer(axum::middleware::from_fn_with_state(web.clone(), same_origin_posts))
         .layer(axum::middleware::map_response(security_headers))
         .with_state(web)
@@ -142,18 +149,18 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
     ([(header::CONTENT_TYPE, content_type), (header::CACHE_CONTROL, "no-cache")], body).into_response()
 }
 
-fn html(status: StatusCode, markup: Markup) -> Response {
+pub(crate) fn html(status: StatusCode, markup: Markup) -> Response {
     (status, [(header::CONTENT_TYPE, "text/html; charset=utf-8")], markup.into_string()).into_response()
 }
 
 /// The signed-in session of this request, if any: a valid cookie of a
 /// session that did not sign out. Anything else is no session, alike.
-async fn session(web: &Web, headers: &HeaderMap) -> Option<Session> {
+pub(crate) async fn session(web: &Web, headers: &HeaderMap) -> Option<Session> {
     let cookie = headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(auth::cookie_value)?;
     web.session(cookie).await
 }
 
-fn not_found(who: Option<&Identity>) -> Response {
+pub(crate) fn not_found(who: Option<&Identity>) -> Response {
     html(
         StatusCode::NOT_FOUND,
         page::message("Not found", "There is no such plan, or this link does not open it. Check the link on the card.", who),
@@ -402,26 +409,37 @@ async fn sign_in_page() -> Response {
     html(StatusCode::OK, page::sign_in())
 }
 
+#[derive(Debug, Deserialize)]
+struct NextQuery {
+    next: Option<String>,
+}
+
 /// The page of a sign-in link: its shape only (the MAC, the expiry and the
 /// single use are checked on the POST), so opening it uses nothing up.
-async fn confirm_sign_in(Path(token): Path<String>) -> Response {
+/// `next` is kept only when it is a page plangate sends people to after a
+/// sign-in (a passkey confirmation), never another site.
+async fn confirm_sign_in(Path(token): Path<String>, Query(q): Query<NextQuery>) -> Response {
     if token.is_empty() || token.len() > auth::MAX_TOKEN_LEN || !token.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
         return html(StatusCode::NOT_FOUND, page::message("Not a sign-in link", "Ask the bot for a new one: /plan web", None));
     }
-    html(StatusCode::OK, page::confirm_sign_in(&token))
+    let next = q.next.as_deref().and_then(crate::stepup::safe_next);
+    html(StatusCode::OK, page::confirm_sign_in(&token, next.as_deref()))
 }
 
 #[derive(Debug, Deserialize)]
 struct TokenForm {
     token: String,
+    #[serde(default)]
+    next: String,
 }
 
-fn signed_in(web: &Web, who: Identity) -> Response {
+fn signed_in(web: &Web, who: Identity, next: &str) -> Response {
     let Some((value, _)) = web.start_session(who) else {
         return html(StatusCode::FORBIDDEN, page::message("Wrong token", "No operator token is configured.", None));
     };
     let cookie = auth::session_cookie(&value, web.links.secure());
-    let mut response = Redirect::to("/").into_response();
+    let to = crate::stepup::safe_next(next).unwrap_or_else(|| "/".to_string());
+    let mut response = Redirect::to(&to).into_response();
     if let Ok(value) = HeaderValue::from_str(&cookie) {
         response.headers_mut().insert(header::SET_COOKIE, value);
     }
@@ -461,7 +479,7 @@ async fn sign_in(State(web): State<Shared>, Client(client): Client, Form(form): 
     match web.redeem_sign_in(form.token.trim()).await {
         Some(who) => {
             tracing::info!(who = %who.label(), "signed in to the web page");
-            signed_in(&web, who)
+            signed_in(&web, who, &form.next)
         }
         None => {
             let refused = html(
@@ -480,7 +498,7 @@ async fn sign_in(State(web): State<Shared>, Client(client): Client, Form(form): 
 async fn sign_in_operator(State(web): State<Shared>, Client(client): Client, Form(form): Form<TokenForm>) -> Response {
     if web.backend.is_operator_token(form.token.trim()) {
         tracing::info!("operator signed in to the web page");
-        signed_in(&web, Identity::Operator)
+        signed_in(&web, Identity::Operator, "")
     } else {
         tracing::warn!(%client, "wrong operator token on the web sign-in");
         let refused = html(StatusCode::FORBIDDEN, page::message("Wrong token", "That is not the operator token.", None));

@@ -36,6 +36,7 @@ pub mod fake_anthropic;
 pub mod fake_openai;
 pub mod hook_recorder;
 pub mod limits;
+pub mod passkey;
 pub mod pg;
 pub mod scripted;
 pub mod server;

@@ -73,6 +73,7 @@ fn record(i: u64, now: i64) -> AuditEvent {
         classes,
         undeclared,
         paths: None,
+        steps: None,
     };
     let (action, detail) = match i % 10 {
         0 => {
@@ -82,6 +83,7 @@ fn record(i: u64, now: i64) -> AuditEvent {
                 title: format!("Plan {i}"),
                 verdict: PlanVerdict::AsConfigured,
                 rule: None,
+                step_up: None,
             };
             (PLAN_ACTION, plan.detail())
         }

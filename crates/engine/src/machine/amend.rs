@@ -43,6 +43,9 @@ pub(super) fn open_amendment(
     amended.scope = amendment::scope_of(&t.state.session.scope, &widen);
     let changes = diff::diff(&approved, &amended, of_version);
     let requested_by = base.review.requested_by.clone();
+    // An amendment of a plan that needed a passkey needs one too (and is
+    // never approved by auto mode): its rules are the base's, stricter.
+    let rules = ApprovalPolicy { step_up: ctx.approvals.step_up || base.review.step_up, ..ctx.approvals.clone() };
     let project = base.project.clone();
     let previous = t.state.latest.as_ref().map(|p| p.approval_id);
     // A decided base is on record already, unchanged.
@@ -66,7 +69,7 @@ pub(super) fn open_amendment(
         superseded_by: None,
         timers: Vec::new(),
         released: false,
-        review: Review::new(&ctx.approvals, requested_by, Some(changes)),
+        review: Review::new(&rules, requested_by, Some(changes)),
         amends: Some(Amendment { of_version, of_approval, added, flagged: false, widen: widen.clone() }),
         project,
         previous,
@@ -75,7 +78,7 @@ pub(super) fn open_amendment(
         ran: None,
     };
     super::execution::note_amendment(t, version, ctx);
-    let auto = authority::auto_approval(&t.state.session, &ctx.approvals);
+    let auto = authority::auto_approval(&t.state.session, &rules);
     let session = &mut t.state.session;
     session.approved_steps = reference;
     session.scope_asked.extend(widen.iter().cloned());

@@ -8,6 +8,7 @@ pub(super) fn apply_verdict(
     actor: &Actor,
     approval_id: ApprovalId,
     verdict: Verdict,
+    step_up: Option<&StepUp>,
     ctx: &Ctx,
 ) -> Result<(), Refusal> {
     require_person(actor, "decide a plan")?;
@@ -31,7 +32,7 @@ pub(super) fn apply_verdict(
     // one that completes it decides.
     let (verdict, who) = match verdict {
         Verdict::Revise(feedback) => (Verdict::Revise(feedback), actor.label()),
-        approving => match count_approval(t, actor, approving, ctx)? {
+        approving => match count_approval(t, actor, approving, step_up, ctx)? {
             Some(decided) => decided,
             None => return Ok(()),
         },
@@ -89,7 +90,13 @@ pub(super) fn apply_verdict(
 /// caller decides it. `None` when it is one more on the way: the cards show
 /// the progress, the proposal stays pending (its reminders and timeout go
 /// on), and the approval is audited.
-pub(super) fn count_approval(t: &mut Transition, actor: &Actor, verdict: Verdict, ctx: &Ctx) -> Result<Option<(Verdict, String)>, Refusal> {
+pub(super) fn count_approval(
+    t: &mut Transition,
+    actor: &Actor,
+    verdict: Verdict,
+    step_up: Option<&StepUp>,
+    ctx: &Ctx,
+) -> Result<Option<(Verdict, String)>, Refusal> {
     let (terms, edit, opening) = match verdict {
         Verdict::Approve => (Terms::default(), None, Opening::Approve),
         Verdict::ApproveWith(terms) => (terms, None, Opening::Approve),
@@ -97,6 +104,14 @@ pub(super) fn count_approval(t: &mut Transition, actor: &Actor, verdict: Verdict
         Verdict::Revise(_) => return Err(Refusal::InvalidRequest("a request for changes is not an approval".to_string())),
     };
     let auth = authority::check(&t.state, actor, opening, &ctx.approvals)?;
+    let Some(proposal) = t.state.latest.as_mut() else {
+        return Err(Refusal::Stale(format!("This plan was superseded by v{}.", t.state.session.version)));
+    };
+    if let Some(credential) = authority::check_step_up(proposal, actor, step_up)? {
+        let detail = format!("{} confirmed with passkey {credential} (plan {})", auth.by(), proposal.plan_hash);
+        let pid = Some((proposal.approval_id, proposal.version));
+        audit(t, actor, "step_up", pid, detail, ctx);
+    }
     let Some(proposal) = t.state.latest.as_mut() else {
         return Err(Refusal::Stale(format!("This plan was superseded by v{}.", t.state.session.version)));
     };

@@ -11,14 +11,14 @@
 use crate::amendment::{self, Amendment};
 use crate::authority::{self, Opening};
 use crate::card::MAX_OPTIONS;
-use crate::command::Terms;
+use crate::command::{StepUp, Terms};
 use crate::diff;
 use crate::harness::Harness;
 use crate::ids::{ApprovalId, QuestionId};
 use crate::injection;
 use crate::plan::{self, Plan, PlanError, StepUpdate};
 use crate::receipt::Receipt;
-use crate::review::{self, Review};
+use crate::review::{self, ApprovalPolicy, Review};
 use crate::subagents;
 
 mod amend;
@@ -83,7 +83,10 @@ pub fn apply(state: &State, actor: &Actor, command: Command, ctx: &Ctx) -> Resul
         Command::Propose { plan, markdown, requested_by, harness, project } => {
             propose(&mut t, actor, Proposed { plan, markdown, requested_by, harness, project }, ctx)?
         }
-        Command::Decide { approval_id, verdict } => apply_verdict(&mut t, actor, approval_id, verdict, ctx)?,
+        Command::Decide { approval_id, verdict } => apply_verdict(&mut t, actor, approval_id, verdict, None, ctx)?,
+        Command::DecideConfirmed { approval_id, verdict, step_up } => {
+            apply_verdict(&mut t, actor, approval_id, verdict, Some(&step_up), ctx)?
+        }
         Command::Off => off(&mut t, actor, ctx)?,
         Command::CancelApproval(approval_id) => {
             require_person(actor, "cancel a plan")?;

@@ -146,7 +146,16 @@ impl Core {
     ) -> Result<Decided, DecisionRefused> {
         let p = self.blocking(move |s| s.proposal(&id)).await.map_err(CoreError::from)?.ok_or(DecisionRefused::NotFound)?;
         self.authorize(&p.session, Some((id, p.version)), &actor, venue).await?;
-        let executed = self.execute_on_proposal(p.clone(), actor, decision.command(id), meta).await?;
+        let who = audit_name(&actor);
+        let executed = match self.execute_on_proposal(p.clone(), actor, decision.command(id), meta).await {
+            Ok(executed) => executed,
+            Err(e @ CoreError::Refused(Refusal::StepUpRequired(_))) => {
+                let detail = format!("{who}'s approval is not counted: the policy asks for a passkey (plan {})", p.plan_hash);
+                self.audit(&p.session, &who, "step_up_required", Some((id, p.version)), detail).await;
+                return Err(e.into());
+            }
+            Err(e) => return Err(e.into()),
+        };
         let proposal = executed.transition.state.latest.as_ref().filter(|l| l.approval_id == id).cloned().unwrap_or(p);
         Ok(Decided { proposal, executed })
     }

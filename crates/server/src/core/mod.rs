@@ -100,6 +100,9 @@ pub struct ExecMeta {
     /// The fewest approvers a new proposal needs, when the operator's
     /// policy asks for more than the configuration (`quorum = N`).
     pub min_quorum: Option<u32>,
+    /// The operator's policy asks for passkey step-up on a new proposal
+    /// (`step_up = true` on a matching plan rule): stamped on it.
+    pub step_up: bool,
 }
 
 /// What one attempt of a transition came to (see [`Core::attempt`]).
@@ -393,6 +396,7 @@ impl Core {
         if let Some(n) = meta.min_quorum {
             ctx.approvals.required = ctx.approvals.required.max(n);
         }
+        ctx.approvals.step_up |= meta.step_up;
         let transition = apply(&before, actor, command, &ctx)?;
         let mut jobs = jobs_of(&transition);
         let recorded = self.cards_nowhere(&mut jobs, &transition);

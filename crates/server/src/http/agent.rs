@@ -249,7 +249,7 @@ pub(super) async fn propose(
         plangate_policy::PlanVerdict::Quorum(n) => Some(n),
         _ => None,
     };
-    let meta = ExecMeta { min_quorum, ..ExecMeta::default() };
+    let meta = ExecMeta { min_quorum, step_up: routed.step_up.is_some(), ..ExecMeta::default() };
     let done = core.execute(&key, Actor::Agent, Command::Propose { plan, markdown, requested_by, harness, project }, meta).await?;
     if let Some(latest) = done.transition.state.latest.as_ref() {
         core.audit(&key, "plangate", plangate_policy::replay::PLAN_ACTION, Some((latest.approval_id, latest.version)), routed.detail())
@@ -269,9 +269,11 @@ pub(super) async fn propose(
 }
 
 /// A proposal through the operator's policy ([`plangate_policy::Policy::route_plan`])
-/// by the classes it allows, its scope and where it runs: `deny` refuses it
-/// (403, audited as `plan_routed` with the rule), `quorum = N` raises how
-/// many people must approve it. Nothing in the plan can lift a rule.
+/// by the classes it allows, its scope, its size and where it runs: `deny`
+/// refuses it (403, audited as `plan_routed` with the rule), `quorum = N`
+/// raises how many people must approve it, `step_up` makes each person's
+/// approval count only with their passkey. Nothing in the plan can lift a
+/// rule.
 async fn route_plan(
     core: &AppState,
     key: &SessionKey,
@@ -287,11 +289,13 @@ async fn route_plan(
         classes: plan.allows.clone(),
         undeclared: Vec::new(),
         paths: plan.scope.as_ref().map(|s| s.paths.clone()),
+        steps: Some(plan.steps.len()),
     };
     let route = core.settings.policy.route_plan(&facts);
     let verdict = plangate_policy::plan_verdict(route.map(|r| r.action));
     let rule = route.map(|r| r.rule.id.clone());
-    let record = plangate_policy::replay::PlanRecord { facts, title: plan.title.clone(), verdict, rule };
+    let step_up = core.settings.policy.step_up_plan(&facts).map(|r| r.id.clone());
+    let record = plangate_policy::replay::PlanRecord { facts, title: plan.title.clone(), verdict, rule, step_up };
     if verdict == plangate_policy::PlanVerdict::Refused {
         let id = record.rule.clone().unwrap_or_default();
         tracing::info!(rule = %id, "policy refused a plan");

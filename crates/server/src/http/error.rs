@@ -78,6 +78,7 @@ impl From<Refusal> for ApiError {
             Refusal::AlreadyApproved(_) => ApiError::new(StatusCode::CONFLICT, "already_approved", message),
             Refusal::ApprovedStepsLocked(_) => ApiError::new(StatusCode::CONFLICT, "approved_steps_locked", message),
             Refusal::Forbidden(_) => ApiError::new(StatusCode::FORBIDDEN, "forbidden", message),
+            Refusal::StepUpRequired(_) => ApiError::new(StatusCode::FORBIDDEN, "step_up_required", message),
             Refusal::InvalidRequest(_) => ApiError::invalid_request(message),
         }
     }

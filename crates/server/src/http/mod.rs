@@ -76,6 +76,7 @@ pub fn router(core: Arc<Core>) -> Router {
         .route("/v1/operator/pairings", post(pairing::create))
         .route("/v1/operator/destinations", get(pairing::list))
         .route("/v1/operator/destinations/{name}", delete(pairing::remove))
+        .route("/v1/operator/passkeys/{approver}", delete(operator::remove_passkey))
         .fallback(error::not_found_route)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn(trace_request))

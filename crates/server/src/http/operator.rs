@@ -285,6 +285,33 @@ pub(super) async fn operator_clear_subagents(
     Ok(Json(StatusView::of(&done.transition.state)))
 }
 
+/// Remove a person's passkey (`telegram:111`), the one way to replace one:
+/// a signed-in page registers a passkey only while the person has none, so
+/// a stolen chat account cannot swap its own in. Until they register a new
+/// one, their step-up approvals cannot count. Audited as `passkey_removed`.
+pub(super) async fn remove_passkey(
+    State(core): State<AppState>,
+    _op: OperatorAuth,
+    Path(approver): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let key = plangate_web::passkey::cursor_key(&approver);
+    let read = key.clone();
+    let Some(current) = core.blocking(move |s| s.cursor(&read)).await? else {
+        return Err(ApiError::not_found(format!("{approver} has no passkey registered")));
+    };
+    let credential = serde_json::from_str::<Value>(&current).ok().and_then(|v| v["id"].as_str().map(str::to_string)).unwrap_or_default();
+    if !core.blocking(move |s| s.swap_cursor(&key, Some(&current), None)).await? {
+        return Err(ApiError::new(
+            axum::http::StatusCode::CONFLICT,
+            "conflict",
+            "the passkey changed meanwhile; nothing was removed, try again",
+        ));
+    }
+    let detail = format!("passkey {credential} of {approver} removed by the operator");
+    core.audit(&plangate_engine::SessionKey::new("-", "-"), "operator", "passkey_removed", None, detail).await;
+    Ok(Json(json!({"removed": approver, "credential": credential})))
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct AuditParams {

@@ -12,6 +12,10 @@
 //! run's stdout must be the same bytes for the same input, across samples
 //! and builds: the hook's contract.
 //!
+//! Besides the wall time, each run's CPU time (user + system, from
+//! `getrusage(RUSAGE_CHILDREN)` around its wait): on a shared machine the
+//! wall time carries the other tenants' load, the CPU time much less.
+//!
 //! `--baseline-bin OLD_PLANGATE` runs an older build's hook beside this
 //! one, alternating sample by sample against the same server (this
 //! build's), so both see the same load on a shared machine; the table then
@@ -44,14 +48,28 @@ struct Case {
     stdin: Option<Vec<u8>>,
 }
 
-/// Spawn `bin args`, feed `stdin`, wait for the exit: the wall time and stdout.
-fn run_once(bin: &str, case: &Case, env: &[(&str, String)]) -> (Duration, Vec<u8>) {
+/// The CPU time (user + system) of every child waited for so far.
+fn children_cpu() -> Duration {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage(2) writes one rusage into memory we own.
+    let usage = unsafe {
+        libc::getrusage(libc::RUSAGE_CHILDREN, usage.as_mut_ptr());
+        usage.assume_init()
+    };
+    let tv = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// Spawn `bin args`, feed `stdin`, wait for the exit: the wall time, the
+/// child's CPU time and its stdout.
+fn run_once(bin: &str, case: &Case, env: &[(&str, String)]) -> (Duration, Duration, Vec<u8>) {
     let mut cmd = Command::new(bin);
     cmd.args(&case.args).stdout(Stdio::piped()).stderr(Stdio::null()).env_remove("PLANGATE_HOOK_WAIT");
     for (k, v) in env {
         cmd.env(k, v);
     }
     cmd.stdin(if case.stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+    let cpu0 = children_cpu();
     let t0 = Instant::now();
     let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {bin}: {e}"));
     if let Some(input) = &case.stdin {
@@ -60,8 +78,9 @@ fn run_once(bin: &str, case: &Case, env: &[(&str, String)]) -> (Duration, Vec<u8
     }
     let out = child.wait_with_output().expect("wait");
     let took = t0.elapsed();
+    let cpu = children_cpu().saturating_sub(cpu0);
     assert!(out.status.success(), "{bin} {:?} exited {}", case.args, out.status);
-    (took, out.stdout)
+    (took, cpu, out.stdout)
 }
 
 fn event(fixture: &str, session: &str, mode: &str) -> Vec<u8> {
@@ -106,16 +125,18 @@ async fn main() {
 
     // [case][build]; /bin/true once per sample.
     let mut times: Vec<Vec<Samples>> = cases.iter().map(|_| builds.iter().map(|_| Samples::default()).collect()).collect();
-    let mut true_times = Samples::default();
+    let mut cpu: Vec<Vec<Samples>> = times.clone();
+    let (mut true_times, mut true_cpu) = (Samples::default(), Samples::default());
     let mut answers: Vec<Option<Vec<u8>>> = cases.iter().map(|_| None).collect();
     for i in 0..warmup + samples {
-        let (took, _) = run_once("/bin/true", &truth, &[]);
+        let (took, used, _) = run_once("/bin/true", &truth, &[]);
         if i >= warmup {
             true_times.push(took);
+            true_cpu.push(used);
         }
         for (c, case) in cases.iter().enumerate() {
             for (b, (name, path)) in builds.iter().enumerate() {
-                let (took, out) = run_once(path, case, &env);
+                let (took, used, out) = run_once(path, case, &env);
                 // `--version` names the build; every hook answer must be byte-identical.
                 if case.stdin.is_some() {
                     match &answers[c] {
@@ -132,6 +153,7 @@ async fn main() {
                 }
                 if i >= warmup {
                     times[c][b].push(took);
+                    cpu[c][b].push(used);
                 }
             }
         }
@@ -144,17 +166,26 @@ async fn main() {
         }
     }
     println!("\nspawn → exit, {samples} samples each, alternating (after {warmup} warm-up rounds)\n");
-    println!("| what | build | p50 | p90 | p99 | this / baseline, p50 |");
-    println!("|---|---|---|---|---|---|");
-    println!("| /bin/true | | {} | {} | {} | |", fmt(true_times.p50()), fmt(true_times.quantile(0.9)), fmt(true_times.p99()));
-    for (case, per_build) in cases.iter().zip(&times) {
+    println!("| what | build | p50 | p90 | p99 | this / baseline, p50 | CPU p50 | this / baseline, CPU p50 |");
+    println!("|---|---|---|---|---|---|---|---|");
+    let (t, u) = (&true_times, &true_cpu);
+    println!("| /bin/true | | {} | {} | {} | | {} | |", fmt(t.p50()), fmt(t.quantile(0.9)), fmt(t.p99()), fmt(u.p50()));
+    let ratio = |x: &Samples, base: &Samples| format!("{:.2}", x.p50().as_secs_f64() / base.p50().as_secs_f64());
+    for ((case, per_build), cpu) in cases.iter().zip(&times).zip(&cpu) {
         for (b, (name, _)) in builds.iter().enumerate() {
-            let x = &per_build[b];
-            let ratio = match (b, builds.len()) {
-                (1, 2) => format!("{:.2}", x.p50().as_secs_f64() / per_build[0].p50().as_secs_f64()),
-                _ => String::new(),
+            let (x, used) = (&per_build[b], &cpu[b]);
+            let (wall_ratio, cpu_ratio) = match (b, builds.len()) {
+                (1, 2) => (ratio(x, &per_build[0]), ratio(used, &cpu[0])),
+                _ => Default::default(),
             };
-            println!("| {} | {name} | {} | {} | {} | {ratio} |", case.name, fmt(x.p50()), fmt(x.quantile(0.9)), fmt(x.p99()));
+            println!(
+                "| {} | {name} | {} | {} | {} | {wall_ratio} | {} | {cpu_ratio} |",
+                case.name,
+                fmt(x.p50()),
+                fmt(x.quantile(0.9)),
+                fmt(x.p99()),
+                fmt(used.p50())
+            );
         }
     }
 }

@@ -20,6 +20,9 @@
 //!
 //! * `src/bin/replicas.rs`: sled against PostgreSQL with one and three
 //!   replicas through the real binary, and the wake-up across replicas.
+//! * `src/bin/hook.rs`: `plangate hook claude` from spawn to exit, the
+//!   process Claude Code starts for every tool call, beside an older build
+//!   (`--baseline-bin`).
 //!
 //! **`--smoke`**: every benchmark takes it (`engine` too, under `cargo
 //! test`): each part once, at tiny sizes, in seconds, on the build beside

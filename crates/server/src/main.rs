@@ -355,6 +355,11 @@ fn token_hint(error: &str) -> Option<&'static str> {
 
 fn main() {
     tokens_from_the_server_environment();
+    // `hook claude` / `hook codex` alone, as the installers write them: no
+    // clap command tree to build (docs/PERFORMANCE.md §21).
+    if let Some(hook) = Hook::from_argv(std::env::args_os().skip(1)) {
+        answer_hook(hook)
+    }
     let args = match Args::try_parse() {
         Ok(a) => a,
         Err(e) => {
@@ -368,23 +373,13 @@ fn main() {
             std::process::exit(code);
         }
     };
-    // The hooks never fail open: a panic blocks the call (exit 2), not 101.
-    let claude_hook = matches!(args.command, Cmd::Hook(HookCmd::Claude));
-    let codex_hook = matches!(args.command, Cmd::Hook(HookCmd::Codex));
-    if claude_hook {
-        plangate_agent::claude::hook::fail_closed_on_panic();
-    }
-    if codex_hook {
-        plangate_agent::codex::hook::fail_closed_on_panic();
+    match args.command {
+        Cmd::Hook(HookCmd::Claude) => answer_hook(Hook::Claude),
+        Cmd::Hook(HookCmd::Codex) => answer_hook(Hook::Codex),
+        _ => {}
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().max_blocking_threads(MAX_BLOCKING_THREADS).build() {
         Ok(r) => r,
-        Err(e) if claude_hook => {
-            plangate_agent::claude::hook::block_and_exit(&format!("plangate: cannot start the hook ({e}), so this call is blocked"))
-        }
-        Err(e) if codex_hook => {
-            plangate_agent::codex::hook::block_and_exit(&format!("plangate: cannot start the hook ({e}), so this call is blocked"))
-        }
         Err(e) => {
             eprintln!("plangate: cannot start the async runtime: {e}");
             std::process::exit(1);
@@ -395,6 +390,72 @@ fn main() {
         1
     });
     std::process::exit(code);
+}
+
+/// A harness hook: one event in, one answer out, once per tool call.
+#[derive(Clone, Copy)]
+enum Hook {
+    Claude,
+    Codex,
+}
+
+impl Hook {
+    /// The hook that exactly these arguments (after the program) name:
+    /// `hook claude` or `hook codex`, what `plangate hook install` writes.
+    /// Anything else (`--help`, a typo) goes through clap as before.
+    fn from_argv(mut args: impl Iterator<Item = std::ffi::OsString>) -> Option<Hook> {
+        let hook = match (args.next()?.to_str()?, args.next()?.to_str()?) {
+            ("hook", "claude") => Hook::Claude,
+            ("hook", "codex") => Hook::Codex,
+            _ => return None,
+        };
+        args.next().is_none().then_some(hook)
+    }
+}
+
+/// Answer one hook event and exit. Claude Code and Codex start the hook
+/// for every tool call, so its start-up is on every call's path: a runtime
+/// on this thread alone, not the server's pool of workers, which one
+/// request never uses (docs/PERFORMANCE.md §21). The hooks never fail
+/// open: a panic, or a runtime that cannot start, blocks the call (exit 2),
+/// not 101.
+fn answer_hook(hook: Hook) -> ! {
+    match hook {
+        Hook::Claude => plangate_agent::claude::hook::fail_closed_on_panic(),
+        Hook::Codex => plangate_agent::codex::hook::fail_closed_on_panic(),
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            let reason = format!("plangate: cannot start the hook ({e}), so this call is blocked");
+            match hook {
+                Hook::Claude => plangate_agent::claude::hook::block_and_exit(&reason),
+                Hook::Codex => plangate_agent::codex::hook::block_and_exit(&reason),
+            }
+        }
+    };
+    let code = runtime.block_on(hook_answer(hook)).unwrap_or_else(|e| {
+        eprintln!("plangate: {e:#}");
+        1
+    });
+    std::process::exit(code);
+}
+
+/// What `hook claude` / `hook codex` print, and the exit code.
+async fn hook_answer(hook: Hook) -> Result<i32> {
+    match hook {
+        Hook::Claude => {
+            print!("{}", plangate_agent::claude::run().await);
+            Ok(0)
+        }
+        Hook::Codex => {
+            let out = plangate_agent::codex::hook::run().await;
+            print!("{}", out.stdout);
+            eprint!("{}", out.stderr);
+            std::io::Write::flush(&mut std::io::stdout())?;
+            Ok(out.code)
+        }
+    }
 }
 
 async fn run(args: Args) -> Result<i32> {
@@ -502,10 +563,7 @@ async fn run(args: Args) -> Result<i32> {
             clap_complete::generate(shell, &mut Args::command(), "plangate", &mut std::io::stdout());
             Ok(0)
         }
-        Cmd::Hook(HookCmd::Claude) => {
-            print!("{}", plangate_agent::claude::run().await);
-            Ok(0)
-        }
+        Cmd::Hook(HookCmd::Claude) => hook_answer(Hook::Claude).await,
         Cmd::Hook(HookCmd::Install(HookInstallCmd::Claude { scope, dry_run, wait })) => {
             let scope = scope.parse()?;
             let exe = plangate_agent::claude::install::current_binary()?;
@@ -566,13 +624,7 @@ async fn run(args: Args) -> Result<i32> {
             );
             Ok(0)
         }
-        Cmd::Hook(HookCmd::Codex) => {
-            let out = plangate_agent::codex::hook::run().await;
-            print!("{}", out.stdout);
-            eprint!("{}", out.stderr);
-            std::io::Write::flush(&mut std::io::stdout())?;
-            Ok(out.code)
-        }
+        Cmd::Hook(HookCmd::Codex) => hook_answer(Hook::Codex).await,
         Cmd::Hook(HookCmd::Install(HookInstallCmd::Codex { scope, dry_run, wait, trust })) => {
             let scope = scope.parse()?;
             let exe = plangate_agent::hooks_file::current_binary()?;
@@ -812,5 +864,26 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = ctrl_c => {}
         _ = term => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Hook;
+
+    fn hook(args: &[&str]) -> Option<&'static str> {
+        Hook::from_argv(args.iter().map(std::ffi::OsString::from)).map(|h| match h {
+            Hook::Claude => "claude",
+            Hook::Codex => "codex",
+        })
+    }
+
+    #[test]
+    fn only_the_installed_hook_commands_skip_clap() {
+        assert_eq!(hook(&["hook", "claude"]), Some("claude"));
+        assert_eq!(hook(&["hook", "codex"]), Some("codex"));
+        for other in [&["hook", "claude", "--help"][..], &["hook"], &["hook", "install", "claude"], &["hook", "gemini"], &["serve"], &[]] {
+            assert_eq!(hook(other), None, "{other:?}");
+        }
     }
 }

@@ -1,0 +1,191 @@
+//! `plangate hook claude`, the process Claude Code starts for every tool
+//! call, timed from spawn to exit against a running server (#53).
+//!
+//! Per sample, one after the other: `/bin/true` (what any process costs to
+//! start here), `plangate --version` (the binary starting, no runtime, no
+//! request), and `plangate hook claude` with two `PreToolUse` events as
+//! Claude Code 2.1.328 sends them (`tests/fixtures/claude-2.1.328`): a
+//! `Bash` `ls` in plan mode, which the gate allows (no output), and an
+//! `Edit`, which it denies (a JSON answer), both in one session that
+//! entered plan mode (as one Claude session's calls are: the hook then
+//! finds its session binding already recorded and writes nothing). Every
+//! run's stdout must be the same bytes for the same input, across samples
+//! and builds: the hook's contract.
+//!
+//! Besides the wall time, each run's CPU time (user + system, from
+//! `getrusage(RUSAGE_CHILDREN)` around its wait): on a shared machine the
+//! wall time carries the other tenants' load, the CPU time much less.
+//!
+//! `--baseline-bin OLD_PLANGATE` runs an older build's hook beside this
+//! one, alternating sample by sample against the same server (this
+//! build's), so both see the same load on a shared machine; the table then
+//! gives the ratio of their medians. Without it only this build runs.
+//!
+//! The binary is `$PLANGATE_BIN`, else `$CARGO_TARGET_DIR/release/plangate`,
+//! else the debug build (the one used is printed).
+//!
+//! Run: `cargo build --release -p plangate-server -p plangate-bench --bins && target/release/hook --samples 400 [--baseline-bin OLD_PLANGATE]`
+//! `--smoke`: 3 samples on the debug build beside it.
+
+use plangate_bench::stats::{fmt, Samples};
+use plangate_bench::{plangate_bin, sys};
+use plangate_testkit::server::{ServerProcess, AGENT_TOKEN};
+use reqwest::Method;
+use serde_json::{json, Value};
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Claude Code 2.1.328's `PreToolUse` of `Bash` `ls` in plan mode.
+const BASH_LS: &str = include_str!("../../../../tests/fixtures/claude-2.1.328/pre_tool_use_bash.json");
+/// Its `PreToolUse` of `Edit` (a file with a non-ASCII name).
+const EDIT: &str = include_str!("../../../../tests/fixtures/claude-2.1.328/pre_tool_use_edit.json");
+
+/// One way of starting a process, and what it answered the first time.
+struct Case {
+    name: &'static str,
+    args: Vec<String>,
+    stdin: Option<Vec<u8>>,
+}
+
+/// The CPU time (user + system) of every child waited for so far.
+fn children_cpu() -> Duration {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage(2) writes one rusage into memory we own.
+    let usage = unsafe {
+        libc::getrusage(libc::RUSAGE_CHILDREN, usage.as_mut_ptr());
+        usage.assume_init()
+    };
+    let tv = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// Spawn `bin args`, feed `stdin`, wait for the exit: the wall time, the
+/// child's CPU time and its stdout.
+fn run_once(bin: &str, case: &Case, env: &[(&str, String)]) -> (Duration, Duration, Vec<u8>) {
+    let mut cmd = Command::new(bin);
+    cmd.args(&case.args).stdout(Stdio::piped()).stderr(Stdio::null()).env_remove("PLANGATE_HOOK_WAIT");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.stdin(if case.stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+    let cpu0 = children_cpu();
+    let t0 = Instant::now();
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {bin}: {e}"));
+    if let Some(input) = &case.stdin {
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(input).expect("write the hook input");
+    }
+    let out = child.wait_with_output().expect("wait");
+    let took = t0.elapsed();
+    let cpu = children_cpu().saturating_sub(cpu0);
+    assert!(out.status.success(), "{bin} {:?} exited {}", case.args, out.status);
+    (took, cpu, out.stdout)
+}
+
+fn event(fixture: &str, session: &str, mode: &str) -> Vec<u8> {
+    let mut v: Value = serde_json::from_str(fixture).expect("fixture");
+    v["session_id"] = json!(session);
+    v["permission_mode"] = json!(mode);
+    serde_json::to_vec(&v).expect("event")
+}
+
+#[tokio::main]
+async fn main() {
+    let samples: usize = plangate_bench::sized("--samples", 400, 3);
+    let warmup: usize = plangate_bench::sized("--warmup", 20, 1);
+    let bin = plangate_bin();
+    let baseline: String = plangate_bench::arg("--baseline-bin", String::new());
+    println!("{}", sys::describe_machine(&std::env::temp_dir()));
+    println!("binary: {bin}");
+    let mut builds = vec![("this build", bin.clone())];
+    if !baseline.is_empty() {
+        println!("baseline binary: {baseline}");
+        builds.insert(0, ("baseline", baseline));
+    }
+    println!();
+
+    let s = ServerProcess::start(&bin, "").await;
+    let (st, body) = ServerProcess::send(s.agent(Method::POST, "/v1/sessions/bench/enter").json(&json!({}))).await;
+    assert_eq!(st, 200, "enter: {body}");
+    let state = tempfile::tempdir().expect("temp dir");
+    let env = [
+        ("PLANGATE_URL", s.base.clone()),
+        ("PLANGATE_TOKEN", AGENT_TOKEN.to_string()),
+        ("PLANGATE_STATE_DIR", state.path().join("state").display().to_string()),
+        ("PLANGATE_RUNTIME_DIR", state.path().join("run").display().to_string()),
+    ];
+    let hook = |name, stdin| Case { name, args: vec!["hook".into(), "claude".into()], stdin: Some(stdin) };
+    let cases = [
+        Case { name: "--version", args: vec!["--version".into()], stdin: None },
+        hook("hook claude: Bash ls, allowed (no output)", event(BASH_LS, "bench", "plan")),
+        hook("hook claude: Edit in plan mode, denied (JSON)", event(EDIT, "bench", "plan")),
+    ];
+    let truth = Case { name: "/bin/true", args: vec![], stdin: None };
+
+    // [case][build]; /bin/true once per sample.
+    let mut times: Vec<Vec<Samples>> = cases.iter().map(|_| builds.iter().map(|_| Samples::default()).collect()).collect();
+    let mut cpu: Vec<Vec<Samples>> = times.clone();
+    let (mut true_times, mut true_cpu) = (Samples::default(), Samples::default());
+    let mut answers: Vec<Option<Vec<u8>>> = cases.iter().map(|_| None).collect();
+    for i in 0..warmup + samples {
+        let (took, used, _) = run_once("/bin/true", &truth, &[]);
+        if i >= warmup {
+            true_times.push(took);
+            true_cpu.push(used);
+        }
+        for (c, case) in cases.iter().enumerate() {
+            for (b, (name, path)) in builds.iter().enumerate() {
+                let (took, used, out) = run_once(path, case, &env);
+                // `--version` names the build; every hook answer must be byte-identical.
+                if case.stdin.is_some() {
+                    match &answers[c] {
+                        None => answers[c] = Some(out),
+                        Some(first) => assert_eq!(
+                            first,
+                            &out,
+                            "{name}: {} answered differently: {:?} against {:?}",
+                            case.name,
+                            String::from_utf8_lossy(&out),
+                            String::from_utf8_lossy(first)
+                        ),
+                    }
+                }
+                if i >= warmup {
+                    times[c][b].push(took);
+                    cpu[c][b].push(used);
+                }
+            }
+        }
+    }
+    drop(s);
+
+    for (case, answer) in cases.iter().zip(&answers) {
+        if let Some(answer) = answer {
+            println!("{}: stdout {:?}", case.name, String::from_utf8_lossy(answer));
+        }
+    }
+    println!("\nspawn → exit, {samples} samples each, alternating (after {warmup} warm-up rounds)\n");
+    println!("| what | build | p50 | p90 | p99 | this / baseline, p50 | CPU p50 | this / baseline, CPU p50 |");
+    println!("|---|---|---|---|---|---|---|---|");
+    let (t, u) = (&true_times, &true_cpu);
+    println!("| /bin/true | | {} | {} | {} | | {} | |", fmt(t.p50()), fmt(t.quantile(0.9)), fmt(t.p99()), fmt(u.p50()));
+    let ratio = |x: &Samples, base: &Samples| format!("{:.2}", x.p50().as_secs_f64() / base.p50().as_secs_f64());
+    for ((case, per_build), cpu) in cases.iter().zip(&times).zip(&cpu) {
+        for (b, (name, _)) in builds.iter().enumerate() {
+            let (x, used) = (&per_build[b], &cpu[b]);
+            let (wall_ratio, cpu_ratio) = match (b, builds.len()) {
+                (1, 2) => (ratio(x, &per_build[0]), ratio(used, &cpu[0])),
+                _ => Default::default(),
+            };
+            println!(
+                "| {} | {name} | {} | {} | {} | {wall_ratio} | {} | {cpu_ratio} |",
+                case.name,
+                fmt(x.p50()),
+                fmt(x.quantile(0.9)),
+                fmt(x.p99()),
+                fmt(used.p50())
+            );
+        }
+    }
+}

@@ -209,4 +209,21 @@ async fn an_approver_of_one_project_sees_no_buttons_on_another_projects_plan() {
     assert_eq!(forged, 403, "and a forged POST is refused");
     let (_, decision) = call(s.agent(reqwest::Method::GET, "/v1/sessions/w1/decision")).await;
     assert_eq!(decision["status"], "pending", "{decision}");
+
+    // The page shows the plan's audit trail, and reading it is audited like
+    // `GET /v1/audit`: once per reader and plan in ten minutes, however
+    // often the page is loaded; a read-only link without a sign-in too.
+    get_page(&s, &format!("/p/{billing}"), Some(&alice)).await;
+    get_page(&s, &web_card, None).await;
+    get_page(&s, &web_card, None).await;
+    let reads = |session: &'static str| {
+        let s = &s;
+        async move {
+            let events = crate::kit::audit(s, &format!("session={session}")).await;
+            let reads = events.into_iter().filter(|e| e["action"] == "audit_read");
+            reads.map(|e| e["actor"].as_str().unwrap_or_default().to_string()).collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(reads("b1").await, ["telegram:@alice"]);
+    assert_eq!(reads("w1").await, ["telegram:@alice", "a read-only link"]);
 }

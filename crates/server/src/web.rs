@@ -26,6 +26,7 @@ use async_trait::async_trait;
 use plangate_engine::{Actor, ApprovalId, AuditEvent, DecisionStatus, Proposal, Refusal, SessionKey, State, Timestamp};
 use plangate_store::{AuditQuery, PagePosition, Store};
 use plangate_web::{Backend, Identity, Links, Refused, SignInSurface, Web};
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use subtle::ConstantTimeEq;
@@ -40,7 +41,18 @@ pub const SECRET_CURSOR: &str = "web.secret";
 /// The page's backend over the core.
 pub struct CoreBackend {
     core: Arc<Core>,
+    /// When each reader last had an approval's audit trail recorded as
+    /// read: a page refreshed every second records one `audit_read` per
+    /// [`READ_AGAIN_AFTER_MS`], not one per refresh.
+    reads: std::sync::Mutex<HashMap<(String, ApprovalId), Timestamp>>,
 }
+
+/// How long a reader's read of one approval's audit trail is not recorded again.
+const READ_AGAIN_AFTER_MS: i64 = 10 * 60 * 1000;
+
+/// Readers remembered at most; beyond it the oldest are forgotten (and
+/// their next read recorded again).
+const MAX_READERS: usize = 10_000;
 
 /// Start the web page when `server.public_url` is set: the links go to the
 /// core (cards, `/plan web`), the page state is returned for the router.
@@ -50,7 +62,7 @@ pub fn start(core: &Arc<Core>) -> std::io::Result<Option<Arc<Web>>> {
     // The core's own clock (not the core: the core holds the links).
     let links = Arc::new(Links::with_clock(&public_url, &secret, core.clock()));
     core.set_web_links(links.clone());
-    Ok(Some(Web::new(Arc::new(CoreBackend { core: core.clone() }), links)))
+    Ok(Some(Web::new(Arc::new(CoreBackend { core: core.clone(), reads: Default::default() }), links)))
 }
 
 /// The secret replicas share: the store's [`SECRET_CURSOR`], set to 32
@@ -168,7 +180,25 @@ impl Backend for CoreBackend {
             .flatten()
     }
 
-    async fn audit(&self, p: &Proposal) -> Vec<AuditEvent> {
+    async fn audit(&self, p: &Proposal, reader: &str) -> Vec<AuditEvent> {
+        let now = self.core.now();
+        let first = {
+            let mut reads = self.reads.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let key = (reader.to_string(), p.approval_id);
+            let first = reads.get(&key).is_none_or(|at| now.0 - at.0 >= READ_AGAIN_AFTER_MS);
+            if first {
+                if reads.len() >= MAX_READERS {
+                    let oldest = reads.iter().min_by_key(|(_, at)| at.0).map(|(k, _)| k.clone());
+                    oldest.map(|k| reads.remove(&k));
+                }
+                reads.insert(key, now);
+            }
+            first
+        };
+        if first {
+            let detail = format!("{reader} read the audit trail of v{} on the plan page", p.version);
+            self.core.audit(&p.session, reader, crate::audit::READ, Some((p.approval_id, p.version)), detail).await;
+        }
         let query = AuditQuery { approval_id: Some(p.approval_id), since: Some(crate::core::audit_since(p)), ..AuditQuery::default() };
         self.core.blocking(move |s| s.audit(&query)).await.unwrap_or_default()
     }

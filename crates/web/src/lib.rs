@@ -71,6 +71,9 @@ pub enum Refused {
     Unavailable(String),
 }
 
+/// Who reads a page through a read-only link (nobody signed in).
+pub const LINK_READER: &str = "a read-only link";
+
 /// What the page needs from the server: reads of state, the approver
 /// allowlists, the one door for decisions, and commit wake-ups.
 #[async_trait]
@@ -87,8 +90,10 @@ pub trait Backend: Send + Sync + 'static {
     async fn recently_decided(&self, limit: usize) -> Vec<Proposal>;
     /// The session's version before `p`, for the diff.
     async fn previous_version(&self, p: &Proposal) -> Option<Proposal>;
-    /// The audit trail of one approval, oldest first.
-    async fn audit(&self, p: &Proposal) -> Vec<AuditEvent>;
+    /// The audit trail of one approval, oldest first, shown to `reader`
+    /// (who is signed in, or [`LINK_READER`]): reading the audit is itself
+    /// audited, like `GET /v1/audit` and the export.
+    async fn audit(&self, p: &Proposal, reader: &str) -> Vec<AuditEvent>;
     /// The "always allow" permission rules stored for `agent`, oldest first
     /// (shown on its plans' pages; removed in chat with `/plan rules remove N`).
     async fn permission_rules(&self, agent: &str) -> Vec<plangate_engine::permission::StoredRule>;

@@ -70,7 +70,7 @@ impl Backend for FakeBackend {
     async fn previous_version(&self, _: &Proposal) -> Option<Proposal> {
         None
     }
-    async fn audit(&self, _: &Proposal) -> Vec<AuditEvent> {
+    async fn audit(&self, _: &Proposal, _: &str) -> Vec<AuditEvent> {
         Vec::new()
     }
     async fn permission_rules(&self, _: &str) -> Vec<plangate_engine::permission::StoredRule> {

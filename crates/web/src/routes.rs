@@ -230,12 +230,13 @@ async fn plan(State(web): State<Shared>, headers: HeaderMap, Path(id): Path<Stri
     };
     let p = &loaded.proposal;
     let previous = if p.version > 1 { web.backend.previous_version(p).await } else { None };
-    let audit = web.backend.audit(p).await;
-    let rules = web.backend.permission_rules(&p.session.agent).await;
     let (session, may_decide) = match &loaded.access {
         Access::Decider(s) => (Some(s), true),
         Access::Reader(s) => (s.as_ref(), false),
     };
+    let reader = session.map_or_else(|| crate::LINK_READER.to_string(), |s| s.who.label());
+    let audit = web.backend.audit(p, &reader).await;
+    let rules = web.backend.permission_rules(&p.session.agent).await;
     let events_url = match &q.k {
         Some(k) if !may_decide => format!("/p/{}/events?k={k}", p.approval_id),
         _ => format!("/p/{}/events", p.approval_id),

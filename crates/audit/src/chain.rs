@@ -2,7 +2,7 @@
 //! previous record's hash and its event.
 
 use crate::canonical;
-use serde_json::{json, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 /// A SHA-256 digest.
@@ -31,8 +31,26 @@ impl Record {
 
 /// SHA-256 over the canonical encoding of `{"event", "prev" (hex), "seq"}`.
 pub fn record_hash(seq: u64, prev: &Hash, event: &Value) -> Hash {
-    let sealed = json!({ "event": event, "prev": hex::encode(prev), "seq": seq });
-    Sha256::digest(canonical::to_string(&sealed).as_bytes()).into()
+    hash_of_canonical(seq, prev, &canonical::to_string(event))
+}
+
+/// [`record_hash`] of the event whose canonical encoding is `event`.
+///
+/// The canonical encoding of `{"event": e, "prev": p, "seq": n}` is those
+/// three keys in that (byte) order around `e`'s own canonical encoding,
+/// and a hex string or a number needs no escaping: so the sealed text is
+/// written around `event` without re-encoding it. The stores encode an
+/// event before they take their chain lock, and only this runs under it.
+pub fn hash_of_canonical(seq: u64, prev: &Hash, event: &str) -> Hash {
+    let mut hasher = Sha256::new();
+    hasher.update(b"{\"event\":");
+    hasher.update(event.as_bytes());
+    hasher.update(b",\"prev\":\"");
+    hasher.update(hex::encode(prev).as_bytes());
+    hasher.update(b"\",\"seq\":");
+    hasher.update(seq.to_string().as_bytes());
+    hasher.update(b"}");
+    hasher.finalize().into()
 }
 
 /// The head of a chain: what the next record links to. The stores keep one
@@ -69,17 +87,25 @@ impl Chain {
 
     /// Seal `event` as the next record and move the head to it.
     pub fn append(&mut self, event: Value) -> Record {
+        let (seq, prev, hash) = self.append_canonical(&canonical::to_string(&event));
+        Record { seq, prev, hash, event }
+    }
+
+    /// Seal the event whose canonical encoding is `event` as the next
+    /// record and move the head to it: its `(seq, prev, hash)`.
+    pub fn append_canonical(&mut self, event: &str) -> (u64, Hash, Hash) {
         let seq = self.last_seq + 1;
         let prev = self.last_hash;
-        let hash = record_hash(seq, &prev, &event);
+        let hash = hash_of_canonical(seq, &prev, event);
         (self.last_seq, self.last_hash) = (seq, hash);
-        Record { seq, prev, hash, event }
+        (seq, prev, hash)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn records_are_numbered_from_one_and_each_links_to_the_one_before() {
@@ -89,6 +115,17 @@ mod tests {
         assert_eq!((a.seq, a.prev, b.seq, b.prev), (1, GENESIS, 2, a.hash));
         assert!(a.is_sealed() && b.is_sealed());
         assert_eq!(chain.head(), Some((2, b.hash)));
+    }
+
+    #[test]
+    fn the_hash_written_around_the_events_encoding_is_the_hash_of_the_sealed_value() {
+        for event in [json!({"action": "a\"é\u{1}", "n": [1, {"z": null, "b": 2.5}]}), json!({}), json!("plain")] {
+            for (seq, prev) in [(1, GENESIS), (u64::MAX, [0xab; 32])] {
+                let sealed = json!({ "event": event, "prev": hex::encode(prev), "seq": seq });
+                let whole: Hash = Sha256::digest(canonical::to_string(&sealed).as_bytes()).into();
+                assert_eq!(record_hash(seq, &prev, &event), whole);
+            }
+        }
     }
 
     #[test]

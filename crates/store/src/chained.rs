@@ -4,10 +4,13 @@
 //! and the export reads the event exactly as it was hashed
 //! ([`plangate_audit`]).
 //!
-//! Appends are serialized by each store (sled: one mutex around sealing and
-//! writing; PostgreSQL: an advisory transaction lock and the head read in
-//! the committing transaction), so records get consecutive numbers and each
-//! links to the one before: no gaps, no forks.
+//! Appends are serialized by each store (sled: one mutex around sealing,
+//! the commit's redo record and the records' writes, while everything else
+//! a commit encodes and writes is done outside it; PostgreSQL: an advisory
+//! transaction lock and the head read in the committing transaction), so
+//! records get consecutive numbers and each links to the one before: no
+//! gaps, no forks. An event is encoded before its turn ([`unsealed`]): only
+//! its hash waits for the head.
 
 use crate::StoreError;
 use plangate_audit::{Chain, Hash, Record};
@@ -18,13 +21,48 @@ const SEQ: &str = "chain_seq";
 const PREV: &str = "chain_prev";
 const HASH: &str = "chain_hash";
 
-/// Seal `event` as the chain's next record: the record and its stored bytes.
-pub(crate) fn seal(chain: &mut Chain, event: &AuditEvent) -> (Record, Vec<u8>) {
+/// An audit event encoded for the chain before its turn: everything but
+/// the hash (which needs the head) is done here, outside the store's chain
+/// lock, so that appends wait on each other only for a SHA-256 and a copy.
+pub(crate) struct Unsealed {
+    /// The event's canonical encoding, which the record's hash covers.
+    canonical: String,
+    /// The stored JSON object without its closing brace: the chain's
+    /// fields are written after the event's.
+    open: Vec<u8>,
+}
+
+/// `event` encoded for [`Unsealed::seal`].
+pub(crate) fn unsealed(event: &AuditEvent) -> Unsealed {
     // Serializing our own plain struct to a JSON value cannot fail.
-    let value = serde_json::to_value(event).unwrap_or(Value::Null);
-    let record = chain.append(value);
-    let bytes = stored(&record);
-    (record, bytes)
+    let mut map = match serde_json::to_value(event).unwrap_or(Value::Null) {
+        Value::Object(map) => map,
+        other => Map::from_iter([("event".to_string(), other)]),
+    };
+    for key in [SEQ, PREV, HASH] {
+        map.remove(key);
+    }
+    let event = Value::Object(map);
+    let canonical = plangate_audit::canonical::to_string(&event);
+    let mut open = serde_json::to_vec(&event).unwrap_or_else(|_| b"{}".to_vec());
+    open.pop();
+    Unsealed { canonical, open }
+}
+
+impl Unsealed {
+    /// Seal this event as `chain`'s next record: its number, its hash and
+    /// its stored bytes (what [`unseal`] reads back).
+    pub(crate) fn seal(&self, chain: &mut Chain) -> (u64, Hash, Vec<u8>) {
+        let (seq, prev, hash) = chain.append_canonical(&self.canonical);
+        let mut bytes = Vec::with_capacity(self.open.len() + 180);
+        bytes.extend_from_slice(&self.open);
+        if self.open.len() > 1 {
+            bytes.push(b',');
+        }
+        let fields = format!("\"{SEQ}\":{seq},\"{PREV}\":\"{}\",\"{HASH}\":\"{}\"}}", hex::encode(prev), hex::encode(hash));
+        bytes.extend_from_slice(fields.as_bytes());
+        (seq, hash, bytes)
+    }
 }
 
 /// The stored bytes of `record`: its event's fields and the chain's.
@@ -95,11 +133,26 @@ mod tests {
     #[test]
     fn a_stored_record_reads_back_as_the_record_and_as_its_event() {
         let mut chain = Chain::genesis();
-        let (record, bytes) = seal(&mut chain, &event("approved"));
-        assert_eq!(unseal(&bytes).unwrap(), record);
+        let (seq, hash, bytes) = unsealed(&event("approved")).seal(&mut chain);
+        let record = unseal(&bytes).unwrap();
+        assert_eq!((record.seq, record.prev, record.hash), (seq, plangate_audit::GENESIS, hash));
+        assert!(record.is_sealed());
+        assert_eq!(chain.head(), Some((seq, hash)));
         let plain: AuditEvent = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(plain, event("approved"));
         assert_eq!(event_of(&bytes).unwrap(), record.event);
+        // The same record as the migration writes it (`stored`).
+        assert_eq!(unseal(&stored(&record)).unwrap(), record);
+    }
+
+    #[test]
+    fn the_next_record_links_to_the_one_before() {
+        let mut chain = Chain::genesis();
+        let (_, first, _) = unsealed(&event("proposed")).seal(&mut chain);
+        let (seq, _, bytes) = unsealed(&event("approved")).seal(&mut chain);
+        let record = unseal(&bytes).unwrap();
+        assert_eq!((seq, record.prev), (2, first));
+        assert!(record.is_sealed());
     }
 
     #[test]

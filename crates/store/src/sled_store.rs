@@ -625,10 +625,24 @@ impl Trees {
         Ok(())
     }
 
-    /// The writes of a commit, in the order they are applied: the session
-    /// last, so a reader that looks a session up never finds it pointing at
-    /// records that are not there yet.
-    fn ops_of(&self, commit: &Commit, chain: &mut Chain) -> Result<Vec<Op>, StoreError> {
+    /// A commit's writes: its audit `events` sealed onto `chain` (in chain
+    /// order, under the keys that keep it), then the `rest` ([`Self::ops_of`]).
+    fn sealed_first(&self, events: &[chained::Unsealed], chain: &mut Chain, rest: Vec<Op>) -> Result<Vec<Op>, StoreError> {
+        let mut ops = Vec::with_capacity(events.len() + rest.len());
+        for event in events {
+            let id = self.db.generate_id()?;
+            ops.push(Op { tree: TreeId::Audit, key: id.to_be_bytes().to_vec(), value: Some(event.seal(chain).2) });
+        }
+        ops.extend(rest);
+        Ok(ops)
+    }
+
+    /// The writes of a commit but its audit records, in the order they are
+    /// applied: the session last, so a reader that looks a session up never
+    /// finds it pointing at records that are not there yet. (The audit
+    /// records are sealed and written first, under the chain's lock:
+    /// `SledStore::write_grouped`.)
+    fn ops_of(&self, commit: &Commit) -> Result<Vec<Op>, StoreError> {
         let insert = |tree, key: Vec<u8>, value: Vec<u8>| Op { tree, key, value: Some(value) };
         let mut ops = Vec::new();
         for p in &commit.proposals {
@@ -654,10 +668,6 @@ impl Trees {
         }
         for t in &commit.timers_add {
             ops.push(insert(TreeId::Timers, timer_key(t), encode(t)));
-        }
-        for event in &commit.audit {
-            let id = self.db.generate_id()?;
-            ops.push(insert(TreeId::Audit, id.to_be_bytes().to_vec(), chained::seal(chain, event).1));
         }
         for key in &commit.idempotency {
             ops.push(insert(TreeId::Idempotency, key.as_bytes().to_vec(), vec![1u8]));
@@ -869,21 +879,35 @@ impl SledStore {
                 return Err(StoreError::DuplicateId(*id));
             }
         }
-        let mut head = if commit.audit.is_empty() { None } else { Some(self.chain_head(&t)?) };
+        // Everything that takes time (reading the proposals' index entries,
+        // encoding the session, the proposals and the audit events) is done
+        // before the chain's lock is taken: commits of different sessions
+        // wait on each other only for sealing, the redo record and the
+        // audit records' writes.
+        let rest = t.ops_of(&commit)?;
+        let events: Vec<chained::Unsealed> = commit.audit.iter().map(chained::unsealed).collect();
+        let mut head = if events.is_empty() { None } else { Some(self.chain_head(&t)?) };
         let mut chain = head.as_deref().copied().flatten().unwrap_or_default();
-        let ops = t.ops_of(&commit, &mut chain)?;
+        let ops = t.sealed_first(&events, &mut chain, rest)?;
+        let sealed = events.len();
         let seq = t.db.generate_id()?.to_be_bytes();
         let record = redo::encode(&ops);
+        // The redo record goes in under the lock: a crash can then keep a
+        // record of this chain only with every record before it (sled
+        // recovers a prefix of its log, and the next open replays redo
+        // records). A failure from here on leaves the record, and the next
+        // open finishes the commit: all or nothing, as a transaction would.
         t.redo.insert(seq, record.as_slice())?;
-        // A failure from here on leaves the record, and the next open
-        // finishes the commit: all or nothing, as a transaction would. The
-        // chain moves on now: the records it sealed will be written.
+        // The chain moves on now: the records it sealed will be written,
+        // in chain order before the next commit's, so a reader never sees
+        // a record without the one before it.
         if let Some(head) = head.as_deref_mut() {
             *head = Some(chain);
         }
-        t.apply_ops(&ops)?;
-        t.redo.remove(seq)?;
+        t.apply_ops(&ops[..sealed])?;
         drop(head);
+        t.apply_ops(&ops[sealed..])?;
+        t.redo.remove(seq)?;
         // The session's next commit (and a snapshot) need not wait for
         // this one's flush. The ticket is taken while the database is
         // still held open: a checkpoint (which flushes before it closes)
@@ -942,7 +966,7 @@ impl SledStore {
             }
             for event in &commit.audit {
                 let id = audit.generate_id()?;
-                audit.insert(&id.to_be_bytes(), chained::seal(&mut chain, event).1)?;
+                audit.insert(&id.to_be_bytes(), chained::unsealed(event).seal(&mut chain).2)?;
             }
             for key in &commit.idempotency {
                 idempotency.insert(key.as_bytes(), &[1u8])?;
@@ -1172,7 +1196,7 @@ impl SessionStore for SledStore {
         for event in events {
             let mut chain = head.unwrap_or_default();
             let id = t.db.generate_id()?;
-            t.audit.insert(id.to_be_bytes(), chained::seal(&mut chain, event).1)?;
+            t.audit.insert(id.to_be_bytes(), chained::unsealed(event).seal(&mut chain).2)?;
             *head = Some(chain);
         }
         drop(head);

@@ -34,14 +34,14 @@ pub(super) async fn append(tx: &Transaction<'_>, schema: &str, events: &[AuditEv
     let (mut ats, mut agents, mut sessions, mut approvals) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut bodies, mut seqs, mut hashes) = (Vec::new(), Vec::new(), Vec::new());
     for event in events {
-        let (record, body) = chained::seal(&mut chain, event);
+        let (seq, hash, body) = chained::unsealed(event).seal(&mut chain);
         ats.push(event.at.0);
         agents.push(event.agent.as_str());
         sessions.push(event.session_id.as_str());
         approvals.push(event.approval_id.map(|id| id.0.to_vec()));
         bodies.push(body);
-        seqs.push(i64::try_from(record.seq).map_err(|_| StoreError::AuditChain("the chain's numbers ran out".into()))?);
-        hashes.push(record.hash.to_vec());
+        seqs.push(i64::try_from(seq).map_err(|_| StoreError::AuditChain("the chain's numbers ran out".into()))?);
+        hashes.push(hash.to_vec());
     }
     Ok(tx.execute(CHAIN_INSERT, &[&ats, &agents, &sessions, &approvals, &bodies, &seqs, &hashes]).await?)
 }

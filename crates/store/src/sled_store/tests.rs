@@ -49,7 +49,8 @@ fn a_commit_cut_short_by_a_crash_is_finished_on_open() {
         let c = step(&store, &key, &alice, Command::Decide { approval_id: id, verdict: Verdict::Approve }, 3);
         {
             let t = store.trees().unwrap();
-            let ops = t.ops_of(&c, &mut super::head_of(&t).unwrap()).unwrap();
+            let events: Vec<_> = c.audit.iter().map(crate::chained::unsealed).collect();
+            let ops = t.sealed_first(&events, &mut super::head_of(&t).unwrap(), t.ops_of(&c).unwrap()).unwrap();
             assert!(ops.len() > 2 && ops.last().unwrap().tree == TreeId::Sessions);
             t.redo.insert(7u64.to_be_bytes(), redo::encode(&ops)).unwrap();
             let proposal = ops.iter().position(|op| op.tree == TreeId::Proposals).unwrap();

@@ -46,6 +46,7 @@ contract!(
     audit_since_any_time_in_a_long_log,
     whatever_an_agent_asks_the_store_reads_back,
     the_audit_is_one_chain_that_verifies_across_a_restart,
+    sessions_committing_at_once_append_to_one_chain,
 );
 
 fn namespace_of(steps: &[&str]) -> Namespace {
@@ -556,6 +557,31 @@ fn the_audit_is_one_chain_that_verifies_across_a_restart(b: &dyn Backend) {
             .map(|n| event(n, if n == 2 || n == 3 { "y" } else { "x" }, if n == 1 || n == 3 { Some(1) } else { None }))
             .collect::<Vec<_>>()
     );
+}
+
+/// Commits of different sessions run side by side (they share only the
+/// chain's lock, and that only while their records are sealed): every
+/// record they wrote is in one chain, numbered without a gap, each linked
+/// to the one before.
+fn sessions_committing_at_once_append_to_one_chain(b: &dyn Backend) {
+    let store = b.open();
+    let store = &*store;
+    std::thread::scope(|s| {
+        for thread in 0..8u8 {
+            s.spawn(move || {
+                for round in 0..4u8 {
+                    let key = SessionKey::new("demo", format!("s{thread}-{round}"));
+                    crate::common::propose(store, &key, thread * 16 + round + 1);
+                }
+            });
+        }
+    });
+    let records = crate::common::audit_chain(store);
+    // Each proposal's session entered plan mode and proposed: two records or more.
+    assert!(records.len() >= 64, "{} records", records.len());
+    assert_eq!(records.iter().map(|r| r.seq).collect::<Vec<_>>(), (1..=records.len() as u64).collect::<Vec<_>>());
+    plangate_audit::verify(&records, &[], None).unwrap();
+    assert_eq!(store.audit_head().unwrap(), records.last().map(|r| (r.seq, r.hash)));
 }
 
 /// `since` finds its place in a long audit (sled bisects the log): every

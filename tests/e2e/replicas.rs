@@ -233,6 +233,33 @@ async fn a_reminder_due_before_a_dead_replicas_card_is_taken_over_waits_for_the_
     pg.cleanup().await;
 }
 
+/// A replica killed while an edit it owed hung at the platform, and started
+/// again from its data dir, sends that edit at once: it frees the leases of
+/// its predecessor (which has no connection left) rather than waiting them
+/// out, two minutes here. Before, the edit waited for the lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replica_restarted_after_a_kill_sends_the_edit_it_owed_without_waiting_out_its_lease() {
+    let Some(pg) = TestSchema::create_or_skip().await else { return };
+    let fake = FakeTelegram::start().await;
+    let extra = format!("{}\n{}", telegram_unpaced(&fake, CHAT, ALICE), plangate_testkit::pg::store_config_with_lease(&pg, 120));
+    let mut s = ServerProcess::start_with_server(BIN, &["tg"], "", &extra).await;
+    let id = propose_titled(&s, "owed", "Owed edit").await;
+    let card = fake.wait_request("sendMessage", Duration::from_secs(15), |r| r.keyboard().is_some()).await;
+    let message = json!(card.message_id_sent().expect("the card's message id"));
+    fake.script("editMessageText", Scripted::Stall(Duration::from_secs(600)));
+    let (st, v) = operator_decide(&s, &id, "approve", "alice").await;
+    assert_eq!(st, 200, "{v}");
+    fake.wait_stalled(1, Duration::from_secs(10)).await;
+    s.kill9().await;
+    s.restart().await;
+    // Well inside the two-minute lease the killed process held the edit under.
+    fake.wait_request("editMessageText", Duration::from_secs(30), |r| {
+        r.field("message_id") == &message && r.str("text").contains("Approved v1")
+    })
+    .await;
+    pg.cleanup().await;
+}
+
 /// The card whose post the fake held goes out, then is edited to say `outcome`.
 async fn held_card_edited_to(fake: &FakeTelegram, outcome: &str) {
     let card = fake.wait_request("sendMessage", Duration::from_secs(15), |r| r.keyboard().is_some()).await;

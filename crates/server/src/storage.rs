@@ -37,6 +37,7 @@ pub fn store_from_settings(settings: &Settings) -> Result<(Arc<dyn Store>, Store
     if config.is_postgres() {
         let options = pg_options(config);
         let store = PgStore::open(&options)?;
+        take_over_from_predecessor(&store, &settings.data_dir);
         let info = StoreInfo {
             backend: "postgres",
             location: format!("{} (schema {})", crate::config::mask_url_password(&options.url), options.schema),
@@ -47,5 +48,32 @@ pub fn store_from_settings(settings: &Settings) -> Result<(Arc<dyn Store>, Store
         let store = SledStore::open(&settings.data_dir)?;
         let info = StoreInfo { backend: "sled", location: settings.data_dir.display().to_string(), replica_id: None };
         Ok((Arc::new(store), info))
+    }
+}
+
+/// This replica's predecessor in `data_dir` (the process that ran from it
+/// before, most often one a crash or a `kill -9` ended) hands its leases
+/// over at once ([`PgStore::take_over_from`]), and this one's name is left
+/// for its successor: `data_dir/pg-replica-<schema>`. A failure here costs
+/// only time (the leases then run out after `lease_seconds`), so it is
+/// logged and the start goes on.
+fn take_over_from_predecessor(store: &PgStore, data_dir: &std::path::Path) {
+    let note = data_dir.join(format!("pg-replica-{}", store.schema()));
+    let previous = std::fs::read_to_string(&note).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+    if let Err(e) = std::fs::create_dir_all(data_dir).and_then(|()| std::fs::write(&note, store.replica_id())) {
+        tracing::warn!(path = %note.display(), error = %e, "cannot note this replica's name for the next start; a restart after a crash waits for the old leases to run out");
+    }
+    let Some(previous) = previous.filter(|p| p != store.replica_id()) else { return };
+    match store.take_over_from(&previous, 4, std::time::Duration::from_millis(250)) {
+        Ok(t) if t.alive => {
+            tracing::warn!(previous, "the replica that ran from this data dir before is still connected; its leases are left to it")
+        }
+        Ok(t) => tracing::info!(
+            previous,
+            outbox = t.outbox,
+            timers = t.timers,
+            "took over the leases of the replica that ran from this data dir before"
+        ),
+        Err(e) => tracing::warn!(previous, error = %e, "cannot take over the previous replica's leases; they run out after lease_seconds"),
     }
 }

@@ -45,7 +45,7 @@ mod sled_store;
 #[doc(hidden)]
 pub mod testing;
 
-pub use self::postgres::{probe as probe_postgres, PgOptions, PgStore};
+pub use self::postgres::{probe as probe_postgres, PgOptions, PgStore, TakeOver};
 pub use backup::BackupStats;
 pub use documents::{append_receipt_unsynced, plan_document_path, sync_files, write_document_unsynced, DocumentError};
 pub use group::{FlushReservation, FlushStats, PendingFlush};

@@ -57,6 +57,44 @@ pub(super) fn claim_outbox_page(store: &PgStore, after: Option<u64>, limit_to: u
     })
 }
 
+/// What [`PgStore::take_over_from`] found: whether the replica named was
+/// still connected, and what of its work was freed for the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TakeOver {
+    pub alive: bool,
+    pub outbox: u64,
+    pub timers: u64,
+}
+
+impl PgStore {
+    /// Free the leases of `previous`, this process's predecessor (the
+    /// replica that ran from the same data dir before a crash), unless it
+    /// still has a connection open: its outbox entries and timers are then
+    /// claimed at once, by this process or another, instead of after its
+    /// leases run out (`lease_seconds`). A card edit left by a `kill -9`
+    /// goes out on restart, not ten seconds later.
+    ///
+    /// A replica that is alive keeps its leases (two processes given one
+    /// data dir must not take each other's work); PostgreSQL may list a
+    /// killed process's connections for a moment, so a live-looking
+    /// predecessor is asked about `tries` times, `pause` apart.
+    pub fn take_over_from(&self, previous: &str, tries: u32, pause: std::time::Duration) -> Result<TakeOver, StoreError> {
+        let mut tries = tries.max(1);
+        loop {
+            let found = self.retrying("taking over a predecessor's leases", async |c| {
+                let row = c.row(RELEASE_IF_GONE, &[&previous]).await?;
+                let (alive, outbox, timers): (bool, i64, i64) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+                Ok(TakeOver { alive, outbox: outbox.max(0) as u64, timers: timers.max(0) as u64 })
+            })?;
+            tries -= 1;
+            if !found.alive || tries == 0 {
+                return Ok(found);
+            }
+            std::thread::sleep(pause);
+        }
+    }
+}
+
 pub(super) fn renew_leases(store: &PgStore) -> Result<(), StoreError> {
     store.retrying("renewing leases", async |c| {
         let row = c.row(RENEW, &[&store.shared.replica, &store.lease_secs]).await?;

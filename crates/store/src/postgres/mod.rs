@@ -22,6 +22,7 @@ mod reads;
 mod records;
 mod sql;
 
+pub use claims::TakeOver;
 pub(crate) use connection::{Failure, Shared};
 pub use open::{probe, PgOptions};
 pub(crate) use sql::timer_identity;

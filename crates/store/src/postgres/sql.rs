@@ -148,6 +148,16 @@ pub(super) const CLAIM_OUTBOX_FREE_AFTER: &str = "WITH picked AS (SELECT seq FRO
      WHERE o.seq = picked.seq";
 /// The first `$2` outbox entries after seq `$3` that `$1` holds.
 pub(super) const OUTBOX_HELD_AFTER: &str = "SELECT seq, work FROM outbox WHERE seq > $3 AND lease_owner = $1 ORDER BY seq LIMIT $2";
+/// Free every lease `$1` holds if no connection of `$1` is open (its
+/// connections name it: `plangate <replica>`, `plangate <purpose>
+/// <replica>`, cut to PostgreSQL's 63 bytes): whether it is alive, and how
+/// many outbox entries and timers were freed. See `claims::take_over_from`.
+pub(super) const RELEASE_IF_GONE: &str = "WITH alive AS (SELECT EXISTS (SELECT 1 FROM pg_stat_activity \
+     WHERE application_name LIKE 'plangate %' AND (application_name LIKE '% ' || $1 OR application_name = left('plangate ' || $1, 63) \
+     OR application_name = left('plangate notifier ' || $1, 63))) AS yes), \
+     o AS (UPDATE outbox SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = $1 AND NOT (SELECT yes FROM alive) RETURNING 1), \
+     t AS (UPDATE timers SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = $1 AND NOT (SELECT yes FROM alive) RETURNING 1) \
+     SELECT (SELECT yes FROM alive), (SELECT count(*) FROM o), (SELECT count(*) FROM t)";
 pub(super) const RENEW: &str = "WITH o AS (UPDATE outbox SET lease_until = clock_timestamp() + make_interval(secs => $2) \
      WHERE lease_owner = $1 RETURNING 1), \
      t AS (UPDATE timers SET lease_until = clock_timestamp() + make_interval(secs => $2) WHERE lease_owner = $1 RETURNING 1) \

@@ -267,6 +267,37 @@ fn outbox_entries_go_to_one_replica_and_move_when_it_dies() {
     assert_eq!(a.outbox().unwrap().len(), 2);
 }
 
+/// A replica started after its predecessor died takes the dead one's work
+/// over at once (not after the lease, a minute here); while the
+/// predecessor is connected, its leases stay its own.
+#[test]
+fn a_successor_takes_over_a_dead_replicas_leases_at_once_and_a_live_ones_never() {
+    let Some(db) = TestSchema::new() else { return };
+    let lease = Duration::from_secs(60);
+    let a = PgStore::open(&db.options_with_lease(lease)).unwrap();
+    let b = PgStore::open(&db.options_with_lease(lease)).unwrap();
+    let seqs: Vec<u64> = (0..6).map(|_| a.generate_seq().unwrap()).collect();
+    let entries: Vec<_> = seqs.iter().map(|&seq| OutboxEntry { seq, work: seq.to_be_bytes().to_vec() }).collect();
+    a.commit(Commit { outbox: entries.clone(), ..Commit::default() }).unwrap().written().unwrap();
+    let key = SessionKey::new("demo", "s");
+    propose_storing_every_timer(&a, &key, 1);
+    assert!(!a.claim_due_timers(Timestamp(i64::MAX / 2), None, 100).unwrap().is_empty(), "a leases the due timers");
+
+    let alive = b.take_over_from(a.replica_id(), 1, Duration::ZERO).unwrap();
+    assert_eq!((alive.alive, alive.outbox, alive.timers), (true, 0, 0));
+    assert!(b.claim_outbox(100).unwrap().is_empty(), "a live replica keeps its work");
+    assert!(b.claim_due_timers(Timestamp(i64::MAX / 2), None, 100).unwrap().is_empty());
+
+    let gone = a.replica_id().to_string();
+    drop(a);
+    let taken = b.take_over_from(&gone, 40, Duration::from_millis(100)).unwrap();
+    assert!(!taken.alive, "a's connections closed with it");
+    assert_eq!(taken.outbox, 6);
+    assert!(taken.timers > 0);
+    assert_eq!(b.claim_outbox(100).unwrap(), entries, "the dead replica's work, at once");
+    assert!(!b.claim_due_timers(Timestamp(i64::MAX / 2), None, 100).unwrap().is_empty());
+}
+
 /// Paging through the outbox: a replica gets its own entries (however
 /// often it renews them) and free ones, leased to it; another replica's
 /// only once that one's lease ran out.

@@ -31,13 +31,11 @@
 //! [`Authorized`] from [`check`] is refused. A new path that forgets the
 //! check fails closed instead of opening the gate.
 
-use crate::command::{Refusal, StepUp};
 use crate::ids::Timestamp;
-use crate::model::{Actor, ApprovalState, DecisionStatus, Mode, Proposal, Session, State};
-use crate::review::{self, ApprovalPolicy};
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
-use std::sync::Arc;
+use crate::model::{Actor, ApprovalPolicy, ApprovalState, DecisionStatus, Mode, Proposal, Session, State};
+use crate::refusal::Refusal;
+
+pub use crate::model::authority::{Approvers, ReleaseRequest};
 
 /// A transition that lets mutations run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,31 +65,51 @@ impl Opening {
     }
 }
 
-/// Who, besides the operator, may open the gate of an agent's sessions.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum Approvers {
-    /// The caller checked the person itself. Only for tests and tools that
-    /// drive the engine directly; the server always passes [`Approvers::Listed`].
-    #[default]
-    Unchecked,
-    /// The identities (`telegram:111`) on the approver lists of the agent's
-    /// destinations, its escalation ones included. Empty: nobody but the
-    /// operator (an unknown agent).
-    Listed(Arc<BTreeSet<String>>),
+/// A person's passkey confirmation of their decision (WebAuthn step-up),
+/// which the shell builds only after it verified an assertion of a passkey
+/// registered by that person, for a challenge bound to the approval, this
+/// plan hash, the person and a single-use nonce (`plangate_web::passkey`).
+/// The engine then counts the approval only if `plan_hash` is still the
+/// pending proposal's, and audits the credential.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepUp {
+    /// The passkey's credential id (base64url), for the audit.
+    pub credential: String,
+    /// The plan hash the challenge was bound to.
+    pub plan_hash: String,
 }
 
-impl Approvers {
-    pub fn listed<I: IntoIterator<Item = S>, S: Into<String>>(ids: I) -> Approvers {
-        Approvers::Listed(Arc::new(ids.into_iter().map(Into::into).collect()))
+/// Refuse auto mode where it would stand in for rules it cannot meet: a
+/// quorum of more than one, or separation of duties (whoever switched it on
+/// could be the requester).
+pub fn check_auto_allowed(policy: &ApprovalPolicy) -> Result<(), Refusal> {
+    if policy.step_up {
+        return Err(Refusal::Forbidden(
+            "auto-approve cannot stand in for a passkey: the operator's policy asks for step-up on this plan (step_up)".to_string(),
+        ));
     }
+    if policy.required > 1 {
+        return Err(Refusal::Forbidden(format!(
+            "auto-approve cannot stand in for {} distinct approvers (approvals.required = {})",
+            policy.required, policy.required
+        )));
+    }
+    if policy.forbid_self {
+        return Err(Refusal::Forbidden(
+            "auto-approve is off under separation of duties (approvals.forbid_self): someone other than the requester must approve"
+                .to_string(),
+        ));
+    }
+    Ok(())
+}
 
-    pub(crate) fn admits(&self, actor: &Actor) -> bool {
-        match (self, actor) {
-            (_, Actor::Operator { .. }) => true,
-            (Approvers::Unchecked, Actor::Human { .. }) => true,
-            (Approvers::Listed(ids), Actor::Human { id, .. }) => ids.contains(id),
-            (_, Actor::Agent | Actor::Scheduler) => false,
-        }
+/// Who an actor is, for quorums and separation of duties; `None` for the
+/// agent and the scheduler, who never approve.
+pub fn identity(actor: &Actor) -> Option<String> {
+    match actor {
+        Actor::Human { id, .. } => Some(id.clone()),
+        Actor::Operator { name } => Some(format!("operator:{name}")),
+        Actor::Agent | Actor::Scheduler => None,
     }
 }
 
@@ -158,7 +176,7 @@ pub fn check(state: &State, actor: &Actor, opening: Opening, policy: &ApprovalPo
         Opening::Release => "release a session from planning",
         Opening::Auto => "change auto mode",
     };
-    let Some(identity) = review::identity(actor) else {
+    let Some(identity) = identity(actor) else {
         return Err(Refusal::Forbidden(format!("only a human approver can {what}; an agent can never {what}")));
     };
     if !policy.approvers.admits(actor) {
@@ -177,7 +195,7 @@ pub fn check(state: &State, actor: &Actor, opening: Opening, policy: &ApprovalPo
         )));
     }
     if opening == Opening::Auto {
-        review::check_auto_allowed(&ApprovalPolicy { required, forbid_self, ..ApprovalPolicy::default() })?;
+        check_auto_allowed(&ApprovalPolicy { required, forbid_self, ..ApprovalPolicy::default() })?;
     }
     let pending = state.latest.as_ref().filter(|p| p.status == DecisionStatus::Pending);
     if opening == Opening::Release && matches!(actor, Actor::Human { .. }) && pending.is_some_and(|p| p.review.step_up) {
@@ -219,7 +237,7 @@ pub fn check_step_up(proposal: &Proposal, actor: &Actor, step_up: Option<&StepUp
 /// made: only while auto mode is on and the current rules allow it (no
 /// quorum, no separation of duties). `None`: the proposal waits for people.
 pub fn auto_approval(session: &Session, policy: &ApprovalPolicy) -> Option<Authorized> {
-    if !session.auto_approve || review::check_auto_allowed(policy).is_err() {
+    if !session.auto_approve || check_auto_allowed(policy).is_err() {
         return None;
     }
     Some(Authorized { opening: Opening::Approve, identity: "auto".to_string(), by: "auto".to_string(), required: 1 })
@@ -231,18 +249,6 @@ pub fn auto_approval(session: &Session, policy: &ApprovalPolicy) -> Option<Autho
 pub fn holds_open(session: &Session) -> bool {
     let executing = matches!(session.approval, ApprovalState::Approved | ApprovalState::Edited);
     session.auto_approve || (session.mode == Mode::Normal && (executing || session.released_by.is_some()))
-}
-
-/// One person's request to release a session, waiting for the quorum.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReleaseRequest {
-    /// Who, as an identity: what makes requests distinct.
-    pub approver: String,
-    /// How receipts show them.
-    pub by: String,
-    pub at: Timestamp,
-    /// The session version it was made at: a new proposal starts over.
-    pub version: u32,
 }
 
 /// What a release request did.

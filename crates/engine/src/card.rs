@@ -18,6 +18,8 @@ use crate::plan::{Step, StepStatus};
 use crate::receipt::Receipt;
 use crate::text::{reveal, HIDDEN_CHARS_WARNING};
 
+pub use crate::text::{fit_lines, whole_lines, Fit};
+
 /// What a card cut to fit a platform's limits says where it was cut; the
 /// attached document always carries the whole plan.
 pub const CUT_NOTE: &str = "… full plan in the attached document";
@@ -262,44 +264,6 @@ pub fn receipt(p: &Proposal) -> Option<String> {
     Receipt::of(p).map(|r| r.card_line())
 }
 
-/// What fits of a card's lines (or blocks) under a platform's limit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fit {
-    /// Everything fits.
-    All,
-    /// Keep this many leading lines, whole, then [`CUT_NOTE`] (or the
-    /// caller's note) on a line of its own.
-    Cut(usize),
-}
-
-/// Fit whole lines under a limit, then add a note: all of `lens` when they
-/// fit in `limit`, else as many leading lines as fit together with a note of
-/// length `note` after them. Lengths are in the platform's unit (characters,
-/// UTF-16 units, blocks); `joint` is what joining two lines costs (1 for a
-/// newline, 0 for blocks). A line is never split here: a caller that must
-/// show something of a first line too long for the limit cuts it itself.
-pub fn fit_lines(lens: &[usize], joint: usize, limit: usize, note: usize) -> Fit {
-    let total = lens.iter().sum::<usize>() + joint * lens.len().saturating_sub(1);
-    if total <= limit {
-        return Fit::All;
-    }
-    Fit::Cut(whole_lines(lens, joint, limit.saturating_sub(note + joint)))
-}
-
-/// How many leading lines of `lens` fit, whole, in `limit` when joined at a
-/// cost of `joint` each.
-pub fn whole_lines(lens: &[usize], joint: usize, limit: usize) -> usize {
-    let mut used = 0;
-    for (kept, len) in lens.iter().enumerate() {
-        let need = len + if kept > 0 { joint } else { 0 };
-        if used + need > limit {
-            return kept;
-        }
-        used += need;
-    }
-    lens.len()
-}
-
 /// The option buttons of a question: at most [`MAX_OPTIONS`], each with the
 /// callback that picks it.
 pub fn option_buttons(q: &Question) -> impl Iterator<Item = (Button, &str)> {
@@ -496,7 +460,7 @@ pub fn card(proposal: &Proposal, state: Option<&State>, now: Timestamp) -> Card 
         }
         _ => Vec::new(),
     };
-    let ran = crate::ran::of(proposal, state).iter().flat_map(|r| r.card_lines()).map(|l| show(&l)).collect();
+    let ran = proposal.what_ran(state).iter().flat_map(|r| r.card_lines()).map(|l| show(&l)).collect();
     let review = &proposal.review;
     let open = receipt.is_none();
     let edit = review.edit.as_ref().filter(|_| open).map(|e| (show(&e.by), e.plan.steps.iter().map(|s| show(&s.step)).collect::<Vec<_>>()));

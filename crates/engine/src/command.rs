@@ -3,11 +3,13 @@
 //! and audit records, or a [`Refusal`]).
 
 use crate::ids::{ApprovalId, QuestionId, Timestamp};
+use crate::model::ApprovalPolicy;
 use crate::model::{Proposal, Question, State, Timer, TimerKind, TimerPolicy};
-use crate::plan::{Plan, PlanError, StepUpdate};
-use crate::review::ApprovalPolicy;
+use crate::plan::{Plan, StepUpdate};
 use serde::{Deserialize, Serialize};
-use thiserror::Error;
+
+pub use crate::authority::StepUp;
+pub use crate::refusal::Refusal;
 
 /// What an approval may add to a plain "yes": a note for the agent, and
 /// steps left out of what is approved.
@@ -53,20 +55,6 @@ pub enum Decision {
     Release,
     /// A verdict confirmed with the person's passkey ([`Decision::confirmed`]).
     Confirmed { verdict: Verdict, step_up: StepUp },
-}
-
-/// A person's passkey confirmation of their decision (WebAuthn step-up),
-/// which the shell builds only after it verified an assertion of a passkey
-/// registered by that person, for a challenge bound to the approval, this
-/// plan hash, the person and a single-use nonce (`plangate_web::passkey`).
-/// The engine then counts the approval only if `plan_hash` is still the
-/// pending proposal's, and audits the credential.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StepUp {
-    /// The passkey's credential id (base64url), for the audit.
-    pub credential: String,
-    /// The plan hash the challenge was bound to.
-    pub plan_hash: String,
 }
 
 impl Decision {
@@ -381,34 +369,6 @@ impl Transition {
     pub fn opened_by(&self) -> Option<&crate::authority::Authorized> {
         self.opened_by.as_ref()
     }
-}
-
-/// Why a command was refused. Nothing changes when one is returned.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum Refusal {
-    #[error("{0}")]
-    InvalidPlan(#[from] PlanError),
-    #[error("{0}")]
-    InvalidState(String),
-    #[error("{} subagent run(s) are still open ({}); the plan can be proposed or approved once they close, expire, or a person clears them (/plan subagents clear)", .0.len(), .0.join(", "))]
-    SubagentsOpen(Vec<String>),
-    #[error("{0}")]
-    Stale(String),
-    /// The same person approved the same content again: nothing changes.
-    #[error("{0}")]
-    AlreadyApproved(String),
-    #[error("{0}")]
-    Forbidden(String),
-    #[error("{0}")]
-    InvalidRequest(String),
-    /// The agent rewrote or removed a step a human approved.
-    #[error("{0}")]
-    ApprovedStepsLocked(String),
-    /// The operator's policy asks for a passkey on this plan: the person's
-    /// approval was not counted; the shell sends them the link to confirm
-    /// it with their passkey.
-    #[error("{0}")]
-    StepUpRequired(String),
 }
 
 #[cfg(test)]

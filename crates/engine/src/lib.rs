@@ -41,25 +41,30 @@ pub mod plan;
 pub mod project;
 pub mod ran;
 pub mod receipt;
+pub mod refusal;
 pub mod review;
 pub mod scope;
+pub mod step;
 pub mod subagents;
 pub mod text;
 pub mod view;
 
-pub use command::{AuditEvent, Command, Ctx, Decision, Effect, Refusal, StepUp, Terms, Transition, Verdict};
+pub use authority::StepUp;
+pub use command::{AuditEvent, Command, Ctx, Decision, Effect, Terms, Transition, Verdict};
 pub use harness::Harness;
 pub use ids::{ApprovalId, QuestionId, SessionKey, Timestamp};
 pub use machine::apply;
+pub use model::review::{ApprovalPolicy, Review};
+pub use model::subagents::SubagentRun;
 pub use model::{
     Actor, ApprovalState, DecisionStatus, GateScope, Mode, Proposal, Question, QuestionStatus, Session, State, Timer, TimerKind,
     TimerPolicy,
 };
-pub use plan::{Plan, PlanError, Step, StepStatus, StepUpdate};
+pub use plan::{Plan, PlanError};
 pub use project::{Project, ProjectPatterns};
-pub use review::{ApprovalPolicy, Review};
+pub use refusal::Refusal;
 pub use scope::Scope;
-pub use subagents::SubagentRun;
+pub use step::{Step, StepStatus, StepUpdate};
 
 /// [`gate_call`] for a plain API call: `tool` with `input`, advice in the
 /// API's terms, no plan file.

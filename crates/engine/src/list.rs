@@ -11,7 +11,7 @@
 //! it, as in CommonMark: `1.5x faster` and `2024 plan` are text, not the
 //! numbers 1 and 2024; `-5 degrees` keeps its minus.
 
-use crate::plan::StepStatus;
+use crate::step::StepStatus;
 
 /// Bullets that start a list item.
 const BULLETS: [char; 4] = ['-', '*', '+', '•'];

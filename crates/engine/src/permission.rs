@@ -765,24 +765,5 @@ fn pretty(input: &Value) -> String {
     serde_json::to_string_pretty(input).unwrap_or_default()
 }
 
-/// The risk classes of a call that the approved plan being carried out did
-/// not declare ([`plangate_gate::classes`]): the gate asks people about
-/// such a call, and its permission card says why. Empty when no plan
-/// executes (before approval the gate itself holds; after it, the agent's
-/// rules) or the plan allows them all.
-pub fn outside_the_plan(state: &crate::State, tool: &str, input: &Value) -> Vec<plangate_gate::classes::RiskClass> {
-    let Some(plan) = executing_plan(state) else { return Vec::new() };
-    plangate_gate::classes::classes(tool, input).into_iter().filter(|c| !plan.allows.contains(c)).collect()
-}
-
-/// The approved plan the session carries out, if it does (not while it
-/// plans, after a cancel, or once released without a plan).
-pub fn executing_plan(state: &crate::State) -> Option<&crate::Plan> {
-    use crate::{ApprovalState, Mode};
-    let session = &state.session;
-    let executing = session.mode == Mode::Normal && matches!(session.approval, ApprovalState::Approved | ApprovalState::Edited);
-    state.latest.as_ref().map(|p| &p.plan).filter(|_| executing)
-}
-
 #[cfg(test)]
 mod tests;

@@ -10,7 +10,7 @@
 //! here rather than revealed later, because the name is matched against
 //! globs and used as a forum topic's title, where a marker would not help.
 
-use crate::command::Refusal;
+use crate::refusal::Refusal;
 use crate::text::is_hidden_char;
 use serde::{Deserialize, Serialize};
 

@@ -298,18 +298,6 @@ impl Ran {
     }
 }
 
-/// The receipt of what ran under `proposal`: its own, or the one sealed on
-/// the session's latest version when `proposal` is among the approvals it
-/// ran under (an amendment turned down after the plan was approved leaves
-/// the receipt on the amendment, the version that was latest when the
-/// plan ended).
-pub fn of<'a>(proposal: &'a crate::model::Proposal, state: Option<&'a crate::model::State>) -> Option<&'a Ran> {
-    proposal.ran.as_ref().or_else(|| {
-        let ran = state?.latest.as_ref()?.ran.as_ref()?;
-        ran.execution.approvals.contains(&proposal.approval_id).then_some(ran)
-    })
-}
-
 /// `⊘ Write /etc/hosts — outside the scope (step 2)`.
 pub fn attempt_line(a: &Attempt) -> String {
     let mark = match a.outcome {

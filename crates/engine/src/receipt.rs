@@ -117,7 +117,7 @@ impl Receipt {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::fixtures::proposed;
+    use crate::machine::fixtures::proposed;
     use crate::plan::Plan;
 
     /// 2026-11-30T14:02:00Z

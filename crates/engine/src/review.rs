@@ -30,199 +30,20 @@
 //! * Identities: a chat approver is `<channel>:<user id>` (the same person on
 //!   two platforms is two identities), an operator `operator:<name>`.
 
-use crate::authority::{Approvers, Authorized};
-use crate::command::{Refusal, Terms};
-use crate::diff::PlanDiff;
+use crate::authority::Authorized;
+use crate::command::Terms;
 use crate::ids::Timestamp;
 use crate::model::{Actor, Proposal};
 use crate::plan::{self, Plan};
-use serde::{Deserialize, Serialize};
+use crate::refusal::Refusal;
+
+use crate::authority::identity;
+pub use crate::model::review::{without_steps, Approval, ApprovalPolicy, Edit, Review};
 
 /// The longest note an approver can attach (characters).
 pub const MAX_NOTE_CHARS: usize = 1_000;
 /// The longest `requested_by` identity (characters).
 pub const MAX_REQUESTER_CHARS: usize = 128;
-
-/// The rules a proposal's round is held to, from the configuration: passed
-/// in [`crate::Ctx`] and stamped on each proposal when it is made, so a
-/// round keeps the rules it started with. Every opening of the gate is
-/// checked against them by [`crate::authority::check`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApprovalPolicy {
-    /// Distinct approvers needed (at least 1).
-    pub required: u32,
-    /// The requester may not approve, edit or release.
-    pub forbid_self: bool,
-    /// Who may open the gate besides the operator: the approver lists of the
-    /// agent's destinations. Read when a person acts, never stamped.
-    pub approvers: Approvers,
-    /// The requester the agent's configuration names, for a session with no
-    /// proposal that names one (a release before any plan).
-    pub requested_by: Option<String>,
-    /// What steps added after approval do ([`crate::amendment::Policy`]).
-    pub amendments: crate::amendment::Policy,
-    /// How long a stopping agent is kept on an approved plan
-    /// ([`crate::keep_going`]).
-    pub auto_continue: crate::keep_going::AutoContinue,
-    /// A person's approval counts only with a passkey confirmation
-    /// ([`crate::command::StepUp`]): the operator's policy said `step_up`
-    /// for this plan. Stamped on the proposal like the quorum.
-    pub step_up: bool,
-}
-
-impl Default for ApprovalPolicy {
-    fn default() -> Self {
-        ApprovalPolicy {
-            required: 1,
-            forbid_self: false,
-            approvers: Approvers::default(),
-            requested_by: None,
-            amendments: crate::amendment::Policy::Ask,
-            auto_continue: crate::keep_going::AutoContinue::default(),
-            step_up: false,
-        }
-    }
-}
-
-fn one() -> u32 {
-    1
-}
-
-fn is_one(n: &u32) -> bool {
-    *n == 1
-}
-
-/// One person's approval within a round.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Approval {
-    /// Who, as an identity (`telegram:111`, `operator:alice`): what makes
-    /// approvers distinct and what `requested_by` is compared with.
-    pub approver: String,
-    /// How receipts show them (`telegram:@alice`).
-    pub by: String,
-    pub at: Timestamp,
-    /// The approver's note, sanitized like feedback.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-    /// Step numbers (1-based, of the proposed plan) left out of the approval.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub except: Vec<usize>,
-    /// This approval approves the round's edited plan ([`Review::edit`]).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub edited: bool,
-    /// The hash of exactly what this approval approves.
-    pub approved_hash: String,
-}
-
-/// The edited plan of a round, awaiting the other approvers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Edit {
-    /// Who edited it, as receipts show them.
-    pub by: String,
-    pub plan: Plan,
-    pub hash: String,
-}
-
-/// Everything about how people review one version; plain data, in the proposal.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Review {
-    /// Who asked for the work (`slack:U123`), when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub requested_by: Option<String>,
-    /// Distinct approvers needed. Proposals stored before quorums existed read as 1.
-    #[serde(default = "one", skip_serializing_if = "is_one")]
-    pub required: u32,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub forbid_self: bool,
-    /// The round's edited plan, from its first edit on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub edit: Option<Edit>,
-    /// The approvals of this round, in the order they came.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub approvals: Vec<Approval>,
-    /// What changed since the version before (none for v1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub changes: Option<PlanDiff>,
-    /// Once approved: the step numbers the decision left out.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub excluded: Vec<usize>,
-    /// A person's approval (or edit) counts only when confirmed with a
-    /// passkey of that person ([`crate::command::StepUp`]); a chat click
-    /// alone is refused with [`Refusal::StepUpRequired`]. Proposals
-    /// stored before step-up read as `false`.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub step_up: bool,
-}
-
-impl Default for Review {
-    /// One approver, no requester: how proposals stored before reviews read.
-    fn default() -> Self {
-        Review::new(&ApprovalPolicy::default(), None, None)
-    }
-}
-
-impl Review {
-    /// The rules of a new round: `policy`, and who asked.
-    pub fn new(policy: &ApprovalPolicy, requested_by: Option<String>, changes: Option<PlanDiff>) -> Review {
-        Review {
-            requested_by,
-            required: policy.required.max(1),
-            forbid_self: policy.forbid_self,
-            edit: None,
-            approvals: Vec::new(),
-            changes,
-            excluded: Vec::new(),
-            step_up: policy.step_up,
-        }
-    }
-
-    /// The approvals grouped by what they approve, in the order each
-    /// content was first approved.
-    pub fn tallies(&self) -> Vec<Vec<&Approval>> {
-        let mut groups: Vec<Vec<&Approval>> = Vec::new();
-        for a in &self.approvals {
-            match groups.iter_mut().find(|g| g[0].approved_hash == a.approved_hash) {
-                Some(group) => group.push(a),
-                None => groups.push(vec![a]),
-            }
-        }
-        groups
-    }
-}
-
-/// Refuse auto mode where it would stand in for rules it cannot meet: a
-/// quorum of more than one, or separation of duties (whoever switched it on
-/// could be the requester).
-pub fn check_auto_allowed(policy: &ApprovalPolicy) -> Result<(), Refusal> {
-    if policy.step_up {
-        return Err(Refusal::Forbidden(
-            "auto-approve cannot stand in for a passkey: the operator's policy asks for step-up on this plan (step_up)".to_string(),
-        ));
-    }
-    if policy.required > 1 {
-        return Err(Refusal::Forbidden(format!(
-            "auto-approve cannot stand in for {} distinct approvers (approvals.required = {})",
-            policy.required, policy.required
-        )));
-    }
-    if policy.forbid_self {
-        return Err(Refusal::Forbidden(
-            "auto-approve is off under separation of duties (approvals.forbid_self): someone other than the requester must approve"
-                .to_string(),
-        ));
-    }
-    Ok(())
-}
-
-/// Who an actor is, for quorums and separation of duties; `None` for the
-/// agent and the scheduler, who never approve.
-pub fn identity(actor: &Actor) -> Option<String> {
-    match actor {
-        Actor::Human { id, .. } => Some(id.clone()),
-        Actor::Operator { name } => Some(format!("operator:{name}")),
-        Actor::Agent | Actor::Scheduler => None,
-    }
-}
 
 /// Check a `requested_by` value: `<channel>:<id>` (or `operator:<name>`),
 /// 1–128 characters, no white space or control characters.
@@ -252,12 +73,6 @@ pub fn check_separation(proposal: &Proposal, actor: &Actor, what: &str) -> Resul
         )));
     }
     Ok(())
-}
-
-/// The plan without the steps numbered in `except` (1-based).
-pub fn without_steps(plan: &Plan, except: &[usize]) -> Plan {
-    let steps = plan.steps.iter().enumerate().filter(|(i, _)| !except.contains(&(i + 1))).map(|(_, s)| s.clone()).collect();
-    Plan { steps, ..plan.clone() }
 }
 
 /// Terms checked and made canonical: the note trimmed, sanitized and capped
@@ -410,7 +225,7 @@ pub fn step_list(numbers: &[usize]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::fixtures::proposed;
+    use crate::machine::fixtures::proposed;
     use crate::plan::Step;
 
     fn plan() -> Plan {

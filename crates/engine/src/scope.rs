@@ -21,7 +21,6 @@
 //! command writes. A scope narrows what file tools may do; it is not a
 //! sandbox.
 
-use crate::plan::PlanError;
 use serde::{Deserialize, Serialize};
 
 /// At most this many globs in a scope.
@@ -63,17 +62,26 @@ fn glob_problem(glob: &str) -> Option<&'static str> {
     None
 }
 
+/// Why a declared scope was refused: the glob (empty for the list as a
+/// whole) and the reason. A plan refuses it as
+/// [`PlanError::InvalidScope`](crate::plan::PlanError::InvalidScope).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScopeError {
+    pub glob: String,
+    pub why: String,
+}
+
 /// Check a declared scope: at least one glob, each relative and valid.
-pub fn validate(scope: &Scope) -> Result<(), PlanError> {
+pub fn validate(scope: &Scope) -> Result<(), ScopeError> {
     if scope.paths.is_empty() || scope.paths.len() > MAX_GLOBS {
-        return Err(PlanError::InvalidScope {
+        return Err(ScopeError {
             glob: String::new(),
             why: format!("a scope lists 1 to {MAX_GLOBS} globs, this one {}", scope.paths.len()),
         });
     }
     for glob in &scope.paths {
         if let Some(why) = glob_problem(glob) {
-            return Err(PlanError::InvalidScope { glob: glob.clone(), why: why.to_string() });
+            return Err(ScopeError { glob: glob.clone(), why: why.to_string() });
         }
     }
     Ok(())

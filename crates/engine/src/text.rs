@@ -71,10 +71,9 @@ pub fn sanitize_for_injection(text: &str) -> String {
 }
 
 /// Cut `text` to at most `max` characters at a line boundary, appending
-/// `marker` on its own line when anything was cut: [`crate::card::fit_lines`]
+/// `marker` on its own line when anything was cut: [`fit_lines`]
 /// on plain text. A first line longer than the room left is cut inside.
 pub fn cut_at_line(text: &str, max: usize, marker: &str) -> String {
-    use crate::card::{fit_lines, Fit};
     let lines: Vec<&str> = text.split('\n').collect();
     let lens: Vec<usize> = lines.iter().map(|l| l.chars().count()).collect();
     let note = marker.chars().count();
@@ -84,6 +83,44 @@ pub fn cut_at_line(text: &str, max: usize, marker: &str) -> String {
         Fit::Cut(0) => format!("{}\n{marker}", lines[0].chars().take(max.saturating_sub(note + 1)).collect::<String>()),
         Fit::Cut(kept) => format!("{}\n{marker}", lines[..kept].join("\n")),
     }
+}
+
+/// What fits of a card's lines (or blocks) under a platform's limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fit {
+    /// Everything fits.
+    All,
+    /// Keep this many leading lines, whole, then [`CUT_NOTE`](crate::card::CUT_NOTE) (or the
+    /// caller's note) on a line of its own.
+    Cut(usize),
+}
+
+/// Fit whole lines under a limit, then add a note: all of `lens` when they
+/// fit in `limit`, else as many leading lines as fit together with a note of
+/// length `note` after them. Lengths are in the platform's unit (characters,
+/// UTF-16 units, blocks); `joint` is what joining two lines costs (1 for a
+/// newline, 0 for blocks). A line is never split here: a caller that must
+/// show something of a first line too long for the limit cuts it itself.
+pub fn fit_lines(lens: &[usize], joint: usize, limit: usize, note: usize) -> Fit {
+    let total = lens.iter().sum::<usize>() + joint * lens.len().saturating_sub(1);
+    if total <= limit {
+        return Fit::All;
+    }
+    Fit::Cut(whole_lines(lens, joint, limit.saturating_sub(note + joint)))
+}
+
+/// How many leading lines of `lens` fit, whole, in `limit` when joined at a
+/// cost of `joint` each.
+pub fn whole_lines(lens: &[usize], joint: usize, limit: usize) -> usize {
+    let mut used = 0;
+    for (kept, len) in lens.iter().enumerate() {
+        let need = len + if kept > 0 { joint } else { 0 };
+        if used + need > limit {
+            return kept;
+        }
+        used += need;
+    }
+    lens.len()
 }
 
 #[cfg(test)]

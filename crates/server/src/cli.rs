@@ -1,14 +1,25 @@
-//! The `plangate` subcommands that talk to a running server over HTTP.
+//! The `plangate` subcommands, one function each; `main.rs` only parses
+//! the command line ([`args`]) and calls them.
 //!
-//! They are clients of the same API as every agent (through
-//! [`plangate_agent::Client`]), so what the CLI shows is what an agent would
-//! see. `plangate wait` lives in [`wait`], `plangate pair` and
-//! `plangate destinations` in [`pair`], `plangate audit` in [`audit`],
-//! `plangate policy` in [`policy`].
+//! Those that talk to a running server over HTTP are clients of the same
+//! API as every agent (through [`plangate_agent::Client`]), so what the CLI
+//! shows is what an agent would see: `propose`, `status`, `decide`, `list`
+//! and `namespace` are here, `plangate wait` lives in [`wait`], `plangate
+//! pair` and `plangate destinations` in [`pair`], `plangate audit` in
+//! [`audit`], `plangate policy` in [`policy`]. The others: `plangate serve`
+//! in [`serve`], `config check` in [`check`], `backup`, `prune`, `restore`
+//! and `migrate` in [`ops`], `hook install` and `mcp` in [`hook`] (the
+//! hooks themselves are answered by `main.rs`'s fast path), `doctor` in
+//! [`crate::ops::doctor`].
 
+pub mod args;
 pub mod audit;
+pub mod check;
+pub mod hook;
+pub mod ops;
 pub mod pair;
 pub mod policy;
+pub mod serve;
 pub mod wait;
 
 use anyhow::Result;
@@ -70,6 +81,40 @@ pub async fn propose_command(args: ProposeArgs) -> Result<i32> {
         Output::Text
     };
     propose(&client, &args.session, body, args.wait, out, args.timeout).await
+}
+
+/// `plangate status`: the session's status as JSON.
+pub async fn status(url: &str, token: String, session: &str) -> Result<i32> {
+    let client = Client::new(url, Some(token))?;
+    let status = client.ok(reqwest::Method::GET, &format!("/v1/sessions/{session}"), None).await?;
+    println!("{}", serde_json::to_string_pretty(&status)?);
+    Ok(0)
+}
+
+/// `plangate decide`'s arguments.
+pub struct DecideArgs {
+    pub approval_id: String,
+    pub action: String,
+    pub feedback: Option<String>,
+    pub note: Option<String>,
+    pub except: Vec<usize>,
+    pub actor: String,
+    pub operator_token: String,
+    pub url: String,
+}
+
+/// `plangate decide`: decide an approval as an operator, and print the decision.
+pub async fn decide(args: DecideArgs) -> Result<i32> {
+    let DecideArgs { approval_id, action, feedback, note, except, actor, operator_token, url } = args;
+    let client = Client::new(&url, Some(operator_token))?;
+    let mut body = json!({"action": action, "feedback": feedback, "actor": actor});
+    if note.is_some() || !except.is_empty() {
+        body["note"] = json!(note);
+        body["except"] = json!(except);
+    }
+    let decision = client.ok(reqwest::Method::POST, &format!("/v1/approvals/{approval_id}/decision"), Some(body)).await?;
+    print_decision(&decision, false);
+    Ok(0)
 }
 
 /// What `plangate propose` prints on stdout.

@@ -64,7 +64,7 @@ pub fn undeclared_reason(state: &plangate_engine::State, classes: &[plangate_gat
 /// directory (unknown when any is outside or the tool is a shell).
 pub fn risky_call(agent: &str, state: &plangate_engine::State, call: &plangate_engine::GateCall) -> Option<plangate_policy::Facts> {
     use plangate_engine::scope::Target;
-    let plan = plangate_engine::permission::executing_plan(state)?;
+    let plan = state.executing_plan()?;
     let classes = plangate_gate::classes::classes(call.tool, call.input);
     if classes.is_empty() {
         return None;

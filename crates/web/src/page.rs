@@ -263,7 +263,7 @@ pub fn plan_page(v: &PlanPage<'_>) -> Markup {
                     }
                 }
             }
-            @if let Some(ran) = plangate_engine::ran::of(p, v.state) { (ran_section(ran)) }
+            @if let Some(ran) = p.what_ran(v.state) { (ran_section(ran)) }
             @for (heading, items) in [("Assumptions", &card.assumptions), ("Risks", &card.risks), ("Verification", &card.verification)] {
                 @if !items.is_empty() {
                     section { h2 { (heading) } ul { @for i in items { li { (i) } } } }

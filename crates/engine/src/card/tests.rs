@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::ids::{QuestionId, SessionKey};
-use crate::model::fixtures::proposed;
+use crate::machine::fixtures::proposed;
 use crate::model::QuestionStatus;
 use crate::plan::{Plan, StepStatus};
 

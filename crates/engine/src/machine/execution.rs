@@ -61,7 +61,7 @@ pub(super) fn seal(t: &mut Transition, actor: &Actor, ending: Ending, ctx: &Ctx)
     let Some(latest) = t.state.latest.as_mut() else { return };
     let (approval_id, version) = (latest.approval_id, latest.version);
     let (line, detail) = (ran.document_line(), format!("{} ({})", ran.summary(), ran.hash));
-    // Every approved version it ran under shows it ([`crate::ran::of`]).
+    // Every approved version it ran under shows it ([`Proposal::what_ran`](crate::model::Proposal::what_ran)).
     let cards: Vec<_> = std::iter::once(approval_id).chain(ran.execution.approvals.iter().copied()).collect();
     latest.ran = Some(ran);
     for id in cards {

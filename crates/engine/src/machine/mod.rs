@@ -24,6 +24,8 @@ use crate::subagents;
 mod amend;
 mod decide;
 mod execution;
+#[cfg(test)]
+pub(crate) mod fixtures;
 mod permissions;
 mod questions;
 mod timers;
@@ -35,11 +37,12 @@ use permissions::*;
 use questions::*;
 use timers::*;
 
-pub use crate::command::{AuditEvent, Command, Ctx, Effect, Refusal, Transition, Verdict};
+pub use crate::command::{AuditEvent, Command, Ctx, Effect, Transition, Verdict};
 pub use crate::model::{
     Actor, ApprovalState, DecisionStatus, GateScope, Mode, Proposal, Question, QuestionStatus, Session, State, Timer, TimerKind,
     TimerPolicy,
 };
+pub use crate::refusal::Refusal;
 
 /// Apply one command. Pure: the same inputs always give the same output.
 ///

@@ -76,7 +76,7 @@ pub(super) fn ask_permission(
                     &ask,
                     question_id,
                     t.state.latest.as_ref().and_then(|p| p.project.as_ref()),
-                    &permission::outside_the_plan(&t.state, &tool, &input),
+                    &t.state.outside_the_plan(&tool, &input),
                 ),
                 options: permission::OPTIONS.iter().map(|o| o.to_string()).collect(),
                 allow_freetext: true,
@@ -158,7 +158,7 @@ pub(super) fn answer_permission(
     if question_id.is_some_and(|id| id != pending.question_id) {
         return Err(Refusal::Stale("That permission request was already answered, or replaced by a newer one.".to_string()));
     }
-    let Some(identity) = review::identity(actor) else { return Err(Refusal::Forbidden("only a person can answer".to_string())) };
+    let Some(identity) = authority::identity(actor) else { return Err(Refusal::Forbidden("only a person can answer".to_string())) };
     if !ctx.approvals.approvers.admits(actor) {
         return Err(Refusal::Forbidden(format!(
             "You ({identity}) are not on the approver list of any destination of {}'s plans, so you cannot answer its permission requests.",

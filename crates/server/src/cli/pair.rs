@@ -2,6 +2,7 @@
 //! pairing a chat ([`crate::pairing`]), over the running server's API.
 
 use super::{Client, EXIT_USAGE};
+use crate::ops::list_destinations;
 use anyhow::Result;
 use plangate_agent::AgentError;
 use reqwest::Method;
@@ -85,18 +86,11 @@ pub async fn pair(args: PairArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// `GET /v1/operator/destinations` with `client`'s operator token: every
-/// destination of the server, configured and paired (what
-/// `plangate destinations`, `config check` and `doctor` show).
-pub async fn list(client: &Client) -> Result<Value, AgentError> {
-    client.ok(Method::GET, "/v1/operator/destinations", None).await
-}
-
 /// List destinations, or remove a paired one.
 pub async fn destinations(args: DestinationsArgs) -> Result<i32> {
     let client = Client::new(&args.url, Some(args.operator_token))?;
     match args.command {
-        None => match list(&client).await {
+        None => match list_destinations(&client).await {
             Ok(list) => {
                 print!("{}", describe(&list));
                 Ok(0)
@@ -155,7 +149,7 @@ pub async fn paired_for_config_check(settings: &crate::config::Settings) -> Stri
     };
     let url = format!("http://{}", settings.bind);
     // A check, not a wait: a server that does not answer at once is reported as such.
-    let listed = async { list(&Client::with_timeouts(&url, Some(token), plangate_agent::client::Timeouts::SERVER)?).await };
+    let listed = async { list_destinations(&Client::with_timeouts(&url, Some(token), plangate_agent::client::Timeouts::SERVER)?).await };
     match listed.await {
         Ok(list) => {
             let paired: Vec<Value> = list.as_array().into_iter().flatten().filter(|d| d["source"] == "paired").cloned().collect();

@@ -13,10 +13,11 @@
 //! that is a warning.
 
 use super::Check;
-use crate::cli::{pair, Client};
 use crate::config::{DestinationConfig, Settings};
+use crate::ops::list_destinations;
 use plangate_agent::client::Timeouts;
 use plangate_agent::AgentError;
+use plangate_agent::Client;
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -110,7 +111,7 @@ pub async fn check(settings: &Settings, config: Option<&Path>, target: &Target) 
         return running;
     };
     let listed = match Client::with_timeouts(url, Some(token), Timeouts::SERVER) {
-        Ok(client) => pair::list(&client).await,
+        Ok(client) => list_destinations(&client).await,
         Err(e) => Err(e),
     };
     let list = match listed {

@@ -3,12 +3,25 @@
 //!
 //! Plain data: every rule that changes these values is in
 //! [`machine`](crate::machine), and `docs/STATE_MACHINE.md` draws the table.
+//!
+//! The values the state holds that belong to one subject live in a
+//! submodule named after the module of its rules (`model::review` holds
+//! [`Review`], whose rules are in [`crate::review`], which re-exports it),
+//! so the model sits below every rule that reads it and imports none of
+//! them.
+
+pub mod amendment;
+pub mod authority;
+pub mod keep_going;
+pub mod review;
+pub mod subagents;
 
 use crate::ids::{ApprovalId, QuestionId, SessionKey, Timestamp};
 use crate::plan::{self, Plan, Step};
-use crate::review::{self, Review};
-use crate::subagents::SubagentRun;
 use serde::{Deserialize, Serialize};
+use subagents::SubagentRun;
+
+pub use review::{ApprovalPolicy, Review};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
@@ -160,7 +173,7 @@ pub struct Proposal {
     /// executing an approved plan, waiting for an approval of their own
     /// ([`crate::amendment`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub amends: Option<crate::amendment::Amendment>,
+    pub amends: Option<amendment::Amendment>,
     /// When the agent stopped waiting for this pending version's decision
     /// (its harness's wait ran out and it stopped): the open card says the
     /// decision reaches it only when it resumes. Cleared when the agent
@@ -230,6 +243,18 @@ impl Proposal {
         self.review.approvals.iter().filter(|a| a.approved_hash == hash).collect()
     }
 
+    /// The receipt of what ran under this proposal: its own, or the one
+    /// sealed on the session's latest version when this proposal is among
+    /// the approvals it ran under (an amendment turned down after the plan
+    /// was approved leaves the receipt on the amendment, the version that
+    /// was latest when the plan ended).
+    pub fn what_ran<'a>(&'a self, state: Option<&'a State>) -> Option<&'a crate::ran::Ran> {
+        self.ran.as_ref().or_else(|| {
+            let ran = state?.latest.as_ref()?.ran.as_ref()?;
+            ran.execution.approvals.contains(&self.approval_id).then_some(ran)
+        })
+    }
+
     /// The markdown document: verbatim for markdown proposals, rendered
     /// otherwise; then, for a re-proposal, what changed since the version
     /// before.
@@ -281,7 +306,7 @@ pub struct Question {
     /// approved plan's steps open ([`crate::keep_going::Stalled`]); the
     /// answers are Continue and Done.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stalled: Option<crate::keep_going::Stalled>,
+    pub stalled: Option<keep_going::Stalled>,
 }
 
 /// Everything the engine knows about one session.
@@ -295,7 +320,7 @@ pub struct Session {
     pub auto_approve: bool,
     pub steps: Vec<Step>,
     /// Subagent runs the plan waits for, by run id ([`crate::subagents`]).
-    #[serde(deserialize_with = "crate::subagents::deserialize_runs")]
+    #[serde(deserialize_with = "subagents::deserialize_runs")]
     pub open_subagents: BTreeMap<String, SubagentRun>,
     pub pending_question: Option<Question>,
     /// The permission request the agent's hook waits on, if any (one at a
@@ -315,7 +340,7 @@ pub struct Session {
     /// `TodoWrite`), while an approved plan executes: its progress where the
     /// agent reports no plan steps ([`crate::keep_going::next_open`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub todos: Vec<crate::keep_going::Todo>,
+    pub todos: Vec<keep_going::Todo>,
     /// What people allowed "for this session" ([`crate::permission`]),
     /// until the plan is replaced or done.
     #[serde(default)]
@@ -340,7 +365,7 @@ pub struct Session {
     /// People who asked to release the session while a quorum needs more
     /// of them ([`crate::authority::record_release`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub release_requests: Vec<crate::authority::ReleaseRequest>,
+    pub release_requests: Vec<authority::ReleaseRequest>,
     /// The texts of the steps a human approved, while the session executes
     /// them: the reference the agent's step updates are held to
     /// ([`crate::amendment`]). Empty when nothing is approved.
@@ -418,6 +443,24 @@ impl State {
     pub fn new(key: SessionKey) -> State {
         State { session: Session::new(key), latest: None }
     }
+
+    /// The approved plan the session carries out, if it does (not while it
+    /// plans, after a cancel, or once released without a plan).
+    pub fn executing_plan(&self) -> Option<&Plan> {
+        let session = &self.session;
+        let executing = session.mode == Mode::Normal && matches!(session.approval, ApprovalState::Approved | ApprovalState::Edited);
+        self.latest.as_ref().map(|p| &p.plan).filter(|_| executing)
+    }
+
+    /// The risk classes of a call that the approved plan being carried out
+    /// did not declare ([`plangate_gate::classes`]): the gate asks people
+    /// about such a call, and its permission card says why. Empty when no
+    /// plan executes (before approval the gate itself holds; after it, the
+    /// agent's rules) or the plan allows them all.
+    pub fn outside_the_plan(&self, tool: &str, input: &serde_json::Value) -> Vec<plangate_gate::classes::RiskClass> {
+        let Some(plan) = self.executing_plan() else { return Vec::new() };
+        plangate_gate::classes::classes(tool, input).into_iter().filter(|c| !plan.allows.contains(c)).collect()
+    }
 }
 
 /// Who issued a command. Authorization (is this human an approver for this
@@ -472,28 +515,4 @@ pub struct TimerPolicy {
     /// How long an open subagent run may go unheard of before it expires;
     /// `None`: runs stay open until closed or cleared by a person.
     pub subagent_expiry_ms: Option<u64>,
-}
-
-/// Values for the unit tests of the modules that read proposals.
-#[cfg(test)]
-pub(crate) mod fixtures {
-    use super::*;
-    use crate::command::{Command, Ctx};
-
-    /// What the agent of `demo/s1` proposed at `at`: a pending proposal,
-    /// made the way every proposal is, by the state machine.
-    pub(crate) fn proposed(plan: Plan, at: Timestamp) -> Proposal {
-        let ctx = Ctx { now: at, random: [1; 16], timers: TimerPolicy::default(), approvals: Default::default() };
-        let run = |state: &State, command| match crate::machine::apply(state, &Actor::Agent, command, &ctx) {
-            Ok(t) => t.state,
-            Err(refusal) => panic!("{refusal}"),
-        };
-        let planning = run(&State::new(SessionKey::new("demo", "s1")), Command::Enter { reason: None });
-        match run(&planning, Command::Propose { plan, markdown: None, requested_by: None, harness: crate::Harness::Api, project: None })
-            .latest
-        {
-            Some(proposal) => proposal,
-            None => panic!("no proposal"),
-        }
-    }
 }

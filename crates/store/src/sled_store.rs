@@ -28,8 +28,8 @@ use crate::chained;
 use crate::group::{FlushGroup, FlushReservation, FlushStats, PendingFlush, Turn};
 use crate::redo::{self, Op, TreeId};
 use crate::{
-    AuditQuery, Commit, Committed, MaintenanceStore, OutboxEntry, PagePosition, Preempted, ReplicaStore, SessionStore, StoreError,
-    WorkStore,
+    AuditLog, AuditQuery, Commit, Committed, Cursors, Deliveries, Documents, EventKeys, MaintenanceStore, Namespaces, Outbox, OutboxEntry,
+    PagePosition, PermissionRules, Preempted, Proposals, ReplicaStore, Sessions, StoreError, Timers,
 };
 use plangate_audit::Chain;
 use plangate_delivery::Delivery;
@@ -294,7 +294,7 @@ const CHECKPOINT_SPACING: u32 = 10;
 const SMALL_WRITE_BYTES: u64 = 256;
 
 /// The `meta` key of the pending count a clean shutdown leaves for the
-/// next start ([`SessionStore::note_pending_at_close`]).
+/// next start ([`Proposals::note_pending_at_close`]).
 const PENDING_AT_CLOSE: &str = "pending_at_close";
 
 /// Take the pending count a clean shutdown left out of `meta`, removed and
@@ -322,7 +322,7 @@ fn take_pending_note(t: &Trees) -> Result<Option<u64>, StoreError> {
     Ok(Some(u64::from_be_bytes(*count)))
 }
 
-/// Audit records read per hold of the database by [`SessionStore::visit_audit_chain`].
+/// Audit records read per hold of the database by [`AuditLog::visit_audit_chain`].
 const AUDIT_PAGE: usize = 1000;
 
 /// How long after a failed reopen the next operation tries again.
@@ -1012,7 +1012,7 @@ impl SledStore {
     }
 }
 
-impl SessionStore for SledStore {
+impl Sessions for SledStore {
     fn load(&self, key: &SessionKey) -> Result<State, StoreError> {
         let t = self.trees()?;
         let _session = self.stripe(Some(key));
@@ -1029,6 +1029,33 @@ impl SessionStore for SledStore {
         Ok(State { session, latest })
     }
 
+    fn sessions(&self) -> Result<Vec<Session>, StoreError> {
+        let t = self.trees()?;
+        Self::list(&t.sessions, &[], "session")
+    }
+
+    fn question(&self, id: &ApprovalId) -> Result<Option<Question>, StoreError> {
+        let t = self.trees()?;
+        t.questions.get(id.0)?.map(|v| decode(&v, "question")).transpose()
+    }
+
+    /// One process owns a sled store: no other writer can come first, so a
+    /// commit is written or fails, never preempted.
+    fn commit(&self, commit: Commit) -> Result<Committed, StoreError> {
+        match self.durability {
+            Durability::Grouped => self.commit_grouped(commit),
+            Durability::TransactionPerCommit => self.commit_transaction(commit),
+        }
+        .map(Committed::Written)
+    }
+
+    fn flush(&self) -> Result<(), StoreError> {
+        let t = self.trees()?;
+        self.flushed_small(t, ())
+    }
+}
+
+impl Proposals for SledStore {
     fn proposal(&self, id: &ApprovalId) -> Result<Option<Proposal>, StoreError> {
         let t = self.trees()?;
         t.proposals.get(id.0)?.map(|v| decode(&v, "proposal")).transpose()
@@ -1126,46 +1153,9 @@ impl SessionStore for SledStore {
     fn latest_proposals(&self, status: DecisionStatus, limit: usize) -> Result<Vec<Proposal>, StoreError> {
         self.trees()?.latest_of_status(status, limit)
     }
+}
 
-    fn sessions(&self) -> Result<Vec<Session>, StoreError> {
-        let t = self.trees()?;
-        Self::list(&t.sessions, &[], "session")
-    }
-
-    fn question(&self, id: &ApprovalId) -> Result<Option<Question>, StoreError> {
-        let t = self.trees()?;
-        t.questions.get(id.0)?.map(|v| decode(&v, "question")).transpose()
-    }
-
-    fn permission_rules(&self, agent: &str) -> Result<Vec<StoredRule>, StoreError> {
-        let t = self.trees()?;
-        Self::list(&t.rules, &agent_prefix(agent), "permission rule")
-    }
-
-    fn remove_permission_rule(&self, agent: &str, id: &str) -> Result<bool, StoreError> {
-        let _snapshot = self.snapshot_lock.read().unwrap_or_else(|e| e.into_inner());
-        let t = self.trees()?;
-        for entry in t.rules.scan_prefix(agent_prefix(agent)) {
-            let (key, value) = entry?;
-            let rule: StoredRule = decode(&value, "permission rule")?;
-            if rule.id == id {
-                t.rules.remove(key)?;
-                return self.flushed_small(t, true);
-            }
-        }
-        Ok(false)
-    }
-
-    /// One process owns a sled store: no other writer can come first, so a
-    /// commit is written or fails, never preempted.
-    fn commit(&self, commit: Commit) -> Result<Committed, StoreError> {
-        match self.durability {
-            Durability::Grouped => self.commit_grouped(commit),
-            Durability::TransactionPerCommit => self.commit_transaction(commit),
-        }
-        .map(Committed::Written)
-    }
-
+impl AuditLog for SledStore {
     fn append_audit(&self, events: &[AuditEvent]) -> Result<(), StoreError> {
         let t = self.trees()?;
         let mut head = self.chain_head(&t)?;
@@ -1253,7 +1243,9 @@ impl SessionStore for SledStore {
         out.reverse();
         Ok(out)
     }
+}
 
+impl EventKeys for SledStore {
     fn seen(&self, key: &str) -> Result<bool, StoreError> {
         let t = self.trees()?;
         Ok(t.idempotency.contains_key(key.as_bytes())?)
@@ -1275,7 +1267,9 @@ impl SessionStore for SledStore {
         let fresh = Self::record_fresh(&t, key)?;
         self.flushed_small(t, fresh)
     }
+}
 
+impl Cursors for SledStore {
     fn cursor(&self, key: &str) -> Result<Option<String>, StoreError> {
         let t = self.trees()?;
         Ok(t.meta.get(format!("cursor:{key}"))?.map(|v| String::from_utf8_lossy(&v).into_owned()))
@@ -1304,18 +1298,9 @@ impl SessionStore for SledStore {
         let swapped = t.meta.compare_and_swap(format!("cursor:{key}"), expected.map(str::as_bytes), value.map(str::as_bytes))?;
         self.flushed_small(t, swapped.is_ok())
     }
+}
 
-    fn document_path(&self, id: &ApprovalId) -> Result<Option<String>, StoreError> {
-        let t = self.trees()?;
-        Ok(t.documents.get(id.0)?.map(|v| String::from_utf8_lossy(&v).into_owned()))
-    }
-
-    fn set_document_path(&self, id: &ApprovalId, path: &str) -> Result<(), StoreError> {
-        let t = self.trees()?;
-        t.documents.insert(id.0, path.as_bytes())?;
-        self.flushed_small(t, ())
-    }
-
+impl Namespaces for SledStore {
     fn namespace_revision(&self, name: &str) -> Result<(Namespace, u64), StoreError> {
         let t = self.trees()?;
         match t.namespaces.get(name)? {
@@ -1345,14 +1330,77 @@ impl SessionStore for SledStore {
         }
         self.flushed_small(t, Committed::Written(()))
     }
+}
 
-    fn flush(&self) -> Result<(), StoreError> {
+impl PermissionRules for SledStore {
+    fn permission_rules(&self, agent: &str) -> Result<Vec<StoredRule>, StoreError> {
         let t = self.trees()?;
+        Self::list(&t.rules, &agent_prefix(agent), "permission rule")
+    }
+
+    fn remove_permission_rule(&self, agent: &str, id: &str) -> Result<bool, StoreError> {
+        let _snapshot = self.snapshot_lock.read().unwrap_or_else(|e| e.into_inner());
+        let t = self.trees()?;
+        for entry in t.rules.scan_prefix(agent_prefix(agent)) {
+            let (key, value) = entry?;
+            let rule: StoredRule = decode(&value, "permission rule")?;
+            if rule.id == id {
+                t.rules.remove(key)?;
+                return self.flushed_small(t, true);
+            }
+        }
+        Ok(false)
+    }
+}
+
+impl Documents for SledStore {
+    fn document_path(&self, id: &ApprovalId) -> Result<Option<String>, StoreError> {
+        let t = self.trees()?;
+        Ok(t.documents.get(id.0)?.map(|v| String::from_utf8_lossy(&v).into_owned()))
+    }
+
+    fn set_document_path(&self, id: &ApprovalId, path: &str) -> Result<(), StoreError> {
+        let t = self.trees()?;
+        t.documents.insert(id.0, path.as_bytes())?;
         self.flushed_small(t, ())
     }
 }
 
-impl WorkStore for SledStore {
+impl Timers for SledStore {
+    fn next_timer(&self) -> Result<Option<Timer>, StoreError> {
+        let t = self.trees()?;
+        t.timers.first()?.map(|(_, v)| decode(&v, "timer")).transpose()
+    }
+
+    fn due_timers_page(&self, now: Timestamp, after: Option<&Timer>, limit: usize) -> Result<Vec<Timer>, StoreError> {
+        let t = self.trees()?;
+        use std::ops::Bound;
+        let end = Bound::Excluded(due_prefix(now.plus_ms(1)));
+        let start = after.map_or(Bound::Unbounded, |t| Bound::Excluded(timer_key(t)));
+        t.timers.range::<Vec<u8>, _>((start, end)).values().take(limit).map(|v| decode(&v?, "timer")).collect()
+    }
+
+    fn timers(&self) -> Result<Vec<Timer>, StoreError> {
+        let t = self.trees()?;
+        Self::list(&t.timers, &[], "timer")
+    }
+
+    fn remove_timer(&self, timer: &Timer) -> Result<(), StoreError> {
+        let t = self.trees()?;
+        t.timers.remove(timer_key(timer))?;
+        self.flushed_small(t, ())
+    }
+
+    fn remove_timers(&self, timers: &[Timer]) -> Result<(), StoreError> {
+        let t = self.trees()?;
+        let mut batch = sled::Batch::default();
+        timers.iter().for_each(|t| batch.remove(timer_key(t)));
+        t.timers.apply_batch(batch)?;
+        self.flushed_small(t, ())
+    }
+}
+
+impl Outbox for SledStore {
     fn commit_numbered_unflushed(
         &self,
         mut commit: Commit,
@@ -1399,30 +1447,6 @@ impl WorkStore for SledStore {
         })
     }
 
-    fn next_timer(&self) -> Result<Option<Timer>, StoreError> {
-        let t = self.trees()?;
-        t.timers.first()?.map(|(_, v)| decode(&v, "timer")).transpose()
-    }
-
-    fn due_timers_page(&self, now: Timestamp, after: Option<&Timer>, limit: usize) -> Result<Vec<Timer>, StoreError> {
-        let t = self.trees()?;
-        use std::ops::Bound;
-        let end = Bound::Excluded(due_prefix(now.plus_ms(1)));
-        let start = after.map_or(Bound::Unbounded, |t| Bound::Excluded(timer_key(t)));
-        t.timers.range::<Vec<u8>, _>((start, end)).values().take(limit).map(|v| decode(&v?, "timer")).collect()
-    }
-
-    fn timers(&self) -> Result<Vec<Timer>, StoreError> {
-        let t = self.trees()?;
-        Self::list(&t.timers, &[], "timer")
-    }
-
-    fn remove_timer(&self, timer: &Timer) -> Result<(), StoreError> {
-        let t = self.trees()?;
-        t.timers.remove(timer_key(timer))?;
-        self.flushed_small(t, ())
-    }
-
     fn generate_seq(&self) -> Result<u64, StoreError> {
         let t = self.trees()?;
         Ok(t.db.generate_id()?)
@@ -1449,15 +1473,9 @@ impl WorkStore for SledStore {
         t.outbox.remove(seq.to_be_bytes())?;
         Ok(())
     }
+}
 
-    fn remove_timers(&self, timers: &[Timer]) -> Result<(), StoreError> {
-        let t = self.trees()?;
-        let mut batch = sled::Batch::default();
-        timers.iter().for_each(|t| batch.remove(timer_key(t)));
-        t.timers.apply_batch(batch)?;
-        self.flushed_small(t, ())
-    }
-
+impl Deliveries for SledStore {
     fn deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {
         let t = self.trees()?;
         Self::list(&t.deliveries, &id.0, "delivery")

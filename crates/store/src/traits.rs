@@ -261,7 +261,7 @@ pub trait Namespaces: Send + Sync {
 
     /// Write `ns` only if the namespace is still at `expected_revision`
     /// (read with [`Namespaces::namespace_revision`]), else decline with
-    /// [`Preempted::Conflict`] and write nothing: a merge based on a stale
+    /// [`Preempted::Conflict`](crate::Preempted::Conflict) and write nothing: a merge based on a stale
     /// read must be done again on what the other writer stored. Replicas
     /// merge one namespace side by side, so a plain overwrite would lose
     /// steps that were acknowledged.
@@ -358,7 +358,7 @@ pub trait Outbox: Sessions {
 
     /// [`Outbox::commit_numbered`] that may return once the commit is
     /// written but before it is flushed: it is durable, and may be acted
-    /// on, only once [`flushed`] of the returned [`Flush`] has succeeded.
+    /// on, only once [`flushed`](crate::flushed) of the returned [`Flush`] has succeeded.
     /// The calling thread is free during the flush, so a busy process
     /// parks one thread per shared flush instead of one per commit (sled;
     /// docs/PERFORMANCE.md §17). Default: flushed before it returns.
@@ -372,7 +372,7 @@ pub trait Outbox: Sessions {
     }
 
     /// Wait, on a blocking thread, for the ticket of an asynchronous waiter
-    /// that holds the reservation (see [`flushed`]), leading a flush when
+    /// that holds the reservation (see [`flushed`](crate::flushed)), leading a flush when
     /// none runs. Only a store that hands out [`Flush::Pending`] is asked;
     /// any other refuses (a failure, so the waiter is not released).
     fn flush_lead(&self, reservation: FlushReservation) -> Result<(), StoreError> {

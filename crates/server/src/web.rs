@@ -10,10 +10,12 @@
 //! decision would refuse.
 //!
 //! [`ApproverIndex::check`]: crate::approvers::ApproverIndex::check
+//! [`EventKeys::record_once`]: plangate_store::EventKeys::record_once
+//! [`EventKeys::mark_seen`]: plangate_store::EventKeys::mark_seen
 //!
 //! The page keeps no state in this process (see `plangate-web`): its
 //! single-use sign-in links and sign-outs are records in the store
-//! ([`SessionStore::record_once`], [`SessionStore::mark_seen`]), and the secret its links
+//! ([`EventKeys::record_once`], [`EventKeys::mark_seen`]), and the secret its links
 //! and cookies are signed with is the store's `web.secret` cursor when the
 //! store is shared by replicas, so every replica accepts what another
 //! issued. A store one process owns keeps the secret in `data_dir/web-secret`

@@ -217,7 +217,7 @@ pub struct PendingFlush {
 }
 
 /// The reservation of one asynchronous waiter: it is to wait for its
-/// ticket on a blocking thread ([`WorkStore::flush_lead`](crate::WorkStore::flush_lead)),
+/// ticket on a blocking thread ([`Outbox::flush_lead`](crate::Outbox::flush_lead)),
 /// holding the open database, as a blocking writer would. Dropped, it is
 /// given up and the other asynchronous waiters look again, so a blocking
 /// task that never ran (or failed) does not leave them asleep.

@@ -9,13 +9,16 @@
 //! crate) to use it.
 
 use crate::{
-    AuditQuery, BackupStats, ChangeListener, Commit, Committed, LeaderListener, MaintenanceStore, OutboxEntry, PagePosition, Preempted,
-    PrunePolicy, PruneReport, ReplicaStore, SessionStore, Store, StoreError, WorkStore,
+    AuditHash, AuditLog, AuditQuery, AuditRecord, BackupStats, ChangeListener, Commit, Committed, Cursors, Deliveries, Documents,
+    EventKeys, LeaderListener, MaintenanceStore, Namespaces, Outbox, OutboxEntry, PagePosition, PermissionRules, Preempted, Proposals,
+    PrunePolicy, PruneReport, ReplicaStore, Sessions, Store, StoreError, Timers,
 };
 use plangate_delivery::Delivery;
 use plangate_engine::namespace::Namespace;
+use plangate_engine::permission::StoredRule;
 use plangate_engine::{ApprovalId, AuditEvent, DecisionStatus, Proposal, Question, Session, SessionKey, State, Timer, Timestamp};
 use std::collections::VecDeque;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -112,7 +115,7 @@ impl<S: Store> Faulty<S> {
         self.revision.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// How many times [`SessionStore::commit`] was called.
+    /// How many times [`Sessions::commit`] was called.
     pub fn commit_attempts(&self) -> usize {
         self.attempts.load(Ordering::SeqCst)
     }
@@ -130,7 +133,19 @@ impl<S: Store> Faulty<S> {
     }
 }
 
-impl<S: Store> SessionStore for Faulty<S> {
+/// Methods that reach the wrapped store as they are: `fn`s of the trait
+/// written as in it, ending in `;`.
+macro_rules! forward {
+    ($(fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty;)*) => {
+        $(
+            fn $name(&self $(, $arg: $ty)*) -> $ret {
+                self.inner.$name($($arg),*)
+            }
+        )*
+    };
+}
+
+impl<S: Store> Sessions for Faulty<S> {
     fn commit(&self, commit: Commit) -> Result<Committed, StoreError> {
         self.attempts.fetch_add(1, Ordering::SeqCst);
         let next = lock(&self.script).pop_front();
@@ -162,31 +177,14 @@ impl<S: Store> SessionStore for Faulty<S> {
         self.inner.flush()
     }
 
-    // Forwarded as they are.
-    fn load(&self, key: &SessionKey) -> Result<State, StoreError> {
-        self.inner.load(key)
+    forward! {
+        fn load(&self, key: &SessionKey) -> Result<State, StoreError>;
+        fn sessions(&self) -> Result<Vec<Session>, StoreError>;
+        fn question(&self, id: &ApprovalId) -> Result<Option<Question>, StoreError>;
     }
+}
 
-    fn proposal(&self, id: &ApprovalId) -> Result<Option<Proposal>, StoreError> {
-        self.inner.proposal(id)
-    }
-
-    fn proposals_by_prefix(&self, hex_prefix: &str) -> Result<Vec<Proposal>, StoreError> {
-        self.inner.proposals_by_prefix(hex_prefix)
-    }
-
-    fn proposals(&self, status: Option<DecisionStatus>) -> Result<Vec<Proposal>, StoreError> {
-        self.inner.proposals(status)
-    }
-
-    fn visit_proposals(&self, status: Option<DecisionStatus>, visit: &mut dyn FnMut(&Proposal)) -> Result<(), StoreError> {
-        self.inner.visit_proposals(status, visit)
-    }
-
-    fn count_proposals(&self, status: DecisionStatus) -> Result<u64, StoreError> {
-        self.inner.count_proposals(status)
-    }
-
+impl<S: Store> Proposals for Faulty<S> {
     /// A shared store's count is never left by one process (the default).
     fn pending_at_last_close(&self) -> Option<u64> {
         if self.shared {
@@ -203,105 +201,67 @@ impl<S: Store> SessionStore for Faulty<S> {
         self.inner.note_pending_at_close(pending)
     }
 
-    fn proposals_page(
-        &self,
-        status: Option<DecisionStatus>,
-        after: Option<PagePosition>,
-        limit: usize,
-    ) -> Result<Vec<Proposal>, StoreError> {
-        self.inner.proposals_page(status, after, limit)
-    }
-
-    fn latest_proposals(&self, status: DecisionStatus, limit: usize) -> Result<Vec<Proposal>, StoreError> {
-        self.inner.latest_proposals(status, limit)
-    }
-
-    fn sessions(&self) -> Result<Vec<Session>, StoreError> {
-        self.inner.sessions()
-    }
-
-    fn question(&self, id: &ApprovalId) -> Result<Option<Question>, StoreError> {
-        self.inner.question(id)
-    }
-
-    fn permission_rules(&self, agent: &str) -> Result<Vec<plangate_engine::permission::StoredRule>, StoreError> {
-        self.inner.permission_rules(agent)
-    }
-
-    fn remove_permission_rule(&self, agent: &str, id: &str) -> Result<bool, StoreError> {
-        self.inner.remove_permission_rule(agent, id)
-    }
-
-    fn append_audit(&self, events: &[AuditEvent]) -> Result<(), StoreError> {
-        self.inner.append_audit(events)
-    }
-
-    fn audit(&self, query: &AuditQuery) -> Result<Vec<AuditEvent>, StoreError> {
-        self.inner.audit(query)
-    }
-
-    fn audit_head(&self) -> Result<Option<(u64, crate::AuditHash)>, StoreError> {
-        self.inner.audit_head()
-    }
-
-    fn visit_audit_chain(&self, since: Option<Timestamp>, visit: &mut dyn FnMut(crate::AuditRecord) -> bool) -> Result<(), StoreError> {
-        self.inner.visit_audit_chain(since, visit)
-    }
-
-    fn seen(&self, key: &str) -> Result<bool, StoreError> {
-        self.inner.seen(key)
-    }
-
-    fn mark_seen(&self, key: &str) -> Result<(), StoreError> {
-        self.inner.mark_seen(key)
-    }
-
-    fn record_once(&self, key: &str) -> Result<bool, StoreError> {
-        self.inner.record_once(key)
-    }
-
-    fn cursor(&self, key: &str) -> Result<Option<String>, StoreError> {
-        self.inner.cursor(key)
-    }
-
-    fn set_cursor(&self, key: &str, value: &str) -> Result<(), StoreError> {
-        self.inner.set_cursor(key, value)
-    }
-
-    fn cursor_or_init(&self, key: &str, value: &str) -> Result<String, StoreError> {
-        self.inner.cursor_or_init(key, value)
-    }
-
-    fn cursors_with_prefix(&self, prefix: &str) -> Result<Vec<(String, String)>, StoreError> {
-        self.inner.cursors_with_prefix(prefix)
-    }
-
-    fn swap_cursor(&self, key: &str, expected: Option<&str>, value: Option<&str>) -> Result<bool, StoreError> {
-        self.inner.swap_cursor(key, expected, value)
-    }
-
-    fn document_path(&self, id: &ApprovalId) -> Result<Option<String>, StoreError> {
-        self.inner.document_path(id)
-    }
-
-    fn set_document_path(&self, id: &ApprovalId, path: &str) -> Result<(), StoreError> {
-        self.inner.set_document_path(id, path)
-    }
-
-    fn namespace(&self, name: &str) -> Result<Namespace, StoreError> {
-        self.inner.namespace(name)
-    }
-
-    fn namespace_revision(&self, name: &str) -> Result<(Namespace, u64), StoreError> {
-        self.inner.namespace_revision(name)
-    }
-
-    fn set_namespace(&self, name: &str, ns: &Namespace, expected_revision: u64) -> Result<Committed, StoreError> {
-        self.inner.set_namespace(name, ns, expected_revision)
+    forward! {
+        fn proposal(&self, id: &ApprovalId) -> Result<Option<Proposal>, StoreError>;
+        fn proposals_by_prefix(&self, hex_prefix: &str) -> Result<Vec<Proposal>, StoreError>;
+        fn proposals(&self, status: Option<DecisionStatus>) -> Result<Vec<Proposal>, StoreError>;
+        fn visit_proposals(&self, status: Option<DecisionStatus>, visit: &mut dyn FnMut(&Proposal)) -> Result<(), StoreError>;
+        fn count_proposals(&self, status: DecisionStatus) -> Result<u64, StoreError>;
+        fn proposals_page(&self, status: Option<DecisionStatus>, after: Option<PagePosition>, limit: usize) -> Result<Vec<Proposal>, StoreError>;
+        fn latest_proposals(&self, status: DecisionStatus, limit: usize) -> Result<Vec<Proposal>, StoreError>;
     }
 }
 
-impl<S: Store> WorkStore for Faulty<S> {
+impl<S: Store> AuditLog for Faulty<S> {
+    forward! {
+        fn append_audit(&self, events: &[AuditEvent]) -> Result<(), StoreError>;
+        fn audit(&self, query: &AuditQuery) -> Result<Vec<AuditEvent>, StoreError>;
+        fn audit_head(&self) -> Result<Option<(u64, AuditHash)>, StoreError>;
+        fn visit_audit_chain(&self, since: Option<Timestamp>, visit: &mut dyn FnMut(AuditRecord) -> bool) -> Result<(), StoreError>;
+    }
+}
+
+impl<S: Store> EventKeys for Faulty<S> {
+    forward! {
+        fn seen(&self, key: &str) -> Result<bool, StoreError>;
+        fn mark_seen(&self, key: &str) -> Result<(), StoreError>;
+        fn record_once(&self, key: &str) -> Result<bool, StoreError>;
+    }
+}
+
+impl<S: Store> Cursors for Faulty<S> {
+    forward! {
+        fn cursor(&self, key: &str) -> Result<Option<String>, StoreError>;
+        fn set_cursor(&self, key: &str, value: &str) -> Result<(), StoreError>;
+        fn cursor_or_init(&self, key: &str, value: &str) -> Result<String, StoreError>;
+        fn cursors_with_prefix(&self, prefix: &str) -> Result<Vec<(String, String)>, StoreError>;
+        fn swap_cursor(&self, key: &str, expected: Option<&str>, value: Option<&str>) -> Result<bool, StoreError>;
+    }
+}
+
+impl<S: Store> Namespaces for Faulty<S> {
+    forward! {
+        fn namespace(&self, name: &str) -> Result<Namespace, StoreError>;
+        fn namespace_revision(&self, name: &str) -> Result<(Namespace, u64), StoreError>;
+        fn set_namespace(&self, name: &str, ns: &Namespace, expected_revision: u64) -> Result<Committed, StoreError>;
+    }
+}
+
+impl<S: Store> PermissionRules for Faulty<S> {
+    forward! {
+        fn permission_rules(&self, agent: &str) -> Result<Vec<StoredRule>, StoreError>;
+        fn remove_permission_rule(&self, agent: &str, id: &str) -> Result<bool, StoreError>;
+    }
+}
+
+impl<S: Store> Documents for Faulty<S> {
+    forward! {
+        fn document_path(&self, id: &ApprovalId) -> Result<Option<String>, StoreError>;
+        fn set_document_path(&self, id: &ApprovalId, path: &str) -> Result<(), StoreError>;
+    }
+}
+
+impl<S: Store> Timers for Faulty<S> {
     fn remove_timer(&self, timer: &Timer) -> Result<(), StoreError> {
         self.check()?;
         self.inner.remove_timer(timer)
@@ -312,64 +272,34 @@ impl<S: Store> WorkStore for Faulty<S> {
         self.inner.remove_timers(timers)
     }
 
-    fn next_timer(&self) -> Result<Option<Timer>, StoreError> {
-        self.inner.next_timer()
+    forward! {
+        fn next_timer(&self) -> Result<Option<Timer>, StoreError>;
+        fn due_timers_page(&self, now: Timestamp, after: Option<&Timer>, limit: usize) -> Result<Vec<Timer>, StoreError>;
+        fn timers(&self) -> Result<Vec<Timer>, StoreError>;
+        fn claim_due_timers(&self, now: Timestamp, after: Option<&Timer>, limit: usize) -> Result<Vec<Timer>, StoreError>;
     }
+}
 
-    fn due_timers_page(&self, now: Timestamp, after: Option<&Timer>, limit: usize) -> Result<Vec<Timer>, StoreError> {
-        self.inner.due_timers_page(now, after, limit)
+/// `commit_numbered` (and its unflushed form) are the trait's defaults, so
+/// they commit through [`Faulty`]'s own `commit`, faults and all.
+impl<S: Store> Outbox for Faulty<S> {
+    forward! {
+        fn generate_seq(&self) -> Result<u64, StoreError>;
+        fn generate_seqs(&self, n: usize) -> Result<Vec<u64>, StoreError>;
+        fn outbox(&self) -> Result<Vec<OutboxEntry>, StoreError>;
+        fn remove_outbox(&self, seq: u64) -> Result<(), StoreError>;
+        fn remove_outbox_many(&self, seqs: &[u64]) -> Result<(), StoreError>;
+        fn claim_outbox(&self, limit: usize) -> Result<Vec<OutboxEntry>, StoreError>;
+        fn claim_outbox_page(&self, after: Option<u64>, limit: usize) -> Result<Vec<OutboxEntry>, StoreError>;
     }
+}
 
-    fn timers(&self) -> Result<Vec<Timer>, StoreError> {
-        self.inner.timers()
-    }
-
-    fn generate_seq(&self) -> Result<u64, StoreError> {
-        self.inner.generate_seq()
-    }
-
-    fn generate_seqs(&self, n: usize) -> Result<Vec<u64>, StoreError> {
-        self.inner.generate_seqs(n)
-    }
-
-    fn outbox(&self) -> Result<Vec<OutboxEntry>, StoreError> {
-        self.inner.outbox()
-    }
-
-    fn remove_outbox(&self, seq: u64) -> Result<(), StoreError> {
-        self.inner.remove_outbox(seq)
-    }
-
-    fn remove_outbox_many(&self, seqs: &[u64]) -> Result<(), StoreError> {
-        self.inner.remove_outbox_many(seqs)
-    }
-
-    fn deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {
-        self.inner.deliveries(id)
-    }
-
-    fn add_delivery(&self, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError> {
-        self.inner.add_delivery(id, delivery)
-    }
-
-    fn question_deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {
-        self.inner.question_deliveries(id)
-    }
-
-    fn add_question_delivery(&self, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError> {
-        self.inner.add_question_delivery(id, delivery)
-    }
-
-    fn claim_due_timers(&self, now: Timestamp, after: Option<&Timer>, limit: usize) -> Result<Vec<Timer>, StoreError> {
-        self.inner.claim_due_timers(now, after, limit)
-    }
-
-    fn claim_outbox(&self, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
-        self.inner.claim_outbox(limit)
-    }
-
-    fn claim_outbox_page(&self, after: Option<u64>, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
-        self.inner.claim_outbox_page(after, limit)
+impl<S: Store> Deliveries for Faulty<S> {
+    forward! {
+        fn deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError>;
+        fn add_delivery(&self, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError>;
+        fn question_deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError>;
+        fn add_question_delivery(&self, id: &ApprovalId, delivery: &Delivery) -> Result<(), StoreError>;
     }
 }
 
@@ -386,21 +316,15 @@ impl<S: Store> ReplicaStore for Faulty<S> {
         Ok(())
     }
 
-    fn renew_leases(&self) -> Result<(), StoreError> {
-        self.inner.renew_leases()
-    }
-
-    fn subscribe_changes(&self, on_change: ChangeListener) -> Result<(), StoreError> {
-        self.inner.subscribe_changes(on_change)
+    forward! {
+        fn renew_leases(&self) -> Result<(), StoreError>;
+        fn subscribe_changes(&self, on_change: ChangeListener) -> Result<(), StoreError>;
     }
 }
 
 impl<S: Store> MaintenanceStore for Faulty<S> {
-    fn snapshot(&self, data_dir: &std::path::Path, out: &mut dyn std::io::Write) -> Result<BackupStats, StoreError> {
-        self.inner.snapshot(data_dir, out)
-    }
-
-    fn prune(&self, data_dir: &std::path::Path, policy: &PrunePolicy) -> Result<PruneReport, StoreError> {
-        self.inner.prune(data_dir, policy)
+    forward! {
+        fn snapshot(&self, data_dir: &Path, out: &mut dyn std::io::Write) -> Result<BackupStats, StoreError>;
+        fn prune(&self, data_dir: &Path, policy: &PrunePolicy) -> Result<PruneReport, StoreError>;
     }
 }

@@ -13,7 +13,7 @@
 //! `scheduler`); timeouts cannot wait, but their chat work can. A refill
 //! task queues the spilled work again once the backlog has drained to half
 //! its limit, a page at a time in `seq` order
-//! ([`WorkStore::claim_outbox_page`](plangate_store::WorkStore::claim_outbox_page)),
+//! ([`Outbox::claim_outbox_page`](plangate_store::Outbox::claim_outbox_page)),
 //! no more than the backlog has room for, until a page comes back short:
 //! memory stays bounded by the backlog limit, whatever the number of
 //! timeouts. Refilled jobs load what they show from the store, as resumed

@@ -10,7 +10,7 @@
 //! **Where it is kept.** Paired destinations and waiting codes are cursors
 //! of the store under [`DESTINATION_PREFIX`] and [`CODE_PREFIX`], one JSON
 //! record each, changed only by compare-and-swap
-//! ([`plangate_store::SessionStore::swap_cursor`]): a code is taken by one
+//! ([`plangate_store::Cursors::swap_cursor`]): a code is taken by one
 //! chat, two approvers editing a list at once never lose a change, and
 //! backups, `migrate` and replicas carry them like any cursor. A code is
 //! stored as the SHA-256 of its text, never the text.

@@ -71,7 +71,7 @@ CREATE INDEX permission_rules_order ON permission_rules (agent, created_at, id);
 "#;
 
 /// Namespaces are written conditionally on their revision, as sessions
-/// are (`SessionStore::set_namespace`). Rows that exist start at 1. A replica of
+/// are (`Namespaces::set_namespace`). Rows that exist start at 1. A replica of
 /// the previous release still overwrites without moving the revision
 /// while both run during a rolling upgrade (as it did before).
 const NAMESPACE_REVISIONS: &str = "ALTER TABLE namespaces ADD COLUMN revision bigint NOT NULL DEFAULT 1;";
@@ -167,7 +167,7 @@ CREATE TABLE outbox (
     lease_owner text,
     lease_until timestamptz
 );
--- WorkStore::generate_seq.
+-- Outbox::generate_seq.
 CREATE SEQUENCE ids;
 "#;
 

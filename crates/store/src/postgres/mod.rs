@@ -28,8 +28,8 @@ pub use open::{probe, PgOptions};
 pub(crate) use sql::timer_identity;
 
 use crate::{
-    AuditQuery, ChangeListener, Commit, Committed, LeaderListener, MaintenanceStore, OutboxEntry, PagePosition, ReplicaStore, SessionStore,
-    StoreError, WorkStore,
+    AuditLog, AuditQuery, ChangeListener, Commit, Committed, Cursors, Deliveries, Documents, EventKeys, LeaderListener, MaintenanceStore,
+    Namespaces, Outbox, OutboxEntry, PagePosition, PermissionRules, Proposals, ReplicaStore, Sessions, StoreError, Timers,
 };
 use plangate_delivery::Delivery;
 use plangate_engine::namespace::Namespace;
@@ -50,19 +50,19 @@ use std::time::Duration;
 ///   revision (`UPDATE … WHERE revision = r`, or an insert that must not
 ///   find the row), else is declined with [`Preempted::Conflict`]; the caller
 ///   loads again and re-applies. Namespaces, merged outside any commit,
-///   carry a revision too ([`SessionStore::set_namespace`]).
+///   carry a revision too ([`Namespaces::set_namespace`]).
 /// - **A timer fired twice.** [`Commit::fired`] is deleted first; when it is
 ///   gone (another replica fired it) the commit is declined with
 ///   [`Preempted::TimerGone`]. Due timers are handed out with leases
-///   ([`WorkStore::claim_due_timers`], `FOR UPDATE SKIP LOCKED`), so replicas do
-///   not even try the same ones side by side. [`WorkStore::next_timer`] skips
+///   ([`Timers::claim_due_timers`], `FOR UPDATE SKIP LOCKED`), so replicas do
+///   not even try the same ones side by side. [`Timers::next_timer`] skips
 ///   timers another live replica holds, so a scheduler must look again at
 ///   least once per lease (a holder that dies frees its timers then).
 /// - **An inbound event handled twice.** Idempotency keys are inserted, not
 ///   overwritten: a key already there declines the commit with
 ///   [`Preempted::AlreadyHandled`], and exactly one `record_once` wins.
 /// - **After-commit work.** Outbox entries are written leased to the
-///   committing replica; [`WorkStore::claim_outbox`] hands out only entries
+///   committing replica; [`Outbox::claim_outbox`] hands out only entries
 ///   nobody holds or whose holder's lease ran out (it died).
 /// - **Waking waiters of other replicas.** A commit's session key is sent
 ///   on `plangate_<schema>` (`NOTIFY`): by its own transaction when it is
@@ -127,7 +127,7 @@ impl Drop for PgStore {
 
 /// Each operation lives in the file of its job (`reads`, `commit`,
 /// `claims`, `records`); this is the table of contents.
-impl SessionStore for PgStore {
+impl Sessions for PgStore {
     fn load(&self, key: &SessionKey) -> Result<State, StoreError> {
         Ok(self.load_revision(key)?.0)
     }
@@ -136,6 +136,36 @@ impl SessionStore for PgStore {
         reads::load_revision(self, key)
     }
 
+    fn sessions(&self) -> Result<Vec<Session>, StoreError> {
+        reads::sessions(self)
+    }
+
+    fn question(&self, id: &ApprovalId) -> Result<Option<Question>, StoreError> {
+        reads::question(self, id)
+    }
+
+    fn commit(&self, commit: Commit) -> Result<Committed, StoreError> {
+        commit::commit(self, commit)
+    }
+
+    /// Every write was durable when it returned (`synchronous_commit`).
+    /// Every commit is durable when it returns; what may still be queued
+    /// is the notifications to the other replicas (see `notify`), sent
+    /// before a graceful shutdown ends.
+    fn flush(&self) -> Result<(), StoreError> {
+        if self.shared.notifier.drain(Duration::from_secs(2)) {
+            Ok(())
+        } else {
+            Err(StoreError::Unavailable(format!(
+                "the other replicas could not be notified of the last changes within 2s; is PostgreSQL at {} reachable? \
+                 (their waiters see those changes at their next read)",
+                self.shared.target
+            )))
+        }
+    }
+}
+
+impl Proposals for PgStore {
     fn proposal(&self, id: &ApprovalId) -> Result<Option<Proposal>, StoreError> {
         reads::proposal(self, id)
     }
@@ -165,30 +195,12 @@ impl SessionStore for PgStore {
         reads::latest_proposals(self, status, limit)
     }
 
-    fn sessions(&self) -> Result<Vec<Session>, StoreError> {
-        reads::sessions(self)
-    }
-
     fn count_proposals(&self, status: DecisionStatus) -> Result<u64, StoreError> {
         reads::count_proposals(self, status)
     }
+}
 
-    fn question(&self, id: &ApprovalId) -> Result<Option<Question>, StoreError> {
-        reads::question(self, id)
-    }
-
-    fn permission_rules(&self, agent: &str) -> Result<Vec<StoredRule>, StoreError> {
-        reads::permission_rules(self, agent)
-    }
-
-    fn remove_permission_rule(&self, agent: &str, id: &str) -> Result<bool, StoreError> {
-        records::remove_permission_rule(self, agent, id)
-    }
-
-    fn commit(&self, commit: Commit) -> Result<Committed, StoreError> {
-        commit::commit(self, commit)
-    }
-
+impl AuditLog for PgStore {
     fn append_audit(&self, events: &[AuditEvent]) -> Result<(), StoreError> {
         records::append_audit(self, events)
     }
@@ -204,7 +216,9 @@ impl SessionStore for PgStore {
     fn visit_audit_chain(&self, since: Option<Timestamp>, visit: &mut dyn FnMut(crate::AuditRecord) -> bool) -> Result<(), StoreError> {
         reads::visit_audit_chain(self, since, visit)
     }
+}
 
+impl EventKeys for PgStore {
     fn seen(&self, key: &str) -> Result<bool, StoreError> {
         reads::seen(self, key)
     }
@@ -216,7 +230,9 @@ impl SessionStore for PgStore {
     fn record_once(&self, key: &str) -> Result<bool, StoreError> {
         records::record_once(self, key)
     }
+}
 
+impl Cursors for PgStore {
     fn cursor(&self, key: &str) -> Result<Option<String>, StoreError> {
         reads::cursor(self, key)
     }
@@ -236,15 +252,9 @@ impl SessionStore for PgStore {
     fn swap_cursor(&self, key: &str, expected: Option<&str>, value: Option<&str>) -> Result<bool, StoreError> {
         records::swap_cursor(self, key, expected, value)
     }
+}
 
-    fn document_path(&self, id: &ApprovalId) -> Result<Option<String>, StoreError> {
-        reads::document_path(self, id)
-    }
-
-    fn set_document_path(&self, id: &ApprovalId, path: &str) -> Result<(), StoreError> {
-        records::set_document_path(self, id, path)
-    }
-
+impl Namespaces for PgStore {
     fn namespace_revision(&self, name: &str) -> Result<(Namespace, u64), StoreError> {
         reads::namespace_revision(self, name)
     }
@@ -252,25 +262,29 @@ impl SessionStore for PgStore {
     fn set_namespace(&self, name: &str, ns: &Namespace, expected_revision: u64) -> Result<Committed, StoreError> {
         records::set_namespace(self, name, ns, expected_revision)
     }
+}
 
-    /// Every write was durable when it returned (`synchronous_commit`).
-    /// Every commit is durable when it returns; what may still be queued
-    /// is the notifications to the other replicas (see `notify`), sent
-    /// before a graceful shutdown ends.
-    fn flush(&self) -> Result<(), StoreError> {
-        if self.shared.notifier.drain(Duration::from_secs(2)) {
-            Ok(())
-        } else {
-            Err(StoreError::Unavailable(format!(
-                "the other replicas could not be notified of the last changes within 2s; is PostgreSQL at {} reachable? \
-                 (their waiters see those changes at their next read)",
-                self.shared.target
-            )))
-        }
+impl PermissionRules for PgStore {
+    fn permission_rules(&self, agent: &str) -> Result<Vec<StoredRule>, StoreError> {
+        reads::permission_rules(self, agent)
+    }
+
+    fn remove_permission_rule(&self, agent: &str, id: &str) -> Result<bool, StoreError> {
+        records::remove_permission_rule(self, agent, id)
     }
 }
 
-impl WorkStore for PgStore {
+impl Documents for PgStore {
+    fn document_path(&self, id: &ApprovalId) -> Result<Option<String>, StoreError> {
+        reads::document_path(self, id)
+    }
+
+    fn set_document_path(&self, id: &ApprovalId, path: &str) -> Result<(), StoreError> {
+        records::set_document_path(self, id, path)
+    }
+}
+
+impl Timers for PgStore {
     fn next_timer(&self) -> Result<Option<Timer>, StoreError> {
         reads::next_timer(self)
     }
@@ -294,7 +308,9 @@ impl WorkStore for PgStore {
     fn remove_timers(&self, timers: &[Timer]) -> Result<(), StoreError> {
         records::remove_timers(self, timers)
     }
+}
 
+impl Outbox for PgStore {
     fn generate_seq(&self) -> Result<u64, StoreError> {
         records::generate_seq(self)
     }
@@ -331,7 +347,9 @@ impl WorkStore for PgStore {
     fn remove_outbox_many(&self, seqs: &[u64]) -> Result<(), StoreError> {
         records::remove_outbox_many(self, seqs)
     }
+}
 
+impl Deliveries for PgStore {
     fn deliveries(&self, id: &ApprovalId) -> Result<Vec<Delivery>, StoreError> {
         reads::deliveries(self, id)
     }

@@ -107,7 +107,7 @@ pub(super) const TIMERS_DELETE: &str = "DELETE FROM timers WHERE (due, approval_
 pub(super) const TIMERS_UPSERT: &str = "INSERT INTO timers (due, approval_id, kind, n, body) \
      SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::smallint[], $4::smallint[], $5::bytea[]) \
      ON CONFLICT (due, approval_id, kind, n) DO UPDATE SET body = EXCLUDED.body, lease_owner = NULL, lease_until = NULL";
-/// `$1` new outbox numbers (`WorkStore::generate_seqs`).
+/// `$1` new outbox numbers (`Outbox::generate_seqs`).
 pub(super) const NEXT_SEQS: &str = "SELECT nextval('ids') FROM generate_series(1::bigint, $1::bigint)";
 pub(super) const OUTBOX_INSERT_MANY: &str = "INSERT INTO outbox (seq, work, lease_owner, lease_until) \
      SELECT seq, work, $3, clock_timestamp() + make_interval(secs => $4) FROM unnest($1::bigint[], $2::bytea[]) AS u(seq, work) \

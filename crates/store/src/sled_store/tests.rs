@@ -1,8 +1,15 @@
 //! The sled store's own tests (the contract both stores keep is in
 //! `tests/store/contract.rs`).
 
+use super::audit::head_of;
+use super::proposals::PENDING_AT_CLOSE;
 use super::*;
-use plangate_engine::{apply, Actor, Command, Ctx, Plan, TimerPolicy, Verdict};
+use crate::group::Turn;
+use crate::prelude::*;
+use crate::redo::{self, TreeId};
+use crate::{AuditQuery, Commit};
+use plangate_engine::{apply, Actor, AuditEvent, Command, Ctx, DecisionStatus, Plan, SessionKey, TimerPolicy, Timestamp, Verdict};
+use std::sync::atomic::Ordering;
 
 fn ctx(now: i64, r: u8) -> Ctx {
     Ctx {
@@ -50,7 +57,7 @@ fn a_commit_cut_short_by_a_crash_is_finished_on_open() {
         {
             let t = store.trees().unwrap();
             let events: Vec<_> = c.audit.iter().map(crate::chained::unsealed).collect();
-            let ops = t.sealed_first(&events, &mut super::head_of(&t).unwrap(), t.ops_of(&c).unwrap()).unwrap();
+            let ops = t.sealed_first(&events, &mut head_of(&t).unwrap(), t.ops_of(&c).unwrap()).unwrap();
             assert!(ops.len() > 2 && ops.last().unwrap().tree == TreeId::Sessions);
             t.redo.insert(7u64.to_be_bytes(), redo::encode(&ops)).unwrap();
             let proposal = ops.iter().position(|op| op.tree == TreeId::Proposals).unwrap();

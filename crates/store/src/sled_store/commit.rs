@@ -1,0 +1,335 @@
+//! A transition's commit: its writes listed once (`Trees::ops_of`), made
+//! atomic by a redo record (or, for the benchmarks, a sled transaction)
+//! and durable by a flush shared with concurrent commits; and the session
+//! reads ([`Sessions`]). Commits of one session take turns on its stripe,
+//! and the session record is written last, so a load never sees a session
+//! pointing at records that are not there yet.
+
+use super::checkpoint::SMALL_WRITE_BYTES;
+use super::keys::{rule_key, session_key, status_key, timer_key, Listed};
+use super::{decode, encode, Durability, Open, SledStore, Trees, SESSION_STRIPES};
+use crate::chained;
+use crate::group::FlushStats;
+use crate::redo::{self, Op, TreeId};
+use crate::{Commit, Committed, Sessions, StoreError};
+use plangate_audit::Chain;
+use plangate_engine::{ApprovalId, Question, Session, SessionKey, State};
+use sled::transaction::{ConflictableTransactionError, TransactionError};
+use sled::Transactional;
+use std::hash::{Hash, Hasher};
+use std::sync::MutexGuard;
+
+impl Trees {
+    /// Finish the commits a crash interrupted (see `redo`).
+    pub(super) fn replay(&self) -> Result<(), StoreError> {
+        let mut replayed = 0;
+        for record in self.redo.iter() {
+            let (seq, bytes) = record?;
+            let ops = redo::decode(&bytes).ok_or_else(|| {
+                StoreError::Unavailable(format!(
+                    "redo record {} is unreadable (written by a newer plangate?); use a matching plangate release",
+                    hex::encode(&seq)
+                ))
+            })?;
+            self.apply_ops(&ops)?;
+            self.redo.remove(&seq)?;
+            replayed += 1;
+        }
+        if replayed > 0 {
+            tracing::warn!(replayed, "finished commits that a crash interrupted");
+            self.db.flush()?;
+        }
+        Ok(())
+    }
+
+    fn tree(&self, id: TreeId) -> &sled::Tree {
+        match id {
+            TreeId::Sessions => &self.sessions,
+            TreeId::Proposals => &self.proposals,
+            TreeId::Questions => &self.questions,
+            TreeId::Timers => &self.timers,
+            TreeId::Audit => &self.audit,
+            TreeId::Idempotency => &self.idempotency,
+            TreeId::Outbox => &self.outbox,
+            TreeId::Rules => &self.rules,
+            TreeId::ProposalsByStatus => &self.by_status,
+        }
+    }
+
+    pub(crate) fn apply_ops(&self, ops: &[Op]) -> Result<(), StoreError> {
+        for op in ops {
+            let tree = self.tree(op.tree);
+            match &op.value {
+                Some(v) => tree.insert(&op.key, v.as_slice())?,
+                None => tree.remove(&op.key)?,
+            };
+        }
+        Ok(())
+    }
+
+    /// A commit's writes: its audit `events` sealed onto `chain` (in chain
+    /// order, under the keys that keep it), then the `rest` ([`Self::ops_of`]).
+    pub(super) fn sealed_first(&self, events: &[chained::Unsealed], chain: &mut Chain, rest: Vec<Op>) -> Result<Vec<Op>, StoreError> {
+        let mut ops = Vec::with_capacity(events.len() + rest.len());
+        for event in events {
+            let id = self.db.generate_id()?;
+            ops.push(Op { tree: TreeId::Audit, key: id.to_be_bytes().to_vec(), value: Some(event.seal(chain).2) });
+        }
+        ops.extend(rest);
+        Ok(ops)
+    }
+
+    /// The writes of a commit but its audit records, in the order they are
+    /// applied: the session last, so a reader that looks a session up never
+    /// finds it pointing at records that are not there yet. (The audit
+    /// records are sealed and written first, under the chain's lock:
+    /// `SledStore::write_grouped`.)
+    pub(super) fn ops_of(&self, commit: &Commit) -> Result<Vec<Op>, StoreError> {
+        let insert = |tree, key: Vec<u8>, value: Vec<u8>| Op { tree, key, value: Some(value) };
+        let mut ops = Vec::new();
+        for p in &commit.proposals {
+            // Its index entry moves when its status does (the record read
+            // here is the session's own: commits of a session take turns).
+            let before = match self.proposals.get(p.approval_id.0)? {
+                Some(bytes) => Some(decode::<Listed>(&bytes, "proposal")?),
+                None => None,
+            };
+            if before.as_ref().is_none_or(|b| b.status != p.status || b.created_at != p.created_at) {
+                if let Some(b) = &before {
+                    ops.push(Op { tree: TreeId::ProposalsByStatus, key: status_key(b.status, b.created_at, &b.approval_id), value: None });
+                }
+                ops.push(insert(TreeId::ProposalsByStatus, status_key(p.status, p.created_at, &p.approval_id), Vec::new()));
+            }
+            ops.push(insert(TreeId::Proposals, p.approval_id.0.to_vec(), encode(p)));
+        }
+        for q in &commit.questions {
+            ops.push(insert(TreeId::Questions, q.question_id.0.to_vec(), encode(q)));
+        }
+        for t in &commit.timers_remove {
+            ops.push(Op { tree: TreeId::Timers, key: timer_key(t), value: None });
+        }
+        for t in &commit.timers_add {
+            ops.push(insert(TreeId::Timers, timer_key(t), encode(t)));
+        }
+        for key in &commit.idempotency {
+            ops.push(insert(TreeId::Idempotency, key.as_bytes().to_vec(), vec![1u8]));
+        }
+        for entry in &commit.outbox {
+            ops.push(insert(TreeId::Outbox, entry.seq.to_be_bytes().to_vec(), entry.work.clone()));
+        }
+        for rule in &commit.rules_add {
+            ops.push(insert(TreeId::Rules, rule_key(rule), encode(rule)));
+        }
+        if let Some(session) = &commit.session {
+            ops.push(insert(TreeId::Sessions, session_key(&session.key), encode(session)));
+        }
+        Ok(ops)
+    }
+}
+
+impl SledStore {
+    fn stripe(&self, key: Option<&SessionKey>) -> MutexGuard<'_, ()> {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        key.hash(&mut h);
+        self.stripes[(h.finish() as usize) % SESSION_STRIPES].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Record, apply, clear the redo record; then the shared flush.
+    fn commit_grouped(&self, commit: Commit) -> Result<(), StoreError> {
+        let (t, ticket, bytes) = self.write_grouped(commit)?;
+        self.group.wait(ticket, || {
+            t.db.flush()?;
+            Ok(())
+        })?;
+        drop(t);
+        self.wrote(bytes);
+        Ok(())
+    }
+
+    /// Record, apply, clear the redo record, and take a flush ticket: the
+    /// commit is written, durable once a flush covers the ticket. Returns
+    /// the open database (a flush must run on it, or a checkpoint's must
+    /// cover the ticket), the ticket, and the bytes to count.
+    pub(super) fn write_grouped(&self, commit: Commit) -> Result<(Open<'_>, u64, u64), StoreError> {
+        let snapshot = self.snapshot_lock.read().unwrap_or_else(|e| e.into_inner());
+        let t = self.trees()?;
+        let session = self.stripe(commit.session.as_ref().map(|s| &s.key));
+        if let Some(id) = &commit.new_proposal {
+            // Ids are 128 random bits; this guards the invariant, not a race.
+            if t.proposals.contains_key(id.0)? {
+                return Err(StoreError::DuplicateId(*id));
+            }
+        }
+        // Everything that takes time (reading the proposals' index entries,
+        // encoding the session, the proposals and the audit events) is done
+        // before the chain's lock is taken: commits of different sessions
+        // wait on each other only for sealing, the redo record and the
+        // audit records' writes.
+        let rest = t.ops_of(&commit)?;
+        let events: Vec<chained::Unsealed> = commit.audit.iter().map(chained::unsealed).collect();
+        let mut head = if events.is_empty() { None } else { Some(self.chain_head(&t)?) };
+        let mut chain = head.as_deref().copied().flatten().unwrap_or_default();
+        let ops = t.sealed_first(&events, &mut chain, rest)?;
+        let sealed = events.len();
+        let seq = t.db.generate_id()?.to_be_bytes();
+        let record = redo::encode(&ops);
+        // The redo record goes in under the lock: a crash can then keep a
+        // record of this chain only with every record before it (sled
+        // recovers a prefix of its log, and the next open replays redo
+        // records). A failure from here on leaves the record, and the next
+        // open finishes the commit: all or nothing, as a transaction would.
+        t.redo.insert(seq, record.as_slice())?;
+        // The chain moves on now: the records it sealed will be written,
+        // in chain order before the next commit's, so a reader never sees
+        // a record without the one before it.
+        if let Some(head) = head.as_deref_mut() {
+            *head = Some(chain);
+        }
+        t.apply_ops(&ops[..sealed])?;
+        drop(head);
+        t.apply_ops(&ops[sealed..])?;
+        t.redo.remove(seq)?;
+        // The session's next commit (and a snapshot) need not wait for
+        // this one's flush. The ticket is taken while the database is
+        // still held open: a checkpoint (which flushes before it closes)
+        // then covers it (`FlushGroup::all_durable`).
+        drop(session);
+        drop(snapshot);
+        let ticket = self.group.issue();
+        Ok((t, ticket, 2 * record.len() as u64))
+    }
+
+    /// Hold every commit at its boundary until the guard is dropped.
+    pub(crate) fn pause_commits(&self) -> std::sync::RwLockWriteGuard<'_, ()> {
+        self.snapshot_lock.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The store as it was before group commit (see [`Durability`]).
+    fn commit_transaction(&self, commit: Commit) -> Result<(), StoreError> {
+        let _snapshot = self.snapshot_lock.read().unwrap_or_else(|e| e.into_inner());
+        let t = self.trees()?;
+        let mut head = self.chain_head(&t)?;
+        let start = head.unwrap_or_default();
+        let trees = (&t.sessions, &t.proposals, &t.questions, &t.timers, &t.audit, &t.idempotency, &t.outbox, &t.rules, &t.by_status);
+        let result = trees.transaction(|(sessions, proposals, questions, timers, audit, idempotency, outbox, rules, by_status)| {
+            // A transaction may run more than once: seal from the same head each time.
+            let mut chain = start;
+            if let Some(id) = &commit.new_proposal {
+                if proposals.get(id.0)?.is_some() {
+                    return Err(ConflictableTransactionError::Abort(StoreError::DuplicateId(*id)));
+                }
+            }
+            if let Some(session) = &commit.session {
+                sessions.insert(session_key(&session.key), encode(session))?;
+            }
+            for p in &commit.proposals {
+                if let Some(bytes) = proposals.get(p.approval_id.0)? {
+                    let b: Listed = decode(&bytes, "proposal").map_err(ConflictableTransactionError::Abort)?;
+                    by_status.remove(status_key(b.status, b.created_at, &b.approval_id))?;
+                }
+                by_status.insert(status_key(p.status, p.created_at, &p.approval_id), &[])?;
+                proposals.insert(&p.approval_id.0, encode(p))?;
+            }
+            for q in &commit.questions {
+                questions.insert(&q.question_id.0, encode(q))?;
+            }
+            for t in &commit.timers_remove {
+                timers.remove(timer_key(t))?;
+            }
+            for t in &commit.timers_add {
+                timers.insert(timer_key(t), encode(t))?;
+            }
+            for event in &commit.audit {
+                let id = audit.generate_id()?;
+                audit.insert(&id.to_be_bytes(), chained::unsealed(event).seal(&mut chain).2)?;
+            }
+            for key in &commit.idempotency {
+                idempotency.insert(key.as_bytes(), &[1u8])?;
+            }
+            for entry in &commit.outbox {
+                outbox.insert(&entry.seq.to_be_bytes(), entry.work.as_slice())?;
+            }
+            for rule in &commit.rules_add {
+                rules.insert(rule_key(rule), encode(rule))?;
+            }
+            Ok(chain)
+        });
+        match result {
+            Ok(chain) => {
+                *head = Some(chain);
+                drop(head);
+                self.flushed(&t, ())
+            }
+            Err(TransactionError::Abort(e)) => Err(e),
+            Err(TransactionError::Storage(e)) => Err(StoreError::Sled(e)),
+        }
+    }
+
+    /// Return `value` once every write made before this call is durable.
+    /// Takes the open database from the caller, who holds it: a second
+    /// read lock taken here could wait behind a checkpoint that waits for
+    /// the caller's.
+    pub(crate) fn flushed<T>(&self, t: &Trees, value: T) -> Result<T, StoreError> {
+        self.group.make_durable(|| {
+            t.db.flush()?;
+            Ok(())
+        })?;
+        Ok(value)
+    }
+
+    /// A small durable write (not a commit): flush it and count it.
+    pub(super) fn flushed_small<T>(&self, t: Open<'_>, value: T) -> Result<T, StoreError> {
+        let value = self.flushed(&t, value)?;
+        drop(t);
+        self.wrote(SMALL_WRITE_BYTES);
+        Ok(value)
+    }
+
+    /// How many durable writes this store served with how many flushes.
+    pub fn flush_stats(&self) -> FlushStats {
+        self.group.stats()
+    }
+}
+
+impl Sessions for SledStore {
+    fn load(&self, key: &SessionKey) -> Result<State, StoreError> {
+        let t = self.trees()?;
+        let _session = self.stripe(Some(key));
+        let Some(bytes) = t.sessions.get(session_key(key))? else {
+            return Ok(State::new(key.clone()));
+        };
+        let session: Session = decode(&bytes, "session")?;
+        // Read under the same guard: a second `trees()` here could wait
+        // behind a checkpoint that waits for this one.
+        let latest = match &session.latest_approval {
+            Some(id) => t.proposals.get(id.0)?.map(|v| decode(&v, "proposal")).transpose()?,
+            None => None,
+        };
+        Ok(State { session, latest })
+    }
+
+    fn sessions(&self) -> Result<Vec<Session>, StoreError> {
+        let t = self.trees()?;
+        Self::list(&t.sessions, &[], "session")
+    }
+
+    fn question(&self, id: &ApprovalId) -> Result<Option<Question>, StoreError> {
+        let t = self.trees()?;
+        t.questions.get(id.0)?.map(|v| decode(&v, "question")).transpose()
+    }
+
+    /// One process owns a sled store: no other writer can come first, so a
+    /// commit is written or fails, never preempted.
+    fn commit(&self, commit: Commit) -> Result<Committed, StoreError> {
+        match self.durability {
+            Durability::Grouped => self.commit_grouped(commit),
+            Durability::TransactionPerCommit => self.commit_transaction(commit),
+        }
+        .map(Committed::Written)
+    }
+
+    fn flush(&self) -> Result<(), StoreError> {
+        let t = self.trees()?;
+        self.flushed_small(t, ())
+    }
+}

@@ -208,10 +208,12 @@ token = "{OTHER_AGENT_TOKEN}"
         self.http.request(method, self.url(path)).bearer_auth(OPERATOR_TOKEN)
     }
 
-    /// The pending approval of `session`, once it exists (waits up to 15 s):
+    /// The pending approval of `session`, once it exists (waits up to 30 s:
+    /// a real Claude Code session took longer than 15 s to propose on a
+    /// machine with three builds and three other tests on its two cores):
     /// what an approver sees before deciding.
     pub async fn pending_approval(&self, session: &str) -> String {
-        let deadline = std::time::Instant::now() + Duration::from_secs(15);
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
         loop {
             let (_, list) = ServerProcess::send(self.operator(reqwest::Method::GET, "/v1/approvals?status=pending")).await;
             if let Some(a) = list.as_array().into_iter().flatten().find(|a| a["session_id"] == session) {

@@ -185,7 +185,7 @@ async fn latest_status<S>(h: &Harness<S>, key: &SessionKey) -> DecisionStatus {
 async fn once_a_shutdown_began_due_timers_stay_in_the_store() {
     let h = harness("off").await;
     h.clock.advance(1100);
-    h.core.begin_shutdown();
+    h.core.waiters.begin_shutdown();
     assert!(!fire_due(&h.core).await, "nothing was left due for a full backlog: the pass stopped");
     assert_eq!(h.core.chat_backlog(), 0, "no nudge job was queued");
     assert_eq!(nudge_timers(&h.store), 5, "every due nudge is still in the store");

@@ -179,7 +179,7 @@ impl Fixture {
     }
 
     async fn audit(&self) -> Vec<String> {
-        let events = self.core.store.audit(&AuditQuery::default()).unwrap();
+        let events = self.core.storage.store.audit(&AuditQuery::default()).unwrap();
         events.into_iter().map(|e| format!("{} {} {}", e.actor, e.action, e.detail)).collect()
     }
 }
@@ -264,7 +264,7 @@ async fn request_changes_cancel_view_and_stale_clicks() {
     let calls = f.chan.take();
     // Approvals' chat queues are independent: v2's card may go out before or
     // after v3's, but the message it went out as is edited to superseded.
-    let v2_card = f.core.store.deliveries(&v2).unwrap().pop().expect("v2's card").message_id;
+    let v2_card = f.core.storage.store.deliveries(&v2).unwrap().pop().expect("v2's card").message_id;
     assert!(calls.contains(&format!("update 100 msg{v2_card} ↪ Superseded by v3")), "{calls:?}");
     let r = f.act("1", "100", Action::Button(Button::Approve(v2))).await;
     assert_eq!(text(&r), "This plan was superseded by v3.");
@@ -375,7 +375,7 @@ async fn edit_on_off_auto_answer_restate_body() {
     let r = text(&f.act("1", "100", Action::Button(Button::Answer(qid, 1))).await);
     assert_eq!(r, "Answered: sqlite");
     assert!(f.chan.take().contains(&"question-update 100 sqlite".to_string()));
-    let q = f.core.store.question(&qid).unwrap().unwrap();
+    let q = f.core.storage.store.question(&qid).unwrap().unwrap();
     assert_eq!(q.answered_by.as_deref(), Some("telegram:@user1"));
 
     // Restate posts the card again.

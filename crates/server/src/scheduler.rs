@@ -88,7 +88,9 @@ pub async fn run(core: Arc<Core>, mut shutdown: watch::Receiver<bool>) {
             if announced != i64::MAX {
                 earliest = Some(earliest.map_or(announced, |e| e.min(announced)));
             }
-            let longest = if core.store.shared() { MAX_SLEEP.min(crate::replicas::lease(&core)) } else { MAX_SLEEP };
+            // On a shared store, at most the lease of claims and leadership: a dead
+            // replica's leased timers become claimable when it runs out.
+            let longest = if core.storage.store.shared() { MAX_SLEEP.min(core.settings.raw.store.lease()) } else { MAX_SLEEP };
             let sleep = match earliest {
                 _ if failed => Duration::from_secs(1),
                 Some(due) => Duration::from_millis(u64::try_from(due - core.now().0).unwrap_or(0)).min(longest),
@@ -124,7 +126,7 @@ pub async fn fire_due(core: &Arc<Core>) -> bool {
         let last_page = page.len() < PAGE;
         after = page.last().cloned();
         for timer in page {
-            if core.stopping() {
+            if core.waiters.stopping() {
                 debug!("shutting down: the rest of the due timers stay in the store");
                 return false;
             }

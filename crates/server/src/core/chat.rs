@@ -28,12 +28,12 @@ impl Core {
     /// `projects` globs, [`plangate_engine::ProjectPatterns`]): configured,
     /// then paired.
     pub fn destinations(&self, agent: &str, project: Option<&Project>) -> Vec<Destination> {
-        self.approvers().destinations(agent, project)
+        self.pairing.approvers().destinations(agent, project)
     }
 
     /// Who a plan of `agent` reaches, for its plan-mode brief.
     pub fn reach(&self, agent: &str) -> plangate_engine::brief::Reach {
-        let index = self.approvers();
+        let index = self.pairing.approvers();
         let places: Vec<_> = index.places(agent).iter().filter(|p| !p.escalation).collect();
         let mut approvers: Vec<&String> = places.iter().flat_map(|p| p.approvers.iter()).collect();
         approvers.sort();
@@ -47,7 +47,7 @@ impl Core {
 
     /// The escalation destinations of an agent that take cards of `project`.
     pub fn escalation_destinations(&self, agent: &str, project: Option<&Project>) -> Vec<Destination> {
-        self.approvers().escalation_destinations(agent, project)
+        self.pairing.approvers().escalation_destinations(agent, project)
     }
 
     /// Approval `id` and its session: as the queuing transition wrote them
@@ -87,7 +87,7 @@ impl Core {
         }
         if destinations.is_empty() {
             // Destinations the agent has, whose `projects` all leave this card out.
-            let routed_away = self.approvers().places(&p.session.agent).iter().any(|place| !place.escalation);
+            let routed_away = self.pairing.approvers().places(&p.session.agent).iter().any(|place| !place.escalation);
             let detail = match &p.project {
                 _ if !routed_away => "no destinations configured for this agent: the card was recorded here only".to_string(),
                 Some(project) => format!("no destination of this agent takes project {}: the card was recorded here only", project.name),
@@ -147,7 +147,7 @@ impl Core {
     pub(super) async fn update_cards(&self, id: ApprovalId, written: Option<&Written>) -> CardWork {
         let Some((p, state)) = self.proposal_and_state(id, written).await else { return CardWork::Done };
         let Ok(deliveries) = self.blocking(move |s| s.deliveries(&id)).await else { return CardWork::Done };
-        if self.store.shared() && self.card_missing(&p, &deliveries) {
+        if self.storage.store.shared() && self.card_missing(&p, &deliveries) {
             tracing::debug!(approval = %id, "card edit waits for a card still being posted");
             return CardWork::WaitsForItsCard;
         }
@@ -182,7 +182,7 @@ impl Core {
     /// runs before its reminders in the plan's own queue.
     pub(super) async fn nudge(&self, id: ApprovalId, number: u8) -> CardWork {
         let Ok(deliveries) = self.blocking(move |s| s.deliveries(&id)).await else { return CardWork::Done };
-        if self.store.shared() && self.card_on_its_way(id, &deliveries).await {
+        if self.storage.store.shared() && self.card_on_its_way(id, &deliveries).await {
             tracing::debug!(approval = %id, number, "reminder waits for its card, still being posted");
             return CardWork::WaitsForItsCard;
         }
@@ -252,7 +252,7 @@ impl Core {
     /// (should it die), a third of it until another claims its work, and
     /// room for the platform's pace.
     pub(super) fn card_post_window(&self) -> std::time::Duration {
-        let lease = crate::replicas::lease(self);
+        let lease = self.settings.raw.store.lease();
         lease + lease / 3 + std::time::Duration::from_secs(60)
     }
 
@@ -328,7 +328,7 @@ impl Core {
     pub(super) async fn update_question(&self, id: ApprovalId) -> CardWork {
         let Ok(Some(q)) = self.blocking(move |s| s.question(&id)).await else { return CardWork::Done };
         let Ok(deliveries) = self.blocking(move |s| s.question_deliveries(&id)).await else { return CardWork::Done };
-        if self.store.shared() && self.within_card_post_window(q.asked_at) {
+        if self.storage.store.shared() && self.within_card_post_window(q.asked_at) {
             // Asked where the session's cards go (the project of its latest plan).
             let latest = self.load(&q.session).await.ok().and_then(|state| state.latest);
             let expected = self.destinations(&q.session.agent, latest.as_ref().and_then(|p| p.project.as_ref()));

@@ -296,7 +296,7 @@ impl Core {
         let key = &t.state.session.key;
         // Every place, whatever projects it takes (a card routed away by
         // its project is said so by the post job), paired ones included.
-        let index = self.approvers();
+        let index = self.pairing.approvers();
         let places = index.places(&key.agent);
         if places.iter().any(|p| !p.escalation) {
             return Vec::new();
@@ -565,7 +565,7 @@ impl Core {
                 // On replicas the document is a file on the replica whose job
                 // wrote it (see README, "Running several replicas"): the
                 // decision may land on another one, which has no file to add to.
-                if self.store.shared() && !path.exists() {
+                if self.storage.store.shared() && !path.exists() {
                     tracing::debug!(approval = %id, "the plan document is on another replica; receipt not appended here");
                     return None;
                 }

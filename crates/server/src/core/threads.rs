@@ -135,7 +135,7 @@ impl Core {
             return (dest, Opening::default());
         }
         let mut opening = Opening { _guard: Some(guard), claim: None };
-        if self.store.shared() && !self.thread_notes.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&dest.name) {
+        if self.storage.store.shared() && !self.thread_notes.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&dest.name) {
             match self.claim_opening(&dest.name, &p.session, &cursor).await {
                 Claimed::Mine(claim) => opening.claim = claim,
                 Claimed::Opened(thread) => {
@@ -174,7 +174,7 @@ impl Core {
                 })
                 .await;
             match look {
-                Ok(Look::Won) => return Claimed::Mine(Some((self.store.clone(), claim, token))),
+                Ok(Look::Won) => return Claimed::Mine(Some((self.storage.store.clone(), claim, token))),
                 Ok(Look::Opened(thread)) => return Claimed::Opened(thread),
                 Ok(Look::Held(held)) if held != seen => (seen, since) = (held, tokio::time::Instant::now()),
                 Ok(Look::Held(_)) => {}

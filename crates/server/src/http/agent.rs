@@ -19,11 +19,11 @@ pub(super) async fn healthz(State(core): State<AppState>) -> Response {
         let body = json!({"status": "degraded", "reason": "the last commit failed; decisions are not being recorded"});
         (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
     } else {
-        let mut body = json!({"status": "ok", "waiting": core.parked_waiters()});
+        let mut body = json!({"status": "ok", "waiting": core.waiters.parked()});
         // Replicas only: which one this is and the platform connections it holds.
-        if core.store.shared() {
-            body["replica"] = json!(core.store_info().and_then(|i| i.replica_id.clone()));
-            body["leader_for"] = json!(core.leading_roles());
+        if core.storage.store.shared() {
+            body["replica"] = json!(core.storage.info().and_then(|i| i.replica_id.clone()));
+            body["leader_for"] = json!(core.roles.leading());
         }
         Json(body).into_response()
     }
@@ -56,15 +56,15 @@ pub(super) async fn readyz(State(core): State<AppState>) -> Response {
         checks.insert(name.into(), json!(shown));
     }
     let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-    let backend = core.store_info().map(|i| i.backend).unwrap_or(if core.store.shared() { "shared" } else { "sled" });
+    let backend = core.storage.info().map(|i| i.backend).unwrap_or(if core.storage.store.shared() { "shared" } else { "sled" });
     let body = json!({
         "status": if ready { "ready" } else { "not_ready" },
         "checks": checks,
         "store_backend": backend,
-        "replica": core.store_info().and_then(|i| i.replica_id.clone()),
+        "replica": core.storage.info().and_then(|i| i.replica_id.clone()),
         // The roles whose platform connection this process holds; a replica
         // that leads none is ready all the same (it serves the API).
-        "leader_for": core.leading_roles(),
+        "leader_for": core.roles.leading(),
     });
     let mut body = body;
     // Destinations that want a topic or thread per session but could not
@@ -80,7 +80,7 @@ pub(super) async fn readyz(State(core): State<AppState>) -> Response {
 pub(super) async fn unless_stopping<T>(core: &AppState, wait: impl std::future::Future<Output = T>) -> Result<T, ApiError> {
     tokio::select! {
         done = wait => Ok(done),
-        () = core.shutting_down() => Err(ApiError::shutting_down()),
+        () = core.waiters.shutting_down() => Err(ApiError::shutting_down()),
     }
 }
 

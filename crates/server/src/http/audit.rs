@@ -34,7 +34,7 @@ pub(super) async fn export(
     record_read(&core, audit::EXPORTED, detail).await?;
     let head = core.blocking(|s| s.audit_head()).await?;
     let (tx, mut rx) = tokio::sync::mpsc::channel(8);
-    let store = core.store.clone();
+    let store = core.storage.store.clone();
     tokio::task::spawn_blocking(move || audit::export(store.as_ref(), since, head, tx));
     let chunks = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx));
     tracing::info!(since = since.map(|t| t.0), head = head.map(|h| h.0), "audit export started");

@@ -82,7 +82,7 @@ impl super::Hub {
         for state in active {
             let key = &state.session.key;
             let places: Vec<String> =
-                self.core.approvers().places_in(&key.agent, ev.channel, &ev.chat).map(|p| p.destination.name.clone()).collect();
+                self.core.pairing.approvers().places_in(&key.agent, ev.channel, &ev.chat).map(|p| p.destination.name.clone()).collect();
             for dest in places {
                 if let Some(link) = self.core.thread_of(&dest, key).await.and_then(|thread| channel.thread_link(&ev.chat, &thread)) {
                     links.insert(key.clone(), link);

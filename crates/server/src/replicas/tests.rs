@@ -286,10 +286,10 @@ async fn an_event_handled_elsewhere_gets_no_reply() {
 async fn changes_from_the_store_wake_waiters_and_the_scheduler() {
     let f = fixture();
     let (a, b) = (SessionKey::new("ci", "a"), SessionKey::new("ci", "b"));
-    let (mut wa, mut wb) = (f.core.subscribe(&a), f.core.subscribe(&b));
+    let (mut wa, mut wb) = (f.core.waiters.subscribe(&a), f.core.waiters.subscribe(&b));
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let (_stop, shutdown) = tokio::sync::watch::channel(false);
-    let task = tokio::spawn(super::forward_changes(f.core.clone(), rx, shutdown));
+    let task = tokio::spawn(super::forward_changes(super::Replicas::of(&f.core), rx, shutdown));
     tx.send(Some(a.clone())).unwrap();
     tokio::time::timeout(Duration::from_secs(5), wa.changed()).await.expect("a woken").unwrap();
     tokio::time::timeout(Duration::from_secs(5), f.core.scheduler_wake.notified()).await.expect("scheduler woken");
@@ -302,31 +302,31 @@ async fn changes_from_the_store_wake_waiters_and_the_scheduler() {
 }
 
 /// Leadership comes from the store's election, once per role; the
-/// listener flips the watch, `leading_roles` and the metric.
+/// listener flips the watch, `Roles::leading` and the metric.
 #[tokio::test]
 async fn leadership_follows_the_election() {
     let f = fixture();
-    let mut telegram = f.core.leadership("telegram");
+    let mut telegram = f.core.roles.leadership("telegram");
     assert!(!*telegram.borrow());
-    let again = f.core.leadership("telegram");
+    let again = f.core.roles.leadership("telegram");
     eventually(|| f.store.elections().len() == 1).await;
     let listener = f.store.elections()[0].1.clone();
     assert_eq!(f.store.elections()[0].0, "telegram");
     listener(true);
     tokio::time::timeout(Duration::from_secs(5), telegram.changed()).await.unwrap().unwrap();
     assert!(*telegram.borrow_and_update() && *again.borrow());
-    assert_eq!(f.core.leading_roles(), vec!["telegram"]);
+    assert_eq!(f.core.roles.leading(), vec!["telegram"]);
     assert!(f.core.metrics.render(0, 0).contains("plangate_leader{role=\"telegram\"} 1"));
     listener(false);
     assert!(!*telegram.borrow_and_update());
-    assert!(f.core.leading_roles().is_empty());
+    assert!(f.core.roles.leading().is_empty());
     assert_eq!(f.store.elections().len(), 1, "one election per role");
 
     // One process on sled leads at once, without asking anyone.
     let dir = tempfile::tempdir().unwrap();
     let sled = Core::new(f.core.settings.clone(), Arc::new(SledStore::open(dir.path()).unwrap()));
-    assert!(*sled.leadership("slack").borrow());
-    assert_eq!(sled.leading_roles(), vec!["slack"]);
+    assert!(*sled.roles.leadership("slack").borrow());
+    assert_eq!(sled.roles.leading(), vec!["slack"]);
 }
 
 /// A dead replica's outbox entry is claimed and queued once, however often
@@ -352,7 +352,7 @@ async fn claimed_outbox_entries_are_queued_once() {
     let gate = f.chan.gate.acquire_many(1_000).await.unwrap();
     assert_eq!(f.core.claim_outbox(10).await.unwrap(), 1);
     assert_eq!(f.core.claim_outbox(10).await.unwrap(), 0, "queued already");
-    super::claim_abandoned(&f.core).await;
+    super::claim_abandoned(&super::Replicas::of(&f.core).claim).await;
     drop(gate);
     f.core.drain(Duration::from_secs(10)).await.unwrap();
     let edits = f.chan.edits.load(Ordering::SeqCst);
@@ -371,7 +371,7 @@ async fn claimed_outbox_entries_are_queued_once() {
 async fn replica_tasks_run_on_a_shared_store_until_shutdown() {
     let f = fixture();
     let (stop, shutdown) = tokio::sync::watch::channel(false);
-    let tasks = super::start(&f.core, shutdown.clone()).await.unwrap();
+    let tasks = super::start(super::Replicas::of(&f.core), shutdown.clone()).await.unwrap();
     assert_eq!(tasks.len(), 2, "change wake-ups and lease renewal");
     stop.send(true).unwrap();
     for task in tasks {
@@ -379,5 +379,5 @@ async fn replica_tasks_run_on_a_shared_store_until_shutdown() {
     }
     let dir = tempfile::tempdir().unwrap();
     let sled = Core::new(f.core.settings.clone(), Arc::new(SledStore::open(dir.path()).unwrap()));
-    assert!(super::start(&sled, shutdown).await.unwrap().is_empty(), "nothing to do for one process");
+    assert!(super::start(super::Replicas::of(&sled), shutdown).await.unwrap().is_empty(), "nothing to do for one process");
 }

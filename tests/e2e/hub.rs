@@ -127,7 +127,7 @@ async fn fixture() -> Fixture {
     let store = SledStore::open(dir.path()).unwrap();
     let core = Core::new(Arc::new(settings), Arc::new(store));
     let chan = Arc::new(Recorder::default());
-    core.register_channel(chan.clone());
+    core.adapters.register(chan.clone());
     let hub = Hub::new(core.clone());
     hub.expect_team("slack", "T1".into());
     Fixture { hub, core, chan, _dir: dir }
@@ -148,7 +148,7 @@ impl Fixture {
             )
             .await
             .unwrap();
-        self.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
+        self.core.chat.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
         done.transition.state.latest.unwrap().approval_id
     }
 
@@ -162,7 +162,7 @@ impl Fixture {
             thread: None,
         };
         let reply = self.hub.handle(ev).await;
-        self.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
+        self.core.chat.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
         reply
     }
 
@@ -260,7 +260,7 @@ async fn request_changes_cancel_view_and_stale_clicks() {
         .unwrap()
         .approval_id;
     f.core.execute(&key, Actor::Agent, propose("Third"), ExecMeta::default()).await.unwrap();
-    f.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
+    f.core.chat.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
     let calls = f.chan.take();
     // Approvals' chat queues are independent: v2's card may go out before or
     // after v3's, but the message it went out as is edited to superseded.
@@ -368,7 +368,7 @@ async fn edit_on_off_auto_answer_restate_body() {
     let ask = Command::Ask { question: "Which DB?".into(), options: vec!["pg".into(), "sqlite".into()], allow_freetext: false };
     let done = f.core.execute(&key, Actor::Agent, ask, ExecMeta::default()).await.unwrap();
     let qid = done.transition.state.session.pending_question.unwrap().question_id;
-    f.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
+    f.core.chat.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
     assert!(f.chan.take().contains(&"question 100 Which DB?".to_string()));
     let r = text(&f.act("7", "100", Action::Button(Button::Answer(qid, 0))).await);
     assert!(r.starts_with("You are not an approver for this plan."), "{r}");
@@ -422,7 +422,7 @@ async fn a_stuck_subagent_shows_on_the_card_and_status_and_an_approver_clears_it
     f.chan.take();
     let key = SessionKey::new("demo", "s1");
     f.core.execute(&key, Actor::Agent, Command::RegisterSubagent("crashed-child".into()), ExecMeta::default()).await.unwrap();
-    f.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
+    f.core.chat.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
     // The open card is redrawn with the run on it.
     assert_eq!(f.chan.take(), vec!["update 100 msg1 open"]);
     let card =

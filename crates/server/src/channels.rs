@@ -72,8 +72,8 @@ pub async fn start_all(core: &Arc<Core>, hub: Arc<Hub>, shutdown: Shutdown, mut 
     let mut tasks = Vec::new();
     for (name, adapter) in adapters {
         tracing::info!(channel = name, "channel started");
-        core.register_channel(adapter.channel.clone());
-        core.register_liveness(name, adapter.liveness.clone());
+        core.adapters.register(adapter.channel.clone());
+        core.adapters.register_liveness(name, adapter.liveness.clone());
         if let Some(team) = adapter.expected_team {
             hub.expect_team(name, team);
         }

@@ -687,8 +687,8 @@ impl Hub {
             return Reply::Text("This chat is not a destination of that agent.".to_string());
         };
         // Into the session's topic or thread, when it has one.
-        dest.thread = self.core.thread_of(&dest.name, &p.session).await;
-        let Some(channel) = self.core.channel(ev.channel) else { return Reply::Text("This channel is not running.".to_string()) };
+        dest.thread = self.core.threads.thread_of(&dest.name, &p.session).await;
+        let Some(channel) = self.core.adapters.channel(ev.channel) else { return Reply::Text("This channel is not running.".to_string()) };
         let view = self.core.card_of(&p, state, self.core.now());
         match channel.post_card(&dest, &view, &Core::document_of(&p)).await {
             Ok(delivery) => {

@@ -51,8 +51,8 @@ pub async fn run(core: Arc<Core>, mut shutdown: watch::Receiver<bool>) {
             // after BACKLOG_RECHECK at the latest, for timeouts falling due.
             let recheck = tokio::time::sleep(BACKLOG_RECHECK);
             tokio::pin!(recheck);
-            let mut progress = core.chat_progress();
-            while !core.chat_backlog_halved() {
+            let mut progress = core.chat.progress();
+            while !core.chat.backlog_halved() {
                 tokio::select! {
                     _ = progress.changed() => {}
                     _ = &mut recheck => break,
@@ -130,7 +130,7 @@ pub async fn fire_due(core: &Arc<Core>) -> bool {
                 debug!("shutting down: the rest of the due timers stay in the store");
                 return false;
             }
-            if matches!(timer.kind, TimerKind::Nudge(_)) && core.chat_backlog_full() {
+            if matches!(timer.kind, TimerKind::Nudge(_)) && core.chat.backlog_full() {
                 deferred = true;
                 continue;
             }
@@ -148,7 +148,7 @@ pub async fn fire_due(core: &Arc<Core>) -> bool {
         }
     }
     if deferred {
-        debug!(backlog = core.chat_backlog(), "nudges left due until the chat backlog drains");
+        debug!(backlog = core.chat.backlog(), "nudges left due until the chat backlog drains");
     }
     deferred
 }

@@ -106,7 +106,7 @@ async fn run(config: Option<PathBuf>) -> Result<()> {
         let _ = task.await;
     }
     channels.stop().await;
-    if let Err(left) = core.drain(std::time::Duration::from_secs(10)).await {
+    if let Err(left) = core.chat.drain(std::time::Duration::from_secs(10)).await {
         tracing::warn!(target: TARGET, %left, "stopping with chat work queued: it stays in the outbox and is resumed at the next start");
     }
     // After the last transition: the head this process leaves, signed.

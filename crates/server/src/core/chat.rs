@@ -107,8 +107,8 @@ impl Core {
         // not pace the others.
         let (p, view, document, parents) = (&p, &view, &document, &parents);
         join_all(destinations.into_iter().map(|dest| async move {
-            let (dest, _opening) = self.in_session_thread(dest, p).await;
-            let Some(channel) = self.channel(&dest.channel) else {
+            let (dest, _opening) = self.threads.in_session_thread(dest, p).await;
+            let Some(channel) = self.adapters.channel(&dest.channel) else {
                 let detail = format!("{}: channel {} is not running", dest.name, dest.channel);
                 self.audit(&p.session, "plangate", "card_not_delivered", pid, detail).await;
                 return;
@@ -121,7 +121,7 @@ impl Core {
             };
             match posted {
                 Ok(delivery) => {
-                    self.remember_thread(&dest, &p.session, &delivery).await;
+                    self.threads.remember_thread(&dest, &p.session, &delivery).await;
                     let detail = format!("{} {} message {}", dest.name, delivery.chat, delivery.message_id);
                     if let Err(e) = self.blocking(move |s| s.add_delivery(&id, &delivery)).await {
                         warn!(error = %e, "delivery not recorded; this card will not be updated");
@@ -154,7 +154,7 @@ impl Core {
         let view = self.card_of(&p, &state, self.now());
         let (p, view) = (&p, &view);
         join_all(deliveries.into_iter().map(|delivery| async move {
-            let Some(channel) = self.channel(&delivery.channel) else { return };
+            let Some(channel) = self.adapters.channel(&delivery.channel) else { return };
             if let Err(e) = channel.update_card(&delivery, view).await {
                 warn!(chat = %delivery.chat, error = %e, "card not updated");
                 self.audit(&p.session, "plangate", "card_not_updated", Some((id, p.version)), format!("{}: {e}", delivery.destination))
@@ -187,8 +187,8 @@ impl Core {
             return CardWork::WaitsForItsCard;
         }
         join_all(deliveries.into_iter().map(|delivery| async move {
-            let Some(channel) = self.channel(&delivery.channel) else { return };
-            let _lane = self.lane(&delivery.channel).await;
+            let Some(channel) = self.adapters.channel(&delivery.channel) else { return };
+            let _lane = self.chat.lane(&delivery.channel).await;
             let Some((p, state)) = self.proposal_and_state(id, None).await else { return };
             // Re-check: a decided, superseded or cancelled plan never gets a nudge.
             if p.status != DecisionStatus::Pending || state.session.latest_approval != Some(id) {
@@ -237,7 +237,7 @@ impl Core {
     /// run here (nor, configured alike, on the other replicas) gets none,
     /// and nothing waits for it.
     fn awaits_a_card(&self, expected: Vec<Destination>, deliveries: &[plangate_channel::Delivery]) -> bool {
-        expected.iter().any(|dest| self.channel(&dest.channel).is_some() && !deliveries.iter().any(|d| d.destination == dest.name))
+        expected.iter().any(|dest| self.adapters.channel(&dest.channel).is_some() && !deliveries.iter().any(|d| d.destination == dest.name))
     }
 
     /// Whether a card of something created at `created` may still be on
@@ -272,11 +272,11 @@ impl Core {
             if posted.iter().any(|delivered| delivered.destination == dest.name) {
                 continue; // resumed after a crash: already escalated there
             }
-            let Some(channel) = self.channel(&dest.channel) else { continue };
-            let (dest, _opening) = self.in_session_thread(dest, &p).await;
+            let Some(channel) = self.adapters.channel(&dest.channel) else { continue };
+            let (dest, _opening) = self.threads.in_session_thread(dest, &p).await;
             match channel.post_card(&dest, &view, &document).await {
                 Ok(delivery) => {
-                    self.remember_thread(&dest, &p.session, &delivery).await;
+                    self.threads.remember_thread(&dest, &p.session, &delivery).await;
                     let _ = self.blocking(move |s| s.add_delivery(&id, &delivery)).await;
                     self.audit(&p.session, "plangate", "card_escalated", Some((id, p.version)), dest.name.clone()).await;
                 }
@@ -296,9 +296,9 @@ impl Core {
             if posted.iter().any(|delivered| delivered.destination == dest.name) {
                 continue; // resumed after a crash: already asked there
             }
-            let Some(channel) = self.channel(&dest.channel) else { continue };
+            let Some(channel) = self.adapters.channel(&dest.channel) else { continue };
             let (dest, _opening) = match &latest {
-                Some(p) => self.in_session_thread(dest, p).await,
+                Some(p) => self.threads.in_session_thread(dest, p).await,
                 None => (dest, super::threads::Opening::default()),
             };
             match channel.post_question(&dest, &q).await {
@@ -314,7 +314,7 @@ impl Core {
                             warn!(destination = %dest.name, error = %e, "the whole input of a permission request was not attached");
                         }
                     }
-                    self.remember_thread(&dest, &q.session, &delivery).await;
+                    self.threads.remember_thread(&dest, &q.session, &delivery).await;
                     let _ = self.blocking(move |s| s.add_question_delivery(&id, &delivery)).await;
                 }
                 Err(e) => warn!(destination = %dest.name, error = %e, "question not delivered"),
@@ -338,7 +338,7 @@ impl Core {
             }
         }
         for delivery in deliveries {
-            let Some(channel) = self.channel(&delivery.channel) else { continue };
+            let Some(channel) = self.adapters.channel(&delivery.channel) else { continue };
             if let Err(e) = channel.update_question(&delivery, &q).await {
                 warn!(chat = %delivery.chat, error = %e, "question not updated");
             }

@@ -15,6 +15,7 @@
 //! Time comes from the [`Clock`] the core was built with, never from the
 //! system directly, so tests turn time instead of sleeping.
 
+mod adapters;
 mod chat;
 mod decide;
 mod jobs;
@@ -24,26 +25,26 @@ mod threads;
 mod waiters;
 pub mod webhooks;
 
+pub use adapters::Adapters;
 pub use decide::{Decided, Decision, DecisionRefused};
-pub use jobs::{Undrained, CHAT_BACKLOG};
+pub use jobs::{ChatWork, Undrained, CHAT_BACKLOG};
 pub use roles::Roles;
+pub use threads::SessionThreads;
 pub use waiters::Waiters;
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::Settings;
 use crate::pairing::Pairing;
 use crate::storage::Storage;
-use jobs::{jobs_of, Backlog, JobQueues};
-use plangate_channel::Channel;
+use jobs::jobs_of;
 use plangate_engine::machine::describe_stale;
 use plangate_engine::{apply, Actor, ApprovalId, Command, Ctx, Effect, Proposal, Refusal, SessionKey, State, Timer, Timestamp, Transition};
 use plangate_store::{Commit, Committed, Flush, Preempted, Store, StoreError};
-use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use thiserror::Error;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 use tracing::{info_span, warn, Instrument};
 use webhooks::{webhook_jobs, WebhookQueues};
 
@@ -134,14 +135,10 @@ pub struct Core {
     locks: locks::SessionLocks,
     /// Long-polls and the shutdown they answer (see [`Waiters`]).
     pub waiters: Arc<Waiters>,
-    channels: RwLock<HashMap<String, Arc<dyn Channel>>>,
-    queues: Mutex<JobQueues>,
-    /// Chat jobs queued or running, so the scheduler can leave reminders in
-    /// the store while the platforms work through a backlog.
-    backlog: Arc<Backlog>,
-    /// Chat jobs queued at once beyond which due nudges stay in the store.
-    chat_backlog_limit: AtomicUsize,
-    lanes: Mutex<HashMap<String, Arc<Semaphore>>>,
+    /// The started channel adapters and their liveness (see [`Adapters`]).
+    pub adapters: Adapters,
+    /// The chat jobs: queues, backlog, lanes, outbox marks (see [`ChatWork`]).
+    pub chat: ChatWork,
     /// Webhook deliveries, queued per session apart from the chat jobs.
     webhooks: WebhookQueues,
     /// Poked whenever a timer is scheduled, so the scheduler re-reads the earliest.
@@ -157,16 +154,6 @@ pub struct Core {
     web_links: OnceLock<Arc<plangate_web::Links>>,
     /// What `GET /metrics` reports.
     pub metrics: Arc<crate::metrics::Metrics>,
-    /// Each started channel's connection state, for `/readyz`.
-    liveness: RwLock<Vec<(&'static str, plangate_channel::Liveness)>>,
-    /// Outbox entries queued in this process (their `seq`), from the commit
-    /// that writes them until their job is done: a replica's claimer
-    /// queues only the entries not already here.
-    queued_outbox: Arc<Mutex<HashSet<u64>>>,
-    /// Chat work left in the outbox while the backlog was full (see `jobs`).
-    spill: Mutex<jobs::Spill>,
-    /// Outbox entries done and waiting to be removed in one batch (see `jobs`).
-    done_outbox: Mutex<jobs::DoneOutbox>,
     /// Which platforms' inbound connection this process holds (see [`Roles`]).
     pub roles: Roles,
     /// Failed authentications per client address (API bearer tokens and
@@ -175,11 +162,8 @@ pub struct Core {
     /// The live approver index (config + paired destinations) and the
     /// pairing attempts' budget (see [`crate::pairing`]).
     pub pairing: Arc<Pairing>,
-    /// Per destination, why its cards go to the main chat although it wants
-    /// a topic or thread per session (see `threads`).
-    thread_notes: Mutex<std::collections::BTreeMap<String, String>>,
-    /// Striped locks held while a session's topic or thread is being opened.
-    thread_opening: Vec<Arc<tokio::sync::Mutex<()>>>,
+    /// Which topic or thread holds a session (see [`SessionThreads`]).
+    pub threads: SessionThreads,
 }
 
 impl Core {
@@ -195,16 +179,14 @@ impl Core {
         let metrics = Arc::new(crate::metrics::Metrics::new());
         Arc::new(Core {
             roles: Roles::new(store, metrics.clone()),
+            adapters: Adapters::new(metrics.clone()),
             pairing,
             settings,
+            threads: SessionThreads::new(storage.clone()),
             storage,
             locks: locks::SessionLocks::default(),
             waiters: Arc::new(Waiters::default()),
-            channels: RwLock::new(HashMap::new()),
-            queues: Mutex::new(JobQueues::default()),
-            backlog: Arc::new(Backlog::default()),
-            chat_backlog_limit: AtomicUsize::new(CHAT_BACKLOG),
-            lanes: Mutex::new(HashMap::new()),
+            chat: ChatWork::default(),
             webhooks: WebhookQueues::default(),
             scheduler_wake: Arc::new(Notify::new()),
             scheduled_due: std::sync::atomic::AtomicI64::new(i64::MAX),
@@ -213,12 +195,6 @@ impl Core {
             web_links: OnceLock::new(),
             metrics,
             auth_throttle: crate::throttle::AuthThrottle::default(),
-            liveness: RwLock::new(Vec::new()),
-            queued_outbox: Arc::new(Mutex::new(HashSet::new())),
-            spill: Mutex::new(jobs::Spill::default()),
-            done_outbox: Mutex::new(jobs::DoneOutbox::default()),
-            thread_notes: Mutex::new(std::collections::BTreeMap::new()),
-            thread_opening: (0..threads::OPENING_STRIPES).map(|_| Arc::new(tokio::sync::Mutex::new(()))).collect(),
         })
     }
 
@@ -240,26 +216,6 @@ impl Core {
             view.link = Some(links.read_url(&p.approval_id));
         }
         view
-    }
-
-    pub fn register_channel(&self, channel: Arc<dyn Channel>) {
-        let channel: Arc<dyn Channel> = Arc::new(crate::metrics::Metered { inner: channel, metrics: self.metrics.clone() });
-        self.channels.write().unwrap_or_else(|e| e.into_inner()).insert(channel.name().to_string(), channel);
-    }
-
-    /// Report `name`'s connection state on `/readyz`.
-    pub fn register_liveness(&self, name: &'static str, liveness: plangate_channel::Liveness) {
-        self.liveness.write().unwrap_or_else(|e| e.into_inner()).push((name, liveness));
-    }
-
-    /// Each started channel and whether it is connected (else why not); a
-    /// follower replica's channel is ready with a note that says so.
-    pub fn channel_readiness(&self) -> Vec<(&'static str, Result<Option<&'static str>, String>)> {
-        self.liveness.read().unwrap_or_else(|e| e.into_inner()).iter().map(|(name, l)| (*name, l.status())).collect()
-    }
-
-    pub fn channel(&self, name: &str) -> Option<Arc<dyn Channel>> {
-        self.channels.read().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
     }
 
     /// The current time, from the core's clock.
@@ -330,21 +286,13 @@ impl Core {
         // Written here, flushed later: the caller awaits the flush off this
         // thread (`Core::execute`).
         let committed = store.commit_numbered_unflushed(commit, work, &mut |seqs| {
-            lock(&self.queued_outbox).extend(seqs.iter().copied());
+            self.chat.mark_queued(seqs);
             marked = seqs.to_vec();
         });
         if !matches!(committed, Ok((Committed::Written(_), _))) {
-            self.unmark_queued(&marked);
+            self.chat.unmark_queued(&marked);
         }
         Ok(Attempt::Committed { before, transition, jobs, committed, started })
-    }
-
-    /// Outbox entries marked queued for a commit that did not land.
-    fn unmark_queued(&self, seqs: &[u64]) {
-        let mut queued = lock(&self.queued_outbox);
-        seqs.iter().for_each(|seq| {
-            queued.remove(seq);
-        });
     }
 
     /// Apply one command to one session: the only way state changes.
@@ -395,7 +343,7 @@ impl Core {
                                     Ok(()) => Ok(written),
                                     Err(e) => {
                                         if let Committed::Written(seqs) = &written {
-                                            self.unmark_queued(seqs);
+                                            self.chat.unmark_queued(seqs);
                                         }
                                         Err(e)
                                     }

@@ -46,7 +46,7 @@ pub(super) async fn readyz(State(core): State<AppState>) -> Response {
     };
     ready &= store == "ok";
     checks.insert("store".into(), json!(store));
-    for (name, state) in core.channel_readiness() {
+    for (name, state) in core.adapters.readiness() {
         ready &= state.is_ok();
         let shown = match state {
             Ok(None) => "ok".to_string(),
@@ -69,7 +69,7 @@ pub(super) async fn readyz(State(core): State<AppState>) -> Response {
     let mut body = body;
     // Destinations that want a topic or thread per session but could not
     // get one: their cards go to the main chat (ready all the same).
-    let notes = core.thread_notes();
+    let notes = core.threads.notes();
     if !notes.is_empty() {
         body["thread_fallbacks"] = notes.into_iter().map(|(dest, note)| (dest, json!(note))).collect::<serde_json::Map<_, _>>().into();
     }

@@ -355,7 +355,7 @@ pub(super) async fn audit(
 /// it as a bearer token (`authorization: {credentials_file: …}`).
 pub(super) async fn metrics(State(core): State<AppState>, _op: OperatorAuth) -> axum::response::Response {
     use axum::response::IntoResponse;
-    let body = core.metrics.render(core.chat_backlog(), core.waiters.parked());
+    let body = core.metrics.render(core.chat.backlog(), core.waiters.parked());
     ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], body).into_response()
 }
 

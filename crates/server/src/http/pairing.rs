@@ -42,7 +42,7 @@ pub(super) async fn create(
     ApiJson(body): ApiJson<PairingBody>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let actor = body.actor.as_deref().unwrap_or("api");
-    let configured = core.channel(&body.platform).is_some();
+    let configured = core.adapters.channel(&body.platform).is_some();
     let issued =
         core.pairing.create_code(&body.platform, configured, body.agent.as_deref(), body.name.as_deref(), body.ttl_seconds, actor).await?;
     Ok((StatusCode::CREATED, Json(json!(issued))))

@@ -124,7 +124,7 @@ fn fixture() -> Fixture {
     let store = Arc::new(Faulty::shared(SledStore::open(&dir.path().join("db")).unwrap()));
     let core = Core::new(Arc::new(settings), store.clone());
     let chan = Arc::new(Held { posts: AtomicUsize::new(0), edits: AtomicUsize::new(0), gate: tokio::sync::Semaphore::new(1_000) });
-    core.register_channel(chan.clone());
+    core.adapters.register(chan.clone());
     Fixture { core, store, chan, _dir: dir }
 }
 
@@ -143,7 +143,7 @@ impl Fixture {
             )
             .await
             .unwrap();
-        self.core.drain(Duration::from_secs(10)).await.unwrap();
+        self.core.chat.drain(Duration::from_secs(10)).await.unwrap();
         (key, done.transition.state.latest.unwrap().approval_id)
     }
 
@@ -186,9 +186,9 @@ async fn a_lost_race_is_reapplied_and_refused_by_the_engine() {
     let p = f.store.proposal(&id).unwrap().unwrap();
     assert_eq!((p.status, p.decided_by.as_deref()), (DecisionStatus::Approved, Some("operator:bob")));
     assert!(!f.core.is_degraded(), "a lost race is not degradation");
-    f.core.drain(Duration::from_secs(10)).await.unwrap();
+    f.core.chat.drain(Duration::from_secs(10)).await.unwrap();
     assert_eq!(f.chan.edits.load(Ordering::SeqCst), 0, "the losing attempt queued no card edit");
-    assert_eq!(f.core.queued_outbox(), 0);
+    assert_eq!(f.core.chat.queued_outbox(), 0);
 }
 
 /// A conflict with nothing changed (the other replica touched the session
@@ -206,10 +206,10 @@ async fn a_conflict_then_success_runs_the_jobs_once() {
         f.core.execute_on_approval(id, Actor::Operator { name: "alice".into() }, Fixture::approve(id), ExecMeta::default()).await.unwrap();
     assert!(done.transition.changed);
     assert_eq!(f.store.commit_attempts() - attempts, 2, "one conflict, one commit");
-    f.core.drain(Duration::from_secs(10)).await.unwrap();
+    f.core.chat.drain(Duration::from_secs(10)).await.unwrap();
     assert_eq!(f.chan.edits.load(Ordering::SeqCst), 1, "one card edit for one decision");
     assert!(f.store.outbox().unwrap().is_empty(), "every committed job done");
-    assert_eq!(f.core.queued_outbox(), 0);
+    assert_eq!(f.core.chat.queued_outbox(), 0);
     let p = f.store.proposal(&id).unwrap().unwrap();
     assert_eq!(p.decided_by.as_deref(), Some("operator:alice"));
 }
@@ -247,8 +247,8 @@ async fn a_timer_fired_elsewhere_has_no_effects() {
     let err = f.core.execute(&key, Actor::Scheduler, Command::TimerFired(timer), meta).await;
     assert!(matches!(err, Err(CoreError::Preempted(Preempted::TimerGone))), "{:?}", err.err());
     assert!(!f.core.is_degraded());
-    f.core.drain(Duration::from_secs(10)).await.unwrap();
-    assert_eq!(f.core.chat_backlog(), 0);
+    f.core.chat.drain(Duration::from_secs(10)).await.unwrap();
+    assert_eq!(f.core.chat.backlog(), 0);
 
     f.store.before_next_commit(|_| Some(Scripted::Fail(StoreError::Postgres("connection reset".into()))));
     let err = f.core.execute_on_approval(id, Actor::Operator { name: "a".into() }, Fixture::approve(id), ExecMeta::default()).await;
@@ -354,15 +354,15 @@ async fn claimed_outbox_entries_are_queued_once() {
     assert_eq!(f.core.claim_outbox(10).await.unwrap(), 0, "queued already");
     super::claim_abandoned(&super::Replicas::of(&f.core).claim).await;
     drop(gate);
-    f.core.drain(Duration::from_secs(10)).await.unwrap();
+    f.core.chat.drain(Duration::from_secs(10)).await.unwrap();
     let edits = f.chan.edits.load(Ordering::SeqCst);
     let cards = f.store.deliveries(&id).unwrap().len();
     assert!(cards >= 1);
     assert_eq!(edits, cards, "the job ran once: every card of the approval edited once");
     assert!(f.store.outbox().unwrap().is_empty());
-    assert_eq!(f.core.queued_outbox(), 0);
+    assert_eq!(f.core.chat.queued_outbox(), 0);
     assert_eq!(f.core.claim_outbox(10).await.unwrap(), 0);
-    f.core.drain(Duration::from_secs(10)).await.unwrap();
+    f.core.chat.drain(Duration::from_secs(10)).await.unwrap();
     assert_eq!(f.chan.edits.load(Ordering::SeqCst), edits, "not made again");
 }
 

@@ -5,7 +5,7 @@ use super::extract::*;
 use super::ApiError;
 use super::AppState;
 use crate::pairing::PairError;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use serde::Deserialize;
@@ -84,9 +84,9 @@ pub(super) async fn remove(
     State(core): State<AppState>,
     _op: OperatorAuth,
     Path(name): Path<String>,
-    q: Result<Query<RemoveQuery>, axum::extract::rejection::QueryRejection>,
+    ApiQuery(q): ApiQuery<RemoveQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let actor = query(q)?.actor.unwrap_or_else(|| "api".to_string());
+    let actor = q.actor.unwrap_or_else(|| "api".to_string());
     let removed = core.pairing.remove_destination(&name, &actor).await?;
     Ok(Json(json!(removed)))
 }

@@ -61,7 +61,7 @@ impl Replicas {
             storage: core.storage.clone(),
             waiters: core.waiters.clone(),
             pairing: core.pairing.clone(),
-            scheduler_wake: core.scheduler_wake.clone(),
+            scheduler_wake: core.timers.changed.clone(),
             lease: core.settings.raw.store.lease(),
             claim: Arc::new(move |limit| {
                 let chat = chat.clone();

@@ -28,7 +28,6 @@
 use crate::core::{Core, CoreError, ExecMeta};
 use plangate_engine::{Actor, Command, Timer, TimerKind, Timestamp};
 use plangate_store::{Preempted, StoreError};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -62,7 +61,7 @@ pub async fn run(core: Arc<Core>, mut shutdown: watch::Receiver<bool>) {
             continue;
         }
         // Sleep until the earliest timer. A timer scheduled by a commit of
-        // this process is announced with its due time (`Core::timer_scheduled`),
+        // this process is announced with its due time (`TimerWake::scheduled`),
         // so the earliest is known without a read; only other wake-ups (a
         // change on another replica) re-read it. Claiming is a write (on
         // PostgreSQL, a transaction of its own), so it waits until the
@@ -74,7 +73,7 @@ pub async fn run(core: Arc<Core>, mut shutdown: watch::Receiver<bool>) {
             if read {
                 // Announcements before this read are covered by it (their
                 // commits came first); later ones are merged below.
-                core.scheduled_due.store(i64::MAX, Ordering::SeqCst);
+                core.timers.forget_announced();
                 match core.blocking(|s| s.next_timer()).await {
                     Ok(next) => (earliest, failed) = (next.map(|t| t.due.0), false),
                     Err(e) => {
@@ -84,8 +83,7 @@ pub async fn run(core: Arc<Core>, mut shutdown: watch::Receiver<bool>) {
                 }
                 read = false;
             }
-            let announced = core.scheduled_due.swap(i64::MAX, Ordering::SeqCst);
-            if announced != i64::MAX {
+            if let Some(announced) = core.timers.take_announced() {
                 earliest = Some(earliest.map_or(announced, |e| e.min(announced)));
             }
             // On a shared store, at most the lease of claims and leadership: a dead
@@ -98,8 +96,8 @@ pub async fn run(core: Arc<Core>, mut shutdown: watch::Receiver<bool>) {
             };
             tokio::select! {
                 _ = tokio::time::sleep(sleep) => break,
-                _ = core.scheduler_wake.notified() => read = true,
-                _ = core.scheduled_wake.notified() => {}
+                _ = core.timers.changed.notified() => read = true,
+                _ = core.timers.announced() => {}
                 _ = shutdown.changed() => return,
             }
         }

@@ -22,6 +22,7 @@ mod jobs;
 mod locks;
 mod roles;
 mod threads;
+mod timers;
 mod waiters;
 pub mod webhooks;
 
@@ -30,6 +31,7 @@ pub use decide::{Decided, Decision, DecisionRefused};
 pub use jobs::{ChatWork, Undrained, CHAT_BACKLOG};
 pub use roles::Roles;
 pub use threads::SessionThreads;
+pub use timers::TimerWake;
 pub use waiters::Waiters;
 
 use crate::clock::{Clock, SystemClock};
@@ -44,7 +46,6 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use thiserror::Error;
-use tokio::sync::Notify;
 use tracing::{info_span, warn, Instrument};
 use webhooks::{webhook_jobs, WebhookQueues};
 
@@ -141,13 +142,8 @@ pub struct Core {
     pub chat: ChatWork,
     /// Webhook deliveries, queued per session apart from the chat jobs.
     webhooks: WebhookQueues,
-    /// Poked whenever a timer is scheduled, so the scheduler re-reads the earliest.
-    pub scheduler_wake: Arc<Notify>,
-    /// The earliest due time (ms) of the timers this process scheduled since
-    /// the scheduler last read the store (`i64::MAX`: none), and its poke:
-    /// the scheduler learns of a new timer without a read.
-    pub(crate) scheduled_due: std::sync::atomic::AtomicI64,
-    pub(crate) scheduled_wake: Notify,
+    /// What wakes the scheduler (see [`TimerWake`]).
+    pub timers: TimerWake,
     /// Set when a commit failed; `/healthz` reports degraded until one succeeds.
     degraded: AtomicBool,
     /// The web page's links (`server.public_url` set): cards link to it.
@@ -188,9 +184,7 @@ impl Core {
             waiters: Arc::new(Waiters::default()),
             chat: ChatWork::default(),
             webhooks: WebhookQueues::default(),
-            scheduler_wake: Arc::new(Notify::new()),
-            scheduled_due: std::sync::atomic::AtomicI64::new(i64::MAX),
-            scheduled_wake: Notify::new(),
+            timers: TimerWake::default(),
             degraded: AtomicBool::new(false),
             web_links: OnceLock::new(),
             metrics,
@@ -482,8 +476,7 @@ impl Core {
                     }
                 }
                 Effect::Schedule(timer) => {
-                    self.scheduled_due.fetch_min(timer.due.0, Ordering::SeqCst);
-                    self.scheduled_wake.notify_one();
+                    self.timers.scheduled(timer.due);
                 }
                 Effect::Wake => self.waiters.wake(key),
                 Effect::Cancel(_)

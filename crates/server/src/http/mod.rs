@@ -122,7 +122,7 @@ pub fn with_test_clock(app: Router, core: Arc<Core>, clock: Arc<crate::clock::Tu
         let clock = clock.clone();
         async move {
             let now = clock.turn(body.0.advance_ms);
-            core.scheduler_wake.notify_one();
+            core.timers.changed.notify_one();
             axum::Json(serde_json::json!({"now": now.0}))
         }
     };

@@ -292,7 +292,7 @@ async fn changes_from_the_store_wake_waiters_and_the_scheduler() {
     let task = tokio::spawn(super::forward_changes(super::Replicas::of(&f.core), rx, shutdown));
     tx.send(Some(a.clone())).unwrap();
     tokio::time::timeout(Duration::from_secs(5), wa.changed()).await.expect("a woken").unwrap();
-    tokio::time::timeout(Duration::from_secs(5), f.core.scheduler_wake.notified()).await.expect("scheduler woken");
+    tokio::time::timeout(Duration::from_secs(5), f.core.timers.changed.notified()).await.expect("scheduler woken");
     assert!(!wb.has_changed().unwrap(), "b was not touched");
     tx.send(None).unwrap();
     tokio::time::timeout(Duration::from_secs(5), wb.changed()).await.expect("b woken by a missed-changes signal").unwrap();

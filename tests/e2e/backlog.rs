@@ -132,8 +132,8 @@ async fn harness(timeout: &str) -> Harness {
 
 async fn harness_with(timeout: &str, panics: bool) -> Harness {
     let h = proposing(5, timeout, Gated::new(panics, false)).await;
-    h.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
-    assert_eq!(h.core.chat_backlog(), 0, "the cards are out");
+    h.core.chat.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
+    assert_eq!(h.core.chat.backlog(), 0, "the cards are out");
     h
 }
 
@@ -151,8 +151,8 @@ async fn proposing_on<S: Store + 'static>(store: Arc<S>, dir: tempfile::TempDir,
     let clock = Arc::new(ManualClock::new(SystemClock.now()));
     let core = Core::with_clock(Arc::new(settings), store.clone(), clock.clone());
     let channel = Arc::new(channel);
-    core.register_channel(channel.clone());
-    core.set_chat_backlog_limit(2);
+    core.adapters.register(channel.clone());
+    core.chat.set_backlog_limit(2);
     let mut sessions = Vec::new();
     for i in 0..n {
         let key = SessionKey::new("demo", format!("s{i}"));
@@ -185,9 +185,9 @@ async fn latest_status<S>(h: &Harness<S>, key: &SessionKey) -> DecisionStatus {
 async fn once_a_shutdown_began_due_timers_stay_in_the_store() {
     let h = harness("off").await;
     h.clock.advance(1100);
-    h.core.begin_shutdown();
+    h.core.waiters.begin_shutdown();
     assert!(!fire_due(&h.core).await, "nothing was left due for a full backlog: the pass stopped");
-    assert_eq!(h.core.chat_backlog(), 0, "no nudge job was queued");
+    assert_eq!(h.core.chat.backlog(), 0, "no nudge job was queued");
     assert_eq!(nudge_timers(&h.store), 5, "every due nudge is still in the store");
     assert!(h.channel.nudged.lock().unwrap().is_empty());
 }
@@ -198,18 +198,18 @@ async fn due_nudges_wait_in_the_store_while_the_backlog_is_full_then_each_goes_o
     h.clock.advance(1100);
 
     assert!(fire_due(&h.core).await, "nudges were left due");
-    assert_eq!(h.core.chat_backlog(), 2, "only as many nudge jobs as the limit");
+    assert_eq!(h.core.chat.backlog(), 2, "only as many nudge jobs as the limit");
     assert_eq!(nudge_timers(&h.store), 3, "the rest stay in the store");
 
     // The platform takes the two; the next two then wait at it in turn.
     h.channel.gate.add_permits(2);
-    h.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
+    h.core.chat.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
     assert!(fire_due(&h.core).await, "room for two more; the last still waits");
     assert_eq!(nudge_timers(&h.store), 1);
     h.channel.gate.add_permits(100);
-    h.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
+    h.core.chat.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
     assert!(!fire_due(&h.core).await, "the last one fires");
-    h.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
+    h.core.chat.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
     assert_eq!(nudge_timers(&h.store), 0);
     let mut nudged = h.channel.nudged.lock().unwrap().clone();
     nudged.sort();
@@ -223,7 +223,7 @@ async fn timeouts_fire_through_a_full_backlog_and_waiting_nudges_of_decided_plan
     let h = harness("2s").await;
     h.clock.advance(1100);
     assert!(fire_due(&h.core).await);
-    assert_eq!(h.core.chat_backlog(), 2);
+    assert_eq!(h.core.chat.backlog(), 2);
     // Both nudge jobs re-checked their plans (still pending) and wait at the
     // platform; else a timeout could come first and rightly cancel one.
     while h.channel.at_gate.load(std::sync::atomic::Ordering::Relaxed) < 2 {
@@ -241,9 +241,9 @@ async fn timeouts_fire_through_a_full_backlog_and_waiting_nudges_of_decided_plan
     // The two nudges already at the platform finish; the three that waited
     // in the store died with their approvals.
     h.channel.gate.add_permits(100);
-    h.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
+    h.core.chat.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
     fire_due(&h.core).await;
-    h.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
+    h.core.chat.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
     assert_eq!(h.channel.nudged.lock().unwrap().len(), 2);
 }
 
@@ -252,12 +252,12 @@ async fn a_panicking_adapter_does_not_leave_the_backlog_stuck() {
     let h = harness_with("off", true).await;
     h.clock.advance(1100);
     assert!(fire_due(&h.core).await);
-    assert_eq!(h.core.chat_backlog(), 2);
+    assert_eq!(h.core.chat.backlog(), 2);
     h.channel.gate.add_permits(2);
     // Both jobs panic inside the adapter; the workers carry on and the places
     // are given back, so the other three nudges still fire (the next two then
     // wait at the closed gate again).
-    h.core.drain(Duration::from_secs(5)).await.expect("the backlog drains even though every job panicked");
+    h.core.chat.drain(Duration::from_secs(5)).await.expect("the backlog drains even though every job panicked");
     assert!(fire_due(&h.core).await, "room for two more");
     assert_eq!(nudge_timers(&h.store), 1);
 }
@@ -268,9 +268,9 @@ async fn restart(h: &Harness, timeout: &str) -> (Arc<Core>, Arc<Gated>, usize) {
     settings.data_dir = h._dir.path().to_path_buf();
     let core = Core::new(Arc::new(settings), h.store.clone());
     let channel = Arc::new(Gated::new(false, false));
-    core.register_channel(channel.clone());
+    core.adapters.register(channel.clone());
     let resumed = core.resume_outbox().await.unwrap();
-    core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
+    core.chat.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
     (core, channel, resumed)
 }
 
@@ -283,7 +283,7 @@ async fn card_edits_committed_before_a_crash_are_resumed_on_start_once() {
     let core = Core::new(Arc::new(settings), store.clone());
     // The platform hangs: nothing this process sends ever completes.
     let hung = Arc::new(Gated::new(false, true));
-    core.register_channel(hung.clone());
+    core.adapters.register(hung.clone());
     let key = SessionKey::new("demo", "crash");
     core.execute(&key, Actor::Agent, Command::Enter { reason: None }, ExecMeta::default()).await.unwrap();
     let propose = Command::Propose {
@@ -352,7 +352,7 @@ fn peaks(core: Arc<Core>) -> (Arc<std::sync::atomic::AtomicBool>, tokio::task::J
     let watch = tokio::spawn(async move {
         let mut peak = (0, 0);
         while !stopped.load(std::sync::atomic::Ordering::Relaxed) {
-            peak = (peak.0.max(core.chat_backlog()), peak.1.max(core.queued_outbox()));
+            peak = (peak.0.max(core.chat.backlog()), peak.1.max(core.chat.queued_outbox()));
             tokio::task::yield_now().await;
         }
         peak
@@ -393,12 +393,12 @@ async fn timeouts_committed_while_the_refill_catches_up_keep_each_approvals_orde
     h.channel.cards_held.as_ref().unwrap().add_permits(100_000);
     h.clock.advance(2100);
     fire_due(&h.core).await;
-    h.core.drain(Duration::from_secs(60)).await.expect("chat work drained");
+    h.core.chat.drain(Duration::from_secs(60)).await.expect("chat work drained");
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let (backlog, queued) = watch.await.unwrap();
     each_card_posted_then_edited_once(&h.core, &h.channel, &h.sessions).await;
     assert!(backlog <= 2 && queued <= 2 + 2, "{backlog} jobs, {queued} entries");
-    assert_eq!(h.core.queued_outbox(), 0);
+    assert_eq!(h.core.chat.queued_outbox(), 0);
 }
 
 /// The same on PostgreSQL (one process, which holds a lease on every entry
@@ -424,7 +424,7 @@ async fn storm_then_release<S: Store + 'static>(h: Harness<S>) {
     for key in &h.sessions {
         assert_eq!(latest_status(&h, key).await, DecisionStatus::TimedOut, "{key:?}: a timeout never waits for the backlog");
     }
-    assert!(h.core.chat_backlog() <= 2, "held back like nudges: {}", h.core.chat_backlog());
+    assert!(h.core.chat.backlog() <= 2, "held back like nudges: {}", h.core.chat.backlog());
     let waiting = h.core.blocking(|s| s.outbox()).await.unwrap().len();
     assert!(waiting >= 3 * approvals, "posts, edits and receipts wait in the store: {waiting}");
     let metrics = h.core.metrics.render(0, 0);
@@ -434,7 +434,7 @@ async fn storm_then_release<S: Store + 'static>(h: Harness<S>) {
     // The platform lets the calls through: the outbox is worked off in
     // pages of what the backlog takes.
     h.channel.cards_held.as_ref().unwrap().add_permits(100_000);
-    h.core.drain(Duration::from_secs(60)).await.expect("chat work drained");
+    h.core.chat.drain(Duration::from_secs(60)).await.expect("chat work drained");
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let (backlog, queued) = watch.await.unwrap();
     assert!(backlog <= 2, "never more chat jobs queued than the limit: {backlog}");
@@ -443,8 +443,8 @@ async fn storm_then_release<S: Store + 'static>(h: Harness<S>) {
     assert!(queued <= 2 + 2, "never more outbox entries queued in memory than the limit: {queued}");
     each_card_posted_then_edited_once(&h.core, &h.channel, &h.sessions).await;
     assert!(h.core.blocking(|s| s.outbox()).await.unwrap().is_empty(), "every job done once its entry is gone");
-    assert_eq!(h.core.queued_outbox(), 0);
-    assert!(!h.core.chat_spilling(), "caught up");
+    assert_eq!(h.core.chat.queued_outbox(), 0);
+    assert!(!h.core.chat.spilling(), "caught up");
 }
 
 #[tokio::test]
@@ -462,14 +462,14 @@ async fn a_restart_resumes_the_work_left_in_the_outbox_no_more_at_once_than_the_
     settings.data_dir = h._dir.path().to_path_buf();
     let core = Core::with_clock(Arc::new(settings), h.store.clone(), h.clock.clone());
     let channel = Arc::new(Gated::new(false, true));
-    core.register_channel(channel.clone());
-    core.set_chat_backlog_limit(2);
+    core.adapters.register(channel.clone());
+    core.chat.set_backlog_limit(2);
     let (stop, watch) = peaks(core.clone());
     let resumed = core.resume_outbox().await.unwrap();
     assert!((1..=2).contains(&resumed), "only what the backlog takes is queued at start: {resumed}");
-    assert!(core.chat_spilling(), "the rest waits in the outbox");
+    assert!(core.chat.spilling(), "the rest waits in the outbox");
     channel.cards_held.as_ref().unwrap().add_permits(100_000);
-    core.drain(Duration::from_secs(60)).await.expect("chat work drained");
+    core.chat.drain(Duration::from_secs(60)).await.expect("chat work drained");
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let (backlog, queued) = watch.await.unwrap();
     assert!(backlog <= 2 && queued <= 2, "bounded after a restart too (no commits here): {backlog} jobs, {queued} entries");

@@ -127,7 +127,7 @@ async fn fixture() -> Fixture {
     let store = SledStore::open(dir.path()).unwrap();
     let core = Core::new(Arc::new(settings), Arc::new(store));
     let chan = Arc::new(Recorder::default());
-    core.register_channel(chan.clone());
+    core.adapters.register(chan.clone());
     let hub = Hub::new(core.clone());
     hub.expect_team("slack", "T1".into());
     Fixture { hub, core, chan, _dir: dir }
@@ -148,7 +148,7 @@ impl Fixture {
             )
             .await
             .unwrap();
-        self.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
+        self.core.chat.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
         done.transition.state.latest.unwrap().approval_id
     }
 
@@ -162,7 +162,7 @@ impl Fixture {
             thread: None,
         };
         let reply = self.hub.handle(ev).await;
-        self.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
+        self.core.chat.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
         reply
     }
 
@@ -179,7 +179,7 @@ impl Fixture {
     }
 
     async fn audit(&self) -> Vec<String> {
-        let events = self.core.store.audit(&AuditQuery::default()).unwrap();
+        let events = self.core.storage.store.audit(&AuditQuery::default()).unwrap();
         events.into_iter().map(|e| format!("{} {} {}", e.actor, e.action, e.detail)).collect()
     }
 }
@@ -260,11 +260,11 @@ async fn request_changes_cancel_view_and_stale_clicks() {
         .unwrap()
         .approval_id;
     f.core.execute(&key, Actor::Agent, propose("Third"), ExecMeta::default()).await.unwrap();
-    f.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
+    f.core.chat.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
     let calls = f.chan.take();
     // Approvals' chat queues are independent: v2's card may go out before or
     // after v3's, but the message it went out as is edited to superseded.
-    let v2_card = f.core.store.deliveries(&v2).unwrap().pop().expect("v2's card").message_id;
+    let v2_card = f.core.storage.store.deliveries(&v2).unwrap().pop().expect("v2's card").message_id;
     assert!(calls.contains(&format!("update 100 msg{v2_card} ↪ Superseded by v3")), "{calls:?}");
     let r = f.act("1", "100", Action::Button(Button::Approve(v2))).await;
     assert_eq!(text(&r), "This plan was superseded by v3.");
@@ -368,14 +368,14 @@ async fn edit_on_off_auto_answer_restate_body() {
     let ask = Command::Ask { question: "Which DB?".into(), options: vec!["pg".into(), "sqlite".into()], allow_freetext: false };
     let done = f.core.execute(&key, Actor::Agent, ask, ExecMeta::default()).await.unwrap();
     let qid = done.transition.state.session.pending_question.unwrap().question_id;
-    f.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
+    f.core.chat.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
     assert!(f.chan.take().contains(&"question 100 Which DB?".to_string()));
     let r = text(&f.act("7", "100", Action::Button(Button::Answer(qid, 0))).await);
     assert!(r.starts_with("You are not an approver for this plan."), "{r}");
     let r = text(&f.act("1", "100", Action::Button(Button::Answer(qid, 1))).await);
     assert_eq!(r, "Answered: sqlite");
     assert!(f.chan.take().contains(&"question-update 100 sqlite".to_string()));
-    let q = f.core.store.question(&qid).unwrap().unwrap();
+    let q = f.core.storage.store.question(&qid).unwrap().unwrap();
     assert_eq!(q.answered_by.as_deref(), Some("telegram:@user1"));
 
     // Restate posts the card again.
@@ -422,7 +422,7 @@ async fn a_stuck_subagent_shows_on_the_card_and_status_and_an_approver_clears_it
     f.chan.take();
     let key = SessionKey::new("demo", "s1");
     f.core.execute(&key, Actor::Agent, Command::RegisterSubagent("crashed-child".into()), ExecMeta::default()).await.unwrap();
-    f.core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
+    f.core.chat.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
     // The open card is redrawn with the run on it.
     assert_eq!(f.chan.take(), vec!["update 100 msg1 open"]);
     let card =

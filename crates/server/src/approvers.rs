@@ -9,13 +9,31 @@
 //! at load ([`ApproverIndex::build`]), and one question,
 //! [`ApproverIndex::check`], whose answer depends on the [`Venue`].
 
-use crate::config::Config;
-use crate::pairing::PairedDestination;
+use crate::config::{Config, Settings};
 use plangate_channel::{Destination, Style};
 use plangate_engine::authority::Approvers;
 use plangate_engine::{Project, ProjectPatterns};
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+
+/// A destination a chat paired itself to (`/plan pair`), as
+/// [`crate::pairing`] stores it: here, beside the index it joins, so the
+/// index knows nothing of how pairing works.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PairedDestination {
+    pub name: String,
+    pub agent: String,
+    /// `telegram` | `slack` | `discord`
+    pub channel: String,
+    pub chat: String,
+    /// Identities (`telegram:111`); never empty (the last one cannot leave).
+    pub approvers: Vec<String>,
+    /// Who sent the code (an identity).
+    pub paired_by: String,
+    /// When, in ms since the epoch.
+    pub paired_at: i64,
+}
 
 /// One chat an agent's cards go to, with who may decide there.
 #[derive(Debug, Clone)]
@@ -69,6 +87,11 @@ pub struct ApproverIndex {
 }
 
 impl ApproverIndex {
+    /// The index of validated settings (their destinations and escalations).
+    pub fn of(settings: &Settings) -> ApproverIndex {
+        ApproverIndex::build(&settings.raw, &settings.escalations)
+    }
+
     /// Walk the configuration once. `escalations` is the validated
     /// `escalate_to` list of each agent (its own, or the global one).
     pub fn build(raw: &Config, escalations: &BTreeMap<String, Vec<String>>) -> ApproverIndex {
@@ -198,7 +221,6 @@ impl ApproverIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Settings;
 
     fn settings() -> Settings {
         Settings::from_toml(
@@ -213,7 +235,7 @@ mod tests {
 
     #[test]
     fn a_chat_decides_only_what_it_receives_and_only_by_its_own_approvers() {
-        let index = settings().approvers;
+        let index = ApproverIndex::of(&settings());
         let team = Venue::Chat { channel: "telegram", chat: "1" };
         let leads = Venue::Chat { channel: "telegram", chat: "2" };
         assert_eq!(index.check("a", None, "telegram:1", team), Ok(()));
@@ -229,7 +251,7 @@ mod tests {
 
     #[test]
     fn the_web_asks_any_destination_and_the_operator_holds_everything() {
-        let index = settings().approvers;
+        let index = ApproverIndex::of(&settings());
         assert_eq!(index.check("a", None, "telegram:2", Venue::Web), Ok(()));
         assert_eq!(index.check("b", None, "telegram:2", Venue::Web), Err(NotAllowed::NotApprover));
         assert_eq!(index.check("unknown", None, "telegram:1", Venue::Web), Err(NotAllowed::NotApprover));
@@ -249,7 +271,7 @@ mod tests {
         };
         let s = settings();
         let list = [paired("phone", "b", "9"), paired("team", "b", "8"), paired("gone", "nobody", "7")];
-        let index = s.approvers.with_paired(&list, |n| s.raw.destinations.contains_key(n));
+        let index = ApproverIndex::of(&s).with_paired(&list, |n| s.raw.destinations.contains_key(n));
         assert_eq!(index.destinations("b", None).iter().map(|d| d.name.as_str()).collect::<Vec<_>>(), ["team", "phone"]);
         assert_eq!(index.destinations("b", None)[0].chat, "1", "the config's team wins over the paired one");
         assert_eq!(index.check("b", None, "telegram:9", Venue::Chat { channel: "telegram", chat: "9" }), Ok(()));
@@ -259,15 +281,15 @@ mod tests {
         );
         assert!(index.agents_in("telegram", "7").is_empty(), "an agent no longer configured gets nothing");
         assert_eq!(index.approver_list("b"), Approvers::listed(["telegram:1", "telegram:9"]));
-        assert_eq!(s.approvers.approver_list("b"), s.approval_policy("b").approvers, "without pairing: the config's list");
+        assert_eq!(ApproverIndex::of(&s).approver_list("b"), s.approval_policy("b").approvers, "without pairing: the config's list");
         // Escalation places stay last.
-        let a = s.approvers.with_paired(&[paired("p", "a", "5")], |_| false);
+        let a = ApproverIndex::of(&s).with_paired(&[paired("p", "a", "5")], |_| false);
         assert_eq!(a.places("a").iter().map(|p| p.destination.name.as_str()).collect::<Vec<_>>(), ["team", "p", "leads"]);
     }
 
     #[test]
     fn destinations_and_chats_are_read_once() {
-        let index = settings().approvers;
+        let index = ApproverIndex::of(&settings());
         assert_eq!(index.destinations("a", None).iter().map(|d| d.name.as_str()).collect::<Vec<_>>(), ["team"]);
         assert_eq!(index.escalation_destinations("a", None).iter().map(|d| d.name.as_str()).collect::<Vec<_>>(), ["leads"]);
         assert_eq!(index.agents_in("telegram", "1"), ["a", "b"]);
@@ -277,15 +299,15 @@ mod tests {
 
     #[test]
     fn projects_route_cards_and_bound_who_decides_them() {
-        let index = Settings::from_toml(
+        let settings = Settings::from_toml(
             "[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n[telegram]\ntoken = \"t\"\n\
              [agents.a]\ntoken = \"0123456789abcdef\"\ndestinations = [\"billing\", \"web\", \"all\"]\n\
              [destinations.billing]\nchannel = \"telegram\"\nchat = \"1\"\napprovers = [\"telegram:1\"]\nprojects = [\"billing-*\"]\n\
              [destinations.web]\nchannel = \"telegram\"\nchat = \"2\"\napprovers = [\"telegram:2\"]\nprojects = [\"web\"]\n\
              [destinations.all]\nchannel = \"telegram\"\nchat = \"3\"\napprovers = [\"telegram:3\"]\n",
         )
-        .expect("valid")
-        .approvers;
+        .expect("valid");
+        let index = ApproverIndex::of(&settings);
         let project = |name: &str| Project { name: name.into(), branch: None, host: None };
         let names = |d: Vec<Destination>| d.into_iter().map(|d| d.name).collect::<Vec<_>>();
         assert_eq!(names(index.destinations("a", Some(&project("billing-api")))), ["billing", "all"]);

@@ -3,7 +3,7 @@
 //! Each adapter gets its own config section (deserialized by the adapter's
 //! own type, so unknown keys fail at start with the adapter's message), the
 //! hub as its inbound handler, the shutdown signal, and its role's
-//! leadership (`Core::leadership`: only the elected replica holds the
+//! leadership (`Roles::leadership`: only the elected replica holds the
 //! Telegram poll, the Slack socket or the Discord gateway; every replica
 //! sends, edits and serves the HTTP endpoints). Its outbound half is
 //! registered with the core; its HTTP routes (webhooks, signed interaction
@@ -41,7 +41,7 @@ pub async fn start_all(core: &Arc<Core>, hub: Arc<Hub>, shutdown: Shutdown, mut 
     let handler: Arc<dyn InboundHandler> = hub.clone();
     if let Some(value) = &raw.telegram {
         let config: plangate_telegram::TelegramConfig = section(value, "telegram")?;
-        let adapter = plangate_telegram::start(config, handler.clone(), shutdown.clone(), core.leadership("telegram"))
+        let adapter = plangate_telegram::start(config, handler.clone(), shutdown.clone(), core.roles.leadership("telegram"))
             .await
             .context("cannot start the Telegram adapter")?;
         adapters.push(("telegram", adapter));
@@ -51,7 +51,7 @@ pub async fn start_all(core: &Arc<Core>, hub: Arc<Hub>, shutdown: Shutdown, mut 
         let allowed = config.allowed_teams();
         // The core's clock times the signed-request window too (one clock).
         let options = plangate_slack::StartOptions { clock: core.clock() };
-        let adapter = plangate_slack::start_with(config, handler.clone(), shutdown.clone(), core.leadership("slack"), options)
+        let adapter = plangate_slack::start_with(config, handler.clone(), shutdown.clone(), core.roles.leadership("slack"), options)
             .await
             .context("cannot start the Slack adapter")?;
         // The home workspace (configured, or learned from auth.test) and the
@@ -64,7 +64,7 @@ pub async fn start_all(core: &Arc<Core>, hub: Arc<Hub>, shutdown: Shutdown, mut 
     if let Some(value) = &raw.discord {
         let config: plangate_discord::DiscordConfig = section(value, "discord")?;
         let adapter =
-            plangate_discord::start_with_clock(config, handler.clone(), shutdown.clone(), core.leadership("discord"), core.clock())
+            plangate_discord::start_with_clock(config, handler.clone(), shutdown.clone(), core.roles.leadership("discord"), core.clock())
                 .await
                 .context("cannot start the Discord adapter")?;
         adapters.push(("discord", adapter));
@@ -72,8 +72,8 @@ pub async fn start_all(core: &Arc<Core>, hub: Arc<Hub>, shutdown: Shutdown, mut 
     let mut tasks = Vec::new();
     for (name, adapter) in adapters {
         tracing::info!(channel = name, "channel started");
-        core.register_channel(adapter.channel.clone());
-        core.register_liveness(name, adapter.liveness.clone());
+        core.adapters.register(adapter.channel.clone());
+        core.adapters.register_liveness(name, adapter.liveness.clone());
         if let Some(team) = adapter.expected_team {
             hub.expect_team(name, team);
         }

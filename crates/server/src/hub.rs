@@ -132,7 +132,7 @@ impl Hub {
 
     /// Agents whose cards go to this chat.
     fn chat_agents(&self, ev: &Inbound) -> Vec<String> {
-        self.core.approvers().agents_in(ev.channel, &ev.chat)
+        self.core.pairing.approvers().agents_in(ev.channel, &ev.chat)
     }
 
     /// The ids of this chat and this user in the exact form plangate's
@@ -403,7 +403,7 @@ impl Hub {
     /// Whether the cards of `state`'s session (its latest plan's project) come to this chat.
     fn receives(&self, ev: &Inbound, state: &State) -> bool {
         let project = state.latest.as_ref().and_then(|p| p.project.as_ref());
-        self.core.approvers().receives(&state.session.key.agent, project, ev.channel, &ev.chat)
+        self.core.pairing.approvers().receives(&state.session.key.agent, project, ev.channel, &ev.chat)
     }
 
     /// The answer in a chat no agent sends its plans to, with its ids.
@@ -424,7 +424,7 @@ impl Hub {
             Some(Target::Approval(prefix)) => {
                 let prefix = prefix.clone();
                 let found = self.core.blocking(move |s| s.proposals_by_prefix(&prefix)).await.unwrap_or_default();
-                let approvers = self.core.approvers();
+                let approvers = self.core.pairing.approvers();
                 let found: Vec<_> =
                     found.into_iter().filter(|p| approvers.receives(&p.session.agent, p.project.as_ref(), ev.channel, &ev.chat)).collect();
                 match found.as_slice() {
@@ -687,8 +687,8 @@ impl Hub {
             return Reply::Text("This chat is not a destination of that agent.".to_string());
         };
         // Into the session's topic or thread, when it has one.
-        dest.thread = self.core.thread_of(&dest.name, &p.session).await;
-        let Some(channel) = self.core.channel(ev.channel) else { return Reply::Text("This channel is not running.".to_string()) };
+        dest.thread = self.core.threads.thread_of(&dest.name, &p.session).await;
+        let Some(channel) = self.core.adapters.channel(ev.channel) else { return Reply::Text("This channel is not running.".to_string()) };
         let view = self.core.card_of(&p, state, self.core.now());
         match channel.post_card(&dest, &view, &Core::document_of(&p)).await {
             Ok(delivery) => {

@@ -16,11 +16,15 @@
 //!
 //! A store one process owns (sled) needs none of it: [`start`] does nothing.
 
-use crate::core::Core;
+use crate::core::{Core, Waiters};
+use crate::pairing::Pairing;
+use crate::storage::Storage;
+use futures_util::future::BoxFuture;
 use plangate_engine::SessionKey;
+use plangate_store::StoreError;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
@@ -31,10 +35,46 @@ const CLAIM_PAGE: usize = 1024;
 /// How long the start waits for the store to confirm the change subscription.
 const SUBSCRIBE_WAIT: Duration = Duration::from_secs(5);
 
+/// Claim up to this many outbox entries nobody holds and queue them as chat
+/// work; how many were queued ([`Core::claim_outbox`]).
+pub type Claim = Arc<dyn Fn(usize) -> BoxFuture<'static, Result<usize, StoreError>> + Send + Sync>;
+
+/// What the replica machinery takes of the core: the store, the waiters it
+/// wakes, the pairings it re-reads, the scheduler's wake-up, and the one
+/// call that queues a dead replica's chat work.
+#[derive(Clone)]
+pub struct Replicas {
+    pub storage: Arc<Storage>,
+    pub waiters: Arc<Waiters>,
+    pub pairing: Arc<Pairing>,
+    pub scheduler_wake: Arc<Notify>,
+    /// Every third of it, the leases are renewed (`store.lease_seconds`).
+    pub lease: Duration,
+    pub claim: Claim,
+}
+
+impl Replicas {
+    /// The parts of `core` the replica machinery uses.
+    pub fn of(core: &Arc<Core>) -> Replicas {
+        let chat = core.clone();
+        Replicas {
+            storage: core.storage.clone(),
+            waiters: core.waiters.clone(),
+            pairing: core.pairing.clone(),
+            scheduler_wake: core.timers.changed.clone(),
+            lease: core.settings.raw.store.lease(),
+            claim: Arc::new(move |limit| {
+                let chat = chat.clone();
+                Box::pin(async move { chat.claim_outbox(limit).await })
+            }),
+        }
+    }
+}
+
 /// Start the replica machinery when the store is shared. Returns the tasks
 /// to await at shutdown (they end when `shutdown` turns true).
-pub async fn start(core: &Arc<Core>, shutdown: watch::Receiver<bool>) -> anyhow::Result<Vec<JoinHandle<()>>> {
-    if !core.store.shared() {
+pub async fn start(parts: Replicas, shutdown: watch::Receiver<bool>) -> anyhow::Result<Vec<JoinHandle<()>>> {
+    if !parts.storage.store.shared() {
         return Ok(Vec::new());
     }
     let (tx, rx) = mpsc::unbounded_channel::<Option<SessionKey>>();
@@ -46,7 +86,7 @@ pub async fn start(core: &Arc<Core>, shutdown: watch::Receiver<bool>) -> anyhow:
     // return once its listening thread runs, or keep this call for the
     // subscription's life: a failure within the first seconds stops the
     // start, a call still running after them is the subscription at work.
-    let store = core.store.clone();
+    let store = parts.storage.store.clone();
     let subscribing = tokio::task::spawn_blocking(move || store.subscribe_changes(listener));
     match tokio::time::timeout(SUBSCRIBE_WAIT, subscribing).await {
         Ok(Ok(Ok(()))) => {}
@@ -54,14 +94,14 @@ pub async fn start(core: &Arc<Core>, shutdown: watch::Receiver<bool>) -> anyhow:
         Ok(Err(e)) => anyhow::bail!("the task subscribing to the store's change notifications failed: {e}"),
         Err(_) => debug!("the store keeps the change subscription call running; carrying on"),
     }
-    let wakes = tokio::spawn(forward_changes(core.clone(), rx, shutdown.clone()));
-    let leases = tokio::spawn(keep_leases(core.clone(), shutdown));
+    let wakes = tokio::spawn(forward_changes(parts.clone(), rx, shutdown.clone()));
+    let leases = tokio::spawn(keep_leases(parts, shutdown));
     Ok(vec![wakes, leases])
 }
 
 /// Wake this process's watchers for every change the store reports.
 pub async fn forward_changes(
-    core: Arc<Core>,
+    parts: Replicas,
     mut changes: mpsc::UnboundedReceiver<Option<SessionKey>>,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -71,40 +111,40 @@ pub async fn forward_changes(
             _ = shutdown.changed() => return,
         };
         match change {
-            Some(Some(key)) => core.wake(&key),
+            Some(Some(key)) => parts.waiters.wake(&key),
             Some(None) => {
                 // Also what a changed cursor (a pairing) says: re-read them.
                 debug!("the store may have missed changes; waking every waiter, re-reading paired destinations");
-                core.wake_all();
-                core.refresh_pairings_logged().await;
+                parts.waiters.wake_all();
+                parts.pairing.refresh_logged().await;
             }
             None => return,
         }
         // Another replica may have scheduled an earlier timer.
-        core.scheduler_wake.notify_one();
+        parts.scheduler_wake.notify_one();
     }
 }
 
 /// Renew this replica's leases and take over a dead replica's outbox
 /// entries, every third of the lease, until shutdown.
-async fn keep_leases(core: Arc<Core>, mut shutdown: watch::Receiver<bool>) {
-    let every = core.settings.raw.store.lease() / 3;
+async fn keep_leases(parts: Replicas, mut shutdown: watch::Receiver<bool>) {
+    let every = parts.lease / 3;
     loop {
         tokio::select! {
             _ = tokio::time::sleep(every) => {}
             _ = shutdown.changed() => return,
         }
-        if let Err(e) = core.blocking(|s| s.renew_leases()).await {
+        if let Err(e) = parts.storage.blocking(|s| s.renew_leases()).await {
             warn!(error = %e, "cannot renew this replica's leases; other replicas may take its work over");
         }
-        claim_abandoned(&core).await;
+        claim_abandoned(&parts.claim).await;
     }
 }
 
 /// Claim and queue outbox entries nobody holds any more, a page at a time.
-pub async fn claim_abandoned(core: &Arc<Core>) {
+pub async fn claim_abandoned(claim: &Claim) {
     loop {
-        match core.claim_outbox(CLAIM_PAGE).await {
+        match claim(CLAIM_PAGE).await {
             Ok(0) => return,
             Ok(count) => {
                 tracing::info!(count, "took over chat work another replica left unfinished");
@@ -118,13 +158,6 @@ pub async fn claim_abandoned(core: &Arc<Core>) {
             }
         }
     }
-}
-
-/// The lease of claims and leadership: how long the scheduler sleeps at
-/// most on a shared store, since a dead replica's leased timers become
-/// claimable when it runs out.
-pub fn lease(core: &Core) -> Duration {
-    core.settings.raw.store.lease()
 }
 
 #[cfg(test)]

@@ -28,7 +28,6 @@
 use crate::core::{Core, CoreError, ExecMeta};
 use plangate_engine::{Actor, Command, Timer, TimerKind, Timestamp};
 use plangate_store::{Preempted, StoreError};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -51,8 +50,8 @@ pub async fn run(core: Arc<Core>, mut shutdown: watch::Receiver<bool>) {
             // after BACKLOG_RECHECK at the latest, for timeouts falling due.
             let recheck = tokio::time::sleep(BACKLOG_RECHECK);
             tokio::pin!(recheck);
-            let mut progress = core.chat_progress();
-            while !core.chat_backlog_halved() {
+            let mut progress = core.chat.progress();
+            while !core.chat.backlog_halved() {
                 tokio::select! {
                     _ = progress.changed() => {}
                     _ = &mut recheck => break,
@@ -62,7 +61,7 @@ pub async fn run(core: Arc<Core>, mut shutdown: watch::Receiver<bool>) {
             continue;
         }
         // Sleep until the earliest timer. A timer scheduled by a commit of
-        // this process is announced with its due time (`Core::timer_scheduled`),
+        // this process is announced with its due time (`TimerWake::scheduled`),
         // so the earliest is known without a read; only other wake-ups (a
         // change on another replica) re-read it. Claiming is a write (on
         // PostgreSQL, a transaction of its own), so it waits until the
@@ -74,7 +73,7 @@ pub async fn run(core: Arc<Core>, mut shutdown: watch::Receiver<bool>) {
             if read {
                 // Announcements before this read are covered by it (their
                 // commits came first); later ones are merged below.
-                core.scheduled_due.store(i64::MAX, Ordering::SeqCst);
+                core.timers.forget_announced();
                 match core.blocking(|s| s.next_timer()).await {
                     Ok(next) => (earliest, failed) = (next.map(|t| t.due.0), false),
                     Err(e) => {
@@ -84,11 +83,12 @@ pub async fn run(core: Arc<Core>, mut shutdown: watch::Receiver<bool>) {
                 }
                 read = false;
             }
-            let announced = core.scheduled_due.swap(i64::MAX, Ordering::SeqCst);
-            if announced != i64::MAX {
+            if let Some(announced) = core.timers.take_announced() {
                 earliest = Some(earliest.map_or(announced, |e| e.min(announced)));
             }
-            let longest = if core.store.shared() { MAX_SLEEP.min(crate::replicas::lease(&core)) } else { MAX_SLEEP };
+            // On a shared store, at most the lease of claims and leadership: a dead
+            // replica's leased timers become claimable when it runs out.
+            let longest = if core.storage.store.shared() { MAX_SLEEP.min(core.settings.raw.store.lease()) } else { MAX_SLEEP };
             let sleep = match earliest {
                 _ if failed => Duration::from_secs(1),
                 Some(due) => Duration::from_millis(u64::try_from(due - core.now().0).unwrap_or(0)).min(longest),
@@ -96,8 +96,8 @@ pub async fn run(core: Arc<Core>, mut shutdown: watch::Receiver<bool>) {
             };
             tokio::select! {
                 _ = tokio::time::sleep(sleep) => break,
-                _ = core.scheduler_wake.notified() => read = true,
-                _ = core.scheduled_wake.notified() => {}
+                _ = core.timers.changed.notified() => read = true,
+                _ = core.timers.announced() => {}
                 _ = shutdown.changed() => return,
             }
         }
@@ -124,11 +124,11 @@ pub async fn fire_due(core: &Arc<Core>) -> bool {
         let last_page = page.len() < PAGE;
         after = page.last().cloned();
         for timer in page {
-            if core.stopping() {
+            if core.waiters.stopping() {
                 debug!("shutting down: the rest of the due timers stay in the store");
                 return false;
             }
-            if matches!(timer.kind, TimerKind::Nudge(_)) && core.chat_backlog_full() {
+            if matches!(timer.kind, TimerKind::Nudge(_)) && core.chat.backlog_full() {
                 deferred = true;
                 continue;
             }
@@ -146,7 +146,7 @@ pub async fn fire_due(core: &Arc<Core>) -> bool {
         }
     }
     if deferred {
-        debug!(backlog = core.chat_backlog(), "nudges left due until the chat backlog drains");
+        debug!(backlog = core.chat.backlog(), "nudges left due until the chat backlog drains");
     }
     deferred
 }

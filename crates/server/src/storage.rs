@@ -6,10 +6,18 @@
 //! client is synchronous and panics on an async worker thread), so
 //! [`store_from_settings`] must run off the async runtime's workers: call
 //! it inside `spawn_blocking`.
+//!
+//! Once open, the store is held as a [`Storage`]: the store with the
+//! server's clock, which every part of the core and the parts beside it
+//! (pairing, replicas) share for what they read and write outside a
+//! transition: a store call off the async workers, an audit record stamped
+//! with the clock's time.
 
+use crate::clock::Clock;
 use crate::config::{Settings, StoreConfig};
+use plangate_engine::{ApprovalId, AuditEvent, SessionKey, State, Timestamp};
 use plangate_store::{PgOptions, PgStore, SledStore, Store, StoreError};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// What was opened, for the logs and `/readyz`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,5 +83,89 @@ fn take_over_from_predecessor(store: &PgStore, data_dir: &std::path::Path) {
             "took over the leases of the replica that ran from this data dir before"
         ),
         Err(e) => tracing::warn!(previous, error = %e, "cannot take over the previous replica's leases; they run out after lease_seconds"),
+    }
+}
+
+/// The open store with the clock its records are stamped by. One per
+/// process, shared (`Arc`) by the core and the parts that need the store
+/// but not the whole core.
+pub struct Storage {
+    pub store: Arc<dyn Store>,
+    /// Where "now" comes from: the system clock, or a test's.
+    clock: Arc<dyn Clock>,
+    /// What store was opened (set once at start; tests may leave it unset).
+    info: OnceLock<StoreInfo>,
+}
+
+impl Storage {
+    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Storage {
+        Storage { store, clock, info: OnceLock::new() }
+    }
+
+    /// The current time, from the clock.
+    pub fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    /// The clock, for what keeps time beside the core (the web page's links).
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        self.clock.clone()
+    }
+
+    /// Record what store was opened (once, at start).
+    pub fn set_info(&self, info: StoreInfo) {
+        let _ = self.info.set(info);
+    }
+
+    /// What store was opened, if recorded.
+    pub fn info(&self) -> Option<&StoreInfo> {
+        self.info.get()
+    }
+
+    /// Run a blocking store call off the async workers.
+    pub async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&dyn Store) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || f(store.as_ref()))
+            .await
+            .unwrap_or_else(|e| Err(StoreError::Unavailable(format!("store task failed: {e}"))))
+    }
+
+    /// A store call from synchronous code that may be running on an async
+    /// worker (an adapter's cursor load or save): done on a thread of its
+    /// own there, because the PostgreSQL client panics on an async worker;
+    /// in place when no runtime is around. For rare calls only.
+    pub fn blocking_sync<T: Send>(&self, f: impl FnOnce(&dyn Store) -> Result<T, StoreError> + Send) -> Result<T, StoreError> {
+        let store = self.store.as_ref();
+        if tokio::runtime::Handle::try_current().is_err() {
+            return f(store);
+        }
+        std::thread::scope(|scope| {
+            scope.spawn(move || f(store)).join().unwrap_or_else(|_| Err(StoreError::Unavailable("a store call panicked".to_string())))
+        })
+    }
+
+    pub async fn load(&self, key: &SessionKey) -> Result<State, StoreError> {
+        let key = key.clone();
+        self.blocking(move |s| s.load(&key)).await
+    }
+
+    /// Record something that happened outside a transition.
+    pub async fn audit(&self, key: &SessionKey, actor: &str, action: &str, approval: Option<(ApprovalId, u32)>, detail: String) {
+        let event = AuditEvent {
+            at: self.now(),
+            agent: key.agent.clone(),
+            session_id: key.session_id.clone(),
+            actor: actor.to_string(),
+            action: action.to_string(),
+            approval_id: approval.map(|a| a.0),
+            version: approval.map(|a| a.1),
+            detail,
+        };
+        if let Err(e) = self.blocking(move |s| s.append_audit(&[event])).await {
+            tracing::warn!(error = %e, "audit record lost");
+        }
     }
 }

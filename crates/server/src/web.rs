@@ -60,7 +60,11 @@ const MAX_READERS: usize = 10_000;
 /// core (cards, `/plan web`), the page state is returned for the router.
 pub fn start(core: &Arc<Core>) -> std::io::Result<Option<Arc<Web>>> {
     let Some(public_url) = core.settings.raw.server.public_url.clone() else { return Ok(None) };
-    let secret = if core.store.shared() { shared_secret(core.store.clone())? } else { load_or_create_secret(&core.settings.data_dir)? };
+    let secret = if core.storage.store.shared() {
+        shared_secret(core.storage.store.clone())?
+    } else {
+        load_or_create_secret(&core.settings.data_dir)?
+    };
     // The core's own clock (not the core: the core holds the links).
     let links = Arc::new(Links::with_clock(&public_url, &secret, core.clock()));
     core.set_web_links(links.clone());
@@ -216,7 +220,7 @@ impl Backend for CoreBackend {
     /// [`ApproverIndex::check`]: crate::approvers::ApproverIndex::check
     fn may_decide(&self, who: &Identity, p: &Proposal) -> bool {
         let (id, venue) = venue_of(who);
-        self.core.approvers().check(&p.session.agent, p.project.as_ref(), id, venue).is_ok()
+        self.core.pairing.approvers().check(&p.session.agent, p.project.as_ref(), id, venue).is_ok()
     }
 
     async fn decide(&self, who: &Identity, id: ApprovalId, decision: Decision) -> Result<String, Refused> {
@@ -236,7 +240,7 @@ impl Backend for CoreBackend {
     }
 
     fn subscribe(&self, key: &SessionKey) -> watch::Receiver<u64> {
-        self.core.subscribe(key)
+        self.core.waiters.subscribe(key)
     }
 
     fn is_operator_token(&self, token: &str) -> bool {

@@ -222,7 +222,7 @@ timeout = "24h"
         out.elapsed = start.elapsed();
         let taken = store.checkpoint_stats();
         out.checkpoints = Some((taken.count - checkpoints_before.count, taken.longest));
-        core.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
+        core.chat.drain(Duration::from_secs(10)).await.expect("chat jobs drained");
         let a = store.flush_stats();
         out.flushes = Some(FlushStats { writes: a.writes - stats_before.writes, flushes: a.flushes - stats_before.flushes });
         out

@@ -47,7 +47,7 @@ async fn run(config: Option<PathBuf>) -> Result<()> {
     let serve_clock = crate::clock::for_serve().map_err(anyhow::Error::msg)?;
     let pending_at_close = store.pending_at_last_close();
     let core = Core::with_clock(settings.clone(), store, serve_clock.clock.clone());
-    core.set_store_info(info);
+    core.storage.set_info(info);
     match pending_at_close {
         // Nothing has run yet: no transition changed the count.
         Some(pending) if core.metrics.settle_pending(i64::try_from(pending).unwrap_or(i64::MAX), 0) => {
@@ -60,14 +60,14 @@ async fn run(config: Option<PathBuf>) -> Result<()> {
             tokio::spawn(count_pending(core.clone()));
         }
     }
-    core.refresh_pairings().await.context("cannot read the paired destinations from the store")?;
+    core.pairing.refresh().await.context("cannot read the paired destinations from the store")?;
     let checkpointer = Arc::new(crate::audit::Checkpointer::new(
         crate::audit::load_or_create_key(&settings.data_dir)?,
         settings.raw.audit.checkpoint_file.clone(),
     ));
     let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
     // Before anything can park a waiter: other replicas' commits wake them.
-    let replicas = crate::replicas::start(&core, shutdown_rx.clone()).await?;
+    let replicas = crate::replicas::start(crate::replicas::Replicas::of(&core), shutdown_rx.clone()).await?;
     let hub = Arc::new(Hub::new(core.clone()));
     let mut app = crate::http::router(core.clone());
     #[cfg(debug_assertions)]
@@ -91,8 +91,8 @@ async fn run(config: Option<PathBuf>) -> Result<()> {
     let stopping = core.clone();
     let graceful = async move {
         shutdown_signal().await;
-        tracing::info!(target: TARGET, waiting = stopping.parked_waiters(), "shutting down: waiting long-polls are answered 503 shutting_down");
-        stopping.begin_shutdown();
+        tracing::info!(target: TARGET, waiting = stopping.waiters.parked(), "shutting down: waiting long-polls are answered 503 shutting_down");
+        stopping.waiters.begin_shutdown();
     };
     // With each connection's peer address: failed authentications are
     // limited per client address (`throttle`).
@@ -106,7 +106,7 @@ async fn run(config: Option<PathBuf>) -> Result<()> {
         let _ = task.await;
     }
     channels.stop().await;
-    if let Err(left) = core.drain(std::time::Duration::from_secs(10)).await {
+    if let Err(left) = core.chat.drain(std::time::Duration::from_secs(10)).await {
         tracing::warn!(target: TARGET, %left, "stopping with chat work queued: it stays in the outbox and is resumed at the next start");
     }
     // After the last transition: the head this process leaves, signed.

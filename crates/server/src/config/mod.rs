@@ -70,8 +70,6 @@ pub struct Settings {
     pub escalations: BTreeMap<String, Vec<String>>,
     /// Per agent: the approval rules of its proposals.
     pub approval_policies: BTreeMap<String, ApprovalPolicy>,
-    /// Per agent: where its cards go and who may decide there.
-    pub approvers: crate::approvers::ApproverIndex,
     /// The effective routing policy: `[policy]` and, for a config file,
     /// `policy.d/` beside it.
     pub policy: plangate_policy::Policy,
@@ -291,8 +289,7 @@ impl Settings {
             (0, Some(bind)) => {
                 let mut raw = raw;
                 raw.server.data_dir = data_dir.clone();
-                let approvers = crate::approvers::ApproverIndex::build(&raw, &escalations);
-                Ok(Settings { data_dir, bind, policies, escalations, approval_policies, approvers, policy, raw })
+                Ok(Settings { data_dir, bind, policies, escalations, approval_policies, policy, raw })
             }
             (1, _) => Err(problems.remove(0)),
             _ => Err(ConfigError::Several(problems)),

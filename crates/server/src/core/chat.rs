@@ -28,12 +28,12 @@ impl Core {
     /// `projects` globs, [`plangate_engine::ProjectPatterns`]): configured,
     /// then paired.
     pub fn destinations(&self, agent: &str, project: Option<&Project>) -> Vec<Destination> {
-        self.approvers().destinations(agent, project)
+        self.pairing.approvers().destinations(agent, project)
     }
 
     /// Who a plan of `agent` reaches, for its plan-mode brief.
     pub fn reach(&self, agent: &str) -> plangate_engine::brief::Reach {
-        let index = self.approvers();
+        let index = self.pairing.approvers();
         let places: Vec<_> = index.places(agent).iter().filter(|p| !p.escalation).collect();
         let mut approvers: Vec<&String> = places.iter().flat_map(|p| p.approvers.iter()).collect();
         approvers.sort();
@@ -47,7 +47,7 @@ impl Core {
 
     /// The escalation destinations of an agent that take cards of `project`.
     pub fn escalation_destinations(&self, agent: &str, project: Option<&Project>) -> Vec<Destination> {
-        self.approvers().escalation_destinations(agent, project)
+        self.pairing.approvers().escalation_destinations(agent, project)
     }
 
     /// Approval `id` and its session: as the queuing transition wrote them
@@ -87,7 +87,7 @@ impl Core {
         }
         if destinations.is_empty() {
             // Destinations the agent has, whose `projects` all leave this card out.
-            let routed_away = self.approvers().places(&p.session.agent).iter().any(|place| !place.escalation);
+            let routed_away = self.pairing.approvers().places(&p.session.agent).iter().any(|place| !place.escalation);
             let detail = match &p.project {
                 _ if !routed_away => "no destinations configured for this agent: the card was recorded here only".to_string(),
                 Some(project) => format!("no destination of this agent takes project {}: the card was recorded here only", project.name),
@@ -107,8 +107,8 @@ impl Core {
         // not pace the others.
         let (p, view, document, parents) = (&p, &view, &document, &parents);
         join_all(destinations.into_iter().map(|dest| async move {
-            let (dest, _opening) = self.in_session_thread(dest, p).await;
-            let Some(channel) = self.channel(&dest.channel) else {
+            let (dest, _opening) = self.threads.in_session_thread(dest, p).await;
+            let Some(channel) = self.adapters.channel(&dest.channel) else {
                 let detail = format!("{}: channel {} is not running", dest.name, dest.channel);
                 self.audit(&p.session, "plangate", "card_not_delivered", pid, detail).await;
                 return;
@@ -121,7 +121,7 @@ impl Core {
             };
             match posted {
                 Ok(delivery) => {
-                    self.remember_thread(&dest, &p.session, &delivery).await;
+                    self.threads.remember_thread(&dest, &p.session, &delivery).await;
                     let detail = format!("{} {} message {}", dest.name, delivery.chat, delivery.message_id);
                     if let Err(e) = self.blocking(move |s| s.add_delivery(&id, &delivery)).await {
                         warn!(error = %e, "delivery not recorded; this card will not be updated");
@@ -147,14 +147,14 @@ impl Core {
     pub(super) async fn update_cards(&self, id: ApprovalId, written: Option<&Written>) -> CardWork {
         let Some((p, state)) = self.proposal_and_state(id, written).await else { return CardWork::Done };
         let Ok(deliveries) = self.blocking(move |s| s.deliveries(&id)).await else { return CardWork::Done };
-        if self.store.shared() && self.card_missing(&p, &deliveries) {
+        if self.storage.store.shared() && self.card_missing(&p, &deliveries) {
             tracing::debug!(approval = %id, "card edit waits for a card still being posted");
             return CardWork::WaitsForItsCard;
         }
         let view = self.card_of(&p, &state, self.now());
         let (p, view) = (&p, &view);
         join_all(deliveries.into_iter().map(|delivery| async move {
-            let Some(channel) = self.channel(&delivery.channel) else { return };
+            let Some(channel) = self.adapters.channel(&delivery.channel) else { return };
             if let Err(e) = channel.update_card(&delivery, view).await {
                 warn!(chat = %delivery.chat, error = %e, "card not updated");
                 self.audit(&p.session, "plangate", "card_not_updated", Some((id, p.version)), format!("{}: {e}", delivery.destination))
@@ -182,13 +182,13 @@ impl Core {
     /// runs before its reminders in the plan's own queue.
     pub(super) async fn nudge(&self, id: ApprovalId, number: u8) -> CardWork {
         let Ok(deliveries) = self.blocking(move |s| s.deliveries(&id)).await else { return CardWork::Done };
-        if self.store.shared() && self.card_on_its_way(id, &deliveries).await {
+        if self.storage.store.shared() && self.card_on_its_way(id, &deliveries).await {
             tracing::debug!(approval = %id, number, "reminder waits for its card, still being posted");
             return CardWork::WaitsForItsCard;
         }
         join_all(deliveries.into_iter().map(|delivery| async move {
-            let Some(channel) = self.channel(&delivery.channel) else { return };
-            let _lane = self.lane(&delivery.channel).await;
+            let Some(channel) = self.adapters.channel(&delivery.channel) else { return };
+            let _lane = self.chat.lane(&delivery.channel).await;
             let Some((p, state)) = self.proposal_and_state(id, None).await else { return };
             // Re-check: a decided, superseded or cancelled plan never gets a nudge.
             if p.status != DecisionStatus::Pending || state.session.latest_approval != Some(id) {
@@ -237,7 +237,7 @@ impl Core {
     /// run here (nor, configured alike, on the other replicas) gets none,
     /// and nothing waits for it.
     fn awaits_a_card(&self, expected: Vec<Destination>, deliveries: &[plangate_channel::Delivery]) -> bool {
-        expected.iter().any(|dest| self.channel(&dest.channel).is_some() && !deliveries.iter().any(|d| d.destination == dest.name))
+        expected.iter().any(|dest| self.adapters.channel(&dest.channel).is_some() && !deliveries.iter().any(|d| d.destination == dest.name))
     }
 
     /// Whether a card of something created at `created` may still be on
@@ -252,7 +252,7 @@ impl Core {
     /// (should it die), a third of it until another claims its work, and
     /// room for the platform's pace.
     pub(super) fn card_post_window(&self) -> std::time::Duration {
-        let lease = crate::replicas::lease(self);
+        let lease = self.settings.raw.store.lease();
         lease + lease / 3 + std::time::Duration::from_secs(60)
     }
 
@@ -272,11 +272,11 @@ impl Core {
             if posted.iter().any(|delivered| delivered.destination == dest.name) {
                 continue; // resumed after a crash: already escalated there
             }
-            let Some(channel) = self.channel(&dest.channel) else { continue };
-            let (dest, _opening) = self.in_session_thread(dest, &p).await;
+            let Some(channel) = self.adapters.channel(&dest.channel) else { continue };
+            let (dest, _opening) = self.threads.in_session_thread(dest, &p).await;
             match channel.post_card(&dest, &view, &document).await {
                 Ok(delivery) => {
-                    self.remember_thread(&dest, &p.session, &delivery).await;
+                    self.threads.remember_thread(&dest, &p.session, &delivery).await;
                     let _ = self.blocking(move |s| s.add_delivery(&id, &delivery)).await;
                     self.audit(&p.session, "plangate", "card_escalated", Some((id, p.version)), dest.name.clone()).await;
                 }
@@ -296,9 +296,9 @@ impl Core {
             if posted.iter().any(|delivered| delivered.destination == dest.name) {
                 continue; // resumed after a crash: already asked there
             }
-            let Some(channel) = self.channel(&dest.channel) else { continue };
+            let Some(channel) = self.adapters.channel(&dest.channel) else { continue };
             let (dest, _opening) = match &latest {
-                Some(p) => self.in_session_thread(dest, p).await,
+                Some(p) => self.threads.in_session_thread(dest, p).await,
                 None => (dest, super::threads::Opening::default()),
             };
             match channel.post_question(&dest, &q).await {
@@ -314,7 +314,7 @@ impl Core {
                             warn!(destination = %dest.name, error = %e, "the whole input of a permission request was not attached");
                         }
                     }
-                    self.remember_thread(&dest, &q.session, &delivery).await;
+                    self.threads.remember_thread(&dest, &q.session, &delivery).await;
                     let _ = self.blocking(move |s| s.add_question_delivery(&id, &delivery)).await;
                 }
                 Err(e) => warn!(destination = %dest.name, error = %e, "question not delivered"),
@@ -328,7 +328,7 @@ impl Core {
     pub(super) async fn update_question(&self, id: ApprovalId) -> CardWork {
         let Ok(Some(q)) = self.blocking(move |s| s.question(&id)).await else { return CardWork::Done };
         let Ok(deliveries) = self.blocking(move |s| s.question_deliveries(&id)).await else { return CardWork::Done };
-        if self.store.shared() && self.within_card_post_window(q.asked_at) {
+        if self.storage.store.shared() && self.within_card_post_window(q.asked_at) {
             // Asked where the session's cards go (the project of its latest plan).
             let latest = self.load(&q.session).await.ok().and_then(|state| state.latest);
             let expected = self.destinations(&q.session.agent, latest.as_ref().and_then(|p| p.project.as_ref()));
@@ -338,7 +338,7 @@ impl Core {
             }
         }
         for delivery in deliveries {
-            let Some(channel) = self.channel(&delivery.channel) else { continue };
+            let Some(channel) = self.adapters.channel(&delivery.channel) else { continue };
             if let Err(e) = channel.update_question(&delivery, &q).await {
                 warn!(chat = %delivery.chat, error = %e, "question not updated");
             }

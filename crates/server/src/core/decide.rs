@@ -110,7 +110,7 @@ impl Core {
             Actor::Operator { .. } => Ok(()),
             Actor::Human { id, .. } => {
                 let project = self.project_of(key, approval.map(|(id, _)| id)).await;
-                self.approvers().check(&key.agent, project.as_ref(), id, venue)
+                self.pairing.approvers().check(&key.agent, project.as_ref(), id, venue)
             }
             Actor::Agent | Actor::Scheduler => Err(NotAllowed::NotApprover),
         };

@@ -50,7 +50,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tracing::{info_span, warn, Instrument};
@@ -179,7 +179,7 @@ impl Default for Backlog {
     }
 }
 
-/// [`Core::drain`] gave up: chat jobs were still queued or running, or
+/// [`ChatWork::drain`] gave up: chat jobs were still queued or running, or
 /// waiting in the outbox for room in the backlog (`spilled`).
 #[derive(Debug, thiserror::Error)]
 #[error("{left} chat job(s) still queued or running after {waited:?}{}", if *.spilled { ", more waiting in the outbox" } else { "" })]
@@ -284,6 +284,123 @@ pub(super) enum Job {
     Webhook(Box<super::webhooks::Webhook>),
 }
 
+/// The core's part for chat work: the per-approval queues and their
+/// workers' count, the backlog and its limit, the lanes per platform, and
+/// the marks that keep an outbox entry from being queued twice or lost
+/// (queued, spilled, done). The jobs it queues run with the whole core
+/// (their bodies, `chat`, post and edit through every part); what only
+/// counts and marks is here.
+pub struct ChatWork {
+    queues: Mutex<JobQueues>,
+    /// Chat jobs queued or running, so the scheduler can leave reminders in
+    /// the store while the platforms work through a backlog.
+    backlog: Arc<Backlog>,
+    /// Chat jobs queued at once beyond which due nudges stay in the store.
+    limit: AtomicUsize,
+    lanes: Mutex<HashMap<String, Arc<Semaphore>>>,
+    /// Outbox entries queued in this process (their `seq`), from the commit
+    /// that writes them until their job is done: a replica's claimer
+    /// queues only the entries not already here.
+    queued_outbox: Mutex<HashSet<u64>>,
+    /// Chat work left in the outbox while the backlog was full (see the module doc).
+    spill: Mutex<Spill>,
+    /// Outbox entries done and waiting to be removed in one batch.
+    done_outbox: Mutex<DoneOutbox>,
+}
+
+impl Default for ChatWork {
+    fn default() -> ChatWork {
+        ChatWork {
+            queues: Mutex::new(JobQueues::default()),
+            backlog: Arc::new(Backlog::default()),
+            limit: AtomicUsize::new(CHAT_BACKLOG),
+            lanes: Mutex::new(HashMap::new()),
+            queued_outbox: Mutex::new(HashSet::new()),
+            spill: Mutex::new(Spill::default()),
+            done_outbox: Mutex::new(DoneOutbox::default()),
+        }
+    }
+}
+
+impl ChatWork {
+    /// Chat jobs queued or running.
+    pub fn backlog(&self) -> usize {
+        self.backlog.count.load(Ordering::Relaxed)
+    }
+
+    /// Sees every chat job that finishes from now on: subscribe, then look
+    /// at [`ChatWork::backlog`], then wait on `changed()`.
+    pub fn progress(&self) -> watch::Receiver<u64> {
+        self.backlog.progress.subscribe()
+    }
+
+    /// Whether the chat backlog is full: due nudges then wait in the store,
+    /// and so does every new chat job that has an outbox entry.
+    pub fn backlog_full(&self) -> bool {
+        self.backlog() >= self.limit.load(Ordering::Relaxed)
+    }
+
+    /// Whether chat work waits in the outbox for room in the backlog.
+    pub fn spilling(&self) -> bool {
+        super::lock(&self.spill).spilling
+    }
+
+    /// Whether the chat backlog has drained to half its limit.
+    pub fn backlog_halved(&self) -> bool {
+        self.backlog() <= self.limit.load(Ordering::Relaxed) / 2
+    }
+
+    /// Change the backlog limit (default [`CHAT_BACKLOG`]; tests use small ones).
+    pub fn set_backlog_limit(&self, limit: usize) {
+        self.limit.store(limit.max(1), Ordering::Relaxed);
+    }
+
+    /// A place in `channel`'s lane (see [`LANE_WIDTH`]).
+    pub(super) async fn lane(&self, channel: &str) -> Option<OwnedSemaphorePermit> {
+        let lane = {
+            let mut lanes = self.lanes.lock().unwrap_or_else(|e| e.into_inner());
+            lanes.entry(channel.to_string()).or_insert_with(|| Arc::new(Semaphore::new(LANE_WIDTH))).clone()
+        };
+        lane.acquire_owned().await.ok()
+    }
+
+    /// Wait until every queued chat job has run and none waits in the
+    /// outbox for room, or report how many are left once `within` has
+    /// passed (tests and shutdown).
+    pub async fn drain(&self, within: Duration) -> Result<(), Undrained> {
+        let deadline = tokio::time::Instant::now() + within;
+        let mut progress = self.progress();
+        loop {
+            let (left, spilled) = (self.backlog(), self.spilling());
+            if left == 0 && !spilled {
+                return Ok(());
+            }
+            if tokio::time::timeout_at(deadline, progress.changed()).await.is_err() {
+                return Err(Undrained { left, waited: within, spilled });
+            }
+        }
+    }
+
+    /// Outbox entries queued in this process and not yet done.
+    pub fn queued_outbox(&self) -> usize {
+        super::lock(&self.queued_outbox).len()
+    }
+
+    /// Mark the outbox entries of a commit under way as queued, before they
+    /// exist: the outbox claimer (replicas) must never queue them a second time.
+    pub(super) fn mark_queued(&self, seqs: &[u64]) {
+        super::lock(&self.queued_outbox).extend(seqs.iter().copied());
+    }
+
+    /// Outbox entries marked queued for a commit that did not land.
+    pub(super) fn unmark_queued(&self, seqs: &[u64]) {
+        let mut queued = super::lock(&self.queued_outbox);
+        seqs.iter().for_each(|seq| {
+            queued.remove(seq);
+        });
+    }
+}
+
 impl Core {
     /// Take out the card posts of an agent that has no destinations: there
     /// is nothing to post, only the audit line saying so, which is returned
@@ -296,7 +413,7 @@ impl Core {
         let key = &t.state.session.key;
         // Every place, whatever projects it takes (a card routed away by
         // its project is said so by the post job), paired ones included.
-        let index = self.approvers();
+        let index = self.pairing.approvers();
         let places = index.places(&key.agent);
         if places.iter().any(|p| !p.escalation) {
             return Vec::new();
@@ -324,47 +441,6 @@ impl Core {
         audit
     }
 
-    /// Chat jobs queued or running.
-    pub fn chat_backlog(&self) -> usize {
-        self.backlog.count.load(Ordering::Relaxed)
-    }
-
-    /// Sees every chat job that finishes from now on: subscribe, then look
-    /// at [`Core::chat_backlog`], then wait on `changed()`.
-    pub fn chat_progress(&self) -> watch::Receiver<u64> {
-        self.backlog.progress.subscribe()
-    }
-
-    /// Whether the chat backlog is full: due nudges then wait in the store,
-    /// and so does every new chat job that has an outbox entry.
-    pub fn chat_backlog_full(&self) -> bool {
-        self.chat_backlog() >= self.chat_backlog_limit.load(Ordering::Relaxed)
-    }
-
-    /// Whether chat work waits in the outbox for room in the backlog.
-    pub fn chat_spilling(&self) -> bool {
-        super::lock(&self.spill).spilling
-    }
-
-    /// Whether the chat backlog has drained to half its limit.
-    pub fn chat_backlog_halved(&self) -> bool {
-        self.chat_backlog() <= self.chat_backlog_limit.load(Ordering::Relaxed) / 2
-    }
-
-    /// Change the backlog limit (default [`CHAT_BACKLOG`]; tests use small ones).
-    pub fn set_chat_backlog_limit(&self, limit: usize) {
-        self.chat_backlog_limit.store(limit.max(1), Ordering::Relaxed);
-    }
-
-    /// A place in `channel`'s lane (see [`LANE_WIDTH`]).
-    pub(super) async fn lane(&self, channel: &str) -> Option<OwnedSemaphorePermit> {
-        let lane = {
-            let mut lanes = self.lanes.lock().unwrap_or_else(|e| e.into_inner());
-            lanes.entry(channel.to_string()).or_insert_with(|| Arc::new(Semaphore::new(LANE_WIDTH))).clone()
-        };
-        lane.acquire_owned().await.ok()
-    }
-
     /// Queue a committed transition's job: a chat job behind the earlier
     /// jobs of the same approval, a webhook delivery in its session's queue.
     /// `seq` is its outbox entry. While the chat backlog is full, a chat job
@@ -383,11 +459,11 @@ impl Core {
         let Some(seq) = seq else {
             return self.queue(id, job, None, written);
         };
-        let mut spill = super::lock(&self.spill);
+        let mut spill = super::lock(&self.chat.spill);
         // Once anything spilled, every later entry spills until the refill
         // has read past it: the refill queues in `seq` order, so an
         // approval's jobs stay in order (its card post before its edit).
-        let spills = if spill.spilling { spill.cursor.is_none_or(|cursor| seq > cursor) } else { self.chat_backlog_full() };
+        let spills = if spill.spilling { spill.cursor.is_none_or(|cursor| seq > cursor) } else { self.chat.backlog_full() };
         if !spills {
             // Under the lock, like the refill's decisions.
             return self.queue(id, job, Some(seq), written);
@@ -396,7 +472,7 @@ impl Core {
             spill.spilling = true;
             spill.cursor = seq.checked_sub(1);
             tracing::info!(
-                backlog = self.chat_backlog(),
+                backlog = self.chat.backlog(),
                 "the chat backlog is full: new chat work waits in the outbox, queued from there as the backlog drains"
             );
         }
@@ -407,7 +483,7 @@ impl Core {
         self.metrics.chat_job_spilled();
         // Not queued here: the refill queues it (the mark kept the claim
         // and the refill off it while its commit was under way).
-        super::lock(&self.queued_outbox).remove(&seq);
+        super::lock(&self.chat.queued_outbox).remove(&seq);
         if !spill.refilling {
             spill.refilling = true;
             let core = self.clone();
@@ -418,12 +494,12 @@ impl Core {
     /// Queue a chat job behind the earlier jobs of the same approval, and
     /// start a worker if one is free to take it. `seq` is its outbox entry.
     fn queue(self: &Arc<Self>, id: ApprovalId, job: Job, seq: Option<u64>, written: Option<Arc<Written>>) {
-        self.queue_with(id, (job, seq, Ticket::new(&self.backlog), written));
+        self.queue_with(id, (job, seq, Ticket::new(&self.chat.backlog), written));
     }
 
     /// [`Core::queue`] of a job that already has its place in the backlog.
     fn queue_with(self: &Arc<Self>, id: ApprovalId, item: Queued) {
-        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        let mut queues = self.chat.queues.lock().unwrap_or_else(|e| e.into_inner());
         let waiting = queues.waiting.entry(id).or_default();
         waiting.push_back(item);
         if waiting.len() == 1 && !queues.busy.contains(&id) {
@@ -441,7 +517,7 @@ impl Core {
     async fn work(self: Arc<Self>) {
         loop {
             let id = {
-                let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+                let mut queues = self.chat.queues.lock().unwrap_or_else(|e| e.into_inner());
                 let Some(id) = queues.ready.pop_front() else {
                     queues.workers -= 1;
                     return;
@@ -451,7 +527,7 @@ impl Core {
             };
             loop {
                 let next = {
-                    let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut queues = self.chat.queues.lock().unwrap_or_else(|e| e.into_inner());
                     match queues.waiting.get_mut(&id).and_then(VecDeque::pop_front) {
                         Some(item) => item,
                         None => {
@@ -496,23 +572,6 @@ impl Core {
                         drop(ticket);
                     }
                 }
-            }
-        }
-    }
-
-    /// Wait until every queued chat job has run and none waits in the
-    /// outbox for room, or report how many are left once `within` has
-    /// passed (tests and shutdown).
-    pub async fn drain(&self, within: Duration) -> Result<(), Undrained> {
-        let deadline = tokio::time::Instant::now() + within;
-        let mut progress = self.chat_progress();
-        loop {
-            let (left, spilled) = (self.chat_backlog(), self.chat_spilling());
-            if left == 0 && !spilled {
-                return Ok(());
-            }
-            if tokio::time::timeout_at(deadline, progress.changed()).await.is_err() {
-                return Err(Undrained { left, waited: within, spilled });
             }
         }
     }
@@ -565,7 +624,7 @@ impl Core {
                 // On replicas the document is a file on the replica whose job
                 // wrote it (see README, "Running several replicas"): the
                 // decision may land on another one, which has no file to add to.
-                if self.store.shared() && !path.exists() {
+                if self.storage.store.shared() && !path.exists() {
                     tracing::debug!(approval = %id, "the plan document is on another replica; receipt not appended here");
                     return None;
                 }

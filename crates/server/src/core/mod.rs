@@ -15,32 +15,37 @@
 //! Time comes from the [`Clock`] the core was built with, never from the
 //! system directly, so tests turn time instead of sleeping.
 
+mod adapters;
 mod chat;
 mod decide;
 mod jobs;
 mod locks;
+mod roles;
 mod threads;
+mod timers;
 mod waiters;
 pub mod webhooks;
 
+pub use adapters::Adapters;
 pub use decide::{Decided, Decision, DecisionRefused};
-pub use jobs::{Undrained, CHAT_BACKLOG};
+pub use jobs::{ChatWork, Undrained, CHAT_BACKLOG};
+pub use roles::Roles;
+pub use threads::SessionThreads;
+pub use timers::TimerWake;
+pub use waiters::Waiters;
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::Settings;
-use jobs::{jobs_of, Backlog, JobQueues};
-use plangate_channel::Channel;
+use crate::pairing::Pairing;
+use crate::storage::Storage;
+use jobs::jobs_of;
 use plangate_engine::machine::describe_stale;
-use plangate_engine::{
-    apply, Actor, ApprovalId, AuditEvent, Command, Ctx, Effect, Proposal, Refusal, SessionKey, State, Timer, Timestamp, Transition,
-};
+use plangate_engine::{apply, Actor, ApprovalId, Command, Ctx, Effect, Proposal, Refusal, SessionKey, State, Timer, Timestamp, Transition};
 use plangate_store::{Commit, Committed, Flush, Preempted, Store, StoreError};
-use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use thiserror::Error;
-use tokio::sync::{watch, Notify, Semaphore};
 use tracing::{info_span, warn, Instrument};
 use webhooks::{webhook_jobs, WebhookQueues};
 
@@ -126,67 +131,35 @@ enum Attempt {
 /// job machinery. One per process, shared by every handler.
 pub struct Core {
     pub settings: Arc<Settings>,
-    pub store: Arc<dyn Store>,
-    /// Where "now" comes from: the system clock, or a test's.
-    clock: Arc<dyn Clock>,
+    /// The store and the clock (see [`Storage`]).
+    pub storage: Arc<Storage>,
     locks: locks::SessionLocks,
-    waiters: Mutex<HashMap<SessionKey, watch::Sender<u64>>>,
-    /// The waiters map's size after its last sweep (see `waiters`).
-    waiters_swept: AtomicUsize,
-    channels: RwLock<HashMap<String, Arc<dyn Channel>>>,
-    queues: Mutex<JobQueues>,
-    /// Chat jobs queued or running, so the scheduler can leave reminders in
-    /// the store while the platforms work through a backlog.
-    backlog: Arc<Backlog>,
-    /// Chat jobs queued at once beyond which due nudges stay in the store.
-    chat_backlog_limit: AtomicUsize,
-    lanes: Mutex<HashMap<String, Arc<Semaphore>>>,
+    /// Long-polls and the shutdown they answer (see [`Waiters`]).
+    pub waiters: Arc<Waiters>,
+    /// The started channel adapters and their liveness (see [`Adapters`]).
+    pub adapters: Adapters,
+    /// The chat jobs: queues, backlog, lanes, outbox marks (see [`ChatWork`]).
+    pub chat: ChatWork,
     /// Webhook deliveries, queued per session apart from the chat jobs.
     webhooks: WebhookQueues,
-    /// Poked whenever a timer is scheduled, so the scheduler re-reads the earliest.
-    pub scheduler_wake: Notify,
-    /// The earliest due time (ms) of the timers this process scheduled since
-    /// the scheduler last read the store (`i64::MAX`: none), and its poke:
-    /// the scheduler learns of a new timer without a read.
-    pub(crate) scheduled_due: std::sync::atomic::AtomicI64,
-    pub(crate) scheduled_wake: Notify,
+    /// What wakes the scheduler (see [`TimerWake`]).
+    pub timers: TimerWake,
     /// Set when a commit failed; `/healthz` reports degraded until one succeeds.
     degraded: AtomicBool,
-    /// Long-polls parked at this moment (see `waiters`).
-    parked: AtomicUsize,
     /// The web page's links (`server.public_url` set): cards link to it.
     web_links: OnceLock<Arc<plangate_web::Links>>,
     /// What `GET /metrics` reports.
     pub metrics: Arc<crate::metrics::Metrics>,
-    /// Each started channel's connection state, for `/readyz`.
-    liveness: RwLock<Vec<(&'static str, plangate_channel::Liveness)>>,
-    /// Turned true when a graceful shutdown begins: every parked long-poll
-    /// answers `503 shutting_down` at once (see `waiters`).
-    stopping: watch::Sender<bool>,
-    /// Outbox entries queued in this process (their `seq`), from the commit
-    /// that writes them until their job is done: a replica's claimer
-    /// queues only the entries not already here.
-    queued_outbox: Arc<Mutex<HashSet<u64>>>,
-    /// Chat work left in the outbox while the backlog was full (see `jobs`).
-    spill: Mutex<jobs::Spill>,
-    /// Outbox entries done and waiting to be removed in one batch (see `jobs`).
-    done_outbox: Mutex<jobs::DoneOutbox>,
-    /// Per role ("telegram", …): whether this process holds it, as the
-    /// store's election says (see [`Core::leadership`]).
-    leaders: Mutex<HashMap<&'static str, Arc<watch::Sender<bool>>>>,
-    /// What store was opened (set once at start; tests may leave it unset).
-    store_info: OnceLock<crate::storage::StoreInfo>,
+    /// Which platforms' inbound connection this process holds (see [`Roles`]).
+    pub roles: Roles,
     /// Failed authentications per client address (API bearer tokens and
     /// the web page's sign-ins share one budget per address).
     auth_throttle: crate::throttle::AuthThrottle,
     /// The live approver index (config + paired destinations) and the
     /// pairing attempts' budget (see [`crate::pairing`]).
-    pub(crate) pairing: crate::pairing::Pairing,
-    /// Per destination, why its cards go to the main chat although it wants
-    /// a topic or thread per session (see `threads`).
-    thread_notes: Mutex<std::collections::BTreeMap<String, String>>,
-    /// Striped locks held while a session's topic or thread is being opened.
-    thread_opening: Vec<Arc<tokio::sync::Mutex<()>>>,
+    pub pairing: Arc<Pairing>,
+    /// Which topic or thread holds a session (see [`SessionThreads`]).
+    pub threads: SessionThreads,
 }
 
 impl Core {
@@ -197,38 +170,25 @@ impl Core {
 
     /// A core whose "now" is `clock` (tests pass a clock they can turn).
     pub fn with_clock(settings: Arc<Settings>, store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Arc<Core> {
-        let pairing = crate::pairing::Pairing::new(&settings.approvers);
+        let storage = Arc::new(Storage::new(store.clone(), clock));
+        let pairing = Arc::new(Pairing::new(storage.clone(), settings.clone()));
+        let metrics = Arc::new(crate::metrics::Metrics::new());
         Arc::new(Core {
+            roles: Roles::new(store, metrics.clone()),
+            adapters: Adapters::new(metrics.clone()),
             pairing,
             settings,
-            store,
-            clock,
+            threads: SessionThreads::new(storage.clone()),
+            storage,
             locks: locks::SessionLocks::default(),
-            waiters: Mutex::new(HashMap::new()),
-            waiters_swept: AtomicUsize::new(0),
-            channels: RwLock::new(HashMap::new()),
-            queues: Mutex::new(JobQueues::default()),
-            backlog: Arc::new(Backlog::default()),
-            chat_backlog_limit: AtomicUsize::new(CHAT_BACKLOG),
-            lanes: Mutex::new(HashMap::new()),
+            waiters: Arc::new(Waiters::default()),
+            chat: ChatWork::default(),
             webhooks: WebhookQueues::default(),
-            scheduler_wake: Notify::new(),
-            scheduled_due: std::sync::atomic::AtomicI64::new(i64::MAX),
-            scheduled_wake: Notify::new(),
+            timers: TimerWake::default(),
             degraded: AtomicBool::new(false),
-            parked: AtomicUsize::new(0),
             web_links: OnceLock::new(),
-            metrics: Arc::new(crate::metrics::Metrics::new()),
+            metrics,
             auth_throttle: crate::throttle::AuthThrottle::default(),
-            liveness: RwLock::new(Vec::new()),
-            stopping: watch::channel(false).0,
-            queued_outbox: Arc::new(Mutex::new(HashSet::new())),
-            spill: Mutex::new(jobs::Spill::default()),
-            done_outbox: Mutex::new(jobs::DoneOutbox::default()),
-            leaders: Mutex::new(HashMap::new()),
-            store_info: OnceLock::new(),
-            thread_notes: Mutex::new(std::collections::BTreeMap::new()),
-            thread_opening: (0..threads::OPENING_STRIPES).map(|_| Arc::new(tokio::sync::Mutex::new(()))).collect(),
         })
     }
 
@@ -252,132 +212,36 @@ impl Core {
         view
     }
 
-    pub fn register_channel(&self, channel: Arc<dyn Channel>) {
-        let channel: Arc<dyn Channel> = Arc::new(crate::metrics::Metered { inner: channel, metrics: self.metrics.clone() });
-        self.channels.write().unwrap_or_else(|e| e.into_inner()).insert(channel.name().to_string(), channel);
-    }
-
-    /// Whether this process may hold `role`'s one inbound platform
-    /// connection ("telegram", "slack", "discord"; see
-    /// [`plangate_channel::Leadership`]). One process on sled always may;
-    /// replicas on a shared store take part in the store's election, once
-    /// per role (later calls share the first one's watch).
-    pub fn leadership(&self, role: &'static str) -> plangate_channel::Leadership {
-        let mut leaders = lock(&self.leaders);
-        if let Some(tx) = leaders.get(role) {
-            return tx.subscribe();
-        }
-        if !self.store.shared() {
-            let tx = Arc::new(watch::channel(true).0);
-            self.metrics.set_leader(role, true);
-            let rx = tx.subscribe();
-            leaders.insert(role, tx);
-            return rx;
-        }
-        let tx = Arc::new(watch::channel(false).0);
-        self.metrics.set_leader(role, false);
-        let rx = tx.subscribe();
-        leaders.insert(role, tx.clone());
-        drop(leaders);
-        let metrics = self.metrics.clone();
-        let listener: plangate_store::LeaderListener = Arc::new(move |leading: bool| {
-            let was = tx.send_replace(leading);
-            metrics.set_leader(role, leading);
-            match (was, leading) {
-                (false, true) => tracing::info!(role, "became leader for {role}"),
-                (true, false) => tracing::warn!(role, "lost leadership for {role}"),
-                _ => {}
-            }
-        });
-        // The store call may block (PostgreSQL): never on an async worker.
-        let store = self.store.clone();
-        let elect = move || {
-            if let Err(e) = store.elect_leader(role, listener) {
-                tracing::error!(role, error = %e, "cannot take part in the election; this replica will not hold {role}");
-            }
-        };
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => drop(runtime.spawn_blocking(elect)),
-            Err(_) => elect(),
-        }
-        rx
-    }
-
-    /// The roles this process leads right now (`/healthz`, `/readyz`).
-    pub fn leading_roles(&self) -> Vec<&'static str> {
-        let mut roles: Vec<&'static str> = lock(&self.leaders).iter().filter(|(_, tx)| *tx.borrow()).map(|(role, _)| *role).collect();
-        roles.sort_unstable();
-        roles
-    }
-
-    /// Record what store was opened (once, at start).
-    pub fn set_store_info(&self, info: crate::storage::StoreInfo) {
-        let _ = self.store_info.set(info);
-    }
-
-    /// What store was opened, if recorded.
-    pub fn store_info(&self) -> Option<&crate::storage::StoreInfo> {
-        self.store_info.get()
-    }
-
-    /// Report `name`'s connection state on `/readyz`.
-    pub fn register_liveness(&self, name: &'static str, liveness: plangate_channel::Liveness) {
-        self.liveness.write().unwrap_or_else(|e| e.into_inner()).push((name, liveness));
-    }
-
-    /// Each started channel and whether it is connected (else why not); a
-    /// follower replica's channel is ready with a note that says so.
-    pub fn channel_readiness(&self) -> Vec<(&'static str, Result<Option<&'static str>, String>)> {
-        self.liveness.read().unwrap_or_else(|e| e.into_inner()).iter().map(|(name, l)| (*name, l.status())).collect()
-    }
-
-    pub fn channel(&self, name: &str) -> Option<Arc<dyn Channel>> {
-        self.channels.read().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
-    }
-
     /// The current time, from the core's clock.
     pub fn now(&self) -> Timestamp {
-        self.clock.now()
+        self.storage.now()
     }
 
     /// The core's clock, for what keeps time beside the core (the web
     /// page's links).
     pub fn clock(&self) -> Arc<dyn Clock> {
-        self.clock.clone()
+        self.storage.clock()
     }
 
     pub fn is_degraded(&self) -> bool {
         self.degraded.load(Ordering::Relaxed)
     }
 
-    /// Run a blocking store call off the async workers.
+    /// [`Storage::blocking`]: a blocking store call off the async workers.
     pub async fn blocking<T: Send + 'static>(
         &self,
         f: impl FnOnce(&dyn Store) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let store = self.store.clone();
-        tokio::task::spawn_blocking(move || f(store.as_ref()))
-            .await
-            .unwrap_or_else(|e| Err(StoreError::Unavailable(format!("store task failed: {e}"))))
+        self.storage.blocking(f).await
     }
 
-    /// A store call from synchronous code that may be running on an async
-    /// worker (an adapter's cursor load or save): done on a thread of its
-    /// own there, because the PostgreSQL client panics on an async worker;
-    /// in place when no runtime is around. For rare calls only.
+    /// [`Storage::blocking_sync`]: a rare store call from synchronous code.
     pub fn blocking_sync<T: Send>(&self, f: impl FnOnce(&dyn Store) -> Result<T, StoreError> + Send) -> Result<T, StoreError> {
-        let store = self.store.as_ref();
-        if tokio::runtime::Handle::try_current().is_err() {
-            return f(store);
-        }
-        std::thread::scope(|scope| {
-            scope.spawn(move || f(store)).join().unwrap_or_else(|_| Err(StoreError::Unavailable("a store call panicked".to_string())))
-        })
+        self.storage.blocking_sync(f)
     }
 
     pub async fn load(&self, key: &SessionKey) -> Result<State, StoreError> {
-        let key = key.clone();
-        self.blocking(move |s| s.load(&key)).await
+        self.storage.load(key).await
     }
 
     /// One attempt of [`Core::execute`], on a blocking thread: load the
@@ -385,13 +249,13 @@ impl Core {
     /// the revision loaded when the store is `shared`), its chat jobs
     /// numbered in the same commit. The caller retries a conflict.
     fn attempt(&self, key: &SessionKey, actor: &Actor, command: Command, meta: &ExecMeta, shared: bool) -> Result<Attempt, CoreError> {
-        let store = self.store.as_ref();
+        let store = self.storage.store.as_ref();
         let (before, revision) = store.load_revision(key)?;
         let mut ctx = Ctx {
             now: self.now(),
             random: rand::random(),
             timers: self.settings.timer_policy(&key.agent),
-            approvals: self.approval_policy(&key.agent),
+            approvals: self.pairing.approval_policy(&key.agent),
         };
         if let Some(n) = meta.min_quorum {
             ctx.approvals.required = ctx.approvals.required.max(n);
@@ -416,21 +280,13 @@ impl Core {
         // Written here, flushed later: the caller awaits the flush off this
         // thread (`Core::execute`).
         let committed = store.commit_numbered_unflushed(commit, work, &mut |seqs| {
-            lock(&self.queued_outbox).extend(seqs.iter().copied());
+            self.chat.mark_queued(seqs);
             marked = seqs.to_vec();
         });
         if !matches!(committed, Ok((Committed::Written(_), _))) {
-            self.unmark_queued(&marked);
+            self.chat.unmark_queued(&marked);
         }
         Ok(Attempt::Committed { before, transition, jobs, committed, started })
-    }
-
-    /// Outbox entries marked queued for a commit that did not land.
-    fn unmark_queued(&self, seqs: &[u64]) {
-        let mut queued = lock(&self.queued_outbox);
-        seqs.iter().for_each(|seq| {
-            queued.remove(seq);
-        });
     }
 
     /// Apply one command to one session: the only way state changes.
@@ -453,7 +309,7 @@ impl Core {
             info_span!("transition", agent = %key.agent, session = %key.session_id, command = command.name(), actor = %actor.label());
         async move {
             let _guard = self.locks.lock(key).await;
-            let shared = self.store.shared();
+            let shared = self.storage.store.shared();
             let mut conflicts = 0;
             let (before, transition, jobs, seqs) = loop {
                 // Load, apply and commit on one blocking thread: one hop off
@@ -477,11 +333,11 @@ impl Core {
                         // a thread parked for it.
                         let committed = match committed {
                             Ok((written @ Committed::Written(_), flush)) => {
-                                match plangate_store::flushed(self.store.clone(), flush).await {
+                                match plangate_store::flushed(self.storage.store.clone(), flush).await {
                                     Ok(()) => Ok(written),
                                     Err(e) => {
                                         if let Committed::Written(seqs) = &written {
-                                            self.unmark_queued(seqs);
+                                            self.chat.unmark_queued(seqs);
                                         }
                                         Err(e)
                                     }
@@ -542,7 +398,7 @@ impl Core {
             // decisions: the web page's live checklist follows step updates.
             // A long-poll woken by one re-reads and waits on.
             if transition.changed && !transition.effects.iter().any(|e| matches!(e, Effect::Wake)) {
-                self.wake(key);
+                self.waiters.wake(key);
             }
             let written = (!jobs.is_empty()).then(|| jobs::Written::of(&transition));
             for ((id, job), seq) in jobs.into_iter().zip(seqs) {
@@ -620,10 +476,9 @@ impl Core {
                     }
                 }
                 Effect::Schedule(timer) => {
-                    self.scheduled_due.fetch_min(timer.due.0, Ordering::SeqCst);
-                    self.scheduled_wake.notify_one();
+                    self.timers.scheduled(timer.due);
                 }
-                Effect::Wake => self.wake(key),
+                Effect::Wake => self.waiters.wake(key),
                 Effect::Cancel(_)
                 | Effect::AppendReceipt { .. }
                 | Effect::PostCards { .. }
@@ -659,7 +514,6 @@ impl Core {
         }
     }
 
-    /// Record something that happened outside a transition.
     /// A credential from `client` on `surface` was wrong: take it from the
     /// address's budget, count it, log it, and audit it (every failure
     /// within the budget, then at most one `429` a minute per address, so
@@ -692,19 +546,8 @@ impl Core {
         }
     }
 
+    /// [`Storage::audit`]: record something that happened outside a transition.
     pub async fn audit(&self, key: &SessionKey, actor: &str, action: &str, approval: Option<(ApprovalId, u32)>, detail: String) {
-        let event = AuditEvent {
-            at: self.now(),
-            agent: key.agent.clone(),
-            session_id: key.session_id.clone(),
-            actor: actor.to_string(),
-            action: action.to_string(),
-            approval_id: approval.map(|a| a.0),
-            version: approval.map(|a| a.1),
-            detail,
-        };
-        if let Err(e) = self.blocking(move |s| s.append_audit(&[event])).await {
-            warn!(error = %e, "audit record lost");
-        }
+        self.storage.audit(key, actor, action, approval, detail).await
     }
 }

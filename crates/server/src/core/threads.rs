@@ -13,11 +13,12 @@
 //! card went to the main chat: said once per destination (log, audit,
 //! `/readyz`), and the cards go on arriving in the chat itself.
 
-use super::Core;
+use crate::storage::Storage;
 use plangate_channel::{Delivery, Destination, Threads};
 use plangate_engine::{Proposal, SessionKey};
 use plangate_store::Store;
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tracing::warn;
 
@@ -64,7 +65,7 @@ fn thread_name(p: &Proposal) -> String {
 }
 
 /// How many locks the opening of sessions' threads is spread over.
-pub(super) const OPENING_STRIPES: usize = 64;
+const OPENING_STRIPES: usize = 64;
 
 /// The cursor a replica claims (compare-and-swap from absent) before it
 /// opens the topic or thread of `key`'s session in destination `dest`.
@@ -81,8 +82,8 @@ const OPENING_POLL: Duration = Duration::from_millis(50);
 const OPENING_HOLD: Duration = Duration::from_secs(30);
 
 /// The right to open a session's topic or thread, held from
-/// [`Core::in_session_thread`] until the message that opens it is posted
-/// and [`Core::remember_thread`] has run: the session's other messages (v2
+/// [`SessionThreads::in_session_thread`] until the message that opens it is posted
+/// and [`SessionThreads::remember_thread`] has run: the session's other messages (v2
 /// proposed at once, a question) wait and then go into it instead of
 /// opening one each. In one process a striped lock; on a shared store also
 /// a claim in the store (`thread-opening:…`, taken by compare-and-swap),
@@ -111,10 +112,26 @@ impl Drop for Opening {
     }
 }
 
-impl Core {
+/// The core's part for a place per session: the store the mapping is kept
+/// in, the notes of destinations that could not have one, and the striped
+/// locks held while a session's topic or thread is being opened.
+pub struct SessionThreads {
+    storage: Arc<Storage>,
+    /// Per destination, why its cards go to the main chat although it wants
+    /// a topic or thread per session.
+    notes: Mutex<BTreeMap<String, String>>,
+    opening: Vec<Arc<tokio::sync::Mutex<()>>>,
+}
+
+impl SessionThreads {
+    pub fn new(storage: Arc<Storage>) -> SessionThreads {
+        let opening = (0..OPENING_STRIPES).map(|_| Arc::new(tokio::sync::Mutex::new(()))).collect();
+        SessionThreads { storage, notes: Mutex::new(BTreeMap::new()), opening }
+    }
+
     /// `dest` as the adapter needs it for `p`'s session: its topic or
     /// thread when it has one already, and the name of a new one. Keep the
-    /// [`Opening`] until [`Core::remember_thread`] has run.
+    /// [`Opening`] until [`SessionThreads::remember_thread`] has run.
     pub(super) async fn in_session_thread(&self, mut dest: Destination, p: &Proposal) -> (Destination, Opening) {
         if dest.threads != Threads::PerSession {
             return (dest, Opening::default());
@@ -126,16 +143,16 @@ impl Core {
             cursor.hash(&mut h);
             (h.finish() as usize) % OPENING_STRIPES
         };
-        let guard = self.thread_opening[stripe].clone().lock_owned().await;
+        let guard = self.opening[stripe].clone().lock_owned().await;
         dest.thread_name = thread_name(p);
         let read = cursor.clone();
-        dest.thread = self.blocking(move |s| s.cursor(&read)).await.ok().flatten();
+        dest.thread = self.storage.blocking(move |s| s.cursor(&read)).await.ok().flatten();
         // A session that has its place lets the others by at once.
         if dest.thread.is_some() {
             return (dest, Opening::default());
         }
         let mut opening = Opening { _guard: Some(guard), claim: None };
-        if self.store.shared() && !self.thread_notes.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&dest.name) {
+        if self.storage.store.shared() && !self.notes.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&dest.name) {
             match self.claim_opening(&dest.name, &p.session, &cursor).await {
                 Claimed::Mine(claim) => opening.claim = claim,
                 Claimed::Opened(thread) => {
@@ -160,6 +177,7 @@ impl Core {
             let (claim_key, forward, mine) = (claim.clone(), thread_cursor.to_string(), token.clone());
             let stale = seen.clone().filter(|_| since.elapsed() >= OPENING_HOLD);
             let look = self
+                .storage
                 .blocking(move |s| {
                     if let Some(thread) = s.cursor(&forward)? {
                         return Ok(Look::Opened(thread));
@@ -174,7 +192,7 @@ impl Core {
                 })
                 .await;
             match look {
-                Ok(Look::Won) => return Claimed::Mine(Some((self.store.clone(), claim, token))),
+                Ok(Look::Won) => return Claimed::Mine(Some((self.storage.store.clone(), claim, token))),
                 Ok(Look::Opened(thread)) => return Claimed::Opened(thread),
                 Ok(Look::Held(held)) if held != seen => (seen, since) = (held, tokio::time::Instant::now()),
                 Ok(Look::Held(_)) => {}
@@ -200,6 +218,7 @@ impl Core {
                 let (forward, back) = (thread_cursor(&dest.name, key), session_cursor(&dest.channel, &dest.chat, thread));
                 let (thread, session) = (thread.clone(), key.to_string());
                 let stored = self
+                    .storage
                     .blocking(move |s| {
                         s.set_cursor(&back, &session)?;
                         s.set_cursor(&forward, &thread)
@@ -222,24 +241,24 @@ impl Core {
             "destination {}: threads = \"per_session\" but {} would not open a topic or thread in chat {} (not a forum, or the bot lacks the right); cards go to the main chat",
             dest.name, dest.channel, dest.chat
         );
-        let first = self.thread_notes.lock().unwrap_or_else(|e| e.into_inner()).insert(dest.name.clone(), note.clone()).is_none();
+        let first = self.notes.lock().unwrap_or_else(|e| e.into_inner()).insert(dest.name.clone(), note.clone()).is_none();
         if first {
             warn!(destination = %dest.name, "{note}");
-            self.audit(key, "plangate", "thread_fallback", None, note).await;
+            self.storage.audit(key, "plangate", "thread_fallback", None, note).await;
         }
     }
 
     /// Per destination, why its cards go to the main chat although it wants
     /// a place per session (for `/readyz`; readiness is not affected).
-    pub fn thread_notes(&self) -> Vec<(String, String)> {
-        self.thread_notes.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    pub fn notes(&self) -> Vec<(String, String)> {
+        self.notes.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(k, v)| (k.clone(), v.clone())).collect()
     }
 
     /// The session a topic or thread of this chat is about, when it is one
     /// plangate opened for a session.
     pub async fn session_in_thread(&self, channel: &str, chat: &str, thread: &str) -> Option<SessionKey> {
         let cursor = session_cursor(channel, chat, thread);
-        let key = self.blocking(move |s| s.cursor(&cursor)).await.ok().flatten()?;
+        let key = self.storage.blocking(move |s| s.cursor(&cursor)).await.ok().flatten()?;
         let (agent, session) = key.split_once('/')?;
         Some(SessionKey::new(agent, session))
     }
@@ -247,6 +266,6 @@ impl Core {
     /// The session's topic or thread in destination `dest`, when it has one.
     pub async fn thread_of(&self, dest: &str, key: &SessionKey) -> Option<String> {
         let cursor = thread_cursor(dest, key);
-        self.blocking(move |s| s.cursor(&cursor)).await.ok().flatten()
+        self.storage.blocking(move |s| s.cursor(&cursor)).await.ok().flatten()
     }
 }

@@ -1,15 +1,16 @@
 //! The agent endpoints (and `/healthz`).
 
 use super::extract::*;
+use super::proposal::ProposalBody;
 use super::ApiError;
 use super::AppState;
 use crate::core::ExecMeta;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use plangate_engine::view::{hydration, DecisionView, StatusView};
-use plangate_engine::{plan, Actor, ApprovalId, Command, Plan, Refusal, SessionKey, StepUpdate};
+use plangate_engine::{Actor, ApprovalId, Command, Plan, Refusal, SessionKey, StepUpdate};
 use plangate_store::{Committed, Preempted};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -19,11 +20,11 @@ pub(super) async fn healthz(State(core): State<AppState>) -> Response {
         let body = json!({"status": "degraded", "reason": "the last commit failed; decisions are not being recorded"});
         (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
     } else {
-        let mut body = json!({"status": "ok", "waiting": core.parked_waiters()});
+        let mut body = json!({"status": "ok", "waiting": core.waiters.parked()});
         // Replicas only: which one this is and the platform connections it holds.
-        if core.store.shared() {
-            body["replica"] = json!(core.store_info().and_then(|i| i.replica_id.clone()));
-            body["leader_for"] = json!(core.leading_roles());
+        if core.storage.store.shared() {
+            body["replica"] = json!(core.storage.info().and_then(|i| i.replica_id.clone()));
+            body["leader_for"] = json!(core.roles.leading());
         }
         Json(body).into_response()
     }
@@ -46,7 +47,7 @@ pub(super) async fn readyz(State(core): State<AppState>) -> Response {
     };
     ready &= store == "ok";
     checks.insert("store".into(), json!(store));
-    for (name, state) in core.channel_readiness() {
+    for (name, state) in core.adapters.readiness() {
         ready &= state.is_ok();
         let shown = match state {
             Ok(None) => "ok".to_string(),
@@ -56,20 +57,20 @@ pub(super) async fn readyz(State(core): State<AppState>) -> Response {
         checks.insert(name.into(), json!(shown));
     }
     let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-    let backend = core.store_info().map(|i| i.backend).unwrap_or(if core.store.shared() { "shared" } else { "sled" });
+    let backend = core.storage.info().map(|i| i.backend).unwrap_or(if core.storage.store.shared() { "shared" } else { "sled" });
     let body = json!({
         "status": if ready { "ready" } else { "not_ready" },
         "checks": checks,
         "store_backend": backend,
-        "replica": core.store_info().and_then(|i| i.replica_id.clone()),
+        "replica": core.storage.info().and_then(|i| i.replica_id.clone()),
         // The roles whose platform connection this process holds; a replica
         // that leads none is ready all the same (it serves the API).
-        "leader_for": core.leading_roles(),
+        "leader_for": core.roles.leading(),
     });
     let mut body = body;
     // Destinations that want a topic or thread per session but could not
     // get one: their cards go to the main chat (ready all the same).
-    let notes = core.thread_notes();
+    let notes = core.threads.notes();
     if !notes.is_empty() {
         body["thread_fallbacks"] = notes.into_iter().map(|(dest, note)| (dest, json!(note))).collect::<serde_json::Map<_, _>>().into();
     }
@@ -80,16 +81,11 @@ pub(super) async fn readyz(State(core): State<AppState>) -> Response {
 pub(super) async fn unless_stopping<T>(core: &AppState, wait: impl std::future::Future<Output = T>) -> Result<T, ApiError> {
     tokio::select! {
         done = wait => Ok(done),
-        () = core.shutting_down() => Err(ApiError::shutting_down()),
+        () = core.waiters.shutting_down() => Err(ApiError::shutting_down()),
     }
 }
 
-pub(super) async fn status(
-    State(core): State<AppState>,
-    AgentAuth(agent): AgentAuth,
-    Path(sid): Path<String>,
-) -> Result<Json<StatusView>, ApiError> {
-    let key = session_key(agent, &sid)?;
+pub(super) async fn status(State(core): State<AppState>, AgentSession(key): AgentSession) -> Result<Json<StatusView>, ApiError> {
     Ok(Json(StatusView::of(&core.load(&key).await?)))
 }
 
@@ -99,17 +95,11 @@ pub(super) struct EnterBody {
     reason: Option<String>,
 }
 
-pub(super) async fn enter(
-    State(core): State<AppState>,
-    AgentAuth(agent): AgentAuth,
-    Path(sid): Path<String>,
-    ApiJson(body): ApiJson<EnterBody>,
-) -> Result<Json<Value>, ApiError> {
-    let key = session_key(agent.clone(), &sid)?;
+pub(super) async fn enter(State(core): State<AppState>, AgentCall { key, body }: AgentCall<EnterBody>) -> Result<Json<Value>, ApiError> {
     let done = core.execute(&key, Actor::Agent, Command::Enter { reason: body.reason }, ExecMeta::default()).await?;
     let mut view = serde_json::to_value(StatusView::of(&done.transition.state)).unwrap_or_default();
     // The plan-mode brief, in the terms of the session's harness.
-    view["instructions"] = json!(plangate_engine::brief::brief(done.transition.state.session.harness, &core.reach(&agent)));
+    view["instructions"] = json!(plangate_engine::brief::brief(done.transition.state.session.harness, &core.reach(&key.agent)));
     Ok(Json(view))
 }
 
@@ -118,13 +108,11 @@ pub(super) async fn enter(
 /// mode (Claude Code's hook asks for it on a prompt in plan mode).
 pub(super) async fn brief(
     State(core): State<AppState>,
-    AgentAuth(agent): AgentAuth,
-    Path(sid): Path<String>,
-    q: Result<Query<BriefQuery>, axum::extract::rejection::QueryRejection>,
+    AgentSession(key): AgentSession,
+    ApiQuery(q): ApiQuery<BriefQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    session_key(agent.clone(), &sid)?;
-    let harness = query(q)?.harness.unwrap_or_default();
-    Ok(Json(json!({"instructions": plangate_engine::brief::brief(harness, &core.reach(&agent))})))
+    let harness = q.harness.unwrap_or_default();
+    Ok(Json(json!({"instructions": plangate_engine::brief::brief(harness, &core.reach(&key.agent))})))
 }
 
 #[derive(Deserialize)]
@@ -146,104 +134,15 @@ pub(super) struct StepsBody {
     explanation: Option<String>,
 }
 
-pub(super) async fn steps(
-    State(core): State<AppState>,
-    AgentAuth(agent): AgentAuth,
-    Path(sid): Path<String>,
-    ApiJson(body): ApiJson<StepsBody>,
-) -> Result<Json<Value>, ApiError> {
-    let key = session_key(agent, &sid)?;
+pub(super) async fn steps(State(core): State<AppState>, AgentCall { key, body }: AgentCall<StepsBody>) -> Result<Json<Value>, ApiError> {
     let command = Command::UpdatePlan { steps: body.steps, merge: body.merge, explanation: body.explanation };
     let done = core.execute(&key, Actor::Agent, command, ExecMeta::default()).await?;
     Ok(Json(json!({"steps": done.transition.state.session.steps})))
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct MarkdownProposal {
-    markdown: String,
-    title: Option<String>,
-}
-
-/// A proposal body: a structured Plan, or `{"markdown", "title"?}`.
-pub fn parse_proposal(body: Value) -> Result<(Plan, Option<String>), ApiError> {
-    let bytes = serde_json::to_vec(&body).unwrap_or_default();
-    if body.get("markdown").is_some() {
-        let md: MarkdownProposal = parse_json(&bytes)?;
-        let plan = plan::plan_from_markdown(&md.markdown, md.title.as_deref()).map_err(Refusal::from)?;
-        Ok((plan, Some(md.markdown)))
-    } else {
-        Ok((parse_json(&bytes)?, None))
-    }
-}
-
-/// Take the proposal body's optional `requested_by` (a string) out of it,
-/// so what remains is a Plan or a markdown proposal.
-fn take_requested_by(body: &mut Value) -> Result<Option<String>, ApiError> {
-    match body.as_object_mut().and_then(|o| o.remove("requested_by")) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(ApiError::invalid_request("requested_by must be a string like \"slack:U0123456789\"")),
-    }
-}
-
-/// Take the proposal body's optional `harness` (`"api"`, `"claude_code"`,
-/// `"codex"`) out of it: which harness proposes, so the texts its model
-/// reads name its own tools. Absent means `api`.
-fn take_harness(body: &mut Value) -> Result<plangate_engine::Harness, ApiError> {
-    match body.as_object_mut().and_then(|o| o.remove("harness")) {
-        None | Some(Value::Null) => Ok(plangate_engine::Harness::Api),
-        Some(v) => {
-            serde_json::from_value(v).map_err(|_| ApiError::invalid_request("harness must be one of \"api\", \"claude_code\", \"codex\""))
-        }
-    }
-}
-
-/// Take the proposal body's optional `project` (`{"name", "branch",
-/// "host"}`: where the agent runs) out of it; the engine checks its parts.
-fn take_project(body: &mut Value) -> Result<Option<plangate_engine::Project>, ApiError> {
-    match body.as_object_mut().and_then(|o| o.remove("project")) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => serde_json::from_value(v).map(Some).map_err(|e| {
-            ApiError::invalid_request(format!(
-                "project must be an object {{\"name\": string, \"branch\": string, \"host\": string}} (branch and host optional): {e}"
-            ))
-        }),
-    }
-}
-
-/// Who asked for the work: the agent's token config wins, and a body that
-/// names someone else is refused (an agent must not be able to pick who
-/// counts as "self" for separation of duties when its operator fixed it);
-/// else the body's `requested_by` (which the CLI, hook and MCP server fill
-/// from `PLANGATE_REQUESTED_BY`); else nobody.
-fn requester(configured: Option<&str>, named: Option<String>) -> Result<Option<String>, ApiError> {
-    match (configured, named) {
-        (Some(fixed), Some(named)) if named.trim() != fixed => Err(ApiError::invalid_request(format!(
-            "this agent's token names its requester ({fixed}); a proposal cannot name another ({:?}): drop requested_by",
-            named.chars().take(60).collect::<String>()
-        ))),
-        (Some(fixed), _) => Ok(Some(fixed.to_string())),
-        (None, named) => Ok(named),
-    }
-}
-
-pub(super) async fn propose(
-    State(core): State<AppState>,
-    AgentAuth(agent): AgentAuth,
-    Path(sid): Path<String>,
-    ApiJson(body): ApiJson<Value>,
-) -> Result<Response, ApiError> {
-    let key = session_key(agent, &sid)?;
-    if !body.is_object() {
-        return Err(ApiError::invalid_request("the body must be a Plan object or {\"markdown\": …}"));
-    }
-    let mut body = body;
-    let named = take_requested_by(&mut body)?;
-    let harness = take_harness(&mut body)?;
-    let project = take_project(&mut body)?;
-    let requested_by = requester(core.settings.requested_by(&key.agent), named)?;
-    let (plan, markdown) = parse_proposal(body)?;
+pub(super) async fn propose(State(core): State<AppState>, AgentCall { key, body }: AgentCall<Value>) -> Result<Response, ApiError> {
+    let ProposalBody { plan, markdown, requested_by, harness, project } =
+        ProposalBody::parse(body, core.settings.requested_by(&key.agent))?;
     let routed = route_plan(&core, &key, &plan, project.as_ref()).await?;
     let min_quorum = match routed.verdict {
         plangate_policy::PlanVerdict::Quorum(n) => Some(n),
@@ -314,12 +213,10 @@ async fn route_plan(
 
 pub(super) async fn decision(
     State(core): State<AppState>,
-    AgentAuth(agent): AgentAuth,
-    Path(sid): Path<String>,
-    q: Result<Query<WaitQuery>, axum::extract::rejection::QueryRejection>,
+    AgentSession(key): AgentSession,
+    ApiQuery(q): ApiQuery<WaitQuery>,
 ) -> Result<Json<DecisionView>, ApiError> {
-    let key = session_key(agent, &sid)?;
-    let wait = wait_of(&query(q)?)?;
+    let wait = wait_of(&q)?;
     match unless_stopping(&core, core.wait_decision(&key, wait)).await?? {
         Some(p) => Ok(Json(for_agent(&core, &key.agent, &p))),
         None => Err(ApiError::not_found("this session has no proposal yet")),
@@ -352,12 +249,9 @@ pub(super) struct StoppingBody {
 /// again with `waited_secs`, and the open card says the agent left).
 pub(super) async fn stopping(
     State(core): State<AppState>,
-    AgentAuth(agent): AgentAuth,
-    Path(sid): Path<String>,
-    ApiJson(body): ApiJson<StoppingBody>,
+    AgentCall { key, body }: AgentCall<StoppingBody>,
 ) -> Result<Json<Value>, ApiError> {
     use plangate_engine::keep_going::Answer;
-    let key = session_key(agent, &sid)?;
     let command = Command::Stopping { last_message: body.last_message, waited_secs: body.waited_secs };
     let done = core.execute(&key, Actor::Agent, command, ExecMeta::default()).await?;
     let answer = match done.transition.keep_going {
@@ -382,13 +276,7 @@ pub(super) struct TodosBody {
 /// Code's `TodoWrite`, relayed by the hook): the approved plan's progress
 /// where the agent reports no steps. `{"todos": n}` kept; outside an
 /// executing plan nothing is kept (`{"todos": 0}`).
-pub(super) async fn todos(
-    State(core): State<AppState>,
-    AgentAuth(agent): AgentAuth,
-    Path(sid): Path<String>,
-    ApiJson(body): ApiJson<TodosBody>,
-) -> Result<Json<Value>, ApiError> {
-    let key = session_key(agent, &sid)?;
+pub(super) async fn todos(State(core): State<AppState>, AgentCall { key, body }: AgentCall<TodosBody>) -> Result<Json<Value>, ApiError> {
     let done = core.execute(&key, Actor::Agent, Command::Todos { todos: body.todos }, ExecMeta::default()).await?;
     Ok(Json(json!({"todos": done.transition.state.session.todos.len()})))
 }
@@ -401,21 +289,17 @@ pub(super) struct SubagentBody {
 
 pub(super) async fn subagent_open(
     State(core): State<AppState>,
-    AgentAuth(agent): AgentAuth,
-    Path(sid): Path<String>,
-    ApiJson(body): ApiJson<SubagentBody>,
+    AgentCall { key, body }: AgentCall<SubagentBody>,
 ) -> Result<StatusCode, ApiError> {
-    let key = session_key(agent, &sid)?;
     core.execute(&key, Actor::Agent, Command::RegisterSubagent(body.run_id), ExecMeta::default()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 pub(super) async fn subagent_close(
     State(core): State<AppState>,
-    AgentAuth(agent): AgentAuth,
-    Path((sid, run_id)): Path<(String, String)>,
+    AgentSession(key): AgentSession,
+    Path((_, run_id)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    let key = session_key(agent, &sid)?;
     core.execute(&key, Actor::Agent, Command::UnregisterSubagent(run_id), ExecMeta::default()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -430,13 +314,7 @@ pub(super) struct AskBody {
     allow_freetext: bool,
 }
 
-pub(super) async fn ask(
-    State(core): State<AppState>,
-    AgentAuth(agent): AgentAuth,
-    Path(sid): Path<String>,
-    ApiJson(body): ApiJson<AskBody>,
-) -> Result<Response, ApiError> {
-    let key = session_key(agent, &sid)?;
+pub(super) async fn ask(State(core): State<AppState>, AgentCall { key, body }: AgentCall<AskBody>) -> Result<Response, ApiError> {
     let command = Command::Ask { question: body.question, options: body.options, allow_freetext: body.allow_freetext };
     let done = core.execute(&key, Actor::Agent, command, ExecMeta::default()).await?;
     let id = done.transition.state.session.pending_question.as_ref().map(|q| q.question_id.to_string());
@@ -445,12 +323,11 @@ pub(super) async fn ask(
 
 pub(super) async fn question(
     State(core): State<AppState>,
-    AgentAuth(agent): AgentAuth,
-    Path((sid, qid)): Path<(String, String)>,
-    q: Result<Query<WaitQuery>, axum::extract::rejection::QueryRejection>,
+    AgentSession(key): AgentSession,
+    Path((_, qid)): Path<(String, String)>,
+    ApiQuery(q): ApiQuery<WaitQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let key = session_key(agent, &sid)?;
-    let wait = wait_of(&query(q)?)?;
+    let wait = wait_of(&q)?;
     let id = ApprovalId::parse(&qid).ok_or_else(|| ApiError::not_found("no such question"))?;
     let Some(q) = unless_stopping(&core, core.wait_question(&key, id, wait)).await?? else {
         return Err(ApiError::not_found("no such question in this session"));
@@ -465,12 +342,7 @@ pub(super) async fn question(
     Ok(Json(out))
 }
 
-pub(super) async fn take_injection(
-    State(core): State<AppState>,
-    AgentAuth(agent): AgentAuth,
-    Path(sid): Path<String>,
-) -> Result<Json<Value>, ApiError> {
-    let key = session_key(agent, &sid)?;
+pub(super) async fn take_injection(State(core): State<AppState>, AgentSession(key): AgentSession) -> Result<Json<Value>, ApiError> {
     let done = core.execute(&key, Actor::Agent, Command::TakeInjection, ExecMeta::default()).await?;
     Ok(Json(injection_body(done.transition.taken_injection, &done.transition.state)))
 }
@@ -480,12 +352,10 @@ pub(super) async fn take_injection(
 /// between decisions (then it takes with `POST …/injection/take`).
 pub(super) async fn peek_injection(
     State(core): State<AppState>,
-    AgentAuth(agent): AgentAuth,
-    Path(sid): Path<String>,
-    q: Result<Query<WaitQuery>, axum::extract::rejection::QueryRejection>,
+    AgentSession(key): AgentSession,
+    ApiQuery(q): ApiQuery<WaitQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let key = session_key(agent, &sid)?;
-    let wait = wait_of(&query(q)?)?;
+    let wait = wait_of(&q)?;
     let state = unless_stopping(&core, core.wait_injection(&key, wait)).await??;
     Ok(Json(injection_body(state.session.injection.clone(), &state)))
 }
@@ -517,9 +387,11 @@ pub(super) async fn get_hydration(
     State(core): State<AppState>,
     AgentAuth(agent): AgentAuth,
     Path(sid): Path<String>,
-    q: Result<Query<HydrationQuery>, axum::extract::rejection::QueryRejection>,
+    ApiQuery(q): ApiQuery<HydrationQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let after = query(q)?.after;
+    // Not `AgentSession`: a bad query string is answered before a
+    // malformed session id here, as it always was.
+    let after = q.after;
     let key = session_key(agent, &sid)?;
     Ok(Json(json!({"text": hydration(&core.load(&key).await?, after)})))
 }
@@ -729,24 +601,4 @@ pub(super) async fn namespace_steps(
         })
         .await?;
     Ok(Json(json!({"name": name, "shared": key.shared, "steps": merged.steps})))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The token's requester wins and cannot be contradicted; the body's is
-    /// used otherwise.
-    #[test]
-    fn requested_by_precedence() {
-        assert_eq!(requester(Some("slack:U1"), None).ok().flatten().as_deref(), Some("slack:U1"));
-        assert_eq!(requester(Some("slack:U1"), Some("slack:U1".into())).ok().flatten().as_deref(), Some("slack:U1"));
-        assert!(requester(Some("slack:U1"), Some("slack:U2".into())).is_err());
-        assert_eq!(requester(None, Some("slack:U2".into())).ok().flatten().as_deref(), Some("slack:U2"));
-        assert_eq!(requester(None, None).ok().flatten(), None);
-        let mut body = serde_json::json!({"title": "t", "requested_by": "slack:U2"});
-        assert_eq!(take_requested_by(&mut body).ok().flatten().as_deref(), Some("slack:U2"));
-        assert_eq!(body, serde_json::json!({"title": "t"}));
-        assert!(take_requested_by(&mut serde_json::json!({"requested_by": 5})).is_err());
-    }
 }

@@ -6,7 +6,7 @@ use super::extract::*;
 use super::{ApiError, AppState};
 use crate::audit::{self, system_event};
 use axum::body::Body;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use plangate_engine::Timestamp;
 use serde::Deserialize;
@@ -24,9 +24,9 @@ pub(super) struct ExportQuery {
 pub(super) async fn export(
     State(core): State<AppState>,
     _op: OperatorAuth,
-    q: Result<Query<ExportQuery>, axum::extract::rejection::QueryRejection>,
+    ApiQuery(q): ApiQuery<ExportQuery>,
 ) -> Result<Response, ApiError> {
-    let since = query(q)?.since.map(Timestamp);
+    let since = q.since.map(Timestamp);
     let detail = match since {
         Some(t) => format!("operator exported the audit since {}", t.rfc3339()),
         None => "operator exported the audit".to_string(),
@@ -34,7 +34,7 @@ pub(super) async fn export(
     record_read(&core, audit::EXPORTED, detail).await?;
     let head = core.blocking(|s| s.audit_head()).await?;
     let (tx, mut rx) = tokio::sync::mpsc::channel(8);
-    let store = core.store.clone();
+    let store = core.storage.store.clone();
     tokio::task::spawn_blocking(move || audit::export(store.as_ref(), since, head, tx));
     let chunks = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx));
     tracing::info!(since = since.map(|t| t.0), head = head.map(|h| h.0), "audit export started");

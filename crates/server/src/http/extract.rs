@@ -7,14 +7,16 @@ use super::{MAX_BODY_BYTES, MAX_WAIT_SECS};
 use crate::core::Core;
 use crate::throttle::{retry_after_secs, Surface};
 use axum::extract::ConnectInfo;
-use axum::extract::{FromRequest, FromRequestParts, Query, Request};
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use plangate_engine::ids::is_valid_session_id;
 use plangate_engine::{ApprovalId, SessionKey};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::json;
+use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 use subtle::ConstantTimeEq;
@@ -182,6 +184,57 @@ pub(super) fn wait_of(q: &WaitQuery) -> Result<Duration, ApiError> {
         .ok_or_else(|| ApiError::invalid_request(format!("wait must be a whole number of seconds from 0 to {MAX_WAIT_SECS}, got {w:?}")))
 }
 
-pub(super) fn query<T: DeserializeOwned>(q: Result<Query<T>, axum::extract::rejection::QueryRejection>) -> Result<T, ApiError> {
-    q.map(|Query(t)| t).map_err(|e| ApiError::invalid_request(format!("bad query string: {}", e.body_text())))
+/// A query string parsed into `T`, or `422 invalid_request` ("bad query
+/// string: …") when it does not parse.
+pub(super) struct ApiQuery<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Query(t)| ApiQuery(t))
+            .map_err(|e| ApiError::invalid_request(format!("bad query string: {}", e.body_text())))
+    }
+}
+
+/// The `{session_id}` of the path (the routes' name for it), as sent.
+async fn path_session_id(parts: &mut Parts, core: &AppState) -> Result<String, Response> {
+    let Path(params) = Path::<HashMap<String, String>>::from_request_parts(parts, core).await.map_err(IntoResponse::into_response)?;
+    Ok(params.get("session_id").cloned().unwrap_or_default())
+}
+
+/// One of the calling agent's sessions: the agent from its token, the
+/// path's `{session_id}`, checked. Answered in that order: a wrong token,
+/// then a malformed session id.
+pub(super) struct AgentSession(pub SessionKey);
+
+impl FromRequestParts<AppState> for AgentSession {
+    type Rejection = Response;
+    async fn from_request_parts(parts: &mut Parts, core: &AppState) -> Result<Self, Response> {
+        let AgentAuth(agent) = AgentAuth::from_request_parts(parts, core).await.map_err(IntoResponse::into_response)?;
+        let sid = path_session_id(parts, core).await?;
+        session_key(agent, &sid).map(AgentSession).map_err(IntoResponse::into_response)
+    }
+}
+
+/// An agent's call on one of its sessions with a JSON body `T`: answered
+/// in the order the API always has, a wrong token, then the body
+/// ([`ApiJson`]'s errors), then a malformed session id.
+pub(super) struct AgentCall<T> {
+    pub key: SessionKey,
+    pub body: T,
+}
+
+impl<T: DeserializeOwned> FromRequest<AppState> for AgentCall<T> {
+    type Rejection = Response;
+    async fn from_request(req: Request, core: &AppState) -> Result<Self, Response> {
+        let (mut parts, body) = req.into_parts();
+        let AgentAuth(agent) = AgentAuth::from_request_parts(&mut parts, core).await.map_err(IntoResponse::into_response)?;
+        let sid = path_session_id(&mut parts, core).await?;
+        let ApiJson(body) =
+            ApiJson::<T>::from_request(Request::from_parts(parts, body), core).await.map_err(IntoResponse::into_response)?;
+        let key = session_key(agent, &sid).map_err(IntoResponse::into_response)?;
+        Ok(AgentCall { key, body })
+    }
 }

@@ -5,9 +5,12 @@
 //! contract's JSON shapes and error codes.
 //!
 //! Laid out by concern: [`error`] (the contract's error shape and codes),
-//! [`extract`] (strict JSON bodies, bearer-token authentication, path and
-//! query parsing), and the handlers, [`agent`], [`operator`] and
-//! [`pairing`] (codes and paired destinations).
+//! [`extract`] (strict JSON bodies, bearer-token authentication, and the
+//! typed extractors: `AgentSession`, one of the caller's sessions from its
+//! token and the path; `AgentCall<T>`, the same with a JSON body;
+//! `ApiQuery<T>`, a query string), [`proposal`] (a proposal's body, typed),
+//! and the handlers, [`agent`], [`operator`] and [`pairing`] (codes and
+//! paired destinations).
 
 mod agent;
 mod audit;
@@ -16,10 +19,11 @@ mod extract;
 mod operator;
 mod pairing;
 mod permissions;
+mod proposal;
 
-pub use agent::parse_proposal;
 pub use error::ApiError;
 pub use extract::{AgentAuth, ApiJson, OperatorAuth};
+pub use proposal::parse_proposal;
 
 use crate::core::Core;
 use axum::extract::{DefaultBodyLimit, Request};
@@ -118,7 +122,7 @@ pub fn with_test_clock(app: Router, core: Arc<Core>, clock: Arc<crate::clock::Tu
         let clock = clock.clone();
         async move {
             let now = clock.turn(body.0.advance_ms);
-            core.scheduler_wake.notify_one();
+            core.timers.changed.notify_one();
             axum::Json(serde_json::json!({"now": now.0}))
         }
     };

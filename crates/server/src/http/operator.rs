@@ -6,7 +6,7 @@ use super::ApiError;
 use super::AppState;
 use crate::approvers::Venue;
 use crate::core::{Decision, DecisionRefused, ExecMeta};
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::header::LINK;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::Json;
@@ -57,9 +57,8 @@ fn parse_cursor(text: &str) -> Option<PagePosition> {
 pub(super) async fn approvals(
     State(core): State<AppState>,
     _op: OperatorAuth,
-    q: Result<Query<ApprovalsQuery>, axum::extract::rejection::QueryRejection>,
+    ApiQuery(q): ApiQuery<ApprovalsQuery>,
 ) -> Result<(HeaderMap, Json<Vec<ApprovalSummary>>), ApiError> {
-    let q = query(q)?;
     let status_text = q.status.clone().unwrap_or_else(|| "pending".to_string());
     let status = match status_text.as_str() {
         "all" => None,
@@ -326,9 +325,8 @@ pub(super) struct AuditParams {
 pub(super) async fn audit(
     State(core): State<AppState>,
     _op: OperatorAuth,
-    q: Result<Query<AuditParams>, axum::extract::rejection::QueryRejection>,
+    ApiQuery(q): ApiQuery<AuditParams>,
 ) -> Result<Json<Value>, ApiError> {
-    let q = query(q)?;
     let approval_id = match q.approval.as_deref() {
         Some(a) => Some(parse_approval_id(a)?),
         None => None,
@@ -355,7 +353,7 @@ pub(super) async fn audit(
 /// it as a bearer token (`authorization: {credentials_file: …}`).
 pub(super) async fn metrics(State(core): State<AppState>, _op: OperatorAuth) -> axum::response::Response {
     use axum::response::IntoResponse;
-    let body = core.metrics.render(core.chat_backlog(), core.parked_waiters());
+    let body = core.metrics.render(core.chat.backlog(), core.waiters.parked());
     ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], body).into_response()
 }
 
@@ -387,9 +385,9 @@ pub(super) struct PruneQuery {
 pub(super) async fn prune(
     State(core): State<AppState>,
     _op: OperatorAuth,
-    q: Result<Query<PruneQuery>, axum::extract::rejection::QueryRejection>,
+    ApiQuery(q): ApiQuery<PruneQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let dry_run = query(q)?.dry_run.unwrap_or(false);
+    let dry_run = q.dry_run.unwrap_or(false);
     if crate::ops::retention::policy(&core, dry_run).is_none() {
         return Err(ApiError::invalid_request("retention is off: set [retention] decided_approvals and/or audit (e.g. \"90d\")"));
     }

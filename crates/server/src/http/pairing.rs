@@ -5,7 +5,7 @@ use super::extract::*;
 use super::ApiError;
 use super::AppState;
 use crate::pairing::PairError;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use serde::Deserialize;
@@ -42,7 +42,9 @@ pub(super) async fn create(
     ApiJson(body): ApiJson<PairingBody>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let actor = body.actor.as_deref().unwrap_or("api");
-    let issued = core.create_pairing_code(&body.platform, body.agent.as_deref(), body.name.as_deref(), body.ttl_seconds, actor).await?;
+    let configured = core.adapters.channel(&body.platform).is_some();
+    let issued =
+        core.pairing.create_code(&body.platform, configured, body.agent.as_deref(), body.name.as_deref(), body.ttl_seconds, actor).await?;
     Ok((StatusCode::CREATED, Json(json!(issued))))
 }
 
@@ -56,8 +58,8 @@ pub(super) async fn list(State(core): State<AppState>, _op: OperatorAuth) -> Res
         out.push(json!({"name": name, "source": "config", "channel": d.channel, "chat": d.chat, "agents": agents,
             "approvers": d.approvers, "style": d.style}));
     }
-    let index = core.approvers();
-    for d in core.paired_destinations().await? {
+    let index = core.pairing.approvers();
+    for d in core.pairing.paired_destinations().await? {
         let shadowed = core.settings.raw.destinations.contains_key(&d.name);
         // What this process decides with: on replicas, another one's change
         // is in use here once its notification arrived.
@@ -82,9 +84,9 @@ pub(super) async fn remove(
     State(core): State<AppState>,
     _op: OperatorAuth,
     Path(name): Path<String>,
-    q: Result<Query<RemoveQuery>, axum::extract::rejection::QueryRejection>,
+    ApiQuery(q): ApiQuery<RemoveQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let actor = query(q)?.actor.unwrap_or_else(|| "api".to_string());
-    let removed = core.remove_destination(&name, &actor).await?;
+    let actor = q.actor.unwrap_or_else(|| "api".to_string());
+    let removed = core.pairing.remove_destination(&name, &actor).await?;
     Ok(Json(json!(removed)))
 }

@@ -11,7 +11,7 @@ use super::agent::unless_stopping;
 use super::extract::*;
 use super::{ApiError, AppState};
 use crate::core::ExecMeta;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -39,13 +39,8 @@ pub(super) struct AskBody {
 
 /// `POST /v1/sessions/{id}/permissions`: `{"decision": "allow" | "deny" |
 /// "local" | "ask", …}`; `ask` (201) carries the `question_id` to wait on.
-pub(super) async fn ask(
-    State(core): State<AppState>,
-    AgentAuth(agent): AgentAuth,
-    Path(sid): Path<String>,
-    ApiJson(body): ApiJson<AskBody>,
-) -> Result<Response, ApiError> {
-    let key = session_key(agent.clone(), &sid)?;
+pub(super) async fn ask(State(core): State<AppState>, AgentCall { key, body }: AgentCall<AskBody>) -> Result<Response, ApiError> {
+    let agent = key.agent.clone();
     let state = core.load(&key).await?;
     let gate_call = plangate_engine::GateCall {
         tool: &body.tool,
@@ -119,12 +114,11 @@ fn by_policy(core: &AppState, agent: &str, state: &plangate_engine::State, call:
 /// with its outcome once a person answered (or it expired).
 pub(super) async fn get(
     State(core): State<AppState>,
-    AgentAuth(agent): AgentAuth,
-    Path((sid, qid)): Path<(String, String)>,
-    q: Result<Query<WaitQuery>, axum::extract::rejection::QueryRejection>,
+    AgentSession(key): AgentSession,
+    Path((_, qid)): Path<(String, String)>,
+    ApiQuery(q): ApiQuery<WaitQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let key = session_key(agent, &sid)?;
-    let wait = wait_of(&query(q)?)?;
+    let wait = wait_of(&q)?;
     let id = ApprovalId::parse(&qid).ok_or_else(|| ApiError::not_found("no such permission request"))?;
     // The hook says it waits until the poll's end: a person's answer counts
     // while someone waits (`plangate_engine::permission::HEARD_GRACE_MS`).
@@ -147,10 +141,9 @@ pub(super) async fn get(
 /// stopped waiting; the card says so. 204 whether or not it still waited.
 pub(super) async fn expire(
     State(core): State<AppState>,
-    AgentAuth(agent): AgentAuth,
-    Path((sid, qid)): Path<(String, String)>,
+    AgentSession(key): AgentSession,
+    Path((_, qid)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    let key = session_key(agent, &sid)?;
     let id = ApprovalId::parse(&qid).ok_or_else(|| ApiError::not_found("no such permission request"))?;
     core.execute(&key, Actor::Agent, Command::ExpirePermission { question_id: id }, ExecMeta::default()).await?;
     Ok(StatusCode::NO_CONTENT)

@@ -68,7 +68,7 @@ impl super::Hub {
     /// The session whose topic or thread this event came from, if any.
     pub(super) async fn thread_session(&self, ev: &plangate_channel::Inbound) -> Option<plangate_engine::SessionKey> {
         let thread = ev.thread.as_deref()?;
-        self.core.session_in_thread(ev.channel, &ev.chat, thread).await
+        self.core.threads.session_in_thread(ev.channel, &ev.chat, thread).await
     }
 
     /// Per session of `active`, a link to its topic or thread in this chat.
@@ -78,13 +78,14 @@ impl super::Hub {
         active: &[State],
     ) -> std::collections::HashMap<plangate_engine::SessionKey, String> {
         let mut links = std::collections::HashMap::new();
-        let Some(channel) = self.core.channel(ev.channel) else { return links };
+        let Some(channel) = self.core.adapters.channel(ev.channel) else { return links };
         for state in active {
             let key = &state.session.key;
             let places: Vec<String> =
-                self.core.approvers().places_in(&key.agent, ev.channel, &ev.chat).map(|p| p.destination.name.clone()).collect();
+                self.core.pairing.approvers().places_in(&key.agent, ev.channel, &ev.chat).map(|p| p.destination.name.clone()).collect();
             for dest in places {
-                if let Some(link) = self.core.thread_of(&dest, key).await.and_then(|thread| channel.thread_link(&ev.chat, &thread)) {
+                if let Some(link) = self.core.threads.thread_of(&dest, key).await.and_then(|thread| channel.thread_link(&ev.chat, &thread))
+                {
                     links.insert(key.clone(), link);
                     break;
                 }

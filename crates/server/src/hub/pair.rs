@@ -12,7 +12,7 @@ impl Hub {
     /// `/plan pair CODE`.
     pub(super) async fn pair(&self, ev: &Inbound, code: &str) -> Reply {
         let who = Self::who(ev);
-        match self.core.claim_pairing_code(ev.channel, &ev.chat, &who, code).await {
+        match self.core.pairing.claim_code(ev.channel, &ev.chat, &who, code).await {
             Ok(d) => {
                 let how = match ev.channel {
                     "telegram" => "/plan approvers add as a reply to their message",
@@ -50,7 +50,7 @@ impl Hub {
             (Err(why), _) | (_, Err(why)) => return Reply::Text(why),
         };
         let who = Self::who(ev);
-        match self.core.change_approvers(ev.channel, &ev.chat, &who, &add, &remove).await {
+        match self.core.pairing.change_approvers(ev.channel, &ev.chat, &who, &add, &remove).await {
             Ok(changed) => Reply::Announce(
                 changed
                     .iter()
@@ -75,7 +75,7 @@ impl Hub {
 
     /// Every destination that is this chat, with its approvers.
     fn approvers_text(&self, ev: &Inbound) -> String {
-        let index = self.core.approvers();
+        let index = self.core.pairing.approvers();
         let mut lines = Vec::new();
         for agent in index.agents_in(ev.channel, &ev.chat) {
             for place in index.places_in(&agent, ev.channel, &ev.chat) {

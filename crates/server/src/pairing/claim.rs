@@ -80,13 +80,15 @@ fn fresh_code() -> String {
     format!("{}-{}", &code[..4], &code[4..])
 }
 
-impl Core {
+impl Pairing {
     /// Make a code for `platform` (`plangate pair`): the agent (the only one
     /// configured when not given) and the destination's name are checked
-    /// now, so a typo is the operator's error, not the chat's.
-    pub async fn create_pairing_code(
+    /// now, so a typo is the operator's error, not the chat's. `configured`:
+    /// whether the server runs that platform's adapter.
+    pub async fn create_code(
         &self,
         platform: &str,
+        configured: bool,
         agent: Option<&str>,
         name: Option<&str>,
         ttl_secs: Option<u64>,
@@ -95,7 +97,7 @@ impl Core {
         if !PLATFORMS.contains(&platform) {
             return Err(PairError::Invalid(format!("unknown platform {platform:?}: use telegram, slack or discord")));
         }
-        if self.channel(platform).is_none() {
+        if !configured {
             return Err(PairError::Invalid(format!(
                 "{platform} is not configured on this server: add its [{platform}] section (the bot's token) and restart"
             )));
@@ -121,7 +123,7 @@ impl Core {
         if !(1..=CODE_TTL_SECS).contains(&ttl) {
             return Err(PairError::Invalid(format!("a code lives 1 to {CODE_TTL_SECS} seconds, not {ttl}")));
         }
-        let now = self.now();
+        let now = self.storage.now();
         let waiting = self.waiting_codes(now).await?;
         if waiting.len() >= MAX_WAITING_CODES {
             return Err(PairError::Refused(format!(
@@ -141,7 +143,7 @@ impl Core {
         };
         let key = format!("{CODE_PREFIX}{}", hex::encode(rand::random::<[u8; 16]>()));
         let value = serde_json::to_string(&record).map_err(|e| PairError::Store(e.to_string()))?;
-        if !self.blocking(move |s| s.swap_cursor(&key, None, Some(&value))).await? {
+        if !self.storage.blocking(move |s| s.swap_cursor(&key, None, Some(&value))).await? {
             return Err(PairError::Store("a fresh code's key was taken; ask again".into()));
         }
         let detail = format!(
@@ -149,7 +151,7 @@ impl Core {
             name.map(|n| format!(", destination {n}")).unwrap_or_default(),
             expires_at.rfc3339()
         );
-        self.audit(&audit_key(&agent), &record.created_by, "pairing_code", None, detail).await;
+        self.storage.audit(&audit_key(&agent), &record.created_by, "pairing_code", None, detail).await;
         Ok(IssuedCode {
             code,
             platform: platform.to_string(),
@@ -166,7 +168,7 @@ impl Core {
             return Err(PairError::Invalid(format!("destination {name} exists in the config file; pick another --name")));
         }
         let key = format!("{DESTINATION_PREFIX}{name}");
-        if self.blocking(move |s| s.cursor(&key)).await?.is_some() {
+        if self.storage.blocking(move |s| s.cursor(&key)).await?.is_some() {
             return Err(PairError::Invalid(format!(
                 "a paired destination is named {name} already; pick another --name or remove it (`plangate destinations remove {name}`)"
             )));
@@ -177,13 +179,13 @@ impl Core {
     /// The codes not expired yet, with their keys and stored text; expired
     /// ones are removed on the way.
     async fn waiting_codes(&self, now: Timestamp) -> Result<Vec<(String, String, WaitingCode)>, StoreError> {
-        let records = self.blocking(|s| s.cursors_with_prefix(CODE_PREFIX)).await?;
+        let records = self.storage.blocking(|s| s.cursors_with_prefix(CODE_PREFIX)).await?;
         let mut waiting = Vec::new();
         for (key, value) in records {
             match serde_json::from_str::<WaitingCode>(&value) {
                 Ok(code) if code.expires_at > now.0 => waiting.push((key, value, code)),
                 _ => {
-                    let _ = self.blocking(move |s| s.swap_cursor(&key, Some(&value), None)).await;
+                    let _ = self.storage.blocking(move |s| s.swap_cursor(&key, Some(&value), None)).await;
                 }
             }
         }
@@ -193,13 +195,13 @@ impl Core {
     /// `/plan pair CODE` from `who` (an identity) in `channel` chat `chat`:
     /// the code is taken (once), the chat becomes a destination of the
     /// code's agent with `who` its approver, audited.
-    pub async fn claim_pairing_code(&self, channel: &str, chat: &str, who: &str, typed: &str) -> Result<PairedDestination, PairError> {
-        if !self.pairing.attempts.allow(format!("chat:{channel}:{chat}"), format!("user:{who}")) {
+    pub async fn claim_code(&self, channel: &str, chat: &str, who: &str, typed: &str) -> Result<PairedDestination, PairError> {
+        if !self.attempts.allow(format!("chat:{channel}:{chat}"), format!("user:{who}")) {
             tracing::warn!(channel, chat, user = who, "pairing attempts over the budget; refused");
             return Err(PairError::Limited);
         }
         let presented = hash(&normalize_code(typed).unwrap_or_default());
-        let now = self.now();
+        let now = self.storage.now();
         let waiting = self.waiting_codes(now).await?;
         // Every stored hash is compared, in constant time, whatever matched.
         let mut found = None;
@@ -212,7 +214,7 @@ impl Core {
         }
         let refuse = |why: String| async move {
             let detail = format!("/plan pair refused in {channel} chat {chat}: {why}");
-            self.audit(&audit_key("-"), who, "pair_refused", None, detail).await;
+            self.storage.audit(&audit_key("-"), who, "pair_refused", None, detail).await;
             Err(PairError::BadCode)
         };
         let Some((key, value, code)) = found.map(|i| waiting[i].clone()) else {
@@ -220,7 +222,7 @@ impl Core {
         };
         if code.platform != channel {
             // Shown in the wrong place: used up, so a code seen there is worth nothing.
-            let _ = self.blocking(move |s| s.swap_cursor(&key, Some(&value), None)).await;
+            let _ = self.storage.blocking(move |s| s.swap_cursor(&key, Some(&value), None)).await;
             return refuse(format!("the code was made for {}; it is used up", code.platform)).await;
         }
         if !self.settings.raw.agents.contains_key(&code.agent) {
@@ -233,7 +235,7 @@ impl Core {
             )));
         }
         let (k, v) = (key.clone(), value.clone());
-        if !self.blocking(move |s| s.swap_cursor(&k, Some(&v), None)).await? {
+        if !self.storage.blocking(move |s| s.swap_cursor(&k, Some(&v), None)).await? {
             return refuse("the code was taken at the same moment by another chat".into()).await;
         }
         let record = self.store_new_destination(&code, channel, chat, who, now).await?;
@@ -241,8 +243,8 @@ impl Core {
             "paired destination {}: {channel} chat {chat} receives {}'s plans, approver {who} (code by {})",
             record.name, record.agent, code.created_by
         );
-        self.audit(&audit_key(&record.agent), who, "destination_paired", None, detail).await;
-        self.refresh_pairings_logged().await;
+        self.storage.audit(&audit_key(&record.agent), who, "destination_paired", None, detail).await;
+        self.refresh_logged().await;
         Ok(record)
     }
 
@@ -280,7 +282,7 @@ impl Core {
             };
             let value = serde_json::to_string(&record).map_err(|e| PairError::Store(e.to_string()))?;
             let key = format!("{DESTINATION_PREFIX}{name}");
-            if self.blocking(move |s| s.swap_cursor(&key, None, Some(&value))).await? {
+            if self.storage.blocking(move |s| s.swap_cursor(&key, None, Some(&value))).await? {
                 return Ok(record);
             }
         }
@@ -311,7 +313,7 @@ impl Core {
         let mine: Vec<&PairedDestination> = here.iter().filter(|d| d.approvers.iter().any(|a| a == who)).collect();
         if mine.is_empty() {
             let detail = format!("{who} is not an approver of this {channel} chat ({chat}) and may not change its approvers");
-            self.audit(&audit_key(&here[0].agent), who, "refused", None, detail).await;
+            self.storage.audit(&audit_key(&here[0].agent), who, "refused", None, detail).await;
             return Err(PairError::Refused("Only an approver of this chat may change its approvers.".into()));
         }
         // Checked on every list before anything is written.
@@ -334,10 +336,10 @@ impl Core {
                 said.push(format!("removed {}", remove.join(", ")));
             }
             let detail = format!("{} on destination {}; approvers now {}", said.join(", "), record.name, record.approvers.join(", "));
-            self.audit(&audit_key(&record.agent), who, "approvers_changed", None, detail).await;
+            self.storage.audit(&audit_key(&record.agent), who, "approvers_changed", None, detail).await;
             changed.push(record);
         }
-        self.refresh_pairings_logged().await;
+        self.refresh_logged().await;
         Ok(changed)
     }
 
@@ -347,6 +349,7 @@ impl Core {
         loop {
             let read = key.clone();
             let value = self
+                .storage
                 .blocking(move |s| s.cursor(&read))
                 .await?
                 .ok_or_else(|| PairError::NotFound(format!("destination {name} was removed meanwhile")))?;
@@ -362,7 +365,7 @@ impl Core {
             }
             let new = serde_json::to_string(&record).map_err(|e| PairError::Store(e.to_string()))?;
             let k = key.clone();
-            if self.blocking(move |s| s.swap_cursor(&k, Some(&value), Some(&new))).await? {
+            if self.storage.blocking(move |s| s.swap_cursor(&k, Some(&value), Some(&new))).await? {
                 return Ok(record);
             }
         }

@@ -5,7 +5,7 @@
 //! telegram`, `POST /v1/operator/pairings`); someone sends `/plan pair
 //! CODE` in a chat; that chat becomes a destination of the agent (buttons),
 //! the sender its first approver. Approvers then add and remove each other
-//! in the chat (`/plan approvers …`, [`Core::change_approvers`]).
+//! in the chat (`/plan approvers …`, [`Pairing::change_approvers`]).
 //!
 //! **Where it is kept.** Paired destinations and waiting codes are cursors
 //! of the store under [`DESTINATION_PREFIX`] and [`CODE_PREFIX`], one JSON
@@ -28,8 +28,11 @@ mod claim;
 
 pub use claim::{normalize_code, RATE_BURST, RATE_REFILL};
 
+pub use crate::approvers::PairedDestination;
+
 use crate::approvers::ApproverIndex;
-use crate::core::Core;
+use crate::config::Settings;
+use crate::storage::Storage;
 use plangate_engine::SessionKey;
 use plangate_store::StoreError;
 use serde::{Deserialize, Serialize};
@@ -45,22 +48,6 @@ pub const CODE_TTL_SECS: u64 = 600;
 pub const MAX_WAITING_CODES: usize = 20;
 /// The platforms a chat can be paired on.
 pub const PLATFORMS: [&str; 3] = ["telegram", "slack", "discord"];
-
-/// A destination a chat paired itself to, as stored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PairedDestination {
-    pub name: String,
-    pub agent: String,
-    /// `telegram` | `slack` | `discord`
-    pub channel: String,
-    pub chat: String,
-    /// Identities (`telegram:111`); never empty (the last one cannot leave).
-    pub approvers: Vec<String>,
-    /// Who sent the code (an identity).
-    pub paired_by: String,
-    /// When, in ms since the epoch.
-    pub paired_at: i64,
-}
 
 /// Why a pairing request or change was refused: a sentence for the
 /// operator or the chat, saying what to do.
@@ -102,17 +89,15 @@ pub struct IssuedCode {
     pub expires_in: u64,
 }
 
-/// What [`Core`] keeps for pairing: the live index and the attempt budget.
+/// The core's part for pairing: the live index (the config's and the
+/// paired destinations), the attempt budget, and the store they are kept in.
 pub struct Pairing {
+    storage: Arc<Storage>,
+    settings: Arc<Settings>,
+    /// The index of the config file alone, which paired destinations join.
+    config: ApproverIndex,
     index: RwLock<Arc<ApproverIndex>>,
     attempts: claim::Attempts,
-}
-
-impl Pairing {
-    /// Before the store is read: the config's index alone.
-    pub fn new(config: &ApproverIndex) -> Pairing {
-        Pairing { index: RwLock::new(Arc::new(config.clone())), attempts: claim::Attempts::default() }
-    }
 }
 
 /// Destination names: what `[destinations.<name>]` would accept as a key.
@@ -130,16 +115,22 @@ fn audit_key(agent: &str) -> SessionKey {
     SessionKey::new(agent, "-")
 }
 
-impl Core {
+impl Pairing {
+    /// Before the store is read: the config's index alone.
+    pub fn new(storage: Arc<Storage>, settings: Arc<Settings>) -> Pairing {
+        let config = ApproverIndex::of(&settings);
+        Pairing { index: RwLock::new(Arc::new(config.clone())), config, storage, settings, attempts: claim::Attempts::default() }
+    }
+
     /// Who may decide what, from where: the config's destinations and the
     /// paired ones, as of the last refresh.
     pub fn approvers(&self) -> Arc<ApproverIndex> {
-        self.pairing.index.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.index.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Every paired destination in the store, by name.
     pub async fn paired_destinations(&self) -> Result<Vec<PairedDestination>, StoreError> {
-        let records = self.blocking(|s| s.cursors_with_prefix(DESTINATION_PREFIX)).await?;
+        let records = self.storage.blocking(|s| s.cursors_with_prefix(DESTINATION_PREFIX)).await?;
         Ok(records
             .into_iter()
             .filter_map(|(key, value)| match serde_json::from_str::<PairedDestination>(&value) {
@@ -154,17 +145,17 @@ impl Core {
 
     /// Rebuild the index from the config and the store. On a store error
     /// the index stays as it was (what it allowed before, no more).
-    pub async fn refresh_pairings(&self) -> Result<(), StoreError> {
+    pub async fn refresh(&self) -> Result<(), StoreError> {
         let paired = self.paired_destinations().await?;
-        let index = self.settings.approvers.with_paired(&paired, |name| self.settings.raw.destinations.contains_key(name));
-        *self.pairing.index.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(index);
+        let index = self.config.with_paired(&paired, |name| self.settings.raw.destinations.contains_key(name));
+        *self.index.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(index);
         Ok(())
     }
 
-    /// [`Core::refresh_pairings`], logging a failure (after a change, or a
+    /// [`Pairing::refresh`], logging a failure (after a change, or a
     /// notification from another replica).
-    pub async fn refresh_pairings_logged(&self) {
-        if let Err(e) = self.refresh_pairings().await {
+    pub async fn refresh_logged(&self) {
+        if let Err(e) = self.refresh().await {
             tracing::warn!(error = %e, "paired destinations not re-read; decisions use the previous list until the next change");
         }
     }
@@ -182,7 +173,7 @@ impl Core {
         let key = format!("{DESTINATION_PREFIX}{name}");
         loop {
             let read = key.clone();
-            let Some(value) = self.blocking(move |s| s.cursor(&read)).await? else {
+            let Some(value) = self.storage.blocking(move |s| s.cursor(&read)).await? else {
                 return Err(if self.settings.raw.destinations.contains_key(name) {
                     PairError::Refused(format!(
                         "destination {name} is in the config file, not paired: remove it there (and from the agents' destinations)"
@@ -194,15 +185,15 @@ impl Core {
             let record: PairedDestination =
                 serde_json::from_str(&value).map_err(|e| PairError::Store(format!("paired destination {name} does not read: {e}")))?;
             let (k, v) = (key.clone(), value.clone());
-            if self.blocking(move |s| s.swap_cursor(&k, Some(&v), None)).await? {
+            if self.storage.blocking(move |s| s.swap_cursor(&k, Some(&v), None)).await? {
                 let detail = format!(
                     "removed paired destination {name} ({} chat {}, approvers {})",
                     record.channel,
                     record.chat,
                     record.approvers.join(", ")
                 );
-                self.audit(&audit_key(&record.agent), &format!("operator:{actor}"), "destination_removed", None, detail).await;
-                self.refresh_pairings_logged().await;
+                self.storage.audit(&audit_key(&record.agent), &format!("operator:{actor}"), "destination_removed", None, detail).await;
+                self.refresh_logged().await;
                 return Ok(record);
             }
             // Changed under us (an approver added): read again.

@@ -124,7 +124,7 @@ fn fixture() -> Fixture {
     let store = Arc::new(Faulty::shared(SledStore::open(&dir.path().join("db")).unwrap()));
     let core = Core::new(Arc::new(settings), store.clone());
     let chan = Arc::new(Held { posts: AtomicUsize::new(0), edits: AtomicUsize::new(0), gate: tokio::sync::Semaphore::new(1_000) });
-    core.register_channel(chan.clone());
+    core.adapters.register(chan.clone());
     Fixture { core, store, chan, _dir: dir }
 }
 
@@ -143,7 +143,7 @@ impl Fixture {
             )
             .await
             .unwrap();
-        self.core.drain(Duration::from_secs(10)).await.unwrap();
+        self.core.chat.drain(Duration::from_secs(10)).await.unwrap();
         (key, done.transition.state.latest.unwrap().approval_id)
     }
 
@@ -186,9 +186,9 @@ async fn a_lost_race_is_reapplied_and_refused_by_the_engine() {
     let p = f.store.proposal(&id).unwrap().unwrap();
     assert_eq!((p.status, p.decided_by.as_deref()), (DecisionStatus::Approved, Some("operator:bob")));
     assert!(!f.core.is_degraded(), "a lost race is not degradation");
-    f.core.drain(Duration::from_secs(10)).await.unwrap();
+    f.core.chat.drain(Duration::from_secs(10)).await.unwrap();
     assert_eq!(f.chan.edits.load(Ordering::SeqCst), 0, "the losing attempt queued no card edit");
-    assert_eq!(f.core.queued_outbox(), 0);
+    assert_eq!(f.core.chat.queued_outbox(), 0);
 }
 
 /// A conflict with nothing changed (the other replica touched the session
@@ -206,10 +206,10 @@ async fn a_conflict_then_success_runs_the_jobs_once() {
         f.core.execute_on_approval(id, Actor::Operator { name: "alice".into() }, Fixture::approve(id), ExecMeta::default()).await.unwrap();
     assert!(done.transition.changed);
     assert_eq!(f.store.commit_attempts() - attempts, 2, "one conflict, one commit");
-    f.core.drain(Duration::from_secs(10)).await.unwrap();
+    f.core.chat.drain(Duration::from_secs(10)).await.unwrap();
     assert_eq!(f.chan.edits.load(Ordering::SeqCst), 1, "one card edit for one decision");
     assert!(f.store.outbox().unwrap().is_empty(), "every committed job done");
-    assert_eq!(f.core.queued_outbox(), 0);
+    assert_eq!(f.core.chat.queued_outbox(), 0);
     let p = f.store.proposal(&id).unwrap().unwrap();
     assert_eq!(p.decided_by.as_deref(), Some("operator:alice"));
 }
@@ -247,8 +247,8 @@ async fn a_timer_fired_elsewhere_has_no_effects() {
     let err = f.core.execute(&key, Actor::Scheduler, Command::TimerFired(timer), meta).await;
     assert!(matches!(err, Err(CoreError::Preempted(Preempted::TimerGone))), "{:?}", err.err());
     assert!(!f.core.is_degraded());
-    f.core.drain(Duration::from_secs(10)).await.unwrap();
-    assert_eq!(f.core.chat_backlog(), 0);
+    f.core.chat.drain(Duration::from_secs(10)).await.unwrap();
+    assert_eq!(f.core.chat.backlog(), 0);
 
     f.store.before_next_commit(|_| Some(Scripted::Fail(StoreError::Postgres("connection reset".into()))));
     let err = f.core.execute_on_approval(id, Actor::Operator { name: "a".into() }, Fixture::approve(id), ExecMeta::default()).await;
@@ -286,13 +286,13 @@ async fn an_event_handled_elsewhere_gets_no_reply() {
 async fn changes_from_the_store_wake_waiters_and_the_scheduler() {
     let f = fixture();
     let (a, b) = (SessionKey::new("ci", "a"), SessionKey::new("ci", "b"));
-    let (mut wa, mut wb) = (f.core.subscribe(&a), f.core.subscribe(&b));
+    let (mut wa, mut wb) = (f.core.waiters.subscribe(&a), f.core.waiters.subscribe(&b));
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let (_stop, shutdown) = tokio::sync::watch::channel(false);
-    let task = tokio::spawn(super::forward_changes(f.core.clone(), rx, shutdown));
+    let task = tokio::spawn(super::forward_changes(super::Replicas::of(&f.core), rx, shutdown));
     tx.send(Some(a.clone())).unwrap();
     tokio::time::timeout(Duration::from_secs(5), wa.changed()).await.expect("a woken").unwrap();
-    tokio::time::timeout(Duration::from_secs(5), f.core.scheduler_wake.notified()).await.expect("scheduler woken");
+    tokio::time::timeout(Duration::from_secs(5), f.core.timers.changed.notified()).await.expect("scheduler woken");
     assert!(!wb.has_changed().unwrap(), "b was not touched");
     tx.send(None).unwrap();
     tokio::time::timeout(Duration::from_secs(5), wb.changed()).await.expect("b woken by a missed-changes signal").unwrap();
@@ -302,31 +302,31 @@ async fn changes_from_the_store_wake_waiters_and_the_scheduler() {
 }
 
 /// Leadership comes from the store's election, once per role; the
-/// listener flips the watch, `leading_roles` and the metric.
+/// listener flips the watch, `Roles::leading` and the metric.
 #[tokio::test]
 async fn leadership_follows_the_election() {
     let f = fixture();
-    let mut telegram = f.core.leadership("telegram");
+    let mut telegram = f.core.roles.leadership("telegram");
     assert!(!*telegram.borrow());
-    let again = f.core.leadership("telegram");
+    let again = f.core.roles.leadership("telegram");
     eventually(|| f.store.elections().len() == 1).await;
     let listener = f.store.elections()[0].1.clone();
     assert_eq!(f.store.elections()[0].0, "telegram");
     listener(true);
     tokio::time::timeout(Duration::from_secs(5), telegram.changed()).await.unwrap().unwrap();
     assert!(*telegram.borrow_and_update() && *again.borrow());
-    assert_eq!(f.core.leading_roles(), vec!["telegram"]);
+    assert_eq!(f.core.roles.leading(), vec!["telegram"]);
     assert!(f.core.metrics.render(0, 0).contains("plangate_leader{role=\"telegram\"} 1"));
     listener(false);
     assert!(!*telegram.borrow_and_update());
-    assert!(f.core.leading_roles().is_empty());
+    assert!(f.core.roles.leading().is_empty());
     assert_eq!(f.store.elections().len(), 1, "one election per role");
 
     // One process on sled leads at once, without asking anyone.
     let dir = tempfile::tempdir().unwrap();
     let sled = Core::new(f.core.settings.clone(), Arc::new(SledStore::open(dir.path()).unwrap()));
-    assert!(*sled.leadership("slack").borrow());
-    assert_eq!(sled.leading_roles(), vec!["slack"]);
+    assert!(*sled.roles.leadership("slack").borrow());
+    assert_eq!(sled.roles.leading(), vec!["slack"]);
 }
 
 /// A dead replica's outbox entry is claimed and queued once, however often
@@ -352,17 +352,17 @@ async fn claimed_outbox_entries_are_queued_once() {
     let gate = f.chan.gate.acquire_many(1_000).await.unwrap();
     assert_eq!(f.core.claim_outbox(10).await.unwrap(), 1);
     assert_eq!(f.core.claim_outbox(10).await.unwrap(), 0, "queued already");
-    super::claim_abandoned(&f.core).await;
+    super::claim_abandoned(&super::Replicas::of(&f.core).claim).await;
     drop(gate);
-    f.core.drain(Duration::from_secs(10)).await.unwrap();
+    f.core.chat.drain(Duration::from_secs(10)).await.unwrap();
     let edits = f.chan.edits.load(Ordering::SeqCst);
     let cards = f.store.deliveries(&id).unwrap().len();
     assert!(cards >= 1);
     assert_eq!(edits, cards, "the job ran once: every card of the approval edited once");
     assert!(f.store.outbox().unwrap().is_empty());
-    assert_eq!(f.core.queued_outbox(), 0);
+    assert_eq!(f.core.chat.queued_outbox(), 0);
     assert_eq!(f.core.claim_outbox(10).await.unwrap(), 0);
-    f.core.drain(Duration::from_secs(10)).await.unwrap();
+    f.core.chat.drain(Duration::from_secs(10)).await.unwrap();
     assert_eq!(f.chan.edits.load(Ordering::SeqCst), edits, "not made again");
 }
 
@@ -371,7 +371,7 @@ async fn claimed_outbox_entries_are_queued_once() {
 async fn replica_tasks_run_on_a_shared_store_until_shutdown() {
     let f = fixture();
     let (stop, shutdown) = tokio::sync::watch::channel(false);
-    let tasks = super::start(&f.core, shutdown.clone()).await.unwrap();
+    let tasks = super::start(super::Replicas::of(&f.core), shutdown.clone()).await.unwrap();
     assert_eq!(tasks.len(), 2, "change wake-ups and lease renewal");
     stop.send(true).unwrap();
     for task in tasks {
@@ -379,5 +379,5 @@ async fn replica_tasks_run_on_a_shared_store_until_shutdown() {
     }
     let dir = tempfile::tempdir().unwrap();
     let sled = Core::new(f.core.settings.clone(), Arc::new(SledStore::open(dir.path()).unwrap()));
-    assert!(super::start(&sled, shutdown).await.unwrap().is_empty(), "nothing to do for one process");
+    assert!(super::start(super::Replicas::of(&sled), shutdown).await.unwrap().is_empty(), "nothing to do for one process");
 }

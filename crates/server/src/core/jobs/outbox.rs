@@ -17,7 +17,7 @@ impl Core {
     /// (leased to this process); see [`Core::claim_outbox`] for the rest.
     pub async fn resume_outbox(self: &Arc<Self>) -> Result<usize, StoreError> {
         {
-            let mut spill = super::super::lock(&self.spill);
+            let mut spill = super::super::lock(&self.chat.spill);
             spill.spilling = true;
             spill.cursor = None;
             spill.refilling = true;
@@ -44,9 +44,9 @@ impl Core {
     /// free in the store and are claimed at a later call). Returns how many
     /// jobs were queued.
     pub async fn claim_outbox(self: &Arc<Self>, limit: usize) -> Result<usize, StoreError> {
-        let room = self.chat_backlog_limit.load(Ordering::Relaxed).saturating_sub(self.chat_backlog());
+        let room = self.chat.limit.load(Ordering::Relaxed).saturating_sub(self.chat.backlog());
         let limit = limit.min(room);
-        if limit == 0 || self.chat_spilling() {
+        if limit == 0 || self.chat.spilling() {
             return Ok(0);
         }
         let entries = self.blocking(move |s| s.claim_outbox(limit)).await?;
@@ -55,7 +55,7 @@ impl Core {
         for entry in entries {
             // Registered as queued before it is, so a concurrent claim
             // cannot queue it twice.
-            if !super::super::lock(&self.queued_outbox).insert(entry.seq) {
+            if !super::super::lock(&self.chat.queued_outbox).insert(entry.seq) {
                 continue;
             }
             match self.queue_entry(entry.seq, &entry.work) {
@@ -91,13 +91,13 @@ impl Core {
     async fn refill_pages(self: &Arc<Self>) -> Result<(usize, bool), StoreError> {
         let mut total = 0;
         loop {
-            let room = self.chat_backlog_limit.load(Ordering::Relaxed).saturating_sub(self.chat_backlog());
+            let room = self.chat.limit.load(Ordering::Relaxed).saturating_sub(self.chat.backlog());
             if room == 0 {
                 return Ok((total, false));
             }
             let page = room.min(REFILL_PAGE);
             let after = {
-                let mut spill = super::super::lock(&self.spill);
+                let mut spill = super::super::lock(&self.chat.spill);
                 spill.reading = true;
                 spill.late = None;
                 spill.cursor
@@ -105,7 +105,7 @@ impl Core {
             let read = self.blocking(move |s| s.claim_outbox_page(after, page)).await;
             let mut unreadable = Vec::new();
             let caught_up = {
-                let mut spill = super::super::lock(&self.spill);
+                let mut spill = super::super::lock(&self.chat.spill);
                 spill.reading = false;
                 let late = spill.late.take();
                 let entries = read?;
@@ -121,7 +121,7 @@ impl Core {
                     last = Some(entry.seq);
                     // Queued here already, or committed and about to be
                     // (its `enqueue` queues it: it is at or before the cursor).
-                    if !super::super::lock(&self.queued_outbox).insert(entry.seq) {
+                    if !super::super::lock(&self.chat.queued_outbox).insert(entry.seq) {
                         continue;
                     }
                     match self.queue_entry(entry.seq, &entry.work) {
@@ -144,7 +144,7 @@ impl Core {
             self.drop_unreadable(unreadable).await;
             if caught_up {
                 // `drain` waits for the end of spilling too.
-                self.backlog.progress.send_modify(|n| *n = n.wrapping_add(1));
+                self.chat.backlog.progress.send_modify(|n| *n = n.wrapping_add(1));
                 return Ok((total, true));
             }
         }
@@ -153,9 +153,9 @@ impl Core {
     /// The refill task: whenever the backlog has drained to half its limit,
     /// fill it again from the outbox, until the outbox has caught up.
     pub(super) async fn refill(self: Arc<Self>) {
-        let mut progress = self.chat_progress();
+        let mut progress = self.chat.progress();
         loop {
-            while !self.chat_backlog_halved() {
+            while !self.chat.backlog_halved() {
                 // The sender lives in the core this task holds.
                 let _ = progress.changed().await;
             }
@@ -186,7 +186,7 @@ impl Core {
     /// A chat job's outbox entry is done: it joins the next batch of
     /// removals and the worker goes on without waiting. The job's place in
     /// the backlog (`ticket`) is given up once the entry is gone, so
-    /// [`Core::drain`] still means "done and removed". One statement
+    /// [`ChatWork::drain`](super::ChatWork::drain) still means "done and removed". One statement
     /// removes every entry done within [`REAP_LINGER`] of the first: on
     /// PostgreSQL a transaction for many jobs instead of one each. A crash
     /// before the batch runs repeats those jobs (at least once, as before).
@@ -199,7 +199,7 @@ impl Core {
     }
 
     fn reap(self: &Arc<Self>, seq: u64, then: Reaped, unsynced: Vec<PathBuf>) {
-        let mut done = super::super::lock(&self.done_outbox);
+        let mut done = super::super::lock(&self.chat.done_outbox);
         done.pending.push((seq, then));
         done.unsynced.extend(unsynced);
         if !done.reaping {
@@ -214,7 +214,7 @@ impl Core {
         loop {
             tokio::time::sleep(REAP_LINGER).await;
             let (batch, unsynced) = {
-                let mut done = super::super::lock(&self.done_outbox);
+                let mut done = super::super::lock(&self.chat.done_outbox);
                 if done.pending.is_empty() {
                     done.reaping = false;
                     return;
@@ -231,7 +231,7 @@ impl Core {
                 warn!(entries = seqs.len(), error = %e, "outbox entries not removed; their jobs will run again after a restart");
             }
             {
-                let mut queued = super::super::lock(&self.queued_outbox);
+                let mut queued = super::super::lock(&self.chat.queued_outbox);
                 seqs.iter().for_each(|seq| {
                     queued.remove(seq);
                 });
@@ -243,10 +243,5 @@ impl Core {
                 }
             }
         }
-    }
-
-    /// Outbox entries queued in this process and not yet done.
-    pub fn queued_outbox(&self) -> usize {
-        super::super::lock(&self.queued_outbox).len()
     }
 }

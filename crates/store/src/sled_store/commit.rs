@@ -19,6 +19,13 @@ use sled::Transactional;
 use std::hash::{Hash, Hasher};
 use std::sync::MutexGuard;
 
+/// Only for measuring what the audit chain costs a commit (the `durable`
+/// benchmark built with `--features plangate-bench/unchained`, docs/PERFORMANCE.md
+/// §22c): commits write their audit records unchained and take no chain
+/// lock. Such a store's audit cannot be read back (an unchained record is
+/// an error), so no build of the server turns it on.
+const UNCHAINED: bool = cfg!(feature = "unchained-for-bench");
+
 impl Trees {
     /// Finish the commits a crash interrupted (see `redo`).
     pub(super) fn replay(&self) -> Result<(), StoreError> {
@@ -74,6 +81,22 @@ impl Trees {
         for event in events {
             let id = self.db.generate_id()?;
             ops.push(Op { tree: TreeId::Audit, key: id.to_be_bytes().to_vec(), value: Some(event.seal(chain).2) });
+        }
+        ops.extend(rest);
+        Ok(ops)
+    }
+
+    /// What [`Self::sealed_first`] writes without the chain: the events as
+    /// they were stored before it, no lock (see [`UNCHAINED`]).
+    fn unchained_first(&self, events: &[plangate_engine::AuditEvent], rest: Vec<Op>) -> Result<Vec<Op>, StoreError> {
+        let mut ops = Vec::with_capacity(events.len() + rest.len());
+        for event in events {
+            let id = self.db.generate_id()?;
+            ops.push(Op {
+                tree: TreeId::Audit,
+                key: id.to_be_bytes().to_vec(),
+                value: Some(serde_json::to_vec(event).unwrap_or_default()),
+            });
         }
         ops.extend(rest);
         Ok(ops)
@@ -166,11 +189,15 @@ impl SledStore {
         // wait on each other only for sealing, the redo record and the
         // audit records' writes.
         let rest = t.ops_of(&commit)?;
-        let events: Vec<chained::Unsealed> = commit.audit.iter().map(chained::unsealed).collect();
-        let mut head = if events.is_empty() { None } else { Some(self.chain_head(&t)?) };
+        let mut head = if commit.audit.is_empty() || UNCHAINED { None } else { Some(self.chain_head(&t)?) };
         let mut chain = head.as_deref().copied().flatten().unwrap_or_default();
-        let ops = t.sealed_first(&events, &mut chain, rest)?;
-        let sealed = events.len();
+        let ops = if UNCHAINED {
+            t.unchained_first(&commit.audit, rest)?
+        } else {
+            let events: Vec<chained::Unsealed> = commit.audit.iter().map(chained::unsealed).collect();
+            t.sealed_first(&events, &mut chain, rest)?
+        };
+        let sealed = commit.audit.len();
         let seq = t.db.generate_id()?.to_be_bytes();
         let record = redo::encode(&ops);
         // The redo record goes in under the lock: a crash can then keep a

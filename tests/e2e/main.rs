@@ -10,6 +10,7 @@ mod api;
 mod approvals;
 mod backlog;
 mod channel;
+mod claims;
 mod codex_cli;
 mod codex_hook;
 mod crash;

@@ -69,6 +69,7 @@ async fn approve_from_a_phone_releases_the_agent_and_edits_the_card() {
             encode(Button::Approve(id)),
             encode(Button::ApproveWithNote(id)),
             encode(Button::RequestChanges(id)),
+            encode(Button::Claim(id)),
             encode(Button::Cancel(id)),
             encode(Button::View(id)),
             encode(Button::Edit(id))

@@ -5,7 +5,7 @@
 //! * **Outbound** ([`DiscordChannel`], the `Channel` trait): a plan card is one
 //!   message with an embed (title, `agent/session · v2 · …`, summary, steps,
 //!   risks, assumptions, verification, receipt in the footer once decided), a
-//!   button row **Approve · Request changes · Cancel · View plan · Edit** whose
+//!   button row **Approve · Request changes · Claim · Cancel · View plan · Edit** whose
 //!   `custom_id`s come from the engine's codec, and the plan document attached.
 //!   Text-style destinations get the plain-text card with the commands to type
 //!   and no components. Nudges are replies (`message_reference`) to the card,

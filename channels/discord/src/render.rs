@@ -234,7 +234,7 @@ fn button(label: &str, style: ButtonStyle, data: Button) -> CreateButton {
 }
 
 /// The engine's buttons (Approve · [Approve edit] · Approve with note… ·
-/// Request changes · Cancel · View plan) and Edit, while the card is open,
+/// Request changes · Claim · Cancel · View plan) and Edit, while the card is open,
 /// [`ROW_WIDTH`] to a row.
 pub(crate) fn card_buttons(card: &Card) -> Vec<CreateActionRow> {
     if !card.is_open() {
@@ -249,6 +249,7 @@ pub(crate) fn card_buttons(card: &Card) -> Vec<CreateActionRow> {
             CardAction::ApproveWithNote => button(action.label(), ButtonStyle::Success, Button::ApproveWithNote(id)),
             CardAction::ApproveEdit => button(action.label(), ButtonStyle::Success, Button::ApproveEdit(id)),
             CardAction::RequestChanges => button(action.label(), ButtonStyle::Primary, Button::RequestChanges(id)),
+            CardAction::Claim => button(action.label(), ButtonStyle::Secondary, Button::Claim(id)),
             CardAction::Cancel => button(action.label(), ButtonStyle::Danger, Button::Cancel(id)),
             CardAction::View => button(action.label(), ButtonStyle::Secondary, Button::View(id)),
         })
@@ -669,7 +670,7 @@ mod tests {
         let rows = rows.as_array().unwrap();
         assert_eq!(rows.len(), 2);
         let buttons: Vec<&serde_json::Value> = rows.iter().flat_map(|r| r["components"].as_array().unwrap()).collect();
-        assert_eq!(buttons.len(), 6);
+        assert_eq!(buttons.len(), 7);
         assert!(rows.iter().all(|r| r["components"].as_array().unwrap().len() <= ROW_WIDTH));
         for b in buttons {
             assert!(b["custom_id"].as_str().unwrap().len() <= 100);

@@ -5,7 +5,7 @@
 //! * **Outbound** ([`SlackChannel`]): renders the engine's [`Card`] as a Block
 //!   Kit message (header, context, summary, numbered steps, risks,
 //!   assumptions, verification, hidden-character warning, and the buttons
-//!   Approve · Request changes · Cancel · View plan · Edit, or the `/plan`
+//!   Approve · Request changes · Claim · Cancel · View plan · Edit, or the `/plan`
 //!   commands for text-style destinations), uploads the plan document into the
 //!   card's thread with the external upload flow
 //!   (`files.getUploadURLExternal` → upload → `files.completeUploadExternal`),

@@ -225,6 +225,7 @@ pub fn card_actions(card: &Card) -> SlackBlock {
                 CardAction::ApproveWithNote => button(action.label(), Button::ApproveWithNote(id)),
                 CardAction::ApproveEdit => button(action.label(), Button::ApproveEdit(id)).with_style(SlackBlockButtonStyle::Primary),
                 CardAction::RequestChanges => button(action.label(), Button::RequestChanges(id)),
+                CardAction::Claim => button(action.label(), Button::Claim(id)),
                 CardAction::Cancel => {
                     button(action.label(), Button::Cancel(id)).with_style(SlackBlockButtonStyle::Danger).with_confirm(cancel_confirm(card))
                 }

@@ -2,7 +2,7 @@
 //!
 //! **What it does.** Outbound ([`TelegramChannel`], the `Channel` contract):
 //! a plan card is one HTML message with inline buttons ✅ Approve · ✏️ Request
-//! changes · ✖ Cancel · 📄 View plan · ✍️ Edit steps (callback data from the engine's codec),
+//! changes · 🙋 Claim · ✖ Cancel · 📄 View plan · ✍️ Edit steps (callback data from the engine's codec),
 //! followed by the whole plan as a markdown document sent as a reply to it.
 //! `text`-style destinations get the `/plan …` commands instead of buttons.
 //! Decisions edit the card in place (receipt, keyboard removed); reminders

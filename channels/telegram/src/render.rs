@@ -251,6 +251,7 @@ fn card_button(action: CardAction, id: ApprovalId) -> InlineKeyboardButton {
         CardAction::ApproveWithNote => ("📝", Button::ApproveWithNote(id)),
         CardAction::ApproveEdit => ("✅", Button::ApproveEdit(id)),
         CardAction::RequestChanges => ("✏️", Button::RequestChanges(id)),
+        CardAction::Claim => ("🙋", Button::Claim(id)),
         CardAction::Cancel => ("✖", Button::Cancel(id)),
         CardAction::View => ("📄", Button::View(id)),
     };
@@ -261,7 +262,7 @@ fn card_button(action: CardAction, id: ApprovalId) -> InlineKeyboardButton {
 const EDIT_LABEL: &str = "Edit steps";
 
 /// The engine's buttons for `card` (✅ Approve · [✅ Approve edit] · 📝
-/// Approve with note… · ✏️ Request changes · ✖ Cancel · 📄 View plan), then
+/// Approve with note… · ✏️ Request changes · 🙋 Claim · ✖ Cancel · 📄 View plan), then
 /// ✍️ Edit steps, two per row so the labels stay readable on a phone.
 pub fn card_keyboard(card: &Card) -> InlineKeyboardMarkup {
     let mut buttons: Vec<InlineKeyboardButton> = card.actions().iter().map(|a| card_button(*a, card.approval_id)).collect();

@@ -166,6 +166,24 @@ fn rules(state: &State, opening: Opening, policy: &ApprovalPolicy) -> (u32, bool
     }
 }
 
+/// Whether `actor` is one of the people who may decide `state`'s plans — a
+/// person on the approver list (the operator is on every list) — and who
+/// they are. The first half of [`check`], and the whole rule for what needs
+/// no more than that: claiming a plan ([`crate::claim`]). `what` completes
+/// the refusal ("… so you cannot {what} here").
+pub fn approver(state: &State, actor: &Actor, policy: &ApprovalPolicy, what: &str) -> Result<String, Refusal> {
+    let Some(identity) = identity(actor) else {
+        return Err(Refusal::Forbidden(format!("only a human approver can {what}; an agent can never {what}")));
+    };
+    if !policy.approvers.admits(actor) {
+        return Err(Refusal::Forbidden(format!(
+            "You ({identity}) are not on the approver list of any destination of {}'s plans, so you cannot {what} here.",
+            state.session.key.agent
+        )));
+    }
+    Ok(identity)
+}
+
 /// The one check of every opening: a person, on the approver list, not the
 /// requester under separation of duties, and — for auto mode, which cannot
 /// be counted — no quorum. Approvals and releases under a quorum are then
@@ -176,15 +194,7 @@ pub fn check(state: &State, actor: &Actor, opening: Opening, policy: &ApprovalPo
         Opening::Release => "release a session from planning",
         Opening::Auto => "change auto mode",
     };
-    let Some(identity) = identity(actor) else {
-        return Err(Refusal::Forbidden(format!("only a human approver can {what}; an agent can never {what}")));
-    };
-    if !policy.approvers.admits(actor) {
-        return Err(Refusal::Forbidden(format!(
-            "You ({identity}) are not on the approver list of any destination of {}'s plans, so you cannot {what} here.",
-            state.session.key.agent
-        )));
-    }
+    let identity = approver(state, actor, policy, what)?;
     let (required, forbid_self, requester) = rules(state, opening, policy);
     if forbid_self && requester.as_deref() == Some(identity.as_str()) {
         let requester = requester.unwrap_or_default();

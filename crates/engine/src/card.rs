@@ -48,14 +48,22 @@ pub enum CardAction {
     /// awaits approval).
     ApproveEdit,
     RequestChanges,
+    /// "I am on it": the others' reminders wait ([`crate::claim`]).
+    Claim,
     Cancel,
     View,
 }
 
 impl CardAction {
     /// The buttons of every open card, in order.
-    pub const ALL: [CardAction; 5] =
-        [CardAction::Approve, CardAction::ApproveWithNote, CardAction::RequestChanges, CardAction::Cancel, CardAction::View];
+    pub const ALL: [CardAction; 6] = [
+        CardAction::Approve,
+        CardAction::ApproveWithNote,
+        CardAction::RequestChanges,
+        CardAction::Claim,
+        CardAction::Cancel,
+        CardAction::View,
+    ];
 
     pub fn label(self) -> &'static str {
         match self {
@@ -63,6 +71,7 @@ impl CardAction {
             CardAction::ApproveWithNote => "Approve with note…",
             CardAction::ApproveEdit => "Approve edit",
             CardAction::RequestChanges => "Request changes",
+            CardAction::Claim => "Claim",
             CardAction::Cancel => "Cancel",
             CardAction::View => "View plan",
         }
@@ -95,7 +104,9 @@ pub struct Card {
     pub subagents: Vec<String>,
     /// While the card is open and the round needs more than one approver (or
     /// has approvals): one line per approved content, e.g. `1 of 2 · ✅
-    /// telegram:@alice`.
+    /// telegram:@alice`. While someone's claim holds, it comes first:
+    /// `🙋 Claimed by telegram:@alice until 14:32 UTC` ([`crate::claim`]), so
+    /// every channel shows it where a cut never hides it.
     pub progress: Vec<String>,
     /// The edited plan of the round awaiting the others' approval: who
     /// edited it and its steps.
@@ -473,6 +484,7 @@ pub fn card(proposal: &Proposal, state: Option<&State>, now: Timestamp) -> Card 
         commands.extend([
             format!("/plan accept {short_ref} except <step numbers> -- <note>"),
             format!("/plan changes {short_ref} <what to change>"),
+            format!("/plan claim {short_ref}"),
             format!("/plan cancel {short_ref}"),
             format!("/plan view {short_ref}"),
         ]);
@@ -483,6 +495,10 @@ pub fn card(proposal: &Proposal, state: Option<&State>, now: Timestamp) -> Card 
     let mut progress: Vec<String> = if open { progress_lines(proposal).into_iter().map(|l| show(&l)).collect() } else { Vec::new() };
     if open && proposal.review.step_up {
         progress.insert(0, STEP_UP_LINE.to_string());
+    }
+    // Who is on it comes first: the reason the others were not reminded.
+    if let Some(claim) = proposal.claim.as_ref().filter(|c| open && c.holds(now)) {
+        progress.insert(0, show(&crate::claim::card_line(claim)));
     }
     let harness = state.map_or(crate::Harness::Api, |st| st.session.harness);
     let agent = match proposal.agent_left_at {
@@ -592,6 +608,17 @@ pub fn progress_notice(p: &Proposal) -> Option<String> {
             lines.join("; ")
         )
     })
+}
+
+/// What a claimer is told, e.g. `Claimed v1 (#a1b2c3) until 14:32 UTC: …`
+/// ([`crate::claim`]).
+pub fn claim_notice(p: &Proposal, claim: &crate::model::Claim) -> String {
+    format!(
+        "Claimed v{} ({}) until {} UTC: the other approvers are not reminded meanwhile. Decide it, or claim it again to keep it.",
+        p.version,
+        crate::view::short_ref(&p.approval_id),
+        claim.until.clock()
+    )
 }
 
 /// Plain-text rendering, used by text-style destinations, the CLI and as the

@@ -1,4 +1,4 @@
-//! Button callback data: `pg1:<action>:<id>[:<option>]`.
+//! Button callback data: `pg1:<action>:<id>[:<option>]` (`pg1:m:<id>` is Claim).
 //!
 //! Fits Telegram's 64 bytes and Discord's 100. Callback data is chosen by the
 //! client, so a bad client can send anything: decoding is strict and never
@@ -21,6 +21,8 @@ pub enum Button {
     ApproveEdit(ApprovalId),
     /// Ask for feedback, then revise.
     RequestChanges(ApprovalId),
+    /// "I am on it" ([`crate::claim`]).
+    Claim(ApprovalId),
     /// First tap of Cancel: asks for confirmation.
     Cancel(ApprovalId),
     /// Second tap: really cancel (the session halts, read-only).
@@ -44,6 +46,7 @@ pub fn encode(button: Button) -> String {
         Button::ApproveWithNote(id) => ("n", id, None),
         Button::ApproveEdit(id) => ("k", id, None),
         Button::RequestChanges(id) => ("r", id, None),
+        Button::Claim(id) => ("m", id, None),
         Button::Cancel(id) => ("c", id, None),
         Button::ConfirmCancel(id) => ("x", id, None),
         Button::View(id) => ("v", id, None),
@@ -76,6 +79,7 @@ pub fn decode(data: &str) -> Result<Button, CodecError> {
         ("n", None) => Button::ApproveWithNote(id),
         ("k", None) => Button::ApproveEdit(id),
         ("r", None) => Button::RequestChanges(id),
+        ("m", None) => Button::Claim(id),
         ("c", None) => Button::Cancel(id),
         ("x", None) => Button::ConfirmCancel(id),
         ("v", None) => Button::View(id),
@@ -107,6 +111,7 @@ mod tests {
             Button::ApproveWithNote(id),
             Button::ApproveEdit(id),
             Button::RequestChanges(id),
+            Button::Claim(id),
             Button::Cancel(id),
             Button::ConfirmCancel(id),
             Button::View(id),
@@ -128,6 +133,8 @@ mod tests {
             "pg2:a:".to_string() + &id,
             format!("pg1:z:{id}"),
             format!("pg1:a:{id}:1"),
+            format!("pg1:m:{id}:1"),
+            format!("pg1:m:{}", "0".repeat(31)),
             format!("pg1:q:{id}:10"),
             format!("pg1:q:{id}:-1"),
             format!("pg1:q:{id}"),

@@ -55,6 +55,9 @@ pub enum Decision {
     Release,
     /// A verdict confirmed with the person's passkey ([`Decision::confirmed`]).
     Confirmed { verdict: Verdict, step_up: StepUp },
+    /// "I am on it": the person claims the plan ([`crate::claim`]). Not a
+    /// verdict, but held to who may decide the plan, from the same door.
+    Claim,
 }
 
 impl Decision {
@@ -99,6 +102,7 @@ impl Decision {
             Decision::Confirmed { verdict, step_up } => Command::DecideConfirmed { approval_id: id, verdict, step_up },
             Decision::Cancel => Command::CancelApproval(id),
             Decision::Release => Command::Off,
+            Decision::Claim => Command::Claim { approval_id: id },
         }
     }
 }
@@ -150,6 +154,11 @@ pub enum Command {
     /// approval is the pending one (a stale click changes nothing).
     CancelApproval(ApprovalId),
     SetAuto(bool),
+    /// A person claims the pending plan: their name on every card, the
+    /// others' reminders held until the claim runs out ([`crate::claim`]).
+    Claim {
+        approval_id: ApprovalId,
+    },
     /// The agent opens a subagent run, or reports that an open one is still
     /// alive (a heartbeat).
     RegisterSubagent(String),
@@ -244,6 +253,7 @@ impl Command {
             Command::Off => "release",
             Command::CancelApproval(_) => "cancel",
             Command::SetAuto(_) => "auto",
+            Command::Claim { .. } => "claim",
             Command::RegisterSubagent(_) => "subagent_open",
             Command::UnregisterSubagent(_) => "subagent_close",
             Command::ClearSubagents { .. } => "subagents_clear",
@@ -390,5 +400,6 @@ mod tests {
         assert_eq!(Decision::revise("smaller").command(id), decide(Verdict::Revise("smaller".into())));
         assert_eq!(Decision::Cancel.command(id), Command::CancelApproval(id));
         assert_eq!(Decision::Release.command(id), Command::Off);
+        assert_eq!(Decision::Claim.command(id), Command::Claim { approval_id: id });
     }
 }

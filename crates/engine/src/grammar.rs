@@ -33,6 +33,9 @@ pub enum PlanCommand {
     /// Request changes (`revise` or its alias `reject`).
     Revise(String),
     Cancel,
+    /// "I am on it": the others' reminders wait while the claim holds
+    /// ([`crate::claim`]).
+    Claim,
     Answer(String),
     On,
     Off,
@@ -122,6 +125,7 @@ pub const USAGE: &[(&str, &str)] = &[
     ("edit", "/plan edit [#id|agent/session] <step 1>; <step 2>; …"),
     ("changes", "/plan changes [#id|agent/session] <what should change>"),
     ("cancel", "/plan cancel [#id|agent/session]"),
+    ("claim", "/plan claim [#id|agent/session] (you are on it: the others are not reminded until it runs out)"),
     ("answer", "/plan answer [#id|agent/session] <your answer>"),
     ("on", "/plan on [agent/session]"),
     ("off", "/plan off [#id|agent/session]"),
@@ -200,128 +204,131 @@ pub fn parse_args(args: &str) -> Result<Parsed, GrammarError> {
             Err(err(format!("`/plan {verb_lower}` takes no text, but got {:?}", truncate(rest))))
         }
     };
-    let command =
-        match verb_lower.as_str() {
-            "help" => {
-                no_more(rest)?;
-                PlanCommand::Help
+    let command = match verb_lower.as_str() {
+        "help" => {
+            no_more(rest)?;
+            PlanCommand::Help
+        }
+        "status" => {
+            no_more(rest)?;
+            PlanCommand::Status
+        }
+        "list" => {
+            no_more(rest)?;
+            if target.is_some() {
+                return Err(err("`/plan list` takes no target".to_string()));
             }
-            "status" => {
-                no_more(rest)?;
-                PlanCommand::Status
+            PlanCommand::List
+        }
+        "view" => {
+            no_more(rest)?;
+            PlanCommand::View
+        }
+        "accept" | "approve" => PlanCommand::Accept(accept_terms(rest).map_err(&err)?),
+        "cancel" => {
+            no_more(rest)?;
+            PlanCommand::Cancel
+        }
+        "claim" => {
+            no_more(rest)?;
+            PlanCommand::Claim
+        }
+        "on" => {
+            no_more(rest)?;
+            if matches!(target, Some(Target::Approval(_))) {
+                return Err(err("`/plan on` needs agent/session, not a plan id".to_string()));
             }
-            "list" => {
-                no_more(rest)?;
-                if target.is_some() {
-                    return Err(err("`/plan list` takes no target".to_string()));
-                }
-                PlanCommand::List
+            PlanCommand::On
+        }
+        "off" => {
+            no_more(rest)?;
+            PlanCommand::Off
+        }
+        "restate" => {
+            no_more(rest)?;
+            PlanCommand::Restate
+        }
+        "web" => {
+            no_more(rest)?;
+            if target.is_some() {
+                return Err(err("`/plan web` takes no target".to_string()));
             }
-            "view" => {
-                no_more(rest)?;
-                PlanCommand::View
+            PlanCommand::Web
+        }
+        "changes" | "revise" | "reject" => {
+            if rest.is_empty() {
+                return Err(err("say what should change, e.g. `/plan changes split step 2 into two`".to_string()));
             }
-            "accept" | "approve" => PlanCommand::Accept(accept_terms(rest).map_err(&err)?),
-            "cancel" => {
-                no_more(rest)?;
-                PlanCommand::Cancel
+            PlanCommand::Revise(rest.to_string())
+        }
+        "allow" => {
+            let grade = if rest.is_empty() { "once" } else { rest };
+            match crate::permission::PermissionAnswer::parse(grade) {
+                Ok(answer @ crate::permission::PermissionAnswer::Allow { .. }) => PlanCommand::Permission(answer),
+                _ => return Err(err(format!("say `once`, `session` or `always`, got {:?}", truncate(rest)))),
             }
-            "on" => {
-                no_more(rest)?;
-                if matches!(target, Some(Target::Approval(_))) {
-                    return Err(err("`/plan on` needs agent/session, not a plan id".to_string()));
-                }
-                PlanCommand::On
+        }
+        "deny" => {
+            PlanCommand::Permission(crate::permission::PermissionAnswer::Deny { reason: (!rest.is_empty()).then(|| rest.to_string()) })
+        }
+        "rules" => {
+            if target.is_some() {
+                return Err(err("`/plan rules` takes no target".to_string()));
             }
-            "off" => {
-                no_more(rest)?;
-                PlanCommand::Off
+            let (word, n) = split_word(rest);
+            match (word.to_ascii_lowercase().as_str(), n.trim()) {
+                ("", _) => PlanCommand::Rules,
+                ("remove", n) => match n.parse::<usize>() {
+                    Ok(n) if n >= 1 => PlanCommand::RemoveRule(n),
+                    _ => return Err(err(format!("say which rule by its number in `/plan rules`, got {:?}", truncate(n)))),
+                },
+                (other, _) => return Err(err(format!("expected `remove N` or nothing, got {:?}", truncate(other)))),
             }
-            "restate" => {
-                no_more(rest)?;
-                PlanCommand::Restate
+        }
+        "answer" => {
+            if rest.is_empty() {
+                return Err(err("the answer is missing".to_string()));
             }
-            "web" => {
-                no_more(rest)?;
-                if target.is_some() {
-                    return Err(err("`/plan web` takes no target".to_string()));
-                }
-                PlanCommand::Web
+            PlanCommand::Answer(rest.to_string())
+        }
+        "edit" => {
+            let steps: Vec<String> = rest.split(['\n', ';']).map(crate::list::item_text).filter(|s| !s.is_empty()).collect();
+            if steps.is_empty() {
+                return Err(err("give the steps, separated by `;` or one per line".to_string()));
             }
-            "changes" | "revise" | "reject" => {
-                if rest.is_empty() {
-                    return Err(err("say what should change, e.g. `/plan changes split step 2 into two`".to_string()));
-                }
-                PlanCommand::Revise(rest.to_string())
-            }
-            "allow" => {
-                let grade = if rest.is_empty() { "once" } else { rest };
-                match crate::permission::PermissionAnswer::parse(grade) {
-                    Ok(answer @ crate::permission::PermissionAnswer::Allow { .. }) => PlanCommand::Permission(answer),
-                    _ => return Err(err(format!("say `once`, `session` or `always`, got {:?}", truncate(rest)))),
-                }
-            }
-            "deny" => {
-                PlanCommand::Permission(crate::permission::PermissionAnswer::Deny { reason: (!rest.is_empty()).then(|| rest.to_string()) })
-            }
-            "rules" => {
-                if target.is_some() {
-                    return Err(err("`/plan rules` takes no target".to_string()));
-                }
-                let (word, n) = split_word(rest);
-                match (word.to_ascii_lowercase().as_str(), n.trim()) {
-                    ("", _) => PlanCommand::Rules,
-                    ("remove", n) => match n.parse::<usize>() {
-                        Ok(n) if n >= 1 => PlanCommand::RemoveRule(n),
-                        _ => return Err(err(format!("say which rule by its number in `/plan rules`, got {:?}", truncate(n)))),
-                    },
-                    (other, _) => return Err(err(format!("expected `remove N` or nothing, got {:?}", truncate(other)))),
-                }
-            }
-            "answer" => {
-                if rest.is_empty() {
-                    return Err(err("the answer is missing".to_string()));
-                }
-                PlanCommand::Answer(rest.to_string())
-            }
-            "edit" => {
-                let steps: Vec<String> = rest.split(['\n', ';']).map(crate::list::item_text).filter(|s| !s.is_empty()).collect();
-                if steps.is_empty() {
-                    return Err(err("give the steps, separated by `;` or one per line".to_string()));
-                }
-                PlanCommand::Edit(steps)
-            }
-            "subagents" => {
-                // `clear` may come before or after the target, like `auto on`.
-                let (word, tail) = split_word(rest);
-                let (command, tail) = match word.to_ascii_lowercase().as_str() {
-                    "" => (PlanCommand::Subagents, tail),
-                    "clear" => (PlanCommand::ClearSubagents, tail),
-                    other => return Err(err(format!("expected `clear` or nothing, got {:?}", truncate(other)))),
-                };
-                let (target2, tail) = if target.is_none() { take_target(tail).map_err(&err)? } else { (None, tail) };
-                no_more(tail)?;
-                return Ok(Parsed { command, target: target.or(target2) });
-            }
-            "auto" => {
-                // `auto on|off` may come before or after the target.
-                let (word, tail) = split_word(rest);
-                let (target2, tail) = if target.is_none() { take_target(tail).map_err(&err)? } else { (None, tail) };
-                no_more(tail)?;
-                let on = match word.to_ascii_lowercase().as_str() {
-                    "on" => true,
-                    "off" => false,
-                    "" => return Err(err("say `on` or `off`".to_string())),
-                    other => return Err(err(format!("expected `on` or `off`, got {:?}", truncate(other)))),
-                };
-                return Ok(Parsed { command: PlanCommand::Auto(on), target: target.or(target2) });
-            }
-            other => return Err(GrammarError {
-                message: format!("unknown command {:?}; send /plan for the list", truncate(other)),
-                usage:
-                    "/plan <status|list|view|accept|edit|revise|reject|cancel|answer|on|off|auto|restate|subagents|web|pair|approvers> …",
-            }),
-        };
+            PlanCommand::Edit(steps)
+        }
+        "subagents" => {
+            // `clear` may come before or after the target, like `auto on`.
+            let (word, tail) = split_word(rest);
+            let (command, tail) = match word.to_ascii_lowercase().as_str() {
+                "" => (PlanCommand::Subagents, tail),
+                "clear" => (PlanCommand::ClearSubagents, tail),
+                other => return Err(err(format!("expected `clear` or nothing, got {:?}", truncate(other)))),
+            };
+            let (target2, tail) = if target.is_none() { take_target(tail).map_err(&err)? } else { (None, tail) };
+            no_more(tail)?;
+            return Ok(Parsed { command, target: target.or(target2) });
+        }
+        "auto" => {
+            // `auto on|off` may come before or after the target.
+            let (word, tail) = split_word(rest);
+            let (target2, tail) = if target.is_none() { take_target(tail).map_err(&err)? } else { (None, tail) };
+            no_more(tail)?;
+            let on = match word.to_ascii_lowercase().as_str() {
+                "on" => true,
+                "off" => false,
+                "" => return Err(err("say `on` or `off`".to_string())),
+                other => return Err(err(format!("expected `on` or `off`, got {:?}", truncate(other)))),
+            };
+            return Ok(Parsed { command: PlanCommand::Auto(on), target: target.or(target2) });
+        }
+        other => return Err(GrammarError {
+            message: format!("unknown command {:?}; send /plan for the list", truncate(other)),
+            usage:
+                "/plan <status|list|view|accept|edit|revise|reject|cancel|claim|answer|on|off|auto|restate|subagents|web|pair|approvers> …",
+        }),
+    };
     Ok(Parsed { command, target })
 }
 
@@ -523,6 +530,19 @@ mod tests {
         let e = parse_args("subagents kill").unwrap_err();
         assert!(e.message.contains("expected `clear`") && e.usage.starts_with("/plan subagents"), "{e}");
         assert!(parse_args("subagents clear now").is_err());
+    }
+
+    #[test]
+    fn claim_takes_a_target_and_nothing_else() {
+        assert_eq!(ok("/plan claim").command, PlanCommand::Claim);
+        let p = ok("/plan claim #a1b2");
+        assert_eq!((p.command, p.target), (PlanCommand::Claim, Some(Target::Approval("a1b2".into()))));
+        let p = ok("/plan@PlanBot CLAIM demo/s1");
+        assert_eq!((p.command, p.target), (PlanCommand::Claim, Some(Target::Session(SessionKey::new("demo", "s1")))));
+        assert!(PlanCommand::Claim.changes_state());
+        let e = parse_args("claim #a1b2 for me").unwrap_err();
+        assert!(e.message.contains("takes no text") && e.usage.starts_with("/plan claim"), "{e}");
+        assert!(help().contains("/plan claim [#id|agent/session]"));
     }
 
     #[test]

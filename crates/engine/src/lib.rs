@@ -10,7 +10,8 @@
 //! `/plan` text grammar ([`grammar`]) and the button codec ([`codec`]),
 //! cross-session step namespaces ([`namespace`]), and how people review a
 //! version: quorums, separation of duties, notes and exclusions
-//! ([`review`]) and what changed since the version before ([`diff`]).
+//! ([`review`]), what changed since the version before ([`diff`]), and who
+//! took a pending plan on ([`claim`]).
 //!
 //! **Architecture invariant:** no I/O, no clock, no randomness, no async. Time
 //! and random bytes are arguments; side effects are returned as
@@ -23,6 +24,7 @@ pub mod authority;
 pub mod brief;
 pub mod card;
 pub mod chains;
+pub mod claim;
 pub mod codec;
 pub mod command;
 pub mod diff;
@@ -57,7 +59,7 @@ pub use machine::apply;
 pub use model::review::{ApprovalPolicy, Review};
 pub use model::subagents::SubagentRun;
 pub use model::{
-    Actor, ApprovalState, DecisionStatus, GateScope, Mode, Proposal, Question, QuestionStatus, Session, State, Timer, TimerKind,
+    Actor, ApprovalState, Claim, DecisionStatus, GateScope, Mode, Proposal, Question, QuestionStatus, Session, State, Timer, TimerKind,
     TimerPolicy,
 };
 pub use plan::{Plan, PlanError};

@@ -11,7 +11,13 @@ const T0: i64 = 1_796_047_200_000;
 const TIMEOUT: u64 = 86_400_000;
 
 fn ctx(seed: u8, approvals: ApprovalPolicy) -> Ctx {
-    let timers = TimerPolicy { nudges_ms: vec![600_000], timeout_ms: Some(TIMEOUT), escalate_ms: None, subagent_expiry_ms: None };
+    let timers = TimerPolicy {
+        nudges_ms: vec![600_000],
+        timeout_ms: Some(TIMEOUT),
+        escalate_ms: None,
+        subagent_expiry_ms: None,
+        ..TimerPolicy::default()
+    };
     Ctx { now: Timestamp(T0 + i64::from(seed) * 1000), random: [seed; 16], timers, approvals }
 }
 

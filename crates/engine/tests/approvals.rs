@@ -261,6 +261,7 @@ fn an_edit_counts_only_when_the_others_approve_the_edited_version() {
             CardAction::ApproveEdit,
             CardAction::ApproveWithNote,
             CardAction::RequestChanges,
+            CardAction::Claim,
             CardAction::Cancel,
             CardAction::View
         ]

@@ -10,7 +10,13 @@ use serde_json::json;
 const T0: i64 = 1_796_047_200_000;
 
 fn ctx(seed: u8, approvals: &ApprovalPolicy) -> Ctx {
-    let timers = TimerPolicy { nudges_ms: vec![600_000], timeout_ms: Some(86_400_000), escalate_ms: None, subagent_expiry_ms: None };
+    let timers = TimerPolicy {
+        nudges_ms: vec![600_000],
+        timeout_ms: Some(86_400_000),
+        escalate_ms: None,
+        subagent_expiry_ms: None,
+        ..TimerPolicy::default()
+    };
     Ctx { now: Timestamp(T0 + i64::from(seed) * 1000), random: [seed; 16], timers, approvals: approvals.clone() }
 }
 

@@ -242,6 +242,7 @@ impl Hub {
             },
             Button::ApproveEdit(id) => self.approve_edit(ev, id).await.into_notice(),
             Button::ConfirmCancel(id) => self.decide(ev, id, Decision::Cancel).await.into_notice(),
+            Button::Claim(id) => self.decide(ev, id, Decision::Claim).await.into_notice(),
             Button::RequestChanges(id) => match self.decidable(ev, id).await {
                 Ok(p) => Reply::AskFeedback {
                     approval_id: id,
@@ -549,6 +550,8 @@ impl Hub {
             }
             // Cancel means "do not do this": the session halts (read-only).
             PlanCommand::Cancel => self.decide_command(ev, target, |_| Ok(Decision::Cancel)).await,
+            // Who may claim is who may decide: the same door.
+            PlanCommand::Claim => self.decide_command(ev, target, |_| Ok(Decision::Claim)).await,
             // Off is the explicit release: no plan required, the gate opens.
             PlanCommand::Off => {
                 let (state, _) = match self.resolve(ev, target).await {

@@ -183,9 +183,10 @@ fn card_buttons(id: ApprovalId) -> Value {
         {"type": 2, "style": 3, "label": "Approve", "custom_id": encode(Button::Approve(id))},
         {"type": 2, "style": 3, "label": "Approve with note…", "custom_id": encode(Button::ApproveWithNote(id))},
         {"type": 2, "style": 1, "label": "Request changes", "custom_id": encode(Button::RequestChanges(id))},
-        {"type": 2, "style": 4, "label": "Cancel", "custom_id": encode(Button::Cancel(id))},
-        {"type": 2, "style": 2, "label": "View plan", "custom_id": encode(Button::View(id))}
+        {"type": 2, "style": 2, "label": "Claim", "custom_id": encode(Button::Claim(id))},
+        {"type": 2, "style": 4, "label": "Cancel", "custom_id": encode(Button::Cancel(id))}
     ]}, {"type": 1, "components": [
+        {"type": 2, "style": 2, "label": "View plan", "custom_id": encode(Button::View(id))},
         {"type": 2, "style": 2, "label": "Edit", "custom_id": encode(Button::Edit(id))}
     ]}])
 }

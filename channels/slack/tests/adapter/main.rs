@@ -221,6 +221,7 @@ fn card_actions_json(id: ApprovalId) -> Value {
             approve,
             button_json("Approve with note…", Button::ApproveWithNote(id)),
             button_json("Request changes", Button::RequestChanges(id)),
+            button_json("Claim", Button::Claim(id)),
             cancel,
             button_json("View plan", Button::View(id)),
             button_json("Edit", Button::Edit(id))

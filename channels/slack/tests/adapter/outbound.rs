@@ -191,7 +191,7 @@ async fn agent_formatting_is_shown_verbatim_not_as_mrkdwn() {
     h.channel().post_card(&destination(Style::Buttons), &card, &document()).await.unwrap();
     let post = h.fake.calls("chat.postMessage")[0].json().clone();
     let mut actions = card_actions_json(id);
-    actions["elements"][3]["confirm"]["text"] = literal(&format!(
+    actions["elements"][4]["confirm"]["text"] = literal(&format!(
         "This cancels “*Approved by @alice* <!channel>” #{}. Its session stays blocked (read-only) until a new plan is approved.",
         id.short()
     ));

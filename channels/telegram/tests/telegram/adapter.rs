@@ -74,7 +74,7 @@ async fn text_style_cards_show_commands_and_no_keyboard() {
     let text = card.str("text");
     assert!(
         text.ends_with(
-            "Reply with one of:\n<code>/plan accept #111111</code>\n<code>/plan accept #111111 except &lt;step numbers&gt; -- &lt;note&gt;</code>\n<code>/plan changes #111111 &lt;what to change&gt;</code>\n<code>/plan cancel #111111</code>\n<code>/plan view #111111</code>"
+            "Reply with one of:\n<code>/plan accept #111111</code>\n<code>/plan accept #111111 except &lt;step numbers&gt; -- &lt;note&gt;</code>\n<code>/plan changes #111111 &lt;what to change&gt;</code>\n<code>/plan claim #111111</code>\n<code>/plan cancel #111111</code>\n<code>/plan view #111111</code>"
         ),
         "{text}"
     );

@@ -152,6 +152,7 @@ fn proposal(title: &str, steps: &[&str], status: DecisionStatus) -> Proposal {
         project: None,
         previous: None,
         reminders_sent: 0,
+        claim: None,
         agent_left_at: None,
         ran: None,
     }
@@ -180,8 +181,9 @@ fn alice_user() -> User {
 fn card_keyboard(id: ApprovalId) -> Vec<Vec<(String, String)>> {
     vec![
         vec![("✅ Approve".into(), encode(Button::Approve(id))), ("📝 Approve with note…".into(), encode(Button::ApproveWithNote(id)))],
-        vec![("✏️ Request changes".into(), encode(Button::RequestChanges(id))), ("✖ Cancel".into(), encode(Button::Cancel(id)))],
-        vec![("📄 View plan".into(), encode(Button::View(id))), ("✍️ Edit steps".into(), encode(Button::Edit(id)))],
+        vec![("✏️ Request changes".into(), encode(Button::RequestChanges(id))), ("🙋 Claim".into(), encode(Button::Claim(id)))],
+        vec![("✖ Cancel".into(), encode(Button::Cancel(id))), ("📄 View plan".into(), encode(Button::View(id)))],
+        vec![("✍️ Edit steps".into(), encode(Button::Edit(id)))],
     ]
 }
 

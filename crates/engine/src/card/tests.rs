@@ -48,7 +48,7 @@ fn the_plain_text_card_and_its_commands() {
     assert_eq!(render_text(&card, false), text);
     let commands = card.commands.join("\n");
     assert_eq!(render_text(&card, true), format!("{text}\nReply with one of:\n{commands}\n"));
-    assert_eq!(card.reply_commands().map(<[String]>::len), Some(5));
+    assert_eq!(card.reply_commands().map(<[String]>::len), Some(6));
     let decided = Card { receipt: Some("✅ Approved v1 by telegram:@alice · 14:02 UTC".into()), ..open_card() };
     assert_eq!(decided.reply_commands(), None);
     assert!(render_text(&decided, true).ends_with("• cargo test\n\n✅ Approved v1 by telegram:@alice · 14:02 UTC\n"));

@@ -22,6 +22,7 @@ use crate::review::{self, ApprovalPolicy, Review};
 use crate::subagents;
 
 mod amend;
+mod claim;
 mod decide;
 mod execution;
 #[cfg(test)]
@@ -31,6 +32,7 @@ mod questions;
 mod timers;
 
 use amend::*;
+use claim::*;
 use decide::*;
 use execution::*;
 use permissions::*;
@@ -105,6 +107,7 @@ pub fn apply(state: &State, actor: &Actor, command: Command, ctx: &Ctx) -> Resul
             let detail = if on { "auto-approve on: later proposals approve themselves" } else { "auto-approve off" };
             audit(&mut t, actor, name, None, detail.to_string(), ctx);
         }
+        Command::Claim { approval_id } => claim(&mut t, actor, approval_id, ctx)?,
         Command::RegisterSubagent(run_id) => {
             require_agent(actor)?;
             subagents::check_run_id(&run_id)?;
@@ -400,6 +403,7 @@ fn propose(t: &mut Transition, actor: &Actor, proposed: Proposed, ctx: &Ctx) -> 
         project,
         previous,
         reminders_sent: 0,
+        claim: None,
         agent_left_at: None,
         ran: None,
     };

@@ -42,6 +42,10 @@ pub(super) fn timer_fired(t: &mut Transition, timer: Timer, ctx: &Ctx) {
     };
     proposal.timers.retain(|x| *x != timer);
     let id = proposal.approval_id;
+    if matches!(timer.kind, TimerKind::Nudge(_) | TimerKind::Escalate) {
+        claim_ran_out(t, ctx);
+    }
+    let Some(proposal) = t.state.latest.as_mut() else { return };
     match timer.kind {
         TimerKind::Nudge(fired) => {
             // Fired late (the service was down, or the chat backlog held

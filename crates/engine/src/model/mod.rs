@@ -200,6 +200,33 @@ pub struct Proposal {
     /// ([`crate::ran`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ran: Option<crate::ran::Ran>,
+    /// Who took this pending version on (the Claim button, `/plan claim`)
+    /// and until when: the cards name them, and the reminders to the others
+    /// wait until the claim runs out ([`crate::claim`]). Proposals stored
+    /// before claims existed read as unclaimed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim: Option<Claim>,
+}
+
+/// A person's claim on a pending proposal: "I am on it".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claim {
+    /// How receipts and cards name the claimer (`telegram:@alice`), as
+    /// decisions record `decided_by`.
+    pub by: String,
+    /// Who they are ([`crate::authority::identity`], `telegram:111`): what
+    /// makes a second claim the same person's (a name can change).
+    pub identity: String,
+    pub at: Timestamp,
+    /// When the claim runs out without a decision: the reminders resume.
+    pub until: Timestamp,
+}
+
+impl Claim {
+    /// Whether the claim still holds at `now`.
+    pub fn holds(&self, now: Timestamp) -> bool {
+        now < self.until
+    }
 }
 
 fn is_no_stop(n: &u32) -> bool {
@@ -506,7 +533,7 @@ impl Actor {
 }
 
 /// When reminders and the timeout fire, relative to the proposal.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TimerPolicy {
     pub nudges_ms: Vec<u64>,
     pub timeout_ms: Option<u64>,
@@ -515,4 +542,23 @@ pub struct TimerPolicy {
     /// How long an open subagent run may go unheard of before it expires;
     /// `None`: runs stay open until closed or cleared by a person.
     pub subagent_expiry_ms: Option<u64>,
+    /// How long a person's claim of a pending plan holds without a
+    /// decision; meanwhile the reminders to the others wait
+    /// ([`crate::claim`]).
+    pub claim_timeout_ms: u64,
+}
+/// How long a claim holds without a decision (`[approvals] claim_timeout`),
+/// by default: 30 minutes.
+pub const DEFAULT_CLAIM_TIMEOUT_MS: u64 = 30 * 60_000;
+
+impl Default for TimerPolicy {
+    fn default() -> TimerPolicy {
+        TimerPolicy {
+            nudges_ms: Vec::new(),
+            timeout_ms: None,
+            escalate_ms: None,
+            subagent_expiry_ms: None,
+            claim_timeout_ms: DEFAULT_CLAIM_TIMEOUT_MS,
+        }
+    }
 }

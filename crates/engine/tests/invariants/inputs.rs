@@ -21,6 +21,7 @@ pub(crate) fn policy() -> TimerPolicy {
         timeout_ms: Some(60 * 60_000),
         escalate_ms: Some(30 * 60_000),
         subagent_expiry_ms: Some(45 * 60_000),
+        ..TimerPolicy::default()
     }
 }
 

@@ -23,7 +23,13 @@ fn key() -> SessionKey {
 }
 
 fn policy() -> TimerPolicy {
-    TimerPolicy { nudges_ms: NUDGES.to_vec(), timeout_ms: Some(TIMEOUT), escalate_ms: None, subagent_expiry_ms: None }
+    TimerPolicy {
+        nudges_ms: NUDGES.to_vec(),
+        timeout_ms: Some(TIMEOUT),
+        escalate_ms: None,
+        subagent_expiry_ms: None,
+        ..TimerPolicy::default()
+    }
 }
 
 fn ctx_at(now: i64, seed: u8) -> Ctx {
@@ -201,6 +207,7 @@ fn answer(id: Option<QuestionId>, text: &str) -> Command {
     Command::Answer { question_id: id, answer: text.into() }
 }
 
+mod claims;
 mod deciding;
 mod keep_going;
 mod permissions;

@@ -227,6 +227,11 @@ pub struct ApprovalsConfig {
     /// heartbeat) before it expires and stops blocking approval; or "off".
     #[serde(default = "default_subagent_expiry")]
     pub subagent_expiry: String,
+    /// How long a person's claim of a pending plan (the Claim button,
+    /// `/plan claim`) holds without a decision; meanwhile the others are
+    /// not reminded.
+    #[serde(default = "default_claim_timeout")]
+    pub claim_timeout: String,
     /// Distinct approvers a plan needs (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub required: Option<u32>,
@@ -254,6 +259,10 @@ pub(super) fn default_subagent_expiry() -> String {
     "30m".into()
 }
 
+pub(super) fn default_claim_timeout() -> String {
+    "30m".into()
+}
+
 pub(super) fn default_nudges() -> Vec<String> {
     vec!["10m".into(), "30m".into(), "60m".into()]
 }
@@ -269,6 +278,7 @@ impl Default for ApprovalsConfig {
             timeout: default_timeout(),
             escalate_to: Vec::new(),
             subagent_expiry: default_subagent_expiry(),
+            claim_timeout: default_claim_timeout(),
             required: None,
             forbid_self: None,
             amendments: None,
@@ -315,7 +325,11 @@ impl ApprovalsConfig {
                 ms => Some(ms),
             },
         };
-        Ok(TimerPolicy { nudges_ms, timeout_ms, escalate_ms, subagent_expiry_ms })
+        let claim_timeout_ms = match parse(format!("{key}.claim_timeout"), &self.claim_timeout)? {
+            0 => return Err(invalid(format!("{key}.claim_timeout"), "must be longer than 0")),
+            ms => ms,
+        };
+        Ok(TimerPolicy { nudges_ms, timeout_ms, escalate_ms, subagent_expiry_ms, claim_timeout_ms })
     }
 }
 
@@ -334,6 +348,8 @@ pub struct ApprovalsOverride {
     pub escalate_to: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subagent_expiry: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim_timeout: Option<String>,
     /// Unlike the keys above, these never loosen `[approvals]`: a plan
     /// follows the strictest rule that applies ([`Settings::approval_policy`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -356,6 +372,7 @@ impl ApprovalsOverride {
             timeout: self.timeout.clone().unwrap_or_else(|| base.timeout.clone()),
             escalate_to: self.escalate_to.clone().unwrap_or_else(|| base.escalate_to.clone()),
             subagent_expiry: self.subagent_expiry.clone().unwrap_or_else(|| base.subagent_expiry.clone()),
+            claim_timeout: self.claim_timeout.clone().unwrap_or_else(|| base.claim_timeout.clone()),
             required: self.required.max(base.required),
             forbid_self: self.forbid_self.max(base.forbid_self),
             amendments: strictest_amendments([self.amendments, base.amendments]),

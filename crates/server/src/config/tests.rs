@@ -273,6 +273,19 @@ fn subagent_expiry_and_shared_namespaces() {
 }
 
 #[test]
+fn claim_timeout_defaults_to_30_minutes_and_an_agent_may_set_its_own() {
+    let s = parse(DEFAULT_TOML).unwrap();
+    assert_eq!(s.timer_policy("demo").claim_timeout_ms, 30 * 60_000);
+    let base = "[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n[agents.a]\ntoken = \"0123456789abcdef-a\"\n[agents.b]\ntoken = \"0123456789abcdef-b\"\n";
+    let s = parse(&format!("{base}[approvals]\nclaim_timeout = \"10m\"\n[agents.b.approvals]\nclaim_timeout = \"2h\"\n")).unwrap();
+    assert_eq!((s.timer_policy("a").claim_timeout_ms, s.timer_policy("b").claim_timeout_ms), (600_000, 7_200_000));
+    for bad in ["soon", "0s", "off"] {
+        let err = parse(&format!("{base}[approvals]\nclaim_timeout = \"{bad}\"\n")).unwrap_err().to_string();
+        assert!(err.contains("approvals.claim_timeout"), "{bad}: {err}");
+    }
+}
+
+#[test]
 fn store_defaults_to_sled_and_postgres_needs_a_url_and_a_plain_schema() {
     let s = parse(DEFAULT_TOML).unwrap();
     assert!(!s.raw.store.is_postgres());

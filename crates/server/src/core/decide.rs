@@ -29,8 +29,13 @@ pub struct Decided {
 
 impl Decided {
     /// What to tell the person: the receipt ("Approved by …"), how far a
-    /// quorum got ("1 of 2 approvals"), or that it was done.
+    /// quorum got ("1 of 2 approvals"), their claim ("Claimed v1 … until
+    /// 14:32 UTC"), or that it was done.
     pub fn said(&self) -> String {
+        let claimed = self.executed.transition.audit.iter().any(|a| a.action == "claim");
+        if let Some(claim) = self.proposal.claim.as_ref().filter(|_| claimed) {
+            return plangate_engine::card::claim_notice(&self.proposal, claim);
+        }
         plangate_engine::card::receipt(&self.proposal)
             .or_else(|| plangate_engine::card::progress_notice(&self.proposal))
             .unwrap_or_else(|| "Done.".to_string())

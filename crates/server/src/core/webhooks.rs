@@ -441,7 +441,13 @@ mod tests {
     use plangate_engine::{apply, Actor, Command, Ctx, TimerKind, TimerPolicy, Verdict};
 
     fn ctx(n: u8) -> Ctx {
-        let timers = TimerPolicy { nudges_ms: vec![], timeout_ms: Some(60_000), escalate_ms: None, subagent_expiry_ms: None };
+        let timers = TimerPolicy {
+            nudges_ms: vec![],
+            timeout_ms: Some(60_000),
+            escalate_ms: None,
+            subagent_expiry_ms: None,
+            ..TimerPolicy::default()
+        };
         Ctx { now: plangate_engine::Timestamp(1_000 * i64::from(n)), random: [n; 16], timers, approvals: Default::default() }
     }
 

@@ -182,6 +182,8 @@ pub(super) enum OperatorAction {
     Cancel,
     /// Release the approval's session: no plan required, the gate opens.
     Release,
+    /// Claim the approval: the others' reminders wait while it holds.
+    Claim,
 }
 
 #[derive(Deserialize)]
@@ -224,6 +226,7 @@ pub(super) async fn operator_decision(
         OperatorAction::Revise => Decision::revise(body.feedback.unwrap_or_default()),
         OperatorAction::Cancel => Decision::Cancel,
         OperatorAction::Release => Decision::Release,
+        OperatorAction::Claim => Decision::Claim,
     };
     match core.decide(id, actor, Venue::Operator, decision, ExecMeta::default()).await {
         Ok(decided) => Ok(Json(DecisionView::of(&decided.proposal))),

@@ -187,13 +187,36 @@ async fn a_replica_killed_mid_nudge_storm_loses_no_nudge_and_repeats_none_record
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let missing: Vec<_> = short.iter().flat_map(|s| [1u8, 2].map(|n| (s.clone(), n))).filter(|k| !per_key.contains_key(k)).collect();
+    let mut missing: Vec<_> = short.iter().flat_map(|s| [1u8, 2].map(|n| (s.clone(), n))).filter(|k| !per_key.contains_key(k)).collect();
+    // A reminder 1 whose timer the killed replica had leased but not yet
+    // fired is taken over after the lease (3 s), when reminder 2 (5 s) is
+    // due too: the two go out as one "reminder 2" (timers.rs: people get
+    // one reminder numbered as the latest, not a burst). That is no lost
+    // reminder: the audit then has no "reminder 1" nudge for the plan, and
+    // its "reminder 2" went out. A reminder 1 the audit says fired, and no
+    // message carried, is still missing.
+    let mut merged = Vec::new();
+    for (i, id) in ids.iter().enumerate() {
+        let key = (short[i].clone(), 1u8);
+        if !missing.contains(&key) || !per_key.contains_key(&(short[i].clone(), 2)) {
+            continue;
+        }
+        let (st, v) = ServerProcess::send(rs[1].operator(Method::GET, &format!("/v1/audit?approval={id}"))).await;
+        assert_eq!(st, 200, "{v}");
+        let nudges: Vec<&str> =
+            v.as_array().into_iter().flatten().filter(|e| e["action"] == "nudge").filter_map(|e| e["detail"].as_str()).collect();
+        if nudges == ["reminder 2"] {
+            missing.retain(|k| *k != key);
+            merged.push(short[i].clone());
+        }
+    }
     let repeated: Vec<_> = per_key.iter().filter(|(_, n)| **n > 1).collect();
     println!(
         "nudge storm: {PLANS} plans × 2 reminders on 3 replicas; replica 0 killed at {killed_at:?} holding {held_at_kill} leased timers/chat jobs, after {sent_before_kill} reminders; \
-         {} reminders sent in all, {} missing, {} repeated",
+         {} reminders sent in all, {} missing, {} reminder 1 merged into reminder 2 (taken over late), {} repeated",
         per_key.values().sum::<usize>(),
         missing.len(),
+        merged.len(),
         repeated.len()
     );
     assert!(missing.is_empty(), "reminders never sent: {missing:?}");

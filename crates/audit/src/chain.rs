@@ -42,15 +42,52 @@ pub fn record_hash(seq: u64, prev: &Hash, event: &Value) -> Hash {
 /// written around `event` without re-encoding it. The stores encode an
 /// event before they take their chain lock, and only this runs under it.
 pub fn hash_of_canonical(seq: u64, prev: &Hash, event: &str) -> Hash {
-    let mut hasher = Sha256::new();
-    hasher.update(b"{\"event\":");
-    hasher.update(event.as_bytes());
-    hasher.update(b",\"prev\":\"");
-    hasher.update(hex::encode(prev).as_bytes());
-    hasher.update(b"\",\"seq\":");
-    hasher.update(seq.to_string().as_bytes());
-    hasher.update(b"}");
-    hasher.finalize().into()
+    EventDigest::of_canonical(event).seal(seq, prev)
+}
+
+/// The part of a record's hash that its event alone decides: SHA-256 fed
+/// with `{"event":` and the event's canonical encoding, not yet finished.
+/// A store computes it before it takes its chain lock, so that under the
+/// lock only the previous hash and the number are hashed in
+/// ([`Chain::append_digest`]); the result is [`hash_of_canonical`]'s.
+#[derive(Clone)]
+pub struct EventDigest(Sha256);
+
+impl EventDigest {
+    /// The digest of the event whose canonical encoding is `event`.
+    pub fn of_canonical(event: &str) -> EventDigest {
+        let mut hasher = Sha256::new();
+        hasher.update(b"{\"event\":");
+        hasher.update(event.as_bytes());
+        EventDigest(hasher)
+    }
+
+    /// The record's hash once it is number `seq`, linked to `prev`.
+    fn seal(&self, seq: u64, prev: &Hash) -> Hash {
+        let mut hasher = self.0.clone();
+        let mut prev_hex = [0u8; 64];
+        // 64 bytes hold a 32-byte hash's hex: this cannot fail.
+        let _ = hex::encode_to_slice(prev, &mut prev_hex);
+        hasher.update(b",\"prev\":\"");
+        hasher.update(prev_hex);
+        hasher.update(b"\",\"seq\":");
+        hasher.update(itoa_u64(seq, &mut [0u8; 20]));
+        hasher.update(b"}");
+        hasher.finalize().into()
+    }
+}
+
+/// `n` in decimal, written into `buf` (a u64 has at most 20 digits).
+fn itoa_u64(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[at..];
+        }
+    }
 }
 
 /// The head of a chain: what the next record links to. The stores keep one
@@ -94,9 +131,14 @@ impl Chain {
     /// Seal the event whose canonical encoding is `event` as the next
     /// record and move the head to it: its `(seq, prev, hash)`.
     pub fn append_canonical(&mut self, event: &str) -> (u64, Hash, Hash) {
+        self.append_digest(&EventDigest::of_canonical(event))
+    }
+
+    /// [`Self::append_canonical`] of the event `digest` was taken of.
+    pub fn append_digest(&mut self, digest: &EventDigest) -> (u64, Hash, Hash) {
         let seq = self.last_seq + 1;
         let prev = self.last_hash;
-        let hash = hash_of_canonical(seq, &prev, event);
+        let hash = digest.seal(seq, &prev);
         (self.last_seq, self.last_hash) = (seq, hash);
         (seq, prev, hash)
     }
@@ -120,7 +162,7 @@ mod tests {
     #[test]
     fn the_hash_written_around_the_events_encoding_is_the_hash_of_the_sealed_value() {
         for event in [json!({"action": "a\"é\u{1}", "n": [1, {"z": null, "b": 2.5}]}), json!({}), json!("plain")] {
-            for (seq, prev) in [(1, GENESIS), (u64::MAX, [0xab; 32])] {
+            for (seq, prev) in [(0, GENESIS), (1, GENESIS), (9, [7; 32]), (10, [0xff; 32]), (1_234_567, [1; 32]), (u64::MAX, [0xab; 32])] {
                 let sealed = json!({ "event": event, "prev": hex::encode(prev), "seq": seq });
                 let whole: Hash = Sha256::digest(canonical::to_string(&sealed).as_bytes()).into();
                 assert_eq!(record_hash(seq, &prev, &event), whole);
@@ -134,5 +176,15 @@ mod tests {
         let two: Value = serde_json::from_str(r#"{"b":2,"a":1}"#).unwrap();
         assert_eq!(record_hash(1, &GENESIS, &one), record_hash(1, &GENESIS, &two));
         assert_ne!(record_hash(1, &GENESIS, &one), record_hash(2, &GENESIS, &one));
+    }
+
+    #[test]
+    fn a_digest_taken_before_the_turn_seals_as_the_whole_hash() {
+        let mut by_text = Chain::after(41, [3; 32]);
+        let mut by_digest = by_text;
+        for event in [r#"{"action":"approved"}"#, "{}", r#""x""#] {
+            assert_eq!(by_text.append_canonical(event), by_digest.append_digest(&EventDigest::of_canonical(event)));
+        }
+        assert_eq!(by_text, by_digest);
     }
 }

@@ -23,6 +23,6 @@ mod checkpoint;
 pub mod export;
 pub mod verify;
 
-pub use chain::{hash_of_canonical, record_hash, Chain, Hash, Record, GENESIS};
+pub use chain::{hash_of_canonical, record_hash, Chain, EventDigest, Hash, Record, GENESIS};
 pub use checkpoint::{checkpoint_of_event, Checkpoint, CheckpointError, SigningKey, VerifyingKey, CHECKPOINT_ACTION};
 pub use verify::{verify, Broken, Verified, Verifier};

@@ -13,8 +13,9 @@
 //! its hash waits for the head.
 
 use crate::StoreError;
-use plangate_audit::{Chain, Hash, Record};
-use plangate_engine::AuditEvent;
+use plangate_audit::{Chain, EventDigest, Hash, Record};
+use plangate_engine::{ApprovalId, AuditEvent, Timestamp};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 const SEQ: &str = "chain_seq";
@@ -22,45 +23,82 @@ const PREV: &str = "chain_prev";
 const HASH: &str = "chain_hash";
 
 /// An audit event encoded for the chain before its turn: everything but
-/// the hash (which needs the head) is done here, outside the store's chain
-/// lock, so that appends wait on each other only for a SHA-256 and a copy.
+/// the hash's last steps (which need the head) is done here, outside the
+/// store's chain lock, so that appends wait on each other only for the
+/// end of a SHA-256 and a copy.
 pub(crate) struct Unsealed {
-    /// The event's canonical encoding, which the record's hash covers.
-    canonical: String,
-    /// The stored JSON object without its closing brace: the chain's
-    /// fields are written after the event's.
+    /// The event's canonical encoding without its closing brace: the
+    /// stored record is this object with the chain's fields after the
+    /// event's.
     open: Vec<u8>,
+    /// The record's hash as far as the event decides it.
+    digest: EventDigest,
+}
+
+/// An [`AuditEvent`] as its canonical encoding writes it: the fields in
+/// the byte order of their names, the optional ones left out when absent,
+/// as the event's own `Serialize` does. Serialized by `serde_json`, it is
+/// `canonical::to_string` of the event's JSON value, without building that
+/// value (`the_direct_encoding_is_the_canonical_one`, a property test).
+#[derive(Serialize)]
+struct CanonicalEvent<'a> {
+    action: &'a str,
+    actor: &'a str,
+    agent: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    approval_id: Option<ApprovalId>,
+    at: Timestamp,
+    detail: &'a str,
+    session_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version: Option<u32>,
+}
+
+impl<'a> CanonicalEvent<'a> {
+    fn of(event: &'a AuditEvent) -> CanonicalEvent<'a> {
+        // Every field named: a field added to `AuditEvent` does not compile
+        // here until it is placed in the canonical order.
+        let AuditEvent { at, agent, session_id, actor, action, approval_id, version, detail } = event;
+        CanonicalEvent { action, actor, agent, approval_id: *approval_id, at: *at, detail, session_id, version: *version }
+    }
 }
 
 /// `event` encoded for [`Unsealed::seal`].
 pub(crate) fn unsealed(event: &AuditEvent) -> Unsealed {
-    // Serializing our own plain struct to a JSON value cannot fail.
-    let mut map = match serde_json::to_value(event).unwrap_or(Value::Null) {
-        Value::Object(map) => map,
-        other => Map::from_iter([("event".to_string(), other)]),
-    };
-    for key in [SEQ, PREV, HASH] {
-        map.remove(key);
-    }
-    let event = Value::Object(map);
-    let canonical = plangate_audit::canonical::to_string(&event);
-    let mut open = serde_json::to_vec(&event).unwrap_or_else(|_| b"{}".to_vec());
+    let mut open = Vec::with_capacity(128 + event.detail.len());
+    // Serializing plain strings and numbers into memory cannot fail.
+    let _ = serde_json::to_writer(&mut open, &CanonicalEvent::of(event));
+    // serde_json writes UTF-8.
+    let digest = EventDigest::of_canonical(std::str::from_utf8(&open).unwrap_or_default());
     open.pop();
-    Unsealed { canonical, open }
+    Unsealed { open, digest }
 }
 
 impl Unsealed {
     /// Seal this event as `chain`'s next record: its number, its hash and
     /// its stored bytes (what [`unseal`] reads back).
     pub(crate) fn seal(&self, chain: &mut Chain) -> (u64, Hash, Vec<u8>) {
-        let (seq, prev, hash) = chain.append_canonical(&self.canonical);
-        let mut bytes = Vec::with_capacity(self.open.len() + 180);
+        let (seq, prev, hash) = chain.append_digest(&self.digest);
+        let mut bytes = Vec::with_capacity(self.open.len() + 190);
         bytes.extend_from_slice(&self.open);
         if self.open.len() > 1 {
             bytes.push(b',');
         }
-        let fields = format!("\"{SEQ}\":{seq},\"{PREV}\":\"{}\",\"{HASH}\":\"{}\"}}", hex::encode(prev), hex::encode(hash));
-        bytes.extend_from_slice(fields.as_bytes());
+        let mut hex = [0u8; 64];
+        bytes.extend_from_slice(b"\"");
+        bytes.extend_from_slice(SEQ.as_bytes());
+        bytes.extend_from_slice(b"\":");
+        bytes.extend_from_slice(seq.to_string().as_bytes());
+        for (key, value) in [(PREV, &prev), (HASH, &hash)] {
+            // 64 bytes hold a 32-byte hash's hex: this cannot fail.
+            let _ = hex::encode_to_slice(value, &mut hex);
+            bytes.extend_from_slice(b",\"");
+            bytes.extend_from_slice(key.as_bytes());
+            bytes.extend_from_slice(b"\":\"");
+            bytes.extend_from_slice(&hex);
+            bytes.push(b'"');
+        }
+        bytes.push(b'}');
         (seq, hash, bytes)
     }
 }
@@ -115,7 +153,7 @@ fn unchained(what: &str) -> StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use plangate_engine::Timestamp;
+    use proptest::prelude::*;
 
     fn event(action: &str) -> AuditEvent {
         AuditEvent {
@@ -159,5 +197,38 @@ mod tests {
     fn an_unchained_record_is_an_error() {
         let bytes = serde_json::to_vec(&event("approved")).unwrap();
         assert!(matches!(unseal(&bytes), Err(StoreError::AuditChain(_))));
+    }
+
+    fn any_event() -> impl Strategy<Value = AuditEvent> {
+        let text = || proptest::string::string_regex("(?s).{0,40}").unwrap();
+        (any::<i64>(), text(), text(), text(), text(), proptest::option::of(any::<[u8; 16]>()), proptest::option::of(any::<u32>()), text())
+            .prop_map(|(at, agent, session_id, actor, action, approval_id, version, detail)| AuditEvent {
+                at: Timestamp(at),
+                agent,
+                session_id,
+                actor,
+                action,
+                approval_id: approval_id.map(ApprovalId),
+                version,
+                detail,
+            })
+    }
+
+    proptest! {
+        /// What a chained record's hash covers and what it stores are the
+        /// event's canonical encoding and the event, whatever it holds
+        /// (quotes, control characters, any unicode, absent options).
+        #[test]
+        fn the_direct_encoding_is_the_canonical_one(event in any_event(), seq in 0u64..u64::MAX, prev in any::<[u8; 32]>()) {
+            let value = serde_json::to_value(&event).unwrap();
+            let mut chain = Chain::after(seq, prev);
+            let mut by_value = chain;
+            let (_, hash, bytes) = unsealed(&event).seal(&mut chain);
+            prop_assert_eq!(by_value.append(value.clone()).hash, hash);
+            let record = unseal(&bytes).unwrap();
+            prop_assert_eq!(&record.event, &value);
+            prop_assert!(record.is_sealed());
+            prop_assert_eq!(serde_json::from_slice::<AuditEvent>(&bytes).unwrap(), event);
+        }
     }
 }

@@ -70,25 +70,47 @@ fn put(out: &mut Vec<u8>, bytes: &[u8]) {
 
 /// `FORMAT`, then per op: tree, key (u32 LE length + bytes), 0 = remove or
 /// 1 = insert followed by the value (u32 LE length + bytes).
+#[cfg(test)]
 pub(crate) fn encode(ops: &[Op]) -> Vec<u8> {
-    let size: usize = ops.iter().map(|op| 10 + op.key.len() + op.value.as_ref().map_or(0, Vec::len)).sum();
-    let mut out = Vec::with_capacity(1 + size);
+    joined(ops, &encode_ops(&[]))
+}
+
+/// The record of `first` followed by the ops `rest` was encoded from (by
+/// [`encode_ops`]): a commit encodes most of its record before it takes
+/// the audit chain's lock, and only its audit records under it.
+pub(crate) fn joined(first: &[Op], rest: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1 + size_of(first) + rest.len());
     out.push(FORMAT);
+    write_ops(first, &mut out);
+    out.extend_from_slice(rest);
+    out
+}
+
+/// `ops` as they are written inside a record (see [`joined`]).
+pub(crate) fn encode_ops(ops: &[Op]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(size_of(ops));
+    write_ops(ops, &mut out);
+    out
+}
+
+fn size_of(ops: &[Op]) -> usize {
+    ops.iter().map(|op| 10 + op.key.len() + op.value.as_ref().map_or(0, Vec::len)).sum()
+}
+
+fn write_ops(ops: &[Op], out: &mut Vec<u8>) {
     for op in ops {
         out.push(op.tree as u8);
-        put(&mut out, &op.key);
+        put(out, &op.key);
         match &op.value {
             None => out.push(0),
             Some(v) => {
                 out.push(1);
-                put(&mut out, v);
+                put(out, v);
             }
         }
     }
-    out
 }
 
-/// The ops of a record, or `None` when it is not one this code wrote.
 pub(crate) fn decode(bytes: &[u8]) -> Option<Vec<Op>> {
     let (&format, mut rest) = bytes.split_first()?;
     if format != FORMAT {
@@ -132,8 +154,9 @@ mod tests {
             Op { tree: TreeId::Sessions, key: b"demo\0s1".to_vec(), value: Some(Vec::new()) },
         ];
         let bytes = encode(&ops);
-        assert_eq!(decode(&bytes), Some(ops));
+        assert_eq!(decode(&bytes), Some(ops.clone()));
         assert_eq!(decode(&encode(&[])), Some(Vec::new()));
+        assert_eq!(joined(&ops[..1], &encode_ops(&ops[1..])), bytes);
         assert_eq!(decode(&bytes[..bytes.len() - 1]), None);
         assert_eq!(decode(&[]), None);
         assert_eq!(decode(&[FORMAT, 9, 0, 0, 0, 0, 0]), None);

@@ -74,22 +74,21 @@ impl Trees {
         Ok(())
     }
 
-    /// A commit's writes: its audit `events` sealed onto `chain` (in chain
-    /// order, under the keys that keep it), then the `rest` ([`Self::ops_of`]).
-    pub(super) fn sealed_first(&self, events: &[chained::Unsealed], chain: &mut Chain, rest: Vec<Op>) -> Result<Vec<Op>, StoreError> {
-        let mut ops = Vec::with_capacity(events.len() + rest.len());
+    /// A commit's audit `events` sealed onto `chain` (in chain order, under
+    /// the keys that keep it): the writes that go first in its record.
+    pub(super) fn sealed(&self, events: &[chained::Unsealed], chain: &mut Chain) -> Result<Vec<Op>, StoreError> {
+        let mut ops = Vec::with_capacity(events.len());
         for event in events {
             let id = self.db.generate_id()?;
             ops.push(Op { tree: TreeId::Audit, key: id.to_be_bytes().to_vec(), value: Some(event.seal(chain).2) });
         }
-        ops.extend(rest);
         Ok(ops)
     }
 
-    /// What [`Self::sealed_first`] writes without the chain: the events as
-    /// they were stored before it, no lock (see [`UNCHAINED`]).
-    fn unchained_first(&self, events: &[plangate_engine::AuditEvent], rest: Vec<Op>) -> Result<Vec<Op>, StoreError> {
-        let mut ops = Vec::with_capacity(events.len() + rest.len());
+    /// What [`Self::sealed`] writes without the chain: the events as they
+    /// were stored before it, no lock (see [`UNCHAINED`]).
+    fn unchained(&self, events: &[plangate_engine::AuditEvent]) -> Result<Vec<Op>, StoreError> {
+        let mut ops = Vec::with_capacity(events.len());
         for event in events {
             let id = self.db.generate_id()?;
             ops.push(Op {
@@ -98,7 +97,6 @@ impl Trees {
                 value: Some(serde_json::to_vec(event).unwrap_or_default()),
             });
         }
-        ops.extend(rest);
         Ok(ops)
     }
 
@@ -184,37 +182,35 @@ impl SledStore {
             }
         }
         // Everything that takes time (reading the proposals' index entries,
-        // encoding the session, the proposals and the audit events) is done
-        // before the chain's lock is taken: commits of different sessions
-        // wait on each other only for sealing, the redo record and the
+        // encoding the session, the proposals and the audit events, and
+        // most of the redo record) is done before the chain's lock is
+        // taken: commits of different sessions wait on each other only for
+        // the end of each record's hash, the redo record's write and the
         // audit records' writes.
         let rest = t.ops_of(&commit)?;
+        let rest_encoded = redo::encode_ops(&rest);
+        let events: Vec<chained::Unsealed> = if UNCHAINED { Vec::new() } else { commit.audit.iter().map(chained::unsealed).collect() };
+        let seq = t.db.generate_id()?.to_be_bytes();
         let mut head = if commit.audit.is_empty() || UNCHAINED { None } else { Some(self.chain_head(&t)?) };
         let mut chain = head.as_deref().copied().flatten().unwrap_or_default();
-        let ops = if UNCHAINED {
-            t.unchained_first(&commit.audit, rest)?
-        } else {
-            let events: Vec<chained::Unsealed> = commit.audit.iter().map(chained::unsealed).collect();
-            t.sealed_first(&events, &mut chain, rest)?
-        };
-        let sealed = commit.audit.len();
-        let seq = t.db.generate_id()?.to_be_bytes();
-        let record = redo::encode(&ops);
+        let sealed = if UNCHAINED { t.unchained(&commit.audit)? } else { t.sealed(&events, &mut chain)? };
+        let record = redo::joined(&sealed, &rest_encoded);
+        let record_len = record.len() as u64;
         // The redo record goes in under the lock: a crash can then keep a
         // record of this chain only with every record before it (sled
         // recovers a prefix of its log, and the next open replays redo
         // records). A failure from here on leaves the record, and the next
         // open finishes the commit: all or nothing, as a transaction would.
-        t.redo.insert(seq, record.as_slice())?;
+        t.redo.insert(seq, record)?;
         // The chain moves on now: the records it sealed will be written,
         // in chain order before the next commit's, so a reader never sees
         // a record without the one before it.
         if let Some(head) = head.as_deref_mut() {
             *head = Some(chain);
         }
-        t.apply_ops(&ops[..sealed])?;
+        t.apply_ops(&sealed)?;
         drop(head);
-        t.apply_ops(&ops[sealed..])?;
+        t.apply_ops(&rest)?;
         t.redo.remove(seq)?;
         // The session's next commit (and a snapshot) need not wait for
         // this one's flush. The ticket is taken while the database is
@@ -223,7 +219,7 @@ impl SledStore {
         drop(session);
         drop(snapshot);
         let ticket = self.group.issue();
-        Ok((t, ticket, 2 * record.len() as u64))
+        Ok((t, ticket, 2 * record_len))
     }
 
     /// Hold every commit at its boundary until the guard is dropped.

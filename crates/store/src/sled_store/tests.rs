@@ -57,9 +57,12 @@ fn a_commit_cut_short_by_a_crash_is_finished_on_open() {
         {
             let t = store.trees().unwrap();
             let events: Vec<_> = c.audit.iter().map(crate::chained::unsealed).collect();
-            let ops = t.sealed_first(&events, &mut head_of(&t).unwrap(), t.ops_of(&c).unwrap()).unwrap();
+            let (sealed, rest) = (t.sealed(&events, &mut head_of(&t).unwrap()).unwrap(), t.ops_of(&c).unwrap());
+            // The record as a commit writes it: the sealed records first,
+            // the rest encoded before the chain's lock.
+            t.redo.insert(7u64.to_be_bytes(), redo::joined(&sealed, &redo::encode_ops(&rest))).unwrap();
+            let ops: Vec<_> = sealed.into_iter().chain(rest).collect();
             assert!(ops.len() > 2 && ops.last().unwrap().tree == TreeId::Sessions);
-            t.redo.insert(7u64.to_be_bytes(), redo::encode(&ops)).unwrap();
             let proposal = ops.iter().position(|op| op.tree == TreeId::Proposals).unwrap();
             t.apply_ops(&ops[..=proposal]).unwrap();
             t.db.flush().unwrap();

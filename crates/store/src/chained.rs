@@ -65,11 +65,10 @@ impl<'a> CanonicalEvent<'a> {
 
 /// `event` encoded for [`Unsealed::seal`].
 pub(crate) fn unsealed(event: &AuditEvent) -> Unsealed {
-    let mut open = Vec::with_capacity(128 + event.detail.len());
     // Serializing plain strings and numbers into memory cannot fail.
-    let _ = serde_json::to_writer(&mut open, &CanonicalEvent::of(event));
-    // serde_json writes UTF-8.
-    let digest = EventDigest::of_canonical(std::str::from_utf8(&open).unwrap_or_default());
+    let canonical = serde_json::to_string(&CanonicalEvent::of(event)).unwrap_or_else(|_| "{}".to_string());
+    let digest = EventDigest::of_canonical(&canonical);
+    let mut open = canonical.into_bytes();
     open.pop();
     Unsealed { open, digest }
 }
@@ -84,18 +83,18 @@ impl Unsealed {
         if self.open.len() > 1 {
             bytes.push(b',');
         }
-        let mut hex = [0u8; 64];
+        let mut hex_text = [0u8; 64];
         bytes.extend_from_slice(b"\"");
         bytes.extend_from_slice(SEQ.as_bytes());
         bytes.extend_from_slice(b"\":");
         bytes.extend_from_slice(seq.to_string().as_bytes());
         for (key, value) in [(PREV, &prev), (HASH, &hash)] {
             // 64 bytes hold a 32-byte hash's hex: this cannot fail.
-            let _ = hex::encode_to_slice(value, &mut hex);
+            let _ = hex::encode_to_slice(value, &mut hex_text);
             bytes.extend_from_slice(b",\"");
             bytes.extend_from_slice(key.as_bytes());
             bytes.extend_from_slice(b"\":\"");
-            bytes.extend_from_slice(&hex);
+            bytes.extend_from_slice(&hex_text);
             bytes.push(b'"');
         }
         bytes.push(b'}');

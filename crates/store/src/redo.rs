@@ -19,6 +19,18 @@
 //! removes: a crash leaves all of a transition or none of it. Records are
 //! removed before the next commit of the same session starts, so a replay
 //! never overwrites a newer state.
+//!
+//! A commit with audit events records them apart from the rest of its
+//! writes, in two records of the same sequence number
+//! (`sled_store::commit`): the rest first, before it takes the audit
+//! chain's lock, then its audit records, sealed under that lock. Only the
+//! chain needs the lock (its records must reach the log in chain order),
+//! so a commit holds it for its few audit records, not for the session
+//! and proposal it writes. No write of the commit is made before its
+//! audit part is in, and the audit part follows the rest in the log: a
+//! prefix that holds any write holds both parts. A rest part found alone
+//! on open is a commit that never got its place in the chain and wrote
+//! nothing; it is dropped.
 
 /// The trees a transition writes, by a stable number stored in records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,26 +82,16 @@ fn put(out: &mut Vec<u8>, bytes: &[u8]) {
 
 /// `FORMAT`, then per op: tree, key (u32 LE length + bytes), 0 = remove or
 /// 1 = insert followed by the value (u32 LE length + bytes).
-#[cfg(test)]
 pub(crate) fn encode(ops: &[Op]) -> Vec<u8> {
-    joined(ops, &encode_ops(&[]))
+    encode_pair(ops, &[])
 }
 
-/// The record of `first` followed by the ops `rest` was encoded from (by
-/// [`encode_ops`]): a commit encodes most of its record before it takes
-/// the audit chain's lock, and only its audit records under it.
-pub(crate) fn joined(first: &[Op], rest: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(1 + size_of(first) + rest.len());
+/// The record of `first` followed by `then` (without joining the lists).
+pub(crate) fn encode_pair(first: &[Op], then: &[Op]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1 + size_of(first) + size_of(then));
     out.push(FORMAT);
     write_ops(first, &mut out);
-    out.extend_from_slice(rest);
-    out
-}
-
-/// `ops` as they are written inside a record (see [`joined`]).
-pub(crate) fn encode_ops(ops: &[Op]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(size_of(ops));
-    write_ops(ops, &mut out);
+    write_ops(then, &mut out);
     out
 }
 
@@ -156,7 +158,7 @@ mod tests {
         let bytes = encode(&ops);
         assert_eq!(decode(&bytes), Some(ops.clone()));
         assert_eq!(decode(&encode(&[])), Some(Vec::new()));
-        assert_eq!(joined(&ops[..1], &encode_ops(&ops[1..])), bytes);
+        assert_eq!(encode_pair(&ops[..1], &ops[1..]), bytes);
         assert_eq!(decode(&bytes[..bytes.len() - 1]), None);
         assert_eq!(decode(&[]), None);
         assert_eq!(decode(&[FORMAT, 9, 0, 0, 0, 0, 0]), None);

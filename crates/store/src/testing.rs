@@ -328,3 +328,16 @@ impl<S: Store> MaintenanceStore for Faulty<S> {
         fn prune(&self, data_dir: &Path, policy: &PrunePolicy) -> Result<PruneReport, StoreError>;
     }
 }
+
+/// Every record of the store's audit chain, in chain order (panics when
+/// the store cannot be read: for tests).
+pub fn audit_chain(store: &dyn AuditLog) -> Vec<AuditRecord> {
+    let mut records = Vec::new();
+    store
+        .visit_audit_chain(None, &mut |r| {
+            records.push(r);
+            true
+        })
+        .expect("the audit chain reads");
+    records
+}

@@ -26,24 +26,77 @@ use std::sync::MutexGuard;
 /// an error), so no build of the server turns it on.
 const UNCHAINED: bool = cfg!(feature = "unchained-for-bench");
 
+/// The last byte of a split record's key (see `redo`): which part it is.
+/// The audit part sorts first, so a replay meets it before its rest.
+pub(super) const AUDIT_PART: u8 = b'a';
+pub(super) const REST_PART: u8 = b'r';
+
+/// A split record's key: the commit's sequence number (big-endian), then its part.
+pub(super) fn part_key(seq: u64, part: u8) -> [u8; 9] {
+    let mut key = [part; 9];
+    key[..8].copy_from_slice(&seq.to_be_bytes());
+    key
+}
+
+/// A key of the `redo` tree.
+enum RedoKey {
+    /// A commit's whole record (no audit events, or written before records were split).
+    Whole,
+    /// One part of a split record: the sequence number and the part.
+    Part(u64, u8),
+}
+
+impl RedoKey {
+    fn parse(key: &[u8]) -> Option<RedoKey> {
+        match key.len() {
+            8 => Some(RedoKey::Whole),
+            9 => Some(RedoKey::Part(u64::from_be_bytes(key[..8].try_into().ok()?), key[8])),
+            _ => None,
+        }
+    }
+}
+
 impl Trees {
-    /// Finish the commits a crash interrupted (see `redo`).
+    /// Finish the commits a crash interrupted (see `redo`): a whole
+    /// record, or both parts of a split one, audit first; a rest part
+    /// without its audit part wrote nothing and is dropped.
     pub(super) fn replay(&self) -> Result<(), StoreError> {
-        let mut replayed = 0;
-        for record in self.redo.iter() {
-            let (seq, bytes) = record?;
-            let ops = redo::decode(&bytes).ok_or_else(|| {
-                StoreError::Unavailable(format!(
-                    "redo record {} is unreadable (written by a newer plangate?); use a matching plangate release",
-                    hex::encode(&seq)
-                ))
-            })?;
-            self.apply_ops(&ops)?;
-            self.redo.remove(&seq)?;
+        let unreadable = |key: &[u8]| {
+            StoreError::Unavailable(format!(
+                "redo record {} is unreadable (written by a newer plangate?); use a matching plangate release",
+                hex::encode(key)
+            ))
+        };
+        let ops_in = |key: &[u8], bytes: &[u8]| redo::decode(bytes).ok_or_else(|| unreadable(key));
+        let (mut replayed, mut dropped) = (0, 0);
+        let mut records = self.redo.iter().peekable();
+        while let Some(record) = records.next() {
+            let (key, bytes) = record?;
+            match RedoKey::parse(&key).ok_or_else(|| unreadable(&key))? {
+                RedoKey::Whole => self.apply_ops(&ops_in(&key, &bytes)?)?,
+                RedoKey::Part(seq, AUDIT_PART) => {
+                    let rest_key = part_key(seq, REST_PART);
+                    let rest = match records.next_if(|r| r.as_ref().is_ok_and(|(k, _)| *k == rest_key)) {
+                        Some(rest) => rest?.1,
+                        None => {
+                            return Err(StoreError::Unavailable(format!(
+                                "redo record {} holds a commit's audit records without the rest of its writes; the store is damaged: restore a backup",
+                                hex::encode(&key)
+                            )))
+                        }
+                    };
+                    self.apply_ops(&ops_in(&key, &bytes)?)?;
+                    self.apply_ops(&ops_in(&rest_key, &rest)?)?;
+                    self.redo.remove(rest_key)?;
+                }
+                RedoKey::Part(_, REST_PART) => dropped += 1,
+                RedoKey::Part(..) => return Err(unreadable(&key)),
+            }
+            self.redo.remove(&key)?;
             replayed += 1;
         }
         if replayed > 0 {
-            tracing::warn!(replayed, "finished commits that a crash interrupted");
+            tracing::warn!(replayed, dropped, "finished commits that a crash interrupted (dropped: never sealed, nothing written)");
             self.db.flush()?;
         }
         Ok(())
@@ -181,37 +234,23 @@ impl SledStore {
                 return Err(StoreError::DuplicateId(*id));
             }
         }
-        // Everything that takes time (reading the proposals' index entries,
-        // encoding the session, the proposals and the audit events, and
-        // most of the redo record) is done before the chain's lock is
-        // taken: commits of different sessions wait on each other only for
-        // the end of each record's hash, the redo record's write and the
-        // audit records' writes.
+        // Reading the proposals' index entries and encoding the writes
+        // happen before the audit chain's lock (`write_chained`).
         let rest = t.ops_of(&commit)?;
-        let rest_encoded = redo::encode_ops(&rest);
-        let events: Vec<chained::Unsealed> = if UNCHAINED { Vec::new() } else { commit.audit.iter().map(chained::unsealed).collect() };
-        let seq = t.db.generate_id()?.to_be_bytes();
-        let mut head = if commit.audit.is_empty() || UNCHAINED { None } else { Some(self.chain_head(&t)?) };
-        let mut chain = head.as_deref().copied().flatten().unwrap_or_default();
-        let sealed = if UNCHAINED { t.unchained(&commit.audit)? } else { t.sealed(&events, &mut chain)? };
-        let record = redo::joined(&sealed, &rest_encoded);
-        let record_len = record.len() as u64;
-        // The redo record goes in under the lock: a crash can then keep a
-        // record of this chain only with every record before it (sled
-        // recovers a prefix of its log, and the next open replays redo
-        // records). A failure from here on leaves the record, and the next
-        // open finishes the commit: all or nothing, as a transaction would.
-        t.redo.insert(seq, record)?;
-        // The chain moves on now: the records it sealed will be written,
-        // in chain order before the next commit's, so a reader never sees
-        // a record without the one before it.
-        if let Some(head) = head.as_deref_mut() {
-            *head = Some(chain);
-        }
-        t.apply_ops(&sealed)?;
-        drop(head);
-        t.apply_ops(&rest)?;
-        t.redo.remove(seq)?;
+        let seq = t.db.generate_id()?;
+        let record_len = if commit.audit.is_empty() || UNCHAINED {
+            // No chain to keep in order: one record, no lock.
+            let audit = if UNCHAINED { t.unchained(&commit.audit)? } else { Vec::new() };
+            let record = redo::encode_pair(&audit, &rest);
+            let len = record.len();
+            t.redo.insert(seq.to_be_bytes(), record)?;
+            t.apply_ops(&audit)?;
+            t.apply_ops(&rest)?;
+            t.redo.remove(seq.to_be_bytes())?;
+            len
+        } else {
+            self.write_chained(&t, &commit.audit, &rest, seq)?
+        };
         // The session's next commit (and a snapshot) need not wait for
         // this one's flush. The ticket is taken while the database is
         // still held open: a checkpoint (which flushes before it closes)
@@ -219,7 +258,52 @@ impl SledStore {
         drop(session);
         drop(snapshot);
         let ticket = self.group.issue();
-        Ok((t, ticket, 2 * record_len))
+        Ok((t, ticket, 2 * record_len as u64))
+    }
+
+    /// A commit's writes with its audit `events`, in two redo records (see
+    /// `redo`): the rest, recorded before the chain's lock; the audit
+    /// records, sealed, recorded and written under it, so they reach the
+    /// log in chain order and a crash can keep a record of the chain only
+    /// with every record before it. Returns the bytes recorded.
+    fn write_chained(&self, t: &Trees, events: &[plangate_engine::AuditEvent], rest: &[Op], seq: u64) -> Result<usize, StoreError> {
+        let (audit_key, rest_key) = (part_key(seq, AUDIT_PART), part_key(seq, REST_PART));
+        // Everything that takes time (encoding the events and the rest,
+        // beginning each record's hash, writing the rest's record) is done
+        // before the lock: commits of different sessions wait on each
+        // other only for the end of each hash and the audit records' writes.
+        let events: Vec<chained::Unsealed> = events.iter().map(chained::unsealed).collect();
+        let rest_record = redo::encode(rest);
+        let rest_len = rest_record.len();
+        t.redo.insert(rest_key, rest_record)?;
+        let audit_len = {
+            let mut head = self.chain_head(t)?;
+            let mut chain = head.unwrap_or_default();
+            let sealed = match t.sealed(&events, &mut chain) {
+                Ok(sealed) => sealed,
+                Err(e) => {
+                    // Nothing of the commit was written; the next open would drop it too.
+                    let _ = t.redo.remove(rest_key);
+                    return Err(e);
+                }
+            };
+            // A failure from here on leaves both records, and the next
+            // open finishes the commit: all or nothing, as a transaction
+            // would.
+            let audit_record = redo::encode(&sealed);
+            let audit_len = audit_record.len();
+            t.redo.insert(audit_key, audit_record)?;
+            // The chain moves on now: the records it sealed are written,
+            // in chain order before the next commit's, so a reader never
+            // sees a record without the one before it.
+            *head = Some(chain);
+            t.apply_ops(&sealed)?;
+            audit_len
+        };
+        t.apply_ops(rest)?;
+        t.redo.remove(audit_key)?;
+        t.redo.remove(rest_key)?;
+        Ok(rest_len + audit_len)
     }
 
     /// Hold every commit at its boundary until the guard is dropped.

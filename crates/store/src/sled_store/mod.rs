@@ -17,7 +17,7 @@
 //! | `idempotency` | event key | time handled (ms) |
 //! | `documents` | approval id | document path |
 //! | `namespaces` | name | JSON [`Namespace`] with its `revision` |
-//! | `redo` | u64 big-endian | the writes of a commit in flight (see `redo`) |
+//! | `redo` | u64 big-endian seq, and for a commit with audit events a part byte (`a`: its audit records, `r`: the rest) | the writes of a commit in flight (see `redo`) |
 //! | `outbox` | u64 big-endian seq | after-commit work not done yet (opaque) |
 //!
 //! A commit is atomic through a redo record rather than a sled transaction,

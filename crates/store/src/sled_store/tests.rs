@@ -26,59 +26,117 @@ fn step(store: &SledStore, key: &SessionKey, actor: &Actor, command: Command, r:
     Commit::of(&t, &before, None)
 }
 
+/// How a crash left an approve commit in the redo tree (see `redo`).
+#[derive(Clone, Copy, Debug)]
+enum CutShort {
+    /// Both parts recorded, and the first writes made.
+    BothParts,
+    /// One whole record, as commits wrote it before records were split.
+    Whole,
+    /// Only the rest's part: the crash came before the chain's lock.
+    RestOnly,
+    /// Only the audit part: a damaged store (the rest always goes first).
+    AuditOnly,
+}
+
+/// A session with a pending proposal whose approve commit `cut` left
+/// behind; the store is closed (as by the crash) and its approval id returned.
+fn approve_cut_short(dir: &std::path::Path, key: &SessionKey, cut: CutShort) -> plangate_engine::ApprovalId {
+    use super::commit::{part_key, AUDIT_PART, REST_PART};
+    let alice = Actor::Human { id: "telegram:1".into(), name: "telegram:@alice".into() };
+    let store = SledStore::open(dir).unwrap();
+    let c = step(&store, key, &Actor::Agent, Command::Enter { reason: None }, 1);
+    store.commit(c).unwrap().written().unwrap();
+    let plan = Command::Propose {
+        plan: Plan::titled("p"),
+        markdown: None,
+        requested_by: None,
+        harness: plangate_engine::Harness::Api,
+        project: None,
+    };
+    store.commit(step(&store, key, &Actor::Agent, plan, 2)).unwrap().written().unwrap();
+    let id = store.load(key).unwrap().latest.unwrap().approval_id;
+    let c = step(&store, key, &alice, Command::Decide { approval_id: id, verdict: Verdict::Approve }, 3);
+    let t = store.trees().unwrap();
+    let events: Vec<_> = c.audit.iter().map(crate::chained::unsealed).collect();
+    let (sealed, rest) = (t.sealed(&events, &mut head_of(&t).unwrap()).unwrap(), t.ops_of(&c).unwrap());
+    match cut {
+        CutShort::BothParts => {
+            t.redo.insert(part_key(7, REST_PART), redo::encode(&rest)).unwrap();
+            t.redo.insert(part_key(7, AUDIT_PART), redo::encode(&sealed)).unwrap();
+        }
+        CutShort::Whole => {
+            t.redo.insert(7u64.to_be_bytes(), redo::encode_pair(&sealed, &rest)).unwrap();
+        }
+        CutShort::RestOnly => {
+            t.redo.insert(part_key(7, REST_PART), redo::encode(&rest)).unwrap();
+        }
+        CutShort::AuditOnly => {
+            t.redo.insert(part_key(7, AUDIT_PART), redo::encode(&sealed)).unwrap();
+        }
+    }
+    if matches!(cut, CutShort::BothParts | CutShort::Whole) {
+        // The commit dies after its records and its first writes (the
+        // audit records, the proposal and its index entry): the session
+        // and the timer removals never land.
+        let ops: Vec<_> = sealed.into_iter().chain(rest).collect();
+        assert!(ops.len() > 2 && ops.last().unwrap().tree == TreeId::Sessions);
+        let proposal = ops.iter().position(|op| op.tree == TreeId::Proposals).unwrap();
+        t.apply_ops(&ops[..=proposal]).unwrap();
+        assert_eq!(store.proposal(&id).unwrap().unwrap().status, DecisionStatus::Approved);
+        assert_eq!(store.load(key).unwrap().session.approval, plangate_engine::ApprovalState::Pending);
+    }
+    t.db.flush().unwrap();
+    id
+}
+
 #[test]
 fn a_commit_cut_short_by_a_crash_is_finished_on_open() {
+    for cut in [CutShort::BothParts, CutShort::Whole] {
+        let dir = tempfile::tempdir().unwrap();
+        let key = SessionKey::new("demo", "s1");
+        let id = approve_cut_short(dir.path(), &key, cut);
+        let store = SledStore::open(dir.path()).unwrap();
+        let state = store.load(&key).unwrap();
+        assert_eq!(state.session.approval, plangate_engine::ApprovalState::Approved, "{cut:?}");
+        assert_eq!(state.latest.unwrap().approval_id, id);
+        assert!(store.timers().unwrap().is_empty(), "{cut:?}: the approval's timers were cancelled");
+        assert_eq!(store.trees().unwrap().redo.len(), 0);
+        let actions: Vec<String> = store.audit(&AuditQuery::default()).unwrap().into_iter().map(|e| e.action).collect();
+        assert_eq!(actions, vec!["enter", "propose", "approve"], "{cut:?}");
+    }
+}
+
+#[test]
+fn a_commit_that_never_reached_the_chain_is_dropped_on_open() {
     let dir = tempfile::tempdir().unwrap();
     let key = SessionKey::new("demo", "s1");
-    let alice = Actor::Human { id: "telegram:1".into(), name: "telegram:@alice".into() };
-    let id = {
-        let store = SledStore::open(dir.path()).unwrap();
-        let c = step(&store, &key, &Actor::Agent, Command::Enter { reason: None }, 1);
-        store.commit(c).unwrap().written().unwrap();
-        let c = step(
-            &store,
-            &key,
-            &Actor::Agent,
-            Command::Propose {
-                plan: Plan::titled("p"),
-                markdown: None,
-                requested_by: None,
-                harness: plangate_engine::Harness::Api,
-                project: None,
-            },
-            2,
-        );
-        store.commit(c).unwrap().written().unwrap();
-        let id = store.load(&key).unwrap().latest.unwrap().approval_id;
-        // The approve commit dies after its record and its first writes
-        // (the proposal and its index entry): the session and the timer
-        // removals never land.
-        let c = step(&store, &key, &alice, Command::Decide { approval_id: id, verdict: Verdict::Approve }, 3);
-        {
-            let t = store.trees().unwrap();
-            let events: Vec<_> = c.audit.iter().map(crate::chained::unsealed).collect();
-            let (sealed, rest) = (t.sealed(&events, &mut head_of(&t).unwrap()).unwrap(), t.ops_of(&c).unwrap());
-            // The record as a commit writes it: the sealed records first,
-            // the rest encoded before the chain's lock.
-            t.redo.insert(7u64.to_be_bytes(), redo::joined(&sealed, &redo::encode_ops(&rest))).unwrap();
-            let ops: Vec<_> = sealed.into_iter().chain(rest).collect();
-            assert!(ops.len() > 2 && ops.last().unwrap().tree == TreeId::Sessions);
-            let proposal = ops.iter().position(|op| op.tree == TreeId::Proposals).unwrap();
-            t.apply_ops(&ops[..=proposal]).unwrap();
-            t.db.flush().unwrap();
-        }
-        assert_eq!(store.proposal(&id).unwrap().unwrap().status, DecisionStatus::Approved);
-        assert_eq!(store.load(&key).unwrap().session.approval, plangate_engine::ApprovalState::Pending);
-        id
-    };
+    let id = approve_cut_short(dir.path(), &key, CutShort::RestOnly);
     let store = SledStore::open(dir.path()).unwrap();
     let state = store.load(&key).unwrap();
-    assert_eq!(state.session.approval, plangate_engine::ApprovalState::Approved);
-    assert_eq!(state.latest.unwrap().approval_id, id);
-    assert!(store.timers().unwrap().is_empty(), "the approval's timers were cancelled");
-    assert_eq!(store.trees().unwrap().redo.len(), 0);
+    assert_eq!(state.session.approval, plangate_engine::ApprovalState::Pending, "nothing of the approve landed");
+    assert_eq!(store.proposal(&id).unwrap().unwrap().status, DecisionStatus::Pending);
+    assert_eq!(store.trees().unwrap().redo.len(), 0, "the lone part is dropped");
     let actions: Vec<String> = store.audit(&AuditQuery::default()).unwrap().into_iter().map(|e| e.action).collect();
-    assert_eq!(actions, vec!["enter", "propose", "approve"]);
+    assert_eq!(actions, vec!["enter", "propose"]);
+    // The chain goes on from its last record: the approve, made again, lands whole.
+    let alice = Actor::Human { id: "telegram:1".into(), name: "telegram:@alice".into() };
+    store.commit(step(&store, &key, &alice, Command::Decide { approval_id: id, verdict: Verdict::Approve }, 3)).unwrap().written().unwrap();
+    assert_eq!(store.load(&key).unwrap().session.approval, plangate_engine::ApprovalState::Approved);
+    let records = crate::testing::audit_chain(&store);
+    assert_eq!(records.len(), 3);
+    for pair in records.windows(2) {
+        assert_eq!((pair[1].seq, pair[1].prev), (pair[0].seq + 1, pair[0].hash), "no gap where the dropped commit would have been");
+    }
+    assert!(records.iter().all(|r| r.is_sealed()));
+}
+
+#[test]
+fn an_audit_part_without_the_rest_of_its_commit_is_refused_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    approve_cut_short(dir.path(), &SessionKey::new("demo", "s1"), CutShort::AuditOnly);
+    let err = SledStore::open(dir.path()).map(|_| ()).unwrap_err().to_string();
+    assert!(err.contains("without the rest of its writes"), "{err}");
 }
 
 #[test]

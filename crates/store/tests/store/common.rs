@@ -45,17 +45,7 @@ pub fn propose_storing_every_timer(store: &dyn Store, key: &SessionKey, r: u8) -
     p
 }
 
-/// Every record of the store's audit chain, in chain order.
-pub fn audit_chain(store: &dyn Store) -> Vec<plangate_store::AuditRecord> {
-    let mut records = Vec::new();
-    store
-        .visit_audit_chain(None, &mut |r| {
-            records.push(r);
-            true
-        })
-        .unwrap();
-    records
-}
+pub use plangate_store::testing::audit_chain;
 
 /// A store that can be opened again (a restart) over the same data.
 pub trait Backend {

@@ -543,7 +543,10 @@ impl Core {
                 let span = info_span!("job", approval = %id, job = ?job);
                 // A bug in an adapter must not take the worker (and the
                 // approval's later jobs) down with it.
-                let ran = AssertUnwindSafe(self.run_job(job, written.as_deref()).instrument(span)).catch_unwind().await;
+                // Boxed: a job's future (every adapter's request inline)
+                // is kilobytes, and the worker's own future would carry
+                // it, copied on every spawn and poll hand-off.
+                let ran = AssertUnwindSafe(Box::pin(self.run_job(job, written.as_deref())).instrument(span)).catch_unwind().await;
                 let unsynced = match ran {
                     Ok(Ran::Done(unsynced)) => unsynced,
                     Ok(Ran::Later(job)) => {

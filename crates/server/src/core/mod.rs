@@ -248,7 +248,13 @@ impl Core {
     /// session, apply the command, and commit what changed (conditional on
     /// the revision loaded when the store is `shared`), its chat jobs
     /// numbered in the same commit. The caller retries a conflict.
-    fn attempt(&self, key: &SessionKey, actor: &Actor, command: Command, meta: &ExecMeta, shared: bool) -> Result<Attempt, CoreError> {
+    ///
+    /// Boxed: an attempt holds two states and a transition (kilobytes),
+    /// and a blocking task's output is moved from its thread to the
+    /// awaiting task through several frames; a box moves as a pointer
+    /// (moves of such values were a quarter of a decision's instructions,
+    /// docs/PERFORMANCE.md §23).
+    fn attempt(&self, key: &SessionKey, actor: &Actor, command: Command, meta: &ExecMeta, shared: bool) -> Result<Box<Attempt>, CoreError> {
         let store = self.storage.store.as_ref();
         let (before, revision) = store.load_revision(key)?;
         let mut ctx = Ctx {
@@ -266,7 +272,7 @@ impl Core {
         let recorded = self.cards_nowhere(&mut jobs, &transition);
         jobs.extend(webhook_jobs(&self.settings, &before, &transition));
         if !(transition.changed || meta.fired.is_some() || meta.idempotency.is_some()) {
-            return Ok(Attempt::Unchanged { before, transition, jobs });
+            return Ok(Box::new(Attempt::Unchanged { before, transition, jobs }));
         }
         let mut commit = Commit::of(&transition, &before, meta.fired.as_ref());
         commit.audit.extend(recorded);
@@ -286,7 +292,7 @@ impl Core {
         if !matches!(committed, Ok((Committed::Written(_), _))) {
             self.chat.unmark_queued(&marked);
         }
-        Ok(Attempt::Committed { before, transition, jobs, committed, started })
+        Ok(Box::new(Attempt::Committed { before, transition, jobs, committed, started }))
     }
 
     /// Apply one command to one session: the only way state changes.
@@ -322,7 +328,7 @@ impl Core {
                 let attempt = tokio::task::spawn_blocking(move || span.in_scope(|| core.attempt(&key, &actor, command, &meta, shared)))
                     .await
                     .unwrap_or_else(|e| Err(StoreError::Unavailable(format!("store task failed: {e}")).into()))?;
-                let (before, transition, jobs, committed) = match attempt {
+                let (before, transition, jobs, committed) = match *attempt {
                     Attempt::Unchanged { before, transition, jobs } => {
                         let seqs = vec![None; jobs.len()];
                         break (before, transition, jobs, seqs);

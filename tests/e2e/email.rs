@@ -1,0 +1,144 @@
+//! `[email]` end to end, through the real binary, a loopback SMTP fake
+//! (`plangate_testkit::smtp`) and the Telegram fake: a proposal is mailed
+//! to the approver with an address, as HTML and text with the plan
+//! attached and one link per action; opening a link (GET), a thousand
+//! times, decides nothing; its POST decides once, as that approver "via
+//! email", and the chat card is edited; a second POST, a superseded plan's
+//! link and a forged or unknown token are refused and decide nothing.
+
+use super::kit::{audit, call, propose_id};
+use crate::telegram::{config, ALICE};
+use plangate_testkit::server::ServerProcess;
+use plangate_testkit::smtp::{Captured, FakeSmtp};
+use plangate_testkit::telegram::FakeTelegram;
+use reqwest::Method;
+use serde_json::json;
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_plangate");
+/// Where the config says the links point; rewritten to the server's real address.
+const PUBLIC: &str = "http://plangate.test";
+const ALICE_MAIL: &str = "alice@example.com";
+const WAIT: Duration = Duration::from_secs(20);
+
+async fn start(fake: &FakeTelegram, smtp: &FakeSmtp) -> ServerProcess {
+    let approver = format!("telegram:{ALICE}");
+    let extra = format!("{}{}", config(fake), smtp.section(PUBLIC, &[(approver.as_str(), ALICE_MAIL)]));
+    ServerProcess::start_with(BIN, &["ops"], &extra).await
+}
+
+/// The tokens of the `/e/` links in `text`, in order (approve, request
+/// changes, cancel).
+fn tokens(text: &str) -> Vec<String> {
+    let prefix = format!("{PUBLIC}/e/");
+    text.match_indices(&prefix)
+        .map(|(at, _)| text[at + prefix.len()..].chars().take_while(char::is_ascii_hexdigit).collect::<String>())
+        .filter(|t| t.len() == 64)
+        .collect()
+}
+
+/// The `n`-th email to Alice (1-based) whose subject names `title`.
+async fn nth_mail(smtp: &FakeSmtp, n: usize) -> Captured {
+    smtp.wait_for(WAIT, &format!("email {n} to {ALICE_MAIL}"), |all| {
+        all.iter().filter(|m| m.to.iter().any(|t| t == ALICE_MAIL)).nth(n - 1).cloned()
+    })
+    .await
+}
+
+async fn open(s: &ServerProcess, token: &str) -> (u16, String) {
+    let answer = s.http.get(s.url(&format!("/e/{token}"))).send().await.expect("GET");
+    (answer.status().as_u16(), answer.text().await.unwrap_or_default())
+}
+
+async fn post(s: &ServerProcess, token: &str, feedback: &str) -> (u16, String) {
+    let answer = s.http.post(s.url("/e")).form(&[("token", token), ("feedback", feedback)]).send().await.expect("POST");
+    (answer.status().as_u16(), answer.text().await.unwrap_or_default())
+}
+
+async fn status_of(s: &ServerProcess, id: &str) -> String {
+    let (st, v) = call(s.operator(Method::GET, &format!("/v1/approvals/{id}"))).await;
+    assert_eq!(st, 200, "{v}");
+    v["status"].as_str().unwrap_or_default().to_string()
+}
+
+#[tokio::test]
+async fn email_links_open_without_deciding_and_decide_once_by_post() {
+    let (fake, smtp) = (FakeTelegram::start().await, FakeSmtp::start().await);
+    let s = start(&fake, &smtp).await;
+    let id =
+        propose_id(&s, "s1", &json!({"title": "Add retries", "markdown": "# Add retries\n\n1. Read the client\n2. Add backoff\n"})).await;
+
+    let mail = nth_mail(&smtp, 1).await;
+    assert_eq!(mail.from, "plangate@example.com");
+    assert!(mail.header("subject").contains("Add retries"), "{}", mail.header("subject"));
+    let (text, html) = (mail.body("text/plain"), mail.body("text/html"));
+    let links = tokens(&text);
+    assert_eq!(links.len(), 3, "one link per action in the text part: {text}");
+    assert_eq!(tokens(&html), links, "the same links in the HTML part: {html}");
+    assert!(text.contains("Add backoff") && html.contains("Add backoff"), "the card's steps: {text}");
+    let attached = mail.attachment().expect("the plan attached");
+    assert_eq!(attached.file_name.as_deref(), Some("plan-add-retries-v1.md"));
+    assert!(attached.body.contains("2. Add backoff"), "{}", attached.body);
+    let approve = &links[0];
+
+    // Mail scanners open links: a thousand GETs decide nothing.
+    for _ in 0..1000 {
+        let (st, page) = open(&s, approve).await;
+        assert_eq!(st, 200, "{page}");
+        assert!(page.contains(r#"action="/e""#) && page.contains(approve.as_str()), "{page}");
+    }
+    assert_eq!(status_of(&s, &id).await, "pending");
+
+    // The POST decides, once, as Alice via email.
+    let (st, page) = post(&s, approve, "").await;
+    assert_eq!(st, 200, "{page}");
+    assert!(page.contains("Approved"), "{page}");
+    assert_eq!(status_of(&s, &id).await, "approved");
+    let decisions: Vec<_> = audit(&s, "session=s1&limit=1000").await.into_iter().filter(|e| e["action"] == "approve").collect();
+    assert_eq!(decisions.len(), 1, "{decisions:?}");
+    assert_eq!(decisions[0]["actor"], format!("telegram:{ALICE} via email"), "{decisions:?}");
+    fake.wait_request("editMessageText", WAIT, |r| r.str("text").contains("Approved")).await;
+
+    // A second POST, the other links of the decided plan: refused.
+    let (st, page) = post(&s, approve, "").await;
+    assert_eq!(st, 410, "{page}");
+    assert!(page.contains("already used"), "{page}");
+    assert_eq!(open(&s, approve).await.0, 410);
+    let (st, page) = post(&s, &links[2], "").await;
+    assert_eq!(st, 410, "{page}");
+    assert!(page.contains("already decided"), "{page}");
+
+    // Forged, unknown and malformed tokens: refused.
+    for forged in ["0".repeat(64), "ab".repeat(32), "not-a-token".to_string()] {
+        assert_eq!(post(&s, &forged, "").await.0, 404, "{forged}");
+        assert_eq!(open(&s, &forged).await.0, 404, "{forged}");
+    }
+    assert_eq!(status_of(&s, &id).await, "approved");
+    let decisions = audit(&s, "session=s1&limit=1000").await.into_iter().filter(|e| e["action"] == "approve").count();
+    assert_eq!(decisions, 1, "nothing else decided");
+}
+
+#[tokio::test]
+async fn a_superseded_plans_links_are_refused() {
+    let (fake, smtp) = (FakeTelegram::start().await, FakeSmtp::start().await);
+    let s = start(&fake, &smtp).await;
+    let v1 = propose_id(&s, "s2", &json!({"title": "Rotate keys", "steps": [{"step": "rotate"}]})).await;
+    let old = tokens(&nth_mail(&smtp, 1).await.body("text/plain"));
+    let v2 = propose_id(&s, "s2", &json!({"title": "Rotate keys", "steps": [{"step": "rotate"}, {"step": "verify"}]})).await;
+    let new = tokens(&nth_mail(&smtp, 2).await.body("text/plain"));
+    assert_eq!((old.len(), new.len()), (3, 3));
+
+    let (st, page) = open(&s, &old[0]).await;
+    assert_eq!(st, 410, "{page}");
+    let (st, page) = post(&s, &old[0], "").await;
+    assert_eq!(st, 410, "{page}");
+    assert!(page.contains("replaced by a newer one"), "{page}");
+    assert_eq!(status_of(&s, &v1).await, "superseded");
+    assert_eq!(status_of(&s, &v2).await, "pending", "the old link decided nothing");
+
+    // The new version's "request changes" asks what to change, then decides.
+    assert_eq!(post(&s, &new[1], " ").await.0, 400);
+    let (st, page) = post(&s, &new[1], "verify on staging first").await;
+    assert_eq!(st, 200, "{page}");
+    assert_eq!(status_of(&s, &v2).await, "rejected");
+}

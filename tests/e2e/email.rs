@@ -6,7 +6,7 @@
 //! email", and the chat card is edited; a second POST, a superseded plan's
 //! link and a forged or unknown token are refused and decide nothing.
 
-use super::kit::{audit, call, propose_id};
+use super::kit::{audit, call, propose_id, telegram_section};
 use crate::telegram::{config, ALICE};
 use plangate_testkit::server::ServerProcess;
 use plangate_testkit::smtp::{Captured, FakeSmtp};
@@ -37,10 +37,15 @@ fn tokens(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The `n`-th email to Alice (1-based) whose subject names `title`.
+/// The `n`-th email to Alice (1-based).
 async fn nth_mail(smtp: &FakeSmtp, n: usize) -> Captured {
-    smtp.wait_for(WAIT, &format!("email {n} to {ALICE_MAIL}"), |all| {
-        all.iter().filter(|m| m.to.iter().any(|t| t == ALICE_MAIL)).nth(n - 1).cloned()
+    nth_mail_to(smtp, ALICE_MAIL, "Plan '", n).await
+}
+
+/// The `n`-th email (1-based) to `to` whose subject starts with `subject`.
+async fn nth_mail_to(smtp: &FakeSmtp, to: &str, subject: &str, n: usize) -> Captured {
+    smtp.wait_for(WAIT, &format!("email {n} to {to} starting {subject:?}"), |all| {
+        all.iter().filter(|m| m.to.iter().any(|t| t == to) && m.header("subject").starts_with(subject)).nth(n - 1).cloned()
     })
     .await
 }
@@ -141,4 +146,38 @@ async fn a_superseded_plans_links_are_refused() {
     let (st, page) = post(&s, &new[1], "verify on staging first").await;
     assert_eq!(st, 200, "{page}");
     assert_eq!(status_of(&s, &v2).await, "rejected");
+}
+
+#[tokio::test]
+async fn reminders_go_to_the_approvers_and_the_escalation_to_the_leads_who_decide_by_email() {
+    let (fake, smtp) = (FakeTelegram::start().await, FakeSmtp::start().await);
+    let (team, lead) = ("team@example.com", "lead@example.com");
+    let extra = format!(
+        "\n[approvals]\nnudges = [\"1s\"]\ntimeout = \"30s\"\nescalate_to = [\"leads\"]\n{}\n\
+         [destinations.team]\nchannel = \"telegram\"\nchat = \"-100\"\napprovers = [\"telegram:1\"]\n\n\
+         [destinations.leads]\nchannel = \"telegram\"\nchat = \"-200\"\napprovers = [\"telegram:2\"]\n{}",
+        telegram_section(&fake),
+        smtp.section(PUBLIC, &[("telegram:1", team), ("telegram:2", lead)])
+    );
+    let mut s = ServerProcess::start_with(BIN, &["team"], &extra).await;
+    let id = propose_id(&s, "esc", &json!({"title": "Slow plan", "steps": [{"step": "wait"}]})).await;
+    nth_mail_to(&smtp, team, "Plan '", 1).await;
+    // The reminder and the escalation are due a second later on the turned clock.
+    s.advance_clock(1_000).await;
+    let reminder = nth_mail_to(&smtp, team, "Reminder: ", 1).await;
+    assert!(reminder.body("text/plain").contains("reminder 1"), "{}", reminder.body("text/plain"));
+    let escalated = nth_mail_to(&smtp, lead, "Escalated: ", 1).await;
+    let text = escalated.body("text/plain");
+    assert!(text.contains("no decision after"), "{text}");
+    let (st, page) = post(&s, &tokens(&text)[0], "").await;
+    assert_eq!(st, 200, "{page}");
+    assert_eq!(status_of(&s, &id).await, "approved");
+    let approvals: Vec<_> = audit(&s, "session=esc&limit=1000").await.into_iter().filter(|e| e["action"] == "approve").collect();
+    assert_eq!(approvals.len(), 1, "{approvals:?}");
+    assert_eq!(approvals[0]["actor"], "telegram:2 via email");
+    // Each got what was theirs only.
+    let mails = smtp.captured();
+    let to = |address: &str| mails.iter().filter(|m| m.to.iter().any(|t| t == address)).map(|m| m.header("subject")).collect::<Vec<_>>();
+    assert_eq!(to(team).len(), 2, "the card and the reminder: {:?}", to(team));
+    assert_eq!(to(lead).len(), 1, "the escalation only: {:?}", to(lead));
 }

@@ -8,7 +8,7 @@
 
 use super::kit::{audit, call, propose_id, telegram_section};
 use crate::telegram::{config, ALICE};
-use plangate_testkit::server::ServerProcess;
+use plangate_testkit::server::{eventually, ServerProcess};
 use plangate_testkit::smtp::{Captured, FakeSmtp};
 use plangate_testkit::telegram::FakeTelegram;
 use reqwest::Method;
@@ -180,4 +180,21 @@ async fn reminders_go_to_the_approvers_and_the_escalation_to_the_leads_who_decid
     let to = |address: &str| mails.iter().filter(|m| m.to.iter().any(|t| t == address)).map(|m| m.header("subject")).collect::<Vec<_>>();
     assert_eq!(to(team).len(), 2, "the card and the reminder: {:?}", to(team));
     assert_eq!(to(lead).len(), 1, "the escalation only: {:?}", to(lead));
+}
+
+#[tokio::test]
+async fn an_email_the_smtp_server_refused_is_sent_again() {
+    let (fake, smtp) = (FakeTelegram::start().await, FakeSmtp::start().await);
+    smtp.refuse_next(2);
+    let s = start(&fake, &smtp).await;
+    propose_id(&s, "retry", &json!({"title": "Flaky relay", "steps": [{"step": "send"}]})).await;
+    let mail = nth_mail(&smtp, 1).await;
+    assert_eq!(tokens(&mail.body("text/plain")).len(), 3);
+    // Recorded once the SMTP server's answer is back.
+    let recorded = || async { super::kit::audit_actions(&s, "retry").await.iter().any(|a| a == "email_sent") };
+    eventually(WAIT, "the email_sent audit record", recorded).await;
+    let actions = super::kit::audit_actions(&s, "retry").await;
+    let count = |action: &str| actions.iter().filter(|a| *a == action).count();
+    assert_eq!((count("email_not_sent"), count("email_sent")), (2, 1), "{actions:?}");
+    assert_eq!(smtp.captured().len(), 1, "sent once");
 }

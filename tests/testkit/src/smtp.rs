@@ -5,6 +5,7 @@
 
 use base64::Engine;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -137,6 +138,8 @@ fn quoted_printable(body: &str) -> Vec<u8> {
 struct Shared {
     captured: Mutex<Vec<Captured>>,
     changed: watch::Sender<u64>,
+    /// How many more `MAIL` commands to refuse (451, try later).
+    refusing: AtomicUsize,
 }
 
 /// The server; stops serving when dropped.
@@ -155,7 +158,7 @@ impl Drop for FakeSmtp {
 impl FakeSmtp {
     /// Bind 127.0.0.1:0 and accept every sender and recipient.
     pub async fn start() -> FakeSmtp {
-        let shared = Arc::new(Shared { captured: Mutex::new(Vec::new()), changed: watch::channel(0).0 });
+        let shared = Arc::new(Shared { captured: Mutex::new(Vec::new()), changed: watch::channel(0).0, refusing: AtomicUsize::new(0) });
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind fake SMTP");
         let port = listener.local_addr().expect("local addr").port();
         let serving = shared.clone();
@@ -183,6 +186,11 @@ impl FakeSmtp {
             out.push_str(&format!("\"{identity}\" = \"{address}\"\n"));
         }
         out
+    }
+
+    /// Refuse the next `n` messages at `MAIL` with a temporary failure (451).
+    pub fn refuse_next(&self, n: usize) {
+        self.shared.refusing.store(n, Ordering::SeqCst);
     }
 
     /// Every message so far, in arrival order.
@@ -214,6 +222,9 @@ async fn converse(stream: tokio::net::TcpStream, shared: Arc<Shared>) {
         let reply: &str = match verb.as_str() {
             "EHLO" => "250-fake-smtp\r\n250-8BITMIME\r\n250 SMTPUTF8\r\n",
             "HELO" => "250 fake-smtp\r\n",
+            "MAIL" if shared.refusing.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok() => {
+                "451 4.3.0 try again later\r\n"
+            }
             "MAIL" => {
                 from = address(&command);
                 "250 OK\r\n"

@@ -198,3 +198,22 @@ async fn an_email_the_smtp_server_refused_is_sent_again() {
     assert_eq!((count("email_not_sent"), count("email_sent")), (2, 1), "{actions:?}");
     assert_eq!(smtp.captured().len(), 1, "sent once");
 }
+
+#[tokio::test]
+async fn an_email_cut_off_by_a_crash_is_sent_after_the_restart() {
+    let (fake, smtp) = (FakeTelegram::start().await, FakeSmtp::start().await);
+    smtp.hold_next(1);
+    let mut s = start(&fake, &smtp).await;
+    let id = propose_id(&s, "crash", &json!({"title": "Survive a crash", "steps": [{"step": "send"}]})).await;
+    // The email is mid-conversation with the SMTP server when the process dies.
+    smtp.wait_held(1, WAIT).await;
+    s.kill9().await;
+    assert!(smtp.captured().is_empty());
+    s.restart().await;
+    let mail = nth_mail(&smtp, 1).await;
+    let links = tokens(&mail.body("text/plain"));
+    assert_eq!(links.len(), 3);
+    let (st, page) = post(&s, &links[0], "").await;
+    assert_eq!(st, 200, "{page}");
+    assert_eq!(status_of(&s, &id).await, "approved");
+}

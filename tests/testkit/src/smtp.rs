@@ -140,6 +140,9 @@ struct Shared {
     changed: watch::Sender<u64>,
     /// How many more `MAIL` commands to refuse (451, try later).
     refusing: AtomicUsize,
+    /// How many more `MAIL` commands never to answer, and how many were not.
+    holding: AtomicUsize,
+    held: AtomicUsize,
 }
 
 /// The server; stops serving when dropped.
@@ -158,7 +161,13 @@ impl Drop for FakeSmtp {
 impl FakeSmtp {
     /// Bind 127.0.0.1:0 and accept every sender and recipient.
     pub async fn start() -> FakeSmtp {
-        let shared = Arc::new(Shared { captured: Mutex::new(Vec::new()), changed: watch::channel(0).0, refusing: AtomicUsize::new(0) });
+        let shared = Arc::new(Shared {
+            captured: Mutex::new(Vec::new()),
+            changed: watch::channel(0).0,
+            refusing: AtomicUsize::new(0),
+            holding: AtomicUsize::new(0),
+            held: AtomicUsize::new(0),
+        });
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind fake SMTP");
         let port = listener.local_addr().expect("local addr").port();
         let serving = shared.clone();
@@ -193,6 +202,18 @@ impl FakeSmtp {
         self.shared.refusing.store(n, Ordering::SeqCst);
     }
 
+    /// Never answer the next `n` messages' `MAIL` (a server that hangs
+    /// mid-conversation); [`wait_held`](Self::wait_held) sees them arrive.
+    pub fn hold_next(&self, n: usize) {
+        self.shared.holding.store(n, Ordering::SeqCst);
+    }
+
+    /// Wait until `n` conversations are held.
+    pub async fn wait_held(&self, n: usize, within: Duration) {
+        let failure = || format!("fake SMTP: {} of {n} conversations held after {within:?}", self.shared.held.load(Ordering::SeqCst));
+        crate::wait::until(&self.shared.changed, within, || (self.shared.held.load(Ordering::SeqCst) >= n).then_some(()), failure).await
+    }
+
     /// Every message so far, in arrival order.
     pub fn captured(&self) -> Vec<Captured> {
         self.shared.captured.lock().unwrap_or_else(|e| e.into_inner()).clone()
@@ -222,6 +243,11 @@ async fn converse(stream: tokio::net::TcpStream, shared: Arc<Shared>) {
         let reply: &str = match verb.as_str() {
             "EHLO" => "250-fake-smtp\r\n250-8BITMIME\r\n250 SMTPUTF8\r\n",
             "HELO" => "250 fake-smtp\r\n",
+            "MAIL" if shared.holding.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok() => {
+                shared.held.fetch_add(1, Ordering::SeqCst);
+                shared.changed.send_modify(|n| *n += 1);
+                return std::future::pending().await;
+            }
             "MAIL" if shared.refusing.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok() => {
                 "451 4.3.0 try again later\r\n"
             }

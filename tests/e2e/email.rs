@@ -217,3 +217,31 @@ async fn an_email_cut_off_by_a_crash_is_sent_after_the_restart() {
     assert_eq!(st, 200, "{page}");
     assert_eq!(status_of(&s, &id).await, "approved");
 }
+
+#[tokio::test]
+async fn the_links_of_a_pruned_approval_are_pruned_with_it() {
+    let (fake, smtp) = (FakeTelegram::start().await, FakeSmtp::start().await);
+    // Retention is a sled feature: sled here even in the PostgreSQL pass.
+    let retention = format!("\n[retention]\ndecided_approvals = \"1s\"\ninterval = \"1h\"\n{}", plangate_testkit::pg::SLED);
+    let approver = format!("telegram:{ALICE}");
+    let extra = format!("{}{}{retention}", config(&fake), smtp.section(PUBLIC, &[(approver.as_str(), ALICE_MAIL)]));
+    let s = ServerProcess::start_with(BIN, &["ops"], &extra).await;
+    propose_id(&s, "old", &json!({"title": "Done long ago", "steps": [{"step": "one"}]})).await;
+    let links = tokens(&nth_mail(&smtp, 1).await.body("text/plain"));
+    assert_eq!(post(&s, &links[0], "").await.0, 200);
+    propose_id(&s, "old", &json!({"title": "The next plan", "steps": [{"step": "one"}]})).await;
+    assert_eq!(open(&s, &links[1]).await.0, 410, "dead, and still known");
+
+    eventually(WAIT, "the decided approval is past its age", || async { prune(&s, true).await["approvals"] == 1 }).await;
+    assert_eq!(prune(&s, false).await["approvals"], 1);
+    for link in &links {
+        assert_eq!(open(&s, link).await.0, 404, "its records went with the approval");
+    }
+}
+
+/// `POST /v1/operator/prune`: its report.
+async fn prune(s: &ServerProcess, dry_run: bool) -> serde_json::Value {
+    let (st, r) = call(s.operator(Method::POST, &format!("/v1/operator/prune?dry_run={dry_run}"))).await;
+    assert_eq!(st, 200, "{r}");
+    r
+}

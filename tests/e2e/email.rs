@@ -22,8 +22,13 @@ const ALICE_MAIL: &str = "alice@example.com";
 const WAIT: Duration = Duration::from_secs(20);
 
 async fn start(fake: &FakeTelegram, smtp: &FakeSmtp) -> ServerProcess {
+    start_and(fake, smtp, "").await
+}
+
+/// [`start`] with `more` config after the `[email]` section.
+async fn start_and(fake: &FakeTelegram, smtp: &FakeSmtp, more: &str) -> ServerProcess {
     let approver = format!("telegram:{ALICE}");
-    let extra = format!("{}{}", config(fake), smtp.section(PUBLIC, &[(approver.as_str(), ALICE_MAIL)]));
+    let extra = format!("{}{}{more}", config(fake), smtp.section(PUBLIC, &[(approver.as_str(), ALICE_MAIL)]));
     ServerProcess::start_with(BIN, &["ops"], &extra).await
 }
 
@@ -58,6 +63,13 @@ async fn open(s: &ServerProcess, token: &str) -> (u16, String) {
 async fn post(s: &ServerProcess, token: &str, feedback: &str) -> (u16, String) {
     let answer = s.http.post(s.url("/e")).form(&[("token", token), ("feedback", feedback)]).send().await.expect("POST");
     (answer.status().as_u16(), answer.text().await.unwrap_or_default())
+}
+
+/// [`post`], which must decide: the page.
+async fn decide_by(s: &ServerProcess, token: &str, feedback: &str) -> String {
+    let (st, page) = post(s, token, feedback).await;
+    assert_eq!(st, 200, "{page}");
+    page
 }
 
 async fn status_of(s: &ServerProcess, id: &str) -> String {
@@ -95,8 +107,7 @@ async fn email_links_open_without_deciding_and_decide_once_by_post() {
     assert_eq!(status_of(&s, &id).await, "pending");
 
     // The POST decides, once, as Alice via email.
-    let (st, page) = post(&s, approve, "").await;
-    assert_eq!(st, 200, "{page}");
+    let page = decide_by(&s, approve, "").await;
     assert!(page.contains("Approved"), "{page}");
     assert_eq!(status_of(&s, &id).await, "approved");
     let decisions: Vec<_> = audit(&s, "session=s1&limit=1000").await.into_iter().filter(|e| e["action"] == "approve").collect();
@@ -143,8 +154,7 @@ async fn a_superseded_plans_links_are_refused() {
 
     // The new version's "request changes" asks what to change, then decides.
     assert_eq!(post(&s, &new[1], " ").await.0, 400);
-    let (st, page) = post(&s, &new[1], "verify on staging first").await;
-    assert_eq!(st, 200, "{page}");
+    decide_by(&s, &new[1], "verify on staging first").await;
     assert_eq!(status_of(&s, &v2).await, "rejected");
 }
 
@@ -169,8 +179,7 @@ async fn reminders_go_to_the_approvers_and_the_escalation_to_the_leads_who_decid
     let escalated = nth_mail_to(&smtp, lead, "Escalated: ", 1).await;
     let text = escalated.body("text/plain");
     assert!(text.contains("no decision after"), "{text}");
-    let (st, page) = post(&s, &tokens(&text)[0], "").await;
-    assert_eq!(st, 200, "{page}");
+    decide_by(&s, &tokens(&text)[0], "").await;
     assert_eq!(status_of(&s, &id).await, "approved");
     let approvals: Vec<_> = audit(&s, "session=esc&limit=1000").await.into_iter().filter(|e| e["action"] == "approve").collect();
     assert_eq!(approvals.len(), 1, "{approvals:?}");
@@ -213,8 +222,7 @@ async fn an_email_cut_off_by_a_crash_is_sent_after_the_restart() {
     let mail = nth_mail(&smtp, 1).await;
     let links = tokens(&mail.body("text/plain"));
     assert_eq!(links.len(), 3);
-    let (st, page) = post(&s, &links[0], "").await;
-    assert_eq!(st, 200, "{page}");
+    decide_by(&s, &links[0], "").await;
     assert_eq!(status_of(&s, &id).await, "approved");
 }
 
@@ -223,12 +231,10 @@ async fn the_links_of_a_pruned_approval_are_pruned_with_it() {
     let (fake, smtp) = (FakeTelegram::start().await, FakeSmtp::start().await);
     // Retention is a sled feature: sled here even in the PostgreSQL pass.
     let retention = format!("\n[retention]\ndecided_approvals = \"1s\"\ninterval = \"1h\"\n{}", plangate_testkit::pg::SLED);
-    let approver = format!("telegram:{ALICE}");
-    let extra = format!("{}{}{retention}", config(&fake), smtp.section(PUBLIC, &[(approver.as_str(), ALICE_MAIL)]));
-    let s = ServerProcess::start_with(BIN, &["ops"], &extra).await;
+    let s = start_and(&fake, &smtp, &retention).await;
     propose_id(&s, "old", &json!({"title": "Done long ago", "steps": [{"step": "one"}]})).await;
     let links = tokens(&nth_mail(&smtp, 1).await.body("text/plain"));
-    assert_eq!(post(&s, &links[0], "").await.0, 200);
+    decide_by(&s, &links[0], "").await;
     propose_id(&s, "old", &json!({"title": "The next plan", "steps": [{"step": "one"}]})).await;
     assert_eq!(open(&s, &links[1]).await.0, 410, "dead, and still known");
 

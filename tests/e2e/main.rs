@@ -15,6 +15,7 @@ mod codex_cli;
 mod codex_hook;
 mod crash;
 mod discord;
+mod email;
 mod failclosed;
 mod hooks;
 mod hooks_lifecycle;

@@ -66,6 +66,10 @@ pub enum Venue<'a> {
     /// destinations that takes the plan's project (a browser has no "this
     /// chat"). The page's buttons and inbox ask the same.
     Web,
+    /// A one-use link of an email (`[email]`): the person the link was
+    /// sent to, held to what the page asks of them (an approver of any of
+    /// the agent's destinations that takes the plan's project).
+    Email,
     /// The operator (HTTP API, CLI, the page's operator sign-in), who holds
     /// everything.
     Operator,
@@ -201,8 +205,8 @@ impl ApproverIndex {
     pub fn check(&self, agent: &str, project: Option<&Project>, who: &str, venue: Venue<'_>) -> Result<(), NotAllowed> {
         match venue {
             Venue::Operator => Ok(()),
-            Venue::Web if self.places(agent).iter().any(|p| p.takes(project) && p.approvers.contains(who)) => Ok(()),
-            Venue::Web => Err(NotAllowed::NotApprover),
+            Venue::Web | Venue::Email if self.places(agent).iter().any(|p| p.takes(project) && p.approvers.contains(who)) => Ok(()),
+            Venue::Web | Venue::Email => Err(NotAllowed::NotApprover),
             Venue::Chat { channel, chat } => {
                 let mut here = self.places_in(agent, channel, chat).filter(|p| p.takes(project)).peekable();
                 if here.peek().is_none() {
@@ -256,6 +260,8 @@ mod tests {
         assert_eq!(index.check("b", None, "telegram:2", Venue::Web), Err(NotAllowed::NotApprover));
         assert_eq!(index.check("unknown", None, "telegram:1", Venue::Web), Err(NotAllowed::NotApprover));
         assert_eq!(index.check("unknown", None, "anyone", Venue::Operator), Ok(()));
+        assert_eq!(index.check("a", None, "telegram:2", Venue::Email), Ok(()), "email asks what the page asks");
+        assert_eq!(index.check("b", None, "telegram:2", Venue::Email), Err(NotAllowed::NotApprover));
     }
 
     #[test]

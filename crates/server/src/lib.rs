@@ -24,6 +24,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod core;
+pub mod email;
 pub mod gate;
 pub mod http;
 pub mod hub;

@@ -11,6 +11,8 @@
 //! * [`webhook`]: a receiver of plangate's signed webhooks on 127.0.0.1 that
 //!   records every delivery and answers from a script (errors, redirects,
 //!   never).
+//! * [`smtp`]: a loopback SMTP server that captures every message, and
+//!   reads their MIME parts back.
 //! * [`limits`]: the platforms' send limits, which a fake enforces (429s
 //!   included) once told to.
 //! * [`pg`]: a fresh schema per test on the machine's PostgreSQL, its
@@ -42,5 +44,7 @@ pub mod scripted;
 pub mod server;
 pub mod skip;
 pub mod slack;
+pub mod smtp;
 pub mod telegram;
+pub mod wait;
 pub mod webhook;

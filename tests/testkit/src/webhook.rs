@@ -118,16 +118,8 @@ impl FakeReceiver {
 
     /// Wait until `check` finds what it looks for in the requests so far.
     pub async fn wait_for<T>(&self, within: Duration, what: &str, mut check: impl FnMut(&[Received]) -> Option<T>) -> T {
-        let mut changed = self.shared.changed.subscribe();
-        let deadline = tokio::time::Instant::now() + within;
-        loop {
-            if let Some(found) = check(&self.received()) {
-                return found;
-            }
-            if tokio::time::timeout_at(deadline, changed.changed()).await.is_err() {
-                panic!("webhook receiver: still not true after {within:?}: {what}; got {:#?}", self.received());
-            }
-        }
+        let failure = || format!("webhook receiver: still not true after {within:?}: {what}; got {:#?}", self.received());
+        crate::wait::until(&self.shared.changed, within, || check(&self.received()), failure).await
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {

@@ -77,6 +77,9 @@ async fn run(config: Option<PathBuf>) -> Result<()> {
     if let Some(web) = crate::web::start(&core).context("cannot start the web page")? {
         app = crate::http::with_web(app, web);
     }
+    if core.mailer.is_some() {
+        app = crate::http::with_email(app, core.clone());
+    }
     let (app, channels) = crate::channels::start_all(&core, hub, shutdown_rx.clone(), app).await?;
     core.resume_outbox().await.context("cannot read the outbox of chat work left from the last run")?;
     let scheduler = tokio::spawn(crate::scheduler::run(core.clone(), shutdown_rx.clone()));

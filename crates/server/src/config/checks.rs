@@ -82,15 +82,18 @@ pub(super) fn check_postgres_url(url: &str) -> Result<(), String> {
 /// an absolute http(s) URL without query, fragment or characters that chat
 /// markup would read.
 pub(super) fn check_public_url(url: &str) -> Result<(), ConfigError> {
+    check_url_at("server.public_url", url)
+}
+
+/// [`check_public_url`] of the URL at `key`.
+fn check_url_at(key: &str, url: &str) -> Result<(), ConfigError> {
     let rest = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://"));
     let host = rest.map(|r| r.split('/').next().unwrap_or_default()).unwrap_or_default();
     let bad = url.chars().find(|c| c.is_whitespace() || c.is_control() || "<>|\"'`?#&{}\\^[]".contains(*c));
     match (rest, bad) {
-        (None, _) => Err(invalid("server.public_url", format!("expected an http:// or https:// URL, got {url:?}"))),
-        (_, Some(c)) => {
-            Err(invalid("server.public_url", format!("{url:?} contains {c:?}; give a plain URL like \"https://plans.example.com\"")))
-        }
-        _ if host.is_empty() => Err(invalid("server.public_url", format!("{url:?} has no host"))),
+        (None, _) => Err(invalid(key, format!("expected an http:// or https:// URL, got {url:?}"))),
+        (_, Some(c)) => Err(invalid(key, format!("{url:?} contains {c:?}; give a plain URL like \"https://plans.example.com\""))),
+        _ if host.is_empty() => Err(invalid(key, format!("{url:?} has no host"))),
         _ => Ok(()),
     }
 }
@@ -206,4 +209,44 @@ pub(super) fn approval_policies(
 /// that says anything says "flag"; `None` when none does (then "ask").
 pub(super) fn strictest_amendments(keys: impl IntoIterator<Item = Option<AmendmentPolicy>>) -> Option<AmendmentPolicy> {
     keys.into_iter().flatten().min()
+}
+
+/// Every problem of `[email]`: a sender and addresses that parse, a URL for
+/// the links, a login given whole, and no plain-text SMTP off loopback.
+pub(super) fn check_email(email: &EmailConfig, server: &ServerConfig) -> Vec<ConfigError> {
+    let mut problems = Vec::new();
+    if email.smtp_host.trim().is_empty() {
+        problems.push(invalid("email.smtp_host", "give the SMTP server's host name"));
+    }
+    let loopback = email.smtp_host == "localhost" || email.smtp_host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    if email.tls == plangate_email::Tls::None && !loopback {
+        problems.push(invalid(
+            "email.tls",
+            format!("\"none\" sends approval links in plain text and is only for an SMTP server on loopback, not {:?}; use \"starttls\" or \"tls\"", email.smtp_host),
+        ));
+    }
+    if let Err(why) = plangate_email::smtp::check_address(&email.from) {
+        problems
+            .push(invalid("email.from", format!("{:?} is not an address ({why}); write \"plangate <plangate@example.com>\"", email.from)));
+    }
+    if email.smtp_user.is_some() != email.smtp_password.is_some() {
+        problems.push(invalid("email.smtp_user", "give both smtp_user and smtp_password (PLANGATE__EMAIL__SMTP_PASSWORD), or neither"));
+    }
+    match (&email.public_url, &server.public_url) {
+        (Some(url), _) => problems.extend(check_url_at("email.public_url", url).err()),
+        (None, Some(_)) => {}
+        (None, None) => {
+            problems.push(invalid("email.public_url", "the links need this server's public URL; set email.public_url or server.public_url"))
+        }
+    }
+    for (approver, address) in &email.approvers {
+        let key = format!("email.approvers.{approver:?}");
+        if !approver.split_once(':').is_some_and(|(ch, id)| !ch.is_empty() && !id.is_empty()) {
+            problems.push(invalid(&key, "name an approver as approver lists do (\"telegram:111\")"));
+        }
+        if let Err(why) = plangate_email::smtp::check_address(address) {
+            problems.push(invalid(&key, format!("{address:?} is not an address ({why})")));
+        }
+    }
+    problems
 }

@@ -202,6 +202,9 @@ impl Settings {
                 problem(e);
             }
         }
+        if let Some(email) = &raw.email {
+            check_email(email, &raw.server).into_iter().for_each(&mut problem);
+        }
         for (name, d) in &raw.destinations {
             let configured = match d.channel.as_str() {
                 "telegram" => Some(raw.telegram.is_some()),
@@ -306,6 +309,13 @@ impl Settings {
             }
         }
         value
+    }
+
+    /// Where email links point (`[email]` set): `email.public_url`, else
+    /// `server.public_url`, without a trailing `/`.
+    pub fn email_public_url(&self) -> Option<&str> {
+        let email = self.raw.email.as_ref()?;
+        email.public_url.as_deref().or(self.raw.server.public_url.as_deref()).map(|url| url.trim_end_matches('/'))
     }
 
     /// The webhook of `agent`, if it has one.

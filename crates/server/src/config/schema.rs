@@ -30,6 +30,10 @@ pub struct Config {
     /// files of `policy.d/` beside the config file ([`plangate_policy`]).
     #[serde(default, skip_serializing_if = "is_empty_policy")]
     pub policy: plangate_policy::Section,
+    /// Plan cards by email, with one-use decision links (`[email]`): off
+    /// unless the section is there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<EmailConfig>,
     /// Raw channel sections, handed to each adapter's own config type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telegram: Option<serde_json::Value>,
@@ -621,4 +625,68 @@ impl StoreConfig {
 
 fn is_empty_policy(p: &plangate_policy::Section) -> bool {
     p.rules.is_empty()
+}
+
+/// `[email]`: plan cards by email over SMTP, each approver with an address
+/// in `approvers` getting one-use decision links (crates/email).
+#[derive(Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmailConfig {
+    pub smtp_host: String,
+    /// Default: 587 for `starttls`, 465 for `tls`, 25 for `none`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smtp_port: Option<u16>,
+    /// `"starttls"` (the default), `"tls"`, or `"none"` (a loopback SMTP
+    /// server only: the configuration refuses it for any other host).
+    #[serde(default)]
+    pub tls: plangate_email::Tls,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smtp_user: Option<String>,
+    /// Best set in `PLANGATE__EMAIL__SMTP_PASSWORD`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smtp_password: Option<String>,
+    /// The sender: `"plangate <plangate@example.com>"`.
+    pub from: String,
+    /// Where the links point (`https://plans.example.com`); unset:
+    /// `server.public_url`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_url: Option<String>,
+    /// Approver identity (as approver lists write it, `telegram:111`) →
+    /// email address.
+    #[serde(default)]
+    pub approvers: BTreeMap<String, String>,
+}
+
+/// The sender's settings (password masked, [`plangate_email::Smtp`]'s
+/// `Debug`), then the rest.
+impl std::fmt::Debug for EmailConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmailConfig")
+            .field("smtp", &self.smtp())
+            .field("public_url", &self.public_url)
+            .field("approvers", &self.approvers)
+            .finish()
+    }
+}
+
+impl EmailConfig {
+    /// The port: `smtp_port`, else the usual one of the TLS mode.
+    pub fn port(&self) -> u16 {
+        self.smtp_port.unwrap_or(match self.tls {
+            plangate_email::Tls::Starttls => 587,
+            plangate_email::Tls::Tls => 465,
+            plangate_email::Tls::None => 25,
+        })
+    }
+
+    /// The sender's settings.
+    pub fn smtp(&self) -> plangate_email::Smtp {
+        plangate_email::Smtp {
+            host: self.smtp_host.clone(),
+            port: self.port(),
+            tls: self.tls,
+            login: self.smtp_user.clone().zip(self.smtp_password.clone()),
+            from: self.from.clone(),
+        }
+    }
 }

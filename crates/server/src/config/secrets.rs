@@ -31,7 +31,7 @@ pub fn mask_url_password(url: &str) -> String {
 
 /// Whether a setting named `key` holds a secret (tokens, secrets, keys).
 pub(super) fn is_secret_key(key: &str) -> bool {
-    key.contains("token") || key.contains("secret") || key.ends_with("_key")
+    key.contains("token") || key.contains("secret") || key.contains("password") || key.ends_with("_key")
 }
 
 /// Every string under a secret key of `value`, with its key path

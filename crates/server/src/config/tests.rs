@@ -392,3 +392,28 @@ fn policy_d_beside_the_config_file_is_merged_in() {
     let s = Settings::load(Some(&file)).unwrap();
     assert_eq!(s.policy.rules()[0].source, plangate_policy::Source::File(dir.path().join("policy.d/10-db.toml")));
 }
+
+#[test]
+fn email_is_off_by_default_and_checked_whole_when_set() {
+    assert!(parse(DEFAULT_TOML).unwrap().raw.email.is_none());
+    let base = "[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n";
+    let good = format!(
+        "{base}[email]\nsmtp_host = \"127.0.0.1\"\ntls = \"none\"\nfrom = \"plangate <p@example.com>\"\npublic_url = \"https://plans.example/\"\n\
+         [email.approvers]\n\"telegram:1\" = \"a@example.com\"\n"
+    );
+    let s = parse(&good).unwrap();
+    assert_eq!(s.email_public_url(), Some("https://plans.example"));
+    assert_eq!(s.raw.email.as_ref().map(|e| e.port()), Some(25));
+    let bad = format!(
+        "{base}[email]\nsmtp_host = \"smtp.example.com\"\ntls = \"none\"\nfrom = \"nobody\"\nsmtp_user = \"u\"\n\
+         [email.approvers]\n\"alice\" = \"not an address\"\n"
+    );
+    let e = parse(&bad).unwrap_err().to_string();
+    for key in ["email.tls", "email.from", "email.smtp_user", "email.public_url", "email.approvers"] {
+        assert!(e.contains(key), "{key} in {e}");
+    }
+    let with_password = format!("{base}[email]\nsmtp_host = \"h\"\nsmtp_user = \"u\"\nsmtp_password = \"hunter2\"\nfrom = \"a@b.example\"\npublic_url = \"https://p.example\"\n");
+    let s = parse(&with_password).unwrap();
+    assert_eq!(s.masked()["email"]["smtp_password"], "********");
+    assert!(!format!("{:?}", s.raw).contains("hunter2"));
+}

@@ -123,6 +123,7 @@ impl Core {
             let place = match venue {
                 Venue::Chat { channel, chat } => format!("in {channel} chat {chat}"),
                 Venue::Web => "via web".to_string(),
+                Venue::Email => "via email".to_string(),
                 Venue::Operator => "by the operator API".to_string(),
             };
             self.audit(key, &who, "refused", approval, format!("{who} refused {place}: {why}")).await;

@@ -80,30 +80,36 @@ const REFILL_PAGE: usize = 512;
 const REFILL_RETRY: Duration = Duration::from_secs(1);
 
 /// The chat jobs a transition asks for, in effect order, each with the
-/// approval (or question) whose queue it joins.
-pub(super) fn jobs_of(t: &Transition) -> Vec<(ApprovalId, Job)> {
+/// approval (or question) whose queue it joins; with `email` (`[email]`
+/// set), each card post, reminder and escalation is followed by its email
+/// in the same queue.
+pub(super) fn jobs_of(t: &Transition, email: bool) -> Vec<(ApprovalId, Job)> {
     // An amendment's chat work queues behind its plan's: its card is posted
     // under the plan's card, which must be out first.
     let queue = |id: &ApprovalId| {
         let amends = t.state.latest.as_ref().filter(|p| p.approval_id == *id).and_then(|p| p.amends.as_ref());
         amends.and_then(|a| a.of_approval).unwrap_or(*id)
     };
-    t.effects
-        .iter()
-        .filter_map(|effect| {
-            Some(match effect {
-                Effect::AppendReceipt { approval_id, text } => (queue(approval_id), Job::AppendReceipt(*approval_id, text.clone())),
-                Effect::PostCards { approval_id } => (queue(approval_id), Job::PostCards(*approval_id)),
-                Effect::UpdateCards { approval_id } => (queue(approval_id), Job::UpdateCards(*approval_id)),
-                Effect::Nudge { approval_id, number } => (queue(approval_id), Job::Nudge(*approval_id, *number)),
-                Effect::Escalate { approval_id } => (queue(approval_id), Job::Escalate(*approval_id)),
-                Effect::PostQuestion { question_id } => (*question_id, Job::PostQuestion(*question_id)),
-                Effect::UpdateQuestion { question_id } => (*question_id, Job::UpdateQuestion(*question_id)),
-                Effect::WriteDocument { approval_id } => (queue(approval_id), Job::WriteDocument(*approval_id)),
-                Effect::Schedule(_) | Effect::Cancel(_) | Effect::Wake => return None,
-            })
-        })
-        .collect()
+    let mut jobs = Vec::new();
+    for effect in &t.effects {
+        let job = match effect {
+            Effect::AppendReceipt { approval_id, text } => (queue(approval_id), Job::AppendReceipt(*approval_id, text.clone())),
+            Effect::PostCards { approval_id } => (queue(approval_id), Job::PostCards(*approval_id)),
+            Effect::UpdateCards { approval_id } => (queue(approval_id), Job::UpdateCards(*approval_id)),
+            Effect::Nudge { approval_id, number } => (queue(approval_id), Job::Nudge(*approval_id, *number)),
+            Effect::Escalate { approval_id } => (queue(approval_id), Job::Escalate(*approval_id)),
+            Effect::PostQuestion { question_id } => (*question_id, Job::PostQuestion(*question_id)),
+            Effect::UpdateQuestion { question_id } => (*question_id, Job::UpdateQuestion(*question_id)),
+            Effect::WriteDocument { approval_id } => (queue(approval_id), Job::WriteDocument(*approval_id)),
+            Effect::Schedule(_) | Effect::Cancel(_) | Effect::Wake => continue,
+        };
+        let mailing = super::email::Mailing::of(effect).filter(|_| email);
+        jobs.push(job);
+        if let Some((id, mailing)) = mailing {
+            jobs.push((queue(&id), Job::Email(id, mailing, 0)));
+        }
+    }
+    jobs
 }
 
 /// What running a job came to.
@@ -279,6 +285,9 @@ pub(super) enum Job {
     AppendReceipt(ApprovalId, String),
     PostQuestion(ApprovalId),
     UpdateQuestion(ApprovalId),
+    /// The card by email to each approver with an address (`[email]`), and
+    /// the attempts made so far (see `core::email`).
+    Email(ApprovalId, super::email::Mailing, u8),
     /// A signed POST to the agent's webhook. Queued per session, apart from
     /// the chat jobs (see `core::webhooks`).
     Webhook(Box<super::webhooks::Webhook>),
@@ -597,6 +606,11 @@ impl Core {
             Job::WriteDocument(id) => return Ran::Done(self.write_document(id, written).await.into_iter().collect()),
             Job::AppendReceipt(id, text) => return Ran::Done(self.append_receipt(id, text, written).await.into_iter().collect()),
             Job::PostQuestion(id) => self.post_question(id).await,
+            Job::Email(id, mailing, attempts) => {
+                if let Some(again) = self.send_emails(id, mailing, attempts).await {
+                    return Ran::Later(Job::Email(id, mailing, again));
+                }
+            }
             Job::UpdateQuestion(id) => {
                 if self.update_question(id).await == super::chat::CardWork::WaitsForItsCard {
                     return Ran::Later(Job::UpdateQuestion(id));

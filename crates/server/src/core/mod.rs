@@ -18,6 +18,7 @@
 mod adapters;
 mod chat;
 mod decide;
+mod email;
 mod jobs;
 mod locks;
 mod roles;
@@ -160,6 +161,8 @@ pub struct Core {
     pub pairing: Arc<Pairing>,
     /// Which topic or thread holds a session (see [`SessionThreads`]).
     pub threads: SessionThreads,
+    /// The SMTP sender when `[email]` is set (see `core::email`).
+    pub mailer: Option<plangate_email::Mailer>,
 }
 
 impl Core {
@@ -173,6 +176,7 @@ impl Core {
         let storage = Arc::new(Storage::new(store.clone(), clock));
         let pairing = Arc::new(Pairing::new(storage.clone(), settings.clone()));
         let metrics = Arc::new(crate::metrics::Metrics::new());
+        let mailer = email::mailer(&settings);
         Arc::new(Core {
             roles: Roles::new(store, metrics.clone()),
             adapters: Adapters::new(metrics.clone()),
@@ -189,6 +193,7 @@ impl Core {
             web_links: OnceLock::new(),
             metrics,
             auth_throttle: crate::throttle::AuthThrottle::default(),
+            mailer,
         })
     }
 
@@ -268,7 +273,7 @@ impl Core {
         }
         ctx.approvals.step_up |= meta.step_up;
         let transition = apply(&before, actor, command, &ctx)?;
-        let mut jobs = jobs_of(&transition);
+        let mut jobs = jobs_of(&transition, self.mailer.is_some());
         let recorded = self.cards_nowhere(&mut jobs, &transition);
         jobs.extend(webhook_jobs(&self.settings, &before, &transition));
         if !(transition.changed || meta.fired.is_some() || meta.idempotency.is_some()) {

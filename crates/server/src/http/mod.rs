@@ -93,6 +93,12 @@ pub fn with_web(app: Router, web: Arc<plangate_web::Web>) -> Router {
     app.merge(plangate_web::router(web).layer(axum::middleware::from_fn(trace_request)))
 }
 
+/// Mount the email links' pages (`/e/…`, `crate::email`) on `app`, with
+/// the same request spans.
+pub fn with_email(app: Router, core: Arc<Core>) -> Router {
+    app.merge(crate::email::router(core).layer(axum::middleware::from_fn(trace_request)))
+}
+
 /// One span per request, with the outcome logged at its end.
 async fn trace_request(req: Request, next: Next) -> Response {
     let span = tracing::info_span!("request", method = %req.method(), path = %req.uri().path());

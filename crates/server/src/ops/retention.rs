@@ -32,11 +32,40 @@ pub async fn prune_all(core: &Arc<Core>, dry_run: bool) -> Result<PruneReport, S
         total.deliveries += report.deliveries;
         total.documents += report.documents;
         total.audit += report.audit;
-        if dry_run || !report.more {
+        if dry_run {
+            return Ok(total);
+        }
+        if !report.more {
+            let links = prune_email_links(core).await?;
+            if links > 0 {
+                tracing::info!(links, "pruned the email links of pruned approvals");
+            }
             return Ok(total);
         }
         tokio::task::yield_now().await;
     }
+}
+
+/// Remove the email links (`email.link.*` records, crates/email) whose
+/// approval is gone: dead since their plan was decided, they go with it.
+async fn prune_email_links(core: &Arc<Core>) -> Result<u64, StoreError> {
+    if core.settings.raw.email.is_none() {
+        return Ok(0);
+    }
+    core.blocking(|s| {
+        let mut removed = 0;
+        for (key, record) in s.cursors_with_prefix(plangate_email::token::KEY_PREFIX)? {
+            let gone = match plangate_email::Link::from_record(&record) {
+                Some(link) => s.proposal(&link.approval_id)?.is_none(),
+                None => true,
+            };
+            if gone && s.swap_cursor(&key, Some(&record), None)? {
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    })
+    .await
 }
 
 /// The background task: prune every interval until shutdown.

@@ -16,6 +16,7 @@ mod codex_hook;
 mod crash;
 mod discord;
 mod failclosed;
+mod hook_bin;
 mod hooks;
 mod hooks_lifecycle;
 mod hub;

@@ -58,7 +58,7 @@ step startup "$bin/startup" --approvals 100000 --web
 step audit "$bin/audit" --events 1000000
 step audit_chain "$bin/audit_chain" --records 1000000
 step policy "$bin/policy" --records 100000
-step hook "$bin/hook" --samples 400
+step hook "$bin/hook" --samples 400 --hook-bin "$bin/plangate-hook"
 step startup-overdue "$bin/startup" --approvals 100000 --age-mins 120 --watch-secs 40 --no-list
 step storm "$bin/storm"
 step replicas "$bin/replicas" --secs 5 --wake-samples 200

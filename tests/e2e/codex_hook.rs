@@ -349,7 +349,11 @@ async fn installer_merges_idempotently_keeps_a_backup_and_names_the_binary() {
     let bin = Path::new(BIN).canonicalize().expect("bin");
     let gate = plangate_agent::codex::hook_command(&bin, true).expect("command");
     let stop = plangate_agent::codex::hook_command(&bin, false).expect("command");
-    assert!(gate.ends_with("hook codex || exit 2") && !stop.contains("exit 2"), "{gate} / {stop}");
+    assert!(gate.ends_with(" codex || exit 2") && !stop.contains("exit 2"), "{gate} / {stop}");
+    assert!(
+        gate.starts_with(&plangate_agent::hook_command::shell_quote(&format!("{}-hook", bin.display()))),
+        "plangate-hook is beside plangate: {gate}"
+    );
     let handler = json!({"type": "command", "command": gate, "timeout": 130});
     assert_eq!(after["hooks"]["PreToolUse"], json!([{"matcher": "*", "hooks": [handler]}, original["hooks"]["PreToolUse"][0]]));
     assert_eq!(after["hooks"]["PermissionRequest"], json!([{"matcher": "*", "hooks": [handler]}]));

@@ -17,6 +17,7 @@ mod crash;
 mod discord;
 mod email;
 mod failclosed;
+mod hook_bin;
 mod hooks;
 mod hooks_lifecycle;
 mod hub;

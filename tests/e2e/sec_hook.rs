@@ -123,7 +123,7 @@ async fn the_shared_project_file_gets_a_warning_and_every_scope_is_one_entry() {
     let local = read_json(&project.path().join(".claude/settings.local.json"));
     let groups = local["hooks"]["PreToolUse"].as_array().cloned().unwrap_or_default();
     assert_eq!(groups.len(), 1, "{local}");
-    assert!(groups[0]["hooks"][0]["command"].as_str().unwrap_or("").ends_with("hook claude || exit 2"), "{local}");
+    assert!(groups[0]["hooks"][0]["command"].as_str().unwrap_or("").ends_with(" claude || exit 2"), "{local}");
 }
 
 #[tokio::test]

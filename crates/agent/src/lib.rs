@@ -27,6 +27,9 @@
 //! * [`hooks_file`], [`hook_command`]: what both installers share (merging a
 //!   JSON hooks file with a backup; the fail-closed shell command);
 //!   [`hook_input`]: reading an event from stdin within a budget and a cap.
+//! * [`hook_process`]: one hook event as a whole process (a current-thread
+//!   runtime, fail closed on a panic), what `plangate hook claude|codex` and
+//!   the hook-only binary `plangate-hook claude|codex` both run.
 //! * [`scope_paths`]: the files a file tool writes, resolved on this
 //!   machine (links, `..`, absolute paths) for the approved plan's scope.
 //! * [`session`]: session ids in the API's charset.
@@ -42,6 +45,7 @@ pub mod client;
 pub mod codex;
 pub mod hook_command;
 pub mod hook_input;
+pub mod hook_process;
 pub mod hooks_file;
 pub mod mcp;
 pub mod permission;

@@ -7,9 +7,8 @@
 
 use anyhow::Result;
 use clap::Parser;
-use plangate_server::cli::args::{
-    token_hint, tokens_from_the_server_environment, Args, Cmd, ConfigCmd, HookCmd, HookInstallCmd, NamespaceCmd,
-};
+use plangate_agent::hook_process::{self, answer_and_exit, Harness};
+use plangate_server::cli::args::{token_hint, Args, Cmd, ConfigCmd, HookCmd, HookInstallCmd, NamespaceCmd};
 use plangate_server::cli::{self, Client};
 use std::time::Duration;
 
@@ -28,11 +27,11 @@ use std::time::Duration;
 const MAX_BLOCKING_THREADS: usize = 64;
 
 fn main() {
-    tokens_from_the_server_environment();
+    hook_process::tokens_from_the_server_environment();
     // `hook claude` / `hook codex` alone, as the installers write them: no
     // clap command tree to build (docs/PERFORMANCE.md §21).
-    if let Some(hook) = Hook::from_argv(std::env::args_os().skip(1)) {
-        answer_hook(hook)
+    if let Some(harness) = hook_from_argv(std::env::args_os().skip(1)) {
+        answer_and_exit(harness)
     }
     let args = match Args::try_parse() {
         Ok(a) => a,
@@ -48,8 +47,8 @@ fn main() {
         }
     };
     match args.command {
-        Cmd::Hook(HookCmd::Claude) => answer_hook(Hook::Claude),
-        Cmd::Hook(HookCmd::Codex) => answer_hook(Hook::Codex),
+        Cmd::Hook(HookCmd::Claude) => answer_and_exit(Harness::Claude),
+        Cmd::Hook(HookCmd::Codex) => answer_and_exit(Harness::Codex),
         _ => {}
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().max_blocking_threads(MAX_BLOCKING_THREADS).build() {
@@ -66,70 +65,16 @@ fn main() {
     std::process::exit(code);
 }
 
-/// A harness hook: one event in, one answer out, once per tool call.
-#[derive(Clone, Copy)]
-enum Hook {
-    Claude,
-    Codex,
-}
-
-impl Hook {
-    /// The hook that exactly these arguments (after the program) name:
-    /// `hook claude` or `hook codex`, what `plangate hook install` writes.
-    /// Anything else (`--help`, a typo) goes through clap as before.
-    fn from_argv(mut args: impl Iterator<Item = std::ffi::OsString>) -> Option<Hook> {
-        let hook = match (args.next()?.to_str()?, args.next()?.to_str()?) {
-            ("hook", "claude") => Hook::Claude,
-            ("hook", "codex") => Hook::Codex,
-            _ => return None,
-        };
-        args.next().is_none().then_some(hook)
+/// The hook that exactly these arguments (after the program) name: `hook
+/// claude` or `hook codex`, what `plangate hook install` writes when no
+/// `plangate-hook` sits beside this binary. Anything else (`--help`, a typo)
+/// goes through clap as before.
+fn hook_from_argv(mut args: impl Iterator<Item = std::ffi::OsString>) -> Option<Harness> {
+    if args.next()?.to_str()? != "hook" {
+        return None;
     }
-}
-
-/// Answer one hook event and exit. Claude Code and Codex start the hook
-/// for every tool call, so its start-up is on every call's path: a runtime
-/// on this thread alone, not the server's pool of workers, which one
-/// request never uses (docs/PERFORMANCE.md §21). The hooks never fail
-/// open: a panic, or a runtime that cannot start, blocks the call (exit 2),
-/// not 101.
-fn answer_hook(hook: Hook) -> ! {
-    match hook {
-        Hook::Claude => plangate_agent::claude::hook::fail_closed_on_panic(),
-        Hook::Codex => plangate_agent::codex::hook::fail_closed_on_panic(),
-    }
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(r) => r,
-        Err(e) => {
-            let reason = format!("plangate: cannot start the hook ({e}), so this call is blocked");
-            match hook {
-                Hook::Claude => plangate_agent::claude::hook::block_and_exit(&reason),
-                Hook::Codex => plangate_agent::codex::hook::block_and_exit(&reason),
-            }
-        }
-    };
-    let code = runtime.block_on(hook_answer(hook)).unwrap_or_else(|e| {
-        eprintln!("plangate: {e:#}");
-        1
-    });
-    std::process::exit(code);
-}
-
-/// What `hook claude` / `hook codex` print, and the exit code.
-async fn hook_answer(hook: Hook) -> Result<i32> {
-    match hook {
-        Hook::Claude => {
-            print!("{}", plangate_agent::claude::run().await);
-            Ok(0)
-        }
-        Hook::Codex => {
-            let out = plangate_agent::codex::hook::run().await;
-            print!("{}", out.stdout);
-            eprint!("{}", out.stderr);
-            std::io::Write::flush(&mut std::io::stdout())?;
-            Ok(out.code)
-        }
-    }
+    let hook = Harness::from_name(args.next()?.to_str()?)?;
+    args.next().is_none().then_some(hook)
 }
 
 /// Every subcommand but the hooks' fast path: its function under `cli`.
@@ -174,8 +119,8 @@ async fn run(args: Args) -> Result<i32> {
         Cmd::Migrate { from, to, schema } => cli::ops::migrate(from, to, schema).await,
         Cmd::Doctor { config, url } => plangate_server::ops::doctor::command(config.as_deref(), url).await,
         Cmd::Completions { shell } => Ok(cli::args::completions(&shell)),
-        Cmd::Hook(HookCmd::Claude) => hook_answer(Hook::Claude).await,
-        Cmd::Hook(HookCmd::Codex) => hook_answer(Hook::Codex).await,
+        Cmd::Hook(HookCmd::Claude) => Ok(hook_process::answer(Harness::Claude).await?),
+        Cmd::Hook(HookCmd::Codex) => Ok(hook_process::answer(Harness::Codex).await?),
         Cmd::Hook(HookCmd::Install(HookInstallCmd::Claude { scope, dry_run, wait })) => cli::hook::install_claude(&scope, dry_run, wait),
         Cmd::Hook(HookCmd::Install(HookInstallCmd::Codex { scope, dry_run, wait, trust })) => {
             cli::hook::install_codex(&scope, dry_run, wait, trust)
@@ -186,13 +131,8 @@ async fn run(args: Args) -> Result<i32> {
 
 #[cfg(test)]
 mod tests {
-    use super::Hook;
-
     fn hook(args: &[&str]) -> Option<&'static str> {
-        Hook::from_argv(args.iter().map(std::ffi::OsString::from)).map(|h| match h {
-            Hook::Claude => "claude",
-            Hook::Codex => "codex",
-        })
+        super::hook_from_argv(args.iter().map(std::ffi::OsString::from)).map(|h| h.name())
     }
 
     #[test]

@@ -37,13 +37,16 @@ use std::path::Path;
 /// error, so the tool runs. Still recognised, so re-installing replaces it.
 pub const LEGACY_HOOK_COMMAND: &str = "plangate hook claude";
 
-/// What follows the binary in the installed command.
-pub const HOOK_ARGS: &str = " hook claude";
+/// The harness's name in the installed command (`plangate-hook claude`,
+/// `plangate hook claude`).
+pub const HARNESS: &str = "claude";
 
 pub use crate::hook_command::shell_quote;
 
-/// The command the installer writes for the binary at `exe` (absolute):
-/// `'/abs/plangate' hook claude || exit 2`.
+/// The command the installer writes for the `plangate` binary at `exe`
+/// (absolute): `'/abs/plangate-hook' claude || exit 2` when the hook-only
+/// binary sits beside it, else `'/abs/plangate' hook claude || exit 2`
+/// ([`crate::hook_command::command_for`] says why).
 ///
 /// Claude Code runs a `command` hook through a shell and blocks the tool
 /// only on a JSON deny (exit 0) or on exit code 2; every other exit code —
@@ -56,22 +59,24 @@ pub use crate::hook_command::shell_quote;
 /// the shell's own message (e.g. "not found") goes to stderr, which Claude
 /// Code shows Claude as the reason. See [`crate::hook_command`].
 pub fn hook_command(exe: &Path) -> Result<String, String> {
-    crate::hook_command::command_for(exe, HOOK_ARGS, true)
+    crate::hook_command::command_for(exe, HARNESS, true)
 }
 
-/// Whether `command` is a plangate hook command: the legacy bare one, or
-/// `<quoted path to a binary named plangate> hook claude [|| exit 2]`.
+/// Whether `command` is a plangate hook command: the legacy bare one,
+/// `<quoted path to a binary named plangate> hook claude [|| exit 2]`, or
+/// `<quoted path to plangate-hook> claude [|| exit 2]`.
 pub fn is_hook_command(command: &str) -> bool {
-    command.trim() == LEGACY_HOOK_COMMAND || crate::hook_command::is_command_for(command, HOOK_ARGS)
+    command.trim() == LEGACY_HOOK_COMMAND || crate::hook_command::is_command_for(command, HARNESS)
 }
 
 /// The command of the events that gate nothing (subagent runs, hydration,
-/// the next prompt): `'/abs/plangate' hook claude`, without `|| exit 2`. For
+/// the next prompt): `'/abs/plangate-hook' claude` or `'/abs/plangate' hook
+/// claude` (as [`hook_command`]), without `|| exit 2`. For
 /// them a failure must never block: exit 2 on `UserPromptSubmit` erases the
 /// user's prompt, on `SubagentStop` keeps the subagent running, and any
 /// other code is a non-blocking error, which is what a failure there is.
 pub fn observe_command(exe: &Path) -> Result<String, String> {
-    crate::hook_command::command_for(exe, HOOK_ARGS, false)
+    crate::hook_command::command_for(exe, HARNESS, false)
 }
 
 #[cfg(test)]
@@ -98,6 +103,8 @@ mod tests {
             "'/a/b/plangate' hook claude",
             "/usr/bin/plangate hook claude || exit 2",
             r"'/x/it'\''s/plangate' hook claude || exit 2",
+            "'/usr/local/bin/plangate-hook' claude || exit 2",
+            "'/a/b/plangate-hook' claude",
         ] {
             assert!(is_hook_command(ours), "{ours}");
         }
@@ -108,6 +115,8 @@ mod tests {
             "'/a/plangate' hook claude; rm -rf /",
             "'/a/plangate hook claude",
             "$(evil)/plangate hook claude",
+            "'/a/plangate-hook' codex || exit 2",
+            "'/a/plangate' claude || exit 2",
         ] {
             assert!(!is_hook_command(theirs), "{theirs}");
         }

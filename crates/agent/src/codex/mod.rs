@@ -24,22 +24,25 @@ pub use plan::{extract_proposed_plan, CodexError, CodexPlan, CLOSE_TAG, OPEN_TAG
 
 use std::path::Path;
 
-/// What follows the binary in the installed command.
-pub const HOOK_ARGS: &str = " hook codex";
+/// The harness's name in the installed command (`plangate-hook codex`,
+/// `plangate hook codex`).
+pub const HARNESS: &str = "codex";
 
-/// The command the installer writes for the binary at `exe` (absolute):
-/// `'/abs/plangate' hook codex || exit 2` for the gate's events, without
+/// The command the installer writes for the `plangate` binary at `exe`
+/// (absolute): `'/abs/plangate-hook' codex || exit 2` when the hook-only
+/// binary sits beside it, else `'/abs/plangate' hook codex || exit 2`
+/// ([`crate::hook_command::command_for`]), for the gate's events, without
 /// the `|| exit 2` for `Stop` (see [`install`]). Codex, like Claude Code,
 /// treats every exit code but 0 and 2 as a non-blocking error, and exit 2
 /// as a block only when stderr carries a reason
 /// (`codex-rs/hooks/src/events/pre_tool_use.rs`, `parse_completed`); see
 /// [`crate::hook_command`].
 pub fn hook_command(exe: &Path, fail_closed: bool) -> Result<String, String> {
-    crate::hook_command::command_for(exe, HOOK_ARGS, fail_closed)
+    crate::hook_command::command_for(exe, HARNESS, fail_closed)
 }
 
-/// Whether `command` runs `plangate hook codex` (quoted path or bare word,
-/// with or without `|| exit 2`).
+/// Whether `command` runs `plangate hook codex` or `plangate-hook codex`
+/// (quoted path or bare word, with or without `|| exit 2`).
 pub fn is_hook_command(command: &str) -> bool {
-    crate::hook_command::is_command_for(command, HOOK_ARGS)
+    crate::hook_command::is_command_for(command, HARNESS)
 }

@@ -21,11 +21,17 @@
 //! build's), so both see the same load on a shared machine; the table then
 //! gives the ratio of their medians. Without it only this build runs.
 //!
+//! `--hook-bin PLANGATE_HOOK` runs the hook-only binary's `plangate-hook
+//! claude` beside `plangate hook claude` the same way, alternating, its
+//! answers held to the same bytes (it has no `--version`: that row is only
+//! `plangate`'s). The ratios are against the first build of the table.
+//!
 //! The binary is `$PLANGATE_BIN`, else `$CARGO_TARGET_DIR/release/plangate`,
 //! else the debug build (the one used is printed).
 //!
-//! Run: `cargo build --release -p plangate-server -p plangate-bench --bins && target/release/hook --samples 400 [--baseline-bin OLD_PLANGATE]`
-//! `--smoke`: 3 samples on the debug build beside it.
+//! Run: `cargo build --release -p plangate-server -p plangate-bench --bins && target/release/hook --samples 400 [--baseline-bin OLD_PLANGATE] [--hook-bin target/release/plangate-hook]`
+//! `--smoke`: 3 samples on the debug build beside it (and its
+//! `plangate-hook`, when there is one and no `--hook-bin`).
 
 use plangate_bench::stats::{fmt, Samples};
 use plangate_bench::{plangate_bin, sys};
@@ -45,7 +51,28 @@ const EDIT: &str = include_str!("../../../../tests/fixtures/claude-2.1.328/pre_t
 struct Case {
     name: &'static str,
     args: Vec<String>,
+    /// The arguments of the hook-only binary for the same answer, if it has one.
+    hook_bin_args: Option<Vec<String>>,
     stdin: Option<Vec<u8>>,
+}
+
+/// A binary timed: its name in the table, its path, and whether it is the
+/// hook-only `plangate-hook`.
+struct Build {
+    name: &'static str,
+    path: String,
+    hook_only: bool,
+}
+
+impl Build {
+    /// What this build runs for `case`, or nothing.
+    fn args(&self, case: &Case) -> Option<Vec<String>> {
+        if self.hook_only {
+            case.hook_bin_args.clone()
+        } else {
+            Some(case.args.clone())
+        }
+    }
 }
 
 /// The CPU time (user + system) of every child waited for so far.
@@ -62,9 +89,9 @@ fn children_cpu() -> Duration {
 
 /// Spawn `bin args`, feed `stdin`, wait for the exit: the wall time, the
 /// child's CPU time and its stdout.
-fn run_once(bin: &str, case: &Case, env: &[(&str, String)]) -> (Duration, Duration, Vec<u8>) {
+fn run_once(bin: &str, args: &[String], case: &Case, env: &[(&str, String)]) -> (Duration, Duration, Vec<u8>) {
     let mut cmd = Command::new(bin);
-    cmd.args(&case.args).stdout(Stdio::piped()).stderr(Stdio::null()).env_remove("PLANGATE_HOOK_WAIT");
+    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::null()).env_remove("PLANGATE_HOOK_WAIT");
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -79,7 +106,7 @@ fn run_once(bin: &str, case: &Case, env: &[(&str, String)]) -> (Duration, Durati
     let out = child.wait_with_output().expect("wait");
     let took = t0.elapsed();
     let cpu = children_cpu().saturating_sub(cpu0);
-    assert!(out.status.success(), "{bin} {:?} exited {}", case.args, out.status);
+    assert!(out.status.success(), "{bin} {args:?} exited {}", out.status);
     (took, cpu, out.stdout)
 }
 
@@ -96,12 +123,24 @@ async fn main() {
     let warmup: usize = plangate_bench::sized("--warmup", 20, 1);
     let bin = plangate_bin();
     let baseline: String = plangate_bench::arg("--baseline-bin", String::new());
+    let mut hook_bin: String = plangate_bench::arg("--hook-bin", String::new());
+    if hook_bin.is_empty() && plangate_bench::smoke() {
+        // A smoke run checks the hook-only binary built beside `plangate` too.
+        let beside = std::path::Path::new(&bin).with_file_name("plangate-hook");
+        if beside.is_file() {
+            hook_bin = beside.display().to_string();
+        }
+    }
     println!("{}", sys::describe_machine(&std::env::temp_dir()));
     println!("binary: {bin}");
-    let mut builds = vec![("this build", bin.clone())];
+    let mut builds = vec![Build { name: "this build", path: bin.clone(), hook_only: false }];
     if !baseline.is_empty() {
         println!("baseline binary: {baseline}");
-        builds.insert(0, ("baseline", baseline));
+        builds.insert(0, Build { name: "baseline", path: baseline, hook_only: false });
+    }
+    if !hook_bin.is_empty() {
+        println!("hook-only binary: {hook_bin}");
+        builds.push(Build { name: "plangate-hook", path: hook_bin, hook_only: true });
     }
     println!();
 
@@ -115,13 +154,18 @@ async fn main() {
         ("PLANGATE_STATE_DIR", state.path().join("state").display().to_string()),
         ("PLANGATE_RUNTIME_DIR", state.path().join("run").display().to_string()),
     ];
-    let hook = |name, stdin| Case { name, args: vec!["hook".into(), "claude".into()], stdin: Some(stdin) };
+    let hook = |name, stdin| Case {
+        name,
+        args: vec!["hook".into(), "claude".into()],
+        hook_bin_args: Some(vec!["claude".into()]),
+        stdin: Some(stdin),
+    };
     let cases = [
-        Case { name: "--version", args: vec!["--version".into()], stdin: None },
+        Case { name: "--version", args: vec!["--version".into()], hook_bin_args: None, stdin: None },
         hook("hook claude: Bash ls, allowed (no output)", event(BASH_LS, "bench", "plan")),
         hook("hook claude: Edit in plan mode, denied (JSON)", event(EDIT, "bench", "plan")),
     ];
-    let truth = Case { name: "/bin/true", args: vec![], stdin: None };
+    let truth = Case { name: "/bin/true", args: vec![], hook_bin_args: None, stdin: None };
 
     // [case][build]; /bin/true once per sample.
     let mut times: Vec<Vec<Samples>> = cases.iter().map(|_| builds.iter().map(|_| Samples::default()).collect()).collect();
@@ -129,14 +173,16 @@ async fn main() {
     let (mut true_times, mut true_cpu) = (Samples::default(), Samples::default());
     let mut answers: Vec<Option<Vec<u8>>> = cases.iter().map(|_| None).collect();
     for i in 0..warmup + samples {
-        let (took, used, _) = run_once("/bin/true", &truth, &[]);
+        let (took, used, _) = run_once("/bin/true", &[], &truth, &[]);
         if i >= warmup {
             true_times.push(took);
             true_cpu.push(used);
         }
         for (c, case) in cases.iter().enumerate() {
-            for (b, (name, path)) in builds.iter().enumerate() {
-                let (took, used, out) = run_once(path, case, &env);
+            for (b, build) in builds.iter().enumerate() {
+                let Some(args) = build.args(case) else { continue };
+                let (took, used, out) = run_once(&build.path, &args, case, &env);
+                let name = build.name;
                 // `--version` names the build; every hook answer must be byte-identical.
                 if case.stdin.is_some() {
                     match &answers[c] {
@@ -166,17 +212,20 @@ async fn main() {
         }
     }
     println!("\nspawn → exit, {samples} samples each, alternating (after {warmup} warm-up rounds)\n");
-    println!("| what | build | p50 | p90 | p99 | this / baseline, p50 | CPU p50 | this / baseline, CPU p50 |");
+    println!("| what | build | p50 | p90 | p99 | ÷ first build, p50 | CPU p50 | ÷ first build, CPU p50 |");
     println!("|---|---|---|---|---|---|---|---|");
     let (t, u) = (&true_times, &true_cpu);
     println!("| /bin/true | | {} | {} | {} | | {} | |", fmt(t.p50()), fmt(t.quantile(0.9)), fmt(t.p99()), fmt(u.p50()));
     let ratio = |x: &Samples, base: &Samples| format!("{:.2}", x.p50().as_secs_f64() / base.p50().as_secs_f64());
     for ((case, per_build), cpu) in cases.iter().zip(&times).zip(&cpu) {
-        for (b, (name, _)) in builds.iter().enumerate() {
-            let (x, used) = (&per_build[b], &cpu[b]);
-            let (wall_ratio, cpu_ratio) = match (b, builds.len()) {
-                (1, 2) => (ratio(x, &per_build[0]), ratio(used, &cpu[0])),
-                _ => Default::default(),
+        for (b, build) in builds.iter().enumerate() {
+            let (x, used, name) = (&per_build[b], &cpu[b], build.name);
+            if x.is_empty() {
+                continue;
+            }
+            let (wall_ratio, cpu_ratio) = match b {
+                0 => Default::default(),
+                _ => (ratio(x, &per_build[0]), ratio(used, &cpu[0])),
             };
             println!(
                 "| {} | {name} | {} | {} | {} | {wall_ratio} | {} | {cpu_ratio} |",

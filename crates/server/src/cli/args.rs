@@ -295,34 +295,6 @@ pub enum ConfigCmd {
     },
 }
 
-/// The tokens set once: a terminal that exported the server's own
-/// variables (`PLANGATE__SERVER__OPERATOR_TOKEN`, one agent's
-/// `PLANGATE__AGENTS__<ID>__TOKEN`, as the README's real setup does) needs
-/// no second name for them. An explicit `PLANGATE_OPERATOR_TOKEN` /
-/// `PLANGATE_TOKEN` or flag always wins; with several agents' tokens in
-/// the environment none is guessed.
-pub fn tokens_from_the_server_environment() {
-    let unset = |name: &str| std::env::var(name).map_or(true, |v| v.trim().is_empty());
-    if unset("PLANGATE_OPERATOR_TOKEN") {
-        if let Ok(token) = std::env::var("PLANGATE__SERVER__OPERATOR_TOKEN").map(|t| t.trim().to_string()) {
-            if !token.is_empty() {
-                std::env::set_var("PLANGATE_OPERATOR_TOKEN", token);
-            }
-        }
-    }
-    if unset("PLANGATE_TOKEN") {
-        let agents: Vec<String> = std::env::vars()
-            .filter(|(k, v)| {
-                k.starts_with("PLANGATE__AGENTS__") && k.ends_with("__TOKEN") && k.matches("__").count() == 3 && !v.trim().is_empty()
-            })
-            .map(|(_, v)| v.trim().to_string())
-            .collect();
-        if let [token] = agents.as_slice() {
-            std::env::set_var("PLANGATE_TOKEN", token);
-        }
-    }
-}
-
 /// What to set when a token is missing: the variable, not only the flag.
 pub fn token_hint(error: &str) -> Option<&'static str> {
     if error.contains("--operator-token") {

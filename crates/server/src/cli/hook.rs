@@ -1,7 +1,9 @@
 //! `plangate hook install claude|codex`, which write a harness's settings
 //! so that it asks plangate, and `plangate mcp`. (`hook claude|codex`, the
-//! hooks themselves, are answered by `main.rs` before any of this: see
-//! its fast path.)
+//! hooks themselves, are answered by `main.rs` before any of this, through
+//! `plangate_agent::hook_process`, as `plangate-hook claude|codex` is: see
+//! its fast path. The installers name `plangate-hook` when it sits beside
+//! this binary: `plangate_agent::hook_command`.)
 
 use anyhow::Result;
 

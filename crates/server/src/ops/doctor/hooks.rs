@@ -12,7 +12,7 @@
 //! Code, the binary they name must exist.
 
 use super::Check;
-use plangate_agent::hook_command::program_of;
+use plangate_agent::hook_command::{executable, program_of};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -65,21 +65,10 @@ fn locate(program: &str) -> Result<PathBuf, String> {
     }
 }
 
-#[cfg(unix)]
-fn executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    path.metadata().is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
-}
-
-#[cfg(not(unix))]
-fn executable(_: &Path) -> bool {
-    true
-}
-
 /// One failing check per binary the handlers name that cannot run; the
 /// binaries that can, for the passing line.
-fn binaries(what: &str, found: &[(String, String, String)], args: &str, fix: &str, checks: &mut Vec<Check>) -> Vec<String> {
-    let mut programs: Vec<String> = found.iter().filter_map(|(_, _, command)| program_of(command, args)).collect();
+fn binaries(what: &str, found: &[(String, String, String)], harness: &str, fix: &str, checks: &mut Vec<Check>) -> Vec<String> {
+    let mut programs: Vec<String> = found.iter().filter_map(|(_, _, command)| program_of(command, harness)).collect();
     programs.sort();
     programs.dedup();
     let mut good = Vec::new();
@@ -98,7 +87,7 @@ fn binaries(what: &str, found: &[(String, String, String)], args: &str, fix: &st
 /// Claude Code's settings files with plangate hooks in them, one check per
 /// problem (or one passing line per file).
 pub(super) fn claude(project_dir: &Path) -> Vec<Check> {
-    use plangate_agent::claude::{install, is_hook_command, HOOK_ARGS};
+    use plangate_agent::claude::{install, is_hook_command, HARNESS};
     let mut checks = Vec::new();
     for (scope, path, settings) in files(&install::Scope::ALL, |scope| install::settings_path(scope, project_dir)) {
         let found = ours(&settings, is_hook_command);
@@ -112,7 +101,7 @@ pub(super) fn claude(project_dir: &Path) -> Vec<Check> {
         if !gate {
             checks.push(Check::fail(&what, format!("no PreToolUse gate on every tool, so Claude Code's tool calls are not gated; {fix}")));
         }
-        let good = binaries(&what, &found, HOOK_ARGS, &fix, &mut checks);
+        let good = binaries(&what, &found, HARNESS, &fix, &mut checks);
         if checks.len() == failed {
             checks
                 .push(Check::pass(what, format!("{} plangate handlers, the gate on every tool, running {}", found.len(), good.join(", "))));
@@ -130,7 +119,7 @@ pub(super) fn claude(project_dir: &Path) -> Vec<Check> {
 /// from the two files ([`plangate_agent::codex::trust`]), without starting
 /// Codex. Then, as for Claude Code, whether the binary they name exists.
 pub(super) fn codex(project_dir: &Path) -> Vec<Check> {
-    use plangate_agent::codex::{install, is_hook_command, trust, HOOK_ARGS};
+    use plangate_agent::codex::{install, is_hook_command, trust, HARNESS};
     let mut checks = Vec::new();
     for (scope, path, hooks) in files(&install::Scope::ALL, |scope| install::hooks_path(scope, project_dir)) {
         if trust::plangate_hooks(&path, &hooks).is_empty() {
@@ -156,7 +145,7 @@ pub(super) fn codex(project_dir: &Path) -> Vec<Check> {
             ),
             Err(e) => Check::fail(&what, format!("cannot tell whether Codex trusts them: {e}")),
         });
-        binaries(&what, &ours(&hooks, is_hook_command), HOOK_ARGS, &fix, &mut checks);
+        binaries(&what, &ours(&hooks, is_hook_command), HARNESS, &fix, &mut checks);
     }
     checks
 }

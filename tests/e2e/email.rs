@@ -134,6 +134,48 @@ async fn email_links_open_without_deciding_and_decide_once_by_post() {
     assert_eq!(decisions, 1, "nothing else decided");
 }
 
+/// A guesser of tokens is a guesser of credentials: each token that is no
+/// link takes a cell of the address's budget, and beyond it the answer is
+/// 429 with `Retry-After` (audited); the approver's real link, from the
+/// same address, still opens and decides.
+#[tokio::test]
+async fn a_token_guesser_is_answered_429_and_a_real_link_still_works() {
+    let (fake, smtp) = (FakeTelegram::start().await, FakeSmtp::start().await);
+    let s = start(&fake, &smtp).await;
+    let id = propose_id(&s, "s1", &json!({"title": "Rotate keys"})).await;
+    let approve = tokens(&nth_mail(&smtp, 1).await.body("text/plain"))[0].clone();
+
+    let guesses: Vec<String> = (0..30u32).map(|i| format!("{i:064x}")).collect();
+    let mut answers = Vec::new();
+    for (i, guess) in guesses.iter().enumerate() {
+        let answer = if i % 2 == 0 {
+            s.http.get(s.url(&format!("/e/{guess}"))).send().await.expect("GET")
+        } else {
+            s.http.post(s.url("/e")).form(&[("token", guess.as_str()), ("feedback", "")]).send().await.expect("POST")
+        };
+        let retry_after = answer.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_string);
+        answers.push((answer.status().as_u16(), retry_after));
+    }
+    assert!(answers.iter().take(10).all(|a| a.0 == 404), "the budget's ten failures are refused as usual: {answers:?}");
+    let limited: Vec<_> = answers.iter().filter(|a| a.0 == 429).collect();
+    assert!(limited.len() >= 15, "beyond the budget, 429: {answers:?}");
+    assert!(limited.iter().all(|a| a.1.as_deref().and_then(|v| v.parse::<u64>().ok()).is_some_and(|secs| secs >= 1)), "{answers:?}");
+    eventually(WAIT, "the guesses audited", || async {
+        let all = audit(&s, "limit=1000").await;
+        let failed =
+            all.iter().filter(|e| e["action"] == "auth_failed" && e["detail"].as_str().unwrap_or("").contains("email_link")).count();
+        let limited = all.iter().any(|e| e["action"] == "auth_limited" && e["detail"].as_str().unwrap_or("").contains("email_link"));
+        failed >= 10 && limited
+    })
+    .await;
+
+    // The real link is checked first and never waits.
+    let (st, page) = open(&s, &approve).await;
+    assert_eq!(st, 200, "{page}");
+    decide_by(&s, &approve, "").await;
+    assert_eq!(status_of(&s, &id).await, "approved");
+}
+
 #[tokio::test]
 async fn a_superseded_plans_links_are_refused() {
     let (fake, smtp) = (FakeTelegram::start().await, FakeSmtp::start().await);

@@ -12,10 +12,17 @@
 //! to a used one before deciding, so of two POSTs racing, one decides.
 //! No cookie is involved: the form carries the token, which a third site
 //! does not have.
+//!
+//! A token that is no link (unknown, forged, malformed) is a wrong
+//! credential like a wrong API token: it takes a cell of the client
+//! address's budget ([`crate::throttle`]), and beyond the budget the
+//! answer is `429` with `Retry-After`. A live, used or dead link is a real
+//! token and is never counted.
 
 use crate::approvers::Venue;
 use crate::core::{Core, CoreError, Decision, DecisionRefused, ExecMeta};
 use axum::extract::{Path, State};
+use axum::http::request::Parts;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -61,16 +68,35 @@ struct Live {
     proposal: Proposal,
 }
 
+/// The page for a token that is no link, after it was taken from the
+/// client's budget of failures: `404`, or `429` once the budget is spent.
+async fn not_a_link(core: &Core, parts: &Parts) -> Response {
+    match core.auth_failed(crate::http::client_addr(parts), crate::throttle::Surface::EmailLink).await {
+        None => refused(StatusCode::NOT_FOUND, "Not a valid link", NOT_A_LINK),
+        Some(wait) => {
+            let secs = crate::throttle::retry_after_secs(wait);
+            let mut page = refused(
+                StatusCode::TOO_MANY_REQUESTS,
+                "Too many wrong links",
+                &format!("Too many links that are not plangate links came from this address. Nothing was decided. Try again in {secs} s with the link from the email."),
+            );
+            page.headers_mut().insert(header::RETRY_AFTER, secs.into());
+            page
+        }
+    }
+}
+
 /// The link of `token` if it can still decide; otherwise the page that says why.
-async fn live(core: &Core, token: &str) -> Result<Live, Response> {
-    let not_a_link = || refused(StatusCode::NOT_FOUND, "Not a valid link", NOT_A_LINK);
-    let token = Token::parse(token).ok_or_else(not_a_link)?;
+async fn live(core: &Core, parts: &Parts, token: &str) -> Result<Live, Response> {
+    let Some(token) = Token::parse(token) else { return Err(not_a_link(core, parts).await) };
     let key = token.store_key();
     let unavailable = || {
         refused(StatusCode::SERVICE_UNAVAILABLE, "Try again shortly", "plangate cannot read its records right now. Nothing was decided.")
     };
-    let record = core.blocking(move |s| s.cursor(&key)).await.map_err(|_| unavailable())?.ok_or_else(not_a_link)?;
-    let link = Link::from_record(&record).ok_or_else(not_a_link)?;
+    let record = core.blocking(move |s| s.cursor(&key)).await.map_err(|_| unavailable())?;
+    let Some((record, link)) = record.and_then(|r| Link::from_record(&r).map(|link| (r, link))) else {
+        return Err(not_a_link(core, parts).await);
+    };
     let gone = |text: String| refused(StatusCode::GONE, "This link no longer works", &text);
     if link.used_at.is_some() {
         return Err(gone("This link was already used; a link decides once. Nothing was decided now.".to_string()));
@@ -93,8 +119,8 @@ async fn live(core: &Core, token: &str) -> Result<Live, Response> {
 }
 
 /// `GET /e/<token>`: the confirmation page. Decides nothing.
-async fn open(State(core): State<Arc<Core>>, Path(token): Path<String>) -> Response {
-    let Live { link, proposal: p, .. } = match live(&core, &token).await {
+async fn open(State(core): State<Arc<Core>>, parts: Parts, Path(token): Path<String>) -> Response {
+    let Live { link, proposal: p, .. } = match live(&core, &parts, &token).await {
         Ok(live) => live,
         Err(page) => return page,
     };
@@ -123,8 +149,8 @@ struct Posted {
 }
 
 /// `POST /e`: decide through the link, once.
-async fn use_link(State(core): State<Arc<Core>>, Form(posted): Form<Posted>) -> Response {
-    let Live { link, record, proposal } = match live(&core, &posted.token).await {
+async fn use_link(State(core): State<Arc<Core>>, parts: Parts, Form(posted): Form<Posted>) -> Response {
+    let Live { link, record, proposal } = match live(&core, &parts, &posted.token).await {
         Ok(live) => live,
         Err(page) => return page,
     };

@@ -1,7 +1,8 @@
 //! Failed authentications, limited per client address (issue 26, part 3).
 //!
 //! Every wrong credential — an unknown bearer token on the API, a wrong
-//! operator token or a bad link on the web page's sign-in — takes one cell
+//! operator token, a bad link on the web page's sign-in or a token that
+//! is no email link — takes one cell
 //! of its address's budget ([`BURST`] at once, one back every
 //! [`REFILL`]); once the budget is spent, further failures from that
 //! address are answered `429` with `Retry-After` instead of `401`/`403`.
@@ -42,6 +43,8 @@ pub enum Surface {
     WebOperator,
     /// A sign-in link on the web page (`POST /signin`).
     WebLink,
+    /// An email's decision link (`GET /e/<token>`, `POST /e`).
+    EmailLink,
 }
 
 impl Surface {
@@ -50,6 +53,7 @@ impl Surface {
             Surface::Api => "api",
             Surface::WebOperator => "web_operator",
             Surface::WebLink => "web_link",
+            Surface::EmailLink => "email_link",
         }
     }
 }

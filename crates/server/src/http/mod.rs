@@ -22,7 +22,7 @@ mod permissions;
 mod proposal;
 
 pub use error::ApiError;
-pub use extract::{AgentAuth, ApiJson, OperatorAuth};
+pub use extract::{client_addr, AgentAuth, ApiJson, OperatorAuth};
 pub use proposal::parse_proposal;
 
 use crate::core::Core;

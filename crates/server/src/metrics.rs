@@ -23,24 +23,16 @@ use std::sync::{Arc, Mutex};
 type One = [(&'static str, String); 1];
 type Two = [(&'static str, String); 2];
 
-#[derive(Default)]
-struct PendingChanges {
-    count: u64,
-    /// The gauge was set from the store: it is the count, not the change since start.
-    settled: bool,
-}
-
 /// The server's metrics. One per process, inside the [`Core`](crate::core::Core).
 pub struct Metrics {
     registry: Registry,
     proposals: Family<One, Counter>,
     decisions: Family<Two, Counter>,
     pending: Gauge,
-    /// How many transitions changed the pending count since start, and
-    /// whether the gauge holds the store's count; its lock makes the
-    /// start's background count and a change one at a time (see
-    /// [`Metrics::settle_pending`]).
-    pending_changes: Arc<Mutex<PendingChanges>>,
+    /// How many transitions changed the pending count since start; its
+    /// lock makes the start's background count and a change one at a time
+    /// (see [`Metrics::settle_pending`]).
+    pending_changes: Arc<Mutex<u64>>,
     time_to_decision: Histogram,
     nudges: Family<One, Counter>,
     chat_errors: Family<Two, Counter>,
@@ -159,30 +151,21 @@ impl Metrics {
 
     /// How many transitions changed the pending count so far.
     pub fn pending_changes(&self) -> u64 {
-        self.pending_changes.lock().unwrap_or_else(|e| e.into_inner()).count
+        *self.pending_changes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The pending approvals counted in the store after start (in the
-    /// background: a count on sled reads every proposal). Taken only when
+    /// background: PostgreSQL counts its index). Taken only when
     /// no transition changed the count since `changes_before` (read before
     /// counting), so the gauge is the store's count from then on;
     /// `false` when one did (count again).
     pub fn settle_pending(&self, counted: i64, changes_before: u64) -> bool {
-        let mut changes = self.pending_changes.lock().unwrap_or_else(|e| e.into_inner());
-        if changes.count != changes_before {
+        let changes = self.pending_changes.lock().unwrap_or_else(|e| e.into_inner());
+        if *changes != changes_before {
             return false;
         }
         self.pending.set(counted);
-        changes.settled = true;
         true
-    }
-
-    /// The pending count, if the gauge was settled from the store and has
-    /// been kept since (what a clean shutdown leaves for the next start);
-    /// `None` before the start's count ends, or if the gauge went negative.
-    pub fn settled_pending(&self) -> Option<u64> {
-        let changes = self.pending_changes.lock().unwrap_or_else(|e| e.into_inner());
-        changes.settled.then(|| self.pending.get()).and_then(|n| u64::try_from(n).ok())
     }
 
     /// Count what a committed transition did.
@@ -219,7 +202,7 @@ impl Metrics {
         let change = i64::from(now_pending.is_some()) - i64::from(was_pending.is_some());
         if change != 0 {
             let mut changes = self.pending_changes.lock().unwrap_or_else(|e| e.into_inner());
-            changes.count += 1;
+            *changes += 1;
             self.pending.inc_by(change);
         }
     }

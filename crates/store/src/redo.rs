@@ -46,6 +46,8 @@ pub(crate) enum TreeId {
     Rules = 7,
     /// The `proposals_by_status` index (schema 2).
     ProposalsByStatus = 8,
+    /// The `meta` tree: a session stripe's share of the pending count (schema 5).
+    Meta = 9,
 }
 
 impl TreeId {
@@ -60,6 +62,7 @@ impl TreeId {
             6 => TreeId::Outbox,
             7 => TreeId::Rules,
             8 => TreeId::ProposalsByStatus,
+            9 => TreeId::Meta,
             _ => return None,
         })
     }
@@ -161,6 +164,6 @@ mod tests {
         assert_eq!(encode_pair(&ops[..1], &ops[1..]), bytes);
         assert_eq!(decode(&bytes[..bytes.len() - 1]), None);
         assert_eq!(decode(&[]), None);
-        assert_eq!(decode(&[FORMAT, 9, 0, 0, 0, 0, 0]), None);
+        assert_eq!(decode(&[FORMAT, 10, 0, 0, 0, 0, 0]), None);
     }
 }

@@ -185,22 +185,6 @@ impl<S: Store> Sessions for Faulty<S> {
 }
 
 impl<S: Store> Proposals for Faulty<S> {
-    /// A shared store's count is never left by one process (the default).
-    fn pending_at_last_close(&self) -> Option<u64> {
-        if self.shared {
-            return None;
-        }
-        self.inner.pending_at_last_close()
-    }
-
-    fn note_pending_at_close(&self, pending: u64) -> Result<(), StoreError> {
-        self.check()?;
-        if self.shared {
-            return Ok(());
-        }
-        self.inner.note_pending_at_close(pending)
-    }
-
     forward! {
         fn proposal(&self, id: &ApprovalId) -> Result<Option<Proposal>, StoreError>;
         fn proposals_by_prefix(&self, hex_prefix: &str) -> Result<Vec<Proposal>, StoreError>;

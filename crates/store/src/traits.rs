@@ -96,26 +96,6 @@ pub trait Proposals: Send + Sync {
         Ok(count)
     }
 
-    /// The pending count [`note_pending_at_close`](Self::note_pending_at_close)
-    /// left at the last clean shutdown, if nothing has changed it since:
-    /// a start then sets the pending gauge without counting (on sled a
-    /// count reads the whole status index: at a million pending approvals
-    /// about a second and 60–120 MB pulled through sled's cache, which the
-    /// process keeps). `Some` at most once per open; `None` after a crash,
-    /// on a store shared by replicas (the default), or when the store
-    /// cannot tell that nothing changed since.
-    fn pending_at_last_close(&self) -> Option<u64> {
-        None
-    }
-
-    /// Leave `pending` (the gauge, settled by a count and kept by every
-    /// transition since) for the next open, and flush. Called once, at a
-    /// clean shutdown, after the last transition. A no-op by default.
-    fn note_pending_at_close(&self, pending: u64) -> Result<(), StoreError> {
-        let _ = pending;
-        Ok(())
-    }
-
     /// One page of a listing: at most `limit` proposals with `status` (all
     /// when `None`) in `(created_at, approval_id)` order, starting after
     /// `after`. The answer's size is bounded by `limit` whatever the store

@@ -16,7 +16,7 @@
 //! Run: `CARGO_TARGET_DIR=/work/target-bench cargo run --release -p plangate-bench --bin startup -- --approvals 100000`
 //! Options: `--age-mins 120`, `--watch-secs 30` (default 60 with `--age-mins`, else 5), `--threads 32`, `--dir PATH`,
 //! `--web` (time the web inbox and the oldest pending plan's page, signed in as the operator), `--keep` (leave the data dir), `--restart` (a normal stop and a second start after the first run), `--no-list` (skip the final listing of every pending approval, `GET /v1/approvals?status=pending` page after page of `--page 1000`),
-//! `--clean-stop` (the population ends as a server's clean shutdown does, leaving the pending count for the start: `SessionStore::note_pending_at_close`; without it the first start is the one after a crash, which counts).
+//! The first start is the one after a crash: nothing tells it the pending count but the store (schema 5 keeps it, a share per session stripe; before it, that start scanned the whole status index).
 //! `--smoke`: 200 approvals, one second of watching, with `--web`, the
 //! listing (pages of 50) and `--restart` (`target/debug/startup --smoke`, seconds).
 
@@ -34,7 +34,7 @@ const AGENT_TOKEN: &str = "bench-agent-token-0123456789";
 const OPERATOR_TOKEN: &str = "bench-operator-token-0123456789";
 
 /// Enter + propose for sessions `0..n`, one commit per session, `threads` writers.
-fn populate(data_dir: &Path, n: usize, threads: usize, age_ms: i64, clean_stop: bool) -> Duration {
+fn populate(data_dir: &Path, n: usize, threads: usize, age_ms: i64) -> Duration {
     let store = SledStore::open(data_dir).expect("store");
     let next = AtomicUsize::new(0);
     let start = Instant::now();
@@ -75,9 +75,6 @@ fn populate(data_dir: &Path, n: usize, threads: usize, age_ms: i64, clean_stop: 
         checkpoints.total.as_secs_f64(),
         checkpoints.longest.as_secs_f64() * 1e3
     );
-    if clean_stop {
-        store.note_pending_at_close(n as u64).expect("leave the pending count");
-    }
     took
 }
 
@@ -183,7 +180,7 @@ async fn main() {
     }
     let data = root.path().join("data");
     std::fs::create_dir_all(&data).expect("data dir");
-    populate(&data, n, threads, age_mins * 60_000, plangate_bench::flag("--clean-stop"));
+    populate(&data, n, threads, age_mins * 60_000);
     let du = std::process::Command::new("du")
         .args(["-sh"])
         .arg(data.join("db"))

@@ -45,21 +45,11 @@ async fn run(config: Option<PathBuf>) -> Result<()> {
     // The system clock; a debug build's test clock only when a test asks
     // (`crate::clock::TEST_CLOCK_ENV`).
     let serve_clock = crate::clock::for_serve().map_err(anyhow::Error::msg)?;
-    let pending_at_close = store.pending_at_last_close();
     let core = Core::with_clock(settings.clone(), store, serve_clock.clock.clone());
     core.storage.set_info(info);
-    match pending_at_close {
-        // Nothing has run yet: no transition changed the count.
-        Some(pending) if core.metrics.settle_pending(i64::try_from(pending).unwrap_or(i64::MAX), 0) => {
-            tracing::info!(target: TARGET, pending, "pending approvals as the last clean shutdown left them (not counted again)");
-        }
-        // Counted after start, not before it: on sled that reads the
-        // whole status index (≈1 s and 60–120 MB through sled's cache
-        // at a million pending).
-        _ => {
-            tokio::spawn(count_pending(core.clone()));
-        }
-    }
+    // Counted after start, not before it: PostgreSQL counts its index
+    // (sled keeps the count, a share per session stripe, and sums them).
+    tokio::spawn(count_pending(core.clone()));
     core.pairing.refresh().await.context("cannot read the paired destinations from the store")?;
     let checkpointer = Arc::new(crate::audit::Checkpointer::new(
         crate::audit::load_or_create_key(&settings.data_dir)?,
@@ -115,12 +105,6 @@ async fn run(config: Option<PathBuf>) -> Result<()> {
     // After the last transition: the head this process leaves, signed.
     if let Err(e) = checkpointer.checkpoint(&core).await {
         tracing::error!(target: TARGET, error = %e, "the audit checkpoint at shutdown failed");
-    }
-    // After the last transition: the next start takes the gauge from here.
-    if let Some(pending) = core.metrics.settled_pending() {
-        if let Err(e) = core.blocking(move |s| s.note_pending_at_close(pending)).await {
-            tracing::warn!(target: TARGET, error = %e, "could not leave the pending count for the next start; it will count them");
-        }
     }
     core.blocking(|s| s.flush()).await?;
     Ok(())

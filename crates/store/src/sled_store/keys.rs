@@ -88,3 +88,21 @@ pub(super) fn id_of_status_key(key: &[u8]) -> Option<ApprovalId> {
     let tail: [u8; 16] = key.get(key.len().checked_sub(16)?..)?.try_into().ok()?;
     Some(ApprovalId(tail))
 }
+
+/// The `meta` prefix of the pending count's shares, one per session stripe.
+pub(super) const PENDING_SHARE_PREFIX: &[u8] = b"pending_share/";
+
+/// `pending_share/` ‖ stripe (u16 big-endian): the `meta` key of one
+/// session stripe's share of the pending count (schema 5).
+pub(super) fn pending_share_key(stripe: usize) -> Vec<u8> {
+    let mut k = PENDING_SHARE_PREFIX.to_vec();
+    k.extend_from_slice(&(stripe as u16).to_be_bytes());
+    k
+}
+
+/// A share as stored: i64 big-endian (a stripe's share goes negative when
+/// it decides plans another stripe proposed, or that the count at the
+/// upgrade put in stripe 0).
+pub(super) fn pending_share_of(value: &[u8]) -> Option<i64> {
+    Some(i64::from_be_bytes(value.try_into().ok()?))
+}

@@ -5,7 +5,7 @@
 //! | tree | key | value |
 //! |---|---|---|
 //! | `meta` | `schema_version`, `cursor:<name>` | text |
-//! | `meta` | `pending_at_close` (between a clean shutdown and the next open) | pending count (u64 big-endian) ‖ the last audit key then |
+//! | `meta` | `pending_share/` ‖ stripe (u16 big-endian): a session stripe's share of the pending count, moved by that stripe's commits in their redo record (schema 5) | i64 big-endian; the shares add up to the pending count |
 //! | `sessions` | `agent \0 session_id` | JSON [`Session`] |
 //! | `proposals` | 16-byte approval id | JSON [`Proposal`] |
 //! | `proposals_by_status` | status ‖ `\0` ‖ created_at (8 bytes, order-preserving) ‖ approval id | empty (schema 2) |
@@ -28,7 +28,7 @@
 //! (the lock, the schema version, a crashed commit finished), `upgrade`
 //! (older schemas), `checkpoint` (closing and reopening to keep sled's
 //! replay short), `commit` (a transition's writes and the session reads),
-//! `proposals` (the status index, the pending count left at shutdown),
+//! `proposals` (the status index, the pending count),
 //! `audit` (the chain), `records` (event keys, cursors, namespaces, rules,
 //! document paths), `work` (timers, the outbox, deliveries). This file
 //! holds the store's state and the codec every file shares.
@@ -66,12 +66,14 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 /// Bumped whenever the on-disk layout changes incompatibly. 2 added the
 /// `proposals_by_status` index; 3 keeps only the first timer of each chain
 /// (`plangate_engine::chains`); 4 chains the audit (`plangate_audit`: an
-/// older plangate would append records without their chain). An older database is upgraded when it is
+/// older plangate would append records without their chain); 5 keeps the
+/// pending count in `meta`, a share per session stripe. An older database is upgraded when it is
 /// opened (see [`upgrade`]), and a plangate that knows an older schema
 /// refuses a newer database: one of schema 1 would write proposals without
 /// their index entries, one of schema 2 would fire an approval's first
-/// reminder and never store its next one (nor its timeout).
-pub const SCHEMA_VERSION: &str = "4";
+/// reminder and never store its next one (nor its timeout), one of schema
+/// 4 would change the pending count without its shares.
+pub const SCHEMA_VERSION: &str = "5";
 
 /// sled's page cache (its default is 1 GiB). Pages read once by a scan of a
 /// big backlog (a catch-up after downtime, a full listing) need not stay
@@ -121,9 +123,6 @@ pub struct SledStore {
     checkpoint_after: AtomicU64,
     /// One checkpoint at a time, and what the last ones cost.
     checkpointing: Mutex<CheckpointState>,
-    /// The pending count the last clean shutdown left, taken out of `meta`
-    /// when this store was opened (see [`proposals::take_pending_note`]).
-    pending_at_close: Mutex<Option<u64>>,
     /// The audit chain's head, loaded from the last record on first use.
     /// Held from sealing a commit's audit records until they are written,
     /// so records are numbered and linked in the order of their keys (no

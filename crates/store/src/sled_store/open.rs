@@ -4,7 +4,6 @@
 //! failed one. No operation runs on a database that is not wholly open.
 
 use super::checkpoint::CHECKPOINT_AFTER_BYTES;
-use super::proposals::take_pending_note;
 use super::upgrade::upgrade;
 use super::{CheckpointState, CheckpointStats, Durability, Open, SledStore, Trees, CACHE_BYTES, SCHEMA_VERSION, SESSION_STRIPES};
 use crate::group::FlushGroup;
@@ -42,7 +41,7 @@ pub(super) fn open_trees(path: &Path) -> Result<Trees, StoreError> {
             meta.insert("schema_version", SCHEMA_VERSION)?;
             db.flush()?;
         }
-        Some(v) if v == SCHEMA_VERSION.as_bytes() || v == b"1" || v == b"2" || v == b"3" => {}
+        Some(v) if v == SCHEMA_VERSION.as_bytes() || v == b"1" || v == b"2" || v == b"3" || v == b"4" => {}
         Some(v) => {
             return Err(StoreError::SchemaMismatch {
                 path: path.display().to_string(),
@@ -74,6 +73,7 @@ pub(super) fn open_trees(path: &Path) -> Result<Trees, StoreError> {
         Some(b"1") => upgrade(&trees, 1)?,
         Some(b"2") => upgrade(&trees, 2)?,
         Some(b"3") => upgrade(&trees, 3)?,
+        Some(b"4") => upgrade(&trees, 4)?,
         _ => {}
     }
     Ok(trees)
@@ -95,7 +95,6 @@ impl SledStore {
     pub fn open_with(data_dir: &Path, durability: Durability) -> Result<SledStore, StoreError> {
         let path = data_dir.join("db");
         let trees = open_trees(&path)?;
-        let pending_at_close = take_pending_note(&trees)?;
         Ok(SledStore {
             path,
             open: RwLock::new(Some(trees)),
@@ -111,7 +110,6 @@ impl SledStore {
                 last_took: std::time::Duration::ZERO,
                 stats: CheckpointStats::default(),
             }),
-            pending_at_close: Mutex::new(pending_at_close),
             chain: Mutex::new(None),
         })
     }

@@ -59,7 +59,7 @@ fn approve_cut_short(dir: &std::path::Path, key: &SessionKey, cut: CutShort) -> 
     let c = step(&store, key, &alice, Command::Decide { approval_id: id, verdict: Verdict::Approve }, 3);
     let t = store.trees().unwrap();
     let events: Vec<_> = c.audit.iter().map(crate::chained::unsealed).collect();
-    let (sealed, rest) = (t.sealed(&events, &mut head_of(&t).unwrap()).unwrap(), t.ops_of(&c).unwrap());
+    let (sealed, rest) = (t.sealed(&events, &mut head_of(&t).unwrap()).unwrap(), t.ops_of(&c, store.stripe(Some(key)).0).unwrap());
     match cut {
         CutShort::BothParts => {
             t.redo.insert(part_key(7, REST_PART), redo::encode(&rest)).unwrap();
@@ -104,6 +104,7 @@ fn a_commit_cut_short_by_a_crash_is_finished_on_open() {
         assert_eq!(store.trees().unwrap().redo.len(), 0);
         let actions: Vec<String> = store.audit(&AuditQuery::default()).unwrap().into_iter().map(|e| e.action).collect();
         assert_eq!(actions, vec!["enter", "propose", "approve"], "{cut:?}");
+        assert_eq!(store.count_proposals(DecisionStatus::Pending).unwrap(), 0, "{cut:?}: the count moved with the replay");
     }
 }
 
@@ -119,6 +120,7 @@ fn a_commit_that_never_reached_the_chain_is_dropped_on_open() {
     assert_eq!(store.trees().unwrap().redo.len(), 0, "the lone part is dropped");
     let actions: Vec<String> = store.audit(&AuditQuery::default()).unwrap().into_iter().map(|e| e.action).collect();
     assert_eq!(actions, vec!["enter", "propose"]);
+    assert_eq!(store.count_proposals(DecisionStatus::Pending).unwrap(), 1, "nor did its move of the count");
     // The chain goes on from its last record: the approve, made again, lands whole.
     let alice = Actor::Human { id: "telegram:1".into(), name: "telegram:@alice".into() };
     store.commit(step(&store, &key, &alice, Command::Decide { approval_id: id, verdict: Verdict::Approve }, 3)).unwrap().written().unwrap();
@@ -365,50 +367,168 @@ fn async_commits_blocking_writers_and_checkpoints_never_wait_on_each_other() {
     assert!(store.checkpoints() > 0);
 }
 
-#[test]
-fn the_pending_count_left_at_a_clean_shutdown_is_read_once_and_only_while_the_audit_is_unchanged() {
-    let dir = tempfile::tempdir().unwrap();
-    let key = SessionKey::new("demo", "s1");
-    let propose = Command::Propose {
-        plan: Plan::titled("p"),
+/// The pending count as the status index has it (what a start counted
+/// before schema 5).
+fn pending_in_index(store: &SledStore) -> u64 {
+    let t = store.trees().unwrap();
+    t.by_status.scan_prefix(super::keys::status_prefix(DecisionStatus::Pending)).count() as u64
+}
+
+fn propose(store: &SledStore, key: &SessionKey, title: &str, r: u8) {
+    let command = Command::Propose {
+        plan: Plan::titled(title),
         markdown: None,
         requested_by: None,
         harness: plangate_engine::Harness::Api,
         project: None,
     };
+    store.commit(step(store, key, &Actor::Agent, command, r)).unwrap().written().unwrap();
+}
+
+fn decide(store: &SledStore, key: &SessionKey, verdict: Verdict, r: u8) {
+    let alice = Actor::Human { id: "telegram:1".into(), name: "telegram:@alice".into() };
+    let id = store.load(key).unwrap().latest.unwrap().approval_id;
+    store.commit(step(store, key, &alice, Command::Decide { approval_id: id, verdict }, r)).unwrap().written().unwrap();
+}
+
+/// Proposals in 40 sessions (spread over the stripes), superseded, approved,
+/// rejected; reopened and checkpointed: the kept count is the index's.
+#[test]
+fn the_pending_count_is_kept_by_the_commits_that_change_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys: Vec<SessionKey> = (0..40).map(|i| SessionKey::new("demo", format!("s{i}"))).collect();
     {
         let store = SledStore::open(dir.path()).unwrap();
-        assert_eq!(store.pending_at_last_close(), None, "a new store has no note");
-        for (r, command) in [(1, Command::Enter { reason: None }), (2, propose)] {
-            let c = step(&store, &key, &Actor::Agent, command, r);
-            store.commit(c).unwrap().written().unwrap();
+        assert_eq!(store.count_proposals(DecisionStatus::Pending).unwrap(), 0, "a new store");
+        // Approval ids are the context's random bytes: one `r` per proposal.
+        for (i, key) in (0u8..).zip(&keys) {
+            store.commit(step(&store, key, &Actor::Agent, Command::Enter { reason: None }, 1)).unwrap().written().unwrap();
+            propose(&store, key, "v1", 10 + i);
         }
-        store.note_pending_at_close(1).unwrap();
-    }
-    {
-        let store = SledStore::open(dir.path()).unwrap();
-        assert_eq!(store.pending_at_last_close(), Some(1));
-        assert_eq!(store.pending_at_last_close(), None, "taken once");
-        // A checkpoint reopens the database: it finds no note either.
+        assert_eq!(store.count_proposals(DecisionStatus::Pending).unwrap(), 40);
+        // A second version supersedes the first: still one pending each.
+        for (i, key) in (0u8..).zip(&keys[..10]) {
+            propose(&store, key, "v2", 60 + i);
+        }
+        assert_eq!(store.count_proposals(DecisionStatus::Pending).unwrap(), 40);
+        for key in &keys[10..25] {
+            decide(&store, key, Verdict::Approve, 110);
+        }
+        for key in &keys[25..30] {
+            decide(&store, key, Verdict::Revise("not this way".into()), 110);
+        }
+        assert_eq!(store.count_proposals(DecisionStatus::Pending).unwrap(), 20);
+        assert_eq!(pending_in_index(&store), 20);
         store.checkpoint().unwrap();
-        assert_eq!(store.pending_at_last_close(), None);
-    }
-    // The open above consumed the note: a crash (no note) counts again.
-    assert_eq!(SledStore::open(dir.path()).unwrap().pending_at_last_close(), None);
-    // A transition after the note (an older plangate that does not know
-    // it, a late writer) makes it stale.
-    {
-        let store = SledStore::open(dir.path()).unwrap();
-        store.note_pending_at_close(1).unwrap();
-        let id = store.load(&key).unwrap().latest.unwrap().approval_id;
-        let alice = Actor::Human { id: "telegram:1".into(), name: "telegram:@alice".into() };
-        let c = step(&store, &key, &alice, Command::Decide { approval_id: id, verdict: Verdict::Approve }, 3);
-        store.commit(c).unwrap().written().unwrap();
-        store.flush().unwrap();
-        // What the writer that does not know the note leaves behind.
-        assert!(store.trees().unwrap().meta.get(PENDING_AT_CLOSE).unwrap().is_some());
+        assert_eq!(store.count_proposals(DecisionStatus::Pending).unwrap(), 20, "after a checkpoint's reopen");
+        let shares = store.trees().unwrap().meta.scan_prefix(super::keys::PENDING_SHARE_PREFIX).count();
+        assert!(shares > 5, "the sessions' commits moved {shares} stripes' shares");
     }
     let store = SledStore::open(dir.path()).unwrap();
-    assert_eq!(store.pending_at_last_close(), None, "the audit grew since the note");
-    assert_eq!(store.count_proposals(DecisionStatus::Pending).unwrap(), 0);
+    assert_eq!(store.count_proposals(DecisionStatus::Pending).unwrap(), 20, "after a reopen");
+    assert_eq!(store.count_proposals(DecisionStatus::Approved).unwrap(), 15, "other statuses are counted in the index");
+}
+
+/// A schema 4 database (no shares, maybe a clean shutdown's note) is
+/// counted once when it is opened, and says schema 5 after.
+#[test]
+fn a_schema_4_store_is_counted_once_on_upgrade() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        for i in 0..7u8 {
+            let key = SessionKey::new("demo", format!("s{i}"));
+            store.commit(step(&store, &key, &Actor::Agent, Command::Enter { reason: None }, 1)).unwrap().written().unwrap();
+            propose(&store, &key, "p", 10 + i);
+        }
+        decide(&store, &SessionKey::new("demo", "s0"), Verdict::Approve, 30);
+        // What schema 4 left: no shares, a note, version 4.
+        let t = store.trees().unwrap();
+        for key in t.meta.scan_prefix(super::keys::PENDING_SHARE_PREFIX).keys() {
+            t.meta.remove(key.unwrap()).unwrap();
+        }
+        t.meta.insert(PENDING_AT_CLOSE, &99u64.to_be_bytes()).unwrap();
+        t.meta.insert("schema_version", "4").unwrap();
+        t.db.flush().unwrap();
+    }
+    let store = SledStore::open(dir.path()).unwrap();
+    assert_eq!(store.count_proposals(DecisionStatus::Pending).unwrap(), 6);
+    let t = store.trees().unwrap();
+    assert_eq!(t.meta.get("schema_version").unwrap().as_deref(), Some(SCHEMA_VERSION.as_bytes()));
+    assert_eq!(SCHEMA_VERSION, "5");
+    assert!(t.meta.get(PENDING_AT_CLOSE).unwrap().is_none(), "the note is gone");
+    drop(t);
+    decide(&store, &SessionKey::new("demo", "s1"), Verdict::Approve, 31);
+    assert_eq!(store.count_proposals(DecisionStatus::Pending).unwrap(), 5, "the commits keep it from there");
+}
+
+/// A share that is not eight bytes is a damaged store, said so: never a
+/// guess at the count.
+#[test]
+fn a_damaged_share_is_an_error_not_a_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    store.trees().unwrap().meta.insert(super::keys::pending_share_key(3), &[1u8, 2, 3]).unwrap();
+    let err = store.count_proposals(DecisionStatus::Pending).unwrap_err().to_string();
+    assert!(err.contains("damaged"), "{err}");
+}
+
+/// What a session does next in the property test below.
+#[derive(Debug, Clone, Copy)]
+enum Move {
+    Propose,
+    Approve,
+    Revise,
+    Cancel,
+    Off,
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+    /// Whatever the engine commits, in whatever order across sessions, the
+    /// kept count is the index's count: after every commit, and after a
+    /// reopen.
+    #[test]
+    fn the_kept_pending_count_is_always_the_index_count(
+        moves in proptest::collection::vec((0usize..6, proptest::prop_oneof![
+            proptest::strategy::Just(Move::Propose),
+            proptest::strategy::Just(Move::Approve),
+            proptest::strategy::Just(Move::Revise),
+            proptest::strategy::Just(Move::Cancel),
+            proptest::strategy::Just(Move::Off),
+        ]), 1..60)
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(dir.path()).unwrap();
+        let alice = Actor::Human { id: "telegram:1".into(), name: "telegram:@alice".into() };
+        for (i, (session, m)) in (1u8..).zip(&moves) {
+            let key = SessionKey::new("demo", format!("s{session}"));
+            let before = store.load(&key).unwrap();
+            let latest = before.latest.as_ref().map(|p| p.approval_id);
+            let (actor, command) = match (m, latest) {
+                (Move::Propose, _) => (Actor::Agent, Command::Propose {
+                    plan: Plan::titled("p"),
+                    markdown: None,
+                    requested_by: None,
+                    harness: plangate_engine::Harness::Api,
+                    project: None,
+                }),
+                (Move::Approve, Some(id)) => (alice.clone(), Command::Decide { approval_id: id, verdict: Verdict::Approve }),
+                (Move::Revise, Some(id)) => (alice.clone(), Command::Decide { approval_id: id, verdict: Verdict::Revise("again".into()) }),
+                (Move::Cancel, Some(id)) => (alice.clone(), Command::CancelApproval(id)),
+                (Move::Off, _) => (Actor::Agent, Command::Off),
+                (_, None) => (Actor::Agent, Command::Enter { reason: None }),
+            };
+            // A refused command commits nothing; the count must not move either.
+            if let Ok(t) = apply(&before, &actor, command, &ctx(1000 + i64::from(i), i)) {
+                store.commit(Commit::of(&t, &before, None)).unwrap().written().unwrap();
+            }
+            proptest::prop_assert_eq!(store.count_proposals(DecisionStatus::Pending).unwrap(), pending_in_index(&store));
+        }
+        let counted = store.count_proposals(DecisionStatus::Pending).unwrap();
+        drop(store);
+        let store = SledStore::open(dir.path()).unwrap();
+        proptest::prop_assert_eq!(store.count_proposals(DecisionStatus::Pending).unwrap(), counted);
+        proptest::prop_assert_eq!(counted, pending_in_index(&store));
+    }
 }

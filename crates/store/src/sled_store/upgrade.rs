@@ -1,20 +1,24 @@
 //! Upgrades of an older schema, run by `open` before anything else reads
 //! it: the status index (from 1), the first timer of each chain (from 1
-//! and 2), the audit chain (from 1, 2 and 3). Every step is idempotent, so
-//! an upgrade a crash cut short is done again at the next open.
+//! and 2), the audit chain (from 1, 2 and 3), the pending count kept in
+//! `meta` (from 1 to 4). Every step is idempotent, so an upgrade a crash
+//! cut short is done again at the next open.
 
-use super::keys::{status_key, Listed};
+use super::keys::{pending_share_key, status_key, status_prefix, Listed, PENDING_SHARE_PREFIX};
+use super::proposals::PENDING_AT_CLOSE;
 use super::{decode, Trees, SCHEMA_VERSION};
 use crate::chained;
 use crate::StoreError;
 use plangate_audit::Chain;
-use plangate_engine::Timer;
+use plangate_engine::{DecisionStatus, Timer};
 
-/// Schema 1, 2 or 3 → 4: index every proposal by status and creation time
-/// (from 1), drop every timer but the first of its chain (from 1 and 2),
-/// chain the audit (from 1, 2 and 3), then say so in `schema_version`,
-/// flushed together: a crash before the flush leaves the old version, and
-/// the next open does it again (every step is idempotent).
+/// Schema 1, 2, 3 or 4 → 5: index every proposal by status and creation
+/// time (from 1), drop every timer but the first of its chain (from 1 and
+/// 2), chain the audit (from 1, 2 and 3), count the pending proposals once
+/// into the shares the commits keep from then on (from 1 to 4), then say
+/// so in `schema_version`, flushed together: a crash before the flush
+/// leaves the old version, and the next open does it again (every step is
+/// idempotent).
 pub(super) fn upgrade(t: &Trees, from: u8) -> Result<(), StoreError> {
     let started = std::time::Instant::now();
     let mut indexed = 0u64;
@@ -27,17 +31,37 @@ pub(super) fn upgrade(t: &Trees, from: u8) -> Result<(), StoreError> {
         }
     }
     let dropped = if from <= 2 { keep_chain_heads(t)? } else { 0 };
-    let chained = chain_audit(t)?;
+    let chained = if from <= 3 { chain_audit(t)? } else { 0 };
+    let pending = count_pending_once(t)?;
     t.meta.insert("schema_version", SCHEMA_VERSION)?;
     t.db.flush()?;
     tracing::info!(
+        from,
         indexed,
         timers_dropped = dropped,
         audit_chained = chained,
+        pending,
         took_ms = started.elapsed().as_millis() as u64,
-        "upgraded the sled database to schema 4 (proposals indexed by status, the first timer of each chain, the audit chained)"
+        "upgraded the sled database to schema 5 (proposals indexed by status, the first timer of each chain, the audit chained, the pending count kept)"
     );
     Ok(())
+}
+
+/// Count the pending proposals in the index and make the count stripe 0's
+/// share, every other share none (the last scan of the index a start
+/// makes; the clean-shutdown note that spared it before goes too).
+fn count_pending_once(t: &Trees) -> Result<u64, StoreError> {
+    let mut pending = 0u64;
+    for key in t.by_status.scan_prefix(status_prefix(DecisionStatus::Pending)).keys() {
+        key?;
+        pending += 1;
+    }
+    for key in t.meta.scan_prefix(PENDING_SHARE_PREFIX).keys() {
+        t.meta.remove(key?)?;
+    }
+    t.meta.insert(pending_share_key(0), &(pending as i64).to_be_bytes())?;
+    t.meta.remove(PENDING_AT_CLOSE)?;
+    Ok(pending)
 }
 
 /// Chain every audit record in key order (the order they were written

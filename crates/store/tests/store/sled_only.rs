@@ -4,7 +4,7 @@
 use crate::common::ctx;
 use plangate_engine::{apply, Actor, Command, SessionKey};
 use plangate_store::prelude::*;
-use plangate_store::{Commit, SledStore};
+use plangate_store::{Commit, SledStore, SCHEMA_VERSION};
 
 /// The store's database opened by sled itself, to write what another
 /// plangate would have. A store just dropped may still hold the file lock
@@ -139,7 +139,7 @@ fn a_schema_1_database_gets_its_status_index_when_opened() {
     assert_eq!(store.proposals_page(None, None, 10).unwrap().len(), 2);
     drop(store);
     let db = raw_db(dir.path());
-    assert_eq!(db.open_tree("meta").unwrap().get("schema_version").unwrap().as_deref(), Some(&b"4"[..]));
+    assert_eq!(db.open_tree("meta").unwrap().get("schema_version").unwrap().as_deref(), Some(SCHEMA_VERSION.as_bytes()));
 }
 
 /// A database of schema 2 stored every timer of an approval; opened, it
@@ -166,7 +166,7 @@ fn a_schema_2_database_keeps_the_first_timer_of_each_chain_when_opened() {
     assert_eq!(store.timers().unwrap(), vec![timers[0].clone(), timers[2].clone()], "the first nudge and the timeout");
     drop(store);
     let db = raw_db(dir.path());
-    assert_eq!(db.open_tree("meta").unwrap().get("schema_version").unwrap().as_deref(), Some(&b"4"[..]));
+    assert_eq!(db.open_tree("meta").unwrap().get("schema_version").unwrap().as_deref(), Some(SCHEMA_VERSION.as_bytes()));
 }
 
 /// A session an older plangate stored with a string rule its reader then
@@ -246,5 +246,5 @@ fn a_schema_3_database_gets_its_audit_chained_when_opened() {
     assert!(records.len() > written.len(), "appends go on after the chained records");
     drop(store);
     let db = raw_db(dir.path());
-    assert_eq!(db.open_tree("meta").unwrap().get("schema_version").unwrap().as_deref(), Some(&b"4"[..]));
+    assert_eq!(db.open_tree("meta").unwrap().get("schema_version").unwrap().as_deref(), Some(SCHEMA_VERSION.as_bytes()));
 }

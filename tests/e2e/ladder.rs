@@ -7,6 +7,7 @@
 use super::kit::{approval_id, audit, audit_actions, cards_in, operator_cli, plan, propose, propose_id, telegram_section, tg_user};
 use plangate_engine::codec::{encode, Button};
 use plangate_testkit::server::{eventually, ServerProcess};
+use plangate_testkit::smtp::FakeSmtp;
 use plangate_testkit::telegram::FakeTelegram;
 use plangate_testkit::webhook::{FakeReceiver, Reply};
 use std::time::Duration;
@@ -63,6 +64,16 @@ chat = "{}"
         LEVELS[0],
         LEVELS[1],
         LEVELS[2]
+    )
+}
+
+/// One level at 10 minutes (`level`: its target keys), reminders at 5,
+/// and the team chat with `approvers`.
+fn one_level(fake: &FakeTelegram, level: &str, approvers: &str) -> String {
+    format!(
+        "\n[approvals]\nnudges = [\"5m\"]\ntimeout = \"2h\"\n\n[[approvals.ladder]]\nafter = \"10m\"\n{level}\n{}\n\
+         [destinations.team]\nchannel = \"telegram\"\nchat = \"{TEAM}\"\napprovers = {approvers}\n",
+        telegram_section(fake)
     )
 }
 
@@ -193,12 +204,7 @@ async fn failing_schedules_fall_back_to_the_static_approvers_audited() {
     feeds.script("/slow.ics", [Reply::Hang]);
     feeds.script("/broken.ics", [Reply::status(500)]);
     feeds.script("/junk.ics", [Reply::body("text/html", "<html>login</html>")]);
-    let mut extra = format!(
-        "\n[approvals]\nnudges = [\"5m\"]\ntimeout = \"2h\"\n\n[[approvals.ladder]]\nafter = \"10m\"\n\
-         schedules = [\"good\", \"slow\", \"broken\", \"junk\"]\n{}\n\
-         [destinations.team]\nchannel = \"telegram\"\nchat = \"{TEAM}\"\napprovers = [\"telegram:1\"]\n",
-        telegram_section(&fake)
-    );
+    let mut extra = one_level(&fake, "schedules = [\"good\", \"slow\", \"broken\", \"junk\"]", "[\"telegram:1\"]");
     for name in ["good", "slow", "broken", "junk"] {
         extra.push_str(&format!("\n[schedules.{name}]\nkind = \"ical\"\nurl = \"{}\"\n", feeds.url(&format!("/{name}.ics"))));
         if name == "slow" {
@@ -246,22 +252,9 @@ async fn pagerduty_and_opsgenie_are_read_with_their_tokens() {
     api.script("/pd/oncalls", [Reply::body("application/json", pd), Reply::body("application/json", pd)]);
     let og = r#"{"data":{"onCallRecipients":["carol@example.com"]}}"#;
     api.script("/og/v2/schedules/S%202/on-calls", [Reply::body("application/json", og), Reply::body("application/json", og)]);
+    let level = one_level(&fake, "schedules = [\"pd\", \"og\"]", "[\"telegram:1\"]");
     let extra = format!(
-        r#"
-[approvals]
-nudges = ["5m"]
-timeout = "2h"
-
-[[approvals.ladder]]
-after = "10m"
-schedules = ["pd", "og"]
-
-{}
-[destinations.team]
-channel = "telegram"
-chat = "{TEAM}"
-approvers = ["telegram:1"]
-
+        r#"{level}
 [schedules.pd]
 kind = "pagerduty"
 api_url = "{}"
@@ -277,7 +270,6 @@ schedule_id = "S 2"
 token = "og-secret-token"
 cache = "1ms"
 "#,
-        telegram_section(&fake),
         api.url("/pd"),
         api.url("/og")
     );
@@ -308,4 +300,120 @@ cache = "1ms"
         assert_eq!((r.method.as_str(), r.query.as_str()), ("GET", "scheduleIdentifierType=id&flat=true"));
         assert_eq!(r.header("authorization"), "GenieKey og-secret-token");
     }
+}
+
+/// `YYYY-MM-DD` and the hour of the test clock's now (UTC), `days` on.
+fn today(days: i64) -> (String, u32) {
+    let at = std::time::SystemTime::now() + Duration::from_secs(10 * 60);
+    let at = if days >= 0 { at + Duration::from_secs(days as u64 * 86_400) } else { at - Duration::from_secs((-days) as u64 * 86_400) };
+    let text = humantime::format_rfc3339_seconds(at).to_string();
+    (text[..10].to_string(), text[11..13].parse().unwrap())
+}
+
+/// A level reached by email: whoever a rota says is on call, a named
+/// approver away (their delegate instead), one in quiet hours (skipped,
+/// said), a plain address; repeated every 5 minutes, each round mailed
+/// once across a restart.
+#[tokio::test]
+async fn a_level_mails_the_rota_the_delegate_and_an_address_but_not_who_is_in_quiet_hours() {
+    let (fake, smtp) = (FakeTelegram::start().await, FakeSmtp::start().await);
+    let (yesterday, hour) = today(-1);
+    let (tomorrow, _) = today(1);
+    // Quiet from an hour before the level fires to two after, in UTC.
+    let quiet = format!("{:02}:00-{:02}:00", (hour + 23) % 24, (hour + 2) % 24);
+    let level = one_level(
+        &fake,
+        "repeat = \"5m\"\nschedules = [\"rota\"]\napprovers = [\"telegram:8\", \"telegram:9\"]\nemails = [\"oncall@example.com\"]",
+        "[\"telegram:1\", \"telegram:10\"]",
+    );
+    let extra = format!(
+        r#"{level}
+[schedules.rota]
+kind = "rota"
+people = ["telegram:7"]
+time_zone = "UTC"
+start = "{yesterday}T00:00"
+
+[people."telegram:7"]
+email = "seven@example.com"
+
+[people."telegram:8"]
+email = "eight@example.com"
+quiet_hours = "{quiet}"
+
+[people."telegram:9"]
+email = "nine@example.com"
+away_from = "{yesterday}"
+away_until = "{tomorrow}"
+delegate = "telegram:10"
+{}"#,
+        smtp.section("http://plangate.test", &[("telegram:10", "ten@example.com")])
+    );
+    let mut s = ServerProcess::start_with(BIN, &["team"], &extra).await;
+    let id = propose_id(&s, "mail", &plan("Mailed", &["one"])).await;
+    let (code, shown, _) = operator_cli(&s, &["ladder", "show", &id]).await;
+    assert_eq!(code, 0);
+    assert!(shown.contains("person telegram:7 by email to seven@example.com"), "{shown}");
+    assert!(shown.contains("telegram:9 is away: telegram:10 instead") && shown.contains("telegram:8 in quiet hours"), "{shown}");
+    s.advance_clock(10 * MIN).await;
+    // Escalation emails only (the delegate, an approver of the team, also
+    // gets the card and its reminder).
+    let escalations_to = |address: &str| -> Vec<plangate_testkit::smtp::Captured> {
+        let mails = smtp.captured();
+        mails.into_iter().filter(|m| m.to.iter().any(|t| t == address) && m.header("subject").starts_with("Escalated: ")).collect()
+    };
+    let to = |address: &str| escalations_to(address).len();
+    let all_three = || async { to("seven@example.com") == 1 && to("ten@example.com") == 1 && to("oncall@example.com") == 1 };
+    eventually(WAIT, "the level's three emails", all_three).await;
+    jobs_done(&s, "mail", 1).await;
+    assert_eq!((to("eight@example.com"), to("nine@example.com")), (0, 0), "quiet hours and away");
+    // Links only for the delegate, an approver of the agent's chats.
+    let body = |address: &str| escalations_to(address)[0].body("text/plain");
+    assert!(body("ten@example.com").contains("http://plangate.test/e/"), "{}", body("ten@example.com"));
+    assert!(!body("seven@example.com").contains("/e/") && !body("oncall@example.com").contains("/e/"));
+    let reached: Vec<String> = audit(&s, "session=mail")
+        .await
+        .iter()
+        .filter(|e| e["action"] == "ladder_reached")
+        .map(|e| e["detail"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(
+        reached[0].contains("telegram:8 in quiet hours") && reached[0].contains("telegram:9 is away: telegram:10 instead"),
+        "{reached:?}"
+    );
+
+    // Killed and started again: nothing is mailed twice; the repeat at
+    // 15 minutes mails each of them once more.
+    s.restart().await;
+    s.advance_clock(5 * MIN).await;
+    let twice = || async { to("seven@example.com") == 2 && to("ten@example.com") == 2 && to("oncall@example.com") == 2 };
+    eventually(WAIT, "the repeat's emails", twice).await;
+    jobs_done(&s, "mail", 2).await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(to("seven@example.com"), 2);
+    let escalations: Vec<String> = audit(&s, "session=mail")
+        .await
+        .iter()
+        .filter(|e| e["action"] == "escalate")
+        .map(|e| e["detail"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(escalations[1].starts_with("level 1 again (repeat 1)"), "{escalations:?}");
+}
+
+/// A ladder that cannot work is refused at load by `plangate config
+/// check`, naming the key and the fix.
+#[tokio::test]
+async fn config_check_names_the_ladder_key_and_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plangate.toml");
+    let toml = "[server]\nbind = \"127.0.0.1:0\"\ndata_dir = \"d\"\noperator_token = \"config-check-operator-token-0123\"\n\
+        [approvals]\nnudges = [\"5m\"]\n[[approvals.ladder]]\nafter = \"30m\"\nschedules = [\"cal\"]\n\
+        [[approvals.ladder]]\nafter = \"10m\"\nemails = [\"x@example.com\"]\n\
+        [schedules.cal]\nkind = \"ical\"\nurl = \"http://calendar.example.com/a.ics\"\n";
+    std::fs::write(&path, toml).unwrap();
+    let out = std::process::Command::new(BIN).args(["config", "check", "--config"]).arg(&path).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("`approvals.ladder[1].after`") && stderr.contains("order the levels by `after`"), "{stderr}");
+    assert!(stderr.contains("`schedules.cal.url`") && stderr.contains("https://"), "{stderr}");
 }

@@ -377,6 +377,25 @@ fn a_ladder_reaches_each_level_at_its_offset_once_and_repeats_until_the_next() {
     assert!(latest(&s).timers.iter().all(|t| !matches!(t.kind, TimerKind::Level(_))), "no repeat of level 1 after level 2");
 }
 
+/// A timer stored before the ladder (`escalate`) fires as level 1, once.
+#[test]
+fn a_stored_escalate_timer_fires_as_level_one() {
+    let mut policy = policy();
+    policy.ladder = vec![plangate_engine::Rung::once(30 * MIN as u64)];
+    let c = Ctx { now: Timestamp(T0), random: [4; 16], timers: policy.clone(), approvals: ApprovalPolicy::default() };
+    let mut s = ok(&in_plan(), &Actor::Agent, propose_cmd(plan()), &c).state;
+    // As an older plangate stored it.
+    let p = s.latest.as_mut().unwrap();
+    p.timers.retain(|t| t.kind != TimerKind::Level(1));
+    let old = Timer { due: Timestamp(T0 + 30 * MIN), session: p.session.clone(), approval_id: p.approval_id, kind: TimerKind::Escalate };
+    p.timers.push(old.clone());
+    let at = Ctx { now: Timestamp(T0 + 30 * MIN), ..c };
+    let t = ok(&s, &Actor::Scheduler, Command::TimerFired(old.clone()), &at);
+    assert_eq!(t.effects, vec![Effect::Escalate { approval_id: latest(&s).approval_id, level: 1, round: 0 }]);
+    assert_eq!(latest(&t.state).escalated, 1);
+    assert!(!ok(&t.state, &Actor::Scheduler, Command::TimerFired(old), &at).changed);
+}
+
 /// A claim moves the ladder's levels due before it runs out to its end:
 /// the ladder resumes where it stood.
 #[test]

@@ -227,7 +227,9 @@ impl Core {
     }
 
     /// Mail the level's people: links for an approver `[email].approvers`
-    /// knows, the card alone for anyone else. Whether a send failed.
+    /// knows and the agent's approver lists name, the card alone for anyone
+    /// else (an on-call person who is no approver is told, and decides
+    /// where they are an approver, or asks one). Whether a send failed.
     async fn mail_level(
         &self,
         p: &Proposal,
@@ -253,7 +255,11 @@ impl Core {
             if self.blocking(move |s| s.seen(&probe)).await.unwrap_or(false) {
                 continue;
             }
-            let links: Vec<(Action, String)> = match (config.approvers.contains_key(who), &base) {
+            // Links only for who may decide by email (an approver the
+            // link page would let decide); anyone else gets the card alone.
+            let may_decide = config.approvers.contains_key(who)
+                && self.pairing.approvers().check(&p.session.agent, p.project.as_ref(), who, crate::approvers::Venue::Email).is_ok();
+            let links: Vec<(Action, String)> = match (may_decide, &base) {
                 (true, Some(base)) => match self.mint_links(p, who).await {
                     Ok(links) => links.into_iter().map(|(a, t)| (a, format!("{base}/e/{}", t.encode()))).collect(),
                     Err(e) => {

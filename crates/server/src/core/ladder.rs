@@ -74,7 +74,14 @@ impl Core {
                 Ok(who) => wanted.extend(who),
                 Err(e) => {
                     let instead = if on_call.fallback.is_empty() { self.static_approvers(agent) } else { on_call.fallback.clone() };
-                    out.fallbacks.push((name.clone(), format!("{} schedule {e}", on_call.schedule.source.kind()), instead.clone()));
+                    // Only an agent without destinations has nobody here
+                    // (the config refuses a schedule without a fallback
+                    // for an agent with destinations and no approvers).
+                    let mut why = format!("{} schedule {e}", on_call.schedule.source.kind());
+                    if instead.is_empty() {
+                        why.push_str(" (agent has no approvers to fall back to: its cards are recorded only)");
+                    }
+                    out.fallbacks.push((name.clone(), why, instead.clone()));
                     wanted.extend(instead);
                 }
             }

@@ -461,3 +461,35 @@ async fn replicas_reach_each_level_of_each_plan_once() {
     let posts: usize = LEVELS.iter().map(|chat| cards_in(&fake, *chat).len()).sum();
     assert!(posts <= 3 * PLANS + 2, "{posts} level cards for {} levels reached", 3 * PLANS);
 }
+
+/// A level with `repeat` reminds its chat under the level's card, once per
+/// round, until the next level takes over.
+#[tokio::test]
+async fn a_repeating_level_reminds_its_chat_until_the_next_level() {
+    let fake = FakeTelegram::start().await;
+    let config = three_levels(&fake, "").replacen("destinations = [\"l1\"]\n", "destinations = [\"l1\"]\nrepeat = \"4m\"\n", 1);
+    let mut s = ServerProcess::start_with(BIN, &["team"], &config).await;
+    propose_id(&s, "again", &plan("Again", &["one"])).await;
+    fake.wait_request("sendMessage", WAIT, |r| r.chat_id() == Some(TEAM) && r.keyboard().is_some()).await;
+    let repeats = |fake: &FakeTelegram| {
+        fake.calls("sendMessage")
+            .iter()
+            .filter(|r| r.chat_id() == Some(LEVELS[0]) && r.str("text").contains("Still waiting (level 1"))
+            .count()
+    };
+    s.advance_clock(10 * MIN).await;
+    wait_level_cards(&s, "again", &fake, [1, 0, 0]).await;
+    // Rounds at 14 and 18 minutes; level 2 at 20 ends them (the round due at 22 never comes).
+    for (turn, want) in [(4, 1), (4, 2)] {
+        s.advance_clock(turn * MIN).await;
+        eventually(WAIT, &format!("{want} reminders in level 1's chat"), || async { repeats(&fake) == want }).await;
+    }
+    s.advance_clock(2 * MIN).await;
+    // (A reminder carries the card's buttons too: level 2's chat is counted.)
+    eventually(WAIT, "level 2's card", || async { cards_in(&fake, LEVELS[1]).len() == 1 }).await;
+    s.advance_clock(4 * MIN).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(repeats(&fake), 2, "no repeat of level 1 after level 2");
+    let texts: Vec<String> = fake.calls("sendMessage").iter().filter(|r| r.chat_id() == Some(LEVELS[0])).map(|r| r.str("text")).collect();
+    assert!(texts.iter().any(|t| t.contains("Still waiting (level 1, repeat 2)")), "{texts:?}");
+}

@@ -191,8 +191,9 @@ fn feed(who: &str) -> String {
     )
 }
 
-/// One level that reads four schedules: a feed that answers, a feed that
-/// hangs past its timeout, one that answers 500, one that answers HTML.
+/// One level that reads five schedules: a feed that answers, a feed that
+/// hangs past its timeout, one that answers 500, one that answers HTML,
+/// one with nobody on call now.
 /// The working one reaches its person; each failing one falls back,
 /// audited with why, to its `fallback` or the team's approvers; the
 /// requests are exactly the configured ones.
@@ -204,8 +205,9 @@ async fn failing_schedules_fall_back_to_the_static_approvers_audited() {
     feeds.script("/slow.ics", [Reply::Hang]);
     feeds.script("/broken.ics", [Reply::status(500)]);
     feeds.script("/junk.ics", [Reply::body("text/html", "<html>login</html>")]);
-    let mut extra = one_level(&fake, "schedules = [\"good\", \"slow\", \"broken\", \"junk\"]", "[\"telegram:1\"]");
-    for name in ["good", "slow", "broken", "junk"] {
+    feeds.script("/empty.ics", [Reply::body("text/calendar", "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nEND:VCALENDAR\r\n")]);
+    let mut extra = one_level(&fake, "schedules = [\"good\", \"slow\", \"broken\", \"junk\", \"empty\"]", "[\"telegram:1\"]");
+    for name in ["good", "slow", "broken", "junk", "empty"] {
         extra.push_str(&format!("\n[schedules.{name}]\nkind = \"ical\"\nurl = \"{}\"\n", feeds.url(&format!("/{name}.ics"))));
         if name == "slow" {
             extra.push_str("timeout = \"1s\"\nfallback = [\"telegram:5\"]\n");
@@ -220,20 +222,21 @@ async fn failing_schedules_fall_back_to_the_static_approvers_audited() {
         entries.iter().filter(|e| e["action"] == action).map(|e| e["detail"].as_str().unwrap_or_default().to_string()).collect()
     };
     let fallbacks = details("schedule_fallback");
-    assert_eq!(fallbacks.len(), 3, "{fallbacks:?}");
+    assert_eq!(fallbacks.len(), 4, "{fallbacks:?}");
     assert!(
         fallbacks.iter().any(|d| d.contains("slow ical schedule no answer within 1.0 s; reaching telegram:5 instead")),
         "{fallbacks:?}"
     );
     assert!(fallbacks.iter().any(|d| d.contains("broken ical schedule answered HTTP 500; reaching telegram:1 instead")), "{fallbacks:?}");
     assert!(fallbacks.iter().any(|d| d.contains("junk ical schedule answered something that is not a schedule")), "{fallbacks:?}");
+    assert!(fallbacks.iter().any(|d| d.contains("empty ical schedule names nobody on call now; reaching telegram:1")), "{fallbacks:?}");
     let reached = details("ladder_reached");
     assert_eq!(reached.len(), 1, "{reached:?}");
     for who in ["telegram:7", "telegram:5", "telegram:1"] {
         assert!(reached[0].contains(who), "{who} in {reached:?}");
     }
     // Exactly one GET per feed, with nothing but what was configured.
-    for path in ["/good.ics", "/slow.ics", "/broken.ics", "/junk.ics"] {
+    for path in ["/good.ics", "/slow.ics", "/broken.ics", "/junk.ics", "/empty.ics"] {
         let got = feeds.received_at(path);
         assert_eq!(got.len(), 1, "{path}: {got:?}");
         assert_eq!((got[0].method.as_str(), got[0].query.as_str()), ("GET", ""));

@@ -22,6 +22,7 @@ mod hooks;
 mod hooks_lifecycle;
 mod hub;
 mod kit;
+mod ladder;
 mod mcp;
 mod migrate;
 mod ops_backup;

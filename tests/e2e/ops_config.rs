@@ -99,6 +99,8 @@ async fn config_check_explains_what_it_resolved() {
     assert!(stderr.contains("nudges 5m (from its own [agents.claude.approvals])"), "{stderr}");
     assert!(stderr.contains("timeout 2h (from [approvals])"), "{stderr}");
     assert!(stderr.contains("escalate_to leads (from [approvals])"), "{stderr}");
+    // escalate_to is a one-level ladder at the agent's last nudge.
+    assert!(stderr.contains("ladder level 1 at +5m: destination leads"), "{stderr}");
     assert!(stderr.contains("configuration is valid"), "{stderr}");
 }
 

@@ -25,7 +25,7 @@ use crate::ApprovalId;
 pub enum Chain {
     /// [`TimerKind::Nudge`]: may wait for the chat backlog.
     ApproverReminders,
-    /// [`TimerKind::Escalate`], [`TimerKind::Timeout`]: never wait.
+    /// [`TimerKind::Level`] (and [`TimerKind::Escalate`]), [`TimerKind::Timeout`]: never wait.
     Deadlines,
     /// [`TimerKind::AgentNudge`].
     AgentReminders,
@@ -37,7 +37,7 @@ impl TimerKind {
     pub fn chain(self) -> Chain {
         match self {
             TimerKind::Nudge(_) => Chain::ApproverReminders,
-            TimerKind::Timeout | TimerKind::Escalate => Chain::Deadlines,
+            TimerKind::Timeout | TimerKind::Escalate | TimerKind::Level(_) => Chain::Deadlines,
             TimerKind::AgentNudge(_) => Chain::AgentReminders,
             TimerKind::SubagentExpiry => Chain::SubagentExpiry,
         }

@@ -49,7 +49,11 @@ pub fn take(proposal: &mut Proposal, identity: &str, by: &str, now: Timestamp, t
     let until = now.plus_ms(timeout_ms);
     proposal.claim = Some(Claim { by: by.to_string(), identity: identity.to_string(), at: now, until });
     let mut moved = Vec::new();
-    for timer in proposal.timers.iter_mut().filter(|t| matches!(t.kind, TimerKind::Nudge(_) | TimerKind::Escalate) && t.due < until) {
+    for timer in proposal
+        .timers
+        .iter_mut()
+        .filter(|t| matches!(t.kind, TimerKind::Nudge(_) | TimerKind::Escalate | TimerKind::Level(_)) && t.due < until)
+    {
         let before = timer.clone();
         timer.due = until;
         moved.push((before, timer.clone()));

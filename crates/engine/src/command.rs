@@ -267,7 +267,7 @@ impl Command {
             Command::WidenScope { .. } => "widen_scope",
             Command::TimerFired(Timer { kind: TimerKind::Timeout, .. }) => "timeout",
             Command::TimerFired(Timer { kind: TimerKind::Nudge(_), .. }) => "nudge",
-            Command::TimerFired(Timer { kind: TimerKind::Escalate, .. }) => "escalate",
+            Command::TimerFired(Timer { kind: TimerKind::Escalate | TimerKind::Level(_), .. }) => "escalate",
             Command::TimerFired(Timer { kind: TimerKind::AgentNudge(_), .. }) => "agent_nudge",
             Command::TimerFired(Timer { kind: TimerKind::SubagentExpiry, .. }) => "subagent_expiry",
             Command::Stopping { .. } => "stopping",
@@ -328,9 +328,12 @@ pub enum Effect {
         approval_id: ApprovalId,
         number: u8,
     },
-    /// Post the card to the agent's escalation destinations.
+    /// Reach level `level` (1-based) of the escalation ladder: the
+    /// `round`-th time (0: first; more: its `repeat`).
     Escalate {
         approval_id: ApprovalId,
+        level: u8,
+        round: u16,
     },
     Schedule(Timer),
     Cancel(Timer),

@@ -59,8 +59,8 @@ pub use machine::apply;
 pub use model::review::{ApprovalPolicy, Review};
 pub use model::subagents::SubagentRun;
 pub use model::{
-    Actor, ApprovalState, Claim, DecisionStatus, GateScope, Mode, Proposal, Question, QuestionStatus, Session, State, Timer, TimerKind,
-    TimerPolicy,
+    Actor, ApprovalState, Claim, DecisionStatus, GateScope, Mode, Proposal, Question, QuestionStatus, Rung, Session, State, Timer,
+    TimerKind, TimerPolicy,
 };
 pub use plan::{Plan, PlanError};
 pub use project::{Project, ProjectPatterns};

@@ -13,7 +13,7 @@ fn ctx(seed: u8, approvals: &ApprovalPolicy) -> Ctx {
     let timers = TimerPolicy {
         nudges_ms: vec![600_000],
         timeout_ms: Some(86_400_000),
-        escalate_ms: None,
+        ladder: Vec::new(),
         subagent_expiry_ms: None,
         ..TimerPolicy::default()
     };

@@ -8,7 +8,7 @@
 use anyhow::Result;
 use clap::Parser;
 use plangate_agent::hook_process::{self, answer_and_exit, Harness};
-use plangate_server::cli::args::{token_hint, Args, Cmd, ConfigCmd, HookCmd, HookInstallCmd, NamespaceCmd};
+use plangate_server::cli::args::{token_hint, Args, Cmd, ConfigCmd, HookCmd, HookInstallCmd, LadderCmd, NamespaceCmd};
 use plangate_server::cli::{self, Client};
 use std::time::Duration;
 
@@ -114,6 +114,9 @@ async fn run(args: Args) -> Result<i32> {
             cli::namespace_update(&client, &name, &session, &file).await
         }
         Cmd::Backup { to, operator_token, remote } => cli::ops::backup(&remote.url, &operator_token, &to).await,
+        Cmd::Ladder(LadderCmd::Show { approval_id, operator_token, remote }) => {
+            cli::ops::ladder_show(&remote.url, operator_token, &approval_id).await
+        }
         Cmd::Prune { dry_run, operator_token, remote } => cli::ops::prune(&remote.url, operator_token, dry_run).await,
         Cmd::Restore { file, data_dir } => cli::ops::restore(&file, &data_dir),
         Cmd::Migrate { from, to, schema } => cli::ops::migrate(from, to, schema).await,

@@ -2,7 +2,7 @@
 //!
 //! Timers live in the store keyed by due time, so a restart is a range scan.
 //! The store keeps the first timer of each chain (an approval's reminders,
-//! its escalation and timeout, an agent's reminders: see
+//! its ladder levels and timeout, an agent's reminders: see
 //! `plangate_engine::chains`); the transition a timer fires stores the
 //! chain's next. After downtime the first reminder of an approval fires
 //! late and takes the others also due with it: people get one reminder,

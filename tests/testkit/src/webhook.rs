@@ -1,4 +1,6 @@
-//! A webhook receiver on 127.0.0.1, for plangate's signed webhooks.
+//! A webhook receiver on 127.0.0.1, for plangate's signed webhooks; also
+//! the fake of the on-call schedules plangate reads (an iCalendar feed,
+//! PagerDuty's and Opsgenie's APIs: [`Reply::Body`], the query recorded).
 //!
 //! It records every request (path, headers, body, and the status it answered
 //! with, if it answered) and answers from a per-path script: a status (with
@@ -24,11 +26,18 @@ pub enum Reply {
     Status(u16, Vec<(String, String)>),
     /// Never answer.
     Hang,
+    /// This status with a body of this content type.
+    Body(u16, String, String),
 }
 
 impl Reply {
     pub fn status(code: u16) -> Reply {
         Reply::Status(code, Vec::new())
+    }
+
+    /// 200 with `body` as `content_type`.
+    pub fn body(content_type: &str, body: impl Into<String>) -> Reply {
+        Reply::Body(200, content_type.to_string(), body.into())
     }
 }
 
@@ -37,6 +46,8 @@ impl Reply {
 pub struct Received {
     pub method: String,
     pub path: String,
+    /// The query string (without `?`), as sent.
+    pub query: String,
     /// Header names in lower case.
     pub headers: HashMap<String, String>,
     pub body: String,
@@ -137,6 +148,7 @@ async fn receive(State(shared): State<Arc<Shared>>, request: Request) -> Respons
         inner.received.push(Received {
             method: parts.method.to_string(),
             path,
+            query: parts.uri.query().unwrap_or("").to_string(),
             headers: headers(&parts.headers),
             body: String::from_utf8_lossy(&body).into_owned(),
             at: Instant::now(),
@@ -147,6 +159,12 @@ async fn receive(State(shared): State<Arc<Shared>>, request: Request) -> Respons
     shared.changed.send_modify(|n| *n += 1);
     match reply {
         Reply::Hang => std::future::pending().await,
+        Reply::Body(code, content_type, body) => {
+            shared.inner.lock().unwrap_or_else(|e| e.into_inner()).received[index].answered = Some(code);
+            shared.changed.send_modify(|n| *n += 1);
+            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            (status, [(axum::http::header::CONTENT_TYPE, content_type)], body).into_response()
+        }
         Reply::Status(code, extra) => {
             shared.inner.lock().unwrap_or_else(|e| e.into_inner()).received[index].answered = Some(code);
             shared.changed.send_modify(|n| *n += 1);

@@ -152,6 +152,7 @@ fn proposal(title: &str, steps: &[&str], status: DecisionStatus) -> Proposal {
         project: None,
         previous: None,
         reminders_sent: 0,
+        escalated: 0,
         claim: None,
         agent_left_at: None,
         ran: None,

@@ -74,6 +74,7 @@ pub(super) fn open_amendment(
         project,
         previous,
         reminders_sent: 0,
+        escalated: 0,
         claim: None,
         agent_left_at: None,
         ran: None,

@@ -314,8 +314,8 @@ fn proposal_timers(session: &Session, approval_id: ApprovalId, ctx: &Ctx) -> Vec
     for (i, offset) in ctx.timers.nudges_ms.iter().enumerate().take(u8::MAX as usize) {
         timers.push(timer(ctx.now.plus_ms(*offset), TimerKind::Nudge(i as u8 + 1)));
     }
-    if let Some(escalate) = ctx.timers.escalate_ms {
-        timers.push(timer(ctx.now.plus_ms(escalate), TimerKind::Escalate));
+    for (i, rung) in ctx.timers.ladder.iter().enumerate().take(u8::MAX as usize) {
+        timers.push(timer(ctx.now.plus_ms(rung.after_ms), TimerKind::Level(i as u8 + 1)));
     }
     if let Some(timeout) = ctx.timers.timeout_ms {
         timers.push(timer(ctx.now.plus_ms(timeout), TimerKind::Timeout));
@@ -403,6 +403,7 @@ fn propose(t: &mut Transition, actor: &Actor, proposed: Proposed, ctx: &Ctx) -> 
         project,
         previous,
         reminders_sent: 0,
+        escalated: 0,
         claim: None,
         agent_left_at: None,
         ran: None,

@@ -42,7 +42,7 @@ pub(super) fn timer_fired(t: &mut Transition, timer: Timer, ctx: &Ctx) {
     };
     proposal.timers.retain(|x| *x != timer);
     let id = proposal.approval_id;
-    if matches!(timer.kind, TimerKind::Nudge(_) | TimerKind::Escalate) {
+    if matches!(timer.kind, TimerKind::Nudge(_) | TimerKind::Escalate | TimerKind::Level(_)) {
         claim_ran_out(t, ctx);
     }
     let Some(proposal) = t.state.latest.as_mut() else { return };
@@ -64,12 +64,8 @@ pub(super) fn timer_fired(t: &mut Transition, timer: Timer, ctx: &Ctx) {
             let pid = Some((id, proposal.version));
             audit(t, &Actor::Scheduler, "nudge", pid, format!("reminder {number}"), ctx);
         }
-        TimerKind::Escalate => {
-            t.effects.push(Effect::Escalate { approval_id: id });
-            let pid = Some((id, proposal.version));
-            let waited = crate::ids::humanize_ms(ctx.now.0 - proposal.created_at.0);
-            audit(t, &Actor::Scheduler, "escalate", pid, format!("no decision after {waited}"), ctx);
-        }
+        TimerKind::Escalate => level_reached(t, 1, ctx),
+        TimerKind::Level(level) => level_reached(t, level, ctx),
         TimerKind::AgentNudge(_) | TimerKind::SubagentExpiry => t.changed = false,
         TimerKind::Timeout => {
             let waited = ctx.now.0 - proposal.created_at.0;
@@ -92,4 +88,52 @@ pub(super) fn timer_fired(t: &mut Transition, timer: Timer, ctx: &Ctx) {
             finish_decision(t, &Actor::Scheduler, "timeout", ctx);
         }
     }
+}
+
+/// Level `level` of the escalation ladder fell due (its timer is off the
+/// proposal already). The first time, it becomes the proposal's highest
+/// level reached (`Proposal::escalated`, committed with the timer's
+/// removal, so a restart never reaches it again) and the repeats of the
+/// levels below stop; with a `repeat`, its next round is scheduled. A
+/// repeat of a level below one reached since, or due with the next level,
+/// does nothing.
+fn level_reached(t: &mut Transition, level: u8, ctx: &Ctx) {
+    let Some(proposal) = t.state.latest.as_mut() else { return };
+    let id = proposal.approval_id;
+    if level < proposal.escalated {
+        return; // a later level took over: this level's repeats end
+    }
+    let higher_due = proposal.timers.iter().any(|x| matches!(x.kind, TimerKind::Level(n) if n > level) && x.due <= ctx.now);
+    if level == proposal.escalated && higher_due {
+        return; // a repeat due with the next level: the next level takes over
+    }
+    let round = if level == proposal.escalated {
+        // A repeat: how many rounds of this level came before, from its offset.
+        let rung = ctx.timers.ladder.get(usize::from(level) - 1);
+        match rung {
+            Some(r) => {
+                let since = u64::try_from(ctx.now.0 - proposal.created_at.0).unwrap_or(0).saturating_sub(r.after_ms);
+                let every = r.repeat_ms.unwrap_or(u64::MAX).max(1);
+                u16::try_from(since / every).unwrap_or(u16::MAX).max(1)
+            }
+            None => 1,
+        }
+    } else {
+        proposal.escalated = level;
+        proposal.timers.retain(|x| !matches!(x.kind, TimerKind::Level(n) if n < level));
+        0
+    };
+    if let Some(every) = ctx.timers.ladder.get(usize::from(level) - 1).and_then(|r| r.repeat_ms) {
+        let next = Timer { due: ctx.now.plus_ms(every), session: proposal.session.clone(), approval_id: id, kind: TimerKind::Level(level) };
+        proposal.timers.push(next.clone());
+        t.effects.push(Effect::Schedule(next));
+    }
+    t.effects.push(Effect::Escalate { approval_id: id, level, round });
+    let pid = Some((id, proposal.version));
+    let waited = crate::ids::humanize_ms(ctx.now.0 - proposal.created_at.0);
+    let detail = match round {
+        0 => format!("level {level}: no decision after {waited}"),
+        n => format!("level {level} again (repeat {n}): no decision after {waited}"),
+    };
+    audit(t, &Actor::Scheduler, "escalate", pid, detail, ctx);
 }

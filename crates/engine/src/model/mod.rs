@@ -120,6 +120,7 @@ pub enum TimerKind {
     Nudge(u8),
     Timeout,
     /// Post the card to the escalation destinations (after the last nudge).
+    /// Stored by versions before the ladder; fires as [`TimerKind::Level`] 1.
     Escalate,
     /// The n-th reminder to the *agent* that it sits in plan mode without a proposal.
     AgentNudge(u8),
@@ -127,6 +128,11 @@ pub enum TimerKind {
     /// ([`crate::subagents`]); the timer's `approval_id` is
     /// [`crate::subagents::timer_id`] of the run.
     SubagentExpiry,
+    /// The n-th level (1-based) of the escalation ladder
+    /// ([`TimerPolicy::ladder`]): reached for the first time, or again
+    /// (its `repeat`). Which people and places a level reaches is the
+    /// shell's (it reads schedules); the engine only says when.
+    Level(u8),
 }
 
 /// A persisted timer. Due times are wall-clock so they survive restarts.
@@ -195,6 +201,12 @@ pub struct Proposal {
     /// it was kept read as 0.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reminders_sent: u8,
+    /// The highest level of the escalation ladder reached (0: none), kept
+    /// with the proposal in the commit that fires the level's timer, so a
+    /// restart never reaches a level twice and `plangate ladder show`
+    /// knows where the ladder stands without reading the audit.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub escalated: u8,
     /// What ran under this approval, once the plan it approved (with its
     /// amendments) ended: set on the version that executed last
     /// ([`crate::ran`]).
@@ -537,8 +549,9 @@ impl Actor {
 pub struct TimerPolicy {
     pub nudges_ms: Vec<u64>,
     pub timeout_ms: Option<u64>,
-    /// When to escalate an undecided proposal; `None`: no escalation ladder.
-    pub escalate_ms: Option<u64>,
+    /// The escalation ladder: when each level is reached and how often it
+    /// is reached again, in order (empty: no escalation).
+    pub ladder: Vec<Rung>,
     /// How long an open subagent run may go unheard of before it expires;
     /// `None`: runs stay open until closed or cleared by a person.
     pub subagent_expiry_ms: Option<u64>,
@@ -547,6 +560,23 @@ pub struct TimerPolicy {
     /// ([`crate::claim`]).
     pub claim_timeout_ms: u64,
 }
+/// One level of the escalation ladder, as the engine sees it: when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rung {
+    /// From the proposal.
+    pub after_ms: u64,
+    /// Reach the level again this often until the plan is decided or a
+    /// later level is reached; `None`: once.
+    pub repeat_ms: Option<u64>,
+}
+
+impl Rung {
+    /// A level reached once, `after_ms` after the proposal.
+    pub fn once(after_ms: u64) -> Rung {
+        Rung { after_ms, repeat_ms: None }
+    }
+}
+
 /// How long a claim holds without a decision (`[approvals] claim_timeout`),
 /// by default: 30 minutes.
 pub const DEFAULT_CLAIM_TIMEOUT_MS: u64 = 30 * 60_000;
@@ -556,7 +586,7 @@ impl Default for TimerPolicy {
         TimerPolicy {
             nudges_ms: Vec::new(),
             timeout_ms: None,
-            escalate_ms: None,
+            ladder: Vec::new(),
             subagent_expiry_ms: None,
             claim_timeout_ms: DEFAULT_CLAIM_TIMEOUT_MS,
         }

@@ -168,7 +168,15 @@ impl World {
                         // Still pending: only its timer list may shrink, and
                         // the count of reminders sent grow.
                         assert!(p.reminders_sent >= old.reminders_sent, "{id}: reminders sent went back");
-                        assert_eq!(Proposal { timers: old.timers.clone(), reminders_sent: old.reminders_sent, ..p.clone() }, old);
+                        assert_eq!(
+                            Proposal {
+                                timers: old.timers.clone(),
+                                reminders_sent: old.reminders_sent,
+                                escalated: old.escalated,
+                                ..p.clone()
+                            },
+                            old
+                        );
                     }
                 }
                 None => {
@@ -267,7 +275,7 @@ impl World {
                         && latest.is_some_and(|p| p.approval_id == timer.approval_id && p.status == DecisionStatus::Pending);
                     assert!(!still_pending, "cancelled a timer of a pending proposal");
                 }
-                Effect::Nudge { approval_id, .. } | Effect::Escalate { approval_id } => {
+                Effect::Nudge { approval_id, .. } | Effect::Escalate { approval_id, .. } => {
                     assert_eq!(who, Who::Scheduler);
                     assert!(latest.is_some_and(|p| p.approval_id == *approval_id && p.status == DecisionStatus::Pending));
                 }

@@ -19,7 +19,7 @@ pub(crate) fn policy() -> TimerPolicy {
     TimerPolicy {
         nudges_ms: vec![10 * 60_000, 30 * 60_000],
         timeout_ms: Some(60 * 60_000),
-        escalate_ms: Some(30 * 60_000),
+        ladder: vec![plangate_engine::Rung::once(30 * 60_000)],
         subagent_expiry_ms: Some(45 * 60_000),
         ..TimerPolicy::default()
     }

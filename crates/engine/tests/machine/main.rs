@@ -26,7 +26,7 @@ fn policy() -> TimerPolicy {
     TimerPolicy {
         nudges_ms: NUDGES.to_vec(),
         timeout_ms: Some(TIMEOUT),
-        escalate_ms: None,
+        ladder: Vec::new(),
         subagent_expiry_ms: None,
         ..TimerPolicy::default()
     }

@@ -332,16 +332,86 @@ fn agent_nudges_remind_the_agent_once_each_and_stop_at_the_proposal() {
 #[test]
 fn escalation_fires_after_the_last_nudge_only_while_pending() {
     let mut policy = policy();
-    policy.escalate_ms = Some(*NUDGES.last().unwrap());
+    policy.ladder = vec![plangate_engine::Rung::once(*NUDGES.last().unwrap())];
     let c = Ctx { now: Timestamp(T0), random: [1; 16], timers: policy, approvals: ApprovalPolicy::default() };
     let s = ok(&in_plan(), &Actor::Agent, propose_cmd(plan()), &c).state;
-    let escalate = latest(&s).timers.iter().find(|t| t.kind == TimerKind::Escalate).cloned().unwrap();
+    let escalate = latest(&s).timers.iter().find(|t| t.kind == TimerKind::Level(1)).cloned().unwrap();
     assert_eq!(escalate.due, Timestamp(T0 + 60 * MIN));
     let t = ok(&s, &Actor::Scheduler, Command::TimerFired(escalate.clone()), &ctx_at(T0 + 60 * MIN, 2));
-    assert_eq!(t.effects, vec![Effect::Escalate { approval_id: ApprovalId([1; 16]) }]);
+    assert_eq!(t.effects, vec![Effect::Escalate { approval_id: ApprovalId([1; 16]), level: 1, round: 0 }]);
+    assert_eq!(latest(&t.state).escalated, 1);
     // Decided first: no escalation.
     let decided = ok(&s, &alice(), Command::Decide { approval_id: ApprovalId([1; 16]), verdict: Verdict::Approve }, &ctx(3)).state;
     assert!(!ok(&decided, &Actor::Scheduler, Command::TimerFired(escalate), &ctx(4)).changed);
+}
+
+/// A three-level ladder: each level at its offset, once; a level with a
+/// `repeat` is reached again until a later level is; a level fired again
+/// (a restart re-delivering a timer already committed) does nothing.
+#[test]
+fn a_ladder_reaches_each_level_at_its_offset_once_and_repeats_until_the_next() {
+    use plangate_engine::Rung;
+    let mut policy = policy();
+    policy.ladder =
+        vec![Rung { after_ms: 10 * MIN as u64, repeat_ms: Some(5 * MIN as u64) }, Rung::once(30 * MIN as u64), Rung::once(50 * MIN as u64)];
+    let with = |now: i64| Ctx { now: Timestamp(now), random: [2; 16], timers: policy.clone(), approvals: ApprovalPolicy::default() };
+    let mut s = ok(&in_plan(), &Actor::Agent, propose_cmd(plan()), &with(T0)).state;
+    let level = |s: &State, n: u8| latest(s).timers.iter().filter(|t| t.kind == TimerKind::Level(n)).cloned().collect::<Vec<_>>();
+    let dues: Vec<i64> = (1..=3).map(|n| level(&s, n)[0].due.0 - T0).collect();
+    assert_eq!(dues, vec![10 * MIN, 30 * MIN, 50 * MIN]);
+    let mut reached = Vec::new();
+    for _ in 0..8 {
+        let Some(next) = latest(&s).timers.iter().filter(|t| matches!(t.kind, TimerKind::Level(_))).min().cloned() else { break };
+        let t = ok(&s, &Actor::Scheduler, Command::TimerFired(next.clone()), &with(next.due.0));
+        for e in &t.effects {
+            if let Effect::Escalate { level, round, .. } = e {
+                reached.push((next.due.0 - T0, *level, *round));
+            }
+        }
+        // The same timer again (as after a crash before the job ran): nothing.
+        assert!(!ok(&t.state, &Actor::Scheduler, Command::TimerFired(next.clone()), &with(next.due.0 + 1)).changed);
+        s = t.state;
+    }
+    assert_eq!(reached, vec![(10 * MIN, 1, 0), (15 * MIN, 1, 1), (20 * MIN, 1, 2), (25 * MIN, 1, 3), (30 * MIN, 2, 0), (50 * MIN, 3, 0)]);
+    assert_eq!(latest(&s).escalated, 3);
+    assert!(latest(&s).timers.iter().all(|t| !matches!(t.kind, TimerKind::Level(_))), "no repeat of level 1 after level 2");
+}
+
+/// A timer stored before the ladder (`escalate`) fires as level 1, once.
+#[test]
+fn a_stored_escalate_timer_fires_as_level_one() {
+    let mut policy = policy();
+    policy.ladder = vec![plangate_engine::Rung::once(30 * MIN as u64)];
+    let c = Ctx { now: Timestamp(T0), random: [4; 16], timers: policy.clone(), approvals: ApprovalPolicy::default() };
+    let mut s = ok(&in_plan(), &Actor::Agent, propose_cmd(plan()), &c).state;
+    // As an older plangate stored it.
+    let p = s.latest.as_mut().unwrap();
+    p.timers.retain(|t| t.kind != TimerKind::Level(1));
+    let old = Timer { due: Timestamp(T0 + 30 * MIN), session: p.session.clone(), approval_id: p.approval_id, kind: TimerKind::Escalate };
+    p.timers.push(old.clone());
+    let at = Ctx { now: Timestamp(T0 + 30 * MIN), ..c };
+    let t = ok(&s, &Actor::Scheduler, Command::TimerFired(old.clone()), &at);
+    assert_eq!(t.effects, vec![Effect::Escalate { approval_id: latest(&s).approval_id, level: 1, round: 0 }]);
+    assert_eq!(latest(&t.state).escalated, 1);
+    assert!(!ok(&t.state, &Actor::Scheduler, Command::TimerFired(old), &at).changed);
+}
+
+/// A claim moves the ladder's levels due before it runs out to its end:
+/// the ladder resumes where it stood.
+#[test]
+fn a_claim_holds_the_ladder_back_until_it_runs_out() {
+    use plangate_engine::Rung;
+    let mut policy = policy();
+    policy.ladder = vec![Rung::once(10 * MIN as u64), Rung::once(120 * MIN as u64)];
+    policy.claim_timeout_ms = 30 * MIN as u64;
+    let with = |now: i64| Ctx { now: Timestamp(now), random: [3; 16], timers: policy.clone(), approvals: ApprovalPolicy::default() };
+    let s = ok(&in_plan(), &Actor::Agent, propose_cmd(plan()), &with(T0)).state;
+    let id = latest(&s).approval_id;
+    let claimed = ok(&s, &alice(), Command::Claim { approval_id: id }, &with(T0 + 5 * MIN)).state;
+    let first = latest(&claimed).timers.iter().find(|t| t.kind == TimerKind::Level(1)).cloned().unwrap();
+    assert_eq!(first.due.0, T0 + 35 * MIN, "moved to the claim's end");
+    let second = latest(&claimed).timers.iter().find(|t| t.kind == TimerKind::Level(2)).cloned().unwrap();
+    assert_eq!(second.due.0, T0 + 120 * MIN, "a level after the claim stays");
 }
 
 // ------------------------------------------------------ the gate's scope

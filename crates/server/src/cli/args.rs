@@ -150,6 +150,9 @@ pub enum Cmd {
     /// The operator's routing policy: `show` it merged, `test` a candidate against the recorded audit, `suggest` rules.
     #[command(subcommand)]
     Policy(crate::cli::policy::PolicyCmd),
+    /// The escalation ladder: `ladder show APPROVAL` prints who is reached when.
+    #[command(subcommand)]
+    Ladder(LadderCmd),
     /// Write a consistent snapshot of a running server (store and plan documents) to FILE.
     Backup {
         /// Where to write it (written beside as FILE.partial, then renamed).
@@ -213,6 +216,19 @@ pub enum Cmd {
         /// (docs/AGENTS.md).
         #[arg(long, env = "PLANGATE_CHANNEL")]
         channel: bool,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum LadderCmd {
+    /// Per level of the approval's ladder: when it is (or was) reached, and who is reached then
+    /// (destinations, people, whoever the schedules say is on call; quiet hours and delegates applied).
+    Show {
+        approval_id: String,
+        #[arg(long, env = "PLANGATE_OPERATOR_TOKEN", hide_env_values = true)]
+        operator_token: String,
+        #[command(flatten)]
+        remote: Remote,
     },
 }
 

@@ -24,6 +24,15 @@ pub async fn prune(url: &str, operator_token: String, dry_run: bool) -> Result<i
     Ok(0)
 }
 
+/// `plangate ladder show APPROVAL`: who the approval's escalation ladder
+/// reaches when (the server reads the schedules).
+pub async fn ladder_show(url: &str, operator_token: String, approval: &str) -> Result<i32> {
+    let client = Client::new(url, Some(operator_token))?;
+    let r = client.ok(reqwest::Method::GET, &format!("/v1/operator/approvals/{approval}/ladder"), None).await?;
+    print!("{}", r["text"].as_str().unwrap_or_default());
+    Ok(0)
+}
+
 /// `plangate restore FILE --data-dir DIR`: a backup into a new or empty data dir.
 pub fn restore(file: &Path, data_dir: &Path) -> Result<i32> {
     let stats = crate::ops::backup::restore(file, data_dir)?;

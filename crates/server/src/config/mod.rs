@@ -16,6 +16,7 @@ use std::time::Duration;
 use thiserror::Error;
 
 mod checks;
+pub mod ladder;
 mod schema;
 mod secrets;
 #[cfg(test)]
@@ -66,8 +67,14 @@ pub struct Settings {
     pub bind: SocketAddr,
     pub data_dir: PathBuf,
     pub policies: BTreeMap<String, TimerPolicy>,
-    /// Per agent: the escalation destinations (names).
+    /// Per agent: the escalation destinations (names, of every level of its ladder).
     pub escalations: BTreeMap<String, Vec<String>>,
+    /// Per agent: its escalation ladder's levels ([`ladder`]).
+    pub ladders: BTreeMap<String, Vec<ladder::Level>>,
+    /// `[schedules.*]`, checked.
+    pub schedules: BTreeMap<String, ladder::OnCall>,
+    /// `[people.*]`, checked.
+    pub people: BTreeMap<String, ladder::Person>,
     /// Per agent: the approval rules of its proposals.
     pub approval_policies: BTreeMap<String, ApprovalPolicy>,
     /// The effective routing policy: `[policy]` and, for a config file,
@@ -248,6 +255,9 @@ impl Settings {
         }
         let mut policies = BTreeMap::new();
         let mut escalations = BTreeMap::new();
+        let mut ladders = BTreeMap::new();
+        let schedules = ladder::schedules(&raw, &mut problem);
+        let people = ladder::people(&raw, &mut problem);
         let default_policy = raw.approvals.policy("approvals").map_err(&mut problem).unwrap_or_default();
         for (id, agent) in &raw.agents {
             let (policy, approvals, key) = match &agent.approvals {
@@ -258,16 +268,15 @@ impl Settings {
                 }
                 None => (default_policy.clone(), raw.approvals.clone(), "approvals".to_string()),
             };
-            for d in &approvals.escalate_to {
-                if !raw.destinations.contains_key(d) {
-                    problem(invalid(
-                        format!("{key}.escalate_to"),
-                        format!("names {d:?}, which is not a [destinations.{d}] section; add the section or remove the name"),
-                    ));
-                }
-            }
+            let nudges_ms: Vec<u64> = policy.nudges_ms.clone();
+            let levels = ladder::levels(&approvals, &key, &nudges_ms, policy.timeout_ms).unwrap_or_default();
+            ladder::check_levels(&raw, id, &key, &approvals, &levels, &mut problem);
+            let mut reached: Vec<String> = levels.iter().flat_map(|l| l.destinations.iter().cloned()).collect();
+            reached.sort();
+            reached.dedup();
             policies.insert(id.clone(), policy);
-            escalations.insert(id.clone(), approvals.escalate_to.clone());
+            escalations.insert(id.clone(), reached);
+            ladders.insert(id.clone(), levels);
         }
         for (name, ns) in &raw.namespaces {
             let key = format!("namespaces.{name}");
@@ -292,7 +301,7 @@ impl Settings {
             (0, Some(bind)) => {
                 let mut raw = raw;
                 raw.server.data_dir = data_dir.clone();
-                Ok(Settings { data_dir, bind, policies, escalations, approval_policies, policy, raw })
+                Ok(Settings { data_dir, bind, policies, escalations, ladders, schedules, people, approval_policies, policy, raw })
             }
             (1, _) => Err(problems.remove(0)),
             _ => Err(ConfigError::Several(problems)),

@@ -34,6 +34,14 @@ pub struct Config {
     /// unless the section is there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub email: Option<EmailConfig>,
+    /// On-call schedules the escalation ladder's levels name
+    /// (`[schedules.<name>]`, [`super::ladder`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub schedules: BTreeMap<String, super::ladder::ScheduleConfig>,
+    /// How a person is reached (`[people."telegram:111"]`): address, quiet
+    /// hours, out of office.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub people: BTreeMap<String, super::ladder::PersonConfig>,
     /// Raw channel sections, handed to each adapter's own config type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telegram: Option<serde_json::Value>,
@@ -224,9 +232,14 @@ pub struct ApprovalsConfig {
     pub nudges: Vec<String>,
     #[serde(default = "default_timeout")]
     pub timeout: String,
-    /// Destinations that get the card when the last nudge found nobody.
+    /// Destinations that get the card when the last nudge found nobody:
+    /// a one-level [`ApprovalsConfig::ladder`] at the last nudge.
     #[serde(default)]
     pub escalate_to: Vec<String>,
+    /// The escalation ladder (`[[approvals.ladder]]`): levels reached in
+    /// turn while the plan waits. Not together with `escalate_to`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ladder: Vec<super::ladder::LevelConfig>,
     /// How long an open subagent run may go unheard of (no close, no
     /// heartbeat) before it expires and stops blocking approval; or "off".
     #[serde(default = "default_subagent_expiry")]
@@ -281,6 +294,7 @@ impl Default for ApprovalsConfig {
             nudges: default_nudges(),
             timeout: default_timeout(),
             escalate_to: Vec::new(),
+            ladder: Vec::new(),
             subagent_expiry: default_subagent_expiry(),
             claim_timeout: default_claim_timeout(),
             required: None,
@@ -315,13 +329,7 @@ impl ApprovalsConfig {
                 ));
             }
         }
-        let escalate_ms = match (self.escalate_to.is_empty(), nudges_ms.last()) {
-            (true, _) => None,
-            (false, Some(last)) => Some(*last),
-            (false, None) => {
-                return Err(invalid(format!("{key}.escalate_to"), "escalation follows the last nudge; configure at least one nudge"))
-            }
-        };
+        let ladder = super::ladder::rungs(&super::ladder::levels(self, key, &nudges_ms, timeout_ms)?);
         let subagent_expiry_ms = match self.subagent_expiry.trim() {
             "off" => None,
             t => match parse(format!("{key}.subagent_expiry"), t)? {
@@ -333,7 +341,7 @@ impl ApprovalsConfig {
             0 => return Err(invalid(format!("{key}.claim_timeout"), "must be longer than 0")),
             ms => ms,
         };
-        Ok(TimerPolicy { nudges_ms, timeout_ms, escalate_ms, subagent_expiry_ms, claim_timeout_ms })
+        Ok(TimerPolicy { nudges_ms, timeout_ms, ladder, subagent_expiry_ms, claim_timeout_ms })
     }
 }
 
@@ -350,6 +358,10 @@ pub struct ApprovalsOverride {
     pub timeout: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub escalate_to: Option<Vec<String>>,
+    /// The agent's own ladder; set (even to `[]`), it replaces both the
+    /// global `ladder` and `escalate_to`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ladder: Option<Vec<super::ladder::LevelConfig>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subagent_expiry: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -374,7 +386,18 @@ impl ApprovalsOverride {
         ApprovalsConfig {
             nudges: self.nudges.clone().unwrap_or_else(|| base.nudges.clone()),
             timeout: self.timeout.clone().unwrap_or_else(|| base.timeout.clone()),
-            escalate_to: self.escalate_to.clone().unwrap_or_else(|| base.escalate_to.clone()),
+            // An agent's own ladder or escalate_to replaces both of the base:
+            // one way of escalating per agent.
+            escalate_to: match (&self.escalate_to, &self.ladder) {
+                (Some(e), _) => e.clone(),
+                (None, Some(_)) => Vec::new(),
+                (None, None) => base.escalate_to.clone(),
+            },
+            ladder: match (&self.ladder, &self.escalate_to) {
+                (Some(l), _) => l.clone(),
+                (None, Some(_)) => Vec::new(),
+                (None, None) => base.ladder.clone(),
+            },
             subagent_expiry: self.subagent_expiry.clone().unwrap_or_else(|| base.subagent_expiry.clone()),
             claim_timeout: self.claim_timeout.clone().unwrap_or_else(|| base.claim_timeout.clone()),
             required: self.required.max(base.required),

@@ -174,12 +174,12 @@ fn agent_approvals_inherit_the_keys_they_do_not_set() {
     let a = s.timer_policy("a");
     assert_eq!(a.nudges_ms, vec![300_000, 1_200_000]);
     assert_eq!(a.timeout_ms, Some(7_200_000), "timeout inherited");
-    assert_eq!(a.escalate_ms, Some(1_200_000), "escalation inherited, after a's own last nudge");
+    assert_eq!(a.ladder, vec![plangate_engine::Rung::once(1_200_000)], "escalation inherited, after a's own last nudge");
     assert_eq!(s.escalations["a"], vec!["leads".to_string()]);
     // Setting a key to empty is an override too.
     let b = s.timer_policy("b");
     assert_eq!(b.nudges_ms, vec![600_000]);
-    assert_eq!(b.escalate_ms, None);
+    assert!(b.ladder.is_empty());
     assert!(s.escalations["b"].is_empty());
     // An inherited key is validated against the agent's own keys: a
     // timeout inherited from [approvals] before the agent's nudge fails,
@@ -416,4 +416,91 @@ fn email_is_off_by_default_and_checked_whole_when_set() {
     let s = parse(&with_password).unwrap();
     assert_eq!(s.masked()["email"]["smtp_password"], "********");
     assert!(!format!("{:?}", s.raw).contains("hunter2"));
+}
+
+const LADDER_BASE: &str = "[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n\
+    [telegram]\ntoken = \"1:real-bot-token\"\n\
+    [destinations.team]\nchannel = \"telegram\"\nchat = \"-1\"\napprovers = [\"telegram:1\"]\n\
+    [destinations.leads]\nchannel = \"telegram\"\nchat = \"-2\"\n\
+    [agents.a]\ntoken = \"0123456789abcdef-a\"\ndestinations = [\"team\"]\n\
+    [schedules.primary]\nkind = \"rota\"\npeople = [\"telegram:7\", \"ops@example.com\"]\ntime_zone = \"Europe/Berlin\"\nstart = \"2026-12-07T09:00\"\n\
+    [people.\"telegram:7\"]\nemail = \"seven@example.com\"\ntime_zone = \"America/New_York\"\nquiet_hours = \"22:00-07:00\"\n";
+
+/// A three-level ladder loads: its levels in order, each level's targets,
+/// the destinations of every level in the approver index's escalations.
+#[test]
+fn a_ladder_loads_with_its_levels_in_order() {
+    let toml = format!(
+        "{LADDER_BASE}[approvals]\nnudges = [\"5m\"]\ntimeout = \"2h\"\n\
+         [[approvals.ladder]]\nafter = \"10m\"\ndestinations = [\"leads\"]\nrepeat = \"5m\"\n\
+         [[approvals.ladder]]\nafter = \"30m\"\nschedules = [\"primary\"]\n\
+         [[approvals.ladder]]\nafter = \"1h\"\nemails = [\"cto@example.com\"]\napprovers = [\"telegram:9\"]\n"
+    );
+    let s = parse(&toml).unwrap();
+    let p = s.timer_policy("a");
+    assert_eq!(
+        p.ladder,
+        vec![
+            plangate_engine::Rung { after_ms: 600_000, repeat_ms: Some(300_000) },
+            plangate_engine::Rung::once(1_800_000),
+            plangate_engine::Rung::once(3_600_000)
+        ]
+    );
+    assert_eq!(s.ladders["a"][1].schedules, vec!["primary".to_string()]);
+    assert_eq!(s.escalations["a"], vec!["leads".to_string()]);
+    assert!(s.people["telegram:7"].quiet.is_some());
+}
+
+/// Each mistake names its key and what to write instead.
+#[test]
+fn ladder_mistakes_name_the_key_and_the_fix() {
+    let cases: &[(&str, &str, &str)] = &[
+        ("[[approvals.ladder]]\nafter = \"30m\"\ndestinations = [\"leads\"]\n[[approvals.ladder]]\nafter = \"10m\"\ndestinations = [\"leads\"]\n", "approvals.ladder[1].after", "order the levels"),
+        ("[[approvals.ladder]]\nafter = \"10m\"\n", "approvals.ladder[0]", "reaches nobody"),
+        ("[[approvals.ladder]]\nafter = \"3h\"\ndestinations = [\"leads\"]\n", "approvals.ladder[0].after", "timeout"),
+        ("[[approvals.ladder]]\nafter = \"soon\"\ndestinations = [\"leads\"]\n", "approvals.ladder[0].after", "duration like"),
+        ("[[approvals.ladder]]\nafter = \"10m\"\nrepeat = \"0s\"\ndestinations = [\"leads\"]\n", "approvals.ladder[0].repeat", "leave it out"),
+        ("[[approvals.ladder]]\nafter = \"10m\"\ndestinations = [\"nowhere\"]\n", "approvals.ladder[0].destinations", "[destinations.nowhere]"),
+        ("[[approvals.ladder]]\nafter = \"10m\"\nschedules = [\"nope\"]\n", "approvals.ladder[0].schedules", "[schedules.nope]"),
+        ("[[approvals.ladder]]\nafter = \"10m\"\nemails = [\"not mail\"]\n", "approvals.ladder[0].emails", "not an email address"),
+        ("[[approvals.ladder]]\nafter = \"10m\"\napprovers = [\"alice\"]\n", "approvals.ladder[0].approvers", "telegram:111"),
+        ("escalate_to = [\"leads\"]\n[[approvals.ladder]]\nafter = \"10m\"\ndestinations = [\"leads\"]\n", "approvals.ladder", "keep one"),
+    ];
+    for (ladder, key, fix) in cases {
+        refused(&format!("{LADDER_BASE}[approvals]\nnudges = [\"5m\"]\ntimeout = \"2h\"\n{ladder}"), key, fix);
+    }
+    let schedules: &[(&str, &str, &str)] = &[
+        ("kind = \"cron\"", "schedules.s.kind", "\"rota\", \"ical\""),
+        (
+            "kind = \"rota\"\npeople = [\"telegram:1\"]\nstart = \"2026-12-07T09:00\"\ntime_zone = \"Berlin\"",
+            "schedules.s.time_zone",
+            "Europe/Berlin",
+        ),
+        ("kind = \"rota\"\npeople = [\"telegram:1\"]", "schedules.s.start", "2026-12-07T09:00"),
+        ("kind = \"ical\"\nurl = \"http://calendar.example.com/x.ics\"", "schedules.s.url", "https://"),
+        ("kind = \"ical\"\nurl = \"https://c.example.com/x.ics\"\ntimeout = \"0s\"", "schedules.s.timeout", "longer than 0"),
+        ("kind = \"pagerduty\"\nschedule_id = \"P1\"", "schedules.s.token", "PLANGATE__SCHEDULES__S__TOKEN"),
+        ("kind = \"opsgenie\"\ntoken = \"t\"", "schedules.s.schedule_id", "schedule's id"),
+    ];
+    for (body, key, fix) in schedules {
+        refused(&format!("{LADDER_BASE}[schedules.s]\n{body}\n"), key, fix);
+    }
+    let people: &[(&str, &str, &str)] = &[
+        ("quiet_hours = \"night\"", "quiet_hours", "22:00-07:00"),
+        ("away_from = \"2026-12-20\"", "away_from", "away_until"),
+        ("time_zone = \"Nowhere\"\nquiet_hours = \"22:00-07:00\"", "quiet_hours", "IANA"),
+    ];
+    for (body, key, fix) in people {
+        refused(&format!("{LADDER_BASE}[people.\"telegram:5\"]\n{body}\n"), &format!("people.\"telegram:5\".{key}"), fix);
+    }
+    // A schedule with nobody to fall back to: the agent has no approvers.
+    let lonely = LADDER_BASE.replace("approvers = [\"telegram:1\"]\n", "");
+    let toml = format!("{lonely}[approvals]\nnudges = [\"5m\"]\n[[approvals.ladder]]\nafter = \"10m\"\nschedules = [\"primary\"]\n");
+    refused(&toml, "schedules.primary.fallback", "list who to reach");
+}
+
+/// `toml` is refused, naming `key` and saying `fix`.
+fn refused(toml: &str, key: &str, fix: &str) {
+    let err = parse(toml).unwrap_err().to_string();
+    assert!(err.contains(&format!("`{key}`")) && err.contains(fix), "{key}: {err}");
 }

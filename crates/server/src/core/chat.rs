@@ -256,35 +256,6 @@ impl Core {
         lease + lease / 3 + std::time::Duration::from_secs(60)
     }
 
-    /// Post the card to the escalation destinations; their deliveries are
-    /// recorded like any other, so later decisions edit them too.
-    pub(super) async fn escalate(&self, id: ApprovalId) {
-        let Some((p, state)) = self.proposal_and_state(id, None).await else { return };
-        if p.status != DecisionStatus::Pending {
-            return;
-        }
-        let mut view = self.card_of(&p, &state, self.now());
-        let waited = plangate_engine::ids::humanize_ms(self.now().0 - p.created_at.0);
-        view.context = format!("⚠ escalated: no decision after {waited} · {}", view.context);
-        let document = Self::document_of(&p);
-        let posted = self.blocking(move |s| s.deliveries(&id)).await.unwrap_or_default();
-        for dest in self.escalation_destinations(&p.session.agent, p.project.as_ref()) {
-            if posted.iter().any(|delivered| delivered.destination == dest.name) {
-                continue; // resumed after a crash: already escalated there
-            }
-            let Some(channel) = self.adapters.channel(&dest.channel) else { continue };
-            let (dest, _opening) = self.threads.in_session_thread(dest, &p).await;
-            match channel.post_card(&dest, &view, &document).await {
-                Ok(delivery) => {
-                    self.threads.remember_thread(&dest, &p.session, &delivery).await;
-                    let _ = self.blocking(move |s| s.add_delivery(&id, &delivery)).await;
-                    self.audit(&p.session, "plangate", "card_escalated", Some((id, p.version)), dest.name.clone()).await;
-                }
-                Err(e) => warn!(destination = %dest.name, error = %e, "escalation not delivered"),
-            }
-        }
-    }
-
     pub(super) async fn post_question(&self, id: ApprovalId) {
         let Ok(Some(q)) = self.blocking(move |s| s.question(&id)).await else { return };
         let posted = self.blocking(move |s| s.question_deliveries(&id)).await.unwrap_or_default();

@@ -32,6 +32,8 @@ pub(in crate::core) enum Mailing {
     /// Its n-th reminder.
     Reminder(u8),
     /// It waited too long: to the escalation destinations' approvers.
+    /// Only in jobs queued before the ladder; a ladder level mails its own
+    /// people (`core::ladder`).
     Escalated,
 }
 
@@ -41,7 +43,6 @@ impl Mailing {
         match effect {
             Effect::PostCards { approval_id } => Some((*approval_id, Mailing::Proposed)),
             Effect::Nudge { approval_id, number } => Some((*approval_id, Mailing::Reminder(*number))),
-            Effect::Escalate { approval_id } => Some((*approval_id, Mailing::Escalated)),
             _ => None,
         }
     }
@@ -131,7 +132,7 @@ impl Core {
 
     /// One fresh link per action for `approver` on `p`: the tokens, whose
     /// hashes (only) are now in the store.
-    async fn mint_links(&self, p: &Proposal, approver: &str) -> Result<Vec<(Action, Token)>, StoreError> {
+    pub(super) async fn mint_links(&self, p: &Proposal, approver: &str) -> Result<Vec<(Action, Token)>, StoreError> {
         let minted: Vec<(Action, Token)> = Action::ALL.iter().map(|action| (*action, Token::from_random(rand::random()))).collect();
         let records: Vec<(String, String)> = minted
             .iter()

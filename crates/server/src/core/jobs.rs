@@ -97,7 +97,7 @@ pub(super) fn jobs_of(t: &Transition, email: bool) -> Vec<(ApprovalId, Job)> {
             Effect::PostCards { approval_id } => (queue(approval_id), Job::PostCards(*approval_id)),
             Effect::UpdateCards { approval_id } => (queue(approval_id), Job::UpdateCards(*approval_id)),
             Effect::Nudge { approval_id, number } => (queue(approval_id), Job::Nudge(*approval_id, *number)),
-            Effect::Escalate { approval_id } => (queue(approval_id), Job::Escalate(*approval_id)),
+            Effect::Escalate { approval_id, level, round } => (queue(approval_id), Job::Level(*approval_id, *level, *round, 0)),
             Effect::PostQuestion { question_id } => (*question_id, Job::PostQuestion(*question_id)),
             Effect::UpdateQuestion { question_id } => (*question_id, Job::UpdateQuestion(*question_id)),
             Effect::WriteDocument { approval_id } => (queue(approval_id), Job::WriteDocument(*approval_id)),
@@ -281,7 +281,10 @@ pub(super) enum Job {
     PostCards(ApprovalId),
     UpdateCards(ApprovalId),
     Nudge(ApprovalId, u8),
+    /// Queued before the ladder: reach its level 1.
     Escalate(ApprovalId),
+    /// Reach a level of the escalation ladder (level, round, email attempts so far; `core::ladder`).
+    Level(ApprovalId, u8, u16, u8),
     AppendReceipt(ApprovalId, String),
     PostQuestion(ApprovalId),
     UpdateQuestion(ApprovalId),
@@ -602,7 +605,16 @@ impl Core {
                     return Ran::Later(Job::Nudge(id, n));
                 }
             }
-            Job::Escalate(id) => self.escalate(id).await,
+            Job::Escalate(id) => {
+                if let Some(again) = self.reach_level(id, 1, 0, 0).await {
+                    return Ran::Later(Job::Level(id, 1, 0, again));
+                }
+            }
+            Job::Level(id, level, round, attempts) => {
+                if let Some(again) = self.reach_level(id, level, round, attempts).await {
+                    return Ran::Later(Job::Level(id, level, round, again));
+                }
+            }
             Job::WriteDocument(id) => return Ran::Done(self.write_document(id, written).await.into_iter().collect()),
             Job::AppendReceipt(id, text) => return Ran::Done(self.append_receipt(id, text, written).await.into_iter().collect()),
             Job::PostQuestion(id) => self.post_question(id).await,

@@ -20,6 +20,7 @@ mod chat;
 mod decide;
 mod email;
 mod jobs;
+mod ladder;
 mod locks;
 mod roles;
 mod threads;

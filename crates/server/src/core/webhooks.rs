@@ -444,7 +444,7 @@ mod tests {
         let timers = TimerPolicy {
             nudges_ms: vec![],
             timeout_ms: Some(60_000),
-            escalate_ms: None,
+            ladder: Vec::new(),
             subagent_expiry_ms: None,
             ..TimerPolicy::default()
         };

@@ -70,6 +70,7 @@ pub fn router(core: Arc<Core>) -> Router {
         .route("/v1/approvals/{approval_id}", get(operator::approval))
         .route("/v1/approvals/{approval_id}/decision", post(operator::operator_decision))
         .route("/v1/approvals/{approval_id}/receipt", get(operator::receipt))
+        .route("/v1/operator/approvals/{approval_id}/ladder", get(operator::ladder))
         .route("/v1/audit", get(operator::audit))
         .route("/v1/operator/audit/export", get(audit::export))
         .route("/metrics", get(operator::metrics))

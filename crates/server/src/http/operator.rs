@@ -383,6 +383,17 @@ pub(super) struct PruneQuery {
     dry_run: Option<bool>,
 }
 
+/// `GET /v1/operator/approvals/<id>/ladder` (`plangate ladder show`): per
+/// level of the approval's escalation ladder, when and whom it reaches,
+/// as lines for people (`{"text": …}`). Schedules are read as the level
+/// would read them (a rota or feed for the level's moment, an on-call API
+/// for now).
+pub(super) async fn ladder(State(core): State<AppState>, _op: OperatorAuth, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    let id = parse_approval_id(&id)?;
+    let text = core.ladder_show(id).await.ok_or_else(|| ApiError::not_found("no such approval"))?;
+    Ok(Json(json!({ "text": text })))
+}
+
 /// `POST /v1/operator/prune?dry_run=true|false`: prune by `[retention]` now
 /// (`plangate prune`); a dry run reports what would go and removes nothing.
 pub(super) async fn prune(

@@ -24,6 +24,11 @@ fn routing(d: &crate::config::DestinationConfig) -> String {
     format!("{projects}; {threads}")
 }
 
+/// An offset as the config writes it (`10m`), for `config check` and `ladder show`.
+pub(crate) fn span(ms: u64) -> String {
+    humantime::format_duration(std::time::Duration::from_millis(ms)).to_string()
+}
+
 /// The explanation, one fact per line.
 pub fn explain(settings: &Settings, source: &str) -> String {
     let raw = &settings.raw;
@@ -69,6 +74,21 @@ pub fn explain(settings: &Settings, source: &str) -> String {
         let _ = writeln!(out, "  nudges {nudges} (from {})", from(own.is_some_and(|o| o.nudges.is_some())));
         let _ = writeln!(out, "  timeout {} (from {})", effective.timeout, from(own.is_some_and(|o| o.timeout.is_some())));
         let _ = writeln!(out, "  escalate_to {escalate} (from {})", from(own.is_some_and(|o| o.escalate_to.is_some())));
+        for (i, level) in settings.ladders.get(id).into_iter().flatten().enumerate() {
+            let mut targets: Vec<String> = level.destinations.iter().map(|d| format!("destination {d}")).collect();
+            targets.extend(level.approvers.iter().map(|a| format!("approver {a}")));
+            targets.extend(level.emails.iter().map(|e| format!("email {e}")));
+            targets.extend(level.schedules.iter().map(|s| format!("schedule {s}")));
+            let every = level.repeat_ms.map(|r| format!(", again every {}", span(r))).unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  ladder level {} at +{}{every}: {} (from {})",
+                i + 1,
+                span(level.after_ms),
+                targets.join(", "),
+                from(own.is_some_and(|o| o.ladder.is_some() || o.escalate_to.is_some()))
+            );
+        }
     }
     out
 }

@@ -38,6 +38,7 @@ pub(crate) fn timer_identity(t: &Timer) -> TimerIdentity<'_> {
         TimerKind::Escalate => (2, 0),
         TimerKind::AgentNudge(n) => (3, n),
         TimerKind::SubagentExpiry => (4, 0),
+        TimerKind::Level(n) => (5, n),
     };
     (t.due.0, &t.approval_id.0[..], kind, i16::from(n))
 }

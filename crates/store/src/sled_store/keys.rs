@@ -39,6 +39,7 @@ pub(crate) fn timer_key(timer: &Timer) -> Vec<u8> {
         TimerKind::Escalate => k.extend_from_slice(&[2, 0]),
         TimerKind::AgentNudge(n) => k.extend_from_slice(&[3, n]),
         TimerKind::SubagentExpiry => k.extend_from_slice(&[4, 0]),
+        TimerKind::Level(n) => k.extend_from_slice(&[5, n]),
     }
     k
 }

@@ -11,7 +11,8 @@
 //!   decision through `Core::decide`, the Telegram card edit, the audit.
 //!   In `browser_*`: headless Chromium loads the signed-in page, whose
 //!   `push.js` registers the real service worker (`/sw.js`; asserted
-//!   active); the push is delivered into that worker by Chromium itself
+//!   active), and Chromium's own installability check
+//!   (`Page.getInstallabilityErrors`) finds nothing missing; the push is delivered into that worker by Chromium itself
 //!   (DevTools Protocol `ServiceWorker.deliverPushMessage`, the DevTools
 //!   "Push" button), the worker fetches the card and shows the
 //!   notification (read back with `registration.getNotifications()`:
@@ -223,6 +224,13 @@ async fn push_reaches_the_approvers_device_opaquely_and_its_approve_decides() {
 async fn a_push_the_service_refused_is_retried_and_survives_kill_9() {
     let (fake, push) = (FakeTelegram::start().await, FakePush::start().await);
     let mut s = start(&fake).await;
+    let key = call(s.http.get(s.url("/push/key"))).await.1["public_key"].clone();
+    // The VAPID key was made on first start, readable by plangate alone.
+    let mode =
+        std::fs::metadata(s.data_path().join("vapid-key")).map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777);
+    if std::env::var("PLANGATE_TEST_BACKEND").as_deref() != Ok("postgres") {
+        assert_eq!(mode.ok(), Some(0o600));
+    }
     let alice = http_sign_in(&s, &sign_in_link(&fake, ALICE, "alice").await).await;
     let phone = push.device("alice-phone");
     assert_eq!(subscribe(&s, &alice, &phone).await.0, 201);
@@ -232,6 +240,7 @@ async fn a_push_the_service_refused_is_retried_and_survives_kill_9() {
     push.wait_for(WAIT, "the 500", |all| all.iter().find(|p| p.answered == 500).cloned()).await;
     s.kill9().await;
     s.restart().await;
+    assert_eq!(call(s.http.get(s.url("/push/key"))).await.1["public_key"], key, "the same VAPID key after the restart");
     let delivered =
         push.wait_for(WAIT, "the push delivered after the restart", |all| all.iter().find(|p| p.answered == 201).cloned()).await;
     assert_eq!(note_of(&delivered).len(), 64);
@@ -307,6 +316,10 @@ async fn browser_installs_the_worker_shows_the_push_and_approves_from_it() {
     assert!(manifest.headers()["content-security-policy"].to_str().unwrap_or_default().contains("manifest-src 'self'"));
     let manifest: Value = manifest.json().await.expect("json");
     assert_eq!(manifest["display"], "standalone");
+    // Chromium's own installability check of the page (manifest, icons,
+    // service worker): no errors means it offers "Install app".
+    let installable = b.issue_cmd(Cdp("Page.getInstallabilityErrors", json!({}))).await.expect("Page.getInstallabilityErrors");
+    assert_eq!(installable["installabilityErrors"], json!([]), "{installable}");
 
     // Subscribe through the page's own save(), with a subscription whose
     // endpoint is the fake (see the module doc).

@@ -30,7 +30,7 @@
 
 use super::kit::{audit, call, propose_id};
 use crate::telegram::{config, ALICE};
-use crate::web::{browser_sign_in, http_sign_in, sign_in_link, Driver, BOB};
+use crate::web::{browser_sign_in, http_sign_in, screenshot, sign_in_link, Driver, BOB};
 use plangate_testkit::push::{Device, FakePush, Pushed};
 use plangate_testkit::server::{eventually, ServerProcess};
 use plangate_testkit::telegram::FakeTelegram;
@@ -100,6 +100,9 @@ fn assert_opaque(p: &Pushed, public_key: &str) {
         assert!(!text.contains(secret), "the push carries no plan text ({secret:?}): {text}");
     }
     assert_eq!(p.headers.get("content-encoding").map(String::as_str), Some("aes128gcm"));
+    // The same size for every plan: the aes128gcm header (86 bytes), the
+    // 72-byte body, its delimiter and the 16-byte tag.
+    assert_eq!(p.body.len(), 175, "{text}");
 }
 
 #[tokio::test]
@@ -300,6 +303,7 @@ async fn browser_installs_the_worker_shows_the_push_and_approves_from_it() {
     let b = driver.browser(390, 844).await;
     browser_sign_in(&b, &s, &sign_in_link(&fake, ALICE, "alice").await).await;
 
+    screenshot(&b, "push-phone.png").await;
     // The page registered its service worker, and it is active.
     let state = run(
         &b,

@@ -262,7 +262,7 @@ pub(crate) async fn browser_sign_in(b: &fantoccini::Client, s: &ServerProcess, l
     plangate_testkit::server::eventually(WAIT, "signed in", || async { present(b, ".who strong").await }).await;
 }
 
-async fn screenshot(b: &fantoccini::Client, name: &str) {
+pub(crate) async fn screenshot(b: &fantoccini::Client, name: &str) {
     let Ok(dir) = std::env::var("PLANGATE_WEB_SCREENSHOTS") else { return };
     let png = b.screenshot().await.expect("screenshot");
     std::fs::write(std::path::Path::new(&dir).join(name), png).expect("write the screenshot");

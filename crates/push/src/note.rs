@@ -91,25 +91,39 @@ pub struct Offer {
 /// enough, no passkey is asked, and the plan declares no risk class. Any
 /// other plan opens the page, where its policy's steps are shown.
 pub fn one_tap(p: &Proposal) -> bool {
-    p.review.required <= 1 && !p.review.step_up && p.plan.allows.is_empty()
+    tap_decides(p.review.required, p.review.step_up, &p.plan.allows)
+}
+
+/// [`one_tap`] over the three things it reads.
+fn tap_decides<C>(required: u32, step_up: bool, classes: &[C]) -> bool {
+    required <= 1 && !step_up && classes.is_empty()
+}
+
+/// A few words on a plan's risk: its declared classes, a passkey, a quorum.
+fn risk_words<C: std::fmt::Display>(required: u32, step_up: bool, classes: &[C]) -> String {
+    let mut risk = Vec::new();
+    if !classes.is_empty() {
+        let classes: Vec<String> = classes.iter().map(ToString::to_string).collect();
+        risk.push(format!("declares {}", classes.join(", ")));
+    }
+    if step_up {
+        risk.push("passkey required".to_string());
+    }
+    if required > 1 {
+        risk.push(format!("{required} approvers needed"));
+    }
+    if risk.is_empty() {
+        "routine".to_string()
+    } else {
+        risk.join("; ")
+    }
 }
 
 /// The notification of `p` (at `url`).
 pub fn offer(p: &Proposal, url: String) -> Offer {
-    let mut risk = Vec::new();
-    if !p.plan.allows.is_empty() {
-        let classes: Vec<String> = p.plan.allows.iter().map(ToString::to_string).collect();
-        risk.push(format!("declares {}", classes.join(", ")));
-    }
-    if p.review.step_up {
-        risk.push("passkey required".to_string());
-    }
-    if p.review.required > 1 {
-        risk.push(format!("{} approvers needed", p.review.required));
-    }
-    let risk = if risk.is_empty() { "routine".to_string() } else { risk.join("; ") };
+    let (required, step_up, classes) = (p.review.required, p.review.step_up, &p.plan.allows);
     let actions = if one_tap(p) { vec!["approve", "request_changes", "open"] } else { vec!["open"] };
-    Offer { title: format!("{} v{}", p.plan.title, p.version), risk, actions, url }
+    Offer { title: format!("{} v{}", p.plan.title, p.version), risk: risk_words(required, step_up, classes), actions, url }
 }
 
 #[cfg(test)]
@@ -132,6 +146,17 @@ mod tests {
         let id = NoteId::from_random([4; 32]);
         let body: serde_json::Value = serde_json::from_slice(&id.body()).expect("json");
         assert_eq!(body, serde_json::json!({ "n": id.encode() }));
+    }
+
+    #[test]
+    fn only_a_plan_one_approver_decides_without_passkey_or_risk_class_takes_one_tap() {
+        let none: [&str; 0] = [];
+        assert!(tap_decides(1, false, &none));
+        assert_eq!(risk_words(1, false, &none), "routine");
+        assert!(!tap_decides(2, false, &none), "a quorum");
+        assert!(!tap_decides(1, true, &none), "a passkey step-up");
+        assert!(!tap_decides(1, false, &["db.drop"]), "a declared risk class");
+        assert_eq!(risk_words(3, true, &["db.drop", "git.rewrite"]), "declares db.drop, git.rewrite; passkey required; 3 approvers needed");
     }
 
     #[test]

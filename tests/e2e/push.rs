@@ -206,6 +206,14 @@ async fn push_reaches_the_approvers_device_opaquely_and_its_approve_decides() {
     assert_eq!(post_note(&s, &alice, &note_of(&p), "approve").await.0, 403);
     assert_eq!(status_of(&s, &risky).await, "pending");
 
+    // One's own subscription only can be removed.
+    let remove = |cookie: &str, device: &Device| {
+        s.http.delete(s.url("/push/subscription")).header("cookie", cookie).json(&json!({ "endpoint": device.endpoint }))
+    };
+    assert_eq!(call(remove(&bob, &phone)).await.0, 404, "Bob cannot remove Alice's device");
+    assert_eq!(call(remove(&bob, &bobs)).await.0, 200);
+    assert_eq!(call(remove(&bob, &bobs)).await.0, 404, "gone");
+
     // The push service says the subscription is gone (410): removed, audited,
     // never pushed to again.
     push.script("alice-phone", [410]);

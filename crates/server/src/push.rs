@@ -140,17 +140,21 @@ async fn unsubscribe(State(s): State<Arc<Shared>>, headers: HeaderMap, Json(body
         Err(answer) => return answer,
     };
     let key = plangate_push::subscription::store_key(body["endpoint"].as_str().unwrap_or_default());
+    let owner = who.clone();
     let removed = s
         .core
         .blocking(move |store| match store.cursor(&key)? {
-            Some(record) if Subscription::from_record(&record).is_some_and(|sub| sub.approver == who) => {
+            Some(record) if Subscription::from_record(&record).is_some_and(|sub| sub.approver == owner) => {
                 store.swap_cursor(&key, Some(&record), None)
             }
             _ => Ok(false),
         })
         .await;
     match removed {
-        Ok(true) => ok(StatusCode::OK, json!({ "removed": true })),
+        Ok(true) => {
+            record(&s.core, &who, "push_unsubscribed", format!("{who} removed a device's push subscription")).await;
+            ok(StatusCode::OK, json!({ "removed": true }))
+        }
         Ok(false) => refused(StatusCode::NOT_FOUND, "no subscription of yours with that endpoint"),
         Err(_) => refused(StatusCode::SERVICE_UNAVAILABLE, "plangate cannot record that right now; try again shortly"),
     }

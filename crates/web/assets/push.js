@@ -2,7 +2,8 @@
 // worker (/sw.js) on every page, so the page installs to a home screen;
 // for a signed-in person, "Notify this device" (#push-subscribe) asks for
 // notifications, subscribes with the server's VAPID key (GET /push/key)
-// and stores the subscription (POST /push/subscription). A page where
+// and stores the subscription (POST /push/subscription); a device that
+// subscribed before stores it again on every visit, renewing it. A page where
 // push is off (no [push] on the server: /push/key answers 404) shows no
 // button. Every text is set with textContent, never as HTML.
 (function () {
@@ -50,6 +51,14 @@
   }).then(function (d) {
     if (!d || !d.public_key) return;
     button.hidden = false;
+    // A device subscribed before renews its subscription (and its expiry)
+    // each time the page is opened on it.
+    if (Notification.permission === "granted") {
+      registered.then(function (registration) { return registration.pushManager.getSubscription(); })
+        .then(function (subscription) {
+          if (subscription) return save(subscription.toJSON()).then(function () { say("Notifications are on for this device."); });
+        }).catch(function () {});
+    }
     button.addEventListener("click", function () {
       say("Subscribing…");
       registered.then(function (registration) { return subscribe(registration, d.public_key); })

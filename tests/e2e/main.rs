@@ -40,6 +40,7 @@ mod patch_differential;
 mod permissions;
 mod permissions_slack_discord;
 mod projects;
+mod push;
 mod real_claude;
 mod real_claude_permissions;
 mod real_codex;

@@ -16,7 +16,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_plangate");
 /// What the test config says the page is at; links are rewritten to the
 /// server's real loopback address.
 pub(crate) const PUBLIC: &str = "http://plangate.test";
-const BOB: i64 = 222222;
+pub(crate) const BOB: i64 = 222222;
 const WAIT: Duration = Duration::from_secs(20);
 
 async fn start_web(fake: &FakeTelegram) -> ServerProcess {
@@ -47,7 +47,7 @@ async fn two_versions(s: &ServerProcess) -> String {
 }
 
 /// `user` sends `/plan web` in the group; the link the bot sent them privately.
-async fn sign_in_link(fake: &FakeTelegram, user: i64, name: &str) -> String {
+pub(crate) async fn sign_in_link(fake: &FakeTelegram, user: i64, name: &str) -> String {
     sign_in_link_from(fake, CHAT, user, name).await
 }
 
@@ -256,13 +256,13 @@ pub(crate) async fn present(b: &fantoccini::Client, css: &str) -> bool {
 }
 
 /// Sign `b` in with a personal link, as a person taps it.
-async fn browser_sign_in(b: &fantoccini::Client, s: &ServerProcess, link: &str) {
+pub(crate) async fn browser_sign_in(b: &fantoccini::Client, s: &ServerProcess, link: &str) {
     b.goto(&real(s, link)).await.expect("open the sign-in link");
     b.find(fantoccini::Locator::Id("signin")).await.expect("the sign-in button").click().await.expect("click");
     plangate_testkit::server::eventually(WAIT, "signed in", || async { present(b, ".who strong").await }).await;
 }
 
-async fn screenshot(b: &fantoccini::Client, name: &str) {
+pub(crate) async fn screenshot(b: &fantoccini::Client, name: &str) {
     let Ok(dir) = std::env::var("PLANGATE_WEB_SCREENSHOTS") else { return };
     let png = b.screenshot().await.expect("screenshot");
     std::fs::write(std::path::Path::new(&dir).join(name), png).expect("write the screenshot");

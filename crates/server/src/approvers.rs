@@ -70,6 +70,9 @@ pub enum Venue<'a> {
     /// sent to, held to what the page asks of them (an approver of any of
     /// the agent's destinations that takes the plan's project).
     Email,
+    /// A phone's notification (`[push]`): the person the push went to,
+    /// signed in on the page, held to what the page asks of them.
+    Push,
     /// The operator (HTTP API, CLI, the page's operator sign-in), who holds
     /// everything.
     Operator,
@@ -205,8 +208,10 @@ impl ApproverIndex {
     pub fn check(&self, agent: &str, project: Option<&Project>, who: &str, venue: Venue<'_>) -> Result<(), NotAllowed> {
         match venue {
             Venue::Operator => Ok(()),
-            Venue::Web | Venue::Email if self.places(agent).iter().any(|p| p.takes(project) && p.approvers.contains(who)) => Ok(()),
-            Venue::Web | Venue::Email => Err(NotAllowed::NotApprover),
+            Venue::Web | Venue::Email | Venue::Push if self.places(agent).iter().any(|p| p.takes(project) && p.approvers.contains(who)) => {
+                Ok(())
+            }
+            Venue::Web | Venue::Email | Venue::Push => Err(NotAllowed::NotApprover),
             Venue::Chat { channel, chat } => {
                 let mut here = self.places_in(agent, channel, chat).filter(|p| p.takes(project)).peekable();
                 if here.peek().is_none() {

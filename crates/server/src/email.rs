@@ -184,14 +184,18 @@ async fn use_link(State(core): State<Arc<Core>>, parts: Parts, Form(posted): For
     let heading = format!("{} v{}", proposal.plan.title, proposal.version);
     match core.decide(link.approval_id, actor, Venue::Email, decision, ExecMeta::default()).await {
         Ok(decided) => answer(StatusCode::OK, page::outcome(&heading, &decided.said())),
-        Err(why) => {
-            let status = match &why {
-                DecisionRefused::NotFound | DecisionRefused::Core(CoreError::NotFound(_)) => StatusCode::GONE,
-                DecisionRefused::NotAllowed(_) | DecisionRefused::Core(CoreError::Refused(Refusal::Forbidden(_))) => StatusCode::FORBIDDEN,
-                DecisionRefused::Core(CoreError::Storage(_)) => StatusCode::SERVICE_UNAVAILABLE,
-                DecisionRefused::Core(_) => StatusCode::CONFLICT,
-            };
-            refused(status, "Not decided", &why.to_string())
-        }
+        Err(why) => refused(refused_status(&why), "Not decided", &why.to_string()),
+    }
+}
+
+/// The status of a decision refused through a link (an email's, a push's
+/// note): the plan gone 410, not this person's 403, storage trouble 503,
+/// anything else (decided since, a quorum's rule) 409.
+pub(crate) fn refused_status(why: &DecisionRefused) -> StatusCode {
+    match why {
+        DecisionRefused::NotFound | DecisionRefused::Core(CoreError::NotFound(_)) => StatusCode::GONE,
+        DecisionRefused::NotAllowed(_) | DecisionRefused::Core(CoreError::Refused(Refusal::Forbidden(_))) => StatusCode::FORBIDDEN,
+        DecisionRefused::Core(CoreError::Storage(_)) => StatusCode::SERVICE_UNAVAILABLE,
+        DecisionRefused::Core(_) => StatusCode::CONFLICT,
     }
 }

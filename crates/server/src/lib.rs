@@ -31,6 +31,7 @@ pub mod hub;
 pub mod metrics;
 pub mod ops;
 pub mod pairing;
+pub mod push;
 pub mod replicas;
 pub mod scheduler;
 pub mod storage;

@@ -45,6 +45,8 @@ pub enum Surface {
     WebLink,
     /// An email's decision link (`GET /e/<token>`, `POST /e`).
     EmailLink,
+    /// A push's note id (`/push/n/<id>`, `crate::push`).
+    PushNote,
 }
 
 impl Surface {
@@ -54,6 +56,7 @@ impl Surface {
             Surface::WebOperator => "web_operator",
             Surface::WebLink => "web_link",
             Surface::EmailLink => "email_link",
+            Surface::PushNote => "push_note",
         }
     }
 }

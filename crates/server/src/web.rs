@@ -60,24 +60,33 @@ const MAX_READERS: usize = 10_000;
 /// core (cards, `/plan web`), the page state is returned for the router.
 pub fn start(core: &Arc<Core>) -> std::io::Result<Option<Arc<Web>>> {
     let Some(public_url) = core.settings.raw.server.public_url.clone() else { return Ok(None) };
-    let secret = if core.storage.store.shared() {
-        shared_secret(core.storage.store.clone())?
-    } else {
-        load_or_create_secret(&core.settings.data_dir)?
-    };
+    let secret = keep_secret(core, SECRET_CURSOR, SECRET_FILE)?;
     // The core's own clock (not the core: the core holds the links).
     let links = Arc::new(Links::with_clock(&public_url, &secret, core.clock()));
     core.set_web_links(links.clone());
     Ok(Some(Web::new(Arc::new(CoreBackend { core: core.clone(), reads: Default::default() }), links)))
 }
 
-/// The secret replicas share: the store's [`SECRET_CURSOR`], set to 32
-/// random bytes by whichever replica starts first (atomically, so replicas
-/// starting at once agree). Read on a thread of its own: `start` runs on the
-/// async runtime, where a blocking store call must not run on a worker.
-fn shared_secret(store: Arc<dyn Store>) -> std::io::Result<Vec<u8>> {
+/// A secret of 32 random bytes kept across restarts: the store's `cursor`
+/// when replicas share the store, else `data_dir/<file>` (the web secret;
+/// the VAPID key of `[push]`).
+pub(crate) fn keep_secret(core: &Core, cursor: &str, file: &str) -> std::io::Result<Vec<u8>> {
+    if core.storage.store.shared() {
+        shared_secret(core.storage.store.clone(), cursor)
+    } else {
+        load_or_create_secret(&core.settings.data_dir.join(file))
+    }
+}
+
+/// The secret replicas share: the store's `cursor` ([`SECRET_CURSOR`]),
+/// set to 32 random bytes by whichever replica starts first (atomically,
+/// so replicas starting at once agree). Read on a thread of its own:
+/// `start` runs on the async runtime, where a blocking store call must not
+/// run on a worker.
+fn shared_secret(store: Arc<dyn Store>, cursor: &str) -> std::io::Result<Vec<u8>> {
+    let key = cursor.to_string();
     let fresh = hex::encode(rand::random::<[u8; 32]>());
-    let text = std::thread::spawn(move || store.cursor_or_init(SECRET_CURSOR, &fresh))
+    let text = std::thread::spawn(move || store.cursor_or_init(&key, &fresh))
         .join()
         .map_err(|_| std::io::Error::other("reading the web secret from the store panicked"))?
         .map_err(|e| std::io::Error::other(format!("cannot read or create the web secret in the store: {e}")))?;
@@ -85,15 +94,14 @@ fn shared_secret(store: Arc<dyn Store>) -> std::io::Result<Vec<u8>> {
         Ok(secret) if secret.len() >= 16 => Ok(secret),
         _ => Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
-            format!("the store's {SECRET_CURSOR} cursor is not a hex secret of at least 16 bytes"),
+            format!("the store's {cursor} cursor is not a hex secret of at least 16 bytes"),
         )),
     }
 }
 
-/// 32 random bytes, created 0600 on first start.
-fn load_or_create_secret(data_dir: &Path) -> std::io::Result<Vec<u8>> {
-    let path = data_dir.join(SECRET_FILE);
-    match std::fs::read_to_string(&path) {
+/// 32 random bytes at `path`, created 0600 on first start.
+fn load_or_create_secret(path: &Path) -> std::io::Result<Vec<u8>> {
+    match std::fs::read_to_string(path) {
         Ok(text) => hex::decode(text.trim()).map_err(|e| {
             std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
@@ -106,7 +114,7 @@ fn load_or_create_secret(data_dir: &Path) -> std::io::Result<Vec<u8>> {
             options.write(true).create_new(true);
             #[cfg(unix)]
             std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-            std::io::Write::write_all(&mut options.open(&path)?, hex::encode(secret).as_bytes())?;
+            std::io::Write::write_all(&mut options.open(path)?, hex::encode(secret).as_bytes())?;
             Ok(secret.to_vec())
         }
         Err(e) => Err(e),
@@ -335,9 +343,9 @@ mod tests {
     fn the_shared_secret_is_created_once_and_read_back() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store: Arc<dyn Store> = Arc::new(SledStore::open(dir.path()).expect("open"));
-        let first = shared_secret(store.clone()).expect("created");
+        let first = shared_secret(store.clone(), SECRET_CURSOR).expect("created");
         assert_eq!(first.len(), 32);
-        assert_eq!(shared_secret(store.clone()).expect("read back"), first, "a second replica gets the same secret");
+        assert_eq!(shared_secret(store.clone(), SECRET_CURSOR).expect("read back"), first, "a second replica gets the same secret");
         assert_eq!(store.cursor(SECRET_CURSOR).expect("cursor"), Some(hex::encode(&first)));
         assert!(!dir.path().join(SECRET_FILE).exists(), "not in the data_dir's file");
     }
@@ -348,7 +356,7 @@ mod tests {
         let store: Arc<dyn Store> = Arc::new(SledStore::open(dir.path()).expect("open"));
         for garbled in ["not hex", "abcd"] {
             store.set_cursor(SECRET_CURSOR, garbled).expect("set");
-            let e = shared_secret(store.clone()).expect_err("refused");
+            let e = shared_secret(store.clone(), SECRET_CURSOR).expect_err("refused");
             assert!(e.to_string().contains(SECRET_CURSOR), "{e}");
         }
     }
@@ -356,7 +364,7 @@ mod tests {
     #[test]
     fn the_file_secret_survives_a_restart() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let first = load_or_create_secret(dir.path()).expect("created");
-        assert_eq!(load_or_create_secret(dir.path()).expect("read"), first);
+        let first = load_or_create_secret(&dir.path().join(SECRET_FILE)).expect("created");
+        assert_eq!(load_or_create_secret(&dir.path().join(SECRET_FILE)).expect("read"), first);
     }
 }

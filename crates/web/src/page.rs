@@ -18,6 +18,12 @@ use plangate_engine::{AuditEvent, DecisionStatus, Proposal, State, Step, Timesta
 pub const STYLE_PATH: &str = "/web/style.css";
 pub const SCRIPT_PATH: &str = "/web/live.js";
 pub const PASSKEY_SCRIPT_PATH: &str = "/web/passkey.js";
+/// The script that registers the service worker and subscribes to push.
+pub const PUSH_SCRIPT_PATH: &str = "/web/push.js";
+/// The service worker, at the root (it controls the paths under its own).
+pub const SERVICE_WORKER_PATH: &str = "/sw.js";
+/// The web app manifest: the page installs to a home screen.
+pub const MANIFEST_PATH: &str = "/manifest.webmanifest";
 
 /// Every page: phone-first, dark mode by `prefers-color-scheme` (in the
 /// stylesheet), no inline script or style (the CSP forbids them).
@@ -31,16 +37,26 @@ pub fn layout(title: &str, who: Option<&Identity>, csrf: Option<&str>, body: Mar
                 meta name="color-scheme" content="light dark";
                 meta name="referrer" content="no-referrer";
                 title { (title) " · plangate" }
+                meta name="theme-color" content="#1f4f8f";
+                link rel="manifest" href=(MANIFEST_PATH);
+                link rel="icon" href="/web/icon.svg" type="image/svg+xml";
+                link rel="apple-touch-icon" href="/web/icon-192.png";
                 link rel="stylesheet" href=(STYLE_PATH);
                 script src=(SCRIPT_PATH) defer {}
                 script src=(PASSKEY_SCRIPT_PATH) defer {}
+                script src=(PUSH_SCRIPT_PATH) defer {}
             }
             body {
                 header.top {
                     a.brand href="/" { "plangate" }
                     @if let Some(who) = who {
                         span.who { "Signed in as " strong { (who.label()) } }
-                        @if matches!(who, Identity::Person { .. }) { a.who href="/passkeys" { "Passkey" } }
+                        @if matches!(who, Identity::Person { .. }) {
+                            a.who href="/passkeys" { "Passkey" }
+                            // Shown by /web/push.js where the browser and the server do push.
+                            button.link #push-subscribe type="button" hidden { "Notify this device" }
+                            span.who #push-status {}
+                        }
                         @if let Some(csrf) = csrf {
                             form.inline method="post" action="/signout" {
                                 input type="hidden" name="csrf" value=(csrf);
@@ -531,9 +547,10 @@ mod tests {
             assert!(!page.contains(bad), "{bad} is live in the page");
         }
         // The only scripts are the embedded files; nothing inline.
-        assert_eq!(page.matches("<script").count(), 2);
+        assert_eq!(page.matches("<script").count(), 3);
         assert!(page.contains(&format!("<script src=\"{SCRIPT_PATH}\" defer></script>")));
         assert!(page.contains(&format!("<script src=\"{PASSKEY_SCRIPT_PATH}\" defer></script>")));
+        assert!(page.contains(&format!("<script src=\"{PUSH_SCRIPT_PATH}\" defer></script>")));
     }
 
     #[test]

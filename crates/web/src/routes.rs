@@ -19,7 +19,11 @@
 //! No handler keeps state between requests: a session is its signed cookie
 //! (checked with [`Web::session`]), so a load balancer may send each request
 //! of one browser to a different replica.
-//! * `GET /web/style.css`, `/web/live.js`: the embedded assets.
+//! * `GET /web/style.css`, `/web/live.js`, `/web/passkey.js`,
+//!   `/web/push.js`, the icons: the embedded assets; `GET /sw.js` (the
+//!   service worker, at the root so that it controls every page) and
+//!   `GET /manifest.webmanifest`: what makes the page installable. Web
+//!   Push's own routes (`/push/…`) are the server's (`plangate-push`).
 //!
 //! Every response carries a Content-Security-Policy without inline script,
 //! `no-referrer` (read tokens never leak to a linked site) and `no-store`.
@@ -45,8 +49,16 @@ use std::sync::Arc;
 const STYLE: &str = include_str!("../assets/style.css");
 const SCRIPT: &str = include_str!("../assets/live.js");
 const PASSKEY_SCRIPT: &str = include_str!("../assets/passkey.js");
+// The installable page (PWA): its manifest, service worker, icons and the
+// script that registers the worker and subscribes to Web Push.
+const PUSH_SCRIPT: &str = include_str!("../assets/push.js");
+const SERVICE_WORKER: &str = include_str!("../assets/sw.js");
+const MANIFEST: &str = include_str!("../assets/manifest.webmanifest");
+const ICON_SVG: &str = include_str!("../assets/icon.svg");
+const ICON_192: &[u8] = include_bytes!("../assets/icon-192.png");
+const ICON_512: &[u8] = include_bytes!("../assets/icon-512.png");
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; \
-                   form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+                   manifest-src 'self'; worker-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 /// How many decided approvals the inbox lists.
 const DECIDED_SHOWN: usize = 50;
 
@@ -77,6 +89,13 @@ pub fn router(web: Arc<Web>) -> Router {
         .route(page::STYLE_PATH, get(|| async { asset("text/css; charset=utf-8", STYLE) }))
         .route(page::SCRIPT_PATH, get(|| async { asset("text/javascript; charset=utf-8", SCRIPT) }))
         .route(page::PASSKEY_SCRIPT_PATH, get(|| async { asset("text/javascript; charset=utf-8", PASSKEY_SCRIPT) }))
+        .route(page::PUSH_SCRIPT_PATH, get(|| async { asset("text/javascript; charset=utf-8", PUSH_SCRIPT) }))
+        // At the root: a service worker controls only the paths under its own.
+        .route(page::SERVICE_WORKER_PATH, get(|| async { asset("text/javascript; charset=utf-8", SERVICE_WORKER) }))
+        .route(page::MANIFEST_PATH, get(|| async { asset("application/manifest+json", MANIFEST) }))
+        .route("/web/icon.svg", get(|| async { asset("image/svg+xml", ICON_SVG) }))
+        .route("/web/icon-192.png", get(|| async { asset("image/png", ICON_192) }))
+        .route("/web/icon-512.png", get(|| async { asset("image/png", ICON_512) }))
         .layer(axum::middleware::from_fn_with_state(web.clone(), same_origin_posts))
         .layer(axum::middleware::map_response(security_headers))
         .with_state(web)
@@ -145,7 +164,7 @@ async fn security_headers(mut response: Response) -> Response {
     response
 }
 
-fn asset(content_type: &'static str, body: &'static str) -> Response {
+fn asset<B: IntoResponse>(content_type: &'static str, body: B) -> Response {
     ([(header::CONTENT_TYPE, content_type), (header::CACHE_CONTROL, "no-cache")], body).into_response()
 }
 

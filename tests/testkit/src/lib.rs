@@ -13,6 +13,9 @@
 //!   never).
 //! * [`smtp`]: a loopback SMTP server that captures every message, and
 //!   reads their MIME parts back.
+//! * [`push`]: a loopback Web Push service that verifies each push's VAPID
+//!   JWT and decrypts its body with the test device's keys, answering
+//!   201, 404, 410, 429, 500 on demand.
 //! * [`limits`]: the platforms' send limits, which a fake enforces (429s
 //!   included) once told to.
 //! * [`pg`]: a fresh schema per test on the machine's PostgreSQL, its
@@ -40,6 +43,7 @@ pub mod hook_recorder;
 pub mod limits;
 pub mod passkey;
 pub mod pg;
+pub mod push;
 pub mod scripted;
 pub mod server;
 pub mod skip;

@@ -65,6 +65,10 @@ async fn run(config: Option<PathBuf>) -> Result<()> {
         app = crate::http::with_test_clock(app, core.clone(), turned);
     }
     if let Some(web) = crate::web::start(&core).context("cannot start the web page")? {
+        if core.settings.raw.push.is_some() {
+            crate::push::start(&core).context("cannot read or create the VAPID key of [push]")?;
+            app = crate::http::with_push(app, core.clone(), web.clone());
+        }
         app = crate::http::with_web(app, web);
     }
     if core.mailer.is_some() {

@@ -250,3 +250,27 @@ pub(super) fn check_email(email: &EmailConfig, server: &ServerConfig) -> Vec<Con
     }
     problems
 }
+
+/// Every problem of `[push]`: the page it needs, a contact the push
+/// services accept, endpoint hosts that are host names.
+pub(super) fn check_push(push: &PushConfig, server: &ServerConfig) -> Vec<ConfigError> {
+    let mut problems = Vec::new();
+    if server.public_url.is_none() {
+        problems.push(invalid("push", "push needs the plan page: set server.public_url"));
+    }
+    if !(push.subject.starts_with("mailto:") || push.subject.starts_with("https://")) {
+        problems.push(invalid(
+            "push.subject",
+            format!("{:?} is no contact; write \"mailto:ops@example.com\" or an https:// URL", push.subject),
+        ));
+    }
+    if push.endpoint_hosts.is_empty() {
+        problems.push(invalid("push.endpoint_hosts", "list at least one push service host (omit the key for the browsers' own)"));
+    }
+    for host in &push.endpoint_hosts {
+        if host.trim().is_empty() || host.contains(['/', ':', '@', ' ']) {
+            problems.push(invalid("push.endpoint_hosts", format!("{host:?} is not a host name (write \"fcm.googleapis.com\")")));
+        }
+    }
+    problems
+}

@@ -212,6 +212,9 @@ impl Settings {
         if let Some(email) = &raw.email {
             check_email(email, &raw.server).into_iter().for_each(&mut problem);
         }
+        if let Some(push) = &raw.push {
+            check_push(push, &raw.server).into_iter().for_each(&mut problem);
+        }
         for (name, d) in &raw.destinations {
             let configured = match d.channel.as_str() {
                 "telegram" => Some(raw.telegram.is_some()),

@@ -42,6 +42,10 @@ pub struct Config {
     /// hours, out of office.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub people: BTreeMap<String, super::ladder::PersonConfig>,
+    /// Web Push to the devices approvers subscribe on the plan page
+    /// (`[push]`, crates/push): off unless the section is there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push: Option<PushConfig>,
     /// Raw channel sections, handed to each adapter's own config type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telegram: Option<serde_json::Value>,
@@ -678,6 +682,40 @@ pub struct EmailConfig {
     /// email address.
     #[serde(default)]
     pub approvers: BTreeMap<String, String>,
+}
+
+/// `[push]`: Web Push to the plan page's subscribed devices (needs
+/// `server.public_url`, where the page and its service worker are).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PushConfig {
+    /// The operator's contact, the `sub` of every VAPID JWT: the push
+    /// services write to it about trouble (`mailto:ops@example.com`).
+    pub subject: String,
+    /// Hosts (and their subdomains) a subscription's endpoint may be on;
+    /// `http` only for a loopback address. Default: the browsers' push
+    /// services ([`plangate_push::subscription::DEFAULT_ENDPOINT_HOSTS`]).
+    #[serde(default = "default_endpoint_hosts")]
+    pub endpoint_hosts: Vec<String>,
+    /// How long a device's subscription lasts before it must subscribe
+    /// again (it does whenever the page is opened on it).
+    #[serde(default = "default_subscription_days")]
+    pub subscription_days: u32,
+}
+
+fn default_endpoint_hosts() -> Vec<String> {
+    plangate_push::subscription::DEFAULT_ENDPOINT_HOSTS.iter().map(|h| h.to_string()).collect()
+}
+
+fn default_subscription_days() -> u32 {
+    30
+}
+
+impl PushConfig {
+    /// A subscription's lifetime in ms.
+    pub fn lifetime_ms(&self) -> i64 {
+        i64::from(self.subscription_days.max(1)) * 24 * 60 * 60 * 1000
+    }
 }
 
 /// The sender's settings (password masked, [`plangate_email::Smtp`]'s

@@ -504,3 +504,19 @@ fn refused(toml: &str, key: &str, fix: &str) {
     let err = parse(toml).unwrap_err().to_string();
     assert!(err.contains(&format!("`{key}`")) && err.contains(fix), "{key}: {err}");
 }
+
+#[test]
+fn push_is_off_by_default_and_checked_when_set() {
+    assert!(parse(DEFAULT_TOML).unwrap().raw.push.is_none());
+    let base = "[server]\nbind = \"127.0.0.1:1\"\ndata_dir = \"d\"\n";
+    let good = format!("{base}public_url = \"https://plans.example\"\n[push]\nsubject = \"mailto:ops@example.com\"\n");
+    let s = parse(&good).unwrap();
+    let push = s.raw.push.as_ref().expect("on");
+    assert_eq!(push.endpoint_hosts, plangate_push::subscription::DEFAULT_ENDPOINT_HOSTS.map(String::from).to_vec());
+    assert_eq!(push.lifetime_ms(), 30 * 24 * 60 * 60 * 1000);
+    let bad = format!("{base}[push]\nsubject = \"ops\"\nendpoint_hosts = [\"https://x.example/\"]\n");
+    let e = parse(&bad).unwrap_err().to_string();
+    for key in ["`push`", "push.subject", "push.endpoint_hosts"] {
+        assert!(e.contains(key), "{key} in {e}");
+    }
+}

@@ -124,6 +124,7 @@ impl Core {
                 Venue::Chat { channel, chat } => format!("in {channel} chat {chat}"),
                 Venue::Web => "via web".to_string(),
                 Venue::Email => "via email".to_string(),
+                Venue::Push => "via push".to_string(),
                 Venue::Operator => "by the operator API".to_string(),
             };
             self.audit(key, &who, "refused", approval, format!("{who} refused {place}: {why}")).await;

@@ -74,17 +74,9 @@ impl Core {
         if p.status != DecisionStatus::Pending || state.session.latest_approval != Some(id) {
             return None;
         }
-        let escalated = mailing == Mailing::Escalated;
-        let index = self.pairing.approvers();
-        let mut recipients: Vec<(&String, &String)> = index
-            .places(&p.session.agent)
-            .iter()
-            .filter(|place| place.escalation == escalated && place.takes(p.project.as_ref()))
-            .flat_map(|place| place.approvers.iter())
-            .filter_map(|approver| config.approvers.get_key_value(approver))
-            .collect();
-        recipients.sort();
-        recipients.dedup();
+        let approvers = self.approvers_of(&p, mailing == Mailing::Escalated);
+        let recipients: Vec<(&String, &String)> =
+            approvers.iter().filter_map(|approver| config.approvers.get_key_value(approver)).collect();
         let now = self.now();
         let card = self.card_of(&p, &state, now);
         let reason = match mailing {
@@ -128,6 +120,21 @@ impl Core {
             }
         }
         (failed && attempts + 1 < MAX_ATTEMPTS).then_some(attempts + 1)
+    }
+
+    /// The approvers of `p`'s places (its agent's destinations that take
+    /// its project; with `escalated`, the escalation ones), each once.
+    pub(super) fn approvers_of(&self, p: &Proposal, escalated: bool) -> Vec<String> {
+        let index = self.pairing.approvers();
+        let mut approvers: Vec<String> = index
+            .places(&p.session.agent)
+            .iter()
+            .filter(|place| place.escalation == escalated && place.takes(p.project.as_ref()))
+            .flat_map(|place| place.approvers.iter().cloned())
+            .collect();
+        approvers.sort();
+        approvers.dedup();
+        approvers
     }
 
     /// One fresh link per action for `approver` on `p`: the tokens, whose

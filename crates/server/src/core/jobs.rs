@@ -82,8 +82,9 @@ const REFILL_RETRY: Duration = Duration::from_secs(1);
 /// The chat jobs a transition asks for, in effect order, each with the
 /// approval (or question) whose queue it joins; with `email` (`[email]`
 /// set), each card post, reminder and escalation is followed by its email
-/// in the same queue.
-pub(super) fn jobs_of(t: &Transition, email: bool) -> Vec<(ApprovalId, Job)> {
+/// in the same queue; with `push` (`[push]` set), each card post is
+/// preceded by its push to the approvers' devices.
+pub(super) fn jobs_of(t: &Transition, email: bool, push: bool) -> Vec<(ApprovalId, Job)> {
     // An amendment's chat work queues behind its plan's: its card is posted
     // under the plan's card, which must be out first.
     let queue = |id: &ApprovalId| {
@@ -94,7 +95,15 @@ pub(super) fn jobs_of(t: &Transition, email: bool) -> Vec<(ApprovalId, Job)> {
     for effect in &t.effects {
         let job = match effect {
             Effect::AppendReceipt { approval_id, text } => (queue(approval_id), Job::AppendReceipt(*approval_id, text.clone())),
-            Effect::PostCards { approval_id } => (queue(approval_id), Job::PostCards(*approval_id)),
+            Effect::PostCards { approval_id } => {
+                // The push first: the chat card behind it waits for the
+                // platform's per-chat pacing (Telegram: 20 a minute in a
+                // group), which would hold a push by seconds.
+                if push {
+                    jobs.push((queue(approval_id), Job::Push(*approval_id, 0)));
+                }
+                (queue(approval_id), Job::PostCards(*approval_id))
+            }
             Effect::UpdateCards { approval_id } => (queue(approval_id), Job::UpdateCards(*approval_id)),
             Effect::Nudge { approval_id, number } => (queue(approval_id), Job::Nudge(*approval_id, *number)),
             Effect::Escalate { approval_id, level, round } => (queue(approval_id), Job::Level(*approval_id, *level, *round, 0)),
@@ -291,6 +300,9 @@ pub(super) enum Job {
     /// The card by email to each approver with an address (`[email]`), and
     /// the attempts made so far (see `core::email`).
     Email(ApprovalId, super::email::Mailing, u8),
+    /// The plan to its approvers' subscribed devices (`[push]`), and the
+    /// attempts made so far (see `core::push`).
+    Push(ApprovalId, u8),
     /// A signed POST to the agent's webhook. Queued per session, apart from
     /// the chat jobs (see `core::webhooks`).
     Webhook(Box<super::webhooks::Webhook>),
@@ -621,6 +633,11 @@ impl Core {
             Job::Email(id, mailing, attempts) => {
                 if let Some(again) = self.send_emails(id, mailing, attempts).await {
                     return Ran::Later(Job::Email(id, mailing, again));
+                }
+            }
+            Job::Push(id, attempts) => {
+                if let Some(again) = self.send_pushes(id, attempts).await {
+                    return Ran::Later(Job::Push(id, again));
                 }
             }
             Job::UpdateQuestion(id) => {

@@ -22,6 +22,7 @@ mod email;
 mod jobs;
 mod ladder;
 mod locks;
+mod push;
 mod roles;
 mod threads;
 mod timers;
@@ -164,6 +165,9 @@ pub struct Core {
     pub threads: SessionThreads,
     /// The SMTP sender when `[email]` is set (see `core::email`).
     pub mailer: Option<plangate_email::Mailer>,
+    /// The Web Push sender when `[push]` is set, with the VAPID key read at
+    /// start (see `core::push`, `crate::push`).
+    pusher: OnceLock<plangate_push::Pusher>,
 }
 
 impl Core {
@@ -195,6 +199,7 @@ impl Core {
             metrics,
             auth_throttle: crate::throttle::AuthThrottle::default(),
             mailer,
+            pusher: OnceLock::new(),
         })
     }
 
@@ -204,6 +209,16 @@ impl Core {
     }
 
     /// The web page's links, when `server.public_url` is set.
+    /// Push from now on with `pusher` (once, at start, `[push]` set).
+    pub fn set_pusher(&self, pusher: plangate_push::Pusher) {
+        let _ = self.pusher.set(pusher);
+    }
+
+    /// The Web Push sender, when `[push]` is on.
+    pub fn pusher(&self) -> Option<&plangate_push::Pusher> {
+        self.pusher.get()
+    }
+
     pub fn web_links(&self) -> Option<&Arc<plangate_web::Links>> {
         self.web_links.get()
     }
@@ -274,7 +289,7 @@ impl Core {
         }
         ctx.approvals.step_up |= meta.step_up;
         let transition = apply(&before, actor, command, &ctx)?;
-        let mut jobs = jobs_of(&transition, self.mailer.is_some());
+        let mut jobs = jobs_of(&transition, self.mailer.is_some(), self.settings.raw.push.is_some());
         let recorded = self.cards_nowhere(&mut jobs, &transition);
         jobs.extend(webhook_jobs(&self.settings, &before, &transition));
         if !(transition.changed || meta.fired.is_some() || meta.idempotency.is_some()) {

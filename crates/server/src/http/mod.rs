@@ -100,6 +100,12 @@ pub fn with_email(app: Router, core: Arc<Core>) -> Router {
     app.merge(crate::email::router(core).layer(axum::middleware::from_fn(trace_request)))
 }
 
+/// Mount Web Push's routes (`/push/…`, `crate::push`) on `app`, with the
+/// same request spans.
+pub fn with_push(app: Router, core: Arc<Core>, web: Arc<plangate_web::Web>) -> Router {
+    app.merge(crate::push::router(core, web).layer(axum::middleware::from_fn(trace_request)))
+}
+
 /// One span per request, with the outcome logged at its end.
 async fn trace_request(req: Request, next: Next) -> Response {
     let span = tracing::info_span!("request", method = %req.method(), path = %req.uri().path());

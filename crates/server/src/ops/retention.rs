@@ -40,6 +40,10 @@ pub async fn prune_all(core: &Arc<Core>, dry_run: bool) -> Result<PruneReport, S
             if links > 0 {
                 tracing::info!(links, "pruned the email links of pruned approvals");
             }
+            let notes = prune_push_notes(core).await?;
+            if notes > 0 {
+                tracing::info!(notes, "pruned the expired notes of pushes");
+            }
             return Ok(total);
         }
         tokio::task::yield_now().await;
@@ -59,6 +63,26 @@ async fn prune_email_links(core: &Arc<Core>) -> Result<u64, StoreError> {
                 Some(link) => s.proposal(&link.approval_id)?.is_none(),
                 None => true,
             };
+            if gone && s.swap_cursor(&key, Some(&record), None)? {
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    })
+    .await
+}
+
+/// Remove the notes of pushes (`push.note.*` records, crates/push) past
+/// their expiry: they open nothing any more.
+async fn prune_push_notes(core: &Arc<Core>) -> Result<u64, StoreError> {
+    if core.settings.raw.push.is_none() {
+        return Ok(0);
+    }
+    let now = core.now().0;
+    core.blocking(move |s| {
+        let mut removed = 0;
+        for (key, record) in s.cursors_with_prefix(plangate_push::note::KEY_PREFIX)? {
+            let gone = plangate_push::Note::from_record(&record).is_none_or(|note| note.expires_at <= now);
             if gone && s.swap_cursor(&key, Some(&record), None)? {
                 removed += 1;
             }

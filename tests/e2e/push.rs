@@ -408,3 +408,53 @@ async fn browser_installs_the_worker_shows_the_push_and_approves_from_it() {
     assert!(decisions.len() == 1 && decisions[0]["actor"].as_str().unwrap_or_default().contains("via push"), "{decisions:?}");
     b.close().await.expect("close");
 }
+
+/// A reminder pushes the plan again to its approver's devices, once; a
+/// level of the ladder pushes it to the level's people (Bob: on the level,
+/// no approver, so his notification offers Open only and his tap decides
+/// nothing); a restart repeats none of them.
+#[tokio::test]
+async fn a_reminder_and_a_ladder_level_push_again_once_each() {
+    let (fake, push) = (FakeTelegram::start().await, FakePush::start().await);
+    let extra = format!(
+        "[push]\nsubject = \"mailto:ops@example.com\"\nendpoint_hosts = [\"127.0.0.1\"]\n\
+         [approvals]\nnudges = [\"10m\"]\ntimeout = \"2h\"\n[[approvals.ladder]]\nafter = \"20m\"\napprovers = [\"telegram:{BOB}\"]\n"
+    );
+    let mut s =
+        ServerProcess::start_with_server(BIN, &["ops"], &format!("public_url = \"{PUBLIC}\""), &format!("{}{extra}", config(&fake))).await;
+    let alice = http_sign_in(&s, &sign_in_link(&fake, ALICE, "alice").await).await;
+    let bob = http_sign_in(&s, &sign_in_link(&fake, BOB, "bob").await).await;
+    assert_eq!(subscribe(&s, &alice, &push.device("alice-phone")).await.0, 201);
+    assert_eq!(subscribe(&s, &bob, &push.device("bob-phone")).await.0, 201);
+    let id = propose_id(&s, "again", &plan(1)).await;
+    eventually(WAIT, "the card's push to Alice", || async { to(&push, "alice-phone").len() == 1 }).await;
+    assert!(to(&push, "bob-phone").is_empty(), "Bob is no approver");
+
+    s.advance_clock(10 * 60_000 + 1_000).await;
+    eventually(WAIT, "the reminder's push to Alice", || async { to(&push, "alice-phone").len() == 2 }).await;
+    let n = note_of(&to(&push, "alice-phone")[1]);
+    let (st, card) = get_note(&s, Some(&alice), &n).await;
+    assert_eq!((st, card["actions"].clone()), (200, json!(["approve", "request_changes", "open"])), "{card}");
+
+    s.advance_clock(10 * 60_000).await;
+    eventually(WAIT, "the level's push to Bob", || async { to(&push, "bob-phone").len() == 1 }).await;
+    let n = note_of(&to(&push, "bob-phone")[0]);
+    let (st, card) = get_note(&s, Some(&bob), &n).await;
+    assert_eq!((st, card["actions"].clone()), (200, json!(["open"])), "on call, no approver: {card}");
+    let (st, v) = post_note(&s, &bob, &n, "approve").await;
+    assert_eq!(st, 403, "{v}");
+    assert_eq!(status_of(&s, &id).await, "pending");
+
+    s.restart().await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!((to(&push, "alice-phone").len(), to(&push, "bob-phone").len()), (2, 1), "a restart pushes nothing again");
+    let sent: Vec<String> = audit(&s, "session=again")
+        .await
+        .into_iter()
+        .filter(|e| e["action"] == "push_sent")
+        .map(|e| e["detail"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(sent.len(), 3, "{sent:?}");
+    assert!(sent.iter().any(|d| d.starts_with("reminder 1 to a device of")), "{sent:?}");
+    assert!(sent.iter().any(|d| d.starts_with("escalation level 1 to a device of")), "{sent:?}");
+}

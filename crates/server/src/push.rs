@@ -200,8 +200,13 @@ async fn note_of(s: &Shared, parts: &Parts, id: &str, post: bool) -> Result<(Str
 /// `GET /push/n/<id>`: what the notification shows.
 async fn card(State(s): State<Arc<Shared>>, parts: Parts, Path(id): Path<String>) -> Response {
     match note_of(&s, &parts, &id, false).await {
-        Ok((_, _, note, p)) => {
-            let offer = plangate_push::note::offer(&p, format!("/p/{}", note.approval_id));
+        Ok((who, _, note, p)) => {
+            let mut offer = plangate_push::note::offer(&p, format!("/p/{}", note.approval_id));
+            // A person a ladder level reached who may not decide the plan
+            // (an on-call engineer, a delegate): its card, Open only.
+            if s.core.pairing.approvers().check(&p.session.agent, p.project.as_ref(), &who, Venue::Push).is_err() {
+                offer.actions = vec!["open"];
+            }
             ok(StatusCode::OK, serde_json::to_value(offer).unwrap_or_default())
         }
         Err(answer) => answer,

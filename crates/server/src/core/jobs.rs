@@ -82,8 +82,9 @@ const REFILL_RETRY: Duration = Duration::from_secs(1);
 /// The chat jobs a transition asks for, in effect order, each with the
 /// approval (or question) whose queue it joins; with `email` (`[email]`
 /// set), each card post, reminder and escalation is followed by its email
-/// in the same queue; with `push` (`[push]` set), each card post is
-/// preceded by its push to the approvers' devices.
+/// in the same queue; with `push` (`[push]` set), each card post and
+/// reminder is preceded by its push to the approvers' devices, each level
+/// of the ladder by its push to the level's people's devices.
 pub(super) fn jobs_of(t: &Transition, email: bool, push: bool) -> Vec<(ApprovalId, Job)> {
     // An amendment's chat work queues behind its plan's: its card is posted
     // under the plan's card, which must be out first.
@@ -105,8 +106,18 @@ pub(super) fn jobs_of(t: &Transition, email: bool, push: bool) -> Vec<(ApprovalI
                 (queue(approval_id), Job::PostCards(*approval_id))
             }
             Effect::UpdateCards { approval_id } => (queue(approval_id), Job::UpdateCards(*approval_id)),
-            Effect::Nudge { approval_id, number } => (queue(approval_id), Job::Nudge(*approval_id, *number)),
-            Effect::Escalate { approval_id, level, round } => (queue(approval_id), Job::Level(*approval_id, *level, *round, 0)),
+            Effect::Nudge { approval_id, number } => {
+                if push {
+                    jobs.push((queue(approval_id), Job::PushAgain(*approval_id, super::push::Round::Reminder(*number), 0)));
+                }
+                (queue(approval_id), Job::Nudge(*approval_id, *number))
+            }
+            Effect::Escalate { approval_id, level, round } => {
+                if push {
+                    jobs.push((queue(approval_id), Job::PushAgain(*approval_id, super::push::Round::Level(*level, *round), 0)));
+                }
+                (queue(approval_id), Job::Level(*approval_id, *level, *round, 0))
+            }
             Effect::PostQuestion { question_id } => (*question_id, Job::PostQuestion(*question_id)),
             Effect::UpdateQuestion { question_id } => (*question_id, Job::UpdateQuestion(*question_id)),
             Effect::WriteDocument { approval_id } => (queue(approval_id), Job::WriteDocument(*approval_id)),
@@ -303,6 +314,9 @@ pub(super) enum Job {
     /// The plan to its approvers' subscribed devices (`[push]`), and the
     /// attempts made so far (see `core::push`).
     Push(ApprovalId, u8),
+    /// The plan pushed again: a reminder to its approvers' devices, or a
+    /// level of the ladder to its people's; the attempts made so far.
+    PushAgain(ApprovalId, super::push::Round, u8),
     /// A signed POST to the agent's webhook. Queued per session, apart from
     /// the chat jobs (see `core::webhooks`).
     Webhook(Box<super::webhooks::Webhook>),
@@ -636,8 +650,13 @@ impl Core {
                 }
             }
             Job::Push(id, attempts) => {
-                if let Some(again) = self.send_pushes(id, attempts).await {
+                if let Some(again) = self.send_pushes(id, super::push::Round::Card, attempts).await {
                     return Ran::Later(Job::Push(id, again));
+                }
+            }
+            Job::PushAgain(id, round, attempts) => {
+                if let Some(again) = self.send_pushes(id, round, attempts).await {
+                    return Ran::Later(Job::PushAgain(id, round, again));
                 }
             }
             Job::UpdateQuestion(id) => {

@@ -11,13 +11,55 @@
 //! again after a crash does not push twice; a push the service asked to
 //! retry (429, 5xx, no answer) is tried again a few times; a subscription
 //! it answered 404 or 410 for is removed, as is one past its expiry.
+//!
+//! A plan is pushed again, once per device each time, with each reminder
+//! (to its approvers: a claim, which moves the reminders, stops these too)
+//! and with each level of the escalation ladder (to the people the level
+//! reaches, as `core::ladder` finds them: delegates for the away, nobody in
+//! quiet hours). A level's person who is no approver of the plan sees its
+//! card and cannot decide it from the notification (`crate::push`).
 
 use super::Core;
 use plangate_engine::{ApprovalId, DecisionStatus};
 use plangate_push::note::{Note, NoteId};
 use plangate_push::{Outcome, Subscription};
 use plangate_store::StoreError;
+use serde::{Deserialize, Serialize};
 use tracing::warn;
+
+/// Why a plan is pushed: which of its pushes a device gets once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(in crate::core) enum Round {
+    /// Its card was posted.
+    Card,
+    /// Its n-th reminder.
+    Reminder(u8),
+    /// A level of the ladder (level, repeat round).
+    Level(u8, u16),
+}
+
+impl Round {
+    /// The part of a device's "pushed" event key that tells this push
+    /// from the plan's others (`push:<id>:v<n><part>:<subscription>`; a
+    /// card's key is the one before reminders were pushed).
+    fn key_part(self) -> String {
+        match self {
+            Round::Card => String::new(),
+            Round::Reminder(n) => format!(":r{n}"),
+            Round::Level(level, round) => format!(":l{level}.{round}"),
+        }
+    }
+
+    /// The audit's words for it.
+    fn words(self) -> String {
+        match self {
+            Round::Card => String::new(),
+            Round::Reminder(n) => format!("reminder {n} "),
+            Round::Level(level, 0) => format!("escalation level {level} "),
+            Round::Level(level, round) => format!("escalation level {level} (repeat {round}) "),
+        }
+    }
+}
 
 /// Attempts of one push job before the devices it could not reach are left.
 const MAX_ATTEMPTS: u8 = 5;
@@ -50,16 +92,27 @@ impl Core {
         .await
     }
 
-    /// Push pending approval `id` to each subscribed device of its
-    /// approvers. `Some(n)`: some could not be reached, run again as attempt `n`.
-    pub(super) async fn send_pushes(&self, id: ApprovalId, attempts: u8) -> Option<u8> {
+    /// Push pending approval `id` to each subscribed device of the people
+    /// `round` reaches: its approvers, or a ladder level's people. `Some(n)`:
+    /// some could not be reached, run again as attempt `n`.
+    pub(super) async fn send_pushes(&self, id: ApprovalId, round: Round, attempts: u8) -> Option<u8> {
         let pusher = self.pusher()?;
         let (p, state) = self.proposal_and_state(id, None).await?;
         if p.status != DecisionStatus::Pending || state.session.latest_approval != Some(id) {
             return None;
         }
         let now = self.now();
-        let subs = match self.subscriptions_of(self.approvers_of(&p, false), now.0).await {
+        let people = match round {
+            Round::Card | Round::Reminder(_) => self.approvers_of(&p, false),
+            Round::Level(level, _) => {
+                let config = self.settings.ladders.get(&p.session.agent).and_then(|l| l.get(usize::from(level).saturating_sub(1))).cloned();
+                match config {
+                    Some(config) => self.reached(&p.session.agent, &config, now.0).await.people.into_iter().map(|(who, _)| who).collect(),
+                    None => Vec::new(),
+                }
+            }
+        };
+        let subs = match self.subscriptions_of(people, now.0).await {
             Ok(subs) => subs,
             Err(e) => {
                 warn!(approval = %id, error = %e, "push subscriptions not read; no push sent");
@@ -69,7 +122,7 @@ impl Core {
         let pid = Some((id, p.version));
         let mut failed = false;
         for sub in subs {
-            let sent = format!("push:{id}:v{}:{}", p.version, sub.store_key());
+            let sent = format!("push:{id}:v{}{}:{}", p.version, round.key_part(), sub.store_key());
             let probe = sent.clone();
             if self.blocking(move |s| s.seen(&probe)).await.unwrap_or(false) {
                 continue; // pushed before a restart: never twice
@@ -88,7 +141,7 @@ impl Core {
                     if let Err(e) = self.blocking(move |s| s.mark_seen(&sent)).await {
                         warn!(approval = %id, error = %e, "a push was sent but not recorded as sent");
                     }
-                    self.audit(&p.session, "plangate", "push_sent", pid, format!("to a device of {approver}")).await;
+                    self.audit(&p.session, "plangate", "push_sent", pid, format!("{}to a device of {approver}", round.words())).await;
                 }
                 Outcome::Gone(status) => {
                     let key = sub.store_key();
@@ -101,13 +154,14 @@ impl Core {
                 }
                 Outcome::Retry(why) => {
                     warn!(approval = %id, why = %why, "push not delivered; tried again");
-                    let detail = format!("to a device of {approver} (attempt {}): {why}", attempts + 1);
+                    let detail = format!("{}to a device of {approver} (attempt {}): {why}", round.words(), attempts + 1);
                     self.audit(&p.session, "plangate", "push_not_sent", pid, detail).await;
                     failed = true;
                 }
                 Outcome::Refused(why) => {
                     warn!(approval = %id, why = %why, "push refused by the push service");
-                    self.audit(&p.session, "plangate", "push_not_sent", pid, format!("to a device of {approver}: {why}")).await;
+                    self.audit(&p.session, "plangate", "push_not_sent", pid, format!("{}to a device of {approver}: {why}", round.words()))
+                        .await;
                 }
             }
         }

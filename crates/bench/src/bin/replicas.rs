@@ -28,7 +28,9 @@
 //!
 //! Run: `CARGO_TARGET_DIR=/work/target-bench cargo build --release -p plangate-server && CARGO_TARGET_DIR=/work/target-bench cargo run --release -p plangate-bench --bin replicas -- --secs 5 --wake-samples 200`
 //! (`--count-xacts N` counts PostgreSQL transactions and WAL flushes per
-//! loop instead, over `--count-sessions 1,16` sessions looping side by side;
+//! loop instead, over `--count-sessions 1,16` sessions looping side by side,
+//! and with `--statements` what each statement costs a loop, from
+//! `pg_stat_statements`;
 //! `--baseline-bin PATH` adds a sled row for another build of `plangate`,
 //! e.g. the commit before #18, measured in the same run; with
 //! `--baseline-postgres`, a PostgreSQL row of that build too.)
@@ -241,9 +243,16 @@ async fn xacts_per_loop(bin: &str, loops: u64, sessions: u64) -> (f64, f64) {
     };
     run(0, 5).await;
     let before = settled().await;
+    // `--statements`: what each statement costs a loop, from
+    // `pg_stat_statements` (loaded by `shared_preload_libraries`, created
+    // in the database), reset after the warm-up.
+    let statements = plangate_bench::flag("--statements") && statements_reset(schema).await;
     let per_session = loops.div_ceil(sessions.max(1));
     run(100, per_session).await;
     let after = settled().await;
+    if statements {
+        print_statements(schema, per_session * sessions.max(1)).await;
+    }
     drop(d.replicas);
     if let Some(schema) = d.schema {
         schema.cleanup().await;
@@ -251,6 +260,47 @@ async fn xacts_per_loop(bin: &str, loops: u64, sessions: u64) -> (f64, f64) {
     let done = (per_session * sessions.max(1)) as f64;
     // Each `settled` read is one transaction of psql's own.
     ((after.0 - before.0 - 1.0) / done, (after.1 - before.1) / done)
+}
+
+/// Reset `pg_stat_statements`; `false` (said why) when it is not there.
+async fn statements_reset(schema: &TestSchema) -> bool {
+    let loaded = schema.query("SELECT count(*) FROM pg_extension WHERE extname = 'pg_stat_statements'").await;
+    if loaded.trim() != "1" {
+        println!(
+            "--statements: pg_stat_statements is not installed in this database (ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements', restart, CREATE EXTENSION pg_stat_statements); no statement table"
+        );
+        return false;
+    }
+    schema.query("SELECT pg_stat_statements_reset()").await;
+    true
+}
+
+/// The statements of `loops` loops, most total time first: calls and
+/// rows per loop, mean and total execution time per loop (PostgreSQL's
+/// executor only: parsing, planning and the protocol are not in it).
+async fn print_statements(schema: &TestSchema, loops: u64) {
+    let sql = format!(
+        "SELECT round(calls::numeric / {loops}, 2) || '|' || round(rows::numeric / {loops}, 2) || '|' || round(mean_exec_time::numeric * 1000, 1) \
+         || '|' || round(total_exec_time::numeric * 1000 / {loops}, 1) || '|' || left(regexp_replace(query, '\\s+', ' ', 'g'), 120) \
+         FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+         AND query NOT LIKE '%pg_stat_statements%' ORDER BY total_exec_time DESC LIMIT 30"
+    );
+    let rows = schema.query(&sql).await;
+    println!("\n| calls per loop | rows per loop | mean µs | µs per loop | statement |\n|---|---|---|---|---|");
+    let mut total = 0.0;
+    for row in rows.lines() {
+        let cells: Vec<&str> = row.splitn(5, '|').collect();
+        total += cells.get(3).and_then(|c| c.parse::<f64>().ok()).unwrap_or(0.0);
+        println!("| {} | `{}` |", cells[..cells.len().saturating_sub(1)].join(" | "), cells.last().unwrap_or(&"").replace('|', "\\|"));
+    }
+    let all = schema
+        .query(&format!(
+            "SELECT round(sum(calls)::numeric / {loops}, 1) || ' statements, ' || round(sum(total_exec_time)::numeric * 1000 / {loops}, 0) \
+             FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+             AND query NOT LIKE '%pg_stat_statements%'"
+        ))
+        .await;
+    println!("\nper loop ({loops} loops): the 30 above {total:.0} µs of PostgreSQL's executor; all: {all} µs");
 }
 
 /// Whether the PostgreSQL deployments run: always when measuring (they are

@@ -28,13 +28,39 @@ fn status_number(pid: u32, field: &str) -> Option<u64> {
 /// CPU time a process has used so far (user + system), from
 /// `/proc/<pid>/stat`; `None` once it is gone.
 pub fn cpu_time(pid: u32) -> Option<Duration> {
+    cpu_times(pid).map(|(user, system)| user + system)
+}
+
+/// [`cpu_time`] in its two parts: in the process's own code (user) and in
+/// the kernel on its behalf (system: system calls, wake-ups, I/O).
+pub fn cpu_times(pid: u32) -> Option<(Duration, Duration)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command may hold spaces and parentheses: fields count from the last ')'.
     let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    let (user, system): (u64, u64) = (fields.get(11)?.parse().ok()?, fields.get(12)?.parse().ok()?);
     // SAFETY: sysconf reads a constant of the running system.
     let per_second = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).ok().filter(|t| *t > 0)?;
-    Some(Duration::from_micros(ticks * 1_000_000 / per_second))
+    let of = |ticks: u64| Duration::from_micros(ticks * 1_000_000 / per_second);
+    Some((of(user), of(system)))
+}
+
+/// Context switches (voluntary and not) of a process's live threads so
+/// far, from `/proc/<pid>/task/*/status`: a thread waking another costs
+/// one each side, whatever the machine's load. Threads that exited are
+/// not counted, so compare readings across a span in which the threads of
+/// interest stay up.
+pub fn context_switches(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return 0 };
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("status")).ok())
+        .flat_map(|status| {
+            status
+                .lines()
+                .filter(|l| l.starts_with("voluntary_ctxt_switches") || l.starts_with("nonvoluntary_ctxt_switches"))
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .collect::<Vec<_>>()
+        })
+        .sum()
 }
 
 /// CPU time used so far by every process of this machine named `comm`

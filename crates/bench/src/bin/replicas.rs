@@ -31,6 +31,8 @@
 //! loop instead, over `--count-sessions 1,16` sessions looping side by side,
 //! and with `--statements` what each statement costs a loop, from
 //! `pg_stat_statements`;
+//! `--profile-loops N` runs exactly N loops on one server and stops it
+//! with SIGTERM, for a profiler wrapped around the binary (§26);
 //! `--baseline-bin PATH` adds a sled row for another build of `plangate`,
 //! e.g. the commit before #18, measured in the same run; with
 //! `--baseline-postgres`, a PostgreSQL row of that build too.)
@@ -178,6 +180,76 @@ async fn wake(decide: &ServerProcess, wait: &ServerProcess, samples: usize, tag:
     out
 }
 
+/// `per_session` enter → propose → approve loops in each of `sessions`
+/// sessions side by side, plan numbers from `first`.
+async fn run_loops(endpoint: Arc<(String, reqwest::Client)>, sessions: u64, first: u64, per_session: u64) {
+    let tasks: Vec<_> = (0..sessions)
+        .map(|k| {
+            let endpoint = endpoint.clone();
+            tokio::spawn(async move {
+                let (base, http) = &*endpoint;
+                let session = format!("xacts-{k}");
+                let agent = |m: Method, p: &str| http.request(m, format!("{base}{p}")).bearer_auth(plangate_testkit::server::AGENT_TOKEN);
+                for i in first..first + per_session {
+                    let (st, v) = call(agent(Method::POST, &format!("/v1/sessions/{session}/enter")).json(&json!({}))).await;
+                    assert_eq!(st, 200, "enter: {v}");
+                    let (st, v) = call(agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&plan(i))).await;
+                    assert_eq!(st, 201, "propose: {v}");
+                    let id = v["approval_id"].as_str().expect("id").to_string();
+                    let req = http
+                        .post(format!("{base}/v1/approvals/{id}/decision"))
+                        .bearer_auth(plangate_testkit::server::OPERATOR_TOKEN)
+                        .json(&json!({"action": "approve", "actor": "bench"}));
+                    let (st, v) = call(req).await;
+                    assert_eq!(st, 200, "approve: {v}");
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.expect("loop");
+    }
+}
+
+/// `--profile-loops N`: one server (sled, or PostgreSQL with
+/// `--profile-postgres`) runs exactly `loops` enter → propose → approve
+/// loops over `sessions` sessions, then stops with SIGTERM, so a profiler
+/// that wraps the binary (`PLANGATE_BIN` a script that runs `valgrind
+/// --tool=callgrind … plangate "$@"`) writes its profile at the exit. Two
+/// runs of different lengths, differenced, give a loop's cost without the
+/// start and the stop (docs/PERFORMANCE.md §26).
+async fn profile_loops(bin: &str, loops: u64, sessions: u64, postgres: bool) {
+    let mut d = deploy(bin, "profile", 1, postgres).await;
+    let endpoint = Arc::new((d.replicas[0].base.clone(), reqwest::Client::builder().no_proxy().build().expect("client")));
+    let per_session = loops.div_ceil(sessions.max(1));
+    // A warm-up round first (sessions created, caches filled), then the
+    // server's CPU time over the measured loops.
+    run_loops(endpoint.clone(), sessions.max(1), 0, 2).await;
+    let pid = d.replicas[0].pid().expect("running");
+    let (started, cpu_before, switches_before) = (Instant::now(), sys::cpu_times(pid).unwrap_or_default(), sys::context_switches(pid));
+    let postgres_before = sys::cpu_time_of_all("postgres");
+    run_loops(endpoint, sessions.max(1), 2, per_session).await;
+    let (took, cpu_after) = (started.elapsed(), sys::cpu_times(pid).unwrap_or_default());
+    let (user, system) = (cpu_after.0.saturating_sub(cpu_before.0), cpu_after.1.saturating_sub(cpu_before.1));
+    let switches = sys::context_switches(pid).saturating_sub(switches_before);
+    let postgres_cpu = sys::cpu_time_of_all("postgres").saturating_sub(postgres_before);
+    let status = d.replicas[0].terminate().await;
+    let loops = per_session * sessions.max(1);
+    println!(
+        "RESULT loops {loops} sessions {} took {:.2} s server CPU per loop {:.3} ms (user {:.3}, system {:.3}), {:.1} context switches per loop; PostgreSQL CPU {:.3} ms per loop; exit {status}",
+        sessions.max(1),
+        took.as_secs_f64(),
+        (user + system).as_secs_f64() * 1e3 / loops as f64,
+        user.as_secs_f64() * 1e3 / loops as f64,
+        system.as_secs_f64() * 1e3 / loops as f64,
+        switches as f64 / loops as f64,
+        postgres_cpu.as_secs_f64() * 1e3 / loops as f64
+    );
+    if let Some(schema) = d.schema.take() {
+        schema.cleanup().await;
+    }
+}
+
 /// PostgreSQL transactions per propose → approve → enter loop on one
 /// replica: `xact_commit` of `pg_stat_database` before and after `loops`
 /// loops of one session, once the chat work has drained (the outbox is
@@ -193,37 +265,7 @@ async fn xacts_per_loop(bin: &str, loops: u64, sessions: u64) -> (f64, f64) {
     let d = deploy(bin, "count", 1, true).await;
     let (s, schema) = (&d.replicas[0], d.schema.as_ref().expect("postgres"));
     let endpoint = Arc::new((s.base.clone(), reqwest::Client::builder().no_proxy().build().expect("client")));
-    let run = |first: u64, per_session: u64| {
-        let tasks: Vec<_> = (0..sessions)
-            .map(|k| {
-                let endpoint = endpoint.clone();
-                tokio::spawn(async move {
-                    let (base, http) = &*endpoint;
-                    let session = format!("xacts-{k}");
-                    let agent =
-                        |m: Method, p: &str| http.request(m, format!("{base}{p}")).bearer_auth(plangate_testkit::server::AGENT_TOKEN);
-                    for i in first..first + per_session {
-                        let (st, v) = call(agent(Method::POST, &format!("/v1/sessions/{session}/enter")).json(&json!({}))).await;
-                        assert_eq!(st, 200, "enter: {v}");
-                        let (st, v) = call(agent(Method::POST, &format!("/v1/sessions/{session}/proposals")).json(&plan(i))).await;
-                        assert_eq!(st, 201, "propose: {v}");
-                        let id = v["approval_id"].as_str().expect("id").to_string();
-                        let req = http
-                            .post(format!("{base}/v1/approvals/{id}/decision"))
-                            .bearer_auth(plangate_testkit::server::OPERATOR_TOKEN)
-                            .json(&json!({"action": "approve", "actor": "bench"}));
-                        let (st, v) = call(req).await;
-                        assert_eq!(st, 200, "approve: {v}");
-                    }
-                })
-            })
-            .collect();
-        async move {
-            for t in tasks {
-                t.await.expect("loop");
-            }
-        }
-    };
+    let run = |first: u64, per_session: u64| run_loops(endpoint.clone(), sessions, first, per_session);
     let settled = || async {
         // Chat work done and removed, then every backend's counts reported
         // (PostgreSQL 15 flushes an idle backend's statistics within 10 s).
@@ -324,6 +366,11 @@ async fn main() {
     let bin = plangate_bin();
     // `--count-xacts N`: only the transactions per loop (this build, and
     // the baseline build when given), then stop.
+    let profile: u64 = arg("--profile-loops", 0);
+    if profile > 0 {
+        let sessions: u64 = arg("--count-sessions", 1);
+        return profile_loops(&bin, profile, sessions, plangate_bench::flag("--profile-postgres")).await;
+    }
     let count: u64 = arg("--count-xacts", 0);
     if count > 0 {
         let baseline: String = arg("--baseline-bin", String::new());
@@ -409,6 +456,8 @@ async fn main() {
         }
     }
     if smoke {
+        // `--profile-loops`'s path, so that it cannot rot.
+        profile_loops(&bin, 4, 2, false).await;
         println!("\nsmoke run: every deployment ran for a moment; these figures measure nothing");
     }
 }

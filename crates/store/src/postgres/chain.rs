@@ -16,6 +16,7 @@ use crate::StoreError;
 use deadpool_postgres::Transaction;
 use plangate_audit::{Chain, Hash};
 use plangate_engine::AuditEvent;
+use tokio_postgres::Statement;
 
 /// `$1` the schema: one chain, and one lock, per schema.
 pub(super) const CHAIN_LOCK: &str = "SELECT pg_advisory_xact_lock(hashtext('plangate audit chain'), hashtext($1))";
@@ -26,11 +27,31 @@ pub(super) const CHAIN_INSERT: &str = "INSERT INTO audit (at, agent, session_id,
      FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bytea[], $5::bytea[], $6::bigint[], $7::bytea[]) WITH ORDINALITY \
      AS u(at, agent, session_id, approval_id, body, chain_seq, chain_hash, ord) ORDER BY ord";
 
+/// [`CHAIN_LOCK`], [`CHAIN_HEAD`] and [`CHAIN_INSERT`], prepared on the
+/// commit's connection before the lock is taken. A statement given as text
+/// is prepared at each call, a round trip of its own (and a parse); two of
+/// them came after the lock, so every commit with audit records held the
+/// lock that all replicas' commits queue on for two round trips more
+/// (docs/PERFORMANCE.md §27).
+pub(super) struct ChainStatements<'a> {
+    pub lock: &'a Statement,
+    pub head: &'a Statement,
+    pub insert: &'a Statement,
+}
+
 /// Append `events` to the chain inside `tx` (see the module doc).
 /// Returns the number of rows written.
-pub(super) async fn append(tx: &Transaction<'_>, schema: &str, events: &[AuditEvent]) -> Result<u64, Failure> {
-    tx.execute(CHAIN_LOCK, &[&schema]).await?;
-    let mut chain = head(tx).await?;
+pub(super) async fn append(
+    tx: &Transaction<'_>,
+    prepared: ChainStatements<'_>,
+    schema: &str,
+    events: &[AuditEvent],
+) -> Result<u64, Failure> {
+    tx.execute(prepared.lock, &[&schema]).await?;
+    let mut chain = match tx.query_opt(prepared.head, &[]).await? {
+        Some(row) => head_of_row(row.try_get(0)?, row.try_get(1)?)?,
+        None => Chain::genesis(),
+    };
     let (mut ats, mut agents, mut sessions, mut approvals) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut bodies, mut seqs, mut hashes) = (Vec::new(), Vec::new(), Vec::new());
     for event in events {
@@ -43,13 +64,15 @@ pub(super) async fn append(tx: &Transaction<'_>, schema: &str, events: &[AuditEv
         seqs.push(i64::try_from(seq).map_err(|_| StoreError::AuditChain("the chain's numbers ran out".into()))?);
         hashes.push(hash.to_vec());
     }
-    Ok(tx.execute(CHAIN_INSERT, &[&ats, &agents, &sessions, &approvals, &bodies, &seqs, &hashes]).await?)
+    Ok(tx.execute(prepared.insert, &[&ats, &agents, &sessions, &approvals, &bodies, &seqs, &hashes]).await?)
 }
 
-/// The chain whose head is the last chained record.
-async fn head(tx: &Transaction<'_>) -> Result<Chain, Failure> {
-    let Some(row) = tx.query_opt(CHAIN_HEAD, &[]).await? else { return Ok(Chain::genesis()) };
-    head_of_row(row.try_get(0)?, row.try_get(1)?)
+/// [`append`] in a transaction of its own (audit records no commit
+/// carries): its statements prepared first, together.
+pub(super) async fn append_alone(tx: &Transaction<'_>, schema: &str, events: &[AuditEvent]) -> Result<u64, Failure> {
+    let (lock, head, insert) =
+        tokio::try_join!(tx.prepare_cached(CHAIN_LOCK), tx.prepare_cached(CHAIN_HEAD), tx.prepare_cached(CHAIN_INSERT))?;
+    append(tx, ChainStatements { lock: &lock, head: &head, insert: &insert }, schema, events).await
 }
 
 fn head_of_row(seq: i64, hash: Vec<u8>) -> Result<Chain, Failure> {

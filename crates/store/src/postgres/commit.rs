@@ -4,6 +4,7 @@
 //! the other replicas are notified by the transaction itself or, when
 //! other commits are under way, once it committed (see [`Notice`]).
 
+use super::chain::{ChainStatements, CHAIN_HEAD, CHAIN_INSERT, CHAIN_LOCK};
 use super::connection::Prepared;
 use super::sql::*;
 use super::{Failure, PgStore, Shared};
@@ -219,7 +220,8 @@ async fn write(store: &PgStore, tx: &Transaction<'_>, commit: &Commit, notice: &
         // the other steps' statements are already on their way.
         let schema = store.shared.schema.as_str();
         flight.push(Box::pin(async move {
-            match super::chain::append(tx, schema, &commit.audit).await {
+            let prepared = ChainStatements { lock: st(CHAIN_LOCK), head: st(CHAIN_HEAD), insert: st(CHAIN_INSERT) };
+            match super::chain::append(tx, prepared, schema, &commit.audit).await {
                 Ok(n) => (Expect::Any, Ok(n)),
                 Err(Failure::Pg(e)) => (Expect::Any, Err(e)),
                 Err(other) => (Expect::Failed(Box::new(other)), Ok(0)),
@@ -249,7 +251,7 @@ async fn write(store: &PgStore, tx: &Transaction<'_>, commit: &Commit, notice: &
 /// Every statement a commit may run, prepared on this connection (once:
 /// `prepare_cached`), so that each step of the flight sends its request on
 /// its first poll, in the flight's order.
-const COMMIT_STATEMENTS: [&str; 13] = [
+const COMMIT_STATEMENTS: [&str; 16] = [
     SESSION_INSERT,
     SESSION_UPDATE,
     SESSION_UPSERT,
@@ -263,6 +265,9 @@ const COMMIT_STATEMENTS: [&str; 13] = [
     TIMERS_UPSERT,
     OUTBOX_INSERT_MANY,
     NOTIFY,
+    CHAIN_LOCK,
+    CHAIN_HEAD,
+    CHAIN_INSERT,
 ];
 
 async fn prepare(tx: &Transaction<'_>) -> Result<HashMap<&'static str, Statement>, PgError> {

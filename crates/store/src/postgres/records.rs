@@ -109,7 +109,7 @@ pub(super) fn append_audit(store: &PgStore, events: &[AuditEvent]) -> Result<(),
     }
     let schema = store.shared.schema.as_str();
     store.transaction("appending audit records", async |tx| {
-        super::chain::append(tx, schema, events).await?;
+        super::chain::append_alone(tx, schema, events).await?;
         Ok(())
     })
 }

@@ -5,6 +5,7 @@
 //! timeout: a hook must answer its harness in time even when the server
 //! hangs, and a long-poll's timeout is its `wait` plus the usual margin.
 
+use crate::plain_http::PlainHttp;
 use crate::proposal::ProposalBody;
 use crate::session;
 use plangate_engine::namespace::NamespaceStep;
@@ -13,6 +14,7 @@ use plangate_engine::{Harness, QuestionStatus, Step, StepUpdate};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use std::sync::OnceLock;
 use std::time::Duration;
 use thiserror::Error;
 
@@ -135,7 +137,12 @@ pub struct GateAnswer {
 pub struct Client {
     base: String,
     token: Option<String>,
-    http: reqwest::Client,
+    /// For an `http://` base: hyper-util's client, no TLS built
+    /// ([`crate::plain_http`]). `None` for `https://`.
+    plain: Option<PlainHttp>,
+    /// reqwest's client: built at once for `https://`; for `http://` only
+    /// if a request needs it (a redirect, a path hyper's URI refuses).
+    http: OnceLock<reqwest::Client>,
     timeouts: Timeouts,
     /// Who asked for the work, sent with every proposal as `requested_by`
     /// (from `PLANGATE_REQUESTED_BY`); the server prefers the agent's token
@@ -176,13 +183,22 @@ impl Client {
         if !(base.starts_with("http://") || base.starts_with("https://")) {
             return Err(AgentError::Usage(format!("PLANGATE_URL must be an http:// or https:// URL, got {base:?}")));
         }
-        let http = reqwest::Client::builder()
-            .no_proxy()
-            .connect_timeout(timeouts.connect)
-            .build()
-            .map_err(|e| AgentError::Usage(format!("cannot build an HTTP client: {e}")))?;
+        let (plain, http) = if base.starts_with("http://") {
+            (Some(PlainHttp::new(timeouts.connect)), OnceLock::new())
+        } else {
+            (None, OnceLock::from(reqwest_client(timeouts)?))
+        };
         let requested_by = std::env::var(REQUESTED_BY_ENV).ok().map(|r| r.trim().to_string()).filter(|r| !r.is_empty());
-        Ok(Client { base, token, http, timeouts, requested_by, harness: Harness::Api, project_dir: None })
+        Ok(Client { base, token, plain, http, timeouts, requested_by, harness: Harness::Api, project_dir: None })
+    }
+
+    /// reqwest's client, built now if it was not yet.
+    fn reqwest(&self) -> Result<&reqwest::Client, AgentError> {
+        if let Some(http) = self.http.get() {
+            return Ok(http);
+        }
+        let built = reqwest_client(self.timeouts)?;
+        Ok(self.http.get_or_init(|| built))
     }
 
     /// An agent client from `PLANGATE_URL` (default [`DEFAULT_URL`]) and
@@ -236,7 +252,38 @@ impl Client {
         body: Option<Value>,
         timeout: Duration,
     ) -> Result<(u16, reqwest::header::HeaderMap, Value), AgentError> {
-        let mut req = self.http.request(method, format!("{}{}", self.base, path)).timeout(timeout);
+        let url = format!("{}{}", self.base, path);
+        if let (Some(plain), Ok(uri)) = (&self.plain, hyper::Uri::try_from(&url)) {
+            let deadline = tokio::time::Instant::now() + timeout;
+            let bytes = body.as_ref().map(serde_json::to_vec).transpose().map_err(|e| AgentError::Usage(e.to_string()))?;
+            let answer = match tokio::time::timeout(timeout, plain.send(method.clone(), uri, &url, self.token.as_deref(), bytes)).await {
+                Err(_) => return Err(self.timeout_error(timeout)),
+                Ok(Err(e)) if crate::plain_http::is_timeout(&e) => return Err(self.timeout_error(timeout)),
+                Ok(Err(e)) => return Err(AgentError::Unreachable { url: self.base.clone(), reason: plangate_basics::errors::chain(&e) }),
+                Ok(Ok(answer)) => answer,
+            };
+            // reqwest follows redirects; so does this client, by handing
+            // the request to it (which asks again and follows).
+            if !crate::plain_http::is_redirect(&answer) {
+                return Ok((answer.status, answer.headers, serde_json::from_str(&answer.text).unwrap_or(Value::Null)));
+            }
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            return self.send_reqwest(method, url, body, left, timeout).await;
+        }
+        self.send_reqwest(method, url, body, timeout, timeout).await
+    }
+
+    /// [`Client::send_within`] through reqwest, within `left` of the
+    /// request's `timeout`.
+    async fn send_reqwest(
+        &self,
+        method: reqwest::Method,
+        url: String,
+        body: Option<Value>,
+        left: Duration,
+        timeout: Duration,
+    ) -> Result<(u16, reqwest::header::HeaderMap, Value), AgentError> {
+        let mut req = self.reqwest()?.request(method, url).timeout(left);
         if let Some(t) = &self.token {
             req = req.bearer_auth(t);
         }
@@ -252,9 +299,13 @@ impl Client {
 
     fn transport_error(&self, e: reqwest::Error, timeout: Duration) -> AgentError {
         if e.is_timeout() {
-            return AgentError::Timeout { url: self.base.clone(), secs: timeout.as_secs_f64().ceil() as u64 };
+            return self.timeout_error(timeout);
         }
         AgentError::Unreachable { url: self.base.clone(), reason: plangate_basics::errors::chain(&e) }
+    }
+
+    fn timeout_error(&self, timeout: Duration) -> AgentError {
+        AgentError::Timeout { url: self.base.clone(), secs: timeout.as_secs_f64().ceil() as u64 }
     }
 
     /// Call and turn an API error (non-2xx) into [`AgentError::Api`].
@@ -677,6 +728,15 @@ fn is_hex_id(id: &str) -> bool {
     id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
+/// reqwest's client with `timeouts`' connect timeout and no proxy.
+fn reqwest_client(timeouts: Timeouts) -> Result<reqwest::Client, AgentError> {
+    reqwest::Client::builder()
+        .no_proxy()
+        .connect_timeout(timeouts.connect)
+        .build()
+        .map_err(|e| AgentError::Usage(format!("cannot build an HTTP client: {e}")))
+}
+
 /// A non-2xx answer as [`AgentError::Api`], from the contract's error shape.
 fn api_error(status: u16, value: &Value) -> AgentError {
     let error = &value["error"];
@@ -707,6 +767,88 @@ mod tests {
     fn path_segments_cannot_escape() {
         assert_eq!(path_segment("tool:toolu_01ABC"), "tool%3Atoolu_01ABC");
         assert_eq!(path_segment("../x y/é"), "..%2Fx%20y%2F%C3%A9");
+    }
+
+    /// A server on loopback that answers every request by its path:
+    /// `/hang` never, `/moved` with a redirect to `/v1/page`, anything else
+    /// a page of JSON with a `Link` to the next, echoing the method and the
+    /// bearer token it got.
+    async fn fake_server() -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let base = format!("http://{}", listener.local_addr().expect("addr"));
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut conn, _)) = listener.accept().await else { return };
+                tokio::spawn(async move {
+                    let mut request = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    // The head, then the body (unread bytes would reset the connection).
+                    let whole = |r: &[u8]| {
+                        let end = r.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
+                        let head = String::from_utf8_lossy(&r[..end]).to_lowercase();
+                        let length = head.lines().find_map(|l| l.strip_prefix("content-length: ")?.trim().parse().ok()).unwrap_or(0);
+                        (r.len() >= end + length).then_some(())
+                    };
+                    while whole(&request).is_none() {
+                        match conn.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => request.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let head = String::from_utf8_lossy(&request).to_string();
+                    let line = head.lines().next().unwrap_or_default().to_string();
+                    let token = head.lines().find_map(|l| l.strip_prefix("authorization: Bearer ")).unwrap_or_default().to_string();
+                    let answer = if line.contains(" /hang ") {
+                        tokio::time::sleep(Duration::from_secs(60)).await;
+                        return;
+                    } else if line.contains(" /moved ") {
+                        "HTTP/1.1 302 Found\r\nconnection: close\r\nlocation: /v1/page\r\ncontent-length: 0\r\n\r\n".to_string()
+                    } else {
+                        let body = json!({"line": line, "token": token}).to_string();
+                        format!(
+                            "HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-type: application/json\r\nlink: </v1/page?after=x>; rel=\"next\"\r\ncontent-length: {}\r\n\r\n{body}",
+                            body.len()
+                        )
+                    };
+                    let _ = conn.write_all(answer.as_bytes()).await;
+                });
+            }
+        });
+        base
+    }
+
+    #[tokio::test]
+    async fn plain_http_answers_as_reqwest_did() {
+        let base = fake_server().await;
+        let client = Client::with_timeouts(&base, Some("tok".into()), Timeouts::HOOK).expect("client");
+        assert!(client.plain.is_some() && client.http.get().is_none(), "http:// builds no reqwest client");
+        let (page, next) = client.page("/v1/page").await.expect("page");
+        assert_eq!(page, json!({"line": "GET /v1/page HTTP/1.1", "token": "tok"}));
+        assert_eq!(next.as_deref(), Some("/v1/page?after=x"));
+        let (status, body) = client.call(reqwest::Method::POST, "/v1/gate", Some(json!({}))).await.expect("post");
+        assert_eq!((status, &body["line"]), (200, &json!("POST /v1/gate HTTP/1.1")));
+        // A redirect is reqwest's to follow, as before.
+        let (status, body) = client.call(reqwest::Method::GET, "/moved", None).await.expect("redirect");
+        assert_eq!((status, &body["line"]), (200, &json!("GET /v1/page HTTP/1.1")));
+        assert!(client.http.get().is_some());
+    }
+
+    #[tokio::test]
+    async fn plain_http_times_out_and_refuses_as_reqwest_did() {
+        let base = fake_server().await;
+        let quick = Timeouts { connect: Duration::from_millis(500), request: Duration::from_millis(300) };
+        let client = Client::with_timeouts(&base, None, quick).expect("client");
+        let late = client.call(reqwest::Method::GET, "/hang", None).await.expect_err("hangs");
+        assert!(matches!(&late, AgentError::Timeout { secs: 1, .. }), "{late:?}");
+        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+        let closed = format!("http://127.0.0.1:{port}");
+        let plain = Client::with_timeouts(&closed, None, quick).expect("client").call(reqwest::Method::GET, "/v1/x", None).await;
+        let AgentError::Unreachable { reason, .. } = plain.expect_err("refused") else { panic!("not unreachable") };
+        assert!(
+            reason.starts_with(&format!("error sending request for url ({closed}/v1/x): client error (Connect): tcp connect error")),
+            "{reason}"
+        );
     }
 
     #[test]

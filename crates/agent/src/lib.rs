@@ -49,6 +49,7 @@ pub mod hook_process;
 pub mod hooks_file;
 pub mod mcp;
 pub mod permission;
+mod plain_http;
 pub mod project;
 pub mod proposal;
 pub mod scope_paths;

@@ -24,7 +24,12 @@
 //! `--hook-bin PLANGATE_HOOK` runs the hook-only binary's `plangate-hook
 //! claude` beside `plangate hook claude` the same way, alternating, its
 //! answers held to the same bytes (it has no `--version`: that row is only
-//! `plangate`'s). The ratios are against the first build of the table.
+//! `plangate`'s). The ratios are against the first build of the table that
+//! ran the row.
+//!
+//! `--baseline-hook-bin OLD_PLANGATE_HOOK` runs an older build's
+//! `plangate-hook claude` the same way, first in the table, so the hook-only
+//! binary's before and after are one run (§28 of docs/PERFORMANCE.md).
 //!
 //! The binary is `$PLANGATE_BIN`, else `$CARGO_TARGET_DIR/release/plangate`,
 //! else the debug build (the one used is printed).
@@ -124,6 +129,7 @@ async fn main() {
     let bin = plangate_bin();
     let baseline: String = plangate_bench::arg("--baseline-bin", String::new());
     let mut hook_bin: String = plangate_bench::arg("--hook-bin", String::new());
+    let baseline_hook_bin: String = plangate_bench::arg("--baseline-hook-bin", String::new());
     if hook_bin.is_empty() && plangate_bench::smoke() {
         // A smoke run checks the hook-only binary built beside `plangate` too.
         let beside = std::path::Path::new(&bin).with_file_name("plangate-hook");
@@ -137,6 +143,10 @@ async fn main() {
     if !baseline.is_empty() {
         println!("baseline binary: {baseline}");
         builds.insert(0, Build { name: "baseline", path: baseline, hook_only: false });
+    }
+    if !baseline_hook_bin.is_empty() {
+        println!("baseline hook-only binary: {baseline_hook_bin}");
+        builds.insert(0, Build { name: "plangate-hook, baseline", path: baseline_hook_bin, hook_only: true });
     }
     if !hook_bin.is_empty() {
         println!("hook-only binary: {hook_bin}");
@@ -218,14 +228,16 @@ async fn main() {
     println!("| /bin/true | | {} | {} | {} | | {} | |", fmt(t.p50()), fmt(t.quantile(0.9)), fmt(t.p99()), fmt(u.p50()));
     let ratio = |x: &Samples, base: &Samples| format!("{:.2}", x.p50().as_secs_f64() / base.p50().as_secs_f64());
     for ((case, per_build), cpu) in cases.iter().zip(&times).zip(&cpu) {
+        // The first build that ran this row (`--version` has no hook-only run).
+        let first = per_build.iter().position(|x| !x.is_empty());
         for (b, build) in builds.iter().enumerate() {
             let (x, used, name) = (&per_build[b], &cpu[b], build.name);
             if x.is_empty() {
                 continue;
             }
-            let (wall_ratio, cpu_ratio) = match b {
-                0 => Default::default(),
-                _ => (ratio(x, &per_build[0]), ratio(used, &cpu[0])),
+            let (wall_ratio, cpu_ratio) = match first {
+                Some(f) if f != b => (ratio(x, &per_build[f]), ratio(used, &cpu[f])),
+                _ => Default::default(),
             };
             println!(
                 "| {} | {name} | {} | {} | {} | {wall_ratio} | {} | {cpu_ratio} |",

@@ -90,7 +90,6 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-use tokio::io::AsyncReadExt;
 
 mod ask_user;
 mod exit_plan;
@@ -118,7 +117,7 @@ pub const QUICK_BUDGET: Duration = Duration::from_secs(2);
 /// The installed timeout of the events that never wait for a person.
 pub const QUICK_TIMEOUT_SECS: u64 = 10;
 /// Hook input larger than this is refused (the API takes 1 MiB bodies).
-pub const MAX_INPUT_BYTES: u64 = 4 << 20;
+pub use crate::hook_input::MAX_INPUT_BYTES;
 /// Claude Code's subagent tool: `Agent` since 2.1.63, `Task` before (still
 /// accepted as an alias, so older versions and old settings send it).
 pub const SUBAGENT_TOOLS: [&str; 2] = ["Agent", "Task"];
@@ -190,15 +189,9 @@ pub fn fail_closed_on_panic() {
 
 /// Read one event from stdin and answer it: what `plangate hook claude` prints.
 pub async fn run() -> String {
-    let mut input = Vec::new();
-    let read = tokio::time::timeout(QUICK_BUDGET, tokio::io::stdin().take(MAX_INPUT_BYTES + 1).read_to_end(&mut input)).await;
-    let answer = match read {
-        Err(_) => Answer::deny(Event::PreToolUse, "plangate: the hook input did not arrive on stdin in time, so this call is blocked"),
-        Ok(Err(e)) => Answer::deny(Event::PreToolUse, format!("plangate: cannot read the hook input ({e}), so this call is blocked")),
-        Ok(Ok(_)) if input.len() as u64 > MAX_INPUT_BYTES => {
-            Answer::deny(Event::PreToolUse, format!("plangate: the hook input is over {MAX_INPUT_BYTES} bytes, so this call is blocked"))
-        }
-        Ok(Ok(_)) => answer(&input, Settings::from_env).await,
+    let answer = match crate::hook_input::read_stdin(QUICK_BUDGET).await {
+        Err(why) => Answer::deny(Event::PreToolUse, why),
+        Ok(input) => answer(&input, Settings::from_env).await,
     };
     answer.render()
 }

@@ -223,3 +223,76 @@ async fn plangate_hook_without_a_harness_blocks() {
         assert!(run.stderr.contains("plangate-hook claude|codex") && run.stdout.is_empty(), "{args:?}: {}", run.stderr);
     }
 }
+
+/// The hook's own stdin reader (issue 53 moved it off tokio's blocking
+/// pool onto `poll(2)` on the main thread) keeps both of its limits,
+/// through both binaries: a harness that opens stdin and never closes it
+/// gets a block once the 2 s budget is spent, not a hung tool call; one
+/// that sends more than 4 MiB gets a block naming the cap, not a parse.
+#[tokio::test]
+async fn stdin_that_never_closes_or_runs_over_the_cap_is_a_block_from_both_binaries() {
+    use tokio::io::AsyncWriteExt;
+    let s = ServerProcess::start(BIN, "").await;
+    let home = tempfile::tempdir().expect("home");
+    for harness in ["claude", "codex"] {
+        for entry in ENTRIES {
+            let what = format!("{harness} through {entry:?}");
+            let state = tempfile::tempdir().expect("state");
+            let mut cmd = match entry {
+                Entry::Plangate => {
+                    let mut cmd = tokio::process::Command::new(BIN);
+                    cmd.args(["hook", harness]);
+                    cmd
+                }
+                Entry::HookBin => {
+                    let mut cmd = tokio::process::Command::new(HOOK_BIN);
+                    cmd.arg(harness);
+                    cmd
+                }
+            };
+            let piped = std::process::Stdio::piped;
+            cmd.env_clear()
+                .env("PATH", "/usr/bin:/bin")
+                .env("HOME", home.path())
+                .env("PLANGATE_URL", &s.base)
+                .env("PLANGATE_TOKEN", AGENT_TOKEN)
+                .env("PLANGATE_STATE_DIR", state.path())
+                .stdin(piped())
+                .stdout(piped())
+                .stderr(piped())
+                .kill_on_drop(true);
+            let started = std::time::Instant::now();
+            let mut child = cmd.spawn().expect("spawn");
+            // Half an event, and stdin held open past the budget.
+            let mut stdin = child.stdin.take().expect("stdin");
+            stdin.write_all(br#"{"hook_event_name": "PreToolUse", "tool_name": "Bash", "#).await.expect("write");
+            let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+                .await
+                .unwrap_or_else(|_| panic!("{what}: the hook hung on a stdin that never closes"))
+                .expect("output");
+            drop(stdin);
+            let held = Run {
+                code: out.status.code().unwrap_or(-1),
+                stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+                took: started.elapsed(),
+            };
+            assert_blocked(&held, &format!("{what}, stdin never closed"));
+            assert!(
+                format!("{}{}", held.stdout, held.stderr).contains("did not arrive on stdin in time"),
+                "{what}: {} {}",
+                held.stdout,
+                held.stderr
+            );
+            assert!(held.took >= Duration::from_millis(1500), "{what}: blocked after {:?}, before its budget", held.took);
+
+            // Over the cap: 4 MiB and one byte more of an event.
+            let mut big = br#"{"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": ""#.to_vec();
+            big.resize((4 << 20) + 1, b'x');
+            let env = Env { url: &s.base, token: Some(AGENT_TOKEN), home: home.path(), state: state.path(), extra: &[] };
+            let run = run(entry, harness, &big, &env).await;
+            assert_blocked(&run, &format!("{what}, over 4 MiB"));
+            assert!(format!("{}{}", run.stdout, run.stderr).contains("is over 4194304 bytes"), "{what}: {} {}", run.stdout, run.stderr);
+        }
+    }
+}

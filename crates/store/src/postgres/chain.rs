@@ -47,8 +47,12 @@ pub(super) async fn append(
     schema: &str,
     events: &[AuditEvent],
 ) -> Result<u64, Failure> {
-    tx.execute(prepared.lock, &[&schema]).await?;
-    let mut chain = match tx.query_opt(prepared.head, &[]).await? {
+    // Both requests on their way at once (polled in this order): the head
+    // is read as soon as the lock is granted, without a round trip to this
+    // process between them, while every replica's commits wait on the lock.
+    let (locked, head) = futures_util::future::join(tx.execute(prepared.lock, &[&schema]), tx.query_opt(prepared.head, &[])).await;
+    locked?;
+    let mut chain = match head? {
         Some(row) => head_of_row(row.try_get(0)?, row.try_get(1)?)?,
         None => Chain::genesis(),
     };

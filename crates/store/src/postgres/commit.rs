@@ -215,9 +215,19 @@ async fn write(store: &PgStore, tx: &Transaction<'_>, commit: &Commit, notice: &
     if let Some(((dues, ids, kinds, ns), bodies)) = &rows.timers_add {
         flight.push(Box::pin(async move { (Expect::Any, tx.execute(st(TIMERS_UPSERT), &[dues, ids, kinds, ns, bodies]).await) }));
     }
+    if let Some((seqs, works)) = &rows.outbox {
+        let (replica, lease) = (&store.shared.replica, &store.lease_secs);
+        flight.push(Box::pin(async move { (Expect::Any, tx.execute(st(OUTBOX_INSERT_MANY), &[seqs, works, replica, lease]).await) }));
+    }
+    if let (Some(payload), true) = (&notice.payload, notice.inside) {
+        let channel = store.shared.channel();
+        flight.push(Box::pin(async move { (Expect::Any, tx.execute(st(NOTIFY), &[&channel, payload]).await) }));
+    }
     if !commit.audit.is_empty() {
-        // Lock, read the head, insert: sequential inside this step, while
-        // the other steps' statements are already on their way.
+        // Last: the lock is granted after every other statement of the
+        // flight has run, so the commit holds it for its chain's head and
+        // insert and its COMMIT, not for the rest of its writes. Lock and
+        // head go out together; the insert follows the head's answer.
         let schema = store.shared.schema.as_str();
         flight.push(Box::pin(async move {
             let prepared = ChainStatements { lock: st(CHAIN_LOCK), head: st(CHAIN_HEAD), insert: st(CHAIN_INSERT) };
@@ -227,14 +237,6 @@ async fn write(store: &PgStore, tx: &Transaction<'_>, commit: &Commit, notice: &
                 Err(other) => (Expect::Failed(Box::new(other)), Ok(0)),
             }
         }));
-    }
-    if let Some((seqs, works)) = &rows.outbox {
-        let (replica, lease) = (&store.shared.replica, &store.lease_secs);
-        flight.push(Box::pin(async move { (Expect::Any, tx.execute(st(OUTBOX_INSERT_MANY), &[seqs, works, replica, lease]).await) }));
-    }
-    if let (Some(payload), true) = (&notice.payload, notice.inside) {
-        let channel = store.shared.channel();
-        flight.push(Box::pin(async move { (Expect::Any, tx.execute(st(NOTIFY), &[&channel, payload]).await) }));
     }
     for (expect, counted) in in_order(flight).await {
         let counted = counted?;

@@ -39,10 +39,9 @@ struct Env<'a> {
     extra: &'a [(&'a str, &'a str)],
 }
 
-/// Run the hook of `harness` through `entry` with `input` on stdin, in an
-/// environment of only `env` (and a `PATH`), as a harness would.
-async fn run(entry: Entry, harness: &str, input: &[u8], env: &Env<'_>) -> Run {
-    let mut cmd = match entry {
+/// The hook of `harness` through `entry`, not yet started.
+fn command(entry: Entry, harness: &str) -> tokio::process::Command {
+    match entry {
         Entry::Plangate => {
             let mut cmd = tokio::process::Command::new(BIN);
             cmd.args(["hook", harness]);
@@ -53,7 +52,13 @@ async fn run(entry: Entry, harness: &str, input: &[u8], env: &Env<'_>) -> Run {
             cmd.arg(harness);
             cmd
         }
-    };
+    }
+}
+
+/// Run the hook of `harness` through `entry` with `input` on stdin, in an
+/// environment of only `env` (and a `PATH`), as a harness would.
+async fn run(entry: Entry, harness: &str, input: &[u8], env: &Env<'_>) -> Run {
+    let mut cmd = command(entry, harness);
     cmd.env_clear()
         .env("PATH", "/usr/bin:/bin")
         .env("HOME", env.home)
@@ -238,18 +243,7 @@ async fn stdin_that_never_closes_or_runs_over_the_cap_is_a_block_from_both_binar
         for entry in ENTRIES {
             let what = format!("{harness} through {entry:?}");
             let state = tempfile::tempdir().expect("state");
-            let mut cmd = match entry {
-                Entry::Plangate => {
-                    let mut cmd = tokio::process::Command::new(BIN);
-                    cmd.args(["hook", harness]);
-                    cmd
-                }
-                Entry::HookBin => {
-                    let mut cmd = tokio::process::Command::new(HOOK_BIN);
-                    cmd.arg(harness);
-                    cmd
-                }
-            };
+            let mut cmd = command(entry, harness);
             let piped = std::process::Stdio::piped;
             cmd.env_clear()
                 .env("PATH", "/usr/bin:/bin")
